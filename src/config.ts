@@ -1,0 +1,111 @@
+/**
+ * Every setting of DESIGN.md ("Settings"), read from the environment once, validated and typed.
+ * A bad value throws `ConfigError` naming the setting; `edge-events serve` prints it and exits 1.
+ */
+import path from 'node:path';
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+export interface Config {
+  host: string;
+  port: number;
+  /** Absolute path of the data directory (LMDB env, blob segments, staging). */
+  dataDir: string;
+  /** Unset: authentication off. */
+  apiKey: string | undefined;
+  /** Days; decimals allowed. */
+  retentionDays: number;
+  maxRecords: number;
+  /** Bytes: largest accepted create body. */
+  maxRecordSizeBytes: number;
+  /** Bytes: live blob bytes + LMDB pages in use. */
+  maxStorageBytes: number;
+  cleanupIntervalSeconds: number;
+  draftAutoFinalizeSeconds: number;
+  maxVideoUploadBytes: number;
+  maxLocalOnlyFileUploadBytes: number;
+  defaultSolutionId: string | undefined;
+  /** Unset: cloud upload off. */
+  cloudUploadUrl: string | undefined;
+  cloudApiKey: string | undefined;
+  /** Unset: the search proxy routes answer 404 and the search CLI asks for --base-url. */
+  searchBaseUrl: string | undefined;
+  /** Unset: the search proxy routes answer 404. */
+  searchApiKey: string | undefined;
+  searchWorkspace: string | undefined;
+  /** pino level: fatal, error, warn, info, debug, trace or silent. */
+  logLevel: string;
+}
+
+/** A setting with a bad value; the message names the setting and what it expects. */
+export class ConfigError extends Error {
+  constructor(readonly setting: string, expected: string, got: string) {
+    super(`Invalid setting ${setting}=${JSON.stringify(got)}: expected ${expected}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function number(env: Env, name: string, fallback: number, opts: { integer?: boolean; min?: number; max?: number } = {}): number {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  const { integer = true, min = 0, max = Number.MAX_SAFE_INTEGER } = opts;
+  const kind = integer ? 'an integer' : 'a number';
+  if (!Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
+    throw new ConfigError(name, `${kind} from ${min} to ${max}`, raw);
+  }
+  return value;
+}
+
+function url(env: Env, name: string, fallback?: string): string | undefined {
+  const raw = text(env, name) ?? fallback;
+  if (raw === undefined) return undefined;
+  try {
+    const parsed = new URL(raw);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
+  } catch {
+    throw new ConfigError(name, 'an http(s) URL', raw);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * Reads and validates every setting.
+ * @param env the environment (default `process.env`)
+ * @throws ConfigError naming the first setting with a bad value
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', LOG_LEVELS.join(', '), logLevel);
+  return {
+    host: text(env, 'HOST') ?? '0.0.0.0',
+    port: number(env, 'PORT', 8001, { max: 65535 }),
+    dataDir: path.resolve(text(env, 'DATA_DIR') ?? './data'),
+    apiKey: text(env, 'API_KEY'),
+    retentionDays: number(env, 'RETENTION_DAYS', 1, { integer: false, min: 0.000001 }),
+    maxRecords: number(env, 'MAX_RECORDS', 1_000_000, { min: 1 }),
+    maxRecordSizeBytes: number(env, 'MAX_RECORD_SIZE_BYTES', 20 * MiB, { min: 1024, max: 1 * GiB }),
+    maxStorageBytes: number(env, 'MAX_STORAGE_BYTES', 10 * GiB, { min: MiB }),
+    cleanupIntervalSeconds: number(env, 'CLEANUP_INTERVAL_SECONDS', 300, { min: 1 }),
+    draftAutoFinalizeSeconds: number(env, 'DRAFT_AUTO_FINALIZE_SECONDS', 600, { min: 1 }),
+    maxVideoUploadBytes: number(env, 'MAX_VIDEO_UPLOAD_BYTES', 500 * MiB, { min: 1 }),
+    maxLocalOnlyFileUploadBytes: number(env, 'MAX_LOCAL_ONLY_FILE_UPLOAD_BYTES', 100 * MiB, { min: 1 }),
+    defaultSolutionId: text(env, 'DEFAULT_SOLUTION_ID'),
+    cloudUploadUrl: url(env, 'CLOUD_UPLOAD_URL'),
+    cloudApiKey: text(env, 'CLOUD_API_KEY'),
+    searchBaseUrl: url(env, 'SEARCH_BASE_URL'),
+    searchApiKey: text(env, 'SEARCH_API_KEY'),
+    searchWorkspace: text(env, 'SEARCH_WORKSPACE'),
+    logLevel,
+  };
+}

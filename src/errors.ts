@@ -1,0 +1,79 @@
+/**
+ * The one registry of coded errors: every failure the store answers with has a code here, its
+ * HTTP status and its default message. `src/http/respond.ts` is the one place that maps an
+ * `AppError` to a response; nothing else chooses a status code.
+ *
+ * Rules E1..E10 are spec part B, "Event store conditions"; statuses the spec leaves open come
+ * from DESIGN.md, "Wire contract".
+ */
+
+/** One entry of a 422 request-validation body, FastAPI-shaped. */
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+const registry = {
+  unauthorized: { status: 401, message: 'Missing or invalid X-API-Key' },
+  not_found: { status: 404, message: 'Not Found' },
+  event_not_found: { status: 404, message: 'Event not found' },
+  file_not_found: { status: 404, message: 'File not found' }, // E9
+  method_not_allowed: { status: 405, message: 'Method Not Allowed' },
+  solution_required: { status: 400, message: 'solution is required when cloud upload is enabled and DEFAULT_SOLUTION_ID is unset' }, // E1
+  event_data_invalid: { status: 400, message: 'event_data does not conform to the schema' }, // E2
+  image_decode_failed: { status: 400, message: 'Image could not be decoded from base64' }, // E3
+  unknown_event_schema: { status: 422, message: 'Unknown event_schema' }, // E4
+  invalid_query: { status: 400, message: 'Invalid query filter' }, // E5
+  validation_failed: { status: 422, message: 'Request validation failed' }, // E6, E7
+  malformed_json: { status: 422, message: 'Malformed JSON body' },
+  malformed_multipart: { status: 400, message: 'Malformed multipart body' },
+  event_finalized: { status: 409, message: 'Event is finalized; attachments are closed' }, // E8
+  record_too_large: { status: 413, message: 'Record exceeds MAX_RECORD_SIZE_BYTES' },
+  upload_too_large: { status: 413, message: 'Upload exceeds the size limit' },
+  unsupported_video: { status: 415, message: 'Content is not a supported video format' },
+  range_not_satisfiable: { status: 416, message: 'Requested range not satisfiable' },
+  reset_token_invalid: { status: 400, message: 'Missing, invalid, expired or used reset token' },
+  disk_full: { status: 507, message: 'Insufficient storage: the disk is full' },
+  capacity_blocked: { status: 529, message: 'Store is over its capacity limits and waiting for uploads to drain' }, // E10
+  store_failure: { status: 500, message: 'Internal store failure' },
+  upstream_unreachable: { status: 502, message: 'Hosted API unreachable' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof registry;
+
+/**
+ * A failure with a registered code. `detail` is what the client reads: a string, or for
+ * `validation_failed` a list of FastAPI-shaped issues. `headers` are extra response headers
+ * (e.g. `Content-Range` on 416).
+ */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly detail: string | ValidationIssue[];
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, detail?: string | ValidationIssue[], headers: Record<string, string> = {}) {
+    const entry = registry[code];
+    const message = typeof detail === 'string' ? detail : entry.message;
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = entry.status;
+    this.detail = detail ?? entry.message;
+    this.headers = headers;
+  }
+}
+
+/** Builds a 422 `validation_failed` error from one issue; `loc` as FastAPI spells it. */
+export function validationError(loc: (string | number)[], msg: string, type = 'value_error'): AppError {
+  return new AppError('validation_failed', [{ loc, msg, type }]);
+}
+
+/** Maps an OS error from a disk write to the registry: ENOSPC/EDQUOT answer 507, the rest 500. */
+export function fromDiskError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') return new AppError('disk_full');
+  return new AppError('store_failure');
+}
