@@ -1,0 +1,210 @@
+/**
+ * The storage engine's facade: durable creates by group commit, lookups by id, file locations.
+ * Queries live in event-query.ts, recovery in recovery.ts. The domain (src/events) talks to the
+ * store only through this class and the types it exports; nothing outside src/store sees LMDB.
+ */
+import { randomUUID } from 'node:crypto';
+import { fromDiskError } from '../errors.js';
+import type { ImageResults, StoredImage } from '../events/types.js';
+import { BlobReader } from './blob-reader.js';
+import { ensureBlobDirs, SegmentAppender, type BlobToAppend } from './blob-log.js';
+import { GroupCommitter } from './group-commit.js';
+import { indexKeysOf } from './index-keys.js';
+import { addToCounters, openDatabases, readCounters, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
+import { decodeRecord, encodeRecord, type EventRecord } from './record-codec.js';
+import { recoverStore } from './recovery.js';
+import { nextUniqueMicros } from './timestamps.js';
+
+/** An image of a create, decoded: its bytes and sniffed content type. */
+export interface DecodedImage {
+  bytes: Buffer;
+  contentType: string;
+}
+
+/** A create request ready to store: the record's fields and the decoded images. */
+export interface NewEvent {
+  fields: Omit<EventRecord, 'id' | 'created_at' | 'images' | 'videos' | 'local_only_files' |
+    'original_file_count' | 'current_file_count' | 'finalized_at' | 'auto_finalized_at'>;
+  images: { results: ImageResults; image: DecodedImage | null; input: DecodedImage | null }[];
+}
+
+/** What a durable create returns. `created_at` in µs. */
+export interface CreatedEvent {
+  id: string;
+  image_ids: string[];
+  created_at: number;
+  draft: boolean;
+}
+
+const EMPTY = Buffer.alloc(0);
+/** Longest id the store ever issues (a uuid); longer lookups miss without touching LMDB. */
+const MAX_ID_LENGTH = 36;
+
+interface PreparedCreate {
+  record: EventRecord;
+  blobs: (BlobToAppend & { contentType: string })[];
+}
+
+/** The on-disk store under one DATA_DIR. */
+export class EventStore {
+  readonly blobs: BlobReader;
+  private readonly committer: GroupCommitter<PreparedCreate, void>;
+  private nextSegment: number;
+
+  private constructor(
+    readonly dbs: StoreDatabases,
+    private readonly appender: SegmentAppender,
+    blobsDir: string,
+    lastSegment: number,
+  ) {
+    this.blobs = new BlobReader(blobsDir);
+    this.nextSegment = lastSegment + 1;
+    this.committer = new GroupCommitter((batch) => this.commitCreates(batch));
+  }
+
+  /**
+   * Opens the store in `dataDir`, creating it when absent, and runs recovery (DESIGN.md,
+   * "Recovery"): staging emptied, segment tails beyond their committed length truncated.
+   * @throws the fs or lmdb error when the data directory is unusable
+   */
+  static async open(dataDir: string): Promise<EventStore> {
+    const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
+    const dbs = openDatabases(dataDir);
+    const { lastSegment, activeSegment, lastCreatedAt } = await recoverStore(dbs, blobsDir, stagingDir);
+    nextUniqueMicros(lastCreatedAt);
+    let store: EventStore | undefined;
+    const appender = new SegmentAppender(blobsDir, () => store!.nextSegment++);
+    store = new EventStore(dbs, appender, blobsDir, lastSegment);
+    if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
+    return store;
+  }
+
+  /**
+   * Stores an event and its images durably: resolves only once the image bytes are
+   * fdatasync'd and the record's LMDB commit is flushed (DESIGN.md, group commit).
+   * @throws AppError disk_full (507) on ENOSPC, store_failure (500) otherwise
+   */
+  async create(event: NewEvent): Promise<CreatedEvent> {
+    const prepared = this.prepare(event);
+    await this.committer.submit(prepared);
+    const { record } = prepared;
+    return {
+      id: record.id,
+      image_ids: record.images.map((i) => i.file_id).filter((id): id is string => id !== null),
+      created_at: record.created_at,
+      draft: record.draft,
+    };
+  }
+
+  /** The record of event `id`, or undefined when there is none (any string is accepted). */
+  getEvent(id: string): EventRecord | undefined {
+    if (id.length === 0 || id.length > MAX_ID_LENGTH) return undefined;
+    const createdAt = this.dbs.eventIds.get(id);
+    return createdAt === undefined ? undefined : this.getRecord(createdAt);
+  }
+
+  /** The record created at `createdAt` (µs), or undefined. */
+  getRecord(createdAt: number): EventRecord | undefined {
+    const bytes = this.dbs.events.getBinaryFast(createdAt);
+    return bytes ? decodeRecord(bytes) : undefined;
+  }
+
+  /** Where file `fileId` lives, or undefined when there is no such file. */
+  getFile(fileId: string): FileEntry | undefined {
+    if (fileId.length === 0 || fileId.length > MAX_ID_LENGTH) return undefined;
+    return this.dbs.files.get(fileId);
+  }
+
+  /** The maintained counters (events, images, drafts, files, live blob bytes). */
+  counters(): Counters {
+    return readCounters(this.dbs);
+  }
+
+  /** Waits for queued creates, then closes files and the LMDB environment. */
+  async close(): Promise<void> {
+    await this.committer.whenIdle();
+    await this.appender.close();
+    await this.blobs.close();
+    await this.dbs.root.close();
+  }
+
+  private prepare(event: NewEvent): PreparedCreate {
+    const blobs: PreparedCreate['blobs'] = [];
+    const addBlob = (image: DecodedImage | null): string | null => {
+      if (!image) return null;
+      const fileId = randomUUID();
+      blobs.push({ fileId, kind: 'image', bytes: image.bytes, contentType: image.contentType });
+      return fileId;
+    };
+    const images: StoredImage[] = event.images.map(({ results, image, input }) => ({
+      file_id: addBlob(image),
+      input_file_id: addBlob(input),
+      ...results,
+    }));
+    const record: EventRecord = {
+      ...event.fields,
+      id: randomUUID(),
+      created_at: 0, // assigned at commit, in commit order
+      images,
+      videos: [],
+      local_only_files: [],
+      original_file_count: blobs.length,
+      current_file_count: blobs.length,
+      finalized_at: null,
+      auto_finalized_at: null,
+    };
+    return { record, blobs };
+  }
+
+  private async commitCreates(batch: PreparedCreate[]): Promise<void[]> {
+    const { dbs } = this;
+    const blobs = batch.flatMap((p) => p.blobs);
+    const before = this.appender.position;
+    let placed;
+    try {
+      placed = blobs.length > 0 ? await this.appender.append(blobs) : [];
+    } catch (err) {
+      throw fromDiskError(err);
+    }
+    const after = this.appender.position;
+    try {
+      await dbs.root.transaction(() => {
+        let i = 0;
+        let liveBytes = 0;
+        let drafts = 0;
+        let images = 0;
+        for (const { record, blobs: own } of batch) {
+          record.created_at = nextUniqueMicros();
+          if (!record.draft) record.finalized_at = record.created_at;
+          for (const blob of own) {
+            const at = placed[i++];
+            dbs.files.putSync(blob.fileId, {
+              segment: at.segment, offset: at.offset, length: at.length, kind: blob.kind,
+              contentType: blob.contentType, event: record.created_at, crc: at.crc,
+            });
+            liveBytes += at.length;
+          }
+          dbs.events.putSync(record.created_at, encodeRecord(record));
+          dbs.eventIds.putSync(record.id, record.created_at);
+          for (const key of indexKeysOf(record)) dbs.index.putSync(key, EMPTY);
+          if (record.draft) drafts++;
+          images += record.images.length;
+        }
+        if (blobs.length > 0) {
+          const segment = dbs.segments.get(after.segment) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
+          dbs.segments.putSync(after.segment, {
+            committed: after.end,
+            liveBytes: segment.liveBytes + liveBytes,
+            liveBlobs: segment.liveBlobs + blobs.length,
+          });
+        }
+        addToCounters(dbs, { events: batch.length, images, drafts, files: blobs.length, liveBlobBytes: liveBytes });
+      });
+      await dbs.root.flushed;
+    } catch (err) {
+      if (blobs.length > 0) await this.appender.rewind(before.segment === after.segment ? before.end : 0);
+      throw fromDiskError(err);
+    }
+    return batch.map(() => undefined);
+  }
+}

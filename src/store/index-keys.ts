@@ -1,0 +1,70 @@
+/**
+ * Secondary index entries (DESIGN.md, "Storage engine invariants"): composite ordered-binary
+ * keys `[field, value, created_at]` with empty values, so every filter is a range scan in
+ * created_at order and a query with an indexed filter never scans the whole store.
+ *
+ * Field codes are one letter to keep keys short (LMDB keys are at most ~1978 bytes):
+ *   d device_id, s event_schema, w workflow_id, x external_id (event_data),
+ *   r related_event_id (event_data), m custom_metadata (key: [m, name, value, created_at]),
+ *   D drafts ([D, created_at]: the auto-finalize sweep walks these).
+ */
+import type { Key } from 'lmdb';
+import type { MetadataValue } from '../events/types.js';
+import type { EventRecord } from './record-codec.js';
+
+/** The exact-match fields the list and count routes filter on, with their index codes. */
+export const INDEXED_FIELDS = {
+  device_id: 'd',
+  event_schema: 's',
+  workflow_id: 'w',
+  external_id: 'x',
+  related_event_id: 'r',
+} as const;
+
+export type IndexedField = keyof typeof INDEXED_FIELDS;
+
+const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * The comparable form of a metadata value: numbers, and strings that read as numbers, become
+ * numbers (so `5`, `"5"` and `"5.0"` are equal); booleans become "true"/"false".
+ * DESIGN.md: `metadata_filter` compares numerically when both sides are numbers.
+ */
+export function comparableMetadataValue(value: MetadataValue): string | number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'boolean') return String(value);
+  return NUMERIC.test(value.trim()) ? Number(value) : value;
+}
+
+/** The value of an indexed field in a record, or null when the record has none. */
+export function indexedValue(record: EventRecord, field: IndexedField): string | null {
+  switch (field) {
+    case 'external_id':
+    case 'related_event_id': {
+      const value = record.event_data[field];
+      return typeof value === 'string' ? value : null;
+    }
+    default:
+      return record[field];
+  }
+}
+
+/** Every index key a record owns; put on create, removed on delete. */
+export function indexKeysOf(record: EventRecord): Key[][] {
+  const keys: Key[][] = [];
+  const ts = record.created_at;
+  for (const field of Object.keys(INDEXED_FIELDS) as IndexedField[]) {
+    const value = indexedValue(record, field);
+    if (value !== null) keys.push([INDEXED_FIELDS[field], value, ts]);
+  }
+  for (const [name, value] of Object.entries(record.custom_metadata)) {
+    keys.push(['m', name, comparableMetadataValue(value), ts]);
+  }
+  if (record.draft) keys.push(draftKey(ts));
+  return keys;
+}
+
+/** The drafts-index key of a draft created at `createdAt` (µs). */
+export function draftKey(createdAt: number): Key[] {
+  return ['D', createdAt];
+}

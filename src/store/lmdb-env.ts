@@ -1,0 +1,92 @@
+/**
+ * The LMDB environment under DATA_DIR/db and its named databases (DESIGN.md, "Storage engine
+ * invariants"). Opened by the HTTP thread and, later, the lifecycle worker: LMDB is safe across
+ * threads and processes.
+ *
+ *   events    created_at (µs, number) -> record (msgpackr, versioned; see record-codec.ts)
+ *   event_ids event id (uuid string)  -> created_at (µs)
+ *   index     [field, value, created_at] -> empty  (secondary indexes; see index-keys.ts)
+ *   files     file id (uuid string) -> FileEntry (blob location and kind)
+ *   segments  segment number -> SegmentEntry (committed length, live bytes)
+ *   meta      name -> value (counters, next segment number)
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { open, type Database, type Key, type RootDatabase } from 'lmdb';
+
+/** Kind of a stored file; the download routes check it (spec B, Attachment rule 5). */
+export type FileKind = 'image' | 'video' | 'local_only';
+
+/** Where a blob's bytes live and what it is. Offsets and lengths in bytes. */
+export interface FileEntry {
+  segment: number;
+  /** Offset of the first data byte (after the frame header). */
+  offset: number;
+  length: number;
+  kind: FileKind;
+  contentType: string;
+  /** created_at (µs) of the owning event: the key of its record. */
+  event: number;
+  crc: number;
+}
+
+/** Accounting of one segment file; `committed` is its length covered by LMDB commits. */
+export interface SegmentEntry {
+  committed: number;
+  liveBytes: number;
+  liveBlobs: number;
+  /** A streamed upload's segment: complete on arrival, never appended to. */
+  sealed?: boolean;
+}
+
+/** Maintained counters; /stats reads these instead of scanning. */
+export interface Counters {
+  events: number;
+  images: number;
+  drafts: number;
+  files: number;
+  liveBlobBytes: number;
+}
+
+export const EMPTY_COUNTERS: Counters = { events: 0, images: 0, drafts: 0, files: 0, liveBlobBytes: 0 };
+
+export interface StoreDatabases {
+  root: RootDatabase;
+  events: Database<Buffer, number>;
+  eventIds: Database<number, string>;
+  index: Database<Buffer, Key[]>;
+  files: Database<FileEntry, string>;
+  segments: Database<SegmentEntry, number>;
+  meta: Database<unknown, string>;
+}
+
+/**
+ * Opens (creating when absent) the environment at `<dataDir>/db`.
+ * @throws the lmdb error when the directory cannot be created or the env cannot be opened
+ */
+export function openDatabases(dataDir: string): StoreDatabases {
+  const dbPath = path.join(dataDir, 'db');
+  fs.mkdirSync(dbPath, { recursive: true });
+  const root = open({ path: dbPath, maxDbs: 16, mapSize: 32 * 1024 ** 3, cache: false });
+  return {
+    root,
+    events: root.openDB({ name: 'events', encoding: 'binary' }),
+    eventIds: root.openDB({ name: 'event_ids', encoding: 'ordered-binary' }),
+    index: root.openDB({ name: 'index', encoding: 'binary' }),
+    files: root.openDB({ name: 'files', encoding: 'msgpack' }),
+    segments: root.openDB({ name: 'segments', encoding: 'msgpack' }),
+    meta: root.openDB({ name: 'meta', encoding: 'msgpack' }),
+  };
+}
+
+/** The counters as last committed (reads inside a write transaction see that transaction). */
+export function readCounters(dbs: StoreDatabases): Counters {
+  return { ...EMPTY_COUNTERS, ...(dbs.meta.get('counters') as Partial<Counters> | undefined) };
+}
+
+/** Adds `delta` to the counters; call inside a write transaction. */
+export function addToCounters(dbs: StoreDatabases, delta: Partial<Counters>): void {
+  const next = readCounters(dbs);
+  for (const key of Object.keys(delta) as (keyof Counters)[]) next[key] += delta[key] ?? 0;
+  dbs.meta.putSync('counters', next);
+}
