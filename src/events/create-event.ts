@@ -1,0 +1,54 @@
+/**
+ * Create (spec B, `POST /v2/events`): validation, rule E1, image decoding (E3), and the durable
+ * write. Answers only once the record and its image bytes are durable.
+ */
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import type { EventStore } from '../store/event-store.js';
+import { formatMicros } from '../store/timestamps.js';
+import { decodeImage } from './decode-image.js';
+import type { CreateEventInput } from './types.js';
+import { validateCreateBody } from './validate.js';
+
+/** The 201 body of a create (DESIGN.md, "Wire contract"). */
+export interface CreateResponse {
+  id: string;
+  image_ids: string[];
+  created_at: string;
+  draft: boolean;
+  message: string;
+}
+
+/**
+ * Validates and stores one event.
+ * @param body the parsed JSON body, camelCase or snake_case
+ * @throws AppError validation_failed / unknown_event_schema (422, E7/E4), event_data_invalid
+ *   (400, E2), solution_required (400, E1), image_decode_failed (400, E3), disk_full (507),
+ *   store_failure (500)
+ */
+export async function createEvent(store: EventStore, config: Config, body: unknown): Promise<CreateResponse> {
+  const input = validateCreateBody(body);
+  if (input.solution === null && config.defaultSolutionId === undefined && config.cloudUploadUrl !== undefined) {
+    throw new AppError('solution_required');
+  }
+  const images = await decodeImages(input);
+  const { images: _inputImages, ...fields } = input;
+  const created = await store.create({ fields, images });
+  return {
+    id: created.id,
+    image_ids: created.image_ids,
+    created_at: formatMicros(created.created_at),
+    draft: created.draft,
+    message: created.draft ? 'Draft event created' : 'Event created',
+  };
+}
+
+function decodeImages(input: CreateEventInput) {
+  return Promise.all(
+    input.images.map(async ({ base64_image, input_base64_image, ...results }, i) => ({
+      results,
+      image: base64_image === null ? null : await decodeImage(base64_image, `images[${i}].base64Image`),
+      input: input_base64_image === null ? null : await decodeImage(input_base64_image, `images[${i}].inputBase64Image`),
+    })),
+  );
+}

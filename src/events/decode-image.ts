@@ -1,0 +1,28 @@
+/**
+ * Decoding of `base64Image` / `inputBase64Image` (spec B, rule E3). Node's base64 decoder skips
+ * characters outside the alphabet silently, so a payload is accepted only when its decoded
+ * length is exactly what its text length promises. A `data:<type>;base64,` prefix is allowed.
+ */
+import { fileTypeFromBuffer } from 'file-type';
+import { AppError } from '../errors.js';
+import type { DecodedImage } from '../store/event-store.js';
+
+const DATA_URI = /^data:[\w.+-]+\/[\w.+-]+;base64,/;
+
+/**
+ * Decodes one base64 image and sniffs its content type from the bytes.
+ * @param field where the payload came from, for the error (e.g. `images[0].base64Image`)
+ * @throws AppError image_decode_failed (400, E3) when the text is not valid, non-empty base64
+ */
+export async function decodeImage(text: string, field: string): Promise<DecodedImage> {
+  const payload = text.replace(DATA_URI, '');
+  const bytes = Buffer.from(payload, 'base64');
+  let padding = 0;
+  while (padding < 2 && payload.charCodeAt(payload.length - 1 - padding) === 61 /* = */) padding++;
+  const expected = Math.floor(((payload.length - padding) * 3) / 4);
+  if (bytes.length === 0 || bytes.length !== expected || payload.length % 4 === 1) {
+    throw new AppError('image_decode_failed', `${field} is not valid base64`);
+  }
+  const type = await fileTypeFromBuffer(bytes);
+  return { bytes, contentType: type?.mime ?? 'application/octet-stream' };
+}

@@ -1,0 +1,124 @@
+/**
+ * Query-string parsing of the list, latest and count routes (spec B, `GET /v2/events` query
+ * parameters; names from DESIGN.md, "Wire contract"). Errors: E5 (400) for a malformed
+ * timestamp, `sort_direction` or `metadata_filter`; E6/E7 (422) for `limit` and booleans.
+ */
+import { AppError, validationError } from '../errors.js';
+import type { EventQuery, MetadataCondition, MetadataOperator } from '../store/event-query.js';
+import type { IndexedField } from '../store/index-keys.js';
+import { parseIsoMicros } from '../store/timestamps.js';
+
+const OPERATORS = new Set<MetadataOperator>(['eq', 'ne', 'gt', 'lt', 'gte', 'lte']);
+const MAX_LIMIT = 1000;
+const DEFAULT_LIMIT = 100;
+/** Exact-match parameters and their comma-separated multi-value twins. */
+const FIELD_PARAMS: [IndexedField, string, string | undefined][] = [
+  ['device_id', 'device_id', 'device_ids'],
+  ['event_schema', 'event_schema', 'event_schemas'],
+  ['workflow_id', 'workflow_id', 'workflow_ids'],
+  ['external_id', 'external_id', 'external_ids'],
+  ['related_event_id', 'related_event_id', undefined],
+];
+
+/**
+ * Parses one `metadata_filter`: `key:value` (eq) or `key:op:value`.
+ * @throws AppError invalid_query (400, E5) when it has no key or no value
+ */
+export function parseMetadataFilter(text: string): MetadataCondition {
+  const first = text.indexOf(':');
+  if (first <= 0) throw new AppError('invalid_query', `Invalid metadata_filter '${text}': expected key:value or key:op:value`);
+  const key = text.slice(0, first);
+  const rest = text.slice(first + 1);
+  const second = rest.indexOf(':');
+  const op = second > 0 ? rest.slice(0, second) : '';
+  const condition: MetadataCondition = OPERATORS.has(op as MetadataOperator)
+    ? { key, op: op as MetadataOperator, value: rest.slice(second + 1) }
+    : { key, op: 'eq', value: rest };
+  if (condition.value === '') throw new AppError('invalid_query', `Invalid metadata_filter '${text}': empty value`);
+  return condition;
+}
+
+function parseLimit(params: URLSearchParams): number {
+  const raw = params.get('limit');
+  if (raw === null) return DEFAULT_LIMIT;
+  const limit = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+    throw validationError(['query', 'limit'], `limit must be an integer from 1 to ${MAX_LIMIT}`, 'value_error.number');
+  }
+  return limit;
+}
+
+function parseBoolean(params: URLSearchParams, name: string, fallback: boolean): boolean {
+  const raw = params.get(name);
+  if (raw === null) return fallback;
+  const value = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(value)) return true;
+  if (['false', '0', 'no', 'off'].includes(value)) return false;
+  throw validationError(['query', name], 'value could not be parsed to a boolean', 'type_error.bool');
+}
+
+function parseTime(params: URLSearchParams, name: string): number | undefined {
+  const raw = params.get(name);
+  if (raw === null) return undefined;
+  const micros = parseIsoMicros(raw);
+  if (micros === undefined) throw new AppError('invalid_query', `Invalid ${name} '${raw}': expected an ISO 8601 timestamp`);
+  return micros;
+}
+
+function parseFields(params: URLSearchParams, names: typeof FIELD_PARAMS): EventQuery['fields'] {
+  const fields: EventQuery['fields'] = {};
+  for (const [field, single, multi] of names) {
+    const one = params.get(single);
+    const many = multi === undefined ? null : params.get(multi);
+    const listed = many === null ? undefined : many.split(',').map((v) => v.trim()).filter((v) => v !== '');
+    if (one !== null) fields[field] = listed === undefined || listed.includes(one) ? [one] : [];
+    else if (listed !== undefined && listed.length > 0) fields[field] = listed;
+  }
+  return fields;
+}
+
+/**
+ * Parses the query of `GET /v2/events`.
+ * @throws AppError invalid_query (400, E5), validation_failed (422, E6/E7)
+ */
+export function parseListQuery(params: URLSearchParams): EventQuery {
+  const direction = params.get('sort_direction') ?? 'desc';
+  if (direction !== 'asc' && direction !== 'desc') {
+    throw new AppError('invalid_query', `Invalid sort_direction '${direction}': expected asc or desc`);
+  }
+  return {
+    fields: parseFields(params, FIELD_PARAMS),
+    metadata: params.getAll('metadata_filter').map(parseMetadataFilter),
+    startTime: parseTime(params, 'start_time'),
+    endTime: parseTime(params, 'end_time'),
+    includeDrafts: parseBoolean(params, 'include_drafts', true),
+    direction,
+    limit: parseLimit(params),
+  };
+}
+
+/** Parses the query of `GET /v2/events/latest/query`: `limit` and `include_drafts`, newest first. */
+export function parseLatestQuery(params: URLSearchParams): EventQuery {
+  return {
+    fields: {},
+    metadata: [],
+    startTime: undefined,
+    endTime: undefined,
+    includeDrafts: parseBoolean(params, 'include_drafts', true),
+    direction: 'desc',
+    limit: parseLimit(params),
+  };
+}
+
+/** Parses the query of `GET /events/count/stats`: `device_id`, `event_schema`, `workflow_id`. */
+export function parseCountQuery(params: URLSearchParams): EventQuery {
+  return {
+    fields: parseFields(params, FIELD_PARAMS.filter(([f]) => f === 'device_id' || f === 'event_schema' || f === 'workflow_id').map(([f, s]) => [f, s, undefined])),
+    metadata: [],
+    startTime: undefined,
+    endTime: undefined,
+    includeDrafts: true,
+    direction: 'asc',
+    limit: 0,
+  };
+}

@@ -1,0 +1,32 @@
+/** Turns stored records into the response shapes of spec B ("Stored event", "Create response"). */
+import type { EventRecord } from '../store/record-codec.js';
+import { formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
+import type { StoredEvent } from './types.js';
+
+/** A record as the GET event routes return it, snake_case with `api_version` "v2". */
+export function presentEvent(record: EventRecord): StoredEvent {
+  return {
+    id: record.id,
+    solution: record.solution,
+    workflow_id: record.workflow_id,
+    workflow_version: record.workflow_version,
+    inference_timestamp: record.inference_timestamp,
+    device_id: record.device_id,
+    stream_id: record.stream_id,
+    image_id: record.image_id,
+    images: record.images,
+    videos: record.videos,
+    local_only_files: record.local_only_files,
+    display_image_position: record.display_image_position,
+    event_schema: record.event_schema,
+    event_data: record.event_data,
+    custom_metadata: record.custom_metadata,
+    created_at: formatMicros(record.created_at),
+    api_version: 'v2',
+    original_file_count: record.original_file_count,
+    current_file_count: record.current_file_count,
+    draft: record.draft,
+    finalized_at: formatMicrosOrNull(record.finalized_at),
+    auto_finalized_at: formatMicrosOrNull(record.auto_finalized_at),
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * Cursors over ordered streams of created_at values (µs), the building blocks of query plans:
+ * an index range, the primary key range, the union of several (multi-value filters) and the
+ * leapfrog intersection of several (combined filters). Every cursor answers one question,
+ * `seek(ts)`: the first value at or after `ts` in its direction, or undefined when none is left.
+ * created_at values are unique integers, so advancing past `v` is `seek(v + 1)` (asc) or
+ * `seek(v - 1)` (desc).
+ */
+import type { Database, Key } from 'lmdb';
+
+export type Direction = 'asc' | 'desc';
+
+export interface CreatedAtCursor {
+  seek(ts: number): number | undefined;
+  close(): void;
+}
+
+/** True when `a` comes at or after `b` in direction `dir`. */
+export const atOrAfter = (a: number, b: number, dir: Direction): boolean => (dir === 'asc' ? a >= b : a <= b);
+
+/** Steps to try on an open iterator before re-opening it at the target. */
+const STEPS_BEFORE_RESEEK = 8;
+
+/**
+ * The created_at values under a key prefix, within [lo, hi] (µs, inclusive), in `dir` order.
+ * Keys are `[...prefix, created_at]`; with an empty prefix the keys are created_at themselves.
+ */
+export class KeyRangeCursor implements CreatedAtCursor {
+  private iterator: Iterator<Key> | undefined;
+  private current: number | undefined;
+  private exhausted = false;
+
+  constructor(
+    private readonly db: Database<unknown, Key>,
+    private readonly prefix: Key[],
+    private readonly lo: number,
+    private readonly hi: number,
+    private readonly dir: Direction,
+  ) {}
+
+  seek(ts: number): number | undefined {
+    if (this.current !== undefined && atOrAfter(this.current, ts, this.dir)) return this.current;
+    if (this.exhausted && this.current === undefined) return undefined;
+    for (let step = 0; this.iterator && step < STEPS_BEFORE_RESEEK; step++) {
+      this.current = this.step();
+      if (this.current === undefined || atOrAfter(this.current, ts, this.dir)) return this.current;
+    }
+    this.open(ts);
+    this.current = this.step();
+    return this.current;
+  }
+
+  close(): void {
+    this.iterator?.return?.();
+    this.iterator = undefined;
+  }
+
+  private key(ts: number): Key {
+    return this.prefix.length === 0 ? ts : [...this.prefix, ts];
+  }
+
+  private open(from: number): void {
+    this.close();
+    const asc = this.dir === 'asc';
+    const start = asc ? Math.max(from, this.lo) : Math.min(from, this.hi);
+    const end = asc ? this.hi + 1 : this.lo - 1; // `end` is exclusive
+    this.iterator = this.db.getKeys({ start: this.key(start), end: this.key(end), reverse: !asc })[Symbol.iterator]();
+    this.exhausted = false;
+  }
+
+  private step(): number | undefined {
+    const next = this.iterator!.next();
+    if (next.done) {
+      this.exhausted = true;
+      this.close();
+      return undefined;
+    }
+    const key = next.value;
+    return (Array.isArray(key) ? key[key.length - 1] : key) as number;
+  }
+}
+
+/** Values in any of several cursors (a multi-value filter: `device_ids=a,b`). */
+export class UnionCursor implements CreatedAtCursor {
+  constructor(private readonly parts: CreatedAtCursor[], private readonly dir: Direction) {}
+
+  seek(ts: number): number | undefined {
+    let best: number | undefined;
+    for (const part of this.parts) {
+      const value = part.seek(ts);
+      if (value !== undefined && (best === undefined || atOrAfter(best, value, this.dir))) best = value;
+    }
+    return best;
+  }
+
+  close(): void {
+    for (const part of this.parts) part.close();
+  }
+}
+
+/** Values in every one of several cursors, found by leapfrogging (each seek skips ahead). */
+export class IntersectionCursor implements CreatedAtCursor {
+  constructor(private readonly parts: CreatedAtCursor[], private readonly dir: Direction) {}
+
+  seek(ts: number): number | undefined {
+    let target = ts;
+    let agreed = 0;
+    for (let i = 0; agreed < this.parts.length; i = (i + 1) % this.parts.length) {
+      const value = this.parts[i].seek(target);
+      if (value === undefined) return undefined;
+      if (value === target) {
+        agreed++;
+      } else {
+        target = value;
+        agreed = 1;
+      }
+    }
+    return target;
+  }
+
+  close(): void {
+    for (const part of this.parts) part.close();
+  }
+}

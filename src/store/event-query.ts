@@ -1,0 +1,155 @@
+/**
+ * Query planning and execution for the list and count routes (spec B, `GET /v2/events`,
+ * `GET /events/count/stats`). Exact-match filters and `eq` metadata filters become index
+ * cursors, intersected by leapfrogging, so a query with an indexed filter never scans the whole
+ * store; only a query with no indexed filter walks the primary key range. Other metadata
+ * operators and `include_drafts=false` are checked on the records the plan yields.
+ */
+import type { MetadataValue } from '../events/types.js';
+import { IntersectionCursor, KeyRangeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
+import type { EventStore } from './event-store.js';
+import { comparableMetadataValue, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
+import type { EventRecord } from './record-codec.js';
+
+export type MetadataOperator = 'eq' | 'ne' | 'gt' | 'lt' | 'gte' | 'lte';
+
+/** One `metadata_filter`: `key:op:value` (spec B, `metadata_filter` format). */
+export interface MetadataCondition {
+  key: string;
+  op: MetadataOperator;
+  value: string;
+}
+
+/** A list or count query. Times are µs, both bounds inclusive. */
+export interface EventQuery {
+  /** Per field, the accepted values (one for `device_id`, several for `device_ids`). */
+  fields: Partial<Record<IndexedField, string[]>>;
+  metadata: MetadataCondition[];
+  startTime: number | undefined;
+  endTime: number | undefined;
+  includeDrafts: boolean;
+  direction: Direction;
+  limit: number;
+}
+
+/** A page of records and the created_at (µs) of the first record after it, or null. */
+export interface EventPage {
+  records: EventRecord[];
+  next: number | null;
+}
+
+/** Count statistics of a query; timestamps in µs. */
+export interface EventCounts {
+  total: number;
+  filtered: number;
+  oldest: number | null;
+  newest: number | null;
+}
+
+function compareMetadata(stored: MetadataValue, condition: MetadataCondition): boolean {
+  const left = comparableMetadataValue(stored);
+  const right = comparableMetadataValue(condition.value);
+  const numeric = typeof left === 'number' && typeof right === 'number';
+  const a = numeric ? left : String(left);
+  const b = numeric ? right : String(right);
+  switch (condition.op) {
+    case 'eq': return a === b;
+    case 'ne': return a !== b;
+    case 'gt': return a > b;
+    case 'lt': return a < b;
+    case 'gte': return a >= b;
+    case 'lte': return a <= b;
+  }
+}
+
+/** True when a record passes every condition of the query (time bounds aside). */
+export function matchesQuery(record: EventRecord, query: EventQuery): boolean {
+  if (!query.includeDrafts && record.draft) return false;
+  for (const [field, values] of Object.entries(query.fields) as [IndexedField, string[]][]) {
+    const value = indexedValue(record, field);
+    if (value === null || !values.includes(value)) return false;
+  }
+  for (const condition of query.metadata) {
+    const stored = record.custom_metadata[condition.key];
+    // DESIGN.md: a filter on a key matches only events that carry that key (`ne` included).
+    if (stored === undefined || !compareMetadata(stored, condition)) return false;
+  }
+  return true;
+}
+
+function planCursor(store: EventStore, query: EventQuery, direction: Direction): CreatedAtCursor {
+  const lo = query.startTime ?? -Infinity;
+  const hi = query.endTime ?? Infinity;
+  const { index, events } = store.dbs;
+  const parts: CreatedAtCursor[] = [];
+  for (const [field, values] of Object.entries(query.fields) as [IndexedField, string[]][]) {
+    const code = INDEXED_FIELDS[field];
+    const cursors = values.map((v) => new KeyRangeCursor(index, [code, v], lo, hi, direction));
+    parts.push(cursors.length === 1 ? cursors[0] : new UnionCursor(cursors, direction));
+  }
+  for (const condition of query.metadata) {
+    if (condition.op !== 'eq') continue;
+    const value = comparableMetadataValue(condition.value);
+    parts.push(new KeyRangeCursor(index, ['m', condition.key, value], lo, hi, direction));
+  }
+  if (parts.length === 0) return new KeyRangeCursor(events, [], lo, hi, direction);
+  return parts.length === 1 ? parts[0] : new IntersectionCursor(parts, direction);
+}
+
+const origin = (direction: Direction): number => (direction === 'asc' ? -Infinity : Infinity);
+const step = (ts: number, direction: Direction): number => (direction === 'asc' ? ts + 1 : ts - 1);
+
+/**
+ * Lists up to `query.limit` records in created_at order; `next` is the created_at of the first
+ * record not returned, so passing it back as the inclusive bound (`start_time` ascending,
+ * `end_time` descending) continues without skipping or repeating an event.
+ */
+export function listEvents(store: EventStore, query: EventQuery): EventPage {
+  const cursor = planCursor(store, query, query.direction);
+  try {
+    const records: EventRecord[] = [];
+    for (let ts = cursor.seek(origin(query.direction)); ts !== undefined; ts = cursor.seek(step(ts, query.direction))) {
+      const record = store.getRecord(ts);
+      if (!record || !matchesQuery(record, query)) continue;
+      if (records.length === query.limit) return { records, next: ts };
+      records.push(record);
+    }
+    return { records, next: null };
+  } finally {
+    cursor.close();
+  }
+}
+
+/**
+ * Counts the records a query matches, with the oldest and newest created_at among them.
+ * Cost is proportional to the matching index entries, not to the store.
+ */
+export function countEvents(store: EventStore, query: EventQuery): EventCounts {
+  const total = store.counters().events;
+  const unfiltered = Object.keys(query.fields).length === 0 && query.metadata.length === 0
+    && query.includeDrafts && query.startTime === undefined && query.endTime === undefined;
+  if (unfiltered) {
+    const [oldest = null] = store.dbs.events.getKeys({ limit: 1 });
+    const [newest = null] = store.dbs.events.getKeys({ limit: 1, reverse: true });
+    return { total, filtered: total, oldest, newest };
+  }
+  const needsRecords = query.metadata.some((c) => c.op !== 'eq') || !query.includeDrafts;
+  const cursor = planCursor(store, query, 'asc');
+  let filtered = 0;
+  let oldest: number | null = null;
+  let newest: number | null = null;
+  try {
+    for (let ts = cursor.seek(-Infinity); ts !== undefined; ts = cursor.seek(ts + 1)) {
+      if (needsRecords) {
+        const record = store.getRecord(ts);
+        if (!record || !matchesQuery(record, query)) continue;
+      }
+      filtered++;
+      oldest ??= ts;
+      newest = ts;
+    }
+  } finally {
+    cursor.close();
+  }
+  return { total, filtered, oldest, newest };
+}
