@@ -1,0 +1,159 @@
+/**
+ * Turns one word of a query into a filter node of the spec's filter table (spec part A,
+ * "Search query language"), validating its value. A word whose unquoted start is not
+ * `selector:` (or `date<op>`) is free text, so `null` is returned for it; so is a URL
+ * (`https://...`). An unknown `selector:` is an error rather than text, so a typo such as
+ * `spilt:train` fails locally instead of running as a semantic search.
+ */
+import { QuerySyntaxError } from './errors.js';
+import { FILTER_KEYS, SPLITS } from './query-ast.js';
+import type { Comparison, FilterKey, FilterNode, RangeFilter, Split } from './query-ast.js';
+import { wordText } from './query-lexer.js';
+import type { WordChar } from './query-lexer.js';
+
+const SELECTOR = /^([a-z]+(?:-[a-z]+)*)(>=|<=|:|>|<|=)/;
+const COMPARISONS: Comparison[] = ['>=', '<=', '=', '>', '<'];
+const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
+const WHOLE_NUMBER = /^\d+$/;
+
+/** A filter value with the source offset of each character, for error positions. */
+interface Value {
+  chars: WordChar[];
+  text: string;
+  /** Offset where the value starts (just after the separator), even when it is empty. */
+  start: number;
+}
+
+/**
+ * Parses `chars` (one word token) as a filter.
+ * @returns the filter node, or `null` when the word is free text
+ * @throws QuerySyntaxError for an unknown `selector:`, a selector with the wrong separator, or a
+ *   value the filter does not accept (empty, non-numeric, bad date, unknown split)
+ */
+export function parseFilterWord(query: string, chars: WordChar[], start: number, end: number): FilterNode | null {
+  const unquotedHead = wordText(chars.slice(0, firstQuotedIndex(chars)));
+  const match = SELECTOR.exec(unquotedHead);
+  if (!match) return null;
+  const [head, selector, separator] = match;
+  if (!isFilterKey(selector)) {
+    const isUrl = unquotedHead.startsWith(`${selector}://`);
+    if (separator !== ':' || isUrl) return null;
+    throw new QuerySyntaxError(query, start, `Unknown filter "${selector}:"; known filters: ${FILTER_KEYS.map((k) => `${k}:`).join(' ')}`);
+  }
+  if (separator !== ':' && selector !== 'date') {
+    throw new QuerySyntaxError(query, start + selector.length, `${selector} takes ":" (only date takes a comparison such as date>=2024-01-01)`);
+  }
+  const valueChars = chars.slice(head.length);
+  const value: Value = { chars: valueChars, text: wordText(valueChars), start: start + head.length };
+  const span = { start, end };
+  const ctx = { query, selector, value };
+  switch (selector) {
+    case 'like-image':
+      return { type: 'filter', key: selector, imageId: required(ctx), span };
+    case 'tag':
+      return { type: 'filter', key: selector, tag: required(ctx), span };
+    case 'job':
+      return { type: 'filter', key: selector, jobId: required(ctx), span };
+    case 'project':
+    case 'dataset':
+      return { type: 'filter', key: selector, project: required(ctx), span };
+    case 'split':
+      return { type: 'filter', key: selector, split: split(ctx), span };
+    case 'filename':
+      return { type: 'filter', key: selector, ...filename(ctx), span };
+    case 'class':
+      return { type: 'filter', key: selector, ...classValue(ctx), span };
+    case 'date':
+      return { type: 'filter', key: selector, op: separator === ':' ? '=' : (separator as Comparison), date: day(query, value), span };
+    default:
+      return rangeFilter(ctx, selector, span);
+  }
+}
+
+interface FilterContext {
+  query: string;
+  selector: FilterKey;
+  value: Value;
+}
+
+function isFilterKey(selector: string): selector is FilterKey {
+  return (FILTER_KEYS as readonly string[]).includes(selector);
+}
+
+function firstQuotedIndex(chars: WordChar[]): number {
+  const index = chars.findIndex((ch) => ch.quoted);
+  return index === -1 ? chars.length : index;
+}
+
+function required({ query, selector, value }: FilterContext): string {
+  if (value.text === '') throw new QuerySyntaxError(query, value.start, `${selector}: needs a value`);
+  return value.text;
+}
+
+function split(ctx: FilterContext): Split {
+  const text = required(ctx);
+  if (!(SPLITS as readonly string[]).includes(text)) {
+    throw new QuerySyntaxError(ctx.query, ctx.value.start, `Unknown split "${text}"; expected ${SPLITS.join(', ')}`);
+  }
+  return text as Split;
+}
+
+/** A `*` (unquoted) at the start and/or end of the value makes the match partial. */
+function filename(ctx: FilterContext): { pattern: string; match: 'exact' | 'prefix' | 'suffix' | 'contains' } {
+  required(ctx);
+  const { chars } = ctx.value;
+  const leading = !chars[0].quoted && chars[0].c === '*';
+  const trailing = chars.length > 1 && !chars[chars.length - 1].quoted && chars[chars.length - 1].c === '*';
+  const pattern = wordText(chars.slice(leading ? 1 : 0, trailing ? -1 : undefined));
+  if (pattern === '') throw new QuerySyntaxError(ctx.query, ctx.value.start, 'filename: needs a name besides *');
+  const match = leading && trailing ? 'contains' : leading ? 'suffix' : trailing ? 'prefix' : 'exact';
+  return { pattern, match };
+}
+
+/** `class:NAME` or `class:NAME<op>N`; the operator is the first unquoted comparison. */
+function classValue(ctx: FilterContext): { className: string; count?: { op: Comparison; value: number } } {
+  const { query, value } = ctx;
+  required(ctx);
+  for (let i = 0; i < value.chars.length; i += 1) {
+    if (value.chars[i].quoted) continue;
+    const rest = wordText(value.chars.slice(i, i + 2));
+    const op = COMPARISONS.find((candidate) => rest.startsWith(candidate));
+    if (op === undefined) continue;
+    const className = wordText(value.chars.slice(0, i));
+    if (className === '') throw new QuerySyntaxError(query, value.start, `class: needs a class name before ${op}`);
+    const countChars = value.chars.slice(i + op.length);
+    const countStart = i + op.length < value.chars.length ? value.chars[i + op.length].pos : value.chars[i].pos + op.length;
+    return { className, count: { op, value: wholeNumber(query, countChars, countStart, `class:${className}${op}`) } };
+  }
+  return { className: value.text };
+}
+
+function rangeFilter(ctx: FilterContext, selector: RangeFilter['key'], span: { start: number; end: number }): RangeFilter {
+  const [bound, measure] = selector.split('-') as [RangeFilter['bound'], RangeFilter['measure']];
+  const value = wholeNumber(ctx.query, ctx.value.chars, ctx.value.start, `${selector}:`);
+  return { type: 'filter', key: selector, measure, bound, value, span };
+}
+
+function wholeNumber(query: string, chars: WordChar[], start: number, what: string): number {
+  const text = wordText(chars);
+  if (!WHOLE_NUMBER.test(text)) {
+    const shown = text === '' ? 'nothing' : `"${text}"`;
+    throw new QuerySyntaxError(query, start, `${what} expects a whole number (0 or more), got ${shown}`);
+  }
+  return Number(text);
+}
+
+/** `YYYY-MM-DD`, a real calendar day. */
+function day(query: string, value: Value): string {
+  const match = DAY.exec(value.text);
+  if (!match) {
+    const shown = value.text === '' ? 'nothing' : `"${value.text}"`;
+    throw new QuerySyntaxError(query, value.start, `date expects a day as YYYY-MM-DD, got ${shown}`);
+  }
+  const [, year, month, dayOfMonth] = match.map(Number);
+  const parsed = new Date(Date.UTC(year, month - 1, dayOfMonth));
+  if (parsed.getUTCFullYear() !== year || parsed.getUTCMonth() !== month - 1 || parsed.getUTCDate() !== dayOfMonth) {
+    throw new QuerySyntaxError(query, value.start, `${value.text} is not a calendar day`);
+  }
+  return value.text;
+}
