@@ -70,7 +70,7 @@ export class SearchApiError extends SearchError {
   readonly body: unknown;
   readonly hostedMessage: string;
   readonly hostedHint: string | undefined;
-  /** Method and URL of the failed request, with `api_key` redacted. */
+  /** Method and path of the failed request, e.g. `POST /acme/search/v1` (never the query string). */
   readonly request: string;
 
   constructor(status: number, body: unknown, request: string) {

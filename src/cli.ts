@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+/** `edge-events`: the one binary of the package, with its subcommands. */
+import { Command } from 'commander';
+import { serveUntilStopped } from './serve.js';
+
+const program = new Command('edge-events')
+  .description('On-device event store for vision pipelines, and hosted image-search tools')
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description('run the event store (settings from the environment; see README)')
+  .action(serveUntilStopped);
+
+await program.parseAsync();

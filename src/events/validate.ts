@@ -1,0 +1,358 @@
+/**
+ * Validation and normalisation of the POST /v2/events body (spec B, "Event (create request
+ * body)", "Event schemas", Errors E2/E4/E7; DESIGN.md "Wire contract"), and validators of the
+ * response shapes for tests.
+ *
+ * The JSON Schemas under `schemas/` (draft 2020-12, the dialect of OpenAPI 3.1) are the single
+ * source: ajv compiles them once at module load and `src/http/openapi.ts` publishes the same
+ * files. The hot path is one compiled ajv call plus a key-renaming pass; nothing is cloned
+ * deeply (detections, metadata objects and arrays are passed through by reference).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Ajv2020, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsPlugin from 'ajv-formats';
+import { AppError, type ValidationIssue } from '../errors.js';
+import { schemasDir } from '../paths.js';
+import { EVENT_SCHEMAS, type CreateEventInput, type EventSchemaName, type ImageInput } from './types.js';
+
+// ---------------------------------------------------------------------------------------------
+// Schema files and ajv instances
+
+let schemaFiles: ReadonlyMap<string, AnySchemaObject> | undefined;
+
+/**
+ * Every JSON Schema under `schemas/`, keyed by its path relative to that folder with `/`
+ * separators (`create-event.json`, `event-data/custom.json`, `responses/stats.json`, ...).
+ * Read once and cached; each schema carries an absolute `$id` and may `$ref` the others by
+ * relative URI. Throws if a file is not valid JSON.
+ */
+export function loadSchemaFiles(): ReadonlyMap<string, AnySchemaObject> {
+  if (schemaFiles) return schemaFiles;
+  const files = new Map<string, AnySchemaObject>();
+  const walk = (dir: string, prefix: string): void => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const rel = prefix + entry.name;
+      if (entry.isDirectory()) walk(path.join(dir, entry.name), rel + '/');
+      else if (entry.name.endsWith('.json')) files.set(rel, JSON.parse(fs.readFileSync(path.join(dir, entry.name), 'utf8')));
+    }
+  };
+  walk(schemasDir, '');
+  schemaFiles = files;
+  return files;
+}
+
+/** Formats used by the response schemas; the create body uses patterns only. */
+const FORMATS = ['date-time', 'uuid'] as const;
+
+/**
+ * A draft 2020-12 ajv instance holding every schema file, with the options this package uses:
+ * strict mode, union types (`["string", "null"]`), formats date-time and uuid.
+ */
+export function createAjv(allErrors = false): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors, allowUnionTypes: true, strict: true, strictRequired: false });
+  addFormatsPlugin.default(ajv, [...FORMATS]);
+  for (const schema of loadSchemaFiles().values()) ajv.addSchema(schema);
+  return ajv;
+}
+
+function compiled(ajv: Ajv2020, file: string): ValidateFunction {
+  const id = loadSchemaFiles().get(file)?.$id;
+  const validate = id === undefined ? undefined : ajv.getSchema(id);
+  if (!validate) throw new Error(`schema ${file} is missing from ${schemasDir}`);
+  return validate;
+}
+
+const requestAjv = createAjv(false);
+const validateCreate = compiled(requestAjv, 'create-event.json');
+const eventDataValidators = new Map<EventSchemaName, ValidateFunction>(
+  EVENT_SCHEMAS.map((name) => [name, compiled(requestAjv, `event-data/${name}.json`)]),
+);
+
+// ---------------------------------------------------------------------------------------------
+// Name maps: every accepted spelling -> snake_case, taken from the schemas' `properties`
+
+const toSnake = (name: string): string => name.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
+const toCamel = (name: string): string => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+function nameMap(schema: AnySchemaObject): Map<string, string> {
+  return new Map(Object.keys(schema.properties ?? {}).map((key) => [key, toSnake(key)]));
+}
+
+const createSchema = loadSchemaFiles().get('create-event.json')!;
+const TOP_LEVEL_NAMES = nameMap(createSchema);
+const IMAGE_NAMES = nameMap(createSchema.$defs.imageEntry);
+const EVENT_DATA_NAMES = new Map(
+  EVENT_SCHEMAS.map((name) => [name, nameMap(loadSchemaFiles().get(`event-data/${name}.json`)!)]),
+);
+
+// ---------------------------------------------------------------------------------------------
+// ajv errors -> FastAPI issues (422) and E2 strings (400)
+
+function pointerSegments(pointer: string): (string | number)[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => {
+      const seg = s.replace(/~1/g, '/').replace(/~0/g, '~');
+      return /^(0|[1-9]\d*)$/.test(seg) ? Number(seg) : seg;
+    });
+}
+
+/** The snake_case field of a failed `dependentSchemas/<field>/not` (both spellings given). */
+function duplicatedField(err: ErrorObject): string {
+  return /dependentSchemas\/([^/]+)\/not$/.exec(err.schemaPath)?.[1] ?? '';
+}
+
+const TIMESTAMP_KEYS = new Set(['inference_timestamp', 'inferenceTimestamp']);
+
+function firstType(err: ErrorObject): string {
+  return String(err.params.type).split(',')[0];
+}
+
+/** One FastAPI-shaped issue for the first ajv error (ajv runs with allErrors false). */
+function toIssue(err: ErrorObject): ValidationIssue {
+  const loc: (string | number)[] = ['body', ...pointerSegments(err.instancePath)];
+  const last = loc[loc.length - 1];
+  const p = err.params as Record<string, unknown>;
+  if (err.propertyName !== undefined) {
+    // propertyNames (custom_metadata keys): ajv reports the inner error with the key.
+    loc.push(err.propertyName);
+    return { loc, msg: 'ensure this key has 1 to 256 characters', type: 'value_error.key' };
+  }
+  switch (err.keyword) {
+    case 'required':
+      return { loc: [...loc, String(p.missingProperty)], msg: 'field required', type: 'value_error.missing' };
+    case 'additionalProperties':
+      return { loc: [...loc, String(p.additionalProperty)], msg: 'extra fields not permitted', type: 'value_error.extra' };
+    case 'not': {
+      const field = duplicatedField(err);
+      return { loc: [...loc, field], msg: `both '${field}' and '${toCamel(field)}' given; send one spelling`, type: 'value_error.duplicate' };
+    }
+    case 'type':
+      return { loc, msg: `value is not a valid ${firstType(err)}`, type: `type_error.${firstType(err)}` };
+    case 'maxLength':
+      return { loc, msg: `ensure this value has at most ${p.limit} characters`, type: 'value_error.any_str.max_length' };
+    case 'minLength':
+      return { loc, msg: `ensure this value has at least ${p.limit} characters`, type: 'value_error.any_str.min_length' };
+    case 'maxItems':
+      return { loc, msg: `ensure this value has at most ${p.limit} items`, type: 'value_error.list.max_items' };
+    case 'maxProperties':
+      return { loc, msg: `ensure this value has at most ${p.limit} keys`, type: 'value_error.dict.max_items' };
+    case 'minimum':
+      return { loc, msg: `ensure this value is greater than or equal to ${p.limit}`, type: 'value_error.number.not_ge' };
+    case 'maximum':
+      return { loc, msg: `ensure this value is less than or equal to ${p.limit}`, type: 'value_error.number.not_le' };
+    case 'enum':
+      return { loc, msg: `value is not a valid enumeration member; permitted: ${(p.allowedValues as unknown[]).join(', ')}`, type: 'type_error.enum' };
+    case 'pattern':
+      if (TIMESTAMP_KEYS.has(String(last))) return { loc, msg: 'invalid datetime format', type: 'value_error.datetime' };
+      return { loc, msg: `string does not match regex "${p.pattern}"`, type: 'value_error.str.regex' };
+    default:
+      return { loc, msg: err.message ?? 'invalid value', type: `value_error.${err.keyword}` };
+  }
+}
+
+/** Maps failed create-body validation to E4 (unknown event_schema, 422) or E7 (anything else, 422). */
+function createBodyError(body: unknown, errors: ErrorObject[]): AppError {
+  const err = errors[0];
+  if (err.keyword === 'enum' && (err.instancePath === '/event_schema' || err.instancePath === '/eventSchema')) {
+    const key = err.instancePath.slice(1);
+    const given = (body as Record<string, unknown>)[key];
+    return new AppError('unknown_event_schema', [
+      { loc: ['body', key], msg: `unknown event_schema '${String(given)}'; expected one of ${EVENT_SCHEMAS.join(', ')}`, type: 'enum' },
+    ]);
+  }
+  return new AppError('validation_failed', [toIssue(err)]);
+}
+
+const TYPE_NAMES: Record<string, string> = { integer: 'an integer', object: 'an object', array: 'an array', string: 'a string', number: 'a number', boolean: 'a boolean' };
+const PATTERN_MESSAGES: Record<string, string> = {
+  '^[A-Za-z0-9_ -]*$': 'may contain only letters, digits, underscores, spaces and hyphens',
+};
+
+/** The E2 detail: a string naming the schema and the first failed rule. */
+function eventDataMessage(schema: EventSchemaName, err: ErrorObject): string {
+  const field = pointerSegments(err.instancePath).join('.') || 'event_data';
+  const p = err.params as Record<string, unknown>;
+  let what: string;
+  switch (err.keyword) {
+    case 'required':
+      what = `${p.missingProperty} is required`;
+      break;
+    case 'additionalProperties':
+      what = `unknown field '${p.additionalProperty}'`;
+      break;
+    case 'not': {
+      const snake = duplicatedField(err);
+      what = `give ${snake} or ${toCamel(snake)}, not both`;
+      break;
+    }
+    case 'enum':
+      what = `${field} must be one of ${(p.allowedValues as unknown[]).filter((v) => v !== null).join(', ')}`;
+      break;
+    case 'type':
+      what = `${field} must be ${TYPE_NAMES[firstType(err)] ?? firstType(err)}`;
+      break;
+    case 'maxLength':
+      what = `${field} must have at most ${p.limit} characters`;
+      break;
+    case 'minimum':
+      what = `${field} must be ${p.limit} or greater`;
+      break;
+    case 'pattern':
+      what = `${field} ${PATTERN_MESSAGES[String(p.pattern)] ?? `must match ${p.pattern}`}`;
+      break;
+    default:
+      what = `${field} ${err.message ?? 'is invalid'}`;
+  }
+  return `event_data does not conform to schema '${schema}': ${what}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalisation
+
+/** True when the date part of a pattern-checked timestamp exists (no 2025-02-30). */
+function isCalendarDate(ts: string): boolean {
+  const year = Number(ts.slice(0, 4));
+  const month = Number(ts.slice(5, 7));
+  const day = Number(ts.slice(8, 10));
+  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+/** Copies the non-null fields of `raw` onto `target` under their snake_case names. */
+function renameInto(target: Record<string, unknown>, raw: Record<string, unknown>, names: Map<string, string>): void {
+  for (const key in raw) {
+    const value = raw[key];
+    if (value !== null) target[names.get(key) ?? key] = value;
+  }
+}
+
+function normaliseImage(raw: Record<string, unknown>): ImageInput {
+  const image: ImageInput = {
+    label: null,
+    base64_image: null,
+    input_base64_image: null,
+    object_detections: [],
+    classifications: [],
+    instance_segmentations: [],
+    keypoints: [],
+    metadata: {},
+  };
+  renameInto(image as unknown as Record<string, unknown>, raw, IMAGE_NAMES);
+  return image;
+}
+
+function keyUsed(raw: Record<string, unknown>, snake: string): string {
+  return raw[snake] !== undefined ? snake : toCamel(snake);
+}
+
+/**
+ * Validates a parsed POST /v2/events body and returns it normalised: snake_case names at every
+ * level (event_data keys too: `external_id`, `item_count`, `alert_type`, `related_event_id`...;
+ * image entries: `base64_image`, `object_detections`, ...), absent or null optionals as null,
+ * [] or {} as `CreateEventInput` says, `draft` false by default. Base64 is not decoded here.
+ *
+ * Throws `AppError`:
+ * - `validation_failed` (422, E7; DESIGN "Wire contract"), detail one FastAPI issue
+ *   `{loc: ['body', ...path], msg, type}`: body not an object, wrong type, missing required field
+ *   (inference_timestamp, event_schema, event_data in either spelling), unknown field, both
+ *   spellings of one field, too-long string, too many images or metadata keys, confidence
+ *   outside 0..1, bad timestamp, display_image_position not an index of images;
+ * - `unknown_event_schema` (422, E4), detail one issue with `type: 'enum'`;
+ * - `event_data_invalid` (400, E2), detail a string naming the schema, e.g.
+ *   "event_data does not conform to schema 'quality_check': result must be one of pass, fail".
+ */
+export function validateCreateBody(body: unknown): CreateEventInput {
+  if (!validateCreate(body)) throw createBodyError(body, validateCreate.errors ?? []);
+  const raw = body as Record<string, unknown>;
+  const input: CreateEventInput = {
+    solution: null,
+    workflow_id: null,
+    workflow_version: null,
+    inference_timestamp: '',
+    device_id: null,
+    stream_id: null,
+    image_id: null,
+    event_schema: 'custom',
+    event_data: {},
+    custom_metadata: {},
+    images: [],
+    display_image_position: null,
+    draft: false,
+  };
+  renameInto(input as unknown as Record<string, unknown>, raw, TOP_LEVEL_NAMES);
+  if (input.images.length > 0) {
+    input.images = (input.images as unknown as Record<string, unknown>[]).map(normaliseImage);
+  }
+
+  if (!isCalendarDate(input.inference_timestamp)) {
+    throw new AppError('validation_failed', [
+      { loc: ['body', keyUsed(raw, 'inference_timestamp')], msg: 'invalid datetime format', type: 'value_error.datetime' },
+    ]);
+  }
+  const position = input.display_image_position;
+  if (position !== null && position >= input.images.length) {
+    throw new AppError('validation_failed', [
+      {
+        loc: ['body', keyUsed(raw, 'display_image_position')],
+        msg: `display_image_position ${position} is out of range: the event has ${input.images.length} image(s)`,
+        type: 'value_error.out_of_range',
+      },
+    ]);
+  }
+
+  const schema = input.event_schema;
+  const validateData = eventDataValidators.get(schema)!;
+  if (!validateData(input.event_data)) {
+    throw new AppError('event_data_invalid', eventDataMessage(schema, (validateData.errors ?? [])[0]));
+  }
+  const data: Record<string, unknown> = {};
+  renameInto(data, input.event_data, EVENT_DATA_NAMES.get(schema)!);
+  input.event_data = data;
+  return input;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response schemas (for tests and for the OpenAPI document)
+
+/** Names of the files under `schemas/responses/` (without `.json`). */
+export const RESPONSE_SCHEMA_NAMES = [
+  'create-response',
+  'stored-event',
+  'event-list',
+  'count-stats',
+  'attach-response',
+  'finalize-response',
+  'stats',
+  'health',
+  'cleanup-result',
+  'reset-token',
+  'reset-confirm',
+  'error',
+] as const;
+export type ResponseSchemaName = (typeof RESPONSE_SCHEMA_NAMES)[number];
+
+const responseAjv = createAjv(true);
+const responseValidators = new Map<ResponseSchemaName, ValidateFunction>(
+  RESPONSE_SCHEMA_NAMES.map((name) => [name, compiled(responseAjv, `responses/${name}.json`)]),
+);
+
+/**
+ * The compiled validator (allErrors on) of a response shape of spec B ("Stored event", "Other
+ * response shapes"): every listed field is required, nullable only where the spec allows null.
+ */
+export function responseValidator(name: ResponseSchemaName): ValidateFunction {
+  return responseValidators.get(name)!;
+}
+
+/**
+ * Every way `data` misses the response shape `name`, as readable lines
+ * (e.g. "/events/0 must have required property 'draft'"); empty when it conforms.
+ */
+export function responseProblems(name: ResponseSchemaName, data: unknown): string[] {
+  const validate = responseValidator(name);
+  if (validate(data)) return [];
+  return (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? e.keyword}${e.keyword === 'additionalProperties' ? ` '${String(e.params.additionalProperty)}'` : ''}`);
+}

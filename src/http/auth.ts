@@ -1,0 +1,16 @@
+/** X-API-Key authentication (spec B, Authentication): every route but /health when API_KEY is set. */
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+/**
+ * A checker comparing a presented key with `apiKey` in constant time (both sides are hashed
+ * first, so neither the content nor the length of the key leaks through timing).
+ * @returns a function answering true when the presented key is accepted; always true when
+ *   `apiKey` is undefined (authentication off)
+ */
+export function createKeyChecker(apiKey: string | undefined): (presented: string) => boolean {
+  if (apiKey === undefined) return () => true;
+  const expected = digest(apiKey);
+  return (presented) => presented !== '' && timingSafeEqual(digest(presented), expected);
+}

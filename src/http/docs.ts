@@ -1,0 +1,81 @@
+/**
+ * `/docs` (Swagger UI from the swagger-ui-dist package: no CDN, works offline on the device)
+ * and `/openapi.json` (generated from the same schemas ajv uses).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { AppError } from '../errors.js';
+import { buildOpenApiDocument } from './openapi.js';
+import type { Route } from './route-table.js';
+
+const require = createRequire(import.meta.url);
+const swaggerDir: string = (require('swagger-ui-dist') as { getAbsoluteFSPath(): string }).getAbsoluteFSPath();
+
+const ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css',
+  'swagger-ui-bundle.js': 'application/javascript',
+  'swagger-ui-standalone-preset.js': 'application/javascript',
+  'favicon-32x32.png': 'image/png',
+};
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>edge-event-store API</title>
+  <link rel="stylesheet" href="/docs/swagger-ui.css">
+  <link rel="icon" type="image/png" href="/docs/favicon-32x32.png">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/swagger-ui-bundle.js"></script>
+  <script src="/docs/swagger-ui-standalone-preset.js"></script>
+  <script src="/docs/swagger-init.js"></script>
+</body>
+</html>`;
+
+const INIT = `window.ui = SwaggerUIBundle({
+  url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true,
+  presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout',
+});`;
+
+const cache = new Map<string, Buffer>();
+function asset(name: string): Buffer {
+  let bytes = cache.get(name);
+  if (!bytes) {
+    bytes = fs.readFileSync(path.join(swaggerDir, name));
+    cache.set(name, bytes);
+  }
+  return bytes;
+}
+
+let openApiJson: string | undefined;
+
+/** The documentation routes. */
+export const docsRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/openapi.json',
+    handler: (ex) => {
+      openApiJson ??= JSON.stringify(buildOpenApiDocument());
+      ex.send(200, openApiJson, { 'Content-Type': 'application/json' });
+    },
+  },
+  {
+    method: 'get',
+    path: '/docs',
+    handler: (ex) => ex.send(200, PAGE, { 'Content-Type': 'text/html; charset=utf-8' }),
+  },
+  {
+    method: 'get',
+    path: '/docs/:asset',
+    handler: (ex) => {
+      const [name] = ex.params;
+      if (name === 'swagger-init.js') return ex.send(200, INIT, { 'Content-Type': 'application/javascript' });
+      const type = ASSETS[name];
+      if (!type) throw new AppError('not_found');
+      ex.send(200, asset(name), { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' });
+    },
+  },
+];

@@ -1,0 +1,49 @@
+/**
+ * JSON request bodies, streamed from uWS with MAX_RECORD_SIZE_BYTES enforced while reading:
+ * a body that declares or reaches more than the limit is answered 413 at once and the
+ * connection closed, without buffering the rest.
+ */
+import { AppError, validationError } from '../errors.js';
+import type { Exchange } from './exchange.js';
+
+/**
+ * Starts reading the body of `ex`. Must be called synchronously in the uWS route callback
+ * (it attaches `onData`). Each chunk is copied: uWS detaches its ArrayBuffer after the callback.
+ * @param limit most bytes accepted
+ * @returns the parsed JSON value; undefined for an empty body
+ * @throws AppError record_too_large (413) past `limit`, validation_failed (422) on malformed JSON
+ */
+export function readJsonBody(ex: Exchange, limit: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    if (ex.headers.contentLength !== undefined && ex.headers.contentLength > limit) {
+      reject(new AppError('record_too_large', `Record of ${ex.headers.contentLength} bytes exceeds the limit of ${limit} bytes`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let failed = false;
+    ex.res.onData((chunk, isLast) => {
+      if (failed) return;
+      received += chunk.byteLength;
+      if (received > limit) {
+        failed = true;
+        reject(new AppError('record_too_large', `Record exceeds the limit of ${limit} bytes`));
+        return;
+      }
+      if (!isLast) {
+        chunks.push(Buffer.from(chunk.slice(0)));
+        return;
+      }
+      const body = chunks.length === 0 ? Buffer.from(chunk) : Buffer.concat([...chunks, Buffer.from(chunk)]);
+      if (body.length === 0) {
+        resolve(undefined);
+        return;
+      }
+      try {
+        resolve(JSON.parse(body.toString('utf8')));
+      } catch (err) {
+        reject(validationError(['body'], `Malformed JSON: ${(err as Error).message}`, 'value_error.jsondecode'));
+      }
+    });
+  });
+}

@@ -1,0 +1,51 @@
+/**
+ * The HTTP server on uWebSockets.js: refuses to start on the JavaScript fallback, registers the
+ * route table, listens, and stops gracefully (no new connections, in-flight writes finished,
+ * store closed).
+ */
+import uws from 'uWebSockets.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import type { EventStore } from '../store/event-store.js';
+import { docsRoutes } from './docs.js';
+import { assertNativeServer } from './native-check.js';
+import { registerRoutes, type Route } from './route-table.js';
+import { storeRoutes } from './store-routes.js';
+
+/** Every route the server answers; the security tests walk this table. */
+export const allRoutes: Route[] = [...storeRoutes, ...docsRoutes];
+
+export interface RunningServer {
+  /** The port listened on (useful with PORT=0). */
+  port: number;
+  /** Stops accepting, waits up to `graceMs` (ms) for in-flight requests, closes the store. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Starts the HTTP server on `config.host:config.port` over an open store.
+ * @throws NativeServerUnavailable when uWebSockets.js fell back to JavaScript
+ * @throws Error when the port cannot be bound
+ */
+export async function startServer(config: Config, store: EventStore, log: Logger): Promise<RunningServer> {
+  assertNativeServer(uws);
+  const app = uws.App();
+  const inFlight = registerRoutes(app, allRoutes, { config, store, log });
+  const listenSocket = await new Promise<uws.us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, config.port, (socket) => {
+      if (socket) resolve(socket);
+      else reject(new Error(`cannot listen on ${config.host}:${config.port}`));
+    });
+  });
+  const port = uws.us_socket_local_port(listenSocket);
+  log.info({ host: config.host, port, dataDir: config.dataDir }, 'edge-event-store listening');
+  return {
+    port,
+    async close(graceMs = 10_000) {
+      uws.us_listen_socket_close(listenSocket);
+      await inFlight.drained(graceMs);
+      await store.close();
+      log.info('edge-event-store stopped');
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/** The event store's routes of spec B handled so far, as one table (see route-table.ts). */
+import { AppError } from '../errors.js';
+import { createEvent } from '../events/create-event.js';
+import { countStatsResponse, getEventResponse, latestEventsResponse, listEventsResponse } from '../events/read-events.js';
+import type { FileKind } from '../store/lmdb-env.js';
+import { sendFile } from './file-download.js';
+import type { Route, ServerContext } from './route-table.js';
+import type { Exchange } from './exchange.js';
+
+/** Sends file `ex.params[0]` when it exists and is of `kind` (spec B, rule E9). */
+async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promise<void> {
+  const [fileId] = ex.params;
+  const file = ctx.store.getFile(fileId);
+  if (!file || file.kind !== kind) throw new AppError('file_not_found', `File ${fileId} not found`);
+  await sendFile(ex, ctx.store.blobs, file);
+}
+
+function health(ctx: ServerContext) {
+  try {
+    ctx.store.counters();
+    return { status: 200, body: { status: 'healthy', datastore: 'ok' } };
+  } catch (err) {
+    return { status: 503, body: { status: 'unhealthy', datastore: 'error', error: (err as Error).message } };
+  }
+}
+
+export const storeRoutes: Route[] = [
+  { method: 'get', path: '/health', public: true, handler: (_ex, ctx) => health(ctx) },
+  {
+    method: 'post',
+    path: '/v2/events',
+    body: 'json',
+    handler: async (_ex, ctx, body) => ({ status: 201, body: await createEvent(ctx.store, ctx.config, body) }),
+  },
+  { method: 'get', path: '/v2/events', handler: (ex, ctx) => ({ status: 200, body: listEventsResponse(ctx.store, ex.searchParams()) }) },
+  {
+    method: 'get',
+    path: '/v2/events/latest/query',
+    handler: (ex, ctx) => ({ status: 200, body: latestEventsResponse(ctx.store, ex.searchParams()) }),
+  },
+  { method: 'get', path: '/v2/events/:event_id', handler: (ex, ctx) => ({ status: 200, body: getEventResponse(ctx.store, ex.params[0]) }) },
+  { method: 'get', path: '/events/count/stats', handler: (ex, ctx) => ({ status: 200, body: countStatsResponse(ctx.store, ex.searchParams()) }) },
+  { method: 'get', path: '/images/:image_id', handler: (ex, ctx) => download(ex, ctx, 'image') },
+];

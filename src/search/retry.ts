@@ -1,0 +1,69 @@
+/**
+ * Retry rules of the hosted client (spec part A, "Cross-tool mapping" retry rules and the 429
+ * row of "Hosted interface status codes"; DESIGN.md "Search"): 5xx and 429 are retried with
+ * capped exponential backoff with jitter, a 429 waits at least its `Retry-After`; every other
+ * status (401, 403 and 404 above all) is final.
+ */
+
+/** Tunable retry policy; every field has a default. Delays are milliseconds. */
+export interface RetryOptions {
+  /** Retries after the first attempt (default 4, so at most 5 requests). */
+  retries?: number;
+  /** Backoff before the first retry, doubled for each further one (default 500 ms). */
+  baseDelayMs?: number;
+  /** Cap of the exponential backoff (default 8000 ms). */
+  maxDelayMs?: number;
+  /**
+   * Longest `Retry-After` the client is willing to wait (default 60000 ms). A longer one ends
+   * the retries at once with the 429 error, so a caller is never parked for minutes.
+   */
+  maxRetryAfterMs?: number;
+  /** Source of jitter in [0, 1) (default `Math.random`). */
+  random?: () => number;
+}
+
+export type RetryPolicy = Required<RetryOptions>;
+
+/** Fills the defaults of `options`. */
+export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
+  return {
+    retries: options.retries ?? 4,
+    baseDelayMs: options.baseDelayMs ?? 500,
+    maxDelayMs: options.maxDelayMs ?? 8000,
+    maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000,
+    random: options.random ?? Math.random,
+  };
+}
+
+/** True for the statuses worth another attempt: 429 and every 5xx. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 429 || status >= 500;
+}
+
+/**
+ * How long to wait before retry number `attempt` (0 for the first retry), or `undefined` when
+ * no retry should happen (retries used up, or a `Retry-After` beyond `maxRetryAfterMs`).
+ * Backoff is `min(maxDelayMs, baseDelayMs * 2^attempt)` with equal jitter (half fixed, half
+ * random); a `Retry-After` raises the wait to at least that long.
+ * @param retryAfterMs the parsed `Retry-After` of the answer, if it had one
+ */
+export function retryDelay(attempt: number, retryAfterMs: number | undefined, policy: RetryPolicy): number | undefined {
+  if (attempt >= policy.retries) return undefined;
+  if (retryAfterMs !== undefined && retryAfterMs > policy.maxRetryAfterMs) return undefined;
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
+  const backoff = ceiling / 2 + policy.random() * (ceiling / 2);
+  return Math.round(Math.max(backoff, retryAfterMs ?? 0));
+}
+
+/**
+ * Parses a `Retry-After` header: delay-seconds (decimals tolerated) or an HTTP date.
+ * @param now the current time in ms since the epoch, for the date form
+ * @returns milliseconds to wait (0 for a date in the past), or `undefined` when absent or invalid
+ */
+export function parseRetryAfter(header: string | null, now: number): number | undefined {
+  if (header === null || header.trim() === '') return undefined;
+  const trimmed = header.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const date = Date.parse(trimmed);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}

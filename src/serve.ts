@@ -1,0 +1,67 @@
+/**
+ * `edge-events serve`: loads the settings, opens the store, starts the HTTP server, and stops
+ * gracefully on SIGTERM/SIGINT (systemd's stop): no new requests, in-flight writes finished.
+ */
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { startServer, type RunningServer } from './http/server.js';
+import { createLogger, type Logger } from './logger.js';
+import { EventStore } from './store/event-store.js';
+
+/** A started store: its server and what `stop` needs. */
+export interface StoreService {
+  config: Config;
+  server: RunningServer;
+  log: Logger;
+}
+
+/**
+ * Opens the store under `config.dataDir` and serves it.
+ * @throws NativeServerUnavailable, or the error that prevented opening or listening
+ */
+export async function startService(config: Config): Promise<StoreService> {
+  const log = createLogger(config.logLevel);
+  const store = await EventStore.open(config.dataDir);
+  try {
+    const server = await startServer(config, store, log);
+    return { config, server, log };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+/** Runs the store until a stop signal; exits the process with 0 after a graceful stop, 1 on a bad start. */
+export async function serveUntilStopped(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(1);
+    }
+    throw err;
+  }
+  let service: StoreService;
+  try {
+    service = await startService(config);
+  } catch (err) {
+    console.error(`edge-events: cannot start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    service.log.info({ signal }, 'stopping');
+    service.server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        service.log.error({ err }, 'graceful stop failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
