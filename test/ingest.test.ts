@@ -1,0 +1,146 @@
+/** POST /v2/events over real HTTP: spellings, durability, rules E1-E4, E7, size limit, bad input. */
+import net from 'node:net';
+import t from 'tap';
+import { responseProblems } from '../src/events/validate.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
+import { startStore } from './support/store-server.js';
+
+const countOf = async (url: string): Promise<number> => (await getJson(`${url}/events/count/stats`)).body.total_count;
+
+t.test('a camelCase event with a real JPEG is stored and answered 201', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const res = await postJson(`${store.url}/v2/events`, imageEvent());
+  t.equal(res.status, 201);
+  t.same(responseProblems('create-response', res.body), []);
+  t.equal(res.body.image_ids.length, 1);
+  t.equal(res.body.draft, false);
+
+  const event = await getJson(`${store.url}/v2/events/${res.body.id}`);
+  t.equal(event.status, 200);
+  t.same(responseProblems('stored-event', event.body), []);
+  t.equal(event.body.device_id, 'cam-1');
+  t.same(event.body.event_data, { result: 'pass', external_id: 'lot-1' });
+  t.equal(event.body.images[0].file_id, res.body.image_ids[0]);
+  t.equal(event.body.images[0].object_detections[0].class, 'cat');
+  t.equal(event.body.api_version, 'v2');
+  t.equal(event.body.original_file_count, 1);
+  t.equal(event.body.current_file_count, 1);
+  t.equal(event.body.finalized_at, event.body.created_at);
+
+  const image = await fetch(`${store.url}/images/${res.body.image_ids[0]}`);
+  t.equal(image.headers.get('content-type'), 'image/jpeg');
+  t.same(Buffer.from(await image.arrayBuffer()), fixture('cat.jpg'));
+});
+
+t.test('snake_case input and every event schema are accepted', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const bodies = [
+    smallEvent({ event_schema: 'quality_check', event_data: { result: 'fail', external_id: 'a' } }),
+    smallEvent({ event_schema: 'inventory_count', event_data: { location: 'bay 3', item_count: 12, item_type: 'box' } }),
+    smallEvent({ event_schema: 'safety_alert', event_data: { alert_type: 'no_helmet', severity: 'high', description: 'x' } }),
+    smallEvent({ event_schema: 'operator_feedback', event_data: { related_event_id: 'e-1', feedback: 'correct' } }),
+    smallEvent({ event_schema: 'custom', event_data: { value: 'v', external_id: 'b' } }),
+  ];
+  for (const body of bodies) {
+    const res = await postJson(`${store.url}/v2/events`, body);
+    t.equal(res.status, 201, `${String(body.event_schema)} accepted`);
+  }
+  t.equal(await countOf(store.url), 5);
+});
+
+t.test('an acknowledged event survives a restart of the store', async (t) => {
+  const first = await startStore();
+  const created = await Promise.all(Array.from({ length: 20 }, () => postJson(`${first.url}/v2/events`, imageEvent())));
+  await first.stop();
+  const second = await startStore({ DATA_DIR: first.dataDir });
+  t.teardown(second.stop);
+  for (const { body } of created) {
+    const event = await getJson(`${second.url}/v2/events/${body.id}`);
+    t.equal(event.status, 200);
+    const image = await fetch(`${second.url}/images/${body.image_ids[0]}`);
+    t.same(Buffer.from(await image.arrayBuffer()), fixture('cat.jpg'));
+  }
+  t.equal(await countOf(second.url), 20);
+});
+
+t.test('bad input is refused with the status of the spec and stores nothing', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const cases: [string, unknown, number][] = [
+    ['malformed JSON', '{"event_schema": ', 422],
+    ['not an object', '[1,2]', 422],
+    ['missing event_data', smallEvent({ event_data: undefined }), 422],
+    ['wrong type', smallEvent({ device_id: 42 }), 422],
+    ['unknown field', smallEvent({ colour: 'red' }), 422],
+    ['too long device_id', smallEvent({ device_id: 'd'.repeat(257) }), 422],
+    ['confidence above 1', imageEvent({ images: [{ classifications: [{ class: 'c', confidence: 1.5 }] }] }), 422],
+    ['E4 unknown event_schema', smallEvent({ event_schema: 'weather' }), 422],
+    ['E2 event_data off its schema', smallEvent({ event_schema: 'quality_check', event_data: { result: 'maybe' } }), 400],
+    ['E3 undecodable base64', imageEvent({ images: [{ base64Image: 'not base64 at all!' }] }), 400],
+    ['E3 truncated base64', imageEvent({ images: [{ base64Image: fixture('cat.jpg').toString('base64').slice(0, 101) }] }), 400],
+  ];
+  for (const [name, body, status] of cases) {
+    const res = await postJson(`${store.url}/v2/events`, body);
+    t.equal(res.status, status, name);
+    t.ok(res.body.detail, `${name} has a detail`);
+    t.same(responseProblems('error', res.body), [], `${name} error body shape`);
+  }
+  const e2 = await postJson(`${store.url}/v2/events`, smallEvent({ event_schema: 'quality_check', event_data: {} }));
+  t.type(e2.body.detail, 'string');
+  t.match(e2.body.detail, /quality_check/, 'E2 detail names the schema');
+  t.equal(await countOf(store.url), 0);
+});
+
+t.test('E1: solution is required when cloud upload is on and DEFAULT_SOLUTION_ID is unset', async (t) => {
+  const store = await startStore({ CLOUD_UPLOAD_URL: 'http://127.0.0.1:9' });
+  t.teardown(store.stop);
+  t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 400);
+  t.equal((await postJson(`${store.url}/v2/events`, smallEvent({ solution: 'line-qa' }))).status, 201);
+  const withDefault = await startStore({ CLOUD_UPLOAD_URL: 'http://127.0.0.1:9', DEFAULT_SOLUTION_ID: 'default-sol' });
+  t.teardown(withDefault.stop);
+  t.equal((await postJson(`${withDefault.url}/v2/events`, smallEvent())).status, 201);
+});
+
+t.test('a body over MAX_RECORD_SIZE_BYTES answers 413 without being read whole', async (t) => {
+  const store = await startStore({ MAX_RECORD_SIZE_BYTES: '65536' });
+  t.teardown(store.stop);
+  const big = imageEvent({}, 'retina.jpg'); // ~360 KB of base64
+  const res = await postJson(`${store.url}/v2/events`, big);
+  t.equal(res.status, 413);
+
+  // Chunked, so the size is only known while reading: still 413.
+  const stream = new ReadableStream({
+    start(controller) {
+      const bytes = Buffer.from(JSON.stringify(big));
+      for (let i = 0; i < bytes.length; i += 16384) controller.enqueue(bytes.subarray(i, i + 16384));
+      controller.close();
+    },
+  });
+  const chunked = await fetch(`${store.url}/v2/events`, {
+    method: 'POST', body: stream, headers: { 'content-type': 'application/json' }, duplex: 'half',
+  } as RequestInit).catch((err: Error) => err);
+  if (chunked instanceof Error) t.match(chunked.message, /fetch failed|closed|reset/, 'connection closed on oversize');
+  else t.equal(chunked.status, 413);
+  t.equal(await countOf(store.url), 0);
+});
+
+t.test('a client that disconnects mid-body leaves no trace and others are served', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const { port } = new URL(store.url);
+  const body = JSON.stringify(imageEvent());
+  await new Promise<void>((resolve) => {
+    const socket = net.connect(Number(port), '127.0.0.1', () => {
+      socket.write(`POST /v2/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      socket.write(body.slice(0, body.length / 2), () => {
+        socket.destroy();
+        resolve();
+      });
+    });
+  });
+  const ok = await postJson(`${store.url}/v2/events`, imageEvent());
+  t.equal(ok.status, 201);
+  t.equal(await countOf(store.url), 1);
+});

@@ -1,0 +1,35 @@
+/**
+ * Starts the real store for a test: uWebSockets.js on port 0, a real LMDB in a fresh temp dir.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { startService } from '../../src/serve.js';
+
+export interface TestStore {
+  url: string;
+  dataDir: string;
+  /** Stops the server and closes the store (the data dir stays, for reopen tests). */
+  stop(): Promise<void>;
+}
+
+/** A new empty data directory under the OS temp dir. */
+export function tempDataDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'ees-test-'));
+}
+
+/**
+ * Starts a store with `env` on top of test defaults (127.0.0.1, port 0, logs silent).
+ * @param env settings as environment strings, e.g. `{ API_KEY: 'k' }`
+ */
+export async function startStore(env: Record<string, string> = {}): Promise<TestStore> {
+  const dataDir = env.DATA_DIR ?? tempDataDir();
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
+  const service = await startService(config);
+  return {
+    url: `http://127.0.0.1:${service.server.port}`,
+    dataDir,
+    stop: () => service.server.close(1000),
+  };
+}
