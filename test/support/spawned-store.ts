@@ -1,0 +1,44 @@
+/**
+ * Runs the built binary (`dist/src/cli.js`, made by `npm test`'s build step) as a child
+ * process, for what only a real process shows: start-up refusal, exit codes, signals.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { packageRoot } from '../../src/paths.js';
+
+export const cliPath = path.join(packageRoot, 'dist', 'src', 'cli.js');
+
+export interface SpawnedStore {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+}
+
+/** Runs `edge-events serve` with `env` and waits for its "listening" log line. */
+export async function spawnStore(env: Record<string, string>): Promise<SpawnedStore> {
+  const child = spawn(process.execPath, [cliPath, 'serve'], {
+    env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stderr!.on('data', (d) => (output += d));
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      output += d;
+      const match = /"port":(\d+)/.exec(output);
+      if (match) resolve(Number(match[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`store exited with ${code}: ${output}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}`, output: () => output };
+}
+
+/** Runs `edge-events serve` expecting it to refuse to start; resolves with exit code and stderr. */
+export async function refusedStart(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [cliPath, 'serve'], { env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stderr };
+}
