@@ -40,6 +40,7 @@ function schemaComponents(): Json {
   const files = loadSchemaFiles();
   const targets = new Map<string, string>(); // absolute URI (file, or file#/$defs/x) -> component
   const add = (uri: string, name: string): void => {
+    /* c8 ignore next */
     if ([...targets.values()].includes(name)) throw new Error(`OpenAPI component name clash: ${name}`);
     targets.set(uri, name);
   };
@@ -57,6 +58,7 @@ function schemaComponents(): Json {
     const file = url.href;
     const def = /^#\/\$defs\/([^/]+)(.*)$/.exec(hash);
     const [target, rest] = def ? [targets.get(`${file}#/$defs/${def[1]}`), def[2]] : [targets.get(file), hash.slice(1)];
+    /* c8 ignore next */
     if (!target) throw new Error(`unresolvable $ref ${ref} in ${base}`);
     return `#/components/schemas/${target}${rest}`;
   };
@@ -135,6 +137,7 @@ function download(idName: string, what: string, notFound: string): Json {
     get: {
       tags: ['files'],
       summary: `Download ${what}`,
+      operationId: `download${pascal(what)}`,
       description: 'Range accepts bytes=start-end, bytes=start- and bytes=-suffix. File ids are ephemeral: cleanup may remove a file at any time, so handle 404.',
       parameters: [
         pathParam(idName, `Id of the ${what}.`),
@@ -158,6 +161,7 @@ function attach(kind: 'video' | 'local-only file', extra: Json, extraErrors: Jso
     post: {
       tags: ['attachments'],
       summary: `Attach a ${kind} to a draft event`,
+      operationId: `attach${pascal(kind)}`,
       description: 'The event must be a draft (checked before the body is read). The body is streamed and the size limit enforced per chunk.',
       parameters: [pathParam('event_id', 'Id of the draft event.')],
       requestBody: {
@@ -214,7 +218,7 @@ function build(): Json {
       '/v2/events': {
         post: {
           tags: ['events'],
-          summary: 'Create an event',
+          summary: 'Create an event', operationId: 'createEvent',
           description: 'draft true keeps the event open for attachments until finalized; omitted or false finalizes it on creation. ' +
             `event_data must conform to the schema named by event_schema (components ${EVENT_SCHEMAS.map((s) => `EventData${pascal(s)}`).join(', ')}).`,
           requestBody: { required: true, content: { 'application/json': { schema: ref('CreateEvent') } } },
@@ -231,7 +235,7 @@ function build(): Json {
         },
         get: {
           tags: ['events'],
-          summary: 'Query events',
+          summary: 'Query events', operationId: 'listEvents',
           description:
             'Filters combine with AND. Paging: pass the returned next_timestamp as end_time of the next request when sort_direction is desc ' +
             '(as start_time when asc), keeping the other parameters; next_timestamp is null when nothing follows. created_at values are unique, ' +
@@ -249,7 +253,7 @@ function build(): Json {
       '/v2/events/latest/query': {
         get: {
           tags: ['events'],
-          summary: 'Most recent events',
+          summary: 'Most recent events', operationId: 'latestEvents',
           parameters: [limitParam, includeDraftsParam],
           responses: { '200': jsonBody('EventList', 'Events, most recent first.'), '401': E401, '422': error('limit out of range (E6).'), '529': E529 },
         },
@@ -257,7 +261,7 @@ function build(): Json {
       '/v2/events/{event_id}': {
         get: {
           tags: ['events'],
-          summary: 'Get one event',
+          summary: 'Get one event', operationId: 'getEvent',
           parameters: [eventId],
           responses: { '200': jsonBody('StoredEvent', 'The event.'), '401': E401, '404': error('Event not found.'), '529': E529 },
         },
@@ -275,7 +279,7 @@ function build(): Json {
       '/v2/events/{event_id}/finalize': {
         post: {
           tags: ['events'],
-          summary: 'Finalize a draft',
+          summary: 'Finalize a draft', operationId: 'finalizeEvent',
           description: 'Idempotent: a repeat call answers already_finalized true. Available even when the store is capacity-blocked.',
           parameters: [eventId],
           responses: { '200': jsonBody('FinalizeResponse', 'Finalized.'), '401': E401, '404': error('Event not found.'), '500': E500 },
@@ -284,7 +288,7 @@ function build(): Json {
       '/events/count/stats': {
         get: {
           tags: ['events'],
-          summary: 'Count events',
+          summary: 'Count events', operationId: 'countEvents',
           parameters: [query('device_id', str, 'Exact match.'), query('event_schema', str, 'Exact match.'), query('workflow_id', str, 'Exact match.')],
           responses: { '200': jsonBody('CountStats', 'Counts.'), '401': E401, '529': E529 },
         },
@@ -293,12 +297,12 @@ function build(): Json {
       '/videos/{video_id}': download('video_id', 'video', 'No such file, or the file is not a video.'),
       '/local-only-files/{file_id}': download('file_id', 'local-only file', 'No such file, or the file is not a local-only file.'),
       '/stats': {
-        get: { tags: ['admin'], summary: 'Storage statistics', responses: { '200': jsonBody('Stats', 'Statistics.'), '401': E401, '500': E500 } },
+        get: { tags: ['admin'], summary: 'Storage statistics', operationId: 'getStats', responses: { '200': jsonBody('Stats', 'Statistics.'), '401': E401, '500': E500 } },
       },
       '/health': {
         get: {
           tags: ['admin'],
-          summary: 'Health',
+          summary: 'Health', operationId: 'health',
           security: [],
           responses: { '200': jsonBody('Health', 'Healthy.'), '503': jsonBody('Health', 'Unhealthy; error says why.') },
         },
@@ -306,7 +310,7 @@ function build(): Json {
       '/admin/cleanup': {
         post: {
           tags: ['admin'],
-          summary: 'Run cleanup now',
+          summary: 'Run cleanup now', operationId: 'runCleanup',
           description: 'Deletes records past retention_days, the oldest records over max_records and the oldest files over max_storage_bytes.',
           responses: { '200': jsonBody('CleanupResult', 'What was deleted.'), '401': E401, '500': E500 },
         },
@@ -314,14 +318,14 @@ function build(): Json {
       '/reset/request': {
         post: {
           tags: ['admin'],
-          summary: 'Request a reset token',
+          summary: 'Request a reset token', operationId: 'requestReset',
           responses: { '200': jsonBody('ResetToken', 'A single-use token valid 60 seconds.'), '401': E401, '500': E500 },
         },
       },
       '/reset/confirm': {
         post: {
           tags: ['admin'],
-          summary: 'Delete every event and file',
+          summary: 'Delete every event and file', operationId: 'confirmReset',
           description: 'Permanent; cannot be undone.',
           requestBody: { required: true, content: { 'application/json': { schema: ref('ResetConfirmRequest') } } },
           responses: {
