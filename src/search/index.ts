@@ -1,0 +1,24 @@
+/**
+ * Public API of the hosted search package (issue 5): the query-language parser, the typed
+ * client, its errors and request/response types, and the local validators the proxy reuses.
+ */
+export { SearchClient } from './client.js';
+export type { SearchClientOptions } from './client.js';
+export type { SearchLogger } from './transport.js';
+export type { RetryOptions } from './retry.js';
+export { redact } from './redact.js';
+export { parseQuery } from './query-parser.js';
+export type * from './query-ast.js';
+export { FILTER_KEYS, SPLITS } from './query-ast.js';
+export {
+  SearchError, SearchArgumentError, QuerySyntaxError, SearchCredentialsError, SearchApiError,
+  SearchAuthError, SearchForbiddenError, SearchNotFoundError, SearchRateLimitError, SearchServerError,
+  SearchNetworkError, SearchResponseError,
+} from './errors.js';
+export { SearchExportTimeoutError } from './search-export.js';
+export {
+  validateProjectSearchBody, validateWorkspaceSearchBody, validateQuery, parseFieldList,
+} from './request-validation.js';
+export { resolveProjectRef, toProjectSearchBody } from './project-search.js';
+export type { ProjectRef } from './project-search.js';
+export * from './types.js';
