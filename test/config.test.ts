@@ -1,0 +1,47 @@
+/** Settings (DESIGN.md, "Settings"): defaults, parsing, and errors that name the setting. */
+import path from 'node:path';
+import t from 'tap';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+t.test('defaults', async (t) => {
+  const config = loadConfig({});
+  t.equal(config.port, 8001);
+  t.equal(config.host, '0.0.0.0');
+  t.equal(config.dataDir, path.resolve('./data'));
+  t.equal(config.apiKey, undefined);
+  t.equal(config.retentionDays, 1);
+  t.equal(config.maxRecords, 1_000_000);
+  t.equal(config.maxRecordSizeBytes, 20 * 1024 * 1024);
+  t.equal(config.maxStorageBytes, 10 * 1024 ** 3);
+  t.equal(config.cleanupIntervalSeconds, 300);
+  t.equal(config.draftAutoFinalizeSeconds, 600);
+  t.equal(config.maxVideoUploadBytes, 500 * 1024 * 1024);
+  t.equal(config.maxLocalOnlyFileUploadBytes, 100 * 1024 * 1024);
+  t.equal(config.cloudUploadUrl, undefined);
+});
+
+t.test('values are parsed and validated', async (t) => {
+  const config = loadConfig({ RETENTION_DAYS: '0.5', PORT: ' 9000 ', API_KEY: 'k', CLOUD_UPLOAD_URL: 'https://cloud.example/api/', DATA_DIR: '/var/lib/edge-events' });
+  t.equal(config.retentionDays, 0.5);
+  t.equal(config.port, 9000);
+  t.equal(config.apiKey, 'k');
+  t.equal(config.cloudUploadUrl, 'https://cloud.example/api');
+  t.equal(config.dataDir, '/var/lib/edge-events');
+  t.equal(loadConfig({ API_KEY: '  ' }).apiKey, undefined, 'blank means unset');
+
+  const bad: [string, string][] = [
+    ['PORT', 'eighty'], ['PORT', '65536'], ['RETENTION_DAYS', '0'], ['MAX_RECORDS', '1.5'],
+    ['MAX_STORAGE_BYTES', '10GB'], ['CLEANUP_INTERVAL_SECONDS', '0'], ['SEARCH_BASE_URL', 'not a url'], ['LOG_LEVEL', 'loud'],
+  ];
+  for (const [name, value] of bad) {
+    const err = (() => {
+      try {
+        loadConfig({ [name]: value });
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    t.type(err, ConfigError, `${name}=${value} refused`);
+    t.match((err as ConfigError).message, `Invalid setting ${name}=`, `${name} named in the message`);
+  }
+});
