@@ -72,3 +72,15 @@ t.test('SIGTERM finishes in-flight writes: every acknowledged event survives', a
   }
   t.pass(`${acknowledged.length} acknowledged events all present`);
 });
+
+t.test('one store per data directory and per port', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const sameDir = await refusedStart({ DATA_DIR: store.dataDir });
+  t.equal(sameDir.code, 1);
+  t.match(sameDir.stderr, /is in use by process/);
+  const samePort = await refusedStart({ DATA_DIR: tempDataDir(), PORT: new URL(store.url).port });
+  t.equal(samePort.code, 1);
+  t.match(samePort.stderr, /cannot listen/);
+  t.equal((await getJson(`${store.url}/health`)).status, 200, 'the first store still serves');
+});

@@ -12,6 +12,8 @@ import { assertNativeServer } from './native-check.js';
 import { registerRoutes, type Route } from './route-table.js';
 import { storeRoutes } from './store-routes.js';
 
+const LISTEN_EXCLUSIVE_PORT = 1; // uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT
+
 /** Every route the server answers; the security tests walk this table. */
 export const allRoutes: Route[] = [...storeRoutes, ...docsRoutes];
 
@@ -32,9 +34,12 @@ export async function startServer(config: Config, store: EventStore, log: Logger
   const app = uws.App();
   const inFlight = registerRoutes(app, allRoutes, { config, store, log });
   const listenSocket = await new Promise<uws.us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.port, (socket) => {
+    // Exclusive: without it, uWS binds with SO_REUSEPORT and a second store shares the port.
+    // The native listen takes (host, port, options, cb); the package's typings lack that overload.
+    const listen = app.listen as unknown as (host: string, port: number, options: number, cb: (s: uws.us_listen_socket | false) => void) => void;
+    listen.call(app, config.host, config.port, LISTEN_EXCLUSIVE_PORT, (socket) => {
       if (socket) resolve(socket);
-      else reject(new Error(`cannot listen on ${config.host}:${config.port}`));
+      else reject(new Error(`cannot listen on ${config.host}:${config.port} (in use?)`));
     });
   });
   const port = uws.us_socket_local_port(listenSocket);

@@ -8,6 +8,7 @@ import { fromDiskError } from '../errors.js';
 import type { ImageResults, StoredImage } from '../events/types.js';
 import { BlobReader } from './blob-reader.js';
 import { ensureBlobDirs, SegmentAppender, type BlobToAppend } from './blob-log.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { GroupCommitter } from './group-commit.js';
 import { indexKeysOf } from './index-keys.js';
 import { addToCounters, openDatabases, readCounters, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
@@ -54,6 +55,7 @@ export class EventStore {
   private constructor(
     readonly dbs: StoreDatabases,
     private readonly appender: SegmentAppender,
+    private readonly unlock: () => void,
     blobsDir: string,
     lastSegment: number,
   ) {
@@ -65,16 +67,18 @@ export class EventStore {
   /**
    * Opens the store in `dataDir`, creating it when absent, and runs recovery (DESIGN.md,
    * "Recovery"): staging emptied, segment tails beyond their committed length truncated.
+   * @throws DataDirLocked when another running store holds `dataDir`
    * @throws the fs or lmdb error when the data directory is unusable
    */
   static async open(dataDir: string): Promise<EventStore> {
     const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
+    const unlock = lockDataDir(dataDir);
     const dbs = openDatabases(dataDir);
     const { lastSegment, activeSegment, lastCreatedAt } = await recoverStore(dbs, blobsDir, stagingDir);
     nextUniqueMicros(lastCreatedAt);
     let store: EventStore | undefined;
     const appender = new SegmentAppender(blobsDir, () => store!.nextSegment++);
-    store = new EventStore(dbs, appender, blobsDir, lastSegment);
+    store = new EventStore(dbs, appender, unlock, blobsDir, lastSegment);
     if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
     return store;
   }
@@ -126,6 +130,7 @@ export class EventStore {
     await this.appender.close();
     await this.blobs.close();
     await this.dbs.root.close();
+    this.unlock();
   }
 
   private prepare(event: NewEvent): PreparedCreate {
