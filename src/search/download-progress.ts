@@ -5,8 +5,11 @@
  */
 import cliProgress from 'cli-progress';
 
-/** A writable stream that may be a terminal, such as `process.stderr`. */
-export type ProgressStream = NodeJS.WritableStream & { isTTY?: boolean };
+/** Where a bar may go, such as `process.stderr`; only a TTY (a real stream) is drawn on. */
+export interface ProgressStream {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
 
 export interface DownloadProgress {
   /** Adds `bytes` received. */
@@ -23,7 +26,8 @@ export interface DownloadProgress {
 export function startDownloadProgress(stream: ProgressStream | undefined, label: string, totalBytes: number | undefined): DownloadProgress {
   if (!stream?.isTTY || totalBytes === undefined || !(totalBytes > 0)) return { advance: () => {}, stop: () => {} };
   const bar = new cliProgress.SingleBar({
-    stream,
+    // A TTY is a real tty.WriteStream, which is all cli-progress and readline need.
+    stream: stream as NodeJS.WritableStream,
     format: `${label} [{bar}] {percentage}% | {received} of {size}`,
     hideCursor: true,
     clearOnComplete: false,

@@ -3,6 +3,7 @@
  * body", "Project search response", "Workspace search request and response"). Client-side
  * parameters are camelCase; the `*Body` types are the snake_case wire bodies.
  */
+import type { ProgressStream } from './download-progress.js';
 
 /** Media types a search may return (spec: `mediaTypes`, default `[image]`). */
 export const MEDIA_TYPES = ['image', 'video'] as const;
@@ -149,7 +150,7 @@ export interface SearchExportParams {
   /** Give up when the export is not ready after this long (default 1800000 ms, 30 min). */
   timeoutMs?: number;
   /** Where the download progress bar goes when it is a TTY (default `process.stderr`). */
-  progress?: NodeJS.WritableStream & { isTTY?: boolean };
+  progress?: ProgressStream;
 }
 
 export interface SearchExportResult {
