@@ -36,6 +36,8 @@ export class Exchange {
   aborted = false;
   /** True once a response was ended. */
   done = false;
+  /** True while the request body has not been read to its end (a POST until its last chunk). */
+  bodyPending: boolean;
   private readonly abortHandlers: (() => void)[] = [];
 
   /**
@@ -55,6 +57,7 @@ export class Exchange {
       contentLength: length === '' ? undefined : Number(length),
       range: req.getHeader('range'),
     };
+    this.bodyPending = (this.headers.contentLength ?? 0) > 0 || req.getHeader('transfer-encoding') !== '';
     res.onAborted(() => {
       this.aborted = true;
       for (const handler of this.abortHandlers) handler();

@@ -34,6 +34,7 @@ export function readJsonBody(ex: Exchange, limit: number): Promise<unknown> {
         chunks.push(Buffer.from(chunk.slice(0)));
         return;
       }
+      ex.bodyPending = false;
       const body = chunks.length === 0 ? Buffer.from(chunk) : Buffer.concat([...chunks, Buffer.from(chunk)]);
       if (body.length === 0) {
         resolve(undefined);

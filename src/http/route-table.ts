@@ -33,7 +33,10 @@ export interface Route {
   path: string;
   /** Reachable without X-API-Key (only /health). */
   public?: boolean;
-  /** `json`: the body is read and parsed before the handler runs (within MAX_RECORD_SIZE_BYTES). */
+  /**
+   * `json`: the body is read and parsed before the handler runs (within MAX_RECORD_SIZE_BYTES).
+   * Otherwise the handler runs synchronously in the uWS callback and reads any body itself.
+   */
   body?: 'json';
   handler: (ex: Exchange, ctx: ServerContext, body: unknown) => Promise<JsonReply | void> | JsonReply | void;
 }
@@ -76,21 +79,28 @@ export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerCo
 
   for (const route of routes) {
     const paramCount = route.path.split('/').filter((s) => s.startsWith(':')).length;
-    const hasBody = route.method === 'post';
     const handle = (res: HttpResponse, req: HttpRequest) => {
       const ex = new Exchange(res, req, paramCount);
       if (!route.public && !checkKey(ex.headers.apiKey)) {
-        ex.fail(new AppError('unauthorized'), logError, hasBody);
+        ex.fail(new AppError('unauthorized'), logError, ex.bodyPending);
         return;
       }
       inFlight.enter();
-      const body = route.body === 'json' ? readJsonBody(ex, ctx.config.maxRecordSizeBytes) : undefined;
-      Promise.resolve(body)
-        .then((parsed) => route.handler(ex, ctx, parsed))
-        .then((reply) => {
-          if (reply) ex.json(reply.status, reply.body, reply.headers);
+      let reply: Promise<JsonReply | void> | JsonReply | void;
+      try {
+        // Handlers run synchronously here, so a streaming handler attaches onData in time.
+        reply = route.body === 'json'
+          ? readJsonBody(ex, ctx.config.maxRecordSizeBytes).then((parsed) => route.handler(ex, ctx, parsed))
+          : route.handler(ex, ctx, undefined);
+      } catch (err) {
+        reply = Promise.reject(err);
+      }
+      Promise.resolve(reply)
+        .then((value) => {
+          if (value) ex.json(value.status, value.body, value.headers);
         })
-        .catch((err: unknown) => ex.fail(err, logError, err instanceof AppError && err.status === 413))
+        // A response sent before the body was read closes the connection (nothing else can).
+        .catch((err: unknown) => ex.fail(err, logError, ex.bodyPending))
         .finally(() => inFlight.leave());
     };
     app[route.method](route.path, handle);
@@ -99,7 +109,7 @@ export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerCo
 
   app.any('/*', (res, req) => {
     const ex = new Exchange(res, req, 0);
-    ex.fail(new AppError('not_found'), logError, ex.method !== 'GET' && ex.method !== 'HEAD');
+    ex.fail(new AppError('not_found'), logError, ex.bodyPending);
   });
   return inFlight;
 }

@@ -1,9 +1,11 @@
-/** The event store's routes of spec B handled so far, as one table (see route-table.ts). */
+/** The event store's routes of spec B, as one table (see route-table.ts). */
 import { AppError } from '../errors.js';
+import { assertAttachable, attachUpload, finalize } from '../events/attach-file.js';
 import { createEvent } from '../events/create-event.js';
 import { countStatsResponse, getEventResponse, latestEventsResponse, listEventsResponse } from '../events/read-events.js';
 import type { FileKind } from '../store/lmdb-env.js';
 import { sendFile } from './file-download.js';
+import { receiveUpload } from './multipart-upload.js';
 import type { Route, ServerContext } from './route-table.js';
 import type { Exchange } from './exchange.js';
 
@@ -13,6 +15,19 @@ async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promi
   const file = ctx.store.getFile(fileId);
   if (!file || file.kind !== kind) throw new AppError('file_not_found', `File ${fileId} not found`);
   await sendFile(ex, ctx.store.blobs, file);
+}
+
+/**
+ * Streams a multipart upload into draft `ex.params[0]`, after checking its state and before
+ * reading any of the body (Attachment rule 1). Runs synchronously up to the body read.
+ */
+function upload(ex: Exchange, ctx: ServerContext, kind: 'video' | 'local_only') {
+  const [eventId] = ex.params;
+  assertAttachable(ctx.store, eventId);
+  const limit = kind === 'video' ? ctx.config.maxVideoUploadBytes : ctx.config.maxLocalOnlyFileUploadBytes;
+  return receiveUpload(ex, ctx.store.stagingDir, limit)
+    .then((parts) => attachUpload(ctx.store, eventId, parts, kind))
+    .then((body) => ({ status: 201, body }));
 }
 
 function health(ctx: ServerContext) {
@@ -40,5 +55,14 @@ export const storeRoutes: Route[] = [
   },
   { method: 'get', path: '/v2/events/:event_id', handler: (ex, ctx) => ({ status: 200, body: getEventResponse(ctx.store, ex.params[0]) }) },
   { method: 'get', path: '/events/count/stats', handler: (ex, ctx) => ({ status: 200, body: countStatsResponse(ctx.store, ex.searchParams()) }) },
+  { method: 'post', path: '/v2/events/:event_id/videos', handler: (ex, ctx) => upload(ex, ctx, 'video') },
+  { method: 'post', path: '/v2/events/:event_id/local-only-files', handler: (ex, ctx) => upload(ex, ctx, 'local_only') },
+  {
+    method: 'post',
+    path: '/v2/events/:event_id/finalize',
+    handler: async (ex, ctx) => ({ status: 200, body: await finalize(ctx.store, ex.params[0]) }),
+  },
   { method: 'get', path: '/images/:image_id', handler: (ex, ctx) => download(ex, ctx, 'image') },
+  { method: 'get', path: '/videos/:video_id', handler: (ex, ctx) => download(ex, ctx, 'video') },
+  { method: 'get', path: '/local-only-files/:file_id', handler: (ex, ctx) => download(ex, ctx, 'local_only') },
 ];

@@ -49,6 +49,8 @@ interface PreparedCreate {
 /** The on-disk store under one DATA_DIR. */
 export class EventStore {
   readonly blobs: BlobReader;
+  readonly blobsDir: string;
+  readonly stagingDir: string;
   private readonly committer: GroupCommitter<PreparedCreate, void>;
   private nextSegment: number;
 
@@ -56,10 +58,12 @@ export class EventStore {
     readonly dbs: StoreDatabases,
     private readonly appender: SegmentAppender,
     private readonly unlock: () => void,
-    blobsDir: string,
+    dirs: { blobsDir: string; stagingDir: string },
     lastSegment: number,
   ) {
-    this.blobs = new BlobReader(blobsDir);
+    this.blobsDir = dirs.blobsDir;
+    this.stagingDir = dirs.stagingDir;
+    this.blobs = new BlobReader(dirs.blobsDir);
     this.nextSegment = lastSegment + 1;
     this.committer = new GroupCommitter((batch) => this.commitCreates(batch));
   }
@@ -77,8 +81,8 @@ export class EventStore {
     const { lastSegment, activeSegment, lastCreatedAt } = await recoverStore(dbs, blobsDir, stagingDir);
     nextUniqueMicros(lastCreatedAt);
     let store: EventStore | undefined;
-    const appender = new SegmentAppender(blobsDir, () => store!.nextSegment++);
-    store = new EventStore(dbs, appender, unlock, blobsDir, lastSegment);
+    const appender = new SegmentAppender(blobsDir, () => store!.allocateSegment());
+    store = new EventStore(dbs, appender, unlock, { blobsDir, stagingDir }, lastSegment);
     if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
     return store;
   }
@@ -117,6 +121,11 @@ export class EventStore {
   getFile(fileId: string): FileEntry | undefined {
     if (fileId.length === 0 || fileId.length > MAX_ID_LENGTH) return undefined;
     return this.dbs.files.get(fileId);
+  }
+
+  /** A segment number never used before in this store. */
+  allocateSegment(): number {
+    return this.nextSegment++;
   }
 
   /** The maintained counters (events, images, drafts, files, live blob bytes). */

@@ -1,0 +1,108 @@
+/**
+ * Attaching videos and local-only files to drafts, and finalizing (spec B, Attachment rules,
+ * States and transitions, E8). The HTTP layer streams the upload to staging; this module
+ * decides whether it is accepted and how it is listed.
+ */
+import { fileTypeFromBuffer } from 'file-type';
+import { AppError, validationError } from '../errors.js';
+import { attachStagedBlob, finalizeEvent, type Attachment } from '../store/event-updates.js';
+import type { EventStore } from '../store/event-store.js';
+import type { StagingFile } from '../store/staging-file.js';
+import { formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
+
+/** Attach response (spec B, "Other response shapes"). */
+export interface AttachResponse {
+  file_id: string;
+  event_id: string;
+  label: string;
+  content_type: string;
+  size_bytes: number;
+  message: string;
+}
+
+/** Finalize response (spec B, "Other response shapes"). */
+export interface FinalizeResponse {
+  id: string;
+  finalized_at: string;
+  already_finalized: boolean;
+  auto_finalized_at: string | null;
+  message: string;
+}
+
+/** What an upload route receives: the staged `file` part and the text fields. */
+export interface UploadedParts {
+  staging: StagingFile;
+  fields: Record<string, string>;
+}
+
+const LABEL = /^[^\u0000-\u001f\u007f]{1,256}$/;
+const MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9!#$&^_.+-]+=("[^"]*"|[a-z0-9!#$&^_.+-]+))*$/i;
+
+/**
+ * Checks, before any body is read, that event `id` can take an attachment (Attachment rule 1).
+ * @throws AppError event_not_found (404), event_finalized (409, E8)
+ */
+export function assertAttachable(store: EventStore, id: string): void {
+  const record = store.getEvent(id);
+  if (!record) throw new AppError('event_not_found', `Event ${id} not found`);
+  if (record.finalized_at !== null) throw new AppError('event_finalized', `Event ${id} is finalized; attachments are closed`);
+}
+
+function label(fields: Record<string, string>, fallback: string): string {
+  const value = fields.label ?? fallback;
+  if (!LABEL.test(value)) throw validationError(['body', 'label'], 'label must be 1 to 256 characters without control characters');
+  return value;
+}
+
+async function describe(kind: Attachment['kind'], upload: UploadedParts): Promise<Attachment> {
+  const sniffed = await fileTypeFromBuffer(upload.staging.firstBytes);
+  if (kind === 'video') {
+    // Attachment rule 3: the format comes from the bytes, never from the declared type.
+    if (!sniffed?.mime.startsWith('video/')) throw new AppError('unsupported_video', 'Content is not a supported video format');
+    return { kind, label: label(upload.fields, 'video'), contentType: sniffed.mime };
+  }
+  const declared = upload.fields.content_type;
+  if (declared !== undefined && !MIME_TYPE.test(declared)) {
+    throw validationError(['body', 'content_type'], 'content_type must be a MIME type such as text/csv');
+  }
+  return { kind, label: label(upload.fields, 'file'), contentType: declared ?? sniffed?.mime ?? 'application/octet-stream' };
+}
+
+/**
+ * Accepts a received upload as a video or local-only file of draft `eventId`, or refuses it and
+ * removes the staging file.
+ * @throws AppError validation_failed (422: label, content_type), unsupported_video (415),
+ *   event_not_found (404), event_finalized (409, finalized while streaming), disk_full (507)
+ */
+export async function attachUpload(store: EventStore, eventId: string, upload: UploadedParts, kind: Attachment['kind']): Promise<AttachResponse> {
+  let attachment: Attachment;
+  let staged;
+  try {
+    attachment = await describe(kind, upload);
+    staged = await upload.staging.finish(kind);
+  } catch (err) {
+    await upload.staging.discard();
+    throw err;
+  }
+  const listed = await attachStagedBlob(store, eventId, staged, attachment);
+  return {
+    ...listed,
+    event_id: eventId,
+    message: kind === 'video' ? 'Video attached' : 'Local-only file attached',
+  };
+}
+
+/**
+ * Finalizes event `id` (idempotent; spec B, Finalize).
+ * @throws AppError event_not_found (404)
+ */
+export async function finalize(store: EventStore, id: string): Promise<FinalizeResponse> {
+  const outcome = await finalizeEvent(store, id);
+  return {
+    id,
+    finalized_at: formatMicros(outcome.finalizedAt),
+    already_finalized: outcome.alreadyFinalized,
+    auto_finalized_at: formatMicrosOrNull(outcome.autoFinalizedAt),
+    message: outcome.alreadyFinalized ? 'Event was already finalized' : 'Event finalized',
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * Streamed multipart uploads (spec B, Attachment rules 1-2): the uWS body is fed to busboy chunk
+ * by chunk (each chunk copied: uWS detaches its buffer after the callback), the `file` part goes
+ * to a staging file as it arrives, the socket is paused while busboy or the disk is behind, and
+ * the size limit is enforced per chunk. Nothing is ever buffered whole.
+ */
+import busboy from 'busboy';
+import { AppError } from '../errors.js';
+import { StagingFile } from '../store/staging-file.js';
+import type { Exchange } from './exchange.js';
+
+/** A complete upload: the staged `file` part (not yet finished) and the text fields. */
+export interface ReceivedUpload {
+  staging: StagingFile;
+  fields: Record<string, string>;
+}
+
+/** Room for multipart boundaries and part headers above the file size limit (bytes). */
+const ENVELOPE_BYTES = 64 * 1024;
+
+/**
+ * Receives the multipart body of `ex`. Call synchronously in the uWS route callback.
+ * @param maxFileBytes largest accepted `file` part (bytes)
+ * @throws AppError malformed_multipart (400) for a body that is not multipart, is malformed, or
+ *   has no, an empty or more than one `file` part; upload_too_large (413) past `maxFileBytes`.
+ *   On any failure and on client abort, the staging file is removed.
+ */
+export function receiveUpload(ex: Exchange, stagingDir: string, maxFileBytes: number): Promise<ReceivedUpload> {
+  return new Promise((resolve, reject) => {
+    const tooLarge = () => new AppError('upload_too_large', `Upload exceeds the limit of ${maxFileBytes} bytes`);
+    if (!/^multipart\/form-data\b/i.test(ex.headers.contentType)) {
+      reject(new AppError('malformed_multipart', 'Expected a multipart/form-data body'));
+      return;
+    }
+    if (ex.headers.contentLength !== undefined && ex.headers.contentLength > maxFileBytes + ENVELOPE_BYTES) {
+      reject(tooLarge());
+      return;
+    }
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({
+        headers: { 'content-type': ex.headers.contentType },
+        limits: { files: 4, fields: 8, parts: 12, fieldSize: 64 * 1024, headerPairs: 16 },
+        highWaterMark: 1024 * 1024,
+        fileHwm: 1024 * 1024,
+      });
+    } catch (err) {
+      reject(new AppError('malformed_multipart', `Malformed multipart body: ${(err as Error).message}`));
+      return;
+    }
+    let staging: StagingFile | undefined;
+    let fileParts = 0;
+    let settled = false;
+    const fields: Record<string, string> = {};
+
+    const fail = (err: AppError) => {
+      if (settled) return;
+      settled = true;
+      parser.destroy();
+      void staging?.discard();
+      reject(err);
+    };
+    ex.onAbort(() => fail(new AppError('malformed_multipart', 'Client disconnected')));
+
+    parser.on('file', (name, stream) => {
+      if (name !== 'file') {
+        stream.resume();
+        return;
+      }
+      if (++fileParts > 1 || settled) {
+        stream.resume();
+        fail(new AppError('malformed_multipart', 'More than one file part'));
+        return;
+      }
+      const file = new StagingFile(stagingDir);
+      staging = file;
+      stream.on('data', (chunk: Buffer) => {
+        if (settled) return;
+        if (file.bytes + chunk.length > maxFileBytes) {
+          fail(tooLarge());
+          return;
+        }
+        if (!file.write(chunk)) {
+          stream.pause();
+          void file.drained().then(() => stream.resume());
+        }
+      });
+    });
+    parser.on('field', (name, value, info) => {
+      if (info.valueTruncated) fail(new AppError('malformed_multipart', `Field ${name} is too long`));
+      else fields[name] = value;
+    });
+    for (const limit of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const) {
+      parser.on(limit, () => fail(new AppError('malformed_multipart', 'Too many parts')));
+    }
+    parser.on('error', (err: Error) => fail(new AppError('malformed_multipart', `Malformed multipart body: ${err.message}`)));
+    parser.on('close', () => {
+      if (settled) return;
+      if (!staging) return fail(new AppError('malformed_multipart', 'Missing file part'));
+      if (staging.bytes === 0) return fail(new AppError('malformed_multipart', 'Empty file part'));
+      settled = true;
+      resolve({ staging, fields });
+    });
+
+    ex.res.onData((chunk, isLast) => {
+      if (settled) return;
+      if (isLast) ex.bodyPending = false;
+      const flowing = parser.write(Buffer.from(chunk.slice(0)));
+      if (isLast) parser.end();
+      else if (!flowing && !ex.aborted) {
+        ex.res.pause();
+        parser.once('drain', () => {
+          if (!ex.aborted && !settled) ex.res.resume();
+        });
+      }
+    });
+  });
+}

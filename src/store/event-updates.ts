@@ -1,0 +1,121 @@
+/**
+ * Changes to existing events (spec B, "States and transitions"): finalize (by the producer or
+ * by the auto-finalize sweep) and attaching a staged upload to a draft. Each change is a
+ * read-modify-write inside one LMDB write transaction, so it sees every earlier commit and no
+ * two changes of one event interleave; each resolves once flushed.
+ */
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { AppError, fromDiskError } from '../errors.js';
+import type { StoredAttachment } from '../events/types.js';
+import { FRAME_HEADER_BYTES, segmentFileName, syncDirectory } from './blob-log.js';
+import type { EventStore } from './event-store.js';
+import { draftKey } from './index-keys.js';
+import { addToCounters, type FileKind } from './lmdb-env.js';
+import { encodeRecord, type EventRecord } from './record-codec.js';
+import type { StagedBlob } from './staging-file.js';
+
+/** The outcome of a finalize; timestamps in µs. */
+export interface FinalizeOutcome {
+  id: string;
+  finalizedAt: number;
+  autoFinalizedAt: number | null;
+  alreadyFinalized: boolean;
+}
+
+function currentMicros(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+}
+
+/** Writes a changed record back; call inside a write transaction. */
+function putRecord(store: EventStore, record: EventRecord): void {
+  store.dbs.events.putSync(record.created_at, encodeRecord(record));
+}
+
+/**
+ * Finalizes a draft; a repeat call is a no-op reporting `alreadyFinalized` (spec B, Finalize).
+ * @param auto true for the auto-finalize sweep: sets `auto_finalized_at` too
+ * @throws AppError event_not_found (404), store_failure / disk_full on a failed commit
+ */
+export async function finalizeEvent(store: EventStore, id: string, auto = false): Promise<FinalizeOutcome> {
+  const createdAt = store.getEvent(id)?.created_at;
+  if (createdAt === undefined) throw new AppError('event_not_found', `Event ${id} not found`);
+  let outcome: FinalizeOutcome | undefined;
+  try {
+    await store.dbs.root.transaction(() => {
+      const record = store.getRecord(createdAt);
+      if (!record) return;
+      if (record.finalized_at !== null) {
+        outcome = { id, finalizedAt: record.finalized_at, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: true };
+        return;
+      }
+      const now = Math.max(currentMicros(), record.created_at);
+      record.draft = false;
+      record.finalized_at = now;
+      if (auto) record.auto_finalized_at = now;
+      putRecord(store, record);
+      store.dbs.index.removeSync(draftKey(record.created_at));
+      addToCounters(store.dbs, { drafts: -1 });
+      outcome = { id, finalizedAt: now, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false };
+    });
+    await store.dbs.root.flushed;
+  } catch (err) {
+    throw fromDiskError(err);
+  }
+  if (!outcome) throw new AppError('event_not_found', `Event ${id} not found`);
+  return outcome;
+}
+
+/** What to attach: the staged blob and how the event lists it. */
+export interface Attachment {
+  kind: Extract<FileKind, 'video' | 'local_only'>;
+  label: string;
+  contentType: string;
+}
+
+/**
+ * Moves a finished staged upload into blobs/ as a segment of its own and lists it on the draft
+ * `eventId`. When the event vanished or was finalized while the upload streamed, nothing is
+ * kept (spec B, Attachment rules; E8).
+ * @throws AppError event_not_found (404), event_finalized (409), disk_full (507), store_failure (500)
+ */
+export async function attachStagedBlob(store: EventStore, eventId: string, staged: StagedBlob, attachment: Attachment): Promise<StoredAttachment> {
+  const segment = store.allocateSegment();
+  const segmentPath = path.join(store.blobsDir, segmentFileName(segment));
+  const listed: StoredAttachment = { file_id: staged.fileId, label: attachment.label, content_type: attachment.contentType, size_bytes: staged.size };
+  let refusal: AppError | undefined;
+  try {
+    await fsp.rename(staged.path, segmentPath);
+    await syncDirectory(store.blobsDir);
+    await store.dbs.root.transaction(() => {
+      const record = store.getEvent(eventId);
+      if (!record) {
+        refusal = new AppError('event_not_found', `Event ${eventId} not found`);
+        return;
+      }
+      if (record.finalized_at !== null) {
+        refusal = new AppError('event_finalized', `Event ${eventId} was finalized; attachment refused`);
+        return;
+      }
+      (attachment.kind === 'video' ? record.videos : record.local_only_files).push(listed);
+      record.original_file_count++;
+      record.current_file_count++;
+      putRecord(store, record);
+      store.dbs.files.putSync(staged.fileId, {
+        segment, offset: FRAME_HEADER_BYTES, length: staged.size, kind: attachment.kind,
+        contentType: attachment.contentType, event: record.created_at, crc: staged.crc,
+      });
+      store.dbs.segments.putSync(segment, { committed: FRAME_HEADER_BYTES + staged.size, liveBytes: staged.size, liveBlobs: 1, sealed: true });
+      addToCounters(store.dbs, { files: 1, liveBlobBytes: staged.size });
+    });
+    await store.dbs.root.flushed;
+  } catch (err) {
+    await fsp.rm(segmentPath, { force: true });
+    throw fromDiskError(err);
+  }
+  if (refusal) {
+    await fsp.rm(segmentPath, { force: true });
+    throw refusal;
+  }
+  return listed;
+}

@@ -1,0 +1,95 @@
+/**
+ * A streamed upload on its way into the blob log (DESIGN.md, "Storage engine invariants"): it is
+ * written to DATA_DIR/staging/ as a complete one-blob segment (frame header first, as a
+ * placeholder, then the data with a running CRC32C), and once accepted it is renamed into
+ * blobs/ as a segment of its own. Memory stays flat: chunks go to disk as they come, with
+ * backpressure reported to the caller.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { checksum, FRAME_HEADER_BYTES, frameHeader } from './blob-log.js';
+import type { FileKind } from './lmdb-env.js';
+
+/** A staged upload, complete and durable, waiting to be committed. Sizes in bytes. */
+export interface StagedBlob {
+  fileId: string;
+  path: string;
+  size: number;
+  crc: number;
+}
+
+/** How much of the start of an upload is kept for sniffing (file-type reads up to 4100 bytes). */
+export const HEAD_BYTES = 4100;
+
+/** Writes one upload into the staging directory. */
+export class StagingFile {
+  readonly fileId = randomUUID();
+  readonly path: string;
+  private readonly stream: fs.WriteStream;
+  private size = 0;
+  private crc = 0;
+  private head = Buffer.alloc(0);
+  private failure: Error | undefined;
+
+  /** Opens `stagingDir/<file id>.part`, reserving room for the frame header. */
+  constructor(stagingDir: string) {
+    this.path = path.join(stagingDir, `${this.fileId}.part`);
+    this.stream = fs.createWriteStream(this.path, { flags: 'w', start: FRAME_HEADER_BYTES, highWaterMark: 1024 * 1024 });
+    this.stream.on('error', (err) => (this.failure ??= err));
+  }
+
+  /** Bytes of data written so far. */
+  get bytes(): number {
+    return this.size;
+  }
+
+  /**
+   * Appends a chunk (the caller must not reuse it).
+   * @returns false when the disk is behind: wait for `drained()` before writing more
+   */
+  write(chunk: Buffer): boolean {
+    this.size += chunk.length;
+    this.crc = checksum(chunk, this.crc);
+    if (this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
+    return this.stream.write(chunk);
+  }
+
+  /** Resolves when buffered chunks have reached the file. */
+  drained(): Promise<void> {
+    return new Promise((resolve) => this.stream.once('drain', resolve));
+  }
+
+  /**
+   * Ends the upload: writes the frame header for `kind`, fdatasyncs the file.
+   * @throws the fs error of any write (e.g. ENOSPC)
+   */
+  async finish(kind: FileKind): Promise<StagedBlob> {
+    await new Promise<void>((resolve, reject) => this.stream.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    if (this.failure) throw this.failure;
+    const handle = await fsp.open(this.path, 'r+');
+    try {
+      await handle.write(frameHeader(this.fileId, kind, this.size, this.crc), 0, FRAME_HEADER_BYTES, 0);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+    return { fileId: this.fileId, path: this.path, size: this.size, crc: this.crc };
+  }
+
+  /** The first bytes of the data (up to HEAD_BYTES), for format sniffing. */
+  get firstBytes(): Buffer {
+    return this.head;
+  }
+
+  /** Stops writing and removes the staging file (refused, aborted or failed upload). */
+  async discard(): Promise<void> {
+    if (!this.stream.closed) {
+      const closed = new Promise<void>((resolve) => this.stream.once('close', () => resolve()));
+      this.stream.destroy();
+      await closed;
+    }
+    await fsp.rm(this.path, { force: true });
+  }
+}
