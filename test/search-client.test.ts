@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { Test } from 'tap';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import {
@@ -9,7 +9,8 @@ import {
   SearchRateLimitError, SearchResponseError, SearchServerError,
 } from '../src/search/index.js';
 import type { SearchClientOptions } from '../src/search/index.js';
-import { SearchSimulator, WORKSPACE } from './support/search-simulator.js';
+import { extractZip } from '../src/search/zip-extract.js';
+import { SearchSimulator, WORKSPACE, storedZip } from './support/search-simulator.js';
 import type { CatalogImage, SimulatorOptions } from './support/search-simulator.js';
 
 interface Setup {
@@ -325,4 +326,33 @@ t.test('search export gives up after timeoutMs and reports hosted failures', asy
   t.match(badFormat, { status: 400, hostedMessage: 'Unknown export format bmp' });
   sim.inject({ status: 404, route: 'export-status' });
   await t.rejects(client.searchExport({ query: '*', location: t.testdir() }), SearchNotFoundError);
+});
+
+t.test('a request that gets no answer within timeoutMs is a network error', async (t) => {
+  const { sim, client } = await setup(t, {}, { timeoutMs: 50 });
+  sim.inject({ status: 504, hang: true });
+  const error = await client.workspaceSearch({ query: '*' }).catch((e: unknown) => e) as Error;
+  t.type(error, SearchNetworkError);
+  t.match(error.message, /timed out after 50 ms/);
+});
+
+t.test('without an injected sleep, retries wait on a real timer', async (t) => {
+  const sim = await SearchSimulator.start();
+  t.teardown(() => sim.close());
+  const client = new SearchClient({ baseUrl: `${sim.baseUrl}/`, apiKey: sim.apiKey, workspace: WORKSPACE, retry: { baseDelayMs: 1, maxDelayMs: 2 } });
+  sim.inject({ status: 502, times: 2 });
+  t.equal((await client.workspaceSearch({ query: 'tag:snow' })).total, 2);
+  t.equal(sim.requests.length, 3);
+});
+
+t.test('extraction refuses entries that leave the target directory, and corrupt zips', async (t) => {
+  const dir = t.testdir({ 'evil.zip': storedZip([{ name: '../evil.txt', data: Buffer.from('x') }]), 'corrupt.zip': 'PK not really' });
+  const evil = await extractZip(path.join(dir, 'evil.zip'), path.join(dir, 'out')).catch((e: unknown) => e);
+  t.type(evil, SearchResponseError);
+  t.notOk(existsSync(path.join(dir, 'evil.txt')));
+  await t.rejects(extractZip(path.join(dir, 'corrupt.zip'), path.join(dir, 'out')), SearchResponseError);
+  const nested = path.join(dir, 'dirs.zip');
+  writeFileSync(nested, storedZip([{ name: 'a/', data: Buffer.alloc(0) }, { name: 'a/b/c.txt', data: Buffer.from('c') }]));
+  t.same(await extractZip(nested, path.join(dir, 'ok')), ['a/b/c.txt']);
+  t.equal(readFileSync(path.join(dir, 'ok', 'a', 'b', 'c.txt'), 'utf8'), 'c');
 });

@@ -8,6 +8,7 @@
  *   Subclasses name the statuses a caller branches on (401, 403, 404, 429, 5xx).
  * - `SearchNetworkError`: no HTTP answer at all (DNS, refused connection, TLS, timeout).
  * - `SearchResponseError`: a 2xx answer whose body is not what the contract describes.
+ * - `SearchExportTimeoutError`: an export still not ready when its time ran out.
  *
  * Every message is built from redacted text: the API key never appears in one.
  */
@@ -108,6 +109,9 @@ export class SearchNetworkError extends SearchError {}
 
 /** A 2xx answer whose body does not have the shape the contract describes. */
 export class SearchResponseError extends SearchError {}
+
+/** A search export that did not become ready within its `timeoutMs`. */
+export class SearchExportTimeoutError extends SearchError {}
 
 /**
  * Builds the `SearchApiError` subclass that names `status`.

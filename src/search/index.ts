@@ -6,6 +6,7 @@ export { SearchClient } from './client.js';
 export type { SearchClientOptions } from './client.js';
 export type { SearchLogger } from './transport.js';
 export type { RetryOptions } from './retry.js';
+export type { ProgressStream } from './download-progress.js';
 export { redact } from './redact.js';
 export { parseQuery } from './query-parser.js';
 export type * from './query-ast.js';
@@ -13,9 +14,8 @@ export { FILTER_KEYS, SPLITS } from './query-ast.js';
 export {
   SearchError, SearchArgumentError, QuerySyntaxError, SearchCredentialsError, SearchApiError,
   SearchAuthError, SearchForbiddenError, SearchNotFoundError, SearchRateLimitError, SearchServerError,
-  SearchNetworkError, SearchResponseError,
+  SearchNetworkError, SearchResponseError, SearchExportTimeoutError,
 } from './errors.js';
-export { SearchExportTimeoutError } from './search-export.js';
 export {
   validateProjectSearchBody, validateWorkspaceSearchBody, validateQuery, parseFieldList,
 } from './request-validation.js';

@@ -9,15 +9,14 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { SearchArgumentError, SearchError, SearchNetworkError, SearchResponseError } from './errors.js';
+import {
+  SearchArgumentError, SearchError, SearchExportTimeoutError, SearchNetworkError, SearchResponseError,
+} from './errors.js';
 import { startDownloadProgress } from './download-progress.js';
 import { validateQuery } from './request-validation.js';
 import type { HostedTransport } from './transport.js';
 import type { SearchExportParams, SearchExportResult } from './types.js';
 import { extractZip } from './zip-extract.js';
-
-/** The export did not become ready within `timeoutMs`. */
-export class SearchExportTimeoutError extends SearchError {}
 
 const DEFAULT_FORMAT = 'coco';
 const DEFAULT_POLL_INTERVAL_MS = 2000;

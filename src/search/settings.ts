@@ -3,7 +3,7 @@
  * environment (SEARCH_BASE_URL, SEARCH_API_KEY, SEARCH_WORKSPACE, read and validated by
  * `loadConfig` of `src/config.ts`). SEARCH_BASE_URL has no default.
  */
-import { ConfigError, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
 import { SearchArgumentError, SearchCredentialsError } from './errors.js';
 
 /** Flags that override the environment (`--base-url`, `-k/--api-key`, `-w/--workspace`). */
@@ -41,8 +41,8 @@ export function resolveConnection(flags: ConnectionFlags, env: Record<string, st
       SEARCH_API_KEY: flags.apiKey ?? env.SEARCH_API_KEY,
       SEARCH_WORKSPACE: flags.workspace ?? env.SEARCH_WORKSPACE,
     });
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
+  } catch {
+    // loadConfig's only check on these three settings is SEARCH_BASE_URL being an http(s) URL.
     const source = flags.baseUrl !== undefined ? '--base-url' : 'SEARCH_BASE_URL';
     throw new SearchUsageError(`${source} must be an http(s) URL, got ${JSON.stringify(flags.baseUrl ?? env.SEARCH_BASE_URL)}`, 'Pass the base URL of the hosted search API, e.g. --base-url https://api.example.com');
   }

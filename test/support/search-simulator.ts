@@ -116,6 +116,8 @@ export interface Fault {
   body?: unknown;
   /** Only requests to this route; default any route. */
   route?: Route;
+  /** Never answer (until the simulator closes), to exercise client timeouts; `status` is unused. */
+  hang?: boolean;
 }
 
 export type Route = 'project' | 'workspace' | 'export-start' | 'export-status' | 'download';
@@ -215,6 +217,7 @@ export class SearchSimulator {
       const fault = this.faults[faultIndex];
       fault.times = (fault.times ?? 1) - 1;
       if (fault.times <= 0) this.faults.splice(faultIndex, 1);
+      if (fault.hang) return;
       const headers: Record<string, string> = fault.retryAfter === undefined ? {} : { 'retry-after': fault.retryAfter };
       send(res, fault.status, fault.body ?? { error: `Injected ${fault.status}` }, headers);
       return;

@@ -1,0 +1,127 @@
+/**
+ * MCP server `edge-events mcp` (issue 5 part 5; spec part A, "Client-tool parameters", MCP
+ * tools): a stdio server with `images_search` (project search) and `images_workspace_search`
+ * (workspace search in the query language), both read-only and idempotent. A failure comes
+ * back as a tool error (`isError`) whose text carries the hosted message and a hint.
+ */
+import type { Command } from 'commander';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import pino from 'pino';
+import { z } from 'zod';
+import { loadConfig } from '../config.js';
+import { SearchClient } from './client.js';
+import type { SearchClientOptions } from './client.js';
+import { describeFailure } from './failure.js';
+import { resolveConnection } from './settings.js';
+import type { ConnectionFlags } from './settings.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PROJECT_SEARCH_FIELDS, WORKSPACE_SEARCH_FIELDS } from './types.js';
+
+export interface SearchMcpOptions {
+  /** `--base-url`, `-k/--api-key`, `-w/--workspace`; each wins over its environment variable. */
+  flags: ConnectionFlags;
+  /** SEARCH_BASE_URL, SEARCH_API_KEY, SEARCH_WORKSPACE are read from here at each call. */
+  env: Record<string, string | undefined>;
+  /** Client overrides (tests: a recording `sleep`, fast `retry`; the command: a stderr logger). */
+  client?: Pick<SearchClientOptions, 'fetch' | 'sleep' | 'retry' | 'logger'>;
+}
+
+/** Both tools only read, and a repeated call has no further effect. */
+const READ_ONLY = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: true };
+
+const pageLimit = z.number().int().min(1).max(MAX_PAGE_SIZE);
+
+/**
+ * Builds the MCP server with its two tools; connect it to a transport to serve. Settings are
+ * resolved at each call, so a missing key or workspace is reported as a tool error rather than
+ * keeping the server from starting.
+ */
+export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
+  // Informational only: MCP clients show it next to the server name.
+  const server = new McpServer({ name: 'edge-events-search', version: '0.1.0' });
+  const clientFor = (workspace?: string): SearchClient => {
+    const flags = workspace === undefined ? options.flags : { ...options.flags, workspace };
+    return new SearchClient({ ...resolveConnection(flags, options.env), ...options.client });
+  };
+
+  server.registerTool('images_search', {
+    title: 'Search images in a project',
+    description: 'Searches the images of one hosted project. Modes combine: semantic text (query), similarity to an image (like_image), '
+      + 'tag, class, dataset membership, batch and annotation-job filters. Pages with offset/limit; answers {offset, total, results}.',
+    inputSchema: {
+      project_id: z.string().min(1).describe('Project slug in the configured workspace, or workspace/slug'),
+      query: z.string().min(1).optional().describe('Semantic text search; results sorted by similarity'),
+      limit: pageLimit.default(DEFAULT_PAGE_SIZE).describe(`Results per page, 1 to ${MAX_PAGE_SIZE}`),
+      offset: z.number().int().min(0).default(0).describe('Results to skip'),
+      like_image: z.string().min(1).optional().describe('Image id; results sorted by similarity to it'),
+      tag: z.string().min(1).optional().describe('Only images with this tag'),
+      class_name: z.string().min(1).optional().describe('Only images with this class'),
+      in_dataset: z.boolean().optional().describe('true: only images in the project dataset (not batch or annotation-job staging)'),
+      batch: z.boolean().optional().describe('true: only images in any batch'),
+      batch_id: z.string().min(1).optional().describe('Only images in this batch'),
+      annotation_job: z.boolean().optional().describe('true: only images in any annotation job'),
+      annotation_job_id: z.string().min(1).optional().describe('Only images in this annotation job'),
+      fields: z.array(z.enum(PROJECT_SEARCH_FIELDS)).min(1).optional().describe('Result fields (default id, created)'),
+    },
+    annotations: { title: 'Search images in a project', ...READ_ONLY },
+  }, async (args) => toolResult(async () => {
+    const workspace = /^([^/]+)\//.exec(args.project_id)?.[1];
+    return clientFor(workspace).search(args.project_id, {
+      prompt: args.query, limit: args.limit, offset: args.offset, likeImage: args.like_image, tag: args.tag,
+      className: args.class_name, inDataset: args.in_dataset, batch: args.batch, batchId: args.batch_id,
+      annotationJob: args.annotation_job, annotationJobId: args.annotation_job_id, fields: args.fields,
+    });
+  }));
+
+  server.registerTool('images_workspace_search', {
+    title: 'Search images across the workspace',
+    description: 'Searches every image of the hosted workspace with the query language: free text (semantic), like-image:ID, tag:, '
+      + 'filename: (* for partial), split:train|test|valid, job:, min-/max-width:, min-/max-height:, min-/max-annotations:, class:NAME, '
+      + 'class:NAME>=N, date:YYYY-MM-DD, date>=DAY, project:, dataset:, combined with AND, OR, NOT, parentheses and a leading minus. '
+      + 'Answers {total, results, continuation_token}; pass continuation_token back for the next page.',
+    inputSchema: {
+      query: z.string().min(1).default('*').describe('Query in the search language; "*" matches every image'),
+      page_size: pageLimit.default(DEFAULT_PAGE_SIZE).describe(`Results per page, 1 to ${MAX_PAGE_SIZE}`),
+      continuation_token: z.string().min(1).optional().describe('continuation_token of the previous page of the same query'),
+      fields: z.array(z.enum(WORKSPACE_SEARCH_FIELDS)).min(1).optional().describe('Result fields'),
+    },
+    annotations: { title: 'Search images across the workspace', ...READ_ONLY },
+  }, async (args) => toolResult(async () => {
+    const page = await clientFor().workspaceSearch({
+      query: args.query, pageSize: args.page_size, continuationToken: args.continuation_token, fields: args.fields,
+    });
+    return { total: page.total, results: page.results, continuation_token: page.continuationToken ?? null };
+  }));
+
+  return server;
+}
+
+/** Runs `call` and answers its result as JSON text, or its failure as a tool error. */
+async function toolResult(call: () => Promise<object>): Promise<CallToolResult> {
+  try {
+    return { content: [{ type: 'text', text: JSON.stringify(await call()) }] };
+  } catch (error) {
+    const failure = describeFailure(error);
+    return { isError: true, content: [{ type: 'text', text: `${failure.message}\nHint: ${failure.hint}` }] };
+  }
+}
+
+/**
+ * Adds the `mcp` subcommand to `program`: serves the two tools over stdio until stdin closes.
+ * Logs (retries, at LOG_LEVEL, default info) go to stderr, as stdout carries the protocol.
+ */
+export function registerMcpCommand(program: Command): void {
+  program
+    .command('mcp')
+    .description('Run the MCP server (stdio) with the tools images_search and images_workspace_search.')
+    .option('-k, --api-key <key>', 'API key of the hosted API (env SEARCH_API_KEY)')
+    .option('-w, --workspace <workspace>', 'workspace to search (env SEARCH_WORKSPACE)')
+    .option('--base-url <url>', 'base URL of the hosted search API (env SEARCH_BASE_URL)')
+    .action(async (flags: ConnectionFlags) => {
+      const { logLevel } = loadConfig({ LOG_LEVEL: process.env.LOG_LEVEL });
+      const logger = pino({ name: 'edge-events-mcp', level: logLevel }, pino.destination(2));
+      const server = createSearchMcpServer({ flags, env: process.env, client: { logger } });
+      await server.connect(new StdioServerTransport());
+    });
+}
