@@ -58,7 +58,7 @@ export async function searchProject(transport: HostedTransport, ref: ProjectRef,
   const body = toProjectSearchBody(params);
   validateProjectSearchBody(body);
   const path = `/${encodeURIComponent(ref.workspace)}/${encodeURIComponent(ref.project)}/search`;
-  const answer = (await transport.json('POST', path, body)).body as Partial<ProjectSearchResponse> | null;
+  const answer = (await transport.json('POST', path, body)) as Partial<ProjectSearchResponse> | null;
   if (!Array.isArray(answer?.results) || typeof answer.total !== 'number') {
     throw new SearchResponseError(`Project search answer lacks results or total (POST ${path})`);
   }

@@ -48,7 +48,7 @@ export async function searchExport(transport: HostedTransport, workspace: string
   const base = `/${encodeURIComponent(workspace)}/search/export`;
   const started = (await transport.json('POST', base, {
     query: params.query, format, dataset: params.dataset, annotationGroup: params.annotationGroup, name: params.name,
-  })).body as { link?: unknown } | null;
+  })) as { link?: unknown } | null;
   const exportId = started?.link;
   if (typeof exportId !== 'string' || exportId === '') throw new SearchResponseError(`Export answer lacks link (POST ${base})`);
 
@@ -66,7 +66,7 @@ export async function searchExport(transport: HostedTransport, workspace: string
 async function pollUntilReady(transport: HostedTransport, statusPath: string, params: SearchExportParams): Promise<string> {
   const deadline = Date.now() + (params.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   for (;;) {
-    const status = (await transport.json('GET', statusPath)).body as { ready?: unknown; link?: unknown } | null;
+    const status = (await transport.json('GET', statusPath)) as { ready?: unknown; link?: unknown } | null;
     if (status?.ready === true) {
       if (typeof status.link !== 'string' || status.link === '') throw new SearchResponseError(`Ready export lacks link (GET ${statusPath})`);
       return status.link;

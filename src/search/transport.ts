@@ -61,16 +61,16 @@ export class HostedTransport {
   /**
    * Sends a request to `path` (relative to the base URL, segments already encoded) and parses
    * the JSON answer.
-   * @returns the HTTP status (2xx) and the parsed body
+   * @returns the parsed body of the 2xx answer (null when empty)
    * @throws SearchApiError subclass for a final non-2xx answer, SearchNetworkError when no
    *   answer came, SearchResponseError when a 2xx body is not JSON
    */
-  async json(method: Method, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  async json(method: Method, path: string, body?: unknown): Promise<unknown> {
     const url = this.resolve(path);
     const response = await this.send(method, url, body);
     const text = await response.text();
     try {
-      return { status: response.status, body: text === '' ? null : JSON.parse(text) };
+      return text === '' ? null : JSON.parse(text);
     } catch {
       throw new SearchResponseError(this.redact(`Hosted search API answered ${response.status} to ${method} ${url.pathname} with a body that is not JSON`));
     }

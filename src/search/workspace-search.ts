@@ -17,7 +17,7 @@ export async function searchWorkspace(transport: HostedTransport, workspace: str
   const body = Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined));
   validateWorkspaceSearchBody(body);
   const path = `/${encodeURIComponent(workspace)}/search/v1`;
-  const answer = (await transport.json('POST', path, body)).body as Partial<WorkspaceSearchResponse> | null;
+  const answer = (await transport.json('POST', path, body)) as Partial<WorkspaceSearchResponse> | null;
   if (!Array.isArray(answer?.results) || typeof answer.total !== 'number') {
     throw new SearchResponseError(`Workspace search answer lacks results or total (POST ${path})`);
   }
