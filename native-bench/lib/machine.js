@@ -1,0 +1,85 @@
+/** What the figures were measured on, and how busy the machine was besides the bench. */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+
+const run = (cmd, args) => {
+  try {
+    return execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  } catch {
+    return '';
+  }
+};
+
+const CLOCK_TICKS = Number(run('getconf', ['CLK_TCK']) || 100);
+
+/** Median and p99 of fdatasync after a 4 KiB write, in ms: the floor of a durable ack. */
+function fdatasyncMs(dir) {
+  const file = `${dir}/fsync-probe`;
+  const fd = fs.openSync(file, 'w');
+  const block = Buffer.alloc(4096, 1);
+  const times = [];
+  for (let i = 0; i < 300; i++) {
+    fs.writeSync(fd, block, 0, block.length, i * block.length);
+    const started = process.hrtime.bigint();
+    fs.fdatasyncSync(fd);
+    times.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  fs.closeSync(fd);
+  fs.unlinkSync(file);
+  times.sort((a, b) => a - b);
+  return { p50: times[150], p99: times[296] };
+}
+
+function cpuDescription() {
+  const info = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  const field = (name) => new RegExp(`^${name}\\s*: (.*)$`, 'm').exec(info)?.[1].trim() ?? '?';
+  const virtual = /^flags\s*:.*\bhypervisor\b/m.test(info) ? ', virtual machine' : '';
+  return `${field('model name')} (family ${field('cpu family')}, model ${field('model')}, ${Math.round(Number(field('cpu MHz')))} MHz${virtual})`;
+}
+
+/**
+ * CPU model, cores, RAM, kernel, Node and wrk versions, the disk under `dataDir` (device,
+ * filesystem, size, fdatasync latency) and the commit of `repoDir` the store was built from.
+ */
+export function machineDetails(dataDir, repoDir) {
+  const [device = '?', fsType = '?', size = '?', avail = '?'] = run('df', ['-h', '--output=source,fstype,size,avail', dataDir]).split('\n')[1]?.trim().split(/\s+/) ?? [];
+  const sync = fdatasyncMs(dataDir);
+  return {
+    cpu: cpuDescription(),
+    cores: os.availableParallelism(),
+    ramGiB: (os.totalmem() / 1024 ** 3).toFixed(1),
+    kernel: `${os.type()} ${os.release()}`,
+    node: process.version,
+    // `wrk --version` exits 1 after printing.
+    wrk: run('sh', ['-c', 'wrk --version 2>&1 | head -1']).split(' [')[0],
+    disk: `${device} (${fsType}, ${size}, ${avail} free)`,
+    fdatasync: `p50 ${sync.p50.toFixed(2)} ms, p99 ${sync.p99.toFixed(2)} ms (4 KiB write + fdatasync)`,
+    commit: run('git', ['-C', repoDir, 'rev-parse', '--short', 'HEAD']) || '?',
+  };
+}
+
+/** Busy CPU seconds of the whole machine so far (all cores; from /proc/stat). */
+export function machineBusySeconds() {
+  const [, ...ticks] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+  // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+  const [user, nice, system, , , irq, softirq, steal] = ticks.map(Number);
+  return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
+}
+
+/**
+ * Waits until the machine has been quiet (under `maxCores` busy) for `quietSeconds` in a row,
+ * or `timeoutSeconds` passed: other work on the box skews every figure.
+ * @returns {Promise<boolean>} true when it got quiet, false on timeout
+ */
+export async function waitForQuiet({ maxCores = 0.25, quietSeconds = 3, timeoutSeconds = 180 } = {}) {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  let quiet = 0;
+  while (quiet < quietSeconds) {
+    if (Date.now() > deadline) return false;
+    const before = machineBusySeconds();
+    await new Promise((r) => setTimeout(r, 1000));
+    quiet = machineBusySeconds() - before < maxCores ? quiet + 1 : 0;
+  }
+  return true;
+}

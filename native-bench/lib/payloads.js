@@ -1,0 +1,111 @@
+/**
+ * Request files for wrk: realistic create bodies (small ones of ~1 KB, and ones carrying a real
+ * JPEG) and list queries. Values come from a seeded generator, so every run sends the same
+ * requests. Devices `cam-1`..`cam-20`, lines A..D, shifts, batches 1..500 and temperatures are
+ * drawn independently, so `device_id=cam-7&metadata_filter=line:B` selects about 1 in 80 events.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { repoRoot } from './store-process.js';
+
+export const DEVICES = 20;
+export const LINES = ['A', 'B', 'C', 'D'];
+export const BATCHES = 500;
+/** The image the image-ingest workload carries (test/fixtures, 640x427, 41,501 bytes). */
+export const IMAGE_FIXTURE = 'rocket.jpg';
+
+function seeded(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function smallEvent(random, i) {
+  const int = (n) => Math.floor(random() * n);
+  const box = (cls) => ({
+    class: cls,
+    x: 40 + int(560), y: 40 + int(350), width: 20 + int(120), height: 20 + int(120),
+    confidence: Number((0.5 + random() * 0.49).toFixed(3)),
+  });
+  const fail = random() < 0.1;
+  return {
+    solution: 'bench',
+    workflow_id: `inspection-${1 + int(3)}`,
+    workflow_version: '7',
+    inference_timestamp: new Date(Date.UTC(2025, 0, 1, 8) + i * 40).toISOString(),
+    device_id: `cam-${1 + int(DEVICES)}`,
+    stream_id: 'rtsp-main',
+    image_id: `frame-${String(5_000_000 + i * 3).padStart(9, '0')}`,
+    event_schema: 'quality_check',
+    event_data: { result: fail ? 'fail' : 'pass', externalId: `unit-${100000 + i}` },
+    custom_metadata: {
+      line: LINES[int(LINES.length)],
+      shift: random() < 0.5 ? 'day' : 'night',
+      batch: 1 + int(BATCHES),
+      temperature_c: Number((18 + random() * 20).toFixed(1)),
+      conveyor_speed_mps: Number((0.2 + random() * 1.3).toFixed(2)),
+      operator_present: random() < 0.7,
+      sku: `SKU-${1000 + int(40)}`,
+    },
+    images: [{
+      label: 'annotated',
+      objectDetections: [box('bottle'), box('cap'), box('label'), ...(fail ? [box('dent')] : [])],
+      classifications: [
+        { class: fail ? 'defective' : 'ok', confidence: Number((0.8 + random() * 0.19).toFixed(3)) },
+        { class: 'fill_level_ok', confidence: Number((0.7 + random() * 0.29).toFixed(3)) },
+      ],
+      metadata: { overexposed: false },
+    }],
+  };
+}
+
+function writeLines(file, lines) {
+  fs.writeFileSync(file, lines.join('\n') + '\n');
+  return { file, count: lines.length, meanBytes: lines.reduce((n, l) => n + Buffer.byteLength(l), 0) / lines.length };
+}
+
+/**
+ * Writes `count` distinct small create bodies (no image).
+ * @returns {{ file: string, count: number, meanBytes: number }}
+ */
+export function writeSmallEvents(dir, count = 2000) {
+  const random = seeded(1);
+  return writeLines(path.join(dir, 'small-events.txt'), Array.from({ length: count }, (_, i) => JSON.stringify(smallEvent(random, i))));
+}
+
+/**
+ * Writes `count` create bodies, each a small event plus one image: the base64 of IMAGE_FIXTURE.
+ * @returns {{ file: string, count: number, meanBytes: number, imageBytes: number }}
+ */
+export function writeImageEvents(dir, count = 50) {
+  const random = seeded(2);
+  const image = fs.readFileSync(path.join(repoRoot, 'test', 'fixtures', IMAGE_FIXTURE));
+  const base64 = image.toString('base64');
+  const lines = Array.from({ length: count }, (_, i) => {
+    const event = smallEvent(random, i);
+    event.images[0].base64Image = base64;
+    return JSON.stringify(event);
+  });
+  return { ...writeLines(path.join(dir, 'image-events.txt'), lines), imageBytes: image.length };
+}
+
+/**
+ * Writes the list queries, one path per line, rotating over the filter values.
+ * @returns {Record<string, { file: string, count: number, example: string }>}
+ */
+export function writeQueries(dir) {
+  const sets = {
+    deviceAndLine: Array.from({ length: DEVICES * LINES.length }, (_, i) =>
+      `/v2/events?device_id=cam-${1 + (i % DEVICES)}&metadata_filter=line:${LINES[Math.floor(i / DEVICES)]}&limit=100`),
+    batchOnly: Array.from({ length: BATCHES }, (_, i) => `/v2/events?metadata_filter=batch:${1 + i}&limit=100`),
+    deviceAndRange: Array.from({ length: DEVICES }, (_, i) =>
+      `/v2/events?device_id=cam-${1 + i}&metadata_filter=temperature_c:gt:35&limit=100`),
+  };
+  return Object.fromEntries(Object.entries(sets).map(([name, paths]) => {
+    const { file, count } = writeLines(path.join(dir, `query-${name}.txt`), paths);
+    return [name, { file, count, example: paths[Math.min(paths.length - 1, 26)] }];
+  }));
+}
