@@ -57,12 +57,14 @@ export function receiveUpload(ex: Exchange, stagingDir: string, maxFileBytes: nu
       if (settled) return;
       settled = true;
       parser.destroy();
-      void staging?.discard();
-      reject(err);
+      // Answer only once the staging file is gone: nothing of a refused upload outlives it.
+      void Promise.resolve(staging?.discard()).finally(() => reject(err));
     };
     ex.onAbort(() => fail(new AppError('malformed_multipart', 'Client disconnected')));
 
     parser.on('file', (name, stream) => {
+      // busboy also fails the part's stream on a truncated body; the parser's error answers.
+      stream.on('error', () => undefined);
       if (name !== 'file') {
         stream.resume();
         return;

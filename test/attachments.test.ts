@@ -1,0 +1,214 @@
+/**
+ * Drafts, streamed attachments and finalize over real HTTP with real media (spec B, Attachment
+ * rules, Download rules, States and transitions, E8, E9).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { responseProblems } from '../src/events/validate.js';
+import { fixture, getJson, postJson, smallEvent } from './support/events.js';
+import { abortedUpload, postFile, postRaw } from './support/multipart.js';
+import { startStore, type TestStore } from './support/store-server.js';
+
+async function draft(store: TestStore): Promise<string> {
+  const res = await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }));
+  if (res.status !== 201 || res.body.draft !== true) throw new Error(`draft not created: ${JSON.stringify(res.body)}`);
+  return res.body.id;
+}
+
+const stagingFiles = (store: TestStore) => fs.readdirSync(path.join(store.dataDir, 'staging'));
+const segmentFiles = (store: TestStore) => fs.readdirSync(path.join(store.dataDir, 'blobs'));
+
+t.test('videos of every container are attached, listed and downloadable with Range', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const id = await draft(store);
+  const videos: [string, string][] = [['cat-zoom.mp4', 'video/mp4'], ['testsrc.mov', 'video/quicktime'], ['testsrc.mkv', 'video/matroska']];
+  const fileIds: string[] = [];
+  for (const [name, type] of videos) {
+    const res = await postFile(`${store.url}/v2/events/${id}/videos`, fixture(name), { label: name }, 'application/octet-stream');
+    t.equal(res.status, 201, name);
+    t.same(responseProblems('attach-response', res.body), [], `${name} response shape`);
+    t.equal(res.body.content_type, type, `${name} sniffed from the bytes`);
+    t.equal(res.body.size_bytes, fixture(name).length);
+    t.equal(res.body.event_id, id);
+    fileIds.push(res.body.file_id);
+  }
+  const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
+  t.same(event.videos.map((v: any) => v.file_id), fileIds);
+  t.same(event.videos.map((v: any) => v.label), videos.map(([name]) => name));
+  t.equal(event.original_file_count, 3);
+  t.equal(event.current_file_count, 3);
+  t.equal(event.draft, true);
+  t.equal(event.finalized_at, null);
+
+  const mp4 = fixture('cat-zoom.mp4');
+  const whole = await fetch(`${store.url}/videos/${fileIds[0]}`);
+  t.equal(whole.headers.get('content-type'), 'video/mp4');
+  t.same(Buffer.from(await whole.arrayBuffer()), mp4);
+  const part = await fetch(`${store.url}/videos/${fileIds[0]}`, { headers: { range: 'bytes=-1000' } });
+  t.equal(part.status, 206);
+  t.same(Buffer.from(await part.arrayBuffer()), mp4.subarray(mp4.length - 1000));
+  t.equal((await fetch(`${store.url}/local-only-files/${fileIds[0]}`)).status, 404, 'a video is not a local-only file (rule 5)');
+  t.same(stagingFiles(store), [], 'staging is empty');
+});
+
+t.test('a multi-MB upload streams through', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const id = await draft(store);
+  const big = Buffer.concat([fixture('cat-zoom.mp4'), Buffer.alloc(24 * 1024 * 1024, 0x5a)]);
+  const res = await postFile(`${store.url}/v2/events/${id}/videos`, big);
+  t.equal(res.status, 201);
+  t.equal(res.body.size_bytes, big.length);
+  const back = Buffer.from(await (await fetch(`${store.url}/videos/${res.body.file_id}`)).arrayBuffer());
+  t.ok(back.equals(big), 'the bytes come back identical');
+});
+
+t.test('a non-video disguised as video/mp4 answers 415 and stores nothing', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const id = await draft(store);
+  const segmentsBefore = segmentFiles(store);
+  for (const name of ['cat.jpg', 'README-like.txt']) {
+    const bytes = name.endsWith('.jpg') ? fixture(name) : Buffer.from('just some text pretending to be a video\n'.repeat(200));
+    const res = await postFile(`${store.url}/v2/events/${id}/videos`, bytes, {}, 'video/mp4');
+    t.equal(res.status, 415, name);
+  }
+  const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
+  t.same(event.videos, []);
+  t.equal(event.original_file_count, 0);
+  t.same(segmentFiles(store), segmentsBefore, 'no segment written');
+  t.same(stagingFiles(store), []);
+});
+
+t.test('local-only files: declared type kept, else sniffed, else octet-stream', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const id = await draft(store);
+  const url = `${store.url}/v2/events/${id}/local-only-files`;
+  const declared = await postFile(url, Buffer.from('a,b\n1,2\n'), { content_type: 'text/csv', label: 'counts' }, 'text/plain');
+  t.equal(declared.status, 201);
+  t.same([declared.body.content_type, declared.body.label], ['text/csv', 'counts']);
+  const sniffed = await postFile(url, fixture('rocket.jpg'), {}, 'application/octet-stream');
+  t.same([sniffed.body.content_type, sniffed.body.label], ['image/jpeg', 'file']);
+  const unknown = await postFile(url, Buffer.from('plain words'), {}, 'text/plain');
+  t.equal(unknown.body.content_type, 'application/octet-stream');
+
+  const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
+  t.same(event.local_only_files.map((f: any) => f.file_id), [declared.body.file_id, sniffed.body.file_id, unknown.body.file_id]);
+  const csv = await fetch(`${store.url}/local-only-files/${declared.body.file_id}`);
+  t.equal(csv.headers.get('content-type'), 'text/csv');
+  t.equal(await csv.text(), 'a,b\n1,2\n');
+  t.equal((await fetch(`${store.url}/videos/${declared.body.file_id}`)).status, 404, 'not a video (rule 5)');
+  t.equal((await fetch(`${store.url}/images/${declared.body.file_id}`)).status, 404);
+});
+
+t.test('bad multipart requests: 400, 422, 413, and nothing stored', async (t) => {
+  const store = await startStore({ MAX_VIDEO_UPLOAD_BYTES: '200000', MAX_LOCAL_ONLY_FILE_UPLOAD_BYTES: '1000' });
+  t.teardown(store.stop);
+  const id = await draft(store);
+  const videos = `${store.url}/v2/events/${id}/videos`;
+  const files = `${store.url}/v2/events/${id}/local-only-files`;
+  const boundary = 'b0undary';
+  const part = (name: string, body: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="x.mp4"\r\nContent-Type: video/mp4\r\n\r\n${body}\r\n`;
+
+  t.equal((await postFile(videos, null, { label: 'x' })).status, 400, 'missing file part');
+  t.equal((await postFile(videos, Buffer.alloc(0))).status, 400, 'empty file part');
+  t.equal((await postRaw(videos, `${part('file', 'aaa')}${part('file', 'bbb')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`)).status, 400, 'two file parts');
+  t.equal((await postRaw(videos, `${part('file', 'aaa')}`, `multipart/form-data; boundary=${boundary}`)).status, 400, 'truncated body');
+  t.equal((await postRaw(videos, 'hello', 'multipart/form-data; boundary=other')).status, 400, 'wrong boundary');
+  t.equal((await postRaw(videos, '{}', 'application/json')).status, 400, 'not multipart');
+  t.equal((await postFile(videos, fixture('cat-zoom.mp4'), { label: '' })).status, 422, 'empty label');
+  t.equal((await postFile(videos, fixture('cat-zoom.mp4'), { label: 'x'.repeat(300) })).status, 422, 'label too long');
+  t.equal((await postFile(files, Buffer.from('x'), { content_type: 'not a mime type' })).status, 422, 'invalid content_type');
+  t.equal((await postFile(files, Buffer.alloc(1001, 1))).status, 413, 'local-only file over its limit');
+  const tooBig = await postFile(videos, Buffer.concat([fixture('cat-zoom.mp4'), Buffer.alloc(200000)])).catch((err: Error) => err);
+  if (tooBig instanceof Error) t.match(tooBig.message, /fetch failed|closed|reset/, 'oversized video: connection closed');
+  else t.equal(tooBig.status, 413, 'oversized video');
+
+  const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
+  t.same([event.videos, event.local_only_files, event.original_file_count], [[], [], 0]);
+  t.same(stagingFiles(store), [], 'staging removed at once');
+  t.same(segmentFiles(store), []);
+});
+
+t.test('state is checked before the body: 404 absent, 409 finalized (E8)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const missing = await postFile(`${store.url}/v2/events/00000000-0000-4000-8000-000000000000/videos`, fixture('cat-zoom.mp4'));
+  t.equal(missing.status, 404);
+  const finalized = await postJson(`${store.url}/v2/events`, smallEvent());
+  const refused = await postFile(`${store.url}/v2/events/${finalized.body.id}/videos`, fixture('cat-zoom.mp4'));
+  t.equal(refused.status, 409);
+  const refusedFile = await postFile(`${store.url}/v2/events/${finalized.body.id}/local-only-files`, Buffer.from('x'));
+  t.equal(refusedFile.status, 409);
+  t.same(segmentFiles(store), []);
+});
+
+t.test('finalize: sets finalized_at, repeats report already_finalized, 404 when absent', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const id = await draft(store);
+  const hidden = await getJson(`${store.url}/v2/events?include_drafts=false`);
+  t.same(hidden.body.events, [], 'drafts hidden with include_drafts=false');
+  const first = await postJson(`${store.url}/v2/events/${id}/finalize`, '');
+  t.equal(first.status, 200);
+  t.same(responseProblems('finalize-response', first.body), []);
+  t.equal(first.body.already_finalized, false);
+  t.equal(first.body.auto_finalized_at, null);
+  const again = await postJson(`${store.url}/v2/events/${id}/finalize`, '');
+  t.equal(again.body.already_finalized, true);
+  t.equal(again.body.finalized_at, first.body.finalized_at, 'same finalized_at');
+  const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
+  t.same([event.draft, event.finalized_at], [false, first.body.finalized_at]);
+  t.same((await getJson(`${store.url}/v2/events?include_drafts=false`)).body.events.map((e: any) => e.id), [id]);
+  t.equal((await postJson(`${store.url}/v2/events/nope/finalize`, '')).status, 404);
+});
+
+t.test('a client that disconnects mid-upload leaves no staging file and no attachment', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const id = await draft(store);
+  await abortedUpload(store.url, `/v2/events/${id}/videos`, fixture('cat-zoom.mp4'), 3 * 1024 * 1024);
+  for (let i = 0; i < 50 && stagingFiles(store).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  t.same(stagingFiles(store), [], 'staging file removed');
+  const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
+  t.same(event.videos, []);
+  t.same(segmentFiles(store), []);
+  const ok = await postFile(`${store.url}/v2/events/${id}/videos`, fixture('testsrc.mov'));
+  t.equal(ok.status, 201, 'the store still takes uploads');
+});
+
+t.test('an event finalized while its upload streams keeps nothing (409)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const id = await draft(store);
+  const bytes = Buffer.concat([fixture('cat-zoom.mp4'), Buffer.alloc(32 * 1024 * 1024, 1)]);
+  let pulls = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      pulls++;
+      if (pulls === 1) {
+        controller.enqueue(new TextEncoder().encode('--bnd\r\nContent-Disposition: form-data; name="file"; filename="a.mp4"\r\n\r\n'));
+        controller.enqueue(bytes.subarray(0, 1024 * 1024));
+        return;
+      }
+      // The upload is under way (its staging file exists): finalize the event now.
+      while (stagingFiles(store).length === 0) await new Promise((r) => setTimeout(r, 5));
+      t.equal((await postJson(`${store.url}/v2/events/${id}/finalize`, '')).status, 200, 'finalized mid-upload');
+      controller.enqueue(bytes.subarray(1024 * 1024));
+      controller.enqueue(new TextEncoder().encode('\r\n--bnd--\r\n'));
+      controller.close();
+    },
+  });
+  const res = await fetch(`${store.url}/v2/events/${id}/videos`, {
+    method: 'POST', body, headers: { 'content-type': 'multipart/form-data; boundary=bnd' }, duplex: 'half',
+  } as RequestInit);
+  t.equal(res.status, 409);
+  await res.arrayBuffer();
+  const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
+  t.same(event.videos, []);
+  t.same(segmentFiles(store), [], 'no segment kept');
+  t.same(stagingFiles(store), []);
+});
