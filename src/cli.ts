@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 /** `edge-events`: the one binary of the package, with its subcommands. */
 import { Command } from 'commander';
+import { registerMcpCommand } from './search/mcp-server.js';
+import { registerSearchCommand } from './search/search-command.js';
 import { serveUntilStopped } from './serve.js';
 
 const program = new Command('edge-events')
@@ -12,4 +14,7 @@ program
   .description('run the event store (settings from the environment; see README)')
   .action(serveUntilStopped);
 
-await program.parseAsync();
+registerSearchCommand(program);
+registerMcpCommand(program);
+
+await program.parseAsync(process.argv);
