@@ -4,14 +4,18 @@
  */
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { startServer, type RunningServer } from './http/server.js';
+import { startDraftSweeper } from './lifecycle/draft-sweeper.js';
 import { createLogger, type Logger } from './logger.js';
 import { EventStore } from './store/event-store.js';
 
-/** A started store: its server and what `stop` needs. */
+/** A started store. */
 export interface StoreService {
   config: Config;
-  server: RunningServer;
+  /** The port listened on (useful with PORT=0). */
+  port: number;
   log: Logger;
+  /** Graceful stop: background work ended, no new requests, in-flight ones finished (up to `graceMs`), store closed. */
+  stop(graceMs?: number): Promise<void>;
 }
 
 /**
@@ -21,13 +25,23 @@ export interface StoreService {
 export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel);
   const store = await EventStore.open(config.dataDir);
+  let server: RunningServer;
   try {
-    const server = await startServer(config, store, log);
-    return { config, server, log };
+    server = await startServer(config, store, log);
   } catch (err) {
     await store.close();
     throw err;
   }
+  const sweeper = startDraftSweeper(store, config.draftAutoFinalizeSeconds, log);
+  return {
+    config,
+    port: server.port,
+    log,
+    async stop(graceMs) {
+      await sweeper.stop();
+      await server.close(graceMs);
+    },
+  };
 }
 
 /** Runs the store until a stop signal; exits the process with 0 after a graceful stop, 1 on a bad start. */
@@ -54,7 +68,7 @@ export async function serveUntilStopped(): Promise<void> {
     if (stopping) return;
     stopping = true;
     service.log.info({ signal }, 'stopping');
-    service.server.close().then(
+    service.stop().then(
       () => process.exit(0),
       (err: unknown) => {
         service.log.error({ err }, 'graceful stop failed');

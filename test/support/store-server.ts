@@ -28,8 +28,8 @@ export async function startStore(env: Record<string, string> = {}): Promise<Test
   const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
   const service = await startService(config);
   return {
-    url: `http://127.0.0.1:${service.server.port}`,
+    url: `http://127.0.0.1:${service.port}`,
     dataDir,
-    stop: () => service.server.close(1000),
+    stop: () => service.stop(1000),
   };
 }
