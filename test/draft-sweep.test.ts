@@ -1,8 +1,7 @@
 /** The auto-finalize sweep closes drafts older than DRAFT_AUTO_FINALIZE_SECONDS (spec B, States). */
 import t from 'tap';
-import { getJson, postJson, smallEvent } from './support/events.js';
+import { fixture, getJson, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
-import { fixture } from './support/events.js';
 import { startStore } from './support/store-server.js';
 
 t.test('an old draft is auto-finalized; finalize then reports auto_finalized_at', async (t) => {
@@ -29,10 +28,11 @@ t.test('an old draft is auto-finalized; finalize then reports auto_finalized_at'
   t.equal(other.auto_finalized_at, null, 'events finalized on creation are not touched');
 });
 
-t.test('a draft younger than the delay stays open', async (t) => {
-  const store = await startStore({ DRAFT_AUTO_FINALIZE_SECONDS: '600' });
+t.test('a draft younger than the delay stays open through sweeps', async (t) => {
+  const store = await startStore({ DRAFT_AUTO_FINALIZE_SECONDS: '3' }); // a sweep every 1.5 s
   t.teardown(store.stop);
   const { body } = await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }));
+  await new Promise((r) => setTimeout(r, 1700)); // at least one sweep has run
   const event = (await getJson(`${store.url}/v2/events/${body.id}`)).body;
   t.same([event.draft, event.finalized_at, event.auto_finalized_at], [true, null, null]);
 });
