@@ -177,7 +177,7 @@ function attach(kind: 'video' | 'local-only file', extra: Json, extraErrors: Jso
         },
       },
       responses: {
-        '200': jsonBody('AttachResponse', 'Stored and listed on the event.'),
+        '201': jsonBody('AttachResponse', 'Stored and listed on the event.'),
         '400': error('Malformed multipart body, or missing, empty or duplicate file part.'),
         '401': E401,
         '404': error('Event not found.'),
