@@ -38,6 +38,7 @@ const registry = {
   capacity_blocked: { status: 529, message: 'Store is over its capacity limits and waiting for uploads to drain' }, // E10
   store_failure: { status: 500, message: 'Internal store failure' },
   upstream_unreachable: { status: 502, message: 'Hosted API unreachable' },
+  search_request_invalid: { status: 400, message: 'Invalid search request' }, // spec A: the hosted API's 400, answered locally by the search proxy
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof registry;

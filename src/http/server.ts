@@ -10,12 +10,13 @@ import type { EventStore } from '../store/event-store.js';
 import { docsRoutes } from './docs.js';
 import { assertNativeServer } from './native-check.js';
 import { registerRoutes, type Route } from './route-table.js';
+import { searchProxyRoutes } from './search-proxy-routes.js';
 import { storeRoutes } from './store-routes.js';
 
 const LISTEN_EXCLUSIVE_PORT = 1; // uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT
 
 /** Every route the server answers; the security tests walk this table. */
-export const allRoutes: Route[] = [...storeRoutes, ...docsRoutes];
+export const allRoutes: Route[] = [...storeRoutes, ...docsRoutes, ...searchProxyRoutes];
 
 export interface RunningServer {
   /** The port listened on (useful with PORT=0). */

@@ -1,0 +1,200 @@
+/**
+ * Forwarding half of the store's search proxy (issue 5 part 4; spec part A, "Search" endpoints,
+ * "Errors", "Limits"): checks a client's body with the hosted client's own validators, sends it
+ * to the hosted path it names with the device's `api_key`, and hands back the hosted status, the
+ * headers a client needs (Content-Type, Retry-After, RateLimit-*) and the body as a stream of
+ * chunks with the device key masked. No retries: the client decides (it sees Retry-After).
+ * Knows nothing of uWS; `src/http/search-proxy-routes.ts` writes the answer out.
+ */
+import { AppError } from '../errors.js';
+import { REDACTED, redact } from './redact.js';
+import { validateProjectSearchBody, validateWorkspaceSearchBody } from './request-validation.js';
+import { SearchArgumentError } from './errors.js';
+
+/** The two hosted routes the proxy serves: `POST /:workspace/:project/search`, `POST /:workspace/search/v1`. */
+export type ProxiedSearch = 'project' | 'workspace';
+
+/** Where the hosted API is and the device's key for it (SEARCH_BASE_URL, SEARCH_API_KEY). */
+export interface HostedTarget {
+  /** Absolute http(s) URL, no trailing slash (as `loadConfig` leaves it). */
+  baseUrl: string;
+  apiKey: string;
+}
+
+export interface ForwardOptions {
+  /** Whole exchange with the hosted API, body included (ms). */
+  timeoutMs: number;
+  /** Aborts the hosted request, e.g. when the client went away. */
+  signal?: AbortSignal;
+}
+
+/** The hosted answer, ready to relay: nothing of it has been read but the status and headers. */
+export interface HostedAnswer {
+  status: number;
+  /** The hosted reason phrase ('' when it sent none). */
+  statusText: string;
+  /** The pass-through headers present on the hosted answer, canonically spelled. */
+  headers: [string, string][];
+  /**
+   * The body, chunk by chunk, with every occurrence of the device key replaced by `***`. Read it
+   * once. Breaking out of the loop cancels the hosted body.
+   * @throws AppError upstream_unreachable when the hosted body fails or times out midway
+   */
+  body: AsyncGenerator<Buffer, void, undefined>;
+}
+
+/** Response headers passed through unchanged (spec A, "Hosted interface status codes": 429). */
+const PASS_THROUGH_HEADERS = ['Content-Type', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
+
+/**
+ * The hosted path for a proxied request, from the route's decoded path parameters
+ * (`[workspace, project]` or `[workspace]`), each segment re-encoded.
+ * @throws AppError not_found (404) for an empty, `.` or `..` segment: it names no hosted
+ *   resource, and URL resolution would turn it into a different hosted path
+ */
+export function hostedSearchPath(kind: ProxiedSearch, params: readonly string[]): string {
+  const segments = kind === 'project' ? params.slice(0, 2) : params.slice(0, 1);
+  if (segments.some((segment) => segment === '' || segment === '.' || segment === '..')) throw new AppError('not_found');
+  const encoded = segments.map(encodeURIComponent);
+  return kind === 'project' ? `/${encoded[0]}/${encoded[1]}/search` : `/${encoded[0]}/search/v1`;
+}
+
+/**
+ * Validates a client's body locally, with the hosted client's validators (project: fields,
+ * `limit` 1..250, `offset`, flags, `mediaTypes`; workspace: non-empty parseable `query`,
+ * `pageSize` 1..250, fields, `mediaTypes`, `continuationToken`).
+ * @param body the parsed JSON body; undefined when the request had none
+ * @throws AppError search_request_invalid (400, `{"detail": "<why>"}`) naming the first bad member
+ */
+export function validateSearchBody(kind: ProxiedSearch, body: unknown): void {
+  try {
+    if (kind === 'project') validateProjectSearchBody(body as object);
+    else validateWorkspaceSearchBody(body as object);
+  } catch (err) {
+    if (err instanceof SearchArgumentError) throw new AppError('search_request_invalid', err.message);
+    throw err;
+  }
+}
+
+/**
+ * POSTs `body` as JSON to `${baseUrl}${path}?api_key=<device key>`; nothing of the client's
+ * query string travels. Resolves as soon as the hosted status and headers are in, whatever the
+ * status (401/403/404/429/5xx included).
+ * @param path from `hostedSearchPath`
+ * @throws AppError upstream_unreachable (502) when no answer came: refused or reset connection,
+ *   DNS or TLS failure, or no answer within `timeoutMs`; its message is redacted
+ */
+export async function forwardSearch(target: HostedTarget, path: string, body: unknown, options: ForwardOptions): Promise<HostedAnswer> {
+  const url = new URL(`${target.baseUrl}${path}`);
+  url.searchParams.set('api_key', target.apiKey);
+  const signals = [AbortSignal.timeout(options.timeoutMs), ...(options.signal ? [options.signal] : [])];
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.any(signals),
+    });
+  } catch (err) {
+    throw unreachable(err, target, options.timeoutMs);
+  }
+  const headers: [string, string][] = [];
+  for (const name of PASS_THROUGH_HEADERS) {
+    const value = response.headers.get(name);
+    if (value !== null) headers.push([name, value]);
+  }
+  return {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+    body: maskedChunks(response.body, target, options.timeoutMs),
+  };
+}
+
+async function* maskedChunks(stream: ReadableStream<Uint8Array> | null, target: HostedTarget, timeoutMs: number): AsyncGenerator<Buffer, void, undefined> {
+  if (!stream) return;
+  const masker = new SecretMasker([target.apiKey, encodeURIComponent(target.apiKey)]);
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      let next: ReadableStreamReadResult<Uint8Array>;
+      try {
+        next = await reader.read();
+      } catch (err) {
+        throw unreachable(err, target, timeoutMs);
+      }
+      if (next.done) break;
+      const safe = masker.push(next.value);
+      if (safe.length > 0) yield safe;
+    }
+    const tail = masker.flush();
+    if (tail.length > 0) yield tail;
+  } finally {
+    // A no-op once the body ended; releases the hosted connection when the relay stopped early.
+    reader.cancel().catch(() => undefined);
+  }
+}
+
+function unreachable(err: unknown, target: HostedTarget, timeoutMs: number): AppError {
+  const error = err as Error & { cause?: Error };
+  const origin = new URL(target.baseUrl).origin;
+  const message = error?.name === 'TimeoutError'
+    ? `Hosted search API at ${origin} did not answer within ${timeoutMs} ms`
+    : `Hosted search API at ${origin} unreachable: ${[error?.message, error?.cause?.message].filter(Boolean).join(': ')}`;
+  return new AppError('upstream_unreachable', redact(message, target.apiKey));
+}
+
+/**
+ * Replaces every occurrence of the given secrets in a byte stream by `***`, across chunk
+ * boundaries: it holds back the last (longest secret - 1) bytes of each chunk until the next
+ * one shows whether they start a secret.
+ */
+export class SecretMasker {
+  private readonly secrets: Buffer[];
+  private readonly holdBack: number;
+  private carry: Buffer = Buffer.alloc(0);
+  private static readonly MASK = Buffer.from(REDACTED);
+
+  /** @param secrets the texts to mask; empty ones and duplicates are ignored */
+  constructor(secrets: string[]) {
+    this.secrets = [...new Set(secrets.filter((secret) => secret !== ''))]
+      .map((secret) => Buffer.from(secret))
+      .sort((a, b) => b.length - a.length);
+    this.holdBack = Math.max(0, (this.secrets[0]?.length ?? 0) - 1);
+  }
+
+  /** Feeds `chunk`; returns the bytes now known to be safe (possibly none). */
+  push(chunk: Uint8Array): Buffer {
+    const data = this.carry.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.carry, chunk]);
+    const parts: Buffer[] = [];
+    let from = 0;
+    for (;;) {
+      const match = this.nextMatch(data, from);
+      if (!match) break;
+      parts.push(data.subarray(from, match.at), SecretMasker.MASK);
+      from = match.at + match.length;
+    }
+    const keep = Math.min(this.holdBack, data.length - from);
+    parts.push(data.subarray(from, data.length - keep));
+    this.carry = Buffer.from(data.subarray(data.length - keep));
+    return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+  }
+
+  /** Returns what is still held back (too short to be a secret). */
+  flush(): Buffer {
+    const rest = this.carry;
+    this.carry = Buffer.alloc(0);
+    return rest;
+  }
+
+  /** The earliest secret at or after `from`; the longest one when several start there. */
+  private nextMatch(data: Buffer, from: number): { at: number; length: number } | undefined {
+    let best: { at: number; length: number } | undefined;
+    for (const secret of this.secrets) {
+      const at = data.indexOf(secret, from);
+      if (at !== -1 && (!best || at < best.at)) best = { at, length: secret.length };
+    }
+    return best;
+  }
+}
