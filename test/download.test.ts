@@ -61,3 +61,14 @@ t.test('unknown, malformed and path-trick ids answer 404', async (t) => {
     t.same(await res.json(), { detail: `File ${decodeURIComponent(id)} not found` });
   }
 });
+
+t.test('a malformed percent escape in an id is a plain 404', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  for (const path of ['/images/%zz', '/v2/events/%E0%A4%A', '/videos/%']) {
+    const res = await fetch(`${store.url}${path}`);
+    t.equal(res.status, 404, path);
+    await res.arrayBuffer();
+  }
+  t.equal((await fetch(`${store.url}/health`)).status, 200, 'the store still serves');
+});

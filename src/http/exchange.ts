@@ -18,6 +18,15 @@ const STATUS_TEXT: Record<number, string> = {
 /** `200 OK`-style status line for uWS `writeStatus`. */
 export const statusLine = (status: number): string => `${status} ${STATUS_TEXT[status] ?? ''}`.trim();
 
+/** Percent-decodes a path segment; a malformed escape (`%zz`) is kept as written. */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 /** Request headers the store reads; everything else is ignored. */
 export interface RequestHeaders {
   apiKey: string;
@@ -49,7 +58,7 @@ export class Exchange {
     this.method = req.getMethod().toUpperCase();
     this.url = req.getUrl();
     this.query = req.getQuery() ?? '';
-    this.params = Array.from({ length: paramCount }, (_, i) => decodeURIComponent(req.getParameter(i) ?? ''));
+    this.params = Array.from({ length: paramCount }, (_, i) => decodePathSegment(req.getParameter(i) ?? ''));
     const length = req.getHeader('content-length');
     this.headers = {
       apiKey: req.getHeader('x-api-key'),

@@ -64,12 +64,14 @@ export function checksum(bytes: Uint8Array, initial = 0): number {
 }
 
 /**
- * Appender of the active segment. One batch at a time (the group committer serialises them).
+ * Appender of the active segment. Appends are serialised: each starts when the previous ended.
  */
 export class SegmentAppender {
   private handle: fsp.FileHandle | undefined;
   private segment = 0;
   private end = 0;
+  /** The append under way; the next one starts after it. */
+  private tail: Promise<void> = Promise.resolve();
 
   /**
    * @param blobsDir DATA_DIR/blobs
@@ -81,23 +83,25 @@ export class SegmentAppender {
    * Resumes appending to segment `segment` at its committed length `committed` (bytes).
    */
   async resume(segment: number, committed: number): Promise<void> {
-    await this.close();
+    await this.close(); // before any append: nothing under way
     this.segment = segment;
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(segment)), 'r+');
     this.end = committed;
   }
 
-  /** The segment appended to now and its end offset (bytes). */
-  get position(): { segment: number; end: number } {
-    return { segment: this.segment, end: this.end };
+  /**
+   * Appends blobs and makes them durable (write + fdatasync). Appends run one after another,
+   * in call order. On failure the segment is truncated back to where the append began and the
+   * error (e.g. ENOSPC) is rethrown.
+   * @returns where each blob's data landed, in input order, and the segment's new end
+   */
+  append(blobs: BlobToAppend[]): Promise<{ placed: AppendedBlob[]; segment: number; end: number }> {
+    const result = this.tail.then(() => this.appendNow(blobs));
+    this.tail = result.then(() => undefined, () => undefined);
+    return result;
   }
 
-  /**
-   * Appends blobs and makes them durable (write + fdatasync). On failure the segment is
-   * truncated back to where the batch began and the error (e.g. ENOSPC) is rethrown.
-   * @returns where each blob's data landed, in input order
-   */
-  async append(blobs: BlobToAppend[]): Promise<AppendedBlob[]> {
+  private async appendNow(blobs: BlobToAppend[]): Promise<{ placed: AppendedBlob[]; segment: number; end: number }> {
     if (!this.handle || this.end >= SEGMENT_ROLL_BYTES) await this.roll();
     const handle = this.handle!;
     const start = this.end;
@@ -114,27 +118,26 @@ export class SegmentAppender {
       await writeAll(handle, buffers, start);
       await handle.datasync();
       this.end = offset;
-      return placed;
+      return { placed, segment: this.segment, end: offset };
     } catch (err) {
       await handle.truncate(start).catch(() => undefined);
       throw err;
     }
   }
 
-  /** Rolls back the last append (its LMDB commit failed): the segment ends at `end` again. */
-  async rewind(end: number): Promise<void> {
-    this.end = end;
-    await this.handle?.truncate(end).catch(() => undefined);
+  /** Closes the active segment file, after the append under way. */
+  async close(): Promise<void> {
+    await this.tail;
+    await this.closeHandle();
   }
 
-  /** Closes the active segment file. */
-  async close(): Promise<void> {
+  private async closeHandle(): Promise<void> {
     await this.handle?.close();
     this.handle = undefined;
   }
 
   private async roll(): Promise<void> {
-    await this.close();
+    await this.closeHandle();
     this.segment = this.allocateSegment();
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(this.segment)), 'w+');
     this.end = 0;

@@ -170,44 +170,52 @@ export class EventStore {
     return { record, blobs };
   }
 
+  /**
+   * Makes one batch durable: its images appended and fdatasync'd, then its records committed in
+   * one LMDB transaction and flushed. Batches overlap (see GroupCommitter): appends run in
+   * order, and each batch queues its transaction as soon as its append is done, so LMDB
+   * commits follow the appends' order. A segment's committed length only grows; bytes of a
+   * batch whose commit failed stay behind as dead space in the segment.
+   */
   private async commitCreates(batch: PreparedCreate[]): Promise<void[]> {
     const { dbs } = this;
     const blobs = batch.flatMap((p) => p.blobs);
-    const before = this.appender.position;
-    let placed;
+    let appended;
     try {
-      placed = blobs.length > 0 ? await this.appender.append(blobs) : [];
+      appended = blobs.length > 0 ? await this.appender.append(blobs) : undefined;
     } catch (err) {
       throw fromDiskError(err);
     }
-    const after = this.appender.position;
     try {
-      await dbs.root.transaction(() => {
-        let i = 0;
-        let liveBytes = 0;
-        let drafts = 0;
-        let images = 0;
-        for (const { record, blobs: own } of batch) {
-          record.created_at = nextUniqueMicros();
-          if (!record.draft) record.finalized_at = record.created_at;
-          for (const blob of own) {
-            const at = placed[i++];
-            dbs.files.putSync(blob.fileId, {
-              segment: at.segment, offset: at.offset, length: at.length, kind: blob.kind,
-              contentType: blob.contentType, event: record.created_at, crc: at.crc,
-            });
-            liveBytes += at.length;
-          }
-          dbs.events.putSync(record.created_at, encodeRecord(record));
-          dbs.eventIds.putSync(record.id, record.created_at);
-          for (const key of indexKeysOf(record)) dbs.index.putSync(key, EMPTY);
-          if (record.draft) drafts++;
-          images += record.images.length;
+      // Records and index entries go as plain puts: lmdb-js encodes them here and applies them
+      // on its write thread, all in one transaction with the read-modify-write of the
+      // accounting below, which must see every earlier commit (hence a transaction callback).
+      let i = 0;
+      let liveBytes = 0;
+      let drafts = 0;
+      let images = 0;
+      for (const { record, blobs: own } of batch) {
+        record.created_at = nextUniqueMicros();
+        if (!record.draft) record.finalized_at = record.created_at;
+        for (const blob of own) {
+          const at = appended!.placed[i++];
+          void dbs.files.put(blob.fileId, {
+            segment: at.segment, offset: at.offset, length: at.length, kind: blob.kind,
+            contentType: blob.contentType, event: record.created_at, crc: at.crc,
+          });
+          liveBytes += at.length;
         }
-        if (blobs.length > 0) {
-          const segment = dbs.segments.get(after.segment) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
-          dbs.segments.putSync(after.segment, {
-            committed: after.end,
+        void dbs.events.put(record.created_at, encodeRecord(record));
+        void dbs.eventIds.put(record.id, record.created_at);
+        for (const key of indexKeysOf(record)) void dbs.index.put(key, EMPTY);
+        if (record.draft) drafts++;
+        images += record.images.length;
+      }
+      await dbs.root.transaction(() => {
+        if (appended) {
+          const segment = dbs.segments.get(appended.segment) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
+          dbs.segments.putSync(appended.segment, {
+            committed: Math.max(segment.committed, appended.end),
             liveBytes: segment.liveBytes + liveBytes,
             liveBlobs: segment.liveBlobs + blobs.length,
           });
@@ -216,9 +224,9 @@ export class EventStore {
       });
       await dbs.root.flushed;
     } catch (err) {
-      if (blobs.length > 0) await this.appender.rewind(before.segment === after.segment ? before.end : 0);
       throw fromDiskError(err);
     }
     return batch.map(() => undefined);
   }
+
 }

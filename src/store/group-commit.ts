@@ -1,7 +1,9 @@
 /**
- * Group commit (DESIGN.md, "Storage engine invariants"): jobs submitted while a batch is being
- * made durable wait and go together in the next batch, so concurrent creates share one segment
- * append, one fdatasync and one LMDB commit. Batches run one at a time, in submission order.
+ * Group commit (DESIGN.md, "Storage engine invariants"): jobs submitted in the same event turn,
+ * or while earlier batches are being made durable, go together in one batch, so concurrent
+ * creates share one segment append, one fdatasync and one LMDB commit. Up to `maxInFlight`
+ * batches are under way at once, so a batch's commit overlaps the next one's preparation;
+ * `commitBatch` keeps their effects in submission order (see EventStore).
  */
 
 interface Waiting<Job, Result> {
@@ -10,20 +12,22 @@ interface Waiting<Job, Result> {
   reject: (err: unknown) => void;
 }
 
-/** Runs `commitBatch` over queued jobs, one batch at a time. */
+/** Runs `commitBatch` over queued jobs, a few batches at a time. */
 export class GroupCommitter<Job, Result> {
   private queue: Waiting<Job, Result>[] = [];
-  private running = false;
-  private idle: Promise<void> = Promise.resolve();
-  private markIdle: () => void = () => undefined;
+  private inFlight = 0;
+  private scheduled = false;
+  private idleWaiters: (() => void)[] = [];
 
   /**
    * @param commitBatch makes a batch durable; resolves with one result per job in order, or
    *   rejects to fail every job of the batch
+   * @param maxInFlight most batches under way at once
    * @param maxBatch most jobs in one batch
    */
   constructor(
     private readonly commitBatch: (jobs: Job[]) => Promise<Result[]>,
+    private readonly maxInFlight = 4,
     private readonly maxBatch = 1024,
   ) {}
 
@@ -31,31 +35,38 @@ export class GroupCommitter<Job, Result> {
   submit(job: Job): Promise<Result> {
     return new Promise<Result>((resolve, reject) => {
       this.queue.push({ job, resolve, reject });
-      if (!this.running) {
-        this.running = true;
-        this.idle = new Promise((done) => (this.markIdle = done));
-        // Let the jobs of this event turn join the first batch.
-        setImmediate(() => void this.drain());
-      }
+      this.schedule();
     });
   }
 
   /** Resolves once every submitted job has been committed or failed. */
   whenIdle(): Promise<void> {
-    return this.idle;
+    if (this.queue.length === 0 && this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0) {
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.maxInFlight) return;
+    this.scheduled = true;
+    // Let the jobs of this event turn join the batch.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
       const batch = this.queue.splice(0, this.maxBatch);
-      try {
-        const results = await this.commitBatch(batch.map((w) => w.job));
-        batch.forEach((w, i) => w.resolve(results[i]));
-      } catch (err) {
-        for (const w of batch) w.reject(err);
-      }
+      this.inFlight++;
+      this.commitBatch(batch.map((w) => w.job)).then(
+        (results) => batch.forEach((w, i) => w.resolve(results[i])),
+        (err: unknown) => batch.forEach((w) => w.reject(err)),
+      ).finally(() => {
+        this.inFlight--;
+        if (this.queue.length > 0) this.schedule();
+        else if (this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+      });
     }
-    this.running = false;
-    this.markIdle();
   }
 }
