@@ -10,7 +10,8 @@ import { buildOpenApiDocument } from './openapi.js';
 import type { Route } from './route-table.js';
 
 const require = createRequire(import.meta.url);
-const swaggerDir: string = (require('swagger-ui-dist') as { getAbsoluteFSPath(): string }).getAbsoluteFSPath();
+// absolute-path.js only: the package's index loads the whole 1.5 MB UI bundle into the server.
+const swaggerDir: string = (require('swagger-ui-dist/absolute-path.js') as () => string)();
 
 const ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css',
