@@ -17,30 +17,12 @@
  * counts; every layout-1 event was finalized on creation.
  */
 import { Packr } from 'msgpackr';
-import type { MetadataValue, StoredAttachment, StoredImage } from '../events/types.js';
+import type { MetadataValue, StoredAttachment, StoredEvent, StoredImage } from '../events/types.js';
 import { parseIsoMicros } from './timestamps.js';
 
-/** A decoded record: the stored event with its timestamps as µs. */
-export interface EventRecord {
-  id: string;
+/** A decoded record: the stored event with its timestamps as µs and without `api_version`. */
+export interface EventRecord extends Omit<StoredEvent, 'created_at' | 'finalized_at' | 'auto_finalized_at' | 'api_version'> {
   created_at: number;
-  solution: string | null;
-  workflow_id: string | null;
-  workflow_version: string | null;
-  inference_timestamp: string;
-  device_id: string | null;
-  stream_id: string | null;
-  image_id: string | null;
-  event_schema: string;
-  event_data: Record<string, unknown>;
-  custom_metadata: Record<string, MetadataValue>;
-  images: StoredImage[];
-  videos: StoredAttachment[];
-  local_only_files: StoredAttachment[];
-  display_image_position: number | null;
-  original_file_count: number;
-  current_file_count: number;
-  draft: boolean;
   finalized_at: number | null;
   auto_finalized_at: number | null;
 }
