@@ -24,7 +24,7 @@ export interface StoreService {
  */
 export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel);
-  const store = await EventStore.open(config.dataDir);
+  const store = await EventStore.open(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
   let server: RunningServer;
   try {
     server = await startServer(config, store, log);

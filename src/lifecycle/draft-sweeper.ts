@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../logger.js';
 import { finalizeEvent } from '../store/event-updates.js';
-import type { EventStore } from '../store/event-store.js';
+import type { StoreView } from '../store/store-view.js';
 import { draftKey } from '../store/index-keys.js';
 
 /** Most drafts closed per run; the next run continues. */
@@ -18,7 +18,7 @@ const MAX_INTERVAL_MS = 30_000;
  * Closes the drafts created before `cutoff` (µs since the epoch), at most BATCH of them.
  * @returns how many were closed
  */
-export async function sweepDrafts(store: EventStore, cutoff: number): Promise<number> {
+export async function sweepDrafts(store: StoreView, cutoff: number): Promise<number> {
   const due: number[] = [];
   for (const key of store.dbs.index.getKeys({ start: draftKey(-Infinity), end: draftKey(cutoff), limit: BATCH })) {
     due.push((key as [string, number])[1]);
@@ -38,7 +38,7 @@ export async function sweepDrafts(store: EventStore, cutoff: number): Promise<nu
  * @param delaySeconds DRAFT_AUTO_FINALIZE_SECONDS
  * @returns stop(): resolves once a run under way has ended
  */
-export function startDraftSweeper(store: EventStore, delaySeconds: number, log: Logger): { stop(): Promise<void> } {
+export function startDraftSweeper(store: StoreView, delaySeconds: number, log: Logger): { stop(): Promise<void> } {
   const intervalMs = Math.min((delaySeconds * 1000) / 2, MAX_INTERVAL_MS);
   let running: Promise<void> = Promise.resolve();
   const timer = setInterval(() => {

@@ -7,7 +7,7 @@
  */
 import type { MetadataValue } from '../events/types.js';
 import { IntersectionCursor, KeyRangeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
-import type { EventStore } from './event-store.js';
+import type { StoreView } from './store-view.js';
 import { comparableMetadataValue, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
 import type { EventRecord } from './record-codec.js';
 
@@ -77,7 +77,7 @@ export function matchesQuery(record: EventRecord, query: EventQuery): boolean {
   return true;
 }
 
-function planCursor(store: EventStore, query: EventQuery, direction: Direction): CreatedAtCursor {
+function planCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
   const lo = query.startTime ?? -Infinity;
   const hi = query.endTime ?? Infinity;
   const { index, events } = store.dbs;
@@ -104,7 +104,7 @@ const step = (ts: number, direction: Direction): number => (direction === 'asc' 
  * record not returned, so passing it back as the inclusive bound (`start_time` ascending,
  * `end_time` descending) continues without skipping or repeating an event.
  */
-export function listEvents(store: EventStore, query: EventQuery): EventPage {
+export function listEvents(store: StoreView, query: EventQuery): EventPage {
   const cursor = planCursor(store, query, query.direction);
   try {
     const records: EventRecord[] = [];
@@ -124,7 +124,7 @@ export function listEvents(store: EventStore, query: EventQuery): EventPage {
  * Counts the records a query matches, with the oldest and newest created_at among them.
  * Cost is proportional to the matching index entries, not to the store.
  */
-export function countEvents(store: EventStore, query: EventQuery): EventCounts {
+export function countEvents(store: StoreView, query: EventQuery): EventCounts {
   const total = store.counters().events;
   const unfiltered = Object.keys(query.fields).length === 0 && query.metadata.length === 0
     && query.includeDrafts && query.startTime === undefined && query.endTime === undefined;

@@ -1,19 +1,20 @@
 /**
- * The storage engine's facade: durable creates by group commit, lookups by id, file locations.
- * Queries live in event-query.ts, recovery in recovery.ts. The domain (src/events) talks to the
- * store only through this class and the types it exports; nothing outside src/store sees LMDB.
+ * The storage engine's facade for the HTTP thread: a StoreView (lookups, counters, file
+ * locations) plus durable creates by group commit and the data directory lock. Queries live in
+ * event-query.ts, changes to events in event-updates.ts, recovery in recovery.ts. The domain
+ * (src/events) talks to the store only through these modules; nothing outside src/store sees LMDB.
  */
 import { randomUUID } from 'node:crypto';
 import { fromDiskError } from '../errors.js';
 import type { ImageResults, StoredImage } from '../events/types.js';
-import { BlobReader } from './blob-reader.js';
 import { ensureBlobDirs, SegmentAppender, type BlobToAppend } from './blob-log.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { GroupCommitter } from './group-commit.js';
 import { indexKeysOf } from './index-keys.js';
-import { addToCounters, openDatabases, readCounters, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
-import { decodeRecord, encodeRecord, type EventRecord } from './record-codec.js';
+import { addToCounters, openDatabases, type StoreDatabases } from './lmdb-env.js';
+import { encodeRecord, type EventRecord } from './record-codec.js';
 import { recoverStore } from './recovery.js';
+import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
 
 /** An image of a create, decoded: its bytes and sniffed content type. */
@@ -37,9 +38,8 @@ export interface CreatedEvent {
   draft: boolean;
 }
 
-const EMPTY = Buffer.alloc(0);
-/** Longest id the store ever issues (a uuid); longer lookups miss without touching LMDB. */
-const MAX_ID_LENGTH = 36;
+/** The value of every index entry: the key says it all. */
+export const EMPTY = Buffer.alloc(0);
 
 interface PreparedCreate {
   record: EventRecord;
@@ -47,23 +47,19 @@ interface PreparedCreate {
 }
 
 /** The on-disk store under one DATA_DIR. */
-export class EventStore {
-  readonly blobs: BlobReader;
-  readonly blobsDir: string;
-  readonly stagingDir: string;
+export class EventStore extends StoreView {
   private readonly committer: GroupCommitter<PreparedCreate, void>;
   private nextSegment: number;
 
   private constructor(
-    readonly dbs: StoreDatabases,
+    dbs: StoreDatabases,
+    dataDir: string,
     private readonly appender: SegmentAppender,
     private readonly unlock: () => void,
-    dirs: { blobsDir: string; stagingDir: string },
     lastSegment: number,
+    options: StoreOptions,
   ) {
-    this.blobsDir = dirs.blobsDir;
-    this.stagingDir = dirs.stagingDir;
-    this.blobs = new BlobReader(dirs.blobsDir);
+    super(dbs, dataDir, options);
     this.nextSegment = lastSegment + 1;
     this.committer = new GroupCommitter((batch) => this.commitCreates(batch));
   }
@@ -74,7 +70,7 @@ export class EventStore {
    * @throws DataDirLocked when another running store holds `dataDir`
    * @throws the fs or lmdb error when the data directory is unusable
    */
-  static async open(dataDir: string): Promise<EventStore> {
+  static async open(dataDir: string, options: StoreOptions = { trackUploads: false }): Promise<EventStore> {
     const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
     const unlock = lockDataDir(dataDir);
     const dbs = openDatabases(dataDir);
@@ -82,7 +78,7 @@ export class EventStore {
     nextUniqueMicros(lastCreatedAt);
     let store: EventStore | undefined;
     const appender = new SegmentAppender(blobsDir, () => store!.allocateSegment());
-    store = new EventStore(dbs, appender, unlock, { blobsDir, stagingDir }, lastSegment);
+    store = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
     if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
     return store;
   }
@@ -104,41 +100,16 @@ export class EventStore {
     };
   }
 
-  /** The record of event `id`, or undefined when there is none (any string is accepted). */
-  getEvent(id: string): EventRecord | undefined {
-    if (id.length === 0 || id.length > MAX_ID_LENGTH) return undefined;
-    const createdAt = this.dbs.eventIds.get(id);
-    return createdAt === undefined ? undefined : this.getRecord(createdAt);
-  }
-
-  /** The record created at `createdAt` (µs), or undefined. */
-  getRecord(createdAt: number): EventRecord | undefined {
-    const bytes = this.dbs.events.getBinaryFast(createdAt);
-    return bytes ? decodeRecord(bytes) : undefined;
-  }
-
-  /** Where file `fileId` lives, or undefined when there is no such file. */
-  getFile(fileId: string): FileEntry | undefined {
-    if (fileId.length === 0 || fileId.length > MAX_ID_LENGTH) return undefined;
-    return this.dbs.files.get(fileId);
-  }
-
   /** A segment number never used before in this store. */
   allocateSegment(): number {
     return this.nextSegment++;
   }
 
-  /** The maintained counters (events, images, drafts, files, live blob bytes). */
-  counters(): Counters {
-    return readCounters(this.dbs);
-  }
-
   /** Waits for queued creates, then closes files and the LMDB environment. */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     await this.committer.whenIdle();
     await this.appender.close();
-    await this.blobs.close();
-    await this.dbs.root.close();
+    await super.close();
     this.unlock();
   }
 
@@ -207,7 +178,7 @@ export class EventStore {
         }
         void dbs.events.put(record.created_at, encodeRecord(record));
         void dbs.eventIds.put(record.id, record.created_at);
-        for (const key of indexKeysOf(record)) void dbs.index.put(key, EMPTY);
+        for (const key of indexKeysOf(record, this.trackUploads)) void dbs.index.put(key, EMPTY);
         if (record.draft) drafts++;
         images += record.images.length;
       }

@@ -9,8 +9,9 @@ import path from 'node:path';
 import { AppError, fromDiskError } from '../errors.js';
 import type { StoredAttachment } from '../events/types.js';
 import { FRAME_HEADER_BYTES, segmentFileName, syncDirectory } from './blob-log.js';
-import type { EventStore } from './event-store.js';
-import { draftKey } from './index-keys.js';
+import { EMPTY, type EventStore } from './event-store.js';
+import type { StoreView } from './store-view.js';
+import { draftKey, fileAgeKey, uploadKey } from './index-keys.js';
 import { addToCounters, type FileKind } from './lmdb-env.js';
 import { encodeRecord, type EventRecord } from './record-codec.js';
 import type { StagedBlob } from './staging-file.js';
@@ -28,7 +29,7 @@ function currentMicros(): number {
 }
 
 /** Writes a changed record back; call inside a write transaction. */
-function putRecord(store: EventStore, record: EventRecord): void {
+function putRecord(store: StoreView, record: EventRecord): void {
   store.dbs.events.putSync(record.created_at, encodeRecord(record));
 }
 
@@ -37,7 +38,7 @@ function putRecord(store: EventStore, record: EventRecord): void {
  * @param auto true for the auto-finalize sweep: sets `auto_finalized_at` too
  * @throws AppError event_not_found (404), store_failure / disk_full on a failed commit
  */
-export async function finalizeEvent(store: EventStore, id: string, auto = false): Promise<FinalizeOutcome> {
+export async function finalizeEvent(store: StoreView, id: string, auto = false): Promise<FinalizeOutcome> {
   const createdAt = store.getEvent(id)?.created_at;
   if (createdAt === undefined) throw new AppError('event_not_found', `Event ${id} not found`);
   let outcome: FinalizeOutcome | undefined;
@@ -55,6 +56,7 @@ export async function finalizeEvent(store: EventStore, id: string, auto = false)
       if (auto) record.auto_finalized_at = now;
       putRecord(store, record);
       store.dbs.index.removeSync(draftKey(record.created_at));
+      if (store.trackUploads) store.dbs.index.putSync(uploadKey(record.created_at), EMPTY);
       addToCounters(store.dbs, { drafts: -1 });
       outcome = { id, finalizedAt: now, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false };
     });
@@ -105,6 +107,7 @@ export async function attachStagedBlob(store: EventStore, eventId: string, stage
         segment, offset: FRAME_HEADER_BYTES, length: staged.size, kind: attachment.kind,
         contentType: attachment.contentType, event: record.created_at, crc: staged.crc,
       });
+      store.dbs.index.putSync(fileAgeKey(record.created_at, staged.fileId), EMPTY);
       store.dbs.segments.putSync(segment, { committed: FRAME_HEADER_BYTES + staged.size, liveBytes: staged.size, liveBlobs: 1, sealed: true });
       addToCounters(store.dbs, { files: 1, liveBlobBytes: staged.size });
     });

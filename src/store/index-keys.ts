@@ -6,7 +6,9 @@
  * Field codes are one letter to keep keys short (LMDB keys are at most ~1978 bytes):
  *   d device_id, s event_schema, w workflow_id, x external_id (event_data),
  *   r related_event_id (event_data), m custom_metadata (key: [m, name, value, created_at]),
- *   D drafts ([D, created_at]: the auto-finalize sweep walks these).
+ *   D drafts ([D, created_at]: the auto-finalize sweep walks these),
+ *   U finalized events waiting for cloud upload ([U, created_at]; only with cloud upload on),
+ *   F files by age ([F, created_at of the event, file id]: storage cleanup deletes oldest first).
  */
 import type { Key } from 'lmdb';
 import type { MetadataValue } from '../events/types.js';
@@ -49,8 +51,11 @@ export function indexedValue(record: EventRecord, field: IndexedField): string |
   }
 }
 
-/** Every index key a record owns; put on create, removed on delete. */
-export function indexKeysOf(record: EventRecord): Key[][] {
+/**
+ * Every index key a record owns; put on create, removed on delete.
+ * @param trackUploads cloud upload is on: a finalized record waits in the upload queue
+ */
+export function indexKeysOf(record: EventRecord, trackUploads: boolean): Key[][] {
   const keys: Key[][] = [];
   const ts = record.created_at;
   for (const field of Object.keys(INDEXED_FIELDS) as IndexedField[]) {
@@ -61,7 +66,30 @@ export function indexKeysOf(record: EventRecord): Key[][] {
     keys.push(['m', name, comparableMetadataValue(value), ts]);
   }
   if (record.draft) keys.push(draftKey(ts));
+  else if (trackUploads) keys.push(uploadKey(ts));
+  for (const fileId of fileIdsOf(record)) keys.push(fileAgeKey(ts, fileId));
   return keys;
+}
+
+/** The ids of every file of a record: images, input images, videos, local-only files. */
+export function fileIdsOf(record: EventRecord): string[] {
+  const ids: string[] = [];
+  for (const image of record.images) {
+    if (image.file_id) ids.push(image.file_id);
+    if (image.input_file_id) ids.push(image.input_file_id);
+  }
+  for (const file of [...record.videos, ...record.local_only_files]) ids.push(file.file_id);
+  return ids;
+}
+
+/** The upload-queue key of a finalized event created at `createdAt` (µs). */
+export function uploadKey(createdAt: number): Key[] {
+  return ['U', createdAt];
+}
+
+/** The files-by-age key of file `fileId` of the event created at `createdAt` (µs). */
+export function fileAgeKey(createdAt: number, fileId: string): Key[] {
+  return ['F', createdAt, fileId];
 }
 
 /** The drafts-index key of a draft created at `createdAt` (µs). */

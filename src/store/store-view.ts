@@ -1,0 +1,84 @@
+/**
+ * Read access to a store and the paths of its files: what every thread that works on a store
+ * shares. The HTTP thread's EventStore adds the write machinery (group commit, appender, data
+ * directory lock); the lifecycle worker works on a StoreView of its own over the same LMDB
+ * environment (LMDB is safe across threads).
+ */
+import path from 'node:path';
+import { BlobReader } from './blob-reader.js';
+import { openDatabases, readCounters, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
+import { decodeRecord, type EventRecord } from './record-codec.js';
+
+/** How a store is run. */
+export interface StoreOptions {
+  /** Cloud upload is on (CLOUD_UPLOAD_URL set): keep the upload queue. */
+  trackUploads: boolean;
+}
+
+/** Longest id the store ever issues (a uuid); longer lookups miss without touching LMDB. */
+const MAX_ID_LENGTH = 36;
+
+export class StoreView {
+  readonly blobs: BlobReader;
+  readonly blobsDir: string;
+  readonly stagingDir: string;
+  /** Cloud upload is on: finalized events enter the upload queue (index `U`). */
+  readonly trackUploads: boolean;
+
+  constructor(readonly dbs: StoreDatabases, readonly dataDir: string, options: StoreOptions) {
+    this.blobsDir = path.join(dataDir, 'blobs');
+    this.stagingDir = path.join(dataDir, 'staging');
+    this.blobs = new BlobReader(this.blobsDir);
+    this.trackUploads = options.trackUploads;
+  }
+
+  /** Opens a view on an existing store (no lock: for the lifecycle worker). */
+  static openView(dataDir: string, options: StoreOptions): StoreView {
+    return new StoreView(openDatabases(dataDir), dataDir, options);
+  }
+
+  /** The record of event `id`, or undefined when there is none (any string is accepted). */
+  getEvent(id: string): EventRecord | undefined {
+    if (id.length === 0 || id.length > MAX_ID_LENGTH) return undefined;
+    const createdAt = this.dbs.eventIds.get(id);
+    return createdAt === undefined ? undefined : this.getRecord(createdAt);
+  }
+
+  /** The record created at `createdAt` (µs), or undefined. */
+  getRecord(createdAt: number): EventRecord | undefined {
+    const bytes = this.dbs.events.getBinaryFast(createdAt);
+    return bytes ? decodeRecord(bytes) : undefined;
+  }
+
+  /** Where file `fileId` lives, or undefined when there is no such file. */
+  getFile(fileId: string): FileEntry | undefined {
+    if (fileId.length === 0 || fileId.length > MAX_ID_LENGTH) return undefined;
+    return this.dbs.files.get(fileId);
+  }
+
+  /** The maintained counters (events, images, drafts, files, live blob bytes). */
+  counters(): Counters {
+    return readCounters(this.dbs);
+  }
+
+  /** Bytes of LMDB pages in use: the branch, leaf and overflow pages of every database. */
+  lmdbBytes(): number {
+    let pages = 2; // the two meta pages
+    for (const db of [this.dbs.events, this.dbs.eventIds, this.dbs.index, this.dbs.files, this.dbs.segments, this.dbs.meta]) {
+      const stats = db.getStats() as { treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number };
+      pages += stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages;
+    }
+    return pages * (this.dbs.root.getStats() as { pageSize: number }).pageSize;
+  }
+
+  /** total_storage_bytes (DESIGN.md): live blob bytes + LMDB pages in use. */
+  storageBytes(): number {
+    return this.counters().liveBlobBytes + this.lmdbBytes();
+  }
+
+  /** Closes the view's file handles and LMDB environment. */
+  async close(): Promise<void> {
+    await this.blobs.close();
+    await this.dbs.root.close();
+  }
+}
