@@ -4,7 +4,7 @@
  */
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { startServer, type RunningServer } from './http/server.js';
-import { startDraftSweeper } from './lifecycle/draft-sweeper.js';
+import { Lifecycle } from './lifecycle/lifecycle-manager.js';
 import { createLogger, type Logger } from './logger.js';
 import { EventStore } from './store/event-store.js';
 
@@ -14,6 +14,8 @@ export interface StoreService {
   /** The port listened on (useful with PORT=0). */
   port: number;
   log: Logger;
+  /** The lifecycle worker's manager (tests terminate its worker to see it restarted). */
+  lifecycle: Lifecycle;
   /** Graceful stop: background work ended, no new requests, in-flight ones finished (up to `graceMs`), store closed. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -25,20 +27,23 @@ export interface StoreService {
 export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel);
   const store = await EventStore.open(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
+  const lifecycle = new Lifecycle(config, store, log);
   let server: RunningServer;
   try {
-    server = await startServer(config, store, log);
+    await lifecycle.start();
+    server = await startServer(config, store, lifecycle, log);
   } catch (err) {
+    await lifecycle.stop();
     await store.close();
     throw err;
   }
-  const sweeper = startDraftSweeper(store, config.draftAutoFinalizeSeconds, log);
   return {
     config,
     port: server.port,
     log,
+    lifecycle,
     async stop(graceMs) {
-      await sweeper.stop();
+      await lifecycle.stop();
       await server.close(graceMs);
     },
   };

@@ -7,6 +7,8 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
+import type { Lifecycle } from '../lifecycle/lifecycle-manager.js';
+import type { ResetTokens } from '../lifecycle/reset.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
 import { createKeyChecker } from './auth.js';
@@ -25,6 +27,8 @@ export interface ServerContext {
   config: Config;
   store: EventStore;
   log: Logger;
+  lifecycle: Lifecycle;
+  resetTokens: ResetTokens;
 }
 
 export interface Route {
@@ -33,6 +37,8 @@ export interface Route {
   path: string;
   /** Reachable without X-API-Key (only /health). */
   public?: boolean;
+  /** Answers 529 while the store is capacity-blocked, before any body is read (spec B, E10). */
+  gated?: boolean;
   /**
    * `json`: the body is read and parsed before the handler runs (within MAX_RECORD_SIZE_BYTES).
    * Otherwise the handler runs synchronously in the uWS callback and reads any body itself.
@@ -83,6 +89,10 @@ export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerCo
       const ex = new Exchange(res, req, paramCount);
       if (!route.public && !checkKey(ex.headers.apiKey)) {
         ex.fail(new AppError('unauthorized'), logError, ex.bodyPending);
+        return;
+      }
+      if (route.gated && ctx.lifecycle.isBlocked()) {
+        ex.fail(new AppError('capacity_blocked'), logError, ex.bodyPending);
         return;
       }
       inFlight.enter();

@@ -5,8 +5,11 @@
  */
 import uws from 'uWebSockets.js';
 import type { Config } from '../config.js';
+import type { Lifecycle } from '../lifecycle/lifecycle-manager.js';
+import { ResetTokens } from '../lifecycle/reset.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
+import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';
 import { assertNativeServer } from './native-check.js';
 import { registerRoutes, type Route } from './route-table.js';
@@ -16,7 +19,7 @@ import { storeRoutes } from './store-routes.js';
 const LISTEN_EXCLUSIVE_PORT = 1; // uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT
 
 /** Every route the server answers; the security tests walk this table. */
-export const allRoutes: Route[] = [...storeRoutes, ...docsRoutes, ...searchProxyRoutes];
+export const allRoutes: Route[] = [...storeRoutes, ...adminRoutes, ...docsRoutes, ...searchProxyRoutes];
 
 export interface RunningServer {
   /** The port listened on (useful with PORT=0). */
@@ -30,10 +33,10 @@ export interface RunningServer {
  * @throws NativeServerUnavailable when uWebSockets.js fell back to JavaScript
  * @throws Error when the port cannot be bound
  */
-export async function startServer(config: Config, store: EventStore, log: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger): Promise<RunningServer> {
   assertNativeServer(uws);
   const app = uws.App();
-  const inFlight = registerRoutes(app, allRoutes, { config, store, log });
+  const inFlight = registerRoutes(app, allRoutes, { config, store, log, lifecycle, resetTokens: new ResetTokens() });
   const listenSocket = await new Promise<uws.us_listen_socket>((resolve, reject) => {
     // Exclusive: without it, uWS binds with SO_REUSEPORT and a second store shares the port.
     // The native listen takes (host, port, options, cb); the package's typings lack that overload.

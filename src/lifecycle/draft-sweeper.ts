@@ -4,15 +4,12 @@
  * `auto_finalized_at` set. It walks the drafts index oldest first, so each run costs in
  * proportion to the drafts it closes, in bounded batches.
  */
-import type { Logger } from '../logger.js';
 import { finalizeEvent } from '../store/event-updates.js';
 import type { StoreView } from '../store/store-view.js';
 import { draftKey } from '../store/index-keys.js';
 
 /** Most drafts closed per run; the next run continues. */
 const BATCH = 500;
-/** Longest pause between runs (ms), whatever the delay. */
-const MAX_INTERVAL_MS = 30_000;
 
 /**
  * Closes the drafts created before `cutoff` (µs since the epoch), at most BATCH of them.
@@ -31,32 +28,4 @@ export async function sweepDrafts(store: StoreView, cutoff: number): Promise<num
     if (!outcome.alreadyFinalized) closed++;
   }
   return closed;
-}
-
-/**
- * Runs the sweep every half delay (at most every 30 s) until stopped.
- * @param delaySeconds DRAFT_AUTO_FINALIZE_SECONDS
- * @returns stop(): resolves once a run under way has ended
- */
-export function startDraftSweeper(store: StoreView, delaySeconds: number, log: Logger): { stop(): Promise<void> } {
-  const intervalMs = Math.min((delaySeconds * 1000) / 2, MAX_INTERVAL_MS);
-  let running: Promise<void> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = running.then(async () => {
-      const cutoff = Math.floor((Date.now() - delaySeconds * 1000) * 1000);
-      try {
-        const closed = await sweepDrafts(store, cutoff);
-        if (closed > 0) log.info({ closed }, 'auto-finalized drafts');
-      } catch (err) {
-        log.error({ err }, 'auto-finalize sweep failed');
-      }
-    });
-  }, intervalMs);
-  timer.unref();
-  return {
-    stop() {
-      clearInterval(timer);
-      return running;
-    },
-  };
 }

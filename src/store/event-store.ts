@@ -5,6 +5,8 @@
  * (src/events) talks to the store only through these modules; nothing outside src/store sees LMDB.
  */
 import { randomUUID } from 'node:crypto';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
 import { fromDiskError } from '../errors.js';
 import type { ImageResults, StoredImage } from '../events/types.js';
 import { ensureBlobDirs, SegmentAppender, type BlobToAppend } from './blob-log.js';
@@ -103,6 +105,27 @@ export class EventStore extends StoreView {
   /** A segment number never used before in this store. */
   allocateSegment(): number {
     return this.nextSegment++;
+  }
+
+  /**
+   * Deletes every event and file (spec B, Reset). Creates submitted meanwhile wait and are
+   * stored after it; the caller stops other writers (the lifecycle worker) first.
+   * @throws the fs or lmdb error (the store may then be partly cleared; a retry finishes it)
+   */
+  async clearAll(): Promise<void> {
+    await this.committer.pause();
+    try {
+      await this.appender.close();
+      await this.blobs.close();
+      const { dbs } = this;
+      await dbs.root.transaction(() => {
+        for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta]) db.clearSync();
+      });
+      await dbs.root.flushed;
+      for (const name of await fsp.readdir(this.blobsDir)) await fsp.rm(path.join(this.blobsDir, name), { force: true, recursive: true });
+    } finally {
+      this.committer.resume();
+    }
   }
 
   /** Waits for queued creates, then closes files and the LMDB environment. */

@@ -17,7 +17,9 @@ export class GroupCommitter<Job, Result> {
   private queue: Waiting<Job, Result>[] = [];
   private inFlight = 0;
   private scheduled = false;
+  private paused = false;
   private idleWaiters: (() => void)[] = [];
+  private quietWaiters: (() => void)[] = [];
 
   /**
    * @param commitBatch makes a batch durable; resolves with one result per job in order, or
@@ -45,8 +47,24 @@ export class GroupCommitter<Job, Result> {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /**
+   * Stops starting batches; resolves once no batch is under way. Jobs submitted meanwhile wait
+   * for `resume` (used by reset, which must not race creates).
+   */
+  pause(): Promise<void> {
+    this.paused = true;
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.quietWaiters.push(resolve));
+  }
+
+  /** Starts batches again after `pause`. */
+  resume(): void {
+    this.paused = false;
+    if (this.queue.length > 0) this.schedule();
+  }
+
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.maxInFlight) return;
+    if (this.scheduled || this.paused || this.inFlight >= this.maxInFlight) return;
     this.scheduled = true;
     // Let the jobs of this event turn join the batch.
     setImmediate(() => {
@@ -56,7 +74,7 @@ export class GroupCommitter<Job, Result> {
   }
 
   private dispatch(): void {
-    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight && !this.paused) {
       const batch = this.queue.splice(0, this.maxBatch);
       this.inFlight++;
       this.commitBatch(batch.map((w) => w.job)).then(
@@ -64,6 +82,7 @@ export class GroupCommitter<Job, Result> {
         (err: unknown) => batch.forEach((w) => w.reject(err)),
       ).finally(() => {
         this.inFlight--;
+        if (this.inFlight === 0) for (const wake of this.quietWaiters.splice(0)) wake();
         if (this.queue.length > 0) this.schedule();
         else if (this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
       });

@@ -1,0 +1,181 @@
+/**
+ * Cleanup (spec B, Cleanup; issue 4): in order, retention (records older than RETENTION_DAYS),
+ * over-limit (oldest records beyond MAX_RECORDS), storage (oldest files until the store is within
+ * MAX_STORAGE_BYTES, keeping their records; oldest records next if files alone cannot get it
+ * there). Deletions go in bounded batches, each its own transaction, with a pause between them so
+ * ingest latency stays flat. With cloud upload on, drafts and events not yet uploaded are never
+ * deleted.
+ */
+import type { Key } from 'lmdb';
+import { deleteFiles, deleteRecords, reclaimSegments, type FileRef } from '../store/event-deletion.js';
+import { draftKey, uploadKey } from '../store/index-keys.js';
+import type { StoreView } from '../store/store-view.js';
+import { checkConsistency } from './consistency.js';
+
+/** Records or files per deletion transaction. */
+export const CLEANUP_BATCH = 500;
+
+export type CleanupTrigger = 'MANUAL' | 'AUTOMATIC';
+
+/** The limits cleanup enforces (settings of DESIGN.md). */
+export interface CleanupLimits {
+  retentionDays: number;
+  maxRecords: number;
+  maxStorageBytes: number;
+}
+
+interface ByCause {
+  total: number;
+  retention: number;
+  overlimit: number;
+  storage: number;
+}
+
+interface Snapshot {
+  records: number;
+  files: number;
+  bytes: number;
+}
+
+/** Cleanup result (spec B, "Other response shapes"). */
+export interface CleanupResult {
+  trigger: CleanupTrigger;
+  duration_seconds: number;
+  records_deleted: ByCause;
+  files_deleted: ByCause;
+  bytes_freed: number;
+  before: Snapshot;
+  after: Snapshot;
+  consistency: { ran: boolean; dangling_db_records_removed: number; orphaned_disk_files_removed: number };
+  message: string;
+}
+
+const pause = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** True when cleanup must keep the event created at `createdAt` (cloud upload on, not shipped yet). */
+export function isProtected(store: StoreView, createdAt: number): boolean {
+  if (!store.trackUploads) return false;
+  return store.dbs.index.doesExist(uploadKey(createdAt)) || store.dbs.index.doesExist(draftKey(createdAt));
+}
+
+function snapshot(store: StoreView): Snapshot {
+  const counters = store.counters();
+  return { records: counters.events, files: counters.files, bytes: store.storageBytes() };
+}
+
+/**
+ * Deletes the oldest deletable records created before `before` (µs), `wanted` of them at most.
+ * @returns records, files and bytes deleted
+ */
+async function deleteOldestRecords(store: StoreView, before: number, wanted: number) {
+  const total = { records: 0, files: 0, bytes: 0 };
+  let from = -Infinity;
+  while (total.records < wanted) {
+    const batch: number[] = [];
+    let last: number | undefined;
+    for (const key of store.dbs.events.getKeys({ start: from, end: before, limit: CLEANUP_BATCH * 4 })) {
+      last = key;
+      if (!isProtected(store, key)) batch.push(key);
+      if (batch.length >= Math.min(CLEANUP_BATCH, wanted - total.records)) break;
+    }
+    if (last === undefined) break;
+    from = last + 1;
+    if (batch.length === 0) continue;
+    const tally = await deleteRecords(store, batch);
+    total.records += tally.records;
+    total.files += tally.files;
+    total.bytes += tally.bytes;
+    await pause();
+  }
+  return total;
+}
+
+/** Deletes the oldest deletable files until storage is within `maxBytes`. */
+async function deleteOldestFiles(store: StoreView, maxBytes: number, onReclaimed: (segments: number[]) => void) {
+  const total = { records: 0, files: 0, bytes: 0 };
+  let from: Key[] = ['F'];
+  for (let excess = store.storageBytes() - maxBytes; excess > 0; excess = store.storageBytes() - maxBytes) {
+    const batch: FileRef[] = [];
+    let planned = 0;
+    let last: Key[] | undefined;
+    for (const key of store.dbs.index.getKeys({ start: from, end: ['F', Infinity], limit: CLEANUP_BATCH * 4 })) {
+      last = key as Key[];
+      const [, createdAt, fileId] = key as [string, number, string];
+      if (isProtected(store, createdAt)) continue;
+      batch.push({ createdAt, fileId });
+      planned += store.dbs.files.get(fileId)?.length ?? 0;
+      if (batch.length >= CLEANUP_BATCH || planned >= excess) break;
+    }
+    if (!last) break;
+    from = [...last, '\uffff'];
+    if (batch.length === 0) continue;
+    const tally = await deleteFiles(store, batch);
+    total.files += tally.files;
+    total.bytes += tally.bytes;
+    onReclaimed(await reclaimSegments(store));
+    await pause();
+  }
+  return total;
+}
+
+/**
+ * Runs one cleanup.
+ * @param now the time (ms since the epoch) retention is measured from
+ * @param onReclaimed told the numbers of the segment files deleted (the HTTP thread closes
+ *   its handles on them, so their space is freed)
+ */
+export async function runCleanup(
+  store: StoreView,
+  limits: CleanupLimits,
+  trigger: CleanupTrigger,
+  onReclaimed: (segments: number[]) => void = () => undefined,
+  now = Date.now(),
+): Promise<CleanupResult> {
+  const started = performance.now();
+  const before = snapshot(store);
+  const consistency = await checkConsistency(store, now);
+
+  const retentionCutoff = Math.floor((now - limits.retentionDays * 86_400_000) * 1000);
+  const retention = await deleteOldestRecords(store, retentionCutoff, Infinity);
+  const excess = store.counters().events - limits.maxRecords;
+  const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess) : { records: 0, files: 0, bytes: 0 };
+  const storageFiles = await deleteOldestFiles(store, limits.maxStorageBytes, onReclaimed);
+  const storageRecords = store.storageBytes() > limits.maxStorageBytes
+    ? await deleteOldestRecordsUntil(store, limits.maxStorageBytes)
+    : { records: 0, files: 0, bytes: 0 };
+  onReclaimed(await reclaimSegments(store));
+
+  const after = snapshot(store);
+  const records = { retention: retention.records, overlimit: overlimit.records, storage: storageRecords.records };
+  const files = { retention: retention.files, overlimit: overlimit.files, storage: storageFiles.files + storageRecords.files };
+  const recordsTotal = records.retention + records.overlimit + records.storage;
+  const filesTotal = files.retention + files.overlimit + files.storage;
+  return {
+    trigger,
+    duration_seconds: Number(((performance.now() - started) / 1000).toFixed(3)),
+    records_deleted: { total: recordsTotal, ...records },
+    files_deleted: { total: filesTotal, ...files },
+    bytes_freed: retention.bytes + overlimit.bytes + storageFiles.bytes + storageRecords.bytes,
+    before,
+    after,
+    consistency: {
+      ran: true,
+      dangling_db_records_removed: consistency.danglingDbRecordsRemoved,
+      orphaned_disk_files_removed: consistency.orphanedDiskFilesRemoved,
+    },
+    message: `Cleanup deleted ${recordsTotal} records and ${filesTotal} files`,
+  };
+}
+
+/** Deletes the oldest deletable records, batch by batch, until storage is within `maxBytes`. */
+async function deleteOldestRecordsUntil(store: StoreView, maxBytes: number) {
+  const total = { records: 0, files: 0, bytes: 0 };
+  while (store.storageBytes() > maxBytes) {
+    const tally = await deleteOldestRecords(store, Infinity, CLEANUP_BATCH);
+    if (tally.records === 0) break;
+    total.records += tally.records;
+    total.files += tally.files;
+    total.bytes += tally.bytes;
+  }
+  return total;
+}

@@ -1,0 +1,119 @@
+/**
+ * The consistency pass (DESIGN.md, "Recovery"), run by the lifecycle worker in every cleanup: abandoned staging files removed, files in blobs/ that no segment entry
+ * references removed (`orphaned_disk_files_removed`), and file entries whose bytes are missing,
+ * short or fail their CRC removed with their event's `current_file_count` lowered
+ * (`dangling_db_records_removed`). Tails beyond the committed length are truncated at start-up
+ * only (recovery.ts), since the HTTP thread may be appending.
+ *
+ * CRC verification is a scrub with a byte budget per pass, resuming where the last pass
+ * stopped, so a pass stays cheap on a large store.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { checksum, segmentFileName, segmentNumberOf } from '../store/blob-log.js';
+import { deleteFiles, type FileRef } from '../store/event-deletion.js';
+import type { FileEntry } from '../store/lmdb-env.js';
+import type { StoreView } from '../store/store-view.js';
+
+/** A staging file untouched this long (ms) belongs to no upload under way. */
+const ABANDONED_STAGING_MS = 15 * 60 * 1000;
+/** A blobs/ file younger than this (ms) may be an upload renamed but not yet committed. */
+const ORPHAN_GRACE_MS = 60 * 1000;
+/** Bytes of blob data whose CRC one pass verifies. */
+export const SCRUB_BYTES_PER_PASS = 64 * 1024 * 1024;
+const SCRUB_READ_BYTES = 1024 * 1024;
+
+export interface ConsistencyReport {
+  danglingDbRecordsRemoved: number;
+  orphanedDiskFilesRemoved: number;
+  stagingFilesRemoved: number;
+}
+
+async function removeAbandonedStaging(store: StoreView, now: number): Promise<number> {
+  let removed = 0;
+  for (const name of await fsp.readdir(store.stagingDir)) {
+    const file = path.join(store.stagingDir, name);
+    const stat = await fsp.stat(file).catch(() => undefined);
+    if (stat && now - stat.mtimeMs > ABANDONED_STAGING_MS) {
+      await fsp.rm(file, { force: true });
+      removed++;
+    }
+  }
+  return removed;
+}
+
+async function removeOrphanedSegments(store: StoreView, now: number): Promise<number> {
+  let removed = 0;
+  for (const name of await fsp.readdir(store.blobsDir)) {
+    const segment = segmentNumberOf(name);
+    if (segment !== undefined && store.dbs.segments.get(segment)) continue;
+    const file = path.join(store.blobsDir, name);
+    const stat = await fsp.stat(file).catch(() => undefined);
+    if (stat && now - stat.mtimeMs > ORPHAN_GRACE_MS) {
+      await fsp.rm(file, { force: true, recursive: true });
+      removed++;
+    }
+  }
+  return removed;
+}
+
+/** File entries of segments whose file is missing or shorter than committed. */
+function filesOfBrokenSegments(store: StoreView): FileRef[] {
+  const broken = new Set<number>();
+  for (const { key, value } of store.dbs.segments.getRange()) {
+    const size = fs.statSync(path.join(store.blobsDir, segmentFileName(key)), { throwIfNoEntry: false })?.size;
+    if (size === undefined || size < value.committed) broken.add(key);
+  }
+  if (broken.size === 0) return [];
+  const refs: FileRef[] = [];
+  for (const { key, value } of store.dbs.files.getRange()) {
+    if (broken.has(value.segment)) refs.push({ createdAt: value.event, fileId: key });
+  }
+  return refs;
+}
+
+async function crcMatches(store: StoreView, file: FileEntry, buffer: Buffer): Promise<boolean> {
+  let crc = 0;
+  for (let done = 0; done < file.length;) {
+    const length = Math.min(buffer.length, file.length - done);
+    const read = await store.blobs.read(file.segment, file.offset + done, buffer, length).catch(() => 0);
+    if (read !== length) return false;
+    crc = checksum(buffer.subarray(0, length), crc);
+    done += length;
+  }
+  return crc === file.crc;
+}
+
+/** Verifies CRCs of up to SCRUB_BYTES_PER_PASS bytes of files, from the saved cursor on. */
+async function scrub(store: StoreView): Promise<FileRef[]> {
+  const { dbs } = store;
+  const from = (dbs.meta.get('scrubCursor') as string | undefined) ?? '';
+  const buffer = Buffer.allocUnsafe(SCRUB_READ_BYTES);
+  const failed: FileRef[] = [];
+  let budget = SCRUB_BYTES_PER_PASS;
+  let cursor = '';
+  for (const { key, value } of dbs.files.getRange({ start: from })) {
+    if (budget <= 0) {
+      cursor = key;
+      break;
+    }
+    budget -= value.length;
+    if (!(await crcMatches(store, value, buffer)) && dbs.files.get(key)) failed.push({ createdAt: value.event, fileId: key });
+  }
+  await dbs.meta.put('scrubCursor', cursor);
+  return failed;
+}
+
+/**
+ * Runs the consistency pass while the store serves (start-up recovery, with the HTTP thread
+ * not yet serving, is recovery.ts).
+ * @param now the time (ms since the epoch), for the ages of staging and orphan files
+ */
+export async function checkConsistency(store: StoreView, now = Date.now()): Promise<ConsistencyReport> {
+  const stagingFilesRemoved = await removeAbandonedStaging(store, now);
+  const orphanedDiskFilesRemoved = await removeOrphanedSegments(store, now);
+  const dangling = [...filesOfBrokenSegments(store), ...(await scrub(store))];
+  const removed = dangling.length > 0 ? await deleteFiles(store, dangling) : { files: 0 };
+  return { danglingDbRecordsRemoved: removed.files, orphanedDiskFilesRemoved, stagingFilesRemoved };
+}

@@ -1,0 +1,114 @@
+/**
+ * The HTTP thread's side of the lifecycle worker: starts it, forwards manual cleanups, closes
+ * handles of reclaimed segments, exposes the capacity state, and restarts the worker (with a
+ * growing pause) when it crashes.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { StoreView } from '../store/store-view.js';
+import { isCapacityBlocked } from './capacity.js';
+import type { CleanupResult } from './cleanup.js';
+import type { ToMain, ToWorker } from './lifecycle-messages.js';
+
+const RESTART_MIN_MS = 500;
+const RESTART_MAX_MS = 30_000;
+
+// Built: dist/src/lifecycle/worker.js. Tests run the TypeScript sources: src/lifecycle/worker.ts.
+const workerUrl = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
+
+export class Lifecycle {
+  private readonly capacityFlag = new SharedArrayBuffer(4);
+  private readonly capacity = new Int32Array(this.capacityFlag);
+  private current: Worker | undefined;
+  private stopping = false;
+  private restarts = 0;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (r: CleanupResult) => void; reject: (e: unknown) => void }>();
+
+  constructor(private readonly config: Config, private readonly store: StoreView, private readonly log: Logger) {}
+
+  /** The worker running now (tests terminate it to see it restarted). */
+  get worker(): Worker | undefined {
+    return this.current;
+  }
+
+  /** True while the store is capacity-blocked (E10): gated routes answer 529. */
+  isBlocked(): boolean {
+    return isCapacityBlocked(this.capacity);
+  }
+
+  /** Starts the worker; resolves once it is running. */
+  start(): Promise<void> {
+    const worker = new Worker(workerUrl, { workerData: { config: this.config, capacityFlag: this.capacityFlag } });
+    this.current = worker;
+    worker.on('message', (message: ToMain) => this.receive(message));
+    worker.on('error', (err) => this.log.error({ err }, 'lifecycle worker failed'));
+    worker.on('exit', (code) => this.exited(worker, code));
+    return new Promise((resolve, reject) => {
+      worker.once('message', (message: ToMain) => (message.type === 'ready' ? resolve() : undefined));
+      worker.once('exit', (code) => reject(new Error(`lifecycle worker exited with ${code} before it was ready`)));
+    });
+  }
+
+  /**
+   * Runs a manual cleanup in the worker (`POST /admin/cleanup`).
+   * @throws AppError store_failure (500) when the cleanup fails or the worker is down
+   */
+  cleanup(): Promise<CleanupResult> {
+    const worker = this.current;
+    if (!worker) return Promise.reject(new AppError('store_failure', 'Lifecycle worker is restarting; try again'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ type: 'cleanup', id } satisfies ToWorker);
+    });
+  }
+
+  /** Starts the worker again after `stop` (reset). */
+  restart(): Promise<void> {
+    this.stopping = false;
+    return this.start();
+  }
+
+  /** Stops the worker after the job under way. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const worker = this.current;
+    if (!worker) return;
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.postMessage({ type: 'stop' } satisfies ToWorker);
+    await Promise.race([exited, new Promise((resolve) => worker.on('message', (m: ToMain) => m.type === 'stopped' && resolve(undefined)))]);
+    await worker.terminate();
+    this.current = undefined;
+  }
+
+  private receive(message: ToMain): void {
+    if (message.type === 'cleanup-done' || message.type === 'cleanup-failed') {
+      const waiting = this.pending.get(message.id);
+      this.pending.delete(message.id);
+      if (message.type === 'cleanup-done') waiting?.resolve(message.result);
+      else waiting?.reject(new AppError('store_failure', `Cleanup failed: ${message.message}`));
+    } else if (message.type === 'reclaimed') {
+      for (const segment of message.segments) void this.store.blobs.forget(segment);
+    } else if (message.type === 'ready') {
+      this.restarts = 0;
+    }
+  }
+
+  private exited(worker: Worker, code: number): void {
+    if (worker !== this.current) return;
+    this.current = undefined;
+    for (const [id, waiting] of this.pending) {
+      waiting.reject(new AppError('store_failure', 'Lifecycle worker stopped during the cleanup'));
+      this.pending.delete(id);
+    }
+    if (this.stopping) return;
+    const delay = Math.min(RESTART_MIN_MS * 2 ** this.restarts++, RESTART_MAX_MS);
+    this.log.error({ code, restartInMs: delay }, 'lifecycle worker crashed; restarting it');
+    setTimeout(() => {
+      if (!this.stopping) this.start().catch((err: unknown) => this.log.error({ err }, 'lifecycle worker restart failed'));
+    }, delay).unref();
+  }
+}

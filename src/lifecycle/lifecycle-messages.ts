@@ -1,0 +1,14 @@
+/** Messages between the HTTP thread and the lifecycle worker. */
+import type { CleanupResult } from './cleanup.js';
+
+export type ToWorker =
+  | { type: 'cleanup'; id: number }
+  | { type: 'stop' };
+
+export type ToMain =
+  | { type: 'ready' }
+  | { type: 'cleanup-done'; id: number; result: CleanupResult }
+  | { type: 'cleanup-failed'; id: number; message: string }
+  /** Segment files deleted: the HTTP thread closes its handles so their space is freed. */
+  | { type: 'reclaimed'; segments: number[] }
+  | { type: 'stopped' };

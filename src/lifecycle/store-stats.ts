@@ -1,0 +1,92 @@
+/**
+ * `GET /stats` (spec B, "Other response shapes": Statistics), kept cheap: counts come from the
+ * maintained counters and the ends of ordered indexes; only the figures of what the next cleanup
+ * will delete walk an index range, and only over the records past retention.
+ */
+import prettyBytes from 'pretty-bytes';
+import type { Config } from '../config.js';
+import { draftKey } from '../store/index-keys.js';
+import type { StoreView } from '../store/store-view.js';
+import { formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
+
+const DAY_MICROS = 86_400_000_000;
+const format = (bytes: number): string => prettyBytes(bytes, { binary: true });
+const percent = (used: number, limit: number): number => Number(((100 * used) / limit).toFixed(2));
+
+function firstKey<K>(keys: Iterable<K>): K | undefined {
+  for (const key of keys) return key;
+  return undefined;
+}
+
+/**
+ * The statistics of a store under `config`.
+ * @param now the time (µs since the epoch)
+ */
+export function storeStats(store: StoreView, config: Config, now = Date.now() * 1000) {
+  const { dbs } = store;
+  const counters = store.counters();
+  const storageBytes = store.storageBytes();
+  const oldest = firstKey(dbs.events.getKeys({ limit: 1 })) ?? null;
+  const newest = firstKey(dbs.events.getKeys({ limit: 1, reverse: true })) ?? null;
+  const oldestDraft = firstKey(dbs.index.getKeys({ start: draftKey(-Infinity), end: draftKey(Infinity), limit: 1 })) as [string, number] | undefined;
+  const retentionMicros = config.retentionDays * DAY_MICROS;
+  const cutoff = Math.floor(now - retentionMicros);
+
+  let filesPastRetention = 0;
+  let bytesPastRetention = 0;
+  for (const key of dbs.index.getKeys({ start: ['F'], end: ['F', cutoff] })) {
+    filesPastRetention++;
+    bytesPastRetention += dbs.files.get((key as [string, number, string])[2])?.length ?? 0;
+  }
+  const excessBytes = Math.max(0, storageBytes - config.maxStorageBytes);
+
+  return {
+    current: {
+      total_events: counters.events,
+      total_images: counters.images,
+      total_storage_bytes: storageBytes,
+      total_storage_formatted: format(storageBytes),
+      oldest_event_timestamp: formatMicrosOrNull(oldest),
+      newest_event_timestamp: formatMicrosOrNull(newest),
+      days_of_data_stored: oldest === null ? 0 : Number(((now - oldest) / DAY_MICROS).toFixed(4)),
+      time_until_oldest_data_deleted: oldest === null ? null : Math.max(0, Math.round((oldest + retentionMicros - now) / 1e6)),
+      draft_events: counters.drafts,
+      oldest_draft_age_seconds: oldestDraft ? Math.max(0, Math.round((now - oldestDraft[1]) / 1e6)) : null,
+    },
+    configuration: {
+      data_dir: config.dataDir,
+      retention_days: config.retentionDays,
+      max_records: config.maxRecords,
+      max_record_size_bytes: config.maxRecordSizeBytes,
+      max_record_size_formatted: format(config.maxRecordSizeBytes),
+      max_storage_bytes: config.maxStorageBytes,
+      max_storage_formatted: format(config.maxStorageBytes),
+      cleanup_interval_seconds: config.cleanupIntervalSeconds,
+    },
+    capacity: {
+      records: { used: counters.events, limit: config.maxRecords, percent_used: percent(counters.events, config.maxRecords) },
+      storage: {
+        bytes_used: storageBytes,
+        bytes_used_formatted: format(storageBytes),
+        bytes_limit: config.maxStorageBytes,
+        bytes_limit_formatted: format(config.maxStorageBytes),
+        percent_used: percent(storageBytes, config.maxStorageBytes),
+      },
+      averages: {
+        record_size_bytes: counters.events === 0 ? 0 : Math.round(storageBytes / counters.events),
+        record_size_formatted: format(counters.events === 0 ? 0 : Math.round(storageBytes / counters.events)),
+        images_per_event: counters.events === 0 ? 0 : Number((counters.images / counters.events).toFixed(3)),
+      },
+    },
+    next_cleanup_will_delete: {
+      retention_cutoff_timestamp: formatMicros(cutoff),
+      records_past_retention: dbs.events.getKeysCount({ end: cutoff }),
+      files_past_retention: filesPastRetention,
+      bytes_past_retention: bytesPastRetention,
+      bytes_past_retention_formatted: format(bytesPastRetention),
+      excess_records_over_limit: Math.max(0, counters.events - config.maxRecords),
+      excess_bytes_over_limit: excessBytes,
+      excess_bytes_formatted: format(excessBytes),
+    },
+  };
+}

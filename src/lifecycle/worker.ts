@@ -1,0 +1,75 @@
+/**
+ * The lifecycle worker thread (issue 4): owns cleanup (on a timer, when a limit is crossed, and
+ * on request), the consistency pass, the capacity state, and the auto-finalize sweep. It opens
+ * its own view of the store's LMDB environment and talks to the HTTP thread by messages
+ * (see lifecycle-messages.ts) and one shared flag (the capacity state).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Config } from '../config.js';
+import { createLogger } from '../logger.js';
+import { StoreView } from '../store/store-view.js';
+import { runCleanup, type CleanupTrigger } from './cleanup.js';
+import { CapacityMonitor } from './capacity.js';
+import { sweepDrafts } from './draft-sweeper.js';
+import type { ToMain, ToWorker } from './lifecycle-messages.js';
+
+const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
+const port = parentPort!;
+const log = createLogger(config.logLevel).child({ thread: 'lifecycle' });
+const store = StoreView.openView(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
+const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
+const post = (message: ToMain) => port.postMessage(message);
+
+/** The job under way; jobs run one at a time, in the order they were asked for. */
+let queue: Promise<unknown> = Promise.resolve();
+let stopping = false;
+
+function enqueue<T>(job: () => Promise<T>): Promise<T> {
+  const result = queue.then(job);
+  queue = result.catch(() => undefined);
+  return result;
+}
+
+function cleanup(trigger: CleanupTrigger) {
+  return enqueue(async () => {
+    const result = await runCleanup(store, config, trigger, (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }));
+    monitor.update();
+    if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
+    return result;
+  });
+}
+
+function every(ms: number, job: () => Promise<unknown>): NodeJS.Timeout {
+  return setInterval(() => {
+    if (!stopping) job().catch((err: unknown) => log.error({ err }, 'lifecycle job failed'));
+  }, ms);
+}
+
+const timers = [
+  every(config.cleanupIntervalSeconds * 1000, () => cleanup('AUTOMATIC')),
+  // Between scheduled runs, a crossed limit starts a cleanup within a second.
+  every(1000, async () => {
+    if (monitor.needsCleanup()) await cleanup('AUTOMATIC');
+  }),
+  every(Math.min(config.draftAutoFinalizeSeconds * 500, 30_000), () => enqueue(async () => {
+    const closed = await sweepDrafts(store, Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000));
+    if (closed > 0) log.info({ closed }, 'auto-finalized drafts');
+  })),
+];
+
+port.on('message', (message: ToWorker) => {
+  if (message.type === 'cleanup') {
+    cleanup('MANUAL').then(
+      (result) => post({ type: 'cleanup-done', id: message.id, result }),
+      (err: unknown) => post({ type: 'cleanup-failed', id: message.id, message: (err as Error).message }),
+    );
+  } else if (message.type === 'stop') {
+    stopping = true;
+    for (const timer of timers) clearInterval(timer);
+    void queue.then(() => store.close()).then(() => post({ type: 'stopped' }));
+  }
+});
+
+// The consistency pass and limits are checked once at start-up.
+cleanup('AUTOMATIC').catch((err: unknown) => log.error({ err }, 'start-up cleanup failed'));
+post({ type: 'ready' });

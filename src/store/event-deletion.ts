@@ -1,0 +1,150 @@
+/**
+ * Deleting records and files (spec B, Cleanup and Reset; DESIGN.md, "Space"): each call is one
+ * LMDB write transaction that removes the entries, marks the blob bytes dead in their segments'
+ * accounting and lowers the counters, so the storage figures drop at once. Segment files with no
+ * live blob left are reclaimed afterwards by `reclaimSegments`.
+ */
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { segmentFileName } from './blob-log.js';
+import { fileAgeKey, fileIdsOf, indexKeysOf, uploadKey } from './index-keys.js';
+import { addToCounters, type StoreDatabases } from './lmdb-env.js';
+import { encodeRecord } from './record-codec.js';
+import type { StoreView } from './store-view.js';
+
+/** What a deletion removed. Bytes are blob data bytes. */
+export interface DeletionTally {
+  records: number;
+  files: number;
+  bytes: number;
+}
+
+/** Per-segment bytes and blobs that died in one transaction. */
+class DeadBlobs {
+  private readonly bySegment = new Map<number, { bytes: number; blobs: number }>();
+  files = 0;
+  bytes = 0;
+
+  /** Removes file `fileId` and counts its bytes dead; false when it was already gone. */
+  remove(dbs: StoreDatabases, fileId: string): boolean {
+    const entry = dbs.files.get(fileId);
+    if (!entry) return false;
+    dbs.files.removeSync(fileId);
+    const dead = this.bySegment.get(entry.segment) ?? { bytes: 0, blobs: 0 };
+    dead.bytes += entry.length;
+    dead.blobs += 1;
+    this.bySegment.set(entry.segment, dead);
+    this.files++;
+    this.bytes += entry.length;
+    return true;
+  }
+
+  /** Writes the segments' lowered live figures; call inside the transaction. */
+  apply(dbs: StoreDatabases): void {
+    for (const [segment, dead] of this.bySegment) {
+      const entry = dbs.segments.get(segment);
+      if (!entry) continue;
+      dbs.segments.putSync(segment, { ...entry, liveBytes: entry.liveBytes - dead.bytes, liveBlobs: entry.liveBlobs - dead.blobs });
+    }
+  }
+}
+
+/**
+ * Deletes whole records (and every file of theirs) created at `createdAts` (µs).
+ * @throws the lmdb error of a failed commit (nothing is deleted then)
+ */
+export async function deleteRecords(store: StoreView, createdAts: number[]): Promise<DeletionTally> {
+  const { dbs } = store;
+  const tally: DeletionTally = { records: 0, files: 0, bytes: 0 };
+  await dbs.root.transaction(() => {
+    const dead = new DeadBlobs();
+    let images = 0;
+    let drafts = 0;
+    for (const createdAt of createdAts) {
+      const record = store.getRecord(createdAt);
+      if (!record) continue;
+      for (const fileId of fileIdsOf(record)) dead.remove(dbs, fileId);
+      for (const key of indexKeysOf(record, false)) dbs.index.removeSync(key);
+      dbs.index.removeSync(uploadKey(createdAt));
+      dbs.events.removeSync(createdAt);
+      dbs.eventIds.removeSync(record.id);
+      tally.records++;
+      images += record.images.length;
+      if (record.draft) drafts++;
+    }
+    dead.apply(dbs);
+    tally.files = dead.files;
+    tally.bytes = dead.bytes;
+    addToCounters(dbs, { events: -tally.records, images: -images, drafts: -drafts, files: -dead.files, liveBlobBytes: -dead.bytes });
+  });
+  await dbs.root.flushed;
+  return tally;
+}
+
+/** A file to delete: its id and the created_at (µs) of its event. */
+export interface FileRef {
+  createdAt: number;
+  fileId: string;
+}
+
+/**
+ * Deletes files but keeps their records, lowering `current_file_count` (spec B, Cleanup:
+ * storage). File ids stay listed on the record and answer 404 from then on.
+ * @throws the lmdb error of a failed commit (nothing is deleted then)
+ */
+export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<DeletionTally> {
+  const { dbs } = store;
+  const tally: DeletionTally = { records: 0, files: 0, bytes: 0 };
+  await dbs.root.transaction(() => {
+    const dead = new DeadBlobs();
+    const lowered = new Map<number, number>();
+    for (const { createdAt, fileId } of files) {
+      dbs.index.removeSync(fileAgeKey(createdAt, fileId));
+      if (dead.remove(dbs, fileId)) lowered.set(createdAt, (lowered.get(createdAt) ?? 0) + 1);
+    }
+    for (const [createdAt, count] of lowered) {
+      const record = store.getRecord(createdAt);
+      if (!record) continue;
+      record.current_file_count = Math.max(0, record.current_file_count - count);
+      dbs.events.putSync(createdAt, encodeRecord(record));
+    }
+    dead.apply(dbs);
+    tally.files = dead.files;
+    tally.bytes = dead.bytes;
+    addToCounters(dbs, { files: -dead.files, liveBlobBytes: -dead.bytes });
+  });
+  await dbs.root.flushed;
+  return tally;
+}
+
+/**
+ * Deletes segment files that hold no live blob. The newest unsealed segment is left alone: the
+ * HTTP thread may be appending to it.
+ * @returns the numbers of the segments deleted
+ */
+export async function reclaimSegments(store: StoreView): Promise<number[]> {
+  const { dbs } = store;
+  let newestUnsealed = 0;
+  const empty: number[] = [];
+  for (const { key, value } of dbs.segments.getRange()) {
+    if (!value.sealed) newestUnsealed = Math.max(newestUnsealed, key);
+    if (value.liveBlobs <= 0) empty.push(key);
+  }
+  const doomed = empty.filter((segment) => segment !== newestUnsealed);
+  if (doomed.length === 0) return [];
+  const removed: number[] = [];
+  await dbs.root.transaction(() => {
+    for (const segment of doomed) {
+      const entry = dbs.segments.get(segment);
+      if (!entry || entry.liveBlobs > 0) continue;
+      dbs.segments.removeSync(segment);
+      removed.push(segment);
+    }
+  });
+  await dbs.root.flushed;
+  for (const segment of removed) {
+    await store.blobs.forget(segment);
+    await fsp.rm(path.join(store.blobsDir, segmentFileName(segment)), { force: true });
+  }
+  return removed;
+}
