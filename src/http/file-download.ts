@@ -4,6 +4,7 @@
  * response reading the pending chunk from shared state (DESIGN.md, "uWebSockets.js pitfalls").
  * A file is never read whole into memory.
  */
+import { AppError } from '../errors.js';
 import type { FileEntry } from '../store/lmdb-env.js';
 import type { BlobReader } from '../store/blob-reader.js';
 import { statusLine, type Exchange } from './exchange.js';
@@ -13,10 +14,11 @@ const READ_CHUNK_BYTES = 256 * 1024;
 
 /**
  * Sends the bytes of `file` (whole, or the slice the Range header asks for).
- * @throws AppError range_not_satisfiable (416) before anything is written; once streaming has
- *   begun a read failure closes the connection instead, since the status line is gone
+ * @throws AppError range_not_satisfiable (416), or file_not_found (404, E9) when the bytes
+ *   vanished under the index (the consistency pass will drop the entry), before anything is
+ *   written; once streaming has begun a read failure closes the connection instead
  */
-export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry): Promise<void> {
+export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry, fileId: string): Promise<void> {
   const range = resolveRange(ex.headers.range, file.length);
   const first = range?.start ?? 0;
   const total = range ? range.end - range.start + 1 : file.length;
@@ -29,8 +31,11 @@ export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry)
   // Read the first chunk before writing the status, so a vanished segment still answers an error.
   let chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, total));
   let chunkStart = 0; // offset of `chunk` within the response body
-  const firstRead = await blobs.read(file.segment, file.offset + first, chunk, chunk.length);
-  if (firstRead !== chunk.length) throw new Error(`segment ${file.segment} is shorter than its index says`);
+  const firstRead = await blobs.read(file.segment, file.offset + first, chunk, chunk.length).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return -1;
+    throw err;
+  });
+  if (firstRead !== chunk.length) throw new AppError('file_not_found', `File ${fileId} not found`);
   if (ex.aborted) return;
   ex.done = true;
   const { res } = ex;

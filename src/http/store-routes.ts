@@ -14,7 +14,7 @@ async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promi
   const [fileId] = ex.params;
   const file = ctx.store.getFile(fileId);
   if (!file || file.kind !== kind) throw new AppError('file_not_found', `File ${fileId} not found`);
-  await sendFile(ex, ctx.store.blobs, file);
+  await sendFile(ex, ctx.store.blobs, file, fileId);
 }
 
 /**

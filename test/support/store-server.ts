@@ -5,11 +5,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { startService } from '../../src/serve.js';
+import { startService, type StoreService } from '../../src/serve.js';
 
 export interface TestStore {
   url: string;
   dataDir: string;
+  /** The running service (its lifecycle worker, for the restart test). */
+  service: StoreService;
   /** Stops the server and closes the store (the data dir stays, for reopen tests). */
   stop(): Promise<void>;
 }
@@ -30,6 +32,7 @@ export async function startStore(env: Record<string, string> = {}): Promise<Test
   return {
     url: `http://127.0.0.1:${service.port}`,
     dataDir,
+    service,
     stop: () => service.stop(1000),
   };
 }

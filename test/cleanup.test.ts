@@ -1,0 +1,141 @@
+/**
+ * The lifecycle worker over real HTTP: cleanup by retention, record cap and storage cap, the
+ * consistency pass, /stats, and the worker's restart (spec B, Cleanup, Statistics; issue 4).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { responseProblems } from '../src/events/validate.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
+import { startStore, type TestStore } from './support/store-server.js';
+
+const cleanup = async (store: TestStore) => {
+  const res = await postJson(`${store.url}/admin/cleanup`, '');
+  if (res.status !== 200) throw new Error(`cleanup answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body;
+};
+
+async function until(what: string, check: () => Promise<boolean>, tries = 100): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const status = async (url: string) => {
+  const res = await fetch(url);
+  await res.arrayBuffer();
+  return res.status;
+};
+
+t.test('retention deletes records older than RETENTION_DAYS with their files', async (t) => {
+  const store = await startStore({ RETENTION_DAYS: '0.00001' }); // 0.864 s
+  t.teardown(store.stop);
+  const old = await Promise.all([1, 2, 3].map(() => postJson(`${store.url}/v2/events`, imageEvent())));
+  await new Promise((r) => setTimeout(r, 1000));
+  const fresh = await postJson(`${store.url}/v2/events`, imageEvent());
+  const result = await cleanup(store);
+  t.same(responseProblems('cleanup-result', result), []);
+  t.equal(result.trigger, 'MANUAL');
+  t.same(result.records_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
+  t.same(result.files_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
+  t.equal(result.bytes_freed, 3 * fixture('cat.jpg').length);
+  t.same([result.before.records, result.after.records], [4, 1]);
+  t.same([result.before.files, result.after.files], [4, 1]);
+  t.ok(result.after.bytes < result.before.bytes, 'storage figure drops');
+  t.equal(result.consistency.ran, true);
+  for (const { body } of old) {
+    t.equal(await status(`${store.url}/v2/events/${body.id}`), 404);
+    t.equal(await status(`${store.url}/images/${body.image_ids[0]}`), 404);
+  }
+  t.equal(await status(`${store.url}/images/${fresh.body.image_ids[0]}`), 200);
+});
+
+t.test('over-limit: the oldest records beyond MAX_RECORDS go, without waiting for the schedule', async (t) => {
+  const store = await startStore({ MAX_RECORDS: '5' });
+  t.teardown(store.stop);
+  const ids: string[] = [];
+  for (let i = 0; i < 8; i++) ids.push((await postJson(`${store.url}/v2/events`, smallEvent())).body.id);
+  await until('the worker to enforce the cap', async () => (await getJson(`${store.url}/events/count/stats`)).body.total_count === 5);
+  for (const id of ids.slice(0, 3)) t.equal(await status(`${store.url}/v2/events/${id}`), 404, 'oldest deleted');
+  for (const id of ids.slice(3)) t.equal(await status(`${store.url}/v2/events/${id}`), 200, 'newest kept');
+  const stats = (await getJson(`${store.url}/stats`)).body;
+  t.equal(stats.next_cleanup_will_delete.excess_records_over_limit, 0);
+});
+
+t.test('storage: oldest files go first and their records stay with current_file_count lowered', async (t) => {
+  const store = await startStore({ MAX_STORAGE_BYTES: String(1024 * 1024) });
+  t.teardown(store.stop);
+  const created = [];
+  for (let i = 0; i < 6; i++) created.push((await postJson(`${store.url}/v2/events`, imageEvent({}, 'retina.jpg'))).body);
+  await until('the worker to enforce the storage cap', async () => (await getJson(`${store.url}/stats`)).body.current.total_storage_bytes <= 1024 * 1024);
+  const oldest = (await getJson(`${store.url}/v2/events/${created[0].id}`)).body;
+  t.same([oldest.original_file_count, oldest.current_file_count], [1, 0], 'record kept, file count lowered');
+  t.equal(await status(`${store.url}/images/${created[0].image_ids[0]}`), 404, 'its image is gone');
+  const newest = (await getJson(`${store.url}/v2/events/${created[5].id}`)).body;
+  t.equal(newest.current_file_count, 1);
+  t.equal(await status(`${store.url}/images/${created[5].image_ids[0]}`), 200, 'the newest image stays');
+  t.equal((await getJson(`${store.url}/events/count/stats`)).body.total_count, 6, 'no record deleted');
+});
+
+t.test('consistency: missing and corrupt blobs are dropped, stray files removed, never a 500', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  await cleanup(store); // the worker's start-up pass is done: what follows is seen by our pass
+  const first = (await postJson(`${store.url}/v2/events`, imageEvent())).body;
+  const blobsDir = path.join(store.dataDir, 'blobs');
+  const [segment] = fs.readdirSync(blobsDir);
+  // Flip one data byte of the (only) image: its CRC fails.
+  const file = path.join(blobsDir, segment);
+  const bytes = fs.readFileSync(file);
+  bytes[bytes.length - 10] ^= 0xff;
+  fs.writeFileSync(file, bytes);
+  // A stray file, old enough not to be an upload in flight.
+  const stray = path.join(blobsDir, 'seg-09999999.blob');
+  fs.writeFileSync(stray, 'stray');
+  fs.utimesSync(stray, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
+
+  const result = await cleanup(store);
+  t.equal(result.consistency.dangling_db_records_removed, 1, `corrupt blob dropped: ${JSON.stringify(result)}`);
+  t.equal(result.consistency.orphaned_disk_files_removed, 1, 'stray file removed');
+  t.notOk(fs.existsSync(stray));
+  t.equal(await status(`${store.url}/images/${first.image_ids[0]}`), 404);
+  t.equal((await getJson(`${store.url}/v2/events/${first.id}`)).body.current_file_count, 0);
+
+  // A segment deleted from under the store: 404 at once, dropped by the next pass.
+  const second = (await postJson(`${store.url}/v2/events`, { ...imageEvent(), images: [{ base64Image: fixture('camera.jpg').toString('base64') }] })).body;
+  for (const name of fs.readdirSync(blobsDir)) fs.rmSync(path.join(blobsDir, name));
+  t.equal(await status(`${store.url}/images/${second.image_ids[0]}`), 404, 'a vanished blob answers 404');
+  t.equal((await cleanup(store)).consistency.dangling_db_records_removed, 1);
+});
+
+t.test('/stats reports every field from maintained counters', async (t) => {
+  const store = await startStore({ MAX_RECORDS: '100' });
+  t.teardown(store.stop);
+  await postJson(`${store.url}/v2/events`, imageEvent());
+  await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }));
+  const stats = (await getJson(`${store.url}/stats`)).body;
+  t.same(responseProblems('stats', stats), []);
+  t.equal(stats.current.total_events, 2);
+  t.equal(stats.current.total_images, 1);
+  t.equal(stats.current.draft_events, 1);
+  t.type(stats.current.oldest_draft_age_seconds, 'number');
+  t.equal(stats.capacity.records.used, 2);
+  t.equal(stats.capacity.records.percent_used, 2);
+  t.equal(stats.capacity.averages.images_per_event, 0.5);
+  t.ok(stats.current.total_storage_bytes > fixture('cat.jpg').length, 'storage counts blob bytes and LMDB pages');
+  t.equal(stats.configuration.max_records, 100);
+  t.equal(stats.configuration.data_dir, store.dataDir);
+});
+
+t.test('a crashed worker is noticed and restarted', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const { lifecycle } = store.service;
+  const first = lifecycle.worker!;
+  await first.terminate();
+  await until('a new worker', async () => lifecycle.worker !== undefined && lifecycle.worker !== first);
+  await until('the new worker to answer', async () => (await postJson(`${store.url}/admin/cleanup`, '')).status === 200);
+  t.pass('cleanup answers from the restarted worker');
+});
