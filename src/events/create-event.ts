@@ -32,8 +32,7 @@ export async function createEvent(store: EventStore, config: Config, body: unkno
     throw new AppError('solution_required');
   }
   const images = await decodeImages(input);
-  const { images: _inputImages, ...fields } = input;
-  const created = await store.create({ fields, images });
+  const created = await store.create({ fields: input, images });
   return {
     id: created.id,
     image_ids: created.image_ids,
