@@ -1,0 +1,142 @@
+/**
+ * `npm run crash-loop [-- --cycles N --cycles-per-store N --seed N --max-kill-ms N]`
+ *
+ * Power cuts, simulated: starts the built store on a fresh DATA_DIR, runs concurrent writers
+ * (image events with real JPEGs, drafts with streamed video and local-only uploads, finalizes),
+ * SIGKILLs the store at a random moment, restarts it on the same DATA_DIR and audits it against
+ * what was acknowledged (crash-audit.ts): every acknowledged event readable with its fields,
+ * every acknowledged file with its exact bytes, staging empty, counters and filtered queries in
+ * agreement with the records, nothing refused stored. Every `--cycles-per-store` kills the
+ * store is stopped gracefully after a last audit and a new DATA_DIR begins, so an audit (which
+ * reads everything back) stays quick.
+ *
+ * Prints one line per cycle and a summary; exits 1 on any lost or corrupt event or file, any
+ * inconsistency, any unexpected answer, or a store that fails to start or dies by itself.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { numberOption } from './lib/args.js';
+import { auditStore, type AuditFindings } from './lib/crash-audit.js';
+import { Ledger } from './lib/crash-ledger.js';
+import { CrashWriters } from './lib/crash-writers.js';
+import { StoreClient } from './lib/http-client.js';
+import { freshSeed, Random } from './lib/random.js';
+import { launchStore, type StoreProcess } from './lib/store-process.js';
+
+const cycles = numberOption('cycles', 200);
+const cyclesPerStore = numberOption('cycles-per-store', 40);
+const seed = numberOption('seed', freshSeed());
+const maxKillMs = numberOption('max-kill-ms', 1500);
+const IMAGE_WRITERS = 4;
+const DRAFT_WRITERS = 2;
+/** Nothing may be deleted by cleanup (it runs every second, consistency pass included). */
+const STORE_ENV = { CLEANUP_INTERVAL_SECONDS: '1', RETENTION_DAYS: '3650', DRAFT_AUTO_FINALIZE_SECONDS: '86400' };
+
+const rng = new Random(seed);
+const findings = { lostEvents: new Set<string>(), lostFiles: new Set<string>(), corrupt: new Set<string>(), inconsistent: new Set<string>(), unexpected: [] as string[] };
+const totals = { cycles: 0, stores: 0, acked: 0, files: 0, finalized: 0, unknown: 0, unknownKept: 0, refused: 0, eventsVerified: 0, filesVerified: 0 };
+const restartMs: number[] = [];
+const auditMs: number[] = [];
+
+class Fatal extends Error {}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function record(found: AuditFindings): void {
+  for (const key of ['lostEvents', 'lostFiles', 'corrupt', 'inconsistent'] as const) {
+    for (const line of found[key]) {
+      if (!findings[key].has(line)) console.log(`  ${key}: ${line}`);
+      findings[key].add(line);
+    }
+  }
+  totals.eventsVerified += found.eventsChecked;
+  totals.filesVerified += found.filesChecked;
+}
+
+/** Starts the store on `dataDir` and audits it. */
+async function startAndAudit(dataDir: string, ledger: Ledger): Promise<{ store: StoreProcess; client: StoreClient; found: AuditFindings }> {
+  const started = performance.now();
+  const store = await launchStore({ DATA_DIR: dataDir, ...STORE_ENV }).catch((err: Error) => {
+    throw new Fatal(`the store did not start on ${dataDir}: ${err.message.slice(-2000)}`);
+  });
+  restartMs.push(performance.now() - started);
+  const client = new StoreClient(store.url, 60_000);
+  const auditStarted = performance.now();
+  const found = await auditStore(client, ledger, dataDir, rng);
+  auditMs.push(performance.now() - auditStarted);
+  record(found);
+  if (store.hasExited()) throw new Fatal(`the store died during the audit: ${store.output().slice(-2000)}`);
+  return { store, client, found };
+}
+
+/** One kill cycle: start, audit, write, kill at a random moment. */
+async function cycle(n: number, dataDir: string, ledger: Ledger): Promise<void> {
+  const { store, client, found } = await startAndAudit(dataDir, ledger);
+  const before = ledger.tally();
+  const writers = new CrashWriters(client, ledger, rng);
+  writers.start(IMAGE_WRITERS, DRAFT_WRITERS);
+  const killAfter = rng.int(50, maxKillMs);
+  await sleep(killAfter);
+  const diedByItself = store.hasExited();
+  await store.kill('SIGKILL');
+  await writers.stop();
+  for (const u of writers.unexpected) findings.unexpected.push(`${u.request}: ${u.status} ${u.body}`);
+  if (diedByItself) throw new Fatal(`the store died by itself while written to: ${store.output().slice(-2000)}`);
+  const after = ledger.tally();
+  totals.cycles++;
+  console.log(`cycle ${n}/${cycles}: verified ${found.eventsChecked} events, ${found.filesChecked} files; `
+    + `wrote ${after.acked - before.acked} acked, ${after.unknown - before.unknown} unknown; killed after ${killAfter} ms`);
+}
+
+/** One DATA_DIR's life: `count` kill cycles, then a last audit and a graceful stop. */
+async function storeLife(first: number, count: number): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-crash-'));
+  const ledger = new Ledger();
+  totals.stores++;
+  for (let n = first; n < first + count; n++) await cycle(n, dataDir, ledger);
+  const { store } = await startAndAudit(dataDir, ledger);
+  const exit = await store.kill('SIGTERM');
+  if (exit.code !== 0) throw new Fatal(`graceful stop exited with ${exit.code ?? exit.signal}: ${store.output().slice(-2000)}`);
+  const tally = ledger.tally();
+  totals.acked += tally.acked;
+  totals.files += tally.files;
+  totals.finalized += tally.finalized;
+  totals.unknown += tally.unknown;
+  totals.unknownKept += tally.unknownKept;
+  totals.refused += tally.refused;
+  const clean = findings.lostEvents.size + findings.lostFiles.size + findings.corrupt.size + findings.inconsistent.size === 0;
+  if (clean) fs.rmSync(dataDir, { recursive: true, force: true });
+  else console.log(`  DATA_DIR kept for inspection: ${dataDir}`);
+}
+
+function summary(fatal: string | undefined): number {
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+  const lost = findings.lostEvents.size;
+  const corrupt = findings.corrupt.size;
+  console.log('\ncrash-loop summary');
+  console.log(`  seed                   ${seed}`);
+  console.log(`  cycles (SIGKILLs)      ${totals.cycles} over ${totals.stores} data directories`);
+  console.log(`  events acknowledged    ${totals.acked} (+${totals.unknown} unanswered at the kill, ${totals.unknownKept} of them found stored; ${totals.refused} refused)`);
+  console.log(`  files acknowledged     ${totals.files} (images and uploads); finalizes acknowledged ${totals.finalized}`);
+  console.log(`  verified               ${totals.eventsVerified} event reads, ${totals.filesVerified} file downloads`);
+  console.log(`  restart to listening   median ${median(restartMs).toFixed(0)} ms, max ${Math.max(0, ...restartMs).toFixed(0)} ms; audit median ${median(auditMs).toFixed(0)} ms`);
+  console.log(`  lost                   ${lost} events, ${findings.lostFiles.size} files`);
+  console.log(`  corrupt                ${corrupt}`);
+  console.log(`  inconsistent           ${findings.inconsistent.size}`);
+  console.log(`  unexpected answers     ${findings.unexpected.length}`);
+  for (const line of findings.unexpected.slice(0, 10)) console.log(`    ${line}`);
+  if (fatal) console.log(`  FATAL                  ${fatal}`);
+  const failed = fatal !== undefined || lost + corrupt + findings.lostFiles.size + findings.inconsistent.size + findings.unexpected.length > 0;
+  console.log(failed ? 'FAILED' : 'PASSED');
+  return failed ? 1 : 0;
+}
+
+console.log(`crash-loop: ${cycles} cycles, ${cyclesPerStore} per data directory, seed ${seed}`);
+let fatal: string | undefined;
+try {
+  for (let first = 1; first <= cycles; first += cyclesPerStore) await storeLife(first, Math.min(cyclesPerStore, cycles - first + 1));
+} catch (err) {
+  fatal = err instanceof Fatal ? err.message : (err as Error).stack;
+}
+process.exit(summary(fatal));

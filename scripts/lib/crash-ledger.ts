@@ -1,0 +1,93 @@
+/**
+ * The crash loop's ledger: what the writers sent and what the store answered. An acknowledged
+ * write (201/200) must survive every later crash; a refused one (any other status) must never
+ * show up; a write whose answer was lost to the kill is unknown: it may or may not be stored,
+ * but once seen after a restart it is held to the same standard as an acknowledged one.
+ */
+
+/** What became of a request: answered with success, answered with a refusal, or no answer. */
+export type Outcome = 'acked' | 'refused' | 'unknown';
+
+/** An image of a create: which fixture, and its label and detection (echoed back by the store). */
+export interface SentImage {
+  fixture: string;
+  label: string;
+  detections: { class: string; x: number; y: number; width: number; height: number; confidence: number }[];
+}
+
+/** A video or local-only file upload to a draft. `payload` names its bytes (see upload-payloads.ts). */
+export interface SentAttachment {
+  kind: 'video' | 'local_only';
+  /** Unique within the run: how the store's listing is matched to the upload. */
+  label: string;
+  payload: string;
+  outcome: Outcome;
+  /** Listed by the store after a restart: from then on it must stay. */
+  seen: boolean;
+  fileId?: string;
+}
+
+/** One create request and everything done to its event afterwards. */
+export interface SentEvent {
+  /** Unique within the run; sent as `custom_metadata.token`. */
+  token: string;
+  /** The fields sent (snake_case), which the store must give back unchanged. */
+  fields: {
+    device_id: string;
+    workflow_id: string;
+    inference_timestamp: string;
+    event_schema: string;
+    event_data: Record<string, unknown>;
+    custom_metadata: Record<string, string | number | boolean>;
+  };
+  images: SentImage[];
+  draft: boolean;
+  outcome: Outcome;
+  seen: boolean;
+  /** From the 201, or adopted when an unknown create is seen. */
+  id?: string;
+  createdAt?: string;
+  imageIds?: string[];
+  finalize: 'none' | Outcome;
+  /** Seen finalized after a restart: it must stay finalized. */
+  seenFinalized: boolean;
+  attachments: SentAttachment[];
+}
+
+/** Every write of one store's life (one DATA_DIR). */
+export class Ledger {
+  readonly events = new Map<string, SentEvent>();
+  private nextToken = 0;
+
+  /** A token never used in this run. */
+  token(prefix: string): string {
+    return `${prefix}-${(this.nextToken++).toString(36)}`;
+  }
+
+  /** Registers an event about to be sent (outcome unknown until answered). */
+  add(event: SentEvent): void {
+    this.events.set(event.token, event);
+  }
+
+  /** Events whose create was acknowledged, or that were seen stored: they must exist. */
+  mustExist(): SentEvent[] {
+    return [...this.events.values()].filter((e) => e.outcome === 'acked' || e.seen);
+  }
+
+  /** Counts over the ledger, for the summary. */
+  tally() {
+    let acked = 0, unknown = 0, unknownKept = 0, refused = 0, files = 0, finalized = 0;
+    for (const event of this.events.values()) {
+      if (event.outcome === 'acked') acked++;
+      else if (event.outcome === 'refused') refused++;
+      else {
+        unknown++;
+        if (event.seen) unknownKept++;
+      }
+      if (event.outcome === 'acked') files += event.images.length;
+      files += event.attachments.filter((a) => a.outcome === 'acked').length;
+      if (event.finalize === 'acked') finalized++;
+    }
+    return { acked, unknown, unknownKept, refused, files, finalized };
+  }
+}

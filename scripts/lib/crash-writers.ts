@@ -1,0 +1,175 @@
+/**
+ * The crash loop's writers: concurrent loops that create image events (real JPEGs), open drafts,
+ * stream video and local-only uploads into them and finalize them, recording every request and
+ * its outcome in the ledger, until the store is killed under them.
+ */
+import type { Answer, StoreClient } from './http-client.js';
+import { fixtureBase64, IMAGE_FIXTURES } from './fixtures.js';
+import type { Ledger, Outcome, SentAttachment, SentEvent, SentImage } from './crash-ledger.js';
+import type { Random } from './random.js';
+import { LOCAL_ONLY_PAYLOADS, payload, VIDEO_PAYLOADS } from './upload-payloads.js';
+
+/** Answers the writers did not expect (e.g. a 500): each one is a finding. */
+export interface UnexpectedAnswer {
+  request: string;
+  status: number;
+  body: string;
+}
+
+const DEVICES = ['cam-0', 'cam-1', 'cam-2', 'cam-3'];
+const WORKFLOWS = ['wf-0', 'wf-1', 'wf-2'];
+const LINES = ['A', 'B', 'C'];
+const SCHEMAS = ['quality_check', 'inventory_count', 'safety_alert', 'custom', 'operator_feedback'] as const;
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs the writer loops of one cycle against one store. */
+export class CrashWriters {
+  readonly unexpected: UnexpectedAnswer[] = [];
+  private stopping = false;
+  private loops: Promise<void>[] = [];
+  private seq = 0;
+
+  constructor(
+    private readonly client: StoreClient,
+    private readonly ledger: Ledger,
+    private readonly rng: Random,
+  ) {}
+
+  /** Starts `imageWriters` image loops and `draftWriters` draft loops. */
+  start(imageWriters: number, draftWriters: number): void {
+    this.stopping = false;
+    for (let i = 0; i < imageWriters; i++) this.loops.push(this.imageLoop());
+    for (let i = 0; i < draftWriters; i++) this.loops.push(this.draftLoop());
+  }
+
+  /** Ends the loops (call once the store is dead: their requests fail at once) and waits for them. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(this.loops);
+    this.loops = [];
+  }
+
+  private async imageLoop(): Promise<void> {
+    while (!this.stopping) {
+      const event = this.newEvent(false);
+      await this.create(event);
+      await pause(this.rng.int(0, 40));
+    }
+  }
+
+  private async draftLoop(): Promise<void> {
+    while (!this.stopping) {
+      const event = this.newEvent(true);
+      if ((await this.create(event)) !== 'acked') continue;
+      for (let n = this.rng.int(1, 2); n > 0 && !this.stopping; n--) await this.attach(event);
+      if (this.stopping || this.rng.chance(0.3)) continue;
+      event.finalize = await this.send(`finalize ${event.id}`, [200], () => this.client.request('POST', `/v2/events/${event.id}/finalize`));
+      // A late upload to a finalized event must be refused (409) and leave nothing behind.
+      if (event.finalize === 'acked' && this.rng.chance(0.2)) await this.attach(event, 409);
+    }
+  }
+
+  /** A new event for the ledger, with its fields, images and a unique token. */
+  private newEvent(draft: boolean): SentEvent {
+    const rng = this.rng;
+    const token = this.ledger.token(draft ? 'd' : 'e');
+    const acked = draft ? undefined : [...this.ledger.events.values()].find((e) => e.outcome === 'acked');
+    const schema = rng.pick(acked ? SCHEMAS : SCHEMAS.slice(0, 4));
+    const images: SentImage[] = Array.from({ length: draft ? rng.int(0, 1) : rng.int(1, 2) }, (_, i) => ({
+      fixture: rng.chance(0.1) ? 'retina.jpg' : rng.pick(IMAGE_FIXTURES.slice(0, 3)),
+      label: `view-${i}`,
+      detections: [{ class: rng.pick(['cat', 'box', 'person']), x: rng.int(0, 600), y: rng.int(0, 400), width: rng.int(1, 200), height: rng.int(1, 200), confidence: rng.int(0, 100) / 100 }],
+    }));
+    const event: SentEvent = {
+      token,
+      fields: {
+        device_id: rng.pick(DEVICES),
+        workflow_id: rng.pick(WORKFLOWS),
+        inference_timestamp: new Date().toISOString(),
+        event_schema: schema,
+        event_data: eventData(schema, rng, acked?.id),
+        custom_metadata: { token, line: rng.pick(LINES), seq: this.seq++, hot: rng.chance(0.5), temperature: rng.int(-200, 900) / 10 },
+      },
+      images,
+      draft,
+      outcome: 'unknown',
+      seen: false,
+      finalize: 'none',
+      seenFinalized: false,
+      attachments: [],
+    };
+    this.ledger.add(event);
+    return event;
+  }
+
+  private async create(event: SentEvent): Promise<Outcome> {
+    const body = {
+      ...event.fields,
+      draft: event.draft,
+      images: event.images.map((image) => ({
+        label: image.label,
+        base64_image: fixtureBase64(image.fixture),
+        object_detections: image.detections,
+        classifications: [],
+      })),
+    };
+    let created: { id: string; created_at: string; image_ids: string[] } | undefined;
+    event.outcome = await this.send(`create ${event.token}`, [201], async () => {
+      const answer = await this.client.request('POST', '/v2/events', { json: body });
+      if (answer.status === 201) created = answer.json();
+      return answer;
+    });
+    if (created) {
+      event.id = created.id;
+      event.createdAt = created.created_at;
+      event.imageIds = created.image_ids;
+    }
+    return event.outcome;
+  }
+
+  /** Uploads a video or local-only file to draft `event`, expecting `status`. */
+  private async attach(event: SentEvent, status = 201): Promise<void> {
+    const kind = this.rng.chance(0.75) ? 'video' : 'local_only';
+    const name = this.rng.pick(kind === 'video' ? VIDEO_PAYLOADS : LOCAL_ONLY_PAYLOADS);
+    const attachment: SentAttachment = { kind, label: this.ledger.token('up'), payload: name, outcome: 'unknown', seen: false };
+    event.attachments.push(attachment);
+    const form = new FormData();
+    form.append('label', attachment.label);
+    if (name.endsWith('.csv')) form.append('content_type', 'text/csv');
+    form.append('file', new Blob([Uint8Array.from(payload(name))]), name);
+    const route = kind === 'video' ? 'videos' : 'local-only-files';
+    attachment.outcome = await this.send(`attach ${attachment.label} to ${event.id}`, [status], async () => {
+      const answer = await this.client.request('POST', `/v2/events/${event.id}/${route}`, { body: form });
+      if (answer.status === 201) attachment.fileId = answer.json().file_id;
+      return answer;
+    });
+  }
+
+  /**
+   * Sends a request and classifies its outcome: a 2xx is acked, any other status refused (nothing
+   * may be kept), no answer unknown. A status outside `expected` is also recorded as unexpected.
+   */
+  private async send(request: string, expected: number[], call: () => Promise<Answer>): Promise<Outcome> {
+    let answer: Answer;
+    try {
+      answer = await call();
+    } catch {
+      return 'unknown'; // no answer: the store died under the request
+    }
+    if (!expected.includes(answer.status)) {
+      this.unexpected.push({ request, status: answer.status, body: answer.bytes.toString('utf8', 0, 300) });
+    }
+    return answer.status < 300 ? 'acked' : 'refused';
+  }
+}
+
+function eventData(schema: (typeof SCHEMAS)[number], rng: Random, relatedId: string | undefined): Record<string, unknown> {
+  switch (schema) {
+    case 'quality_check': return { result: rng.pick(['pass', 'fail']), external_id: `lot-${rng.int(0, 20)}` };
+    case 'inventory_count': return { location: `bay-${rng.int(1, 9)}`, item_count: rng.int(0, 500), item_type: 'box', external_id: `lot-${rng.int(0, 20)}` };
+    case 'safety_alert': return { alert_type: 'no_helmet', severity: rng.pick(['low', 'medium', 'high']), description: 'operator without helmet in zone 3' };
+    case 'custom': return { value: `reading ${rng.int(0, 1e6)}` };
+    case 'operator_feedback': return { related_event_id: relatedId, feedback: rng.pick(['correct', 'incorrect', 'inconclusive']) };
+  }
+}
