@@ -1,6 +1,7 @@
 /**
  * The lifecycle worker thread (issue 4): owns cleanup (on a timer, when a limit is crossed, and
- * on request), the consistency pass, the capacity state, and the auto-finalize sweep. It opens
+ * on request), the consistency pass, the capacity state, the auto-finalize sweep and the cloud
+ * upload loop (network-bound, so it runs beside the job queue, never in it). It opens
  * its own view of the store's LMDB environment and talks to the HTTP thread by messages
  * (see lifecycle-messages.ts) and one shared flag (the capacity state).
  */
@@ -10,6 +11,7 @@ import { createLogger } from '../logger.js';
 import { StoreView } from '../store/store-view.js';
 import { runCleanup, type CleanupTrigger } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
+import { runUploadLoop } from './cloud-uploader.js';
 import { sweepDrafts } from './draft-sweeper.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
 
@@ -57,6 +59,12 @@ const timers = [
   })),
 ];
 
+// With cloud upload on, finalized events are shipped while the worker runs (cloud-uploader.ts).
+const uploads = new AbortController();
+const uploading = config.cloudUploadUrl === undefined
+  ? Promise.resolve()
+  : runUploadLoop(store, config, { log: log.child({ task: 'cloud-upload' }), signal: uploads.signal });
+
 port.on('message', (message: ToWorker) => {
   if (message.type === 'cleanup') {
     cleanup('MANUAL').then(
@@ -66,7 +74,8 @@ port.on('message', (message: ToWorker) => {
   } else if (message.type === 'stop') {
     stopping = true;
     for (const timer of timers) clearInterval(timer);
-    void queue.then(() => store.close()).then(() => post({ type: 'stopped' }));
+    uploads.abort();
+    void Promise.all([queue, uploading]).then(() => store.close()).then(() => post({ type: 'stopped' }));
   }
 });
 
