@@ -25,7 +25,7 @@ import { freshSeed, Random } from './lib/random.js';
 import { launchStore, type StoreProcess } from './lib/store-process.js';
 
 const cycles = numberOption('cycles', 200);
-const cyclesPerStore = numberOption('cycles-per-store', 40);
+const cyclesPerStore = numberOption('cycles-per-store', 25);
 const seed = numberOption('seed', freshSeed());
 const maxKillMs = numberOption('max-kill-ms', 1500);
 const IMAGE_WRITERS = 4;
@@ -72,6 +72,7 @@ async function startAndAudit(dataDir: string, ledger: Ledger): Promise<{ store: 
 
 /** One kill cycle: start, audit, write, kill at a random moment. */
 async function cycle(n: number, dataDir: string, ledger: Ledger): Promise<void> {
+  const started = performance.now();
   const { store, client, found } = await startAndAudit(dataDir, ledger);
   const before = ledger.tally();
   const writers = new CrashWriters(client, ledger, rng);
@@ -86,7 +87,8 @@ async function cycle(n: number, dataDir: string, ledger: Ledger): Promise<void> 
   const after = ledger.tally();
   totals.cycles++;
   console.log(`cycle ${n}/${cycles}: verified ${found.eventsChecked} events, ${found.filesChecked} files; `
-    + `wrote ${after.acked - before.acked} acked, ${after.unknown - before.unknown} unknown; killed after ${killAfter} ms`);
+    + `wrote ${after.acked - before.acked} acked, ${after.unknown - before.unknown} unknown; killed after ${killAfter} ms; `
+    + `cycle ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
 /** One DATA_DIR's life: `count` kill cycles, then a last audit and a graceful stop. */

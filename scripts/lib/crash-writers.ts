@@ -54,7 +54,7 @@ export class CrashWriters {
     while (!this.stopping) {
       const event = this.newEvent(false);
       await this.create(event);
-      await pause(this.rng.int(0, 40));
+      await pause(this.rng.int(10, 100));
     }
   }
 
