@@ -28,9 +28,16 @@ export interface StoreProcess {
 }
 
 const running = new Set<ChildProcess>();
-process.on('exit', () => {
+const killAll = () => {
   for (const child of running) child.kill('SIGKILL');
-});
+};
+process.on('exit', killAll);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    killAll();
+    process.exit(130);
+  });
+}
 
 /**
  * Starts `edge-events serve` with `env` (HOST is 127.0.0.1, PORT 0 unless given) and waits until
