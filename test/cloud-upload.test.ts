@@ -6,11 +6,10 @@
 import t, { type Test } from 'tap';
 import { loadConfig } from '../src/config.js';
 import { isProtected } from '../src/lifecycle/cleanup.js';
-import { deadLetterKey, runUploadPass } from '../src/lifecycle/cloud-uploader.js';
+import { runUploadPass } from '../src/lifecycle/cloud-uploader.js';
 import { createLogger } from '../src/logger.js';
 import { deleteFiles } from '../src/store/event-deletion.js';
-import { EMPTY } from '../src/store/event-store.js';
-import { uploadKey } from '../src/store/index-keys.js';
+import { deadLetterKey, EMPTY, uploadKey } from '../src/store/index-keys.js';
 import { StoreView } from '../src/store/store-view.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { BATCH_PATH, FakeCloud, UPLOAD_PATH } from './support/fake-cloud.js';

@@ -296,7 +296,7 @@ t.test('without SEARCH_API_KEY or SEARCH_BASE_URL both routes answer 404 like an
 t.test('with API_KEY set the proxy needs X-API-Key, checked before anything else', async (t) => {
   const before = sim.requests.length;
   for (const url of [projectUrl, workspaceUrl]) {
-    for (const headers of [{}, { 'x-api-key': 'wrong' }]) {
+    for (const headers of [{}, { 'x-api-key': 'wrong' }] as Record<string, string>[]) {
       const answer = await post(url, { query: 'cat' }, headers);
       t.equal(answer.status, 401, url);
       t.same(answer.json, { detail: 'Missing or invalid X-API-Key' });

@@ -22,8 +22,7 @@
 import type { Key } from 'lmdb';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { EMPTY } from '../store/event-store.js';
-import { uploadKey } from '../store/index-keys.js';
+import { deadLetterKey, EMPTY, uploadKey } from '../store/index-keys.js';
 import type { EventRecord } from '../store/record-codec.js';
 import type { StoreView } from '../store/store-view.js';
 import { backoffDelay, CloudClient, pause, type BackoffOptions } from './cloud-client.js';
@@ -56,10 +55,6 @@ interface Outgoing {
   event: CloudEvent;
 }
 
-/** The dead-letter key of an event the cloud refused, created at `createdAt` (µs). */
-export function deadLetterKey(createdAt: number): Key[] {
-  return ['X', createdAt];
-}
 
 /** created_at (µs) of the oldest queued events, at most `limit`, oldest first. */
 function queued(store: StoreView, limit: number): number[] {

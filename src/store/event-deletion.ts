@@ -7,7 +7,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { segmentFileName } from './blob-log.js';
-import { fileAgeKey, fileIdsOf, indexKeysOf, uploadKey } from './index-keys.js';
+import { deadLetterKey, fileAgeKey, fileIdsOf, indexKeysOf, uploadKey } from './index-keys.js';
 import { addToCounters, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord } from './record-codec.js';
 import type { StoreView } from './store-view.js';
@@ -66,6 +66,7 @@ export async function deleteRecords(store: StoreView, createdAts: number[]): Pro
       for (const fileId of fileIdsOf(record)) dead.remove(dbs, fileId);
       for (const key of indexKeysOf(record, false)) dbs.index.removeSync(key);
       dbs.index.removeSync(uploadKey(createdAt));
+      dbs.index.removeSync(deadLetterKey(createdAt));
       dbs.events.removeSync(createdAt);
       dbs.eventIds.removeSync(record.id);
       tally.records++;

@@ -12,7 +12,7 @@ import type { ImageResults, StoredImage } from '../events/types.js';
 import { ensureBlobDirs, SegmentAppender, type BlobToAppend } from './blob-log.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { GroupCommitter } from './group-commit.js';
-import { indexKeysOf } from './index-keys.js';
+import { EMPTY, indexKeysOf } from './index-keys.js';
 import { addToCounters, openDatabases, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, type EventRecord } from './record-codec.js';
 import { recoverStore } from './recovery.js';
@@ -40,8 +40,6 @@ export interface CreatedEvent {
   draft: boolean;
 }
 
-/** The value of every index entry: the key says it all. */
-export const EMPTY = Buffer.alloc(0);
 
 interface PreparedCreate {
   record: EventRecord;

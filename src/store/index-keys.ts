@@ -8,6 +8,7 @@
  *   r related_event_id (event_data), m custom_metadata (key: [m, name, value, created_at]),
  *   D drafts ([D, created_at]: the auto-finalize sweep walks these),
  *   U finalized events waiting for cloud upload ([U, created_at]; only with cloud upload on),
+ *   X events the cloud refused for good ([X, created_at]: dead letters, no longer protected),
  *   F files by age ([F, created_at of the event, file id]: storage cleanup deletes oldest first).
  */
 import type { Key } from 'lmdb';
@@ -90,6 +91,14 @@ export function uploadKey(createdAt: number): Key[] {
 /** The files-by-age key of file `fileId` of the event created at `createdAt` (µs). */
 export function fileAgeKey(createdAt: number, fileId: string): Key[] {
   return ['F', createdAt, fileId];
+}
+
+/** The value of every index entry: the key says it all. */
+export const EMPTY = Buffer.alloc(0);
+
+/** The dead-letter key of an event the cloud refused for good, created at `createdAt` (µs). */
+export function deadLetterKey(createdAt: number): Key[] {
+  return ['X', createdAt];
 }
 
 /** The drafts-index key of a draft created at `createdAt` (µs). */

@@ -152,7 +152,7 @@ export class FakeCloud {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
-        if (field === 'file') files.push({ filename: info.filename, contentType: info.mimeType, bytes: Buffer.concat(chunks) });
+        if (field === 'file') files.push({ filename: info.filename ?? '', contentType: info.mimeType, bytes: Buffer.concat(chunks) });
       });
     });
     parser.on('error', () => reply(400, { error: 'malformed multipart body' }));
