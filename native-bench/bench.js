@@ -34,9 +34,6 @@ const workDir = path.join(here, '.data');
 
 const log = (message) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
-/** Stores started and not yet stopped; killed if the bench fails. */
-const running = new Set();
-
 /**
  * Starts a store, once the machine is quiet (other work on the box skews the figures);
  * under --profile its CPU profile goes to .data/profiles/<name>.
@@ -45,7 +42,6 @@ async function startStore(name, dataDir) {
   if (!(await waitForQuiet())) log(`${name}: the machine stayed busy with other work; measuring anyway`);
   const profileDir = profile ? path.join(workDir, 'profiles', name) : undefined;
   const store = await StoreProcess.start(dataDir, { profileDir });
-  running.add(store);
   log(`${name}: store pid ${store.pid} at ${store.url}`);
   return Object.assign(store, { profileDir });
 }
@@ -53,7 +49,6 @@ async function startStore(name, dataDir) {
 /** Stops a store gracefully and, under --profile, prints the top of its CPU profile. */
 async function stopStore(store) {
   const stopped = await store.stop();
-  running.delete(store);
   if (stopped.code !== 0) throw new Error(`store did not stop gracefully: ${JSON.stringify(stopped)}\n${store.output}`);
   if (store.profileDir) {
     for (const file of fs.readdirSync(store.profileDir).filter((f) => f.endsWith('.cpuprofile'))) {
@@ -75,15 +70,12 @@ async function measure(store, load, until) {
   const busy0 = machineBusySeconds();
   const run = runWrk({ url: store.url, ...load });
   let polling = Boolean(until);
-  const poller = (async () => {
+  const poller = polling && (async () => {
     while (polling) {
       await new Promise((r) => setTimeout(r, 250));
-      if (polling && (await until())) {
-        run.stop();
-        return;
-      }
+      if (polling && (await until())) break;
     }
-  })();
+  })().finally(run.stop);
   const wrk = await run.result.finally(() => (polling = false));
   await poller;
   const serverCpuSeconds = store.usage().cpuSeconds - server0;
@@ -173,7 +165,7 @@ async function main() {
   fs.rmSync(workDir, { recursive: true, force: true });
   fs.mkdirSync(path.join(workDir, 'requests'), { recursive: true });
   const machine = machineDetails(workDir, repoRoot);
-  log(`${quick ? 'quick' : 'full'} run on ${machine.cpu}, ${machine.cores} cores; store from ${repoRoot}/dist (commit ${machine.commit})`);
+  log(`${quick ? 'quick' : 'full'} run on ${machine.cpu}, ${machine.cores} cores; store: ${machine.store}`);
 
   const requestsDir = path.join(workDir, 'requests');
   const small = writeSmallEvents(requestsDir);
@@ -199,6 +191,5 @@ async function main() {
 
 main().catch((err) => {
   console.error(`bench failed: ${err.stack ?? err}`);
-  for (const store of running) store.child.kill('SIGKILL');
   process.exit(1);
 });

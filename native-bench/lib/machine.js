@@ -38,9 +38,17 @@ function cpuDescription() {
   return `${field('model name')} (family ${field('cpu family')}, model ${field('model')}, ${Math.round(Number(field('cpu MHz')))} MHz${virtual})`;
 }
 
+/** Which store was measured: the commit, whether src/ differed from it, when dist/ was built. */
+function storeBuild(repoDir) {
+  const commit = run('git', ['-C', repoDir, 'rev-parse', '--short', 'HEAD']) || '?';
+  const dirty = run('git', ['-C', repoDir, 'status', '--porcelain', '--', 'src', 'schemas']) !== '';
+  const built = fs.statSync(`${repoDir}/dist/src/cli.js`, { throwIfNoEntry: false })?.mtime.toISOString().slice(0, 16).replace('T', ' ');
+  return `commit ${commit}${dirty ? ' with uncommitted changes in src/' : ''}, dist/ built ${built ?? '?'} UTC`;
+}
+
 /**
  * CPU model, cores, RAM, kernel, Node and wrk versions, the disk under `dataDir` (device,
- * filesystem, size, fdatasync latency) and the commit of `repoDir` the store was built from.
+ * filesystem, size, fdatasync latency) and the build of the store in `repoDir`.
  */
 export function machineDetails(dataDir, repoDir) {
   const [device = '?', fsType = '?', size = '?', avail = '?'] = run('df', ['-h', '--output=source,fstype,size,avail', dataDir]).split('\n')[1]?.trim().split(/\s+/) ?? [];
@@ -55,7 +63,7 @@ export function machineDetails(dataDir, repoDir) {
     wrk: run('sh', ['-c', 'wrk --version 2>&1 | head -1']).split(' [')[0],
     disk: `${device} (${fsType}, ${size}, ${avail} free)`,
     fdatasync: `p50 ${sync.p50.toFixed(2)} ms, p99 ${sync.p99.toFixed(2)} ms (4 KiB write + fdatasync)`,
-    commit: run('git', ['-C', repoDir, 'rev-parse', '--short', 'HEAD']) || '?',
+    store: storeBuild(repoDir),
   };
 }
 

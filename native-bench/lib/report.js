@@ -10,7 +10,8 @@ function workloadRow(name, r) {
   const perRequestUs = (1e6 * r.serverCpuSeconds) / r.requests;
   return `| ${name} | ${r.connections} | ${int(r.requests)} | ${r.seconds.toFixed(1)} | ${int(r.rate)} | ${ms(r.p50Ms)} | `
     + `${ms(r.p90Ms)} | ${ms(r.p99Ms)} | ${ms(r.p999Ms)} | ${ms(r.maxMs)} | ${r.serverCpuSeconds.toFixed(1)} (${cores.toFixed(2)} cores) | `
-    + `${int(perRequestUs)} µs | ${r.peakRssBytes === undefined ? '' : mib(r.peakRssBytes)} | ${r.wrkCpuSeconds.toFixed(1)} | ${r.otherCpuSeconds.toFixed(1)} |`;
+    + `${int(perRequestUs)} µs | ${r.peakRssBytes === undefined ? '' : mib(r.peakRssBytes)} | ${r.wrkCpuSeconds.toFixed(1)} | `
+    + `${r.otherCpuSeconds.toFixed(1)} (${(r.otherCpuSeconds / r.seconds).toFixed(2)} cores) |`;
 }
 
 /**
@@ -22,17 +23,27 @@ export function renderResults(res) {
   const [deviceAndLine, batchOnly] = queries.runs;
   const preloadLabel = `${int(preloaded.stored)} events`;
   const imageMiBs = (image.rate * payloads.images.imageBytes) / 1024 ** 2;
+  const runs = [small, image, preloaded, ...queries.runs];
+  const otherCores = runs.reduce((n, r) => n + r.otherCpuSeconds, 0) / runs.reduce((n, r) => n + r.seconds, 0);
+  const contention = otherCores < 0.25 ? [] : [
+    `**The machine was not quiet:** other work used ${otherCores.toFixed(2)} of its 2 cores on average during the measured runs`,
+    '(column "Other CPU"; the bench waits up to 3 minutes for a quiet machine before each workload, then measures anyway).',
+    'The store and wrk competed with it, so these figures understate what the store does on a quiet machine of this size.',
+    '',
+  ];
   const lines = [
     `# native-bench results${res.quick ? ' (quick run: shorter runs, smaller preload)' : ''}`,
     '',
     `Written by \`npm run ${res.quick ? 'bench:quick' : 'bench'}\` in native-bench/ on ${new Date().toISOString().slice(0, 10)} `
       + `(${res.minutes.toFixed(1)} min). Every figure below was measured in that run; none is edited by hand.`,
-    `The store ran from the repository's dist/ (commit ${machine.commit}) with LOG_LEVEL=warn and a fresh DATA_DIR per`,
-    'workload. wrk (C, one thread, 50 connections unless said) ran on the same 2 cores. Latencies are from wrk: time from',
+    `The store ran from the repository's dist/ (${machine.store}) with LOG_LEVEL=warn, MAX_RECORDS=5000000 (so`,
+    'the cleanup never trims the preloaded store) and a fresh DATA_DIR per workload. wrk (C, one thread, 50 connections',
+    'unless said) ran on the same 2 cores. Latencies are from wrk: time from',
     'sending a request to its complete response; an ingest request is answered only after its record (and image) is',
     'durable (fdatasync + LMDB commit flushed). "Other CPU" is what the rest of the machine used during the run',
     '(other work sharing the box); it competes with the store for the same 2 cores.',
     '',
+    ...contention,
     '## Machine',
     '',
     '| | |',

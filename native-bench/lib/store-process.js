@@ -34,6 +34,12 @@ export function peakRssBytes(pid) {
   return match ? Number(match[1]) * 1024 : NaN;
 }
 
+/**
+ * Settings of every store the bench starts. MAX_RECORDS is raised above the default 1,000,000
+ * so the cleanup does not trim the preloaded store while it is being measured.
+ */
+export const STORE_SETTINGS = { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '', MAX_RECORDS: '5000000' };
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const server = net.createServer().listen(0, '127.0.0.1', () => {
@@ -56,9 +62,17 @@ export class StoreProcess {
     this.url = url;
     this.dataDir = dataDir;
     this.output = '';
+    this.stopping = false;
     this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     child.stdout.on('data', (chunk) => (this.output += chunk));
     child.stderr.on('data', (chunk) => (this.output += chunk));
+    // Never leave a store behind the bench; say so when one dies on its own.
+    const kill = () => child.kill('SIGKILL');
+    process.once('exit', kill);
+    this.exited.then(({ code, signal }) => {
+      process.off('exit', kill);
+      if (!this.stopping) console.error(`store pid ${this.pid} exited on its own (code ${code}, signal ${signal}); its output:\n${this.output}`);
+    });
   }
 
   /**
@@ -74,7 +88,7 @@ export class StoreProcess {
     const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
     const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve'], {
       cwd: repoRoot,
-      env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'warn', API_KEY: '' },
+      env: { ...process.env, ...STORE_SETTINGS, PORT: String(port), DATA_DIR: dataDir },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const store = new StoreProcess(child, `http://127.0.0.1:${port}`, dataDir);
@@ -115,6 +129,7 @@ export class StoreProcess {
    */
   async stop(timeoutMs = 30_000) {
     const started = Date.now();
+    this.stopping = true;
     this.child.kill('SIGTERM');
     const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
     const result = await this.exited;

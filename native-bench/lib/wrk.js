@@ -37,6 +37,9 @@ export function runWrk({ url, file, mode, connections, seconds }) {
   const cpuBefore = childrenCpuSeconds();
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', SCRIPT, url, '--', file, mode];
   const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
+  child.on('close', () => process.off('exit', kill));
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
