@@ -22,6 +22,11 @@ export interface StagedBlob {
 
 /** How much of the start of an upload is kept for sniffing (file-type reads up to 4100 bytes). */
 export const HEAD_BYTES = 4100;
+/**
+ * Bytes written between background fdatasyncs: the disk flushes while the upload still streams,
+ * so the sync that makes the finished upload durable has little left to do.
+ */
+const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
 
 /** Writes one upload into the staging directory. */
 export class StagingFile {
@@ -32,6 +37,8 @@ export class StagingFile {
   private crc = 0;
   private head = Buffer.alloc(0);
   private failure: Error | undefined;
+  private unsynced = 0;
+  private syncing = false;
 
   /** Opens `stagingDir/<file id>.part`, reserving room for the frame header. */
   constructor(stagingDir: string) {
@@ -53,7 +60,18 @@ export class StagingFile {
     this.size += chunk.length;
     this.crc = checksum(chunk, this.crc);
     if (this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
-    return this.stream.write(chunk);
+    const flowing = this.stream.write(chunk);
+    this.unsynced += chunk.length;
+    if (this.unsynced >= SYNC_EVERY_BYTES && !this.syncing) this.syncInBackground();
+    return flowing;
+  }
+
+  private syncInBackground(): void {
+    const { fd } = this.stream as unknown as { fd: number | null }; // set once open; untyped in @types/node
+    if (typeof fd !== 'number') return;
+    this.syncing = true;
+    this.unsynced = 0;
+    fs.fdatasync(fd, () => (this.syncing = false)); // a failure shows in finish()'s own sync
   }
 
   /** Resolves when buffered chunks have reached the file. */
