@@ -50,7 +50,7 @@ t.test('a layout-1 record in LMDB is returned by queries beside new ones', async
   });
   await dbs.root.close();
 
-  const store = await startStore({ DATA_DIR: dataDir });
+  const store = await startStore({ DATA_DIR: dataDir, RETENTION_DAYS: '36500' }); // the record is from 2025
   t.teardown(store.stop);
   const fresh = await postJson(`${store.url}/v2/events`, smallEvent({ device_id: 'cam-legacy' }));
   const one = await getJson(`${store.url}/v2/events/${layout1.id}`);

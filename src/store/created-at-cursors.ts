@@ -1,7 +1,7 @@
 /**
  * Cursors over ordered streams of created_at values (µs), the building blocks of query plans:
- * an index range, the primary key range, the union of several (multi-value filters) and the
- * leapfrog intersection of several (combined filters). Every cursor answers one question,
+ * an index range, the primary key range, the union of several (multi-value filters) and a
+ * driving cursor whose values are probed against the other conditions (combined filters). Every cursor answers one question,
  * `seek(ts)`: the first value at or after `ts` in its direction, or undefined when none is left.
  * created_at values are unique integers, so advancing past `v` is `seek(v + 1)` (asc) or
  * `seek(v - 1)` (desc).
@@ -98,27 +98,26 @@ export class UnionCursor implements CreatedAtCursor {
   }
 }
 
-/** Values in every one of several cursors, found by leapfrogging (each seek skips ahead). */
-export class IntersectionCursor implements CreatedAtCursor {
-  constructor(private readonly parts: CreatedAtCursor[], private readonly dir: Direction) {}
+/**
+ * Values of a driving cursor that also pass every probe: the plan of a query with several
+ * indexed conditions. The sparsest condition drives (see event-query.ts); each other condition
+ * is a point lookup of its index key for the candidate, which costs far less than a range seek.
+ */
+export class ProbeCursor implements CreatedAtCursor {
+  constructor(
+    private readonly driver: CreatedAtCursor,
+    private readonly probes: ((ts: number) => boolean)[],
+    private readonly dir: Direction,
+  ) {}
 
   seek(ts: number): number | undefined {
-    let target = ts;
-    let agreed = 0;
-    for (let i = 0; agreed < this.parts.length; i = (i + 1) % this.parts.length) {
-      const value = this.parts[i].seek(target);
-      if (value === undefined) return undefined;
-      if (value === target) {
-        agreed++;
-      } else {
-        target = value;
-        agreed = 1;
-      }
+    for (let value = this.driver.seek(ts); value !== undefined; value = this.driver.seek(this.dir === 'asc' ? value + 1 : value - 1)) {
+      if (this.probes.every((probe) => probe(value!))) return value;
     }
-    return target;
+    return undefined;
   }
 
   close(): void {
-    for (const part of this.parts) part.close();
+    this.driver.close();
   }
 }

@@ -1,12 +1,14 @@
 /**
  * Query planning and execution for the list and count routes (spec B, `GET /v2/events`,
- * `GET /events/count/stats`). Exact-match filters and `eq` metadata filters become index
- * cursors, intersected by leapfrogging, so a query with an indexed filter never scans the whole
+ * `GET /events/count/stats`). Exact-match filters and `eq` metadata filters are indexed
+ * conditions: the sparsest one (estimated from a sample of its index range) drives the scan and
+ * the others are probed by point lookups, so a query with an indexed filter never scans the whole
  * store; only a query with no indexed filter walks the primary key range. Other metadata
  * operators and `include_drafts=false` are checked on the records the plan yields.
  */
 import type { MetadataValue } from '../events/types.js';
-import { IntersectionCursor, KeyRangeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
+import type { Key } from 'lmdb';
+import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 import type { StoreView } from './store-view.js';
 import { comparableMetadataValue, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
 import type { EventRecord } from './record-codec.js';
@@ -77,23 +79,61 @@ export function matchesQuery(record: EventRecord, query: EventQuery): boolean {
   return true;
 }
 
-function planCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
-  const lo = query.startTime ?? -Infinity;
-  const hi = query.endTime ?? Infinity;
-  const { index, events } = store.dbs;
-  const parts: CreatedAtCursor[] = [];
+/** An indexed condition: the key prefixes of its accepted values (an entry under any matches). */
+type IndexedCondition = Key[][];
+
+function indexedConditions(query: EventQuery): IndexedCondition[] {
+  const conditions: IndexedCondition[] = [];
   for (const [field, values] of Object.entries(query.fields) as [IndexedField, string[]][]) {
-    const code = INDEXED_FIELDS[field];
-    const cursors = values.map((v) => new KeyRangeCursor(index, [code, v], lo, hi, direction));
-    parts.push(cursors.length === 1 ? cursors[0] : new UnionCursor(cursors, direction));
+    conditions.push(values.map((value) => [INDEXED_FIELDS[field], value]));
   }
   for (const condition of query.metadata) {
-    if (condition.op !== 'eq') continue;
-    const value = comparableMetadataValue(condition.value);
-    parts.push(new KeyRangeCursor(index, ['m', condition.key, value], lo, hi, direction));
+    if (condition.op === 'eq') conditions.push([['m', condition.key, comparableMetadataValue(condition.value)]]);
   }
-  if (parts.length === 0) return new KeyRangeCursor(events, [], lo, hi, direction);
-  return parts.length === 1 ? parts[0] : new IntersectionCursor(parts, direction);
+  return conditions;
+}
+
+/** Index entries sampled per condition to estimate how many it holds. */
+const SAMPLE = 128;
+
+/**
+ * Estimates the entries of a condition within [lo, hi]: exact when it has fewer than SAMPLE,
+ * else SAMPLE scaled by how little of the window its first SAMPLE entries cover.
+ */
+function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo: number, hi: number): number {
+  let total = 0;
+  for (const prefix of prefixes) {
+    let count = 0;
+    let last = lo;
+    for (const key of store.dbs.index.getKeys({ start: [...prefix, lo], end: [...prefix, hi + 1], limit: SAMPLE })) {
+      count++;
+      last = (key as number[])[(key as unknown[]).length - 1];
+    }
+    total += count < SAMPLE ? count : (SAMPLE * (hi - lo)) / Math.max(1, last - lo);
+  }
+  return total;
+}
+
+function planCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
+  const { index, events } = store.dbs;
+  const [oldest] = events.getKeys({ limit: 1 });
+  const [newest] = events.getKeys({ limit: 1, reverse: true });
+  const lo = Math.max(query.startTime ?? -Infinity, oldest ?? 0);
+  const hi = Math.min(query.endTime ?? Infinity, newest ?? 0);
+  const conditions = indexedConditions(query);
+  if (conditions.length === 0) return new KeyRangeCursor(events, [], lo, hi, direction);
+
+  const cursorOf = (prefixes: IndexedCondition): CreatedAtCursor => {
+    const cursors = prefixes.map((prefix) => new KeyRangeCursor(index, prefix, lo, hi, direction));
+    return cursors.length === 1 ? cursors[0] : new UnionCursor(cursors, direction);
+  };
+  if (conditions.length === 1) return cursorOf(conditions[0]);
+  const estimates = conditions.map((prefixes) => estimateEntries(store, prefixes, lo, hi));
+  const driver = estimates.indexOf(Math.min(...estimates));
+  const probes = conditions
+    .filter((_, i) => i !== driver)
+    .map((prefixes) => (ts: number) => prefixes.some((prefix) => index.doesExist([...prefix, ts])));
+  return new ProbeCursor(cursorOf(conditions[driver]), probes, direction);
 }
 
 const origin = (direction: Direction): number => (direction === 'asc' ? -Infinity : Infinity);
