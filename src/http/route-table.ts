@@ -96,6 +96,13 @@ export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerCo
         return;
       }
       inFlight.enter();
+      let counted = true;
+      const leave = () => {
+        if (counted) inFlight.leave();
+        counted = false;
+      };
+      // A client gone mid-body never completes its request: it must not hold up a graceful stop.
+      ex.onAbort(leave);
       let reply: Promise<JsonReply | void> | JsonReply | void;
       try {
         // Handlers run synchronously here, so a streaming handler attaches onData in time.
@@ -111,7 +118,7 @@ export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerCo
         })
         // A response sent before the body was read closes the connection (nothing else can).
         .catch((err: unknown) => ex.fail(err, logError, ex.bodyPending))
-        .finally(() => inFlight.leave());
+        .finally(leave);
     };
     app[route.method](route.path, handle);
     if (route.path !== '/') app[route.method](`${route.path}/`, handle);

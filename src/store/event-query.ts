@@ -10,7 +10,7 @@ import type { MetadataValue } from '../events/types.js';
 import type { Key } from 'lmdb';
 import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 import type { StoreView } from './store-view.js';
-import { comparableMetadataValue, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
+import { comparableMetadataValue, indexableMetadataValue, indexableString, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
 import type { EventRecord } from './record-codec.js';
 
 export type MetadataOperator = 'eq' | 'ne' | 'gt' | 'lt' | 'gte' | 'lte';
@@ -85,10 +85,10 @@ type IndexedCondition = Key[][];
 function indexedConditions(query: EventQuery): IndexedCondition[] {
   const conditions: IndexedCondition[] = [];
   for (const [field, values] of Object.entries(query.fields) as [IndexedField, string[]][]) {
-    conditions.push(values.map((value) => [INDEXED_FIELDS[field], value]));
+    conditions.push(values.map((value) => [INDEXED_FIELDS[field], indexableString(value)]));
   }
   for (const condition of query.metadata) {
-    if (condition.op === 'eq') conditions.push([['m', condition.key, comparableMetadataValue(condition.value)]]);
+    if (condition.op === 'eq') conditions.push([['m', indexableString(condition.key), indexableMetadataValue(condition.value)]]);
   }
   return conditions;
 }

@@ -11,6 +11,7 @@
  *   X events the cloud refused for good ([X, created_at]: dead letters, no longer protected),
  *   F files by age ([F, created_at of the event, file id]: storage cleanup deletes oldest first).
  */
+import { createHash } from 'node:crypto';
 import type { Key } from 'lmdb';
 import type { MetadataValue } from '../events/types.js';
 import type { EventRecord } from './record-codec.js';
@@ -29,6 +30,19 @@ export type IndexedField = keyof typeof INDEXED_FIELDS;
 const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
+ * Longest string (UTF-8 bytes) indexed as itself. LMDB keys hold at most 1978 bytes, and valid
+ * values go beyond that (an external_id of 1000 '€' is 3000 bytes): longer ones are indexed as
+ * a SHA-256 digest, the same on write and on query; queries check the records' real values.
+ */
+const MAX_INDEXED_BYTES = 512;
+
+/** The form of a string value inside an index key (itself, or its digest when long). */
+export function indexableString(value: string): string {
+  if (value.length * 3 <= MAX_INDEXED_BYTES || Buffer.byteLength(value) <= MAX_INDEXED_BYTES) return value;
+  return `\u0000sha256:${createHash('sha256').update(value).digest('hex')}`;
+}
+
+/**
  * The comparable form of a metadata value: numbers, and strings that read as numbers, become
  * numbers (so `5`, `"5"` and `"5.0"` are equal); booleans become "true"/"false".
  * DESIGN.md: `metadata_filter` compares numerically when both sides are numbers.
@@ -37,6 +51,12 @@ export function comparableMetadataValue(value: MetadataValue): string | number {
   if (typeof value === 'number') return value;
   if (typeof value === 'boolean') return String(value);
   return NUMERIC.test(value.trim()) ? Number(value) : value;
+}
+
+/** The form of a metadata value inside an index key. */
+export function indexableMetadataValue(value: MetadataValue): string | number {
+  const comparable = comparableMetadataValue(value);
+  return typeof comparable === 'number' ? comparable : indexableString(comparable);
 }
 
 /** The value of an indexed field in a record, or null when the record has none. */
@@ -61,10 +81,10 @@ export function indexKeysOf(record: EventRecord, trackUploads: boolean): Key[][]
   const ts = record.created_at;
   for (const field of Object.keys(INDEXED_FIELDS) as IndexedField[]) {
     const value = indexedValue(record, field);
-    if (value !== null) keys.push([INDEXED_FIELDS[field], value, ts]);
+    if (value !== null) keys.push([INDEXED_FIELDS[field], indexableString(value), ts]);
   }
   for (const [name, value] of Object.entries(record.custom_metadata)) {
-    keys.push(['m', name, comparableMetadataValue(value), ts]);
+    keys.push(['m', indexableString(name), indexableMetadataValue(value), ts]);
   }
   if (record.draft) keys.push(draftKey(ts));
   else if (trackUploads) keys.push(uploadKey(ts));
