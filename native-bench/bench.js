@@ -27,8 +27,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 const profile = process.argv.includes('--profile');
 const plan = quick
-  ? { warmupSeconds: 2, ingestSeconds: 8, preloadEvents: 100_000, querySeconds: 5 }
-  : { warmupSeconds: 5, ingestSeconds: 30, preloadEvents: 1_000_000, querySeconds: 15 };
+  ? { warmupSeconds: 2, ingestSeconds: 8, preloadEvents: 100_000, querySeconds: 5, quietWaitSeconds: 10 }
+  : { warmupSeconds: 5, ingestSeconds: 30, preloadEvents: 1_000_000, querySeconds: 15, quietWaitSeconds: 60 };
 const CONNECTIONS = 50;
 const workDir = path.join(here, '.data');
 
@@ -39,7 +39,7 @@ const log = (message) => console.log(`[bench ${new Date().toISOString().slice(11
  * under --profile its CPU profile goes to .data/profiles/<name>.
  */
 async function startStore(name, dataDir) {
-  if (!(await waitForQuiet())) log(`${name}: the machine stayed busy with other work; measuring anyway`);
+  if (!(await waitForQuiet({ timeoutSeconds: plan.quietWaitSeconds }))) log(`${name}: the machine stayed busy with other work; measuring anyway`);
   const profileDir = profile ? path.join(workDir, 'profiles', name) : undefined;
   const store = await StoreProcess.start(dataDir, { profileDir });
   log(`${name}: store pid ${store.pid} at ${store.url}`);
@@ -66,7 +66,7 @@ async function stopStore(store) {
  * @param {() => boolean | Promise<boolean>} [until] polled every 250 ms; the run stops when true
  */
 async function measure(store, load, until) {
-  const server0 = store.usage().cpuSeconds;
+  const before = store.usage();
   const busy0 = machineBusySeconds();
   const run = runWrk({ url: store.url, ...load });
   let polling = Boolean(until);
@@ -78,10 +78,18 @@ async function measure(store, load, until) {
   })().finally(run.stop);
   const wrk = await run.result.finally(() => (polling = false));
   await poller;
-  const serverCpuSeconds = store.usage().cpuSeconds - server0;
+  const after = store.usage();
+  const serverCpuSeconds = after.cpuSeconds - before.cpuSeconds;
   const otherCpuSeconds = Math.max(0, machineBusySeconds() - busy0 - serverCpuSeconds - wrk.wrkCpuSeconds);
   if (wrk.errors > 0) throw new Error(`${wrk.errors} requests failed (socket errors, timeouts or HTTP >= 400)`);
-  return { ...wrk, connections: load.connections, serverCpuSeconds, otherCpuSeconds };
+  return {
+    ...wrk,
+    connections: load.connections,
+    serverCpuSeconds,
+    mainThreadCpuSeconds: after.mainThreadCpuSeconds - before.mainThreadCpuSeconds,
+    writtenBytes: after.writtenBytes - before.writtenBytes,
+    otherCpuSeconds,
+  };
 }
 
 /** Ingest at 50 connections for plan.ingestSeconds on a fresh store; checks every ack is stored. */
@@ -188,6 +196,9 @@ async function main() {
   fs.writeFileSync(path.join(workDir, 'results.json'), JSON.stringify(results, null, 2));
   log(`wrote ${out} in ${results.minutes.toFixed(1)} min`);
 }
+
+// Exit (and so kill the stores and wrk, see StoreProcess and runWrk) when interrupted.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
 
 main().catch((err) => {
   console.error(`bench failed: ${err.stack ?? err}`);

@@ -13,6 +13,22 @@ const run = (cmd, args) => {
 
 const CLOCK_TICKS = Number(run('getconf', ['CLK_TCK']) || 100);
 
+/** MB/s of 4 MiB sequential writes, each followed by fdatasync: the ceiling of durable bytes. */
+function syncedWriteMBs(dir) {
+  const file = `${dir}/bandwidth-probe`;
+  const fd = fs.openSync(file, 'w');
+  const block = Buffer.alloc(4 * 1024 * 1024, 7);
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < 32; i++) {
+    fs.writeSync(fd, block, 0, block.length, i * block.length);
+    fs.fdatasyncSync(fd);
+  }
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  fs.closeSync(fd);
+  fs.unlinkSync(file);
+  return (32 * block.length) / 1e6 / seconds;
+}
+
 /** Median and p99 of fdatasync after a 4 KiB write, in ms: the floor of a durable ack. */
 function fdatasyncMs(dir) {
   const file = `${dir}/fsync-probe`;
@@ -63,6 +79,7 @@ export function machineDetails(dataDir, repoDir) {
     wrk: run('sh', ['-c', 'wrk --version 2>&1 | head -1']).split(' [')[0],
     disk: `${device} (${fsType}, ${size}, ${avail} free)`,
     fdatasync: `p50 ${sync.p50.toFixed(2)} ms, p99 ${sync.p99.toFixed(2)} ms (4 KiB write + fdatasync)`,
+    syncedWrite: `${syncedWriteMBs(dataDir).toFixed(0)} MB/s (4 MiB writes, fdatasync after each)`,
     store: storeBuild(repoDir),
   };
 }
@@ -80,7 +97,7 @@ export function machineBusySeconds() {
  * or `timeoutSeconds` passed: other work on the box skews every figure.
  * @returns {Promise<boolean>} true when it got quiet, false on timeout
  */
-export async function waitForQuiet({ maxCores = 0.25, quietSeconds = 3, timeoutSeconds = 180 } = {}) {
+export async function waitForQuiet({ maxCores = 0.25, quietSeconds = 3, timeoutSeconds = 60 } = {}) {
   const deadline = Date.now() + timeoutSeconds * 1000;
   let quiet = 0;
   while (quiet < quietSeconds) {

@@ -10,7 +10,7 @@ function workloadRow(name, r) {
   const perRequestUs = (1e6 * r.serverCpuSeconds) / r.requests;
   return `| ${name} | ${r.connections} | ${int(r.requests)} | ${r.seconds.toFixed(1)} | ${int(r.rate)} | ${ms(r.p50Ms)} | `
     + `${ms(r.p90Ms)} | ${ms(r.p99Ms)} | ${ms(r.p999Ms)} | ${ms(r.maxMs)} | ${r.serverCpuSeconds.toFixed(1)} (${cores.toFixed(2)} cores) | `
-    + `${int(perRequestUs)} µs | ${r.peakRssBytes === undefined ? '' : mib(r.peakRssBytes)} | ${r.wrkCpuSeconds.toFixed(1)} | `
+    + `${r.mainThreadCpuSeconds.toFixed(1)} | ${int(perRequestUs)} µs | ${int(r.writtenBytes / r.requests)} B | ${r.peakRssBytes === undefined ? '' : mib(r.peakRssBytes)} | ${r.wrkCpuSeconds.toFixed(1)} | `
     + `${r.otherCpuSeconds.toFixed(1)} (${(r.otherCpuSeconds / r.seconds).toFixed(2)} cores) |`;
 }
 
@@ -27,7 +27,7 @@ export function renderResults(res) {
   const otherCores = runs.reduce((n, r) => n + r.otherCpuSeconds, 0) / runs.reduce((n, r) => n + r.seconds, 0);
   const contention = otherCores < 0.25 ? [] : [
     `**The machine was not quiet:** other work used ${otherCores.toFixed(2)} of its 2 cores on average during the measured runs`,
-    '(column "Other CPU"; the bench waits up to 3 minutes for a quiet machine before each workload, then measures anyway).',
+    `(column "Other CPU"; the bench waits up to ${res.plan.quietWaitSeconds} s for a quiet machine before each workload, then measures anyway).`,
     'The store and wrk competed with it, so these figures understate what the store does on a quiet machine of this size.',
     '',
   ];
@@ -56,6 +56,7 @@ export function renderResults(res) {
     `| Load generator | ${machine.wrk} |`,
     `| Disk (DATA_DIR) | ${machine.disk} |`,
     `| Disk sync latency | ${machine.fdatasync} |`,
+    `| Disk synced write bandwidth | ${machine.syncedWrite} |`,
     '',
     '## Targets',
     '',
@@ -69,10 +70,14 @@ export function renderResults(res) {
     '',
     'Where a target is missed, [PROFILE.md](PROFILE.md) says what bounds it, from CPU profiles of the store.',
     '',
+    '"Store CPU" counts every thread of the store process (JavaScript main thread, libuv pool where lmdb-js applies and',
+    'commits writes and where files are synced, V8 helpers); "Store writes" is what the store passed to write syscalls',
+    '(`wchar` of /proc/<pid>/io: LMDB pages and blob segments) per request.',
+    '',
     '## Workloads',
     '',
-    '| Workload | Conns | Requests | Seconds | Per second | p50 | p90 | p99 | p99.9 | max | Store CPU s | Store CPU per request | Store peak RSS | wrk CPU s | Other CPU s |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| Workload | Conns | Requests | Seconds | Per second | p50 | p90 | p99 | p99.9 | max | Store CPU s | of which main thread | Store CPU per request | Store writes per request | Store peak RSS | wrk CPU s | Other CPU s |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     workloadRow('Ingest, small events', small),
     workloadRow(`Ingest, events with ${res.imageFixture}`, image),
     workloadRow(`Preload to ${preloadLabel}`, preloaded),

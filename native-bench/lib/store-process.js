@@ -13,12 +13,17 @@ export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)
 const CLI = path.join(repoRoot, 'dist', 'src', 'cli.js');
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
-/** CPU seconds (user + system, all threads) of process `pid` so far. */
-export function cpuSeconds(pid) {
+/** CPU seconds (user + system) in a /proc stat file: all threads of a process, or one task. */
+function statCpuSeconds(file) {
   // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const stat = fs.readFileSync(file, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** Bytes process `pid` has passed to write syscalls so far (`wchar`: LMDB pages, blob segments). */
+function bytesWritten(pid) {
+  return Number(/^wchar: (\d+)$/m.exec(fs.readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? NaN);
 }
 
 /** CPU seconds of this process's waited-for children (the wrk runs that have ended). */
@@ -117,9 +122,14 @@ export class StoreProcess {
     return (await this.getJson('/events/count/stats')).total_count;
   }
 
-  /** CPU seconds and peak RSS so far. */
+  /** CPU seconds (all threads, and the main JavaScript thread), peak RSS and bytes written so far. */
   usage() {
-    return { cpuSeconds: cpuSeconds(this.pid), peakRssBytes: peakRssBytes(this.pid) };
+    return {
+      cpuSeconds: statCpuSeconds(`/proc/${this.pid}/stat`),
+      mainThreadCpuSeconds: statCpuSeconds(`/proc/${this.pid}/task/${this.pid}/stat`),
+      peakRssBytes: peakRssBytes(this.pid),
+      writtenBytes: bytesWritten(this.pid),
+    };
   }
 
   /**
