@@ -59,3 +59,26 @@ t.test('a client hanging up in the middle of a JSON body does not hold up a grac
   await store.service.stop(600_000);
   t.pass('the graceful stop did not wait for the abandoned request');
 });
+
+t.test('metadata_filter on keys named like Object.prototype members answers 200, never 500 (found by the fuzz run)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  await postJson(`${store.url}/v2/events`, smallEvent({ custom_metadata: { line: 'A' } }));
+  for (const filter of ['toString:ne:x', 'constructor:gt:1', 'hasOwnProperty:ne:1', 'valueOf:lt:5', '__proto__:ne:x', 'toString:x']) {
+    const res = await getJson(`${store.url}/v2/events?metadata_filter=${encodeURIComponent(filter)}`);
+    t.same([res.status, res.body.count], [200, 0], `${filter}: the event has no such key`);
+  }
+});
+
+t.test('a custom_metadata key "__proto__" is kept as sent, or refused (found by the fuzz run)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const body = '{"inference_timestamp":"2026-11-22T01:00:00Z","event_schema":"custom","event_data":{},"custom_metadata":{"__proto__":"x","line":"A"}}';
+  const created = await postJson(`${store.url}/v2/events`, body);
+  if (created.status === 422) return t.pass('refused with 422');
+  t.equal(created.status, 201);
+  const stored = await getJson(`${store.url}/v2/events/${created.body.id}`);
+  t.same(Object.entries(stored.body.custom_metadata), [['__proto__', 'x'], ['line', 'A']], 'the acknowledged keys come back unchanged');
+  const found = await getJson(`${store.url}/v2/events?metadata_filter=${encodeURIComponent('__proto__:x')}`);
+  t.same([found.status, found.body.count], [200, 1], 'and the filter on it finds the event');
+});
