@@ -72,9 +72,10 @@ export function matchesQuery(record: EventRecord, query: EventQuery): boolean {
     if (value === null || !values.includes(value)) return false;
   }
   for (const condition of query.metadata) {
-    const stored = record.custom_metadata[condition.key];
-    // DESIGN.md: a filter on a key matches only events that carry that key (`ne` included).
-    if (stored === undefined || !compareMetadata(stored, condition)) return false;
+    // DESIGN.md: a filter on a key matches only events that carry that key (`ne` included);
+    // own keys only (a filter on `toString` must not find Object.prototype's).
+    if (!Object.hasOwn(record.custom_metadata, condition.key)) return false;
+    if (!compareMetadata(record.custom_metadata[condition.key], condition)) return false;
   }
   return true;
 }
