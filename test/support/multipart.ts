@@ -4,7 +4,7 @@ import net from 'node:net';
 /** POSTs a multipart form with `file` (bytes, name, declared type) and extra text fields. */
 export async function postFile(url: string, file: Buffer | null, fields: Record<string, string> = {}, declaredType = 'video/mp4', headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const form = new FormData();
-  if (file) form.append('file', new Blob([file], { type: declaredType }), 'upload.bin');
+  if (file) form.append('file', new Blob([new Uint8Array(file)], { type: declaredType }), 'upload.bin');
   for (const [name, value] of Object.entries(fields)) form.append(name, value);
   const res = await fetch(url, { method: 'POST', body: form, headers });
   return { status: res.status, body: await res.json() };
@@ -12,7 +12,7 @@ export async function postFile(url: string, file: Buffer | null, fields: Record<
 
 /** POSTs a raw body with a given content type (for malformed multipart). */
 export async function postRaw(url: string, body: string | Buffer, contentType: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': contentType } });
+  const res = await fetch(url, { method: 'POST', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': contentType } });
   return { status: res.status, body: await res.json() };
 }
 
