@@ -2,8 +2,10 @@
  * Defects found by the reliability harness (issue 7), each as a minimal reproduction. They fail
  * until the code is fixed; then they keep the fix.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
-import { getJson, imageEvent, postJson, smallEvent } from './support/events.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { rawRequest } from './support/raw-http.js';
 import { startStore } from './support/store-server.js';
 
@@ -81,4 +83,35 @@ t.test('a custom_metadata key "__proto__" is kept as sent, or refused (found by 
   t.same(Object.entries(stored.body.custom_metadata), [['__proto__', 'x'], ['line', 'A']], 'the acknowledged keys come back unchanged');
   const found = await getJson(`${store.url}/v2/events?metadata_filter=${encodeURIComponent('__proto__:x')}`);
   t.same([found.status, found.body.count], [200, 1], 'and the filter on it finds the event');
+});
+
+t.test('an upload whose staging file fails mid-stream answers an error, never hangs (found by disk-full)', async (t) => {
+  // On a full disk the staging write fails with ENOSPC; here it fails because staging/ is not a
+  // directory. Either way the write stream errors and never drains: the upload used to hang.
+  const store = await startStore();
+  t.teardown(store.stop);
+  const draft = (await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }))).body;
+  fs.rmSync(path.join(store.dataDir, 'staging'), { recursive: true });
+  fs.writeFileSync(path.join(store.dataDir, 'staging'), 'not a directory');
+  const form = new FormData();
+  form.append('file', new Blob([Uint8Array.from(Buffer.concat([fixture('cat-zoom.mp4'), Buffer.alloc(3_000_000, 1)]))]), 'clip.mp4');
+  // The deadline only tells a hang from an answer (an answer comes in milliseconds).
+  const res = await fetch(`${store.url}/v2/events/${draft.id}/videos`, { method: 'POST', body: form, signal: AbortSignal.timeout(20_000) })
+    .catch((err: Error) => err);
+  t.ok(!(res instanceof Error), `answered (${res instanceof Error ? res.name : res.status})`);
+  if (!(res instanceof Error)) t.ok(res.status >= 500, `with a server error: ${res.status} ${await res.text()}`);
+});
+
+t.test('cleanup gives the bytes of deleted files back to the disk, the active segment too (found by disk-full)', async (t) => {
+  // On a 64 MiB disk every blob sits in the active segment (segments roll at 64 MiB), which
+  // reclaimSegments never deletes: a cleanup that deleted every event freed no space at all.
+  const store = await startStore({ RETENTION_DAYS: '0.00001' }); // 0.864 s
+  t.teardown(store.stop);
+  for (let i = 0; i < 3; i++) t.equal((await postJson(`${store.url}/v2/events`, imageEvent({}, 'retina.jpg'))).status, 201);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const cleanup = (await postJson(`${store.url}/admin/cleanup`, '')).body;
+  t.equal(cleanup.records_deleted.total, 3, 'every event deleted');
+  const blobsDir = path.join(store.dataDir, 'blobs');
+  const onDisk = fs.readdirSync(blobsDir).reduce((sum, name) => sum + fs.statSync(path.join(blobsDir, name)).size, 0);
+  t.ok(onDisk < fixture('retina.jpg').length, `blobs/ holds ${onDisk} bytes after deleting 3 x ${fixture('retina.jpg').length}`);
 });
