@@ -4,8 +4,9 @@
  * Mounts a small tmpfs (default 64 MiB; needs root, else it says so and exits 0) as DATA_DIR and
  * runs the store on it through six phases: fill it with image events until the store refuses
  * them; check it while full (uploads, finalize, reads, cleanup, integrity); SIGKILL and restart
- * it on the full disk; free space by retention cleanup (`POST /admin/cleanup`); free space taken
- * by another file on the same disk; free space by a reset. Expected throughout: refusals are
+ * it on the full disk; free space by a reset; free space taken by another file on the same
+ * disk; fill again and free space by retention cleanup (`POST /admin/cleanup`). Each phase
+ * starts from where the last one left the store. Expected throughout: refusals are
  * 507 (or 529), never a 500, a hang or a crash; no acknowledged event lost or corrupt; nothing
  * half-stored; full service again once space is freed. Prints what happened in each phase and
  * exits 1 on any problem.
@@ -92,6 +93,13 @@ async function verify(what: string, dataDir: string, mayBeGone?: Parameters<Acke
   if (staging.length > 0) problem(`${what}: staging not empty`);
 }
 
+/** Deletes everything with the two-step reset. */
+async function resetStore(): Promise<void> {
+  const token = (await attempt('POST /reset/request', 'POST', '/reset/request'))?.json().reset_token;
+  const reset = await attempt('POST /reset/confirm', 'POST', '/reset/confirm', { json: { reset_token: token }, timeoutMs: 120_000 });
+  if (reset?.status === 200) acked.clear();
+}
+
 /** Creates small events until `count` answered; all must be 201 for full service. */
 async function expectService(what: string, count = 20): Promise<void> {
   let created = 0;
@@ -135,10 +143,27 @@ async function run(disk: Tmpfs): Promise<void> {
   await verify('integrity after restart', dataDir);
   await attempt('a create after restart', 'POST', '/v2/events', { json: eventBody(['retina.jpg']) });
 
-  console.log('\n4. free space by retention cleanup');
+  console.log('\n4. free space by a reset');
+  await resetStore();
+  await expectService('after the reset');
+  await verify('integrity after the reset', dataDir);
+
+  console.log('\n5. free space taken by another file on the same disk');
+  const ballast = path.join(disk.path, 'ballast.bin');
+  const ballastBytes = Math.max(0, disk.freeBytes() - 16 * MiB);
+  fs.writeFileSync(ballast, Buffer.alloc(ballastBytes, 1));
+  note(`ballast of ${mib(ballastBytes)} written beside DATA_DIR; ${mib(disk.freeBytes())} free`);
+  await fill(disk, 'creates');
+  fs.rmSync(ballast);
+  note(`ballast removed; ${mib(disk.freeBytes())} free`);
+  await expectService('after the ballast is gone');
+  await verify('integrity', dataDir);
+
+  console.log('\n6. fill again, then free space by retention cleanup');
+  await fill(disk, 'creates');
   const oldest = Math.min(...[...acked.events.values()].map((e) => Date.parse(e.createdAt)));
   const wait = oldest + RETENTION_SECONDS * 1000 + 2000 - Date.now();
-  note(`waiting ${(Math.max(0, wait) / 1000).toFixed(0)} s for the fill events to pass RETENTION_DAYS=0.001`);
+  note(`waiting ${(Math.max(0, wait) / 1000).toFixed(0)} s for the first events to pass RETENTION_DAYS=0.001`);
   await sleep(Math.max(0, wait));
   const cleanup = await attempt('POST /admin/cleanup', 'POST', '/admin/cleanup', { timeoutMs: 120_000 });
   if (cleanup?.status === 200) {
@@ -148,26 +173,6 @@ async function run(disk: Tmpfs): Promise<void> {
   const cutoff = Date.now() - RETENTION_SECONDS * 1000;
   await expectService('after cleanup');
   await verify('integrity after cleanup', dataDir, (e) => Date.parse(e.createdAt) < cutoff);
-
-  console.log('\n5. free space taken by another file on the same disk');
-  const ballast = path.join(disk.path, 'ballast.bin');
-  const ballastBytes = Math.max(0, disk.freeBytes() - 2 * MiB);
-  fs.writeFileSync(ballast, Buffer.alloc(ballastBytes, 1));
-  note(`ballast of ${mib(ballastBytes)} written; ${mib(disk.freeBytes())} free`);
-  await fill(disk, 'creates');
-  fs.rmSync(ballast);
-  note(`ballast removed; ${mib(disk.freeBytes())} free`);
-  await expectService('after the ballast is gone');
-  await verify('integrity', dataDir);
-
-  console.log('\n6. fill again, then free space by a reset');
-  await fill(disk, 'creates');
-  const token = (await attempt('POST /reset/request', 'POST', '/reset/request'))?.json().reset_token;
-  const reset = await attempt('POST /reset/confirm', 'POST', '/reset/confirm', { json: { reset_token: token }, timeoutMs: 120_000 });
-  if (reset?.status === 200) acked.clear();
-  note(`${mib(disk.freeBytes())} free after the reset`);
-  await expectService('after the reset');
-  await verify('integrity after the reset', dataDir);
   await stop('SIGTERM');
 }
 

@@ -115,3 +115,21 @@ t.test('cleanup gives the bytes of deleted files back to the disk, the active se
   const onDisk = fs.readdirSync(blobsDir).reduce((sum, name) => sum + fs.statSync(path.join(blobsDir, name)).size, 0);
   t.ok(onDisk < fixture('retina.jpg').length, `blobs/ holds ${onDisk} bytes after deleting 3 x ${fixture('retina.jpg').length}`);
 });
+
+t.test('with cloud upload off, creates at the record cap are never refused with 529 (found by the soak)', async (t) => {
+  // E10: 529 means over a limit and waiting for uploads to drain. With cloud upload off nothing
+  // waits for uploads: cleanup can always delete. The gate closed whenever ingest crossed the
+  // cap again while a cleanup ran (1770 of 3000 creates answered 529 in the reproduction).
+  const store = await startStore({ MAX_RECORDS: '50' });
+  t.teardown(store.stop);
+  const statuses = new Map<number, number>();
+  let sent = 0;
+  await Promise.all(Array.from({ length: 10 }, async () => {
+    while (sent < 2000) {
+      sent++;
+      const { status } = await postJson(`${store.url}/v2/events`, smallEvent());
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+  }));
+  t.same([...statuses], [[201, 2000]], 'every create acknowledged');
+});

@@ -28,8 +28,9 @@ export class StatusTally {
   }
 }
 
-/** The outcome of a request failure without an HTTP answer. */
+/** The outcome of a request failure without an HTTP answer, e.g. `timeout`, `network error (ECONNRESET)`. */
 export function failureOutcome(err: unknown): string {
-  const name = (err as Error)?.name;
-  return name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'network error';
+  const { name, cause } = err as Error & { cause?: { code?: string; message?: string } };
+  if (name === 'TimeoutError' || name === 'AbortError') return 'timeout';
+  return `network error (${cause?.code ?? cause?.message ?? (err as Error).message})`;
 }
