@@ -7,7 +7,8 @@ import path from 'node:path';
 import t from 'tap';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { rawRequest } from './support/raw-http.js';
-import { startStore } from './support/store-server.js';
+import { spawnStore } from './support/spawned-store.js';
+import { startStore, tempDataDir } from './support/store-server.js';
 
 // A spec-valid external_id (up to 1000 characters) of 700 '€' is 2100 bytes in UTF-8: its index
 // key [x, value, created_at] exceeds LMDB's 1978-byte key limit.
@@ -132,4 +133,22 @@ t.test('with cloud upload off, creates at the record cap are never refused with 
     }
   }));
   t.same([...statuses], [[201, 2000]], 'every create acknowledged');
+});
+
+t.test('an upload whose staging file cannot be removed never brings the store down (found by disk-full)', async (t) => {
+  // The multipart bridge discards a refused upload's staging file with
+  // `void Promise.resolve(staging.discard()).finally(...)`: a discard that fails (here ENOTDIR,
+  // on a device EIO or EACCES) became an unhandled rejection, which ends a Node process.
+  const dataDir = tempDataDir();
+  const store = await spawnStore({ PORT: '0', DATA_DIR: dataDir });
+  t.teardown(() => void store.child.kill('SIGKILL'));
+  const draft = (await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }))).body;
+  fs.rmSync(path.join(dataDir, 'staging'), { recursive: true });
+  fs.writeFileSync(path.join(dataDir, 'staging'), 'not a directory');
+  const form = new FormData();
+  form.append('file', new Blob([Uint8Array.from(Buffer.concat([fixture('cat-zoom.mp4'), Buffer.alloc(3_000_000, 1)]))]), 'clip.mp4');
+  await fetch(`${store.url}/v2/events/${draft.id}/videos`, { method: 'POST', body: form, signal: AbortSignal.timeout(20_000) })
+    .then((res) => res.arrayBuffer(), () => undefined);
+  const health = await fetch(`${store.url}/health`).then((res) => res.status, (err: Error) => err.message);
+  t.equal(health, 200, `the store still answers (exit code ${store.child.exitCode})`);
 });
