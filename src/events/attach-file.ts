@@ -4,7 +4,7 @@
  * decides whether it is accepted and how it is listed.
  */
 import { fileTypeFromBuffer } from 'file-type';
-import { AppError, validationError } from '../errors.js';
+import { AppError, fromDiskError, validationError } from '../errors.js';
 import { attachStagedBlob, finalizeEvent, type Attachment } from '../store/event-updates.js';
 import type { EventStore } from '../store/event-store.js';
 import type { StagingFile } from '../store/staging-file.js';
@@ -82,7 +82,7 @@ export async function attachUpload(store: EventStore, eventId: string, upload: U
     staged = await upload.staging.finish(kind);
   } catch (err) {
     await upload.staging.discard();
-    throw err;
+    throw fromDiskError(err); // ENOSPC: 507; a refusal (AppError) as it is
   }
   const listed = await attachStagedBlob(store, eventId, staged, attachment);
   return {

@@ -5,7 +5,7 @@
  * the size limit is enforced per chunk. Nothing is ever buffered whole.
  */
 import busboy from 'busboy';
-import { AppError } from '../errors.js';
+import { AppError, fromDiskError } from '../errors.js';
 import { StagingFile } from '../store/staging-file.js';
 import type { Exchange } from './exchange.js';
 
@@ -84,7 +84,7 @@ export function receiveUpload(ex: Exchange, stagingDir: string, maxFileBytes: nu
         }
         if (!file.write(chunk)) {
           stream.pause();
-          void file.drained().then(() => stream.resume());
+          void file.drained().then(() => (file.error ? fail(fromDiskError(file.error)) : stream.resume()));
         }
       });
     });

@@ -61,12 +61,19 @@ export class CapacityMonitor {
     return Date.now() - this.lastCleanupAt >= (isCapacityBlocked(this.flag) ? BLOCKED_RETRY_MS : 0);
   }
 
-  /** After a cleanup: still over a limit means nothing more could be deleted: blocked. */
-  update(): void {
+  /**
+   * After a cleanup. Blocked (E10: over a limit and waiting for uploads to drain) only with
+   * cloud upload on, when the cleanup could delete nothing and the store is still over a limit.
+   * Without cloud upload everything is deletable: ingest outrunning a cleanup is caught by the
+   * next one, never refused.
+   * @param deleted whether the cleanup deleted any record or file
+   */
+  update(deleted: boolean): void {
     this.lastCleanupAt = Date.now();
     const usage = this.usage();
     this.warn(usage);
-    const blocked = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
+    const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
+    const blocked = this.store.trackUploads && over && !deleted;
     if (blocked !== isCapacityBlocked(this.flag)) {
       this.log[blocked ? 'warn' : 'info']({ usage }, blocked ? 'capacity blocked: over a limit with nothing deletable' : 'capacity gate reopened');
     }

@@ -50,6 +50,14 @@ export interface CleanupResult {
   message: string;
 }
 
+/** What the HTTP thread, which owns the active segment and has segment files open, does. */
+export interface CleanupHooks {
+  /** Told the numbers of the segment files deleted: their handles are closed, so their space is freed. */
+  onReclaimed: (segments: number[]) => void;
+  /** Stops appending to an empty active segment and seals it, so it can be deleted. */
+  retireSegment: (segment: number) => Promise<void>;
+}
+
 const pause = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** True when cleanup must keep the event created at `createdAt` (cloud upload on, not shipped yet). */
@@ -91,7 +99,7 @@ async function deleteOldestRecords(store: StoreView, before: number, wanted: num
 }
 
 /** Deletes the oldest deletable files until storage is within `maxBytes`. */
-async function deleteOldestFiles(store: StoreView, maxBytes: number, onReclaimed: (segments: number[]) => void) {
+async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: CleanupHooks) {
   const total = { records: 0, files: 0, bytes: 0 };
   let from: Key[] = ['F'];
   for (let excess = store.storageBytes() - maxBytes; excess > 0; excess = store.storageBytes() - maxBytes) {
@@ -112,7 +120,7 @@ async function deleteOldestFiles(store: StoreView, maxBytes: number, onReclaimed
     const tally = await deleteFiles(store, batch);
     total.files += tally.files;
     total.bytes += tally.bytes;
-    onReclaimed(await reclaimSegments(store));
+    hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment));
     await pause();
   }
   return total;
@@ -121,14 +129,13 @@ async function deleteOldestFiles(store: StoreView, maxBytes: number, onReclaimed
 /**
  * Runs one cleanup.
  * @param now the time (ms since the epoch) retention is measured from
- * @param onReclaimed told the numbers of the segment files deleted (the HTTP thread closes
- *   its handles on them, so their space is freed)
+ * @param hooks what the HTTP thread does for a cleanup (see CleanupHooks)
  */
 export async function runCleanup(
   store: StoreView,
   limits: CleanupLimits,
   trigger: CleanupTrigger,
-  onReclaimed: (segments: number[]) => void = () => undefined,
+  hooks: CleanupHooks,
   now = Date.now(),
 ): Promise<CleanupResult> {
   const started = performance.now();
@@ -139,11 +146,11 @@ export async function runCleanup(
   const retention = await deleteOldestRecords(store, retentionCutoff, Infinity);
   const excess = store.counters().events - limits.maxRecords;
   const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess) : { records: 0, files: 0, bytes: 0 };
-  const storageFiles = await deleteOldestFiles(store, limits.maxStorageBytes, onReclaimed);
+  const storageFiles = await deleteOldestFiles(store, limits.maxStorageBytes, hooks);
   const storageRecords = store.storageBytes() > limits.maxStorageBytes
     ? await deleteOldestRecordsUntil(store, limits.maxStorageBytes)
     : { records: 0, files: 0, bytes: 0 };
-  onReclaimed(await reclaimSegments(store));
+  hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment));
 
   const after = snapshot(store);
   const records = { retention: retention.records, overlimit: overlimit.records, storage: storageRecords.records };

@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { StoreView } from '../store/store-view.js';
+import type { EventStore } from '../store/event-store.js';
 import { isCapacityBlocked } from './capacity.js';
 import type { CleanupResult } from './cleanup.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
@@ -27,7 +27,7 @@ export class Lifecycle {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: CleanupResult) => void; reject: (e: unknown) => void }>();
 
-  constructor(private readonly config: Config, private readonly store: StoreView, private readonly log: Logger) {}
+  constructor(private readonly config: Config, private readonly store: EventStore, private readonly log: Logger) {}
 
   /** The worker running now (tests terminate it to see it restarted). */
   get worker(): Worker | undefined {
@@ -92,6 +92,12 @@ export class Lifecycle {
       else waiting?.reject(new AppError('store_failure', `Cleanup failed: ${message.message}`));
     } else if (message.type === 'reclaimed') {
       for (const segment of message.segments) void this.store.blobs.forget(segment);
+    } else if (message.type === 'retire-segment') {
+      const reply = () => this.current?.postMessage({ type: 'segment-retired', id: message.id } satisfies ToWorker);
+      this.store.retireSegment(message.segment).then(reply, (err: unknown) => {
+        this.log.error({ err, segment: message.segment }, 'retiring an empty segment failed');
+        reply();
+      });
     } else if (message.type === 'ready') {
       this.restarts = 0;
     }

@@ -3,6 +3,7 @@ import type { CleanupResult } from './cleanup.js';
 
 export type ToWorker =
   | { type: 'cleanup'; id: number }
+  | { type: 'segment-retired'; id: number }
   | { type: 'stop' };
 
 export type ToMain =
@@ -11,4 +12,6 @@ export type ToMain =
   | { type: 'cleanup-failed'; id: number; message: string }
   /** Segment files deleted: the HTTP thread closes its handles so their space is freed. */
   | { type: 'reclaimed'; segments: number[] }
+  /** The active segment holds no live blob: stop appending to it and seal it (EventStore.retireSegment). */
+  | { type: 'retire-segment'; id: number; segment: number }
   | { type: 'stopped' };

@@ -9,7 +9,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { createLogger } from '../logger.js';
 import { StoreView } from '../store/store-view.js';
-import { runCleanup, type CleanupTrigger } from './cleanup.js';
+import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
 import { runUploadLoop } from './cloud-uploader.js';
 import { sweepDrafts } from './draft-sweeper.js';
@@ -32,10 +32,22 @@ function enqueue<T>(job: () => Promise<T>): Promise<T> {
   return result;
 }
 
+const retirements = new Map<number, () => void>();
+let nextRetirement = 1;
+
+const hooks: CleanupHooks = {
+  onReclaimed: (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }),
+  retireSegment: (segment) => new Promise<void>((resolve) => {
+    const id = nextRetirement++;
+    retirements.set(id, resolve);
+    post({ type: 'retire-segment', id, segment });
+  }),
+};
+
 function cleanup(trigger: CleanupTrigger) {
   return enqueue(async () => {
-    const result = await runCleanup(store, config, trigger, (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }));
-    monitor.update();
+    const result = await runCleanup(store, config, trigger, hooks);
+    monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0);
     if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
     return result;
   });
@@ -66,7 +78,10 @@ const uploading = config.cloudUploadUrl === undefined
   : runUploadLoop(store, config, { log: log.child({ task: 'cloud-upload' }), signal: uploads.signal });
 
 port.on('message', (message: ToWorker) => {
-  if (message.type === 'cleanup') {
+  if (message.type === 'segment-retired') {
+    retirements.get(message.id)?.();
+    retirements.delete(message.id);
+  } else if (message.type === 'cleanup') {
     cleanup('MANUAL').then(
       (result) => post({ type: 'cleanup-done', id: message.id, result }),
       (err: unknown) => post({ type: 'cleanup-failed', id: message.id, message: (err as Error).message }),

@@ -125,6 +125,11 @@ export class SegmentAppender {
     }
   }
 
+  /** The segment appended to now (0 when none is open: the next append opens a new one). */
+  get currentSegment(): number {
+    return this.handle ? this.segment : 0;
+  }
+
   /** Closes the active segment file, after the append under way. */
   async close(): Promise<void> {
     await this.tail;

@@ -119,11 +119,13 @@ export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<D
 }
 
 /**
- * Deletes segment files that hold no live blob. The newest unsealed segment is left alone: the
- * HTTP thread may be appending to it.
+ * Deletes segment files that hold no live blob. The newest unsealed segment may be the one the
+ * HTTP thread appends to: when it is empty too, `retire` asks the HTTP thread to stop appending
+ * to it and seal it first; without `retire` it is left alone.
+ * @param retire asks the segment's writer to retire it (EventStore.retireSegment)
  * @returns the numbers of the segments deleted
  */
-export async function reclaimSegments(store: StoreView): Promise<number[]> {
+export async function reclaimSegments(store: StoreView, retire?: (segment: number) => Promise<void>): Promise<number[]> {
   const { dbs } = store;
   let newestUnsealed = 0;
   const empty: number[] = [];
@@ -131,7 +133,8 @@ export async function reclaimSegments(store: StoreView): Promise<number[]> {
     if (!value.sealed) newestUnsealed = Math.max(newestUnsealed, key);
     if (value.liveBlobs <= 0) empty.push(key);
   }
-  const doomed = empty.filter((segment) => segment !== newestUnsealed);
+  if (retire && empty.includes(newestUnsealed)) await retire(newestUnsealed);
+  const doomed = empty.filter((segment) => segment !== newestUnsealed || dbs.segments.get(segment)?.sealed);
   if (doomed.length === 0) return [];
   const removed: number[] = [];
   await dbs.root.transaction(() => {

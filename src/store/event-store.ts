@@ -126,6 +126,28 @@ export class EventStore extends StoreView {
     }
   }
 
+  /**
+   * Stops appending to `segment` if it holds no live blob, and seals it, so the lifecycle worker
+   * may delete it (DESIGN.md, "Space"): on a small disk every blob may sit in the active
+   * segment, which is otherwise never reclaimed. Creates wait meanwhile; the next one opens a
+   * new segment.
+   */
+  async retireSegment(segment: number): Promise<void> {
+    await this.committer.pause();
+    try {
+      const { dbs } = this;
+      if (dbs.segments.get(segment)?.liveBlobs !== 0) return;
+      if (this.appender.currentSegment === segment) await this.appender.close();
+      await dbs.root.transaction(() => {
+        const entry = dbs.segments.get(segment);
+        if (entry && entry.liveBlobs <= 0) dbs.segments.putSync(segment, { ...entry, sealed: true });
+      });
+      await dbs.root.flushed;
+    } finally {
+      this.committer.resume();
+    }
+  }
+
   /** Waits for queued creates, then closes files and the LMDB environment. */
   override async close(): Promise<void> {
     await this.committer.whenIdle();

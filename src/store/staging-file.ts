@@ -39,12 +39,22 @@ export class StagingFile {
   private failure: Error | undefined;
   private unsynced = 0;
   private syncing = false;
+  /** Callers of `drained()` woken by a write error too (a failed stream never drains). */
+  private readonly waiting: (() => void)[] = [];
 
   /** Opens `stagingDir/<file id>.part`, reserving room for the frame header. */
   constructor(stagingDir: string) {
     this.path = path.join(stagingDir, `${this.fileId}.part`);
     this.stream = fs.createWriteStream(this.path, { flags: 'w', start: FRAME_HEADER_BYTES, highWaterMark: 1024 * 1024 });
-    this.stream.on('error', (err) => (this.failure ??= err));
+    this.stream.on('error', (err) => {
+      this.failure ??= err;
+      for (const wake of this.waiting.splice(0)) wake();
+    });
+  }
+
+  /** The write error (e.g. ENOSPC) that ended this upload, if any. */
+  get error(): Error | undefined {
+    return this.failure;
   }
 
   /** Bytes of data written so far. */
@@ -74,9 +84,13 @@ export class StagingFile {
     fs.fdatasync(fd, () => (this.syncing = false)); // a failure shows in finish()'s own sync
   }
 
-  /** Resolves when buffered chunks have reached the file. */
+  /** Resolves when buffered chunks have reached the file, or the file failed (see `error`). */
   drained(): Promise<void> {
-    return new Promise((resolve) => this.stream.once('drain', resolve));
+    if (this.failure) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.stream.once('drain', () => resolve());
+    });
   }
 
   /**
@@ -101,13 +115,17 @@ export class StagingFile {
     return this.head;
   }
 
-  /** Stops writing and removes the staging file (refused, aborted or failed upload). */
+  /**
+   * Stops writing and removes the staging file (refused, aborted or failed upload). Never
+   * throws: a file that cannot be removed now (EIO, a broken staging/) is left to the
+   * consistency pass, which removes abandoned staging files.
+   */
   async discard(): Promise<void> {
     if (!this.stream.closed) {
       const closed = new Promise<void>((resolve) => this.stream.once('close', () => resolve()));
       this.stream.destroy();
       await closed;
     }
-    await fsp.rm(this.path, { force: true });
+    await fsp.rm(this.path, { force: true }).catch(() => undefined);
   }
 }
