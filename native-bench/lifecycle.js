@@ -9,14 +9,15 @@
  * RETENTION_DAYS of RETENTION_SECONDS; the preloaded events come of age during the quiet run,
  * and `POST /admin/cleanup` is sent 2 s into the second run.
  *
- * Run alone: `node lifecycle.js [--quick] [--startup-dir DIR]` (DIR: a data directory holding a
- * large store, e.g. .data/store-preloaded from bench.js, timed as it is).
+ * Run: `node lifecycle.js [--quick] [--startup-dir DIR]` (DIR: a data directory holding a large
+ * store, e.g. .data/store-preloaded from bench.js, timed as it is); writes RESULTS.lifecycle.md.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeSmallEvents } from './lib/payloads.js';
+import { writeResults } from './lib/side-results.js';
 import { StoreProcess } from './lib/store-process.js';
 import { runWrk } from './lib/wrk.js';
 
@@ -103,5 +104,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const at = process.argv.indexOf('--startup-dir');
   const cleanupBeside = await runCleanupBeside({ dataRoot, deleteCount: quick ? 20_000 : 100_000, seconds: quick ? 8 : 15 });
   const startup = at > 0 ? await timeStartup(process.argv[at + 1]) : undefined;
-  console.log(lifecycleTable({ cleanupBeside, startup }));
+  writeResults('RESULTS.lifecycle.md', 'Lifecycle benchmark (issue 4)', quick, lifecycleTable({ cleanupBeside, startup }));
 }

@@ -7,14 +7,15 @@
  *   - 20 concurrent 50 MB uploads.
  * Targets: >= 500 MB/s for the single upload; peak RSS growth < 64 MiB in both runs.
  *
- * Run alone: `node uploads.js [--quick]` (after `npm run build` in the repository); `bench.js`
- * runs it too and puts its table into RESULTS.md.
+ * Run: `node uploads.js [--quick]` (after `npm run build` in the repository); writes
+ * RESULTS.uploads.md.
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeResults } from './lib/side-results.js';
 import { repoRoot, StoreProcess } from './lib/store-process.js';
 
 const MiB = 1024 * 1024;
@@ -132,6 +133,7 @@ export function uploadTable(runs) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const runs = await runUploadBench({ quick: process.argv.includes('--quick'), dataRoot: fs.mkdtempSync(path.join(os.tmpdir(), 'ees-bench-')) });
-  console.log(uploadTable(runs));
+  const quick = process.argv.includes('--quick');
+  const runs = await runUploadBench({ quick, dataRoot: fs.mkdtempSync(path.join(os.tmpdir(), 'ees-bench-')) });
+  writeResults('RESULTS.uploads.md', 'Upload benchmark (issue 3)', quick, uploadTable(runs));
 }
