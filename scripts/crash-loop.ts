@@ -1,5 +1,5 @@
 /**
- * `npm run crash-loop [-- --cycles N --cycles-per-store N --seed N --max-kill-ms N]`
+ * `npm run crash-loop [-- --cycles N --cycles-per-store N --seed N --max-kill-ms N --max-records N]`
  *
  * Power cuts, simulated: starts the built store on a fresh DATA_DIR, runs concurrent writers
  * (image events with real JPEGs, drafts with streamed video and local-only uploads, finalizes),
@@ -10,13 +10,17 @@
  * store is stopped gracefully after a last audit and a new DATA_DIR begins, so an audit (which
  * reads everything back) stays quick.
  *
+ * With `--max-records N` the store runs with MAX_RECORDS=N, so cleanup deletes the oldest events
+ * (and reclaims their segments) while the writers write and the kills fall; an event may then be
+ * missing only if it is older than every event still listed.
+ *
  * Prints one line per cycle and a summary; exits 1 on any lost or corrupt event or file, any
  * inconsistency, any unexpected answer, or a store that fails to start or dies by itself.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { numberOption } from './lib/args.js';
+import { numberOption, optionalNumberOption } from './lib/args.js';
 import { auditStore, type AuditFindings } from './lib/crash-audit.js';
 import { Ledger } from './lib/crash-ledger.js';
 import { CrashWriters } from './lib/crash-writers.js';
@@ -28,14 +32,18 @@ const cycles = numberOption('cycles', 200);
 const cyclesPerStore = numberOption('cycles-per-store', 25);
 const seed = numberOption('seed', freshSeed());
 const maxKillMs = numberOption('max-kill-ms', 1500);
+const recordCap = optionalNumberOption('max-records');
 const IMAGE_WRITERS = 4;
 const DRAFT_WRITERS = 2;
-/** Nothing may be deleted by cleanup (it runs every second, consistency pass included). */
-const STORE_ENV = { CLEANUP_INTERVAL_SECONDS: '1', RETENTION_DAYS: '3650', DRAFT_AUTO_FINALIZE_SECONDS: '86400' };
+/** Cleanup runs every second (consistency pass included) and deletes nothing unless there is a record cap. */
+const STORE_ENV: Record<string, string> = {
+  CLEANUP_INTERVAL_SECONDS: '1', RETENTION_DAYS: '3650', DRAFT_AUTO_FINALIZE_SECONDS: '86400',
+  ...(recordCap === undefined ? {} : { MAX_RECORDS: String(recordCap) }),
+};
 
 const rng = new Random(seed);
 const findings = { lostEvents: new Set<string>(), lostFiles: new Set<string>(), corrupt: new Set<string>(), inconsistent: new Set<string>(), unexpected: [] as string[] };
-const totals = { cycles: 0, stores: 0, acked: 0, files: 0, finalized: 0, unknown: 0, unknownKept: 0, refused: 0, eventsVerified: 0, filesVerified: 0 };
+const totals = { cycles: 0, stores: 0, acked: 0, files: 0, finalized: 0, unknown: 0, unknownKept: 0, refused: 0, eventsVerified: 0, filesVerified: 0, deletedByCleanup: 0 };
 const restartMs: number[] = [];
 const auditMs: number[] = [];
 
@@ -52,6 +60,7 @@ function record(found: AuditFindings): void {
   }
   totals.eventsVerified += found.eventsChecked;
   totals.filesVerified += found.filesChecked;
+  totals.deletedByCleanup += found.deletedByCleanup;
 }
 
 /** Starts the store on `dataDir` and audits it. */
@@ -63,7 +72,7 @@ async function startAndAudit(dataDir: string, ledger: Ledger): Promise<{ store: 
   restartMs.push(performance.now() - started);
   const client = new StoreClient(store.url, 60_000);
   const auditStarted = performance.now();
-  const found = await auditStore(client, ledger, dataDir, rng);
+  const found = await auditStore(client, ledger, dataDir, rng, { recordCap });
   auditMs.push(performance.now() - auditStarted);
   record(found);
   if (store.hasExited()) throw new Fatal(`the store died during the audit: ${store.output().slice(-2000)}`);
@@ -75,7 +84,7 @@ async function cycle(n: number, dataDir: string, ledger: Ledger): Promise<void> 
   const started = performance.now();
   const { store, client, found } = await startAndAudit(dataDir, ledger);
   const before = ledger.tally();
-  const writers = new CrashWriters(client, ledger, rng);
+  const writers = new CrashWriters(client, ledger, rng, recordCap !== undefined);
   writers.start(IMAGE_WRITERS, DRAFT_WRITERS);
   const killAfter = rng.int(50, maxKillMs);
   await sleep(killAfter);
@@ -122,6 +131,7 @@ function summary(fatal: string | undefined): number {
   console.log(`  events acknowledged    ${totals.acked} (+${totals.unknown} unanswered at the kill, ${totals.unknownKept} of them found stored; ${totals.refused} refused)`);
   console.log(`  files acknowledged     ${totals.files} (images and uploads); finalizes acknowledged ${totals.finalized}`);
   console.log(`  verified               ${totals.eventsVerified} event reads, ${totals.filesVerified} file downloads`);
+  if (recordCap !== undefined) console.log(`  deleted by cleanup     ${totals.deletedByCleanup} events, oldest first (MAX_RECORDS=${recordCap})`);
   console.log(`  restart to listening   median ${median(restartMs).toFixed(0)} ms, max ${Math.max(0, ...restartMs).toFixed(0)} ms; audit median ${median(auditMs).toFixed(0)} ms`);
   console.log(`  lost                   ${lost} events, ${findings.lostFiles.size} files`);
   console.log(`  corrupt                ${corrupt}`);
@@ -134,7 +144,7 @@ function summary(fatal: string | undefined): number {
   return failed ? 1 : 0;
 }
 
-console.log(`crash-loop: ${cycles} cycles, ${cyclesPerStore} per data directory, seed ${seed}`);
+console.log(`crash-loop: ${cycles} cycles, ${cyclesPerStore} per data directory, seed ${seed}${recordCap === undefined ? '' : `, MAX_RECORDS=${recordCap}`}`);
 let fatal: string | undefined;
 try {
   for (let first = 1; first <= cycles; first += cyclesPerStore) await storeLife(first, Math.min(cyclesPerStore, cycles - first + 1));

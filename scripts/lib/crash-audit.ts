@@ -28,6 +28,23 @@ export interface AuditFindings {
   inconsistent: string[];
   eventsChecked: number;
   filesChecked: number;
+  /** Events gone because the record cap deleted them (the oldest first): allowed, and forgotten. */
+  deletedByCleanup: number;
+}
+
+/** How the store was run. */
+export interface AuditOptions {
+  /** MAX_RECORDS when the crash loop runs with a record cap: cleanup may delete the oldest events. */
+  recordCap?: number;
+}
+
+/** Waits (bounded) until cleanup has brought the store within its record cap, so it deletes nothing during the audit. */
+async function settleCleanup(client: StoreClient, cap: number): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if ((await client.getJson('/stats')).current.total_events <= cap) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the store stayed above MAX_RECORDS=${cap} for 30 s`);
 }
 
 interface FileToCheck {
@@ -96,11 +113,12 @@ function attachmentProblems(sent: SentEvent, got: ListedEvent, findings: AuditFi
  * Audits the store at `client` (just restarted, no writer running) against `ledger`.
  * @param dataDir the store's DATA_DIR (its staging/ must be empty after start-up)
  */
-export async function auditStore(client: StoreClient, ledger: Ledger, dataDir: string, rng: Random): Promise<AuditFindings> {
-  const findings: AuditFindings = { lostEvents: [], lostFiles: [], corrupt: [], inconsistent: [], eventsChecked: 0, filesChecked: 0 };
+export async function auditStore(client: StoreClient, ledger: Ledger, dataDir: string, rng: Random, options: AuditOptions = {}): Promise<AuditFindings> {
+  const findings: AuditFindings = { lostEvents: [], lostFiles: [], corrupt: [], inconsistent: [], eventsChecked: 0, filesChecked: 0, deletedByCleanup: 0 };
   const staging = fs.readdirSync(path.join(dataDir, 'staging'));
   if (staging.length > 0) findings.inconsistent.push(`staging not empty after start-up: ${staging.join(', ')}`);
 
+  if (options.recordCap !== undefined) await settleCleanup(client, options.recordCap);
   const events = await listAllEvents(client);
   const byToken = new Map<string, ListedEvent>();
   for (const event of events) {
@@ -112,11 +130,18 @@ export async function auditStore(client: StoreClient, ledger: Ledger, dataDir: s
     byToken.set(token, event);
   }
 
+  // With a record cap, cleanup deletes the oldest events: an event older than every one listed may be gone.
+  const oldestListed = events.find((e) => ledger.events.has(String(e.custom_metadata.token)))?.created_at;
   const files: FileToCheck[] = [];
-  for (const sent of ledger.events.values()) {
+  for (const sent of [...ledger.events.values()]) {
     const got = byToken.get(sent.token);
     if (!got) {
-      if (sent.outcome === 'acked' || sent.seen) findings.lostEvents.push(`event ${sent.id ?? sent.token}: not listed`);
+      if (options.recordCap !== undefined && sent.createdAt !== undefined && oldestListed !== undefined && sent.createdAt < oldestListed) {
+        ledger.events.delete(sent.token);
+        findings.deletedByCleanup++;
+      } else if (sent.outcome === 'acked' || sent.seen) {
+        findings.lostEvents.push(`event ${sent.id ?? sent.token}: not listed`);
+      }
       continue;
     }
     if (sent.outcome === 'refused') continue;

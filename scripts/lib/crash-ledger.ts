@@ -69,11 +69,6 @@ export class Ledger {
     this.events.set(event.token, event);
   }
 
-  /** Events whose create was acknowledged, or that were seen stored: they must exist. */
-  mustExist(): SentEvent[] {
-    return [...this.events.values()].filter((e) => e.outcome === 'acked' || e.seen);
-  }
-
   /** Counts over the ledger, for the summary. */
   tally() {
     let acked = 0, unknown = 0, unknownKept = 0, refused = 0, files = 0, finalized = 0;
