@@ -10,7 +10,7 @@
  *   2. ingest of events carrying one JPEG (rocket.jpg, 41,501 bytes), 50 connections
  *   3. preload of 1,000,000 small events (100,000 with --quick) at full speed
  *   4. list queries with metadata filters over the preloaded store (restarted on it)
- * --quick: shorter runs and a 100k preload (under 2 minutes); writes RESULTS.quick.md.
+ * --quick: shorter runs and a preload of 100k events or 45 s (under 2 minutes); writes RESULTS.quick.md.
  * --profile: runs every store under `node --cpu-prof` and prints where its CPU went.
  */
 import fs from 'node:fs';
@@ -27,8 +27,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 const profile = process.argv.includes('--profile');
 const plan = quick
-  ? { warmupSeconds: 2, ingestSeconds: 8, preloadEvents: 100_000, querySeconds: 5, quietWaitSeconds: 10 }
-  : { warmupSeconds: 5, ingestSeconds: 30, preloadEvents: 1_000_000, querySeconds: 15, quietWaitSeconds: 60 };
+  ? { warmupSeconds: 1, ingestSeconds: 6, preloadEvents: 100_000, preloadMaxSeconds: 45, querySeconds: 4, quietWaitSeconds: 3 }
+  : { warmupSeconds: 5, ingestSeconds: 30, preloadEvents: 1_000_000, preloadMaxSeconds: 3600, querySeconds: 15, quietWaitSeconds: 60 };
 const CONNECTIONS = 50;
 const workDir = path.join(here, '.data');
 
@@ -107,14 +107,14 @@ async function ingest(name, requests) {
   return { ...run, peakRssBytes, stored, stopMs: stopped.ms, diskBytes: duBytes(dataDir) };
 }
 
-/** Fills a fresh store with plan.preloadEvents small events at full speed. */
+/** Fills a fresh store with plan.preloadEvents small events at full speed (stops at plan.preloadMaxSeconds). */
 async function preload(requests) {
   const dataDir = path.join(workDir, 'store-preloaded');
   const store = await startStore('preload', dataDir);
   let stored = 0;
   const run = await measure(
     store,
-    { file: requests.file, mode: 'post', connections: CONNECTIONS, seconds: 3600 },
+    { file: requests.file, mode: 'post', connections: CONNECTIONS, seconds: plan.preloadMaxSeconds },
     async () => (stored = await store.eventCount()) >= plan.preloadEvents,
   );
   stored = await store.eventCount();
@@ -124,7 +124,7 @@ async function preload(requests) {
   return { ...run, peakRssBytes, stored, stopMs: stopped.ms, dataDir, diskBytes: duBytes(dataDir) };
 }
 
-/** Sanity check: the example query returns a full page whose events all match its filters. */
+/** Sanity check: the example query returns events that all match its filters; returns how many. */
 async function checkQuery(store, example) {
   const list = await store.getJson(example);
   const params = new URL(example, store.url).searchParams;
@@ -133,7 +133,7 @@ async function checkQuery(store, example) {
   const [key, value] = [parts[0], parts[parts.length - 1]];
   const matches = (stored) => (parts[1] === 'gt' ? Number(stored) > Number(value) : String(stored) === value);
   const ok = list.events.every((e) => (device === null || e.device_id === device) && matches(e.custom_metadata[key]));
-  if (!ok || list.count !== 100) throw new Error(`${example} returned ${list.count} events, matching: ${ok}`);
+  if (!ok || list.count === 0) throw new Error(`${example} returned ${list.count} events, matching: ${ok}`);
   return list.count;
 }
 
@@ -149,11 +149,11 @@ async function queries(dataDir, files) {
   const results = [];
   for (const { name, connections, target } of runs) {
     const { file, example } = files[name];
-    await checkQuery(store, example);
+    const pageSize = await checkQuery(store, example);
     await runWrk({ url: store.url, file, mode: 'get', connections, seconds: plan.warmupSeconds }).result;
     const run = await measure(store, { file, mode: 'get', connections, seconds: plan.querySeconds });
     log(`query ${example} x${connections}: p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ${run.rate.toFixed(0)}/s`);
-    results.push({ ...run, name, example, target });
+    results.push({ ...run, name, example, target, pageSize });
   }
   const { peakRssBytes } = store.usage();
   const stopped = await stopStore(store);

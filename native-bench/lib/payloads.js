@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from './store-process.js';
 
-export const DEVICES = 20;
-export const LINES = ['A', 'B', 'C', 'D'];
-export const BATCHES = 500;
+const DEVICES = 20;
+const LINES = ['A', 'B', 'C', 'D'];
+const BATCHES = 500;
 /** The image the image-ingest workload carries (test/fixtures, 640x427, 41,501 bytes). */
 export const IMAGE_FIXTURE = 'rocket.jpg';
 

@@ -94,8 +94,8 @@ export function renderResults(res) {
       + `(device_id among 20, line among 4, batch among 500, so \`device_id\`+\`line\` selects ~1/80 and \`batch\` ~1/500 `
       + `of the store). Store on disk: ${mib(preloaded.diskBytes)} (${int(preloaded.diskBytes / preloaded.stored)} bytes per event). `
       + `Graceful stop: ${int(preloaded.stopMs)} ms.`,
-    `- Queries: the store restarted on the preloaded DATA_DIR; each query rotates over its filter values; each returns a full `
-      + `page of 100 events (checked before the run). \`temperature_c:gt:35\` is not an index lookup (only \`eq\` is): it is `
+    `- Queries: the store restarted on the preloaded DATA_DIR; each query rotates over its filter values; the examples returned `
+      + `pages of ${queries.runs.map((r) => r.pageSize).join(', ')} events, all matching their filters (checked before each run). \`temperature_c:gt:35\` is not an index lookup (only \`eq\` is): it is `
       + `checked on the records of the device's index range. Peak RSS of the query store over all four runs: ${mib(queries.peakRssBytes)}.`,
     '',
   ];

@@ -34,7 +34,7 @@ export function childrenCpuSeconds() {
 }
 
 /** Peak resident set size (VmHWM) of process `pid`, in bytes. */
-export function peakRssBytes(pid) {
+function peakRssBytes(pid) {
   const match = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) * 1024 : NaN;
 }
@@ -43,7 +43,7 @@ export function peakRssBytes(pid) {
  * Settings of every store the bench starts. MAX_RECORDS is raised above the default 1,000,000
  * so the cleanup does not trim the preloaded store while it is being measured.
  */
-export const STORE_SETTINGS = { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '', MAX_RECORDS: '5000000' };
+const STORE_SETTINGS = { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '', MAX_RECORDS: '5000000' };
 
 function freePort() {
   return new Promise((resolve, reject) => {
