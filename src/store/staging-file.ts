@@ -48,7 +48,7 @@ export class StagingFile {
     this.stream = fs.createWriteStream(this.path, { flags: 'w', start: FRAME_HEADER_BYTES, highWaterMark: 1024 * 1024 });
     this.stream.on('error', (err) => {
       this.failure ??= err;
-      for (const wake of this.waiting.splice(0)) wake();
+      for (const wake of [...this.waiting]) wake();
     });
   }
 
@@ -88,8 +88,13 @@ export class StagingFile {
   drained(): Promise<void> {
     if (this.failure) return Promise.resolve();
     return new Promise((resolve) => {
-      this.waiting.push(resolve);
-      this.stream.once('drain', () => resolve());
+      const wake = () => {
+        this.stream.off('drain', wake);
+        this.waiting.splice(this.waiting.indexOf(wake) >>> 0, 1);
+        resolve();
+      };
+      this.waiting.push(wake);
+      this.stream.once('drain', wake);
     });
   }
 
