@@ -19,23 +19,27 @@ export function readJsonBody(ex: Exchange, limit: number): Promise<unknown> {
       reject(new AppError('record_too_large', `Record of ${ex.headers.contentLength} bytes exceeds the limit of ${limit} bytes`));
       return;
     }
+    // With Content-Length known, chunks are copied once, straight into the body's buffer;
+    // otherwise (chunked) they are kept and joined at the end.
+    const declared = ex.headers.contentLength;
+    const preallocated = declared !== undefined ? Buffer.allocUnsafe(declared) : undefined;
     const chunks: Buffer[] = [];
     let received = 0;
     let failed = false;
     ex.res.onData((chunk, isLast) => {
       if (failed) return;
-      received += chunk.byteLength;
-      if (received > limit) {
+      const view = Buffer.from(chunk);
+      if (received + view.length > (declared ?? limit)) {
         failed = true;
         reject(new AppError('record_too_large', `Record exceeds the limit of ${limit} bytes`));
         return;
       }
-      if (!isLast) {
-        chunks.push(Buffer.from(chunk.slice(0)));
-        return;
-      }
+      if (preallocated) view.copy(preallocated, received);
+      else if (!isLast) chunks.push(Buffer.from(view)); // uWS reuses the chunk's memory after this call
+      received += view.length;
+      if (!isLast) return;
       ex.bodyPending = false;
-      const body = chunks.length === 0 ? Buffer.from(chunk) : Buffer.concat([...chunks, Buffer.from(chunk)]);
+      const body = preallocated ? preallocated.subarray(0, received) : chunks.length === 0 ? view : Buffer.concat([...chunks, view]);
       if (body.length === 0) {
         resolve(undefined);
         return;
