@@ -28,10 +28,13 @@ export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel);
   const store = await EventStore.open(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
   const lifecycle = new Lifecycle(config, store, log);
+  // The worker loads while the server already answers: start-up time is the HTTP side's.
+  const workerReady = lifecycle.start();
+  workerReady.catch(() => undefined); // handled below; never an unhandled rejection meanwhile
   let server: RunningServer;
   try {
-    await lifecycle.start();
     server = await startServer(config, store, lifecycle, log);
+    await workerReady;
   } catch (err) {
     await lifecycle.stop();
     await store.close();
@@ -61,26 +64,35 @@ export async function serveUntilStopped(): Promise<void> {
     }
     throw err;
   }
-  let service: StoreService;
-  try {
-    service = await startService(config);
-  } catch (err) {
-    console.error(`edge-events: cannot start: ${(err as Error).message}`);
-    process.exit(1);
-  }
+  // Signals are caught from the start: one that arrives while the store starts (it answers
+  // before its worker is ready) stops it gracefully once started.
+  let service: StoreService | undefined;
+  let pendingSignal: string | undefined;
   let stopping = false;
   const stop = (signal: string) => {
+    if (!service) {
+      pendingSignal ??= signal;
+      return;
+    }
     if (stopping) return;
     stopping = true;
-    service.log.info({ signal }, 'stopping');
-    service.stop().then(
+    const running = service;
+    running.log.info({ signal }, 'stopping');
+    running.stop().then(
       () => process.exit(0),
       (err: unknown) => {
-        service.log.error({ err }, 'graceful stop failed');
+        running.log.error({ err }, 'graceful stop failed');
         process.exit(1);
       },
     );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  try {
+    service = await startService(config);
+  } catch (err) {
+    console.error(`edge-events: cannot start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  if (pendingSignal) stop(pendingSignal);
 }
