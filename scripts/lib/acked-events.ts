@@ -25,6 +25,7 @@ export interface Verification {
 export class AckedEvents {
   readonly events = new Map<string, AckedEvent>();
 
+  /** Records an acknowledged create. */
   add(event: AckedEvent): void {
     this.events.set(event.id, event);
   }

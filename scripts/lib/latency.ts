@@ -11,6 +11,7 @@ export function percentile(values: number[], p: number): number {
 export class LatencyWindow {
   private samples = new Map<string, number[]>();
 
+  /** Records one request of `kind` that took `ms`. */
   add(kind: string, ms: number): void {
     const list = this.samples.get(kind);
     if (list) list.push(ms);

@@ -1,13 +1,13 @@
 /** The store's own account of a harness run: its logged errors (pino level 50 and up), by message. */
 
 /** One kind of logged error: how often, and the first full log line. */
-export interface LoggedError {
+interface LoggedError {
   count: number;
   first: string;
 }
 
 /** The errors in a store's JSON-lines output, keyed by the innermost error message. */
-export function loggedErrors(output: string): Map<string, LoggedError> {
+function loggedErrors(output: string): Map<string, LoggedError> {
   const errors = new Map<string, LoggedError>();
   for (const line of output.split('\n')) {
     let entry: { level?: number; msg?: string; err?: { message?: string; cause?: { message?: string } } };
