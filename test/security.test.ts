@@ -6,6 +6,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { allRoutes } from '../src/http/server.js';
@@ -172,6 +173,40 @@ t.test('ids cannot reach outside DATA_DIR', async (t) => {
   t.same({ parent: listing(parent), data: listing(store.dataDir), blobs: listing(path.join(store.dataDir, 'blobs')) }, before, 'no file created or removed');
   t.same(listing(path.join(store.dataDir, 'staging')), []);
   t.equal((await getJson(`${store.url}/health`)).status, 200);
+});
+
+t.test('search proxy path segments cannot change the hosted path', async (t) => {
+  const seen: string[] = [];
+  const hosted = http.createServer((req, res) => {
+    seen.push(req.url ?? '');
+    req.resume();
+    res.setHeader('content-type', 'application/json');
+    res.end('{"results":[]}');
+  });
+  await new Promise<void>((resolve) => hosted.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => hosted.close());
+  const { port: hostedPort } = hosted.address() as { port: number };
+  const store = await startStore({ SEARCH_BASE_URL: `http://127.0.0.1:${hostedPort}/api`, SEARCH_API_KEY: 'hosted-key' });
+  t.teardown(store.stop);
+  const port = Number(new URL(store.url).port);
+  const tricks = ['..', '.', '%2e%2e', '.%2E', '%252e%252e', '..%2F..%2Fadmin', '%2F', 'a%3Fapi_key%3Dstolen', 'a%23frag', 'a%00b', '%ED%A0%80', 'acme'];
+  for (const trick of tricks) {
+    for (const [target, body, shape] of [
+      [`/${trick}/search/v1`, '{"query":"class:car"}', /^\/api\/[^/]+\/search\/v1\?api_key=hosted-key$/],
+      [`/acme/${trick}/search`, '{}', /^\/api\/acme\/[^/]+\/search\?api_key=hosted-key$/],
+      [`/${trick}/${trick}/search`, '{}', /^\/api\/[^/]+\/[^/]+\/search\?api_key=hosted-key$/],
+    ] as const) {
+      const before = seen.length;
+      const answer = await rawRequest(port, [`POST ${target} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`]);
+      const forwarded = seen.slice(before);
+      if (answer === 'closed' || answer.status >= 500) t.fail(`POST ${target} answered ${answer === 'closed' ? 'by closing' : answer.status}`);
+      for (const url of forwarded) {
+        const segments = url.split('?')[0].split('/').map((segment) => decodeURIComponent(segment));
+        if (!shape.test(url) || segments.some((segment) => segment === '.' || segment === '..')) t.fail(`POST ${target} forwarded to ${url}`);
+      }
+    }
+  }
+  t.ok(seen.length > 0, `${seen.length} searches forwarded, each to the route's own hosted path`);
 });
 
 t.test('request headers and bodies are bounded', async (t) => {
