@@ -217,15 +217,18 @@ t.test('request headers and bodies are bounded', async (t) => {
   const before = await counts(store);
 
   // uWS's own limits: a head of about 127 KiB or more is closed at once; one with more than 48
-  // header lines is never parsed, and uWS closes it at its idle timeout (about 10 s).
-  const [hugeHeader, hugeLine, manyHeaders] = await Promise.all([
+  // header lines, or a header value with a control character, is never parsed, and uWS closes
+  // it at its idle timeout (about 10 s).
+  const [hugeHeader, hugeLine, manyHeaders, controlCharacter] = await Promise.all([
     rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\nX-Big: ${'a'.repeat(1024 * 1024)}\r\n\r\n`]),
     rawRequest(port, [`GET /v2/events?device_id=${'d'.repeat(256 * 1024)} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\n\r\n`]),
     rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\n${Array.from({ length: 200 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`], { timeoutMs: 60_000 }),
+    rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\nRange: bytes=0-\u000e\r\n\r\n`], { timeoutMs: 60_000 }),
   ]);
   t.equal(hugeHeader, 'closed', 'a 1 MiB header: connection closed');
   t.equal(hugeLine, 'closed', 'a 256 KiB request line: connection closed');
   t.equal(manyHeaders, 'closed', '200 headers: never answered, connection closed');
+  t.equal(controlCharacter, 'closed', 'a control character in a header value: never answered, connection closed');
 
   const big = JSON.stringify(imageEvent({ custom_metadata: { pad: 'p'.repeat(70 * 1024) } }));
   const declared = await rawRequest(port, [`POST /v2/events HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n`, big]);

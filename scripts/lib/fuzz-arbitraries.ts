@@ -19,6 +19,15 @@ export function percentEncode(text: string): string {
   return out;
 }
 
+/**
+ * `text` without control characters (tab aside). uWebSockets.js never parses a head whose header
+ * values hold one: it answers nothing and closes the connection at its idle timeout (about
+ * 10 s; test/security.test.ts checks that), so such heads never reach the store's code.
+ */
+function headerSafe(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, '');
+}
+
 const TINY_JPEG = fixture('cat.jpg').toString('base64');
 const VIDEO_HEAD = fixture('cat-zoom.mp4').subarray(0, 8192);
 
@@ -134,7 +143,7 @@ export const rangeHeader: fc.Arbitrary<string> = fc.oneof(
   { weight: 4, arbitrary: fc.tuple(rangeNumber, rangeNumber).map(([a, b]) => `bytes=${a}-${b}`) },
   fc.array(fc.tuple(fc.nat(300_000), fc.nat(300_000)), { minLength: 2, maxLength: 4 }).map((rs) => `bytes=${rs.map(([a, b]) => `${a}-${b}`).join(',')}`),
   fc.tuple(fc.constantFrom('items', 'Bytes', 'bytes ', ''), rangeNumber).map(([unit, n]) => `${unit}=${n}-`),
-  nastyString.map((s) => s.replace(/[\r\n\u0000]/g, '')),
+  nastyString.map(headerSafe),
 );
 
 const headerValue = fc.oneof(nastyString.map((s) => s.replace(/[\r\n]/g, '')), fc.integer({ min: 1000, max: 100_000 }).map((n) => 'h'.repeat(n)));
@@ -172,7 +181,7 @@ export const multipartBody: fc.Arbitrary<MultipartCase> = fc.record({
   if (closing) chunks.push(Buffer.from(`--${boundary}--\r\n`));
   const whole = Buffer.concat(chunks);
   const body = cut === undefined ? whole : whole.subarray(0, Math.floor(cut * whole.length));
-  const onBoundary = declared ?? boundary;
+  const onBoundary = headerSafe(declared ?? boundary);
   const contentType = { form: `multipart/form-data; boundary=${onBoundary}`, none: 'multipart/form-data', mixed: `multipart/mixed; boundary=${onBoundary}`, quoted: `multipart/form-data; boundary="${onBoundary}"` }[typeForm];
   const files = parts.filter((p) => p.name === 'file' && p.filename !== undefined);
   const wellFormed = cut === undefined && closing && declared === undefined && typeForm !== 'none' && typeForm !== 'mixed';
