@@ -63,6 +63,8 @@ export interface CleanupHooks {
   onReclaimed: (segments: number[]) => void;
   /** Stops appending to an empty active segment and seals it, so it can be deleted. */
   retireSegment: (segment: number) => Promise<void>;
+  /** Copies a sparse segment's live blobs forward, so it can be deleted. */
+  compactSegment: (segment: number) => Promise<void>;
 }
 
 const pause = () => new Promise<void>((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
@@ -127,7 +129,7 @@ async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: Clea
     const tally = await deleteFiles(store, batch);
     total.files += tally.files;
     total.bytes += tally.bytes;
-    hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment));
+    hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment));
     await pause();
   }
   return total;
@@ -157,7 +159,7 @@ export async function runCleanup(
   const storageRecords = store.storageBytes() > limits.maxStorageBytes
     ? await deleteOldestRecordsUntil(store, limits.maxStorageBytes)
     : { records: 0, files: 0, bytes: 0 };
-  hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment));
+  hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment));
 
   const after = snapshot(store);
   const records = { retention: retention.records, overlimit: overlimit.records, storage: storageRecords.records };

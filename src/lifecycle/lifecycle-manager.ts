@@ -92,10 +92,11 @@ export class Lifecycle {
       else waiting?.reject(new AppError('store_failure', `Cleanup failed: ${message.message}`));
     } else if (message.type === 'reclaimed') {
       for (const segment of message.segments) void this.store.blobs.forget(segment);
-    } else if (message.type === 'retire-segment') {
-      const reply = () => this.current?.postMessage({ type: 'segment-retired', id: message.id } satisfies ToWorker);
-      this.store.retireSegment(message.segment).then(reply, (err: unknown) => {
-        this.log.error({ err, segment: message.segment }, 'retiring an empty segment failed');
+    } else if (message.type === 'retire-segment' || message.type === 'compact-segment') {
+      const reply = () => this.current?.postMessage({ type: 'segment-done', id: message.id } satisfies ToWorker);
+      const work = message.type === 'retire-segment' ? this.store.retireSegment(message.segment) : this.store.compactSegment(message.segment);
+      work.then(reply, (err: unknown) => {
+        this.log.error({ err, segment: message.segment }, `${message.type} failed`);
         reply();
       });
     } else if (message.type === 'ready') {

@@ -3,7 +3,7 @@ import type { CleanupResult } from './cleanup.js';
 
 export type ToWorker =
   | { type: 'cleanup'; id: number }
-  | { type: 'segment-retired'; id: number }
+  | { type: 'segment-done'; id: number }
   | { type: 'stop' };
 
 export type ToMain =
@@ -14,4 +14,6 @@ export type ToMain =
   | { type: 'reclaimed'; segments: number[] }
   /** The active segment holds no live blob: stop appending to it and seal it (EventStore.retireSegment). */
   | { type: 'retire-segment'; id: number; segment: number }
+  /** A segment's live share fell low: copy its live blobs forward (EventStore.compactSegment). */
+  | { type: 'compact-segment'; id: number; segment: number }
   | { type: 'stopped' };

@@ -32,15 +32,20 @@ function enqueue<T>(job: () => Promise<T>): Promise<T> {
   return result;
 }
 
-const retirements = new Map<number, () => void>();
-let nextRetirement = 1;
+const segmentJobs = new Map<number, () => void>();
+let nextSegmentJob = 1;
 
 const hooks: CleanupHooks = {
   onReclaimed: (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }),
   retireSegment: (segment) => new Promise<void>((resolve) => {
-    const id = nextRetirement++;
-    retirements.set(id, resolve);
+    const id = nextSegmentJob++;
+    segmentJobs.set(id, resolve);
     post({ type: 'retire-segment', id, segment });
+  }),
+  compactSegment: (segment) => new Promise<void>((resolve) => {
+    const id = nextSegmentJob++;
+    segmentJobs.set(id, resolve);
+    post({ type: 'compact-segment', id, segment });
   }),
 };
 
@@ -78,9 +83,9 @@ const uploading = config.cloudUploadUrl === undefined
   : runUploadLoop(store, config, { log: log.child({ task: 'cloud-upload' }), signal: uploads.signal });
 
 port.on('message', (message: ToWorker) => {
-  if (message.type === 'segment-retired') {
-    retirements.get(message.id)?.();
-    retirements.delete(message.id);
+  if (message.type === 'segment-done') {
+    segmentJobs.get(message.id)?.();
+    segmentJobs.delete(message.id);
   } else if (message.type === 'cleanup') {
     cleanup('MANUAL').then(
       (result) => post({ type: 'cleanup-done', id: message.id, result }),

@@ -12,6 +12,9 @@ import { addToCounters, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord } from './record-codec.js';
 import type { StoreView } from './store-view.js';
 
+/** Segments smaller than this (bytes) are not worth compacting. */
+const COMPACT_MIN_BYTES = 1024 * 1024;
+
 /** What a deletion removed. Bytes are blob data bytes. */
 export interface DeletionTally {
   records: number;
@@ -123,16 +126,24 @@ export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<D
  * HTTP thread appends to: when it is empty too, `retire` asks the HTTP thread to stop appending
  * to it and seal it first; without `retire` it is left alone.
  * @param retire asks the segment's writer to retire it (EventStore.retireSegment)
+ * @param compact asks the segment's writer to copy its live blobs forward (EventStore.compactSegment)
  * @returns the numbers of the segments deleted
  */
-export async function reclaimSegments(store: StoreView, retire?: (segment: number) => Promise<void>): Promise<number[]> {
+export async function reclaimSegments(
+  store: StoreView,
+  retire?: (segment: number) => Promise<void>,
+  compact?: (segment: number) => Promise<void>,
+): Promise<number[]> {
   const { dbs } = store;
   let newestUnsealed = 0;
-  const empty: number[] = [];
+  for (const { key, value } of dbs.segments.getRange()) if (!value.sealed) newestUnsealed = Math.max(newestUnsealed, key);
+  // Old segments whose live share fell below a quarter are compacted first (DESIGN.md, "Space").
   for (const { key, value } of dbs.segments.getRange()) {
-    if (!value.sealed) newestUnsealed = Math.max(newestUnsealed, key);
-    if (value.liveBlobs <= 0) empty.push(key);
+    const sparse = value.liveBlobs > 0 && value.committed >= COMPACT_MIN_BYTES && value.liveBytes * 4 < value.committed;
+    if (compact && sparse && key !== newestUnsealed) await compact(key);
   }
+  const empty: number[] = [];
+  for (const { key, value } of dbs.segments.getRange()) if (value.liveBlobs <= 0) empty.push(key);
   if (retire && empty.includes(newestUnsealed)) await retire(newestUnsealed);
   const doomed = empty.filter((segment) => segment !== newestUnsealed || dbs.segments.get(segment)?.sealed);
   if (doomed.length === 0) return [];
