@@ -128,7 +128,7 @@ function summary(fatal: string | undefined): number {
   console.log('\ncrash-loop summary');
   console.log(`  seed                   ${seed}`);
   console.log(`  cycles (SIGKILLs)      ${totals.cycles} over ${totals.stores} data directories`);
-  console.log(`  events acknowledged    ${totals.acked} (+${totals.unknown} unanswered at the kill, ${totals.unknownKept} of them found stored; ${totals.refused} refused)`);
+  console.log(`  events acknowledged    ${totals.acked} (+${totals.unknown} cut off by the kill, ${totals.unknownKept} of them found stored; ${totals.refused} refused or sent after the kill)`);
   console.log(`  files acknowledged     ${totals.files} (images and uploads); finalizes acknowledged ${totals.finalized}`);
   console.log(`  verified               ${totals.eventsVerified} event reads, ${totals.filesVerified} file downloads`);
   if (recordCap !== undefined) console.log(`  deleted by cleanup     ${totals.deletedByCleanup} events, oldest first (MAX_RECORDS=${recordCap})`);

@@ -152,15 +152,18 @@ export class CrashWriters {
   }
 
   /**
-   * Sends a request and classifies its outcome: a 2xx is acked, any other status refused (nothing
-   * may be kept), no answer unknown. A status outside `expected` is also recorded as unexpected.
+   * Sends a request and classifies its outcome: a 2xx is acked, any other status or a refused
+   * connection refused (nothing may be kept), no answer unknown. A status outside `expected` is
+   * also recorded as unexpected.
    */
   private async send(request: string, expected: number[], call: () => Promise<Answer>): Promise<Outcome> {
     let answer: Answer;
     try {
       answer = await call();
-    } catch {
-      return 'unknown'; // no answer: the store died under the request
+    } catch (err) {
+      // Refused connection: the request never reached the store, so nothing of it may be kept.
+      // Any other failure: the store died under the request, which may or may not have landed.
+      return (err as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED' ? 'refused' : 'unknown';
     }
     if (!expected.includes(answer.status)) {
       this.unexpected.push({ request, status: answer.status, body: answer.bytes.toString('utf8', 0, 300) });
