@@ -137,7 +137,7 @@ export async function auditStore(client: StoreClient, ledger: Ledger, dataDir: s
     const got = byToken.get(sent.token);
     if (!got) {
       if (options.recordCap !== undefined && sent.createdAt !== undefined && oldestListed !== undefined && sent.createdAt < oldestListed) {
-        ledger.events.delete(sent.token);
+        ledger.forget(sent);
         findings.deletedByCleanup++;
       } else if (sent.outcome === 'acked' || sent.seen) {
         findings.lostEvents.push(`event ${sent.id ?? sent.token}: not listed`);

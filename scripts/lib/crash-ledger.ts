@@ -57,6 +57,7 @@ export interface SentEvent {
 /** Every write of one store's life (one DATA_DIR). */
 export class Ledger {
   readonly events = new Map<string, SentEvent>();
+  private readonly forgotten: SentEvent[] = [];
   private nextToken = 0;
 
   /** A token never used in this run. */
@@ -69,10 +70,19 @@ export class Ledger {
     this.events.set(event.token, event);
   }
 
-  /** Counts over the ledger, for the summary. */
+  /**
+   * Forgets an event cleanup deleted (the oldest first, with a record cap); it still counts in
+   * `tally`.
+   */
+  forget(event: SentEvent): void {
+    this.events.delete(event.token);
+    this.forgotten.push(event);
+  }
+
+  /** Counts over every event sent, forgotten ones included, for the summary. */
   tally() {
     let acked = 0, unknown = 0, unknownKept = 0, refused = 0, files = 0, finalized = 0;
-    for (const event of this.events.values()) {
+    for (const event of [...this.events.values(), ...this.forgotten]) {
       if (event.outcome === 'acked') acked++;
       else if (event.outcome === 'refused') refused++;
       else {
