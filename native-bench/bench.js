@@ -1,74 +1,91 @@
 #!/usr/bin/env node
 /**
- * The edge-event-store bench: starts the store from ../dist itself (fresh DATA_DIR under
- * .data/, LOG_LEVEL=warn), drives it with wrk, and writes RESULTS.md.
+ * The side-by-side bench (issue 6): starts edge-event-store and each peer (lib/systems.js,
+ * peers/README.md) in turn on the same port with a fresh data directory, drives them with the
+ * same wrk scripts at fixed connection counts, measures the machine's own ceilings in the same
+ * run, and writes RESULTS.md.
  *
- *   node bench.js [--quick] [--profile]
+ *   node bench.js [--quick] [--profile] [--systems=edge-event-store,fastify-sqlite]
  *
- * Workloads (each on its own store process, so CPU seconds and peak RSS are its own):
- *   1. durable-acked ingest of small events (~0.85 KB JSON, no image), 50 connections
+ * Workloads, for every system:
+ *   1. ingest of small events (~0.9 KB JSON, no image), 50 connections, durable before the 201
  *   2. ingest of events carrying one JPEG (rocket.jpg, 41,501 bytes), 50 connections
- *   3. preload of 1,000,000 small events (100,000 with --quick) at full speed
- *   4. list queries with metadata filters over the preloaded store (restarted on it)
- * --quick: shorter runs and a preload of 100k events or 45 s (under 2 minutes); writes RESULTS.quick.md.
- * --profile: runs every store under `node --cpu-prof` and prints where its CPU went.
+ *   3. filtered lists over 1,000,000 stored events (edge-event-store preloads through its API;
+ *      the peers are bulk-loaded by peers/bulk-load.js), 1 and 10 connections
+ *   4. start-up to a 200 from /health with those 1,000,000 events stored
+ *   5. Range requests of 1 MiB at seeded offsets into a 100 MB video, 10 connections
+ * and for edge-event-store only: a 1 GiB streamed upload and 20 concurrent 50 MB uploads
+ * (uploads.js). Ceilings: lib/ceilings.js and the disk probe of lib/machine.js.
+ * --quick: shorter runs, a 20,000-event list store, no waiting for a quiet machine (under
+ * 2 minutes); writes RESULTS.quick.md. --profile: edge-event-store runs under `node --cpu-prof`
+ * and the top of each profile is printed. --systems=a,b: only those systems (edge-event-store
+ * first; at least one peer), for working on one of them.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cpuCeiling, httpCeiling } from './lib/ceilings.js';
 import { machineBusySeconds, machineDetails, waitForQuiet } from './lib/machine.js';
-import { IMAGE_FIXTURE, writeImageEvents, writeQueries, writeSmallEvents } from './lib/payloads.js';
+import { IMAGE_FIXTURE, writeImageEvents, writeQueries, writeRangeRequests, writeSmallEvents } from './lib/payloads.js';
 import { renderResults } from './lib/report.js';
-import { repoRoot, StoreProcess } from './lib/store-process.js';
+import { repoRoot, ServerProcess } from './lib/store-process.js';
+import { SYSTEMS } from './lib/systems.js';
 import { runWrk } from './lib/wrk.js';
+import { bulkLoad } from './peers/bulk-load.js';
 import { summariseProfile } from './profile-summary.js';
+import { runUploadBench, writeVideoFile } from './uploads.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 const profile = process.argv.includes('--profile');
 const plan = quick
-  ? { warmupSeconds: 1, ingestSeconds: 6, preloadEvents: 100_000, preloadMaxSeconds: 45, querySeconds: 4, quietWaitSeconds: 3 }
-  : { warmupSeconds: 5, ingestSeconds: 30, preloadEvents: 1_000_000, preloadMaxSeconds: 3600, querySeconds: 15, quietWaitSeconds: 60 };
-const CONNECTIONS = 50;
+  ? { warmupSeconds: 1, ingestSeconds: 5, listEvents: 20_000, listSeconds: 2, rangeSeconds: 2, ceilingSeconds: 3, quietWaitSeconds: 0, starts: 1, listRuns: 2 }
+  : { warmupSeconds: 5, ingestSeconds: 30, listEvents: 1_000_000, listSeconds: 15, rangeSeconds: 15, ceilingSeconds: 15, quietWaitSeconds: 60, starts: 3, listRuns: 3 };
+const only = process.argv.find((arg) => arg.startsWith('--systems='))?.slice('--systems='.length).split(',');
+const systemsToRun = SYSTEMS.filter((s) => !only || only.includes(s.name));
+const PORT = Number(process.env.BENCH_PORT ?? 18001);
+const INGEST_CONNECTIONS = 50;
+const RANGE_CONNECTIONS = 10;
+const VIDEO_BYTES = 100_000_000;
 const workDir = path.join(here, '.data');
 
 const log = (message) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
 /**
- * Starts a store, once the machine is quiet (other work on the box skews the figures);
- * under --profile its CPU profile goes to .data/profiles/<name>.
+ * Starts `system` on PORT over `dataDir` once the machine is quiet (other work skews every
+ * figure); edge-event-store under --profile writes its CPU profile to .data/profiles/<label>.
  */
-async function startStore(name, dataDir) {
-  if (!(await waitForQuiet({ timeoutSeconds: plan.quietWaitSeconds }))) log(`${name}: the machine stayed busy with other work; measuring anyway`);
-  const profileDir = profile ? path.join(workDir, 'profiles', name) : undefined;
-  const store = await StoreProcess.start(dataDir, { profileDir });
-  log(`${name}: store pid ${store.pid} at ${store.url}`);
-  return Object.assign(store, { profileDir });
+async function start(system, dataDir, label) {
+  if (plan.quietWaitSeconds > 0 && !(await waitForQuiet({ timeoutSeconds: plan.quietWaitSeconds }))) {
+    log(`${system.name} ${label}: the machine stayed busy with other work; measuring anyway`);
+  }
+  const profileDir = profile && system.preload === 'http' ? path.join(workDir, 'profiles', label) : undefined;
+  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const running = await ServerProcess.start(system.server, dataDir, { port: PORT, nodeArgs });
+  return Object.assign(running, { profileDir });
 }
 
-/** Stops a store gracefully and, under --profile, prints the top of its CPU profile. */
-async function stopStore(store) {
-  const stopped = await store.stop();
-  if (stopped.code !== 0) throw new Error(`store did not stop gracefully: ${JSON.stringify(stopped)}\n${store.output}`);
-  if (store.profileDir) {
-    for (const file of fs.readdirSync(store.profileDir).filter((f) => f.endsWith('.cpuprofile'))) {
-      const { totalMs, rows } = summariseProfile(path.join(store.profileDir, file));
-      log(`profile ${file} (self time, ${(totalMs / 1000).toFixed(1)} s sampled):`);
-      for (const r of rows.slice(0, 15)) console.log(`    ${((100 * r.selfMs) / totalMs).toFixed(1).padStart(5)}%  ${r.name}`);
-    }
+/** Stops a server gracefully and, under --profile, prints the top of its CPU profile. */
+async function stop(running) {
+  const stopped = await running.stop();
+  if (stopped.code !== 0) throw new Error(`server did not stop gracefully: ${JSON.stringify(stopped)}\n${running.output}`);
+  for (const file of running.profileDir ? fs.readdirSync(running.profileDir).filter((f) => f.endsWith('.cpuprofile')) : []) {
+    const { totalMs, rows } = summariseProfile(path.join(running.profileDir, file));
+    log(`profile ${file} (self time, ${(totalMs / 1000).toFixed(1)} s sampled):`);
+    for (const r of rows.slice(0, 15)) console.log(`    ${((100 * r.selfMs) / totalMs).toFixed(1).padStart(5)}%  ${r.name}`);
   }
   return stopped;
 }
 
 /**
- * One measured wrk run against `store`: the wrk figures plus the server's CPU seconds, the wrk
- * process's and everything else's on the machine over the run.
+ * One measured wrk run: the wrk figures plus the server's CPU seconds, and what the rest of the
+ * machine used over the run.
  * @param {() => boolean | Promise<boolean>} [until] polled every 250 ms; the run stops when true
  */
-async function measure(store, load, until) {
-  const before = store.usage();
+async function measure(running, load, until) {
+  const before = running.usage();
   const busy0 = machineBusySeconds();
-  const run = runWrk({ url: store.url, ...load });
+  const run = runWrk({ url: running.url, ...load });
   let polling = Boolean(until);
   const poller = polling && (async () => {
     while (polling) {
@@ -78,7 +95,7 @@ async function measure(store, load, until) {
   })().finally(run.stop);
   const wrk = await run.result.finally(() => (polling = false));
   await poller;
-  const after = store.usage();
+  const after = running.usage();
   const serverCpuSeconds = after.cpuSeconds - before.cpuSeconds;
   const otherCpuSeconds = Math.max(0, machineBusySeconds() - busy0 - serverCpuSeconds - wrk.wrkCpuSeconds);
   if (wrk.errors > 0) throw new Error(`${wrk.errors} requests failed (socket errors, timeouts or HTTP >= 400)`);
@@ -92,72 +109,121 @@ async function measure(store, load, until) {
   };
 }
 
-/** Ingest at 50 connections for plan.ingestSeconds on a fresh store; checks every ack is stored. */
-async function ingest(name, requests) {
-  const dataDir = path.join(workDir, `store-${name}`);
-  const store = await startStore(name, dataDir);
-  const load = { file: requests.file, mode: 'post', connections: CONNECTIONS };
-  const warm = await runWrk({ url: store.url, ...load, seconds: plan.warmupSeconds }).result;
-  const run = await measure(store, { ...load, seconds: plan.ingestSeconds });
-  const stored = await store.eventCount();
-  if (stored < warm.requests + run.requests) throw new Error(`${name}: ${warm.requests + run.requests} acknowledged, ${stored} stored`);
-  const { peakRssBytes } = store.usage();
-  const stopped = await stopStore(store);
-  log(`${name}: ${run.rate.toFixed(0)} events/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms`);
-  return { ...run, peakRssBytes, stored, stopMs: stopped.ms, diskBytes: duBytes(dataDir) };
+/** Ingest at 50 connections on a fresh data directory; checks that every ack is stored. */
+async function ingest(system, kind, requests) {
+  const dataDir = path.join(workDir, `${system.name}-${kind}`);
+  const running = await start(system, dataDir, `${system.name}-${kind}`);
+  const load = { file: requests.file, mode: 'post', connections: INGEST_CONNECTIONS };
+  const warm = await runWrk({ url: running.url, ...load, seconds: plan.warmupSeconds }).result;
+  const run = await measure(running, { ...load, seconds: plan.ingestSeconds });
+  const stored = await running.eventCount();
+  if (stored < warm.requests + run.requests) throw new Error(`${system.name} ${kind}: ${warm.requests + run.requests} acknowledged, ${stored} stored`);
+  const { peakRssBytes } = running.usage();
+  await stop(running);
+  const diskBytes = duBytes(dataDir);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  log(`${system.name} ${kind} ingest: ${run.rate.toFixed(0)} events/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms`);
+  return { ...run, peakRssBytes, stored, diskBytes };
 }
 
-/** Fills a fresh store with plan.preloadEvents small events at full speed (stops at plan.preloadMaxSeconds). */
-async function preload(requests) {
-  const dataDir = path.join(workDir, 'store-preloaded');
-  const store = await startStore('preload', dataDir);
+/**
+ * The list store of edge-event-store: plan.listEvents small events through POST /v2/events at
+ * full speed, on the bench's own data directory.
+ */
+async function preloadThroughApi(system, dataDir, requests) {
+  const running = await start(system, dataDir, `${system.name}-preload`);
   let stored = 0;
   const run = await measure(
-    store,
-    { file: requests.file, mode: 'post', connections: CONNECTIONS, seconds: plan.preloadMaxSeconds },
-    async () => (stored = await store.eventCount()) >= plan.preloadEvents,
+    running,
+    { file: requests.file, mode: 'post', connections: INGEST_CONNECTIONS, seconds: 3600 },
+    async () => (stored = await running.eventCount()) >= plan.listEvents,
   );
-  stored = await store.eventCount();
-  const { peakRssBytes } = store.usage();
-  const stopped = await stopStore(store);
-  log(`preload: ${stored} events at ${run.rate.toFixed(0)} events/s`);
-  return { ...run, peakRssBytes, stored, stopMs: stopped.ms, dataDir, diskBytes: duBytes(dataDir) };
+  stored = await running.eventCount();
+  await stop(running);
+  log(`${system.name}: preloaded ${stored} events through its API at ${run.rate.toFixed(0)} events/s`);
+  return { how: 'POST /v2/events, 50 connections', stored, seconds: run.seconds, rate: run.rate };
+}
+
+/** The peers' list store: bulk-loaded once, copied for each peer. */
+let peerTemplate;
+function preloadPeer(dataDir) {
+  if (!peerTemplate) {
+    const templateDir = path.join(workDir, 'peer-template');
+    const loaded = bulkLoad(templateDir, plan.listEvents);
+    log(`peers: bulk-loaded ${loaded.count} events in ${loaded.seconds.toFixed(1)} s`);
+    peerTemplate = { dir: templateDir, ...loaded };
+  }
+  fs.cpSync(peerTemplate.dir, dataDir, { recursive: true });
+  return { how: 'peers/bulk-load.js (10,000-row transactions)', stored: peerTemplate.count, seconds: peerTemplate.seconds, rate: peerTemplate.count / peerTemplate.seconds };
 }
 
 /** Sanity check: the example query returns events that all match its filters; returns how many. */
-async function checkQuery(store, example) {
-  const list = await store.getJson(example);
-  const params = new URL(example, store.url).searchParams;
+async function checkQuery(running, example) {
+  const list = await running.getJson(example);
+  const params = new URL(example, running.url).searchParams;
   const device = params.get('device_id');
-  const parts = params.get('metadata_filter').split(':'); // key:value or key:op:value
-  const [key, value] = [parts[0], parts[parts.length - 1]];
-  const matches = (stored) => (parts[1] === 'gt' ? Number(stored) > Number(value) : String(stored) === value);
-  const ok = list.events.every((e) => (device === null || e.device_id === device) && matches(e.custom_metadata[key]));
+  const [key, value] = params.get('metadata_filter').split(':');
+  const ok = list.events.every((e) => (device === null || e.device_id === device) && String(e.custom_metadata[key]) === value);
   if (!ok || list.count === 0) throw new Error(`${example} returned ${list.count} events, matching: ${ok}`);
   return list.count;
 }
 
-/** List queries over the preloaded store: each filter at 1 connection, the first also at 10. */
-async function queries(dataDir, files) {
-  const store = await startStore('queries', dataDir);
+/**
+ * Filtered lists and start-up over the list store: the first start is timed, the queries run,
+ * then the system is restarted plan.starts - 1 more times; start-up is the median.
+ */
+async function listsAndStartup(system, requests, queryFiles) {
+  const dataDir = path.join(workDir, `${system.name}-list`);
+  const preload = system.preload === 'http' ? await preloadThroughApi(system, dataDir, requests) : preloadPeer(dataDir);
+  const running = await start(system, dataDir, `${system.name}-list`);
+  const startMs = [running.startMs];
+  const stored = await running.eventCount();
   const runs = [
-    { name: 'deviceAndLine', connections: 1, target: true },
-    { name: 'batchOnly', connections: 1, target: true },
-    { name: 'deviceAndRange', connections: 1, target: false },
-    { name: 'deviceAndLine', connections: 10, target: false },
-  ];
+    { name: 'deviceAndLine', connections: 1 },
+    { name: 'batchOnly', connections: 1 },
+    { name: 'deviceAndLine', connections: 10 },
+  ].slice(0, plan.listRuns);
   const results = [];
-  for (const { name, connections, target } of runs) {
-    const { file, example } = files[name];
-    const pageSize = await checkQuery(store, example);
-    await runWrk({ url: store.url, file, mode: 'get', connections, seconds: plan.warmupSeconds }).result;
-    const run = await measure(store, { file, mode: 'get', connections, seconds: plan.querySeconds });
-    log(`query ${example} x${connections}: p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ${run.rate.toFixed(0)}/s`);
-    results.push({ ...run, name, example, target, pageSize });
+  for (const { name, connections } of runs) {
+    const { file, example } = queryFiles[name];
+    const pageSize = await checkQuery(running, example);
+    await runWrk({ url: running.url, file, mode: 'get', connections, seconds: plan.warmupSeconds }).result;
+    const run = await measure(running, { file, mode: 'get', connections, seconds: plan.listSeconds });
+    log(`${system.name} list ${name} x${connections}: ${run.rate.toFixed(0)}/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms`);
+    results.push({ ...run, name, example, pageSize });
   }
-  const { peakRssBytes } = store.usage();
-  const stopped = await stopStore(store);
-  return { runs: results, peakRssBytes, stopMs: stopped.ms };
+  const { peakRssBytes } = running.usage();
+  await stop(running);
+  for (let i = 1; i < plan.starts; i++) {
+    const again = await start(system, dataDir, `${system.name}-restart-${i}`);
+    startMs.push(again.startMs);
+    await stop(again);
+  }
+  const diskBytes = duBytes(dataDir);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  startMs.sort((a, b) => a - b);
+  log(`${system.name}: start-up with ${stored} events stored ${startMs.map((ms) => ms.toFixed(0)).join(', ')} ms`);
+  return { preload, stored, runs: results, peakRssBytes, diskBytes, startMs: startMs[Math.floor(startMs.length / 2)], starts: startMs.length };
+}
+
+/** Range requests into the 100 MB video, on a fresh data directory. */
+async function rangeDownload(system, videoFile) {
+  const dataDir = path.join(workDir, `${system.name}-range`);
+  const running = await start(system, dataDir, `${system.name}-range`);
+  const route = await system.placeVideo(running, videoFile);
+  const requests = writeRangeRequests(path.join(workDir, 'requests'), system.name, route, VIDEO_BYTES);
+  const load = { file: requests.file, mode: 'range', connections: RANGE_CONNECTIONS };
+  const check = await fetch(`${running.url}${route}`, { headers: { Range: 'bytes=1000-1999' } });
+  const expected = fs.readFileSync(videoFile).subarray(1000, 2000);
+  if (check.status !== 206 || !Buffer.from(await check.arrayBuffer()).equals(expected)) throw new Error(`${system.name}: ${route} did not answer the right 206`);
+  await runWrk({ url: running.url, ...load, seconds: plan.warmupSeconds }).result;
+  const run = await measure(running, { ...load, seconds: plan.rangeSeconds });
+  const { peakRssBytes } = running.usage();
+  await stop(running);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  const mbPerSecond = run.bytes / 1e6 / run.seconds;
+  log(`${system.name} range: ${run.rate.toFixed(0)} requests/s, ${mbPerSecond.toFixed(0)} MB/s, p99 ${run.p99Ms.toFixed(2)} ms`);
+  return { ...run, mbPerSecond, peakRssBytes, rangeBytes: requests.rangeBytes };
 }
 
 function duBytes(dir) {
@@ -171,24 +237,42 @@ function duBytes(dir) {
 async function main() {
   const started = Date.now();
   fs.rmSync(workDir, { recursive: true, force: true });
-  fs.mkdirSync(path.join(workDir, 'requests'), { recursive: true });
+  const requestsDir = path.join(workDir, 'requests');
+  fs.mkdirSync(requestsDir, { recursive: true });
   const machine = machineDetails(workDir, repoRoot);
   log(`${quick ? 'quick' : 'full'} run on ${machine.cpu}, ${machine.cores} cores; store: ${machine.store}`);
 
-  const requestsDir = path.join(workDir, 'requests');
   const small = writeSmallEvents(requestsDir);
   const images = writeImageEvents(requestsDir);
   const queryFiles = writeQueries(requestsDir);
+  const videoFile = path.join(workDir, 'video-100mb.mp4');
+  writeVideoFile(videoFile, VIDEO_BYTES);
 
-  const smallIngest = await ingest('small', small);
-  const imageIngest = await ingest('image', images);
-  fs.rmSync(path.join(workDir, 'store-image'), { recursive: true, force: true }); // gigabytes of JPEGs
-  const preloaded = await preload(small);
-  const queryResults = await queries(preloaded.dataDir, queryFiles);
+  const ceilings = {
+    http: await httpCeiling({ requestsFile: small.file, connections: INGEST_CONNECTIONS, seconds: plan.ceilingSeconds, warmupSeconds: plan.warmupSeconds, port: PORT, dataDir: path.join(workDir, 'ceiling') }),
+    cpu: cpuCeiling(images.file, plan.ceilingSeconds),
+    diskMBs: machine.diskCeilingMBs,
+  };
+  log(`ceilings: HTTP ${ceilings.http.rate.toFixed(0)} POST/s, CPU ${ceilings.cpu.eventsPerSecond.toFixed(0)} image events/s, disk ${ceilings.diskMBs.toFixed(0)} MB/s`);
+
+  const systems = [];
+  for (const system of systemsToRun) {
+    log(`${system.name}: ${system.stack}`);
+    systems.push({
+      name: system.name,
+      stack: system.stack,
+      small: await ingest(system, 'small', small),
+      image: await ingest(system, 'image', images),
+      list: await listsAndStartup(system, small, queryFiles),
+      range: await rangeDownload(system, videoFile),
+    });
+  }
+  const uploads = await runUploadBench({ quick, dataRoot: workDir });
+  log(`edge-event-store uploads: ${uploads.map((u) => `${u.name} ${u.mbPerSecond.toFixed(0)} MB/s`).join(', ')}`);
 
   const results = {
-    quick, plan, machine, connections: CONNECTIONS, imageFixture: IMAGE_FIXTURE,
-    payloads: { small, images }, smallIngest, imageIngest, preloaded, queries: queryResults,
+    quick, plan, machine, ceilings, systems, uploads, imageFixture: IMAGE_FIXTURE, payloads: { small, images },
+    connections: { ingest: INGEST_CONNECTIONS, range: RANGE_CONNECTIONS }, videoBytes: VIDEO_BYTES, port: PORT,
     minutes: (Date.now() - started) / 60000,
   };
   const out = path.join(here, quick ? 'RESULTS.quick.md' : 'RESULTS.md');
@@ -197,7 +281,7 @@ async function main() {
   log(`wrote ${out} in ${results.minutes.toFixed(1)} min`);
 }
 
-// Exit (and so kill the stores and wrk, see StoreProcess and runWrk) when interrupted.
+// Exit (and so kill the servers and wrk, see ServerProcess and runWrk) when interrupted.
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
 
 main().catch((err) => {

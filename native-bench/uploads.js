@@ -48,6 +48,19 @@ export async function createDraft(store) {
 }
 
 /**
+ * Writes the same bytes `upload` sends as a file of its own (the video the Range workload
+ * downloads from every system).
+ */
+export function writeVideoFile(file, bytes) {
+  const fd = fs.openSync(file, 'w');
+  fs.writeSync(fd, VIDEO_HEAD);
+  for (let written = VIDEO_HEAD.length; written < bytes; written += CHUNK.length) {
+    fs.writeSync(fd, CHUNK, 0, Math.min(CHUNK.length, bytes - written));
+  }
+  fs.closeSync(fd);
+}
+
+/**
  * Streams one multipart upload of `bytes` file bytes (a real MP4 head, then filler) to draft
  * `eventId`, writing as fast as the socket takes it.
  * @returns the attach response

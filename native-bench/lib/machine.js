@@ -64,11 +64,13 @@ function storeBuild(repoDir) {
 
 /**
  * CPU model, cores, RAM, kernel, Node and wrk versions, the disk under `dataDir` (device,
- * filesystem, size, fdatasync latency) and the build of the store in `repoDir`.
+ * filesystem, size, fdatasync latency, and `diskCeilingMBs`: MB/s of sequential 4 MiB writes
+ * each followed by fdatasync, the disk ceiling) and the build of the store in `repoDir`.
  */
 export function machineDetails(dataDir, repoDir) {
   const [device = '?', fsType = '?', size = '?', avail = '?'] = run('df', ['-h', '--output=source,fstype,size,avail', dataDir]).split('\n')[1]?.trim().split(/\s+/) ?? [];
   const sync = fdatasyncMs(dataDir);
+  const diskCeilingMBs = syncedWriteMBs(dataDir);
   return {
     cpu: cpuDescription(),
     cores: os.availableParallelism(),
@@ -79,7 +81,9 @@ export function machineDetails(dataDir, repoDir) {
     wrk: run('sh', ['-c', 'wrk --version 2>&1 | head -1']).split(' [')[0],
     disk: `${device} (${fsType}, ${size}, ${avail} free)`,
     fdatasync: `p50 ${sync.p50.toFixed(2)} ms, p99 ${sync.p99.toFixed(2)} ms (4 KiB write + fdatasync)`,
-    syncedWrite: `${syncedWriteMBs(dataDir).toFixed(0)} MB/s (4 MiB writes, fdatasync after each)`,
+    syncedWrite: `${diskCeilingMBs.toFixed(0)} MB/s (4 MiB writes, fdatasync after each)`,
+    diskCeilingMBs,
+    fdatasyncP50Ms: sync.p50,
     store: storeBuild(repoDir),
   };
 }

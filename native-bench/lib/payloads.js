@@ -14,7 +14,7 @@ const BATCHES = 500;
 /** The image the image-ingest workload carries (test/fixtures, 640x427, 41,501 bytes). */
 export const IMAGE_FIXTURE = 'rocket.jpg';
 
-function seeded(seed) {
+export function seeded(seed) {
   return () => {
     seed = (seed + 0x6d2b79f5) | 0;
     let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
@@ -23,7 +23,7 @@ function seeded(seed) {
   };
 }
 
-function smallEvent(random, i) {
+export function smallEvent(random, i) {
   const int = (n) => Math.floor(random() * n);
   const box = (cls) => ({
     class: cls,
@@ -108,4 +108,19 @@ export function writeQueries(dir) {
     const { file, count } = writeLines(path.join(dir, `query-${name}.txt`), paths);
     return [name, { file, count, example: paths[Math.min(paths.length - 1, 26)] }];
   }));
+}
+
+/**
+ * Writes Range requests of 1 MiB at seeded offsets into a file of `fileBytes` at `route`, one
+ * `path<TAB>bytes=a-b` line each (requests.lua's range mode).
+ * @returns {{ file: string, count: number, rangeBytes: number }}
+ */
+export function writeRangeRequests(dir, name, route, fileBytes, count = 200) {
+  const random = seeded(3);
+  const rangeBytes = 1024 * 1024;
+  const lines = Array.from({ length: count }, () => {
+    const first = Math.floor(random() * (fileBytes - rangeBytes));
+    return `${route}\tbytes=${first}-${first + rangeBytes - 1}`;
+  });
+  return { ...writeLines(path.join(dir, `range-${name}.txt`), lines), rangeBytes };
 }

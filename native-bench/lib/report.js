@@ -1,49 +1,155 @@
-/** Renders the bench's measured figures as RESULTS.md. */
+/** Renders the side-by-side bench's figures (bench.js `main`) as RESULTS.md. */
 
 const int = (n) => Math.round(n).toLocaleString('en-US');
 const ms = (n) => `${n.toFixed(2)} ms`;
 const mib = (bytes) => `${(bytes / 1024 ** 2).toFixed(0)} MiB`;
+const pct = (share) => `${(100 * share).toFixed(0)}%`;
+const times = (ratio) => `${ratio.toFixed(2)}x`;
 const verdict = (met) => (met ? '**met**' : '**missed**');
 
-function workloadRow(name, r) {
-  const cores = r.serverCpuSeconds / r.seconds;
-  const perRequestUs = (1e6 * r.serverCpuSeconds) / r.requests;
-  return `| ${name} | ${r.connections} | ${int(r.requests)} | ${r.seconds.toFixed(1)} | ${int(r.rate)} | ${ms(r.p50Ms)} | `
-    + `${ms(r.p90Ms)} | ${ms(r.p99Ms)} | ${ms(r.p999Ms)} | ${ms(r.maxMs)} | ${r.serverCpuSeconds.toFixed(1)} (${cores.toFixed(2)} cores) | `
-    + `${r.mainThreadCpuSeconds.toFixed(1)} | ${int(perRequestUs)} µs | ${int(r.writtenBytes / r.requests)} B | ${r.peakRssBytes === undefined ? '' : mib(r.peakRssBytes)} | ${r.wrkCpuSeconds.toFixed(1)} | `
-    + `${r.otherCpuSeconds.toFixed(1)} (${(r.otherCpuSeconds / r.seconds).toFixed(2)} cores) |`;
+/**
+ * The workloads every system ran: a label, how to read the figure off a system's results, and
+ * whether more is better (rates) or less (start-up time).
+ */
+function workloads(res) {
+  const [first] = res.systems;
+  const listRun = (i) => (s) => s.list.runs[i];
+  const lists = first.list.runs.map((run, i) => ({
+    label: `Filtered list \`${run.example.replace('/v2/events?', '')}\` over ${int(first.list.stored)} events, ${run.connections} conn.`,
+    unit: 'queries/s',
+    value: (s) => listRun(i)(s).rate,
+    run: listRun(i),
+    higherIsBetter: true,
+    key: i === 0 ? 'list' : undefined,
+  }));
+  return [
+    { label: `Ingest, small events (~${int(res.payloads.small.meanBytes)} B)`, unit: 'events/s', value: (s) => s.small.rate, run: (s) => s.small, higherIsBetter: true, key: 'small' },
+    { label: `Ingest, events with one JPEG (${int(res.payloads.images.imageBytes)} B)`, unit: 'events/s', value: (s) => s.image.rate, run: (s) => s.image, higherIsBetter: true, key: 'image' },
+    ...lists,
+    { label: `Range GETs of 1 MiB into a ${int(res.videoBytes / 1e6)} MB video, ${res.connections.range} conn.`, unit: 'MB/s', value: (s) => s.range.mbPerSecond, run: (s) => s.range, higherIsBetter: true },
+    { label: `Start-up to /health with ${int(first.list.stored)} events stored (median of ${first.list.starts})`, unit: 'ms', value: (s) => s.list.startMs, higherIsBetter: false },
+  ];
+}
+
+/** edge-event-store's advantage over `peer` on a workload (above 1: edge-event-store is better). */
+function advantage(workload, ours, peer) {
+  const [a, b] = [workload.value(ours), workload.value(peer)];
+  return workload.higherIsBetter ? a / b : b / a;
+}
+
+function comparisonTable(res, list) {
+  const [ours, ...peers] = res.systems;
+  const head = `| Workload | Unit | ${res.systems.map((s) => s.name).join(' | ')} | ${peers.map((p) => `vs ${p.name}`).join(' | ')} |`;
+  const rule = `|---|---|${res.systems.map(() => '---:').join('|')}|${peers.map(() => '---:').join('|')}|`;
+  const rows = list.map((w) => {
+    const figures = res.systems.map((s) => int(w.value(s)));
+    return `| ${w.label} | ${w.unit} | ${figures.join(' | ')} | ${peers.map((p) => times(advantage(w, ours, p))).join(' | ')} |`;
+  });
+  const upload = res.uploads[0];
+  rows.push(`| Streamed upload, ${upload.name} | MB/s | ${int(upload.mbPerSecond)} | ${peers.map(() => 'n/a').join(' | ')} | ${peers.map(() => '').join(' | ')} |`);
+  return [head, rule, ...rows];
+}
+
+function costTable(res, list) {
+  const measured = list.filter((w) => w.run);
+  const head = `| Workload | ${res.systems.map((s) => `${s.name}: CPU s / 1,000 req. | p50 / p99 | peak RSS`).join(' | ')} |`;
+  const rule = `|---|${res.systems.map(() => '---:|---:|---:').join('|')}|`;
+  const rows = measured.map((w) => {
+    const cells = res.systems.map((s) => {
+      const r = w.run(s);
+      const rss = r.peakRssBytes ?? (w.key === 'list' || w.label.startsWith('Filtered') ? s.list.peakRssBytes : undefined);
+      return `${((1000 * r.serverCpuSeconds) / r.requests).toFixed(2)} | ${ms(r.p50Ms)} / ${ms(r.p99Ms)} | ${rss === undefined ? '' : mib(rss)}`;
+    });
+    return `| ${w.label} | ${cells.join(' | ')} |`;
+  });
+  return [head, rule, ...rows];
 }
 
 /**
- * RESULTS.md from the bench's results object (see bench.js `main`).
+ * RESULTS.md from the bench's results object.
  * @returns {string} markdown
  */
 export function renderResults(res) {
-  const { machine, smallIngest: small, imageIngest: image, preloaded, queries, payloads } = res;
-  const [deviceAndLine, batchOnly] = queries.runs;
-  const preloadLabel = `${int(preloaded.stored)} events`;
-  const imageMiBs = (image.rate * payloads.images.imageBytes) / 1024 ** 2;
-  const runs = [small, image, preloaded, ...queries.runs];
+  const { machine, ceilings, systems } = res;
+  const [ours, ...peers] = systems;
+  const list = workloads(res);
+  const byKey = Object.fromEntries(list.filter((w) => w.key).map((w) => [w.key, w]));
+  const best = (w) => Math.min(...peers.map((p) => advantage(w, ours, p)));
+  const [smallVsBest, imageVsBest, listVsBest] = [best(byKey.small), best(byKey.image), best(byKey.list)];
+  const batchList = list.find((w) => w.label.includes('batch'));
+  const httpShare = ours.small.rate / ceilings.http.rate;
+  const cpuShare = ours.image.rate / ceilings.cpu.eventsPerSecond;
+  const upload = res.uploads[0];
+  const runs = systems.flatMap((s) => [s.small, s.image, ...s.list.runs, s.range]);
   const otherCores = runs.reduce((n, r) => n + r.otherCpuSeconds, 0) / runs.reduce((n, r) => n + r.seconds, 0);
-  const contention = otherCores < 0.25 ? [] : [
-    `**The machine was not quiet:** other work used ${otherCores.toFixed(2)} of its 2 cores on average during the measured runs`,
-    `(column "Other CPU"; the bench waits up to ${res.plan.quietWaitSeconds} s for a quiet machine before each workload, then measures anyway).`,
-    'The store and wrk competed with it, so these figures understate what the store does on a quiet machine of this size.',
-    '',
-  ];
   const lines = [
-    `# native-bench results${res.quick ? ' (quick run: shorter runs, smaller preload)' : ''}`,
+    `# native-bench results${res.quick ? ' (quick run: short runs, a small list store)' : ''}`,
     '',
     `Written by \`npm run ${res.quick ? 'bench:quick' : 'bench'}\` in native-bench/ on ${new Date().toISOString().slice(0, 10)} `
-      + `(${res.minutes.toFixed(1)} min). Every figure below was measured in that run; none is edited by hand.`,
-    `The store ran from the repository's dist/ (${machine.store}) with LOG_LEVEL=warn, MAX_RECORDS=5000000 (so`,
-    'the cleanup never trims the preloaded store) and a fresh DATA_DIR per workload. wrk (C, one thread, 50 connections',
-    'unless said) ran on the same 2 cores. Latencies are from wrk: time from',
-    'sending a request to its complete response; an ingest request is answered only after its record (and image) is',
-    'durable (fdatasync + LMDB commit flushed). "Other CPU" is what the rest of the machine used during the run',
-    '(other work sharing the box); it competes with the store for the same 2 cores.',
+      + `in ${res.minutes.toFixed(1)} min, store ${machine.store}. Every figure below was measured in that one run, on one`,
+    `machine, each system started in turn on port ${res.port} with a fresh data directory and driven by the same wrk`,
+    `scripts (C, one thread, on the same 2 cores); none is edited by hand. Every write is durable before its answer:`,
+    'edge-event-store fdatasyncs its blob segment and waits for the LMDB commit to be flushed; the peers fdatasync each',
+    'image file and commit SQLite with `synchronous=FULL` ([peers/README.md](peers/README.md)).',
     '',
-    ...contention,
+    ...(otherCores < 0.25 ? [] : [
+      `**The machine was not quiet:** other work used ${otherCores.toFixed(2)} of its 2 cores on average during the measured runs;`,
+      'every system competed with it, so every figure understates what it does on a quiet machine.',
+      '',
+    ]),
+    '## Side by side',
+    '',
+    'The last columns are edge-event-store\'s advantage over each peer: its rate divided by the peer\'s (for start-up,',
+    'the peer\'s time divided by its own). Above 1, edge-event-store is ahead.',
+    '',
+    ...comparisonTable(res, list),
+    '',
+    '## Targets',
+    '',
+    '| Target | Measured | |',
+    '|---|---|---|',
+    `| Small-event ingest >= 4x the better peer | ${times(smallVsBest)} | ${verdict(smallVsBest >= 4)} |`,
+    `| Image-event ingest >= 4x the better peer | ${times(imageVsBest)} | ${verdict(imageVsBest >= 4)} |`,
+    `| Filtered list >= 3x the better peer (device + metadata, 1 connection) | ${times(listVsBest)} | ${verdict(listVsBest >= 3)} |`,
+    ...(batchList ? [`| Filtered list >= 3x the better peer (metadata only, 1 connection) | ${times(best(batchList))} | ${verdict(best(batchList) >= 3)} |`] : []),
+    `| Small events >= 40% of the HTTP ceiling | ${pct(httpShare)} | ${verdict(httpShare >= 0.4)} |`,
+    `| Image events >= 60% of the CPU ceiling | ${pct(cpuShare)} | ${verdict(cpuShare >= 0.6)} |`,
+    '',
+    'Where a target is missed, [PROFILE.md](PROFILE.md) says what bounds it.',
+    '',
+    '## The machine\'s ceilings',
+    '',
+    '| Ceiling | How | Measured | edge-event-store | Share |',
+    '|---|---|---:|---:|---:|',
+    `| HTTP | uWebSockets.js hello-world: POST of the small-event bodies, answered 201 after the whole body (ceilings/http-hello.js), ${ceilings.http.connections ?? res.connections.ingest} conn. | ${int(ceilings.http.rate)} req/s | ${int(ours.small.rate)} events/s | ${pct(httpShare)} |`,
+    `| CPU, image events | \`JSON.parse\` of a ${int(ceilings.cpu.bodyBytes)} B image-event body + base64 decode of its image, one thread | ${int(ceilings.cpu.eventsPerSecond)} events/s (${int(ceilings.cpu.mbPerSecond)} MB/s) | ${int(ours.image.rate)} events/s | ${pct(cpuShare)} |`,
+    `| Disk | sequential 4 MiB writes, fdatasync after each | ${int(ceilings.diskMBs)} MB/s | ${int(upload.mbPerSecond)} MB/s (${upload.name} upload) | ${pct(upload.mbPerSecond / ceilings.diskMBs)} |`,
+    `| Disk sync | 4 KiB write + fdatasync | ${machine.fdatasync} | | |`,
+    '',
+    '## Cost',
+    '',
+    'Server CPU seconds (every thread of every process of the system) per 1,000 requests, wrk\'s latency, and the',
+    'server\'s peak resident set (summed over its processes: uvicorn runs a supervisor and two workers).',
+    '',
+    ...costTable(res, list),
+    '',
+    '## Uploads (edge-event-store only)',
+    '',
+    '| Upload | Throughput | Server peak RSS growth |',
+    '|---|---:|---:|',
+    ...res.uploads.map((u) => `| ${u.name} | ${int(u.mbPerSecond)} MB/s | ${(u.rssGrowth / 1024 ** 2).toFixed(1)} MiB over ${mib(u.idle)} idle |`),
+    '',
+    '## The systems',
+    '',
+    ...systems.map((s) => `- **${s.name}**: ${s.stack}. List store filled by ${s.list.preload.how} (${int(s.list.preload.rate)} events/s); `
+      + `${mib(s.list.diskBytes)} on disk for ${int(s.list.stored)} events. Small ingest stored ${int(s.small.stored)} events for the acknowledged ones.`),
+    '',
+    `Payloads: ${int(res.payloads.small.count)} distinct small events (quality_check with detections, classifications and 7 custom_metadata`,
+    `keys; device among 20, line among 4, batch among 500, so \`device_id\`+\`line\` selects ~1/80 and \`batch\` ~1/500); image events are`,
+    `the same plus the base64 of ${res.imageFixture} (bodies of ${int(res.payloads.images.meanBytes)} B). Range requests are 1 MiB at 200 seeded offsets.`,
+    'Before each list run the bench checks that the example query returns events matching its filters; after each ingest run that',
+    'every acknowledged event is stored; before each Range run that a 206 carries the right bytes.',
+    '',
     '## Machine',
     '',
     '| | |',
@@ -54,49 +160,8 @@ export function renderResults(res) {
     `| Kernel | ${machine.kernel} |`,
     `| Node | ${machine.node} |`,
     `| Load generator | ${machine.wrk} |`,
-    `| Disk (DATA_DIR) | ${machine.disk} |`,
-    `| Disk sync latency | ${machine.fdatasync} |`,
-    `| Disk synced write bandwidth | ${machine.syncedWrite} |`,
-    '',
-    '## Targets',
-    '',
-    '| Figure | Measured | Target | |',
-    '|---|---|---|---|',
-    `| Small events (~${int(payloads.small.meanBytes)} B JSON, no image), 50 connections: events/s | ${int(small.rate)} | >= 25,000 | ${verdict(small.rate >= 25000)} |`,
-    `| Small events, 50 connections: p99 | ${ms(small.p99Ms)} | < 10 ms | ${verdict(small.p99Ms < 10)} |`,
-    `| Events with one JPEG (${res.imageFixture}, ${int(payloads.images.imageBytes)} B), 50 connections: events/s | ${int(image.rate)} | >= 3,000 | ${verdict(image.rate >= 3000)} |`,
-    `| \`${deviceAndLine.example}\` over ${preloadLabel}, 1 connection: p50 | ${ms(deviceAndLine.p50Ms)} | < 3 ms | ${verdict(deviceAndLine.p50Ms < 3)} |`,
-    `| \`${batchOnly.example}\` over ${preloadLabel}, 1 connection: p50 | ${ms(batchOnly.p50Ms)} | < 3 ms | ${verdict(batchOnly.p50Ms < 3)} |`,
-    '',
-    'Where a target is missed, [PROFILE.md](PROFILE.md) says what bounds it, from CPU profiles of the store.',
-    '',
-    '"Store CPU" counts every thread of the store process (JavaScript main thread, libuv pool where lmdb-js applies and',
-    'commits writes and where files are synced, V8 helpers); "Store writes" is what the store passed to write syscalls',
-    '(`wchar` of /proc/<pid>/io: LMDB pages and blob segments) per request.',
-    '',
-    '## Workloads',
-    '',
-    '| Workload | Conns | Requests | Seconds | Per second | p50 | p90 | p99 | p99.9 | max | Store CPU s | of which main thread | Store CPU per request | Store writes per request | Store peak RSS | wrk CPU s | Other CPU s |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-    workloadRow('Ingest, small events', small),
-    workloadRow(`Ingest, events with ${res.imageFixture}`, image),
-    workloadRow(`Preload to ${preloadLabel}`, preloaded),
-    ...queries.runs.map((r, i) => workloadRow(`Query \`${r.example.replace('/v2/events?', '')}\``,
-      { ...r, peakRssBytes: i === queries.runs.length - 1 ? queries.peakRssBytes : undefined })),
-    '',
-    `- Small events: bodies of ${int(payloads.small.meanBytes)} bytes on average (${int(payloads.small.count)} distinct, `
-      + `quality_check with detections, classifications and 7 custom_metadata keys). ${int(small.stored)} events stored after the `
-      + `warm-up and the measured run, at least one per acknowledgement. Store on disk: ${mib(small.diskBytes)}. `
-      + `Graceful stop (SIGTERM, exit 0): ${int(small.stopMs)} ms.`,
-    `- Events with an image: bodies of ${int(payloads.images.meanBytes)} bytes (the small event plus base64 of ${res.imageFixture}); `
-      + `${imageMiBs.toFixed(0)} MiB/s of image bytes made durable. Graceful stop: ${int(image.stopMs)} ms.`,
-    `- Preload: ${preloadLabel} through POST /v2/events at full speed, 50 connections, same bodies as the small-event run `
-      + `(device_id among 20, line among 4, batch among 500, so \`device_id\`+\`line\` selects ~1/80 and \`batch\` ~1/500 `
-      + `of the store). Store on disk: ${mib(preloaded.diskBytes)} (${int(preloaded.diskBytes / preloaded.stored)} bytes per event). `
-      + `Graceful stop: ${int(preloaded.stopMs)} ms.`,
-    `- Queries: the store restarted on the preloaded DATA_DIR; each query rotates over its filter values; the examples returned `
-      + `pages of ${queries.runs.map((r) => r.pageSize).join(', ')} events, all matching their filters (checked before each run). \`temperature_c:gt:35\` is not an index lookup (only \`eq\` is): it is `
-      + `checked on the records of the device's index range. Peak RSS of the query store over all four runs: ${mib(queries.peakRssBytes)}.`,
+    `| Disk (data directories) | ${machine.disk} |`,
+    `| Other CPU during measured runs | ${otherCores.toFixed(2)} cores on average |`,
     '',
   ];
   return lines.join('\n');

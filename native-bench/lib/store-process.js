@@ -1,7 +1,7 @@
 /**
- * The store under test: started by the bench from the repository's dist/ on a free port with its
- * own DATA_DIR, observed through /proc (CPU seconds, peak RSS), stopped with SIGTERM as systemd
- * would.
+ * A server under test (edge-event-store from the repository's dist/, or a peer of lib/systems.js):
+ * started on a port with its own DATA_DIR, observed through /proc over its whole process tree
+ * (CPU seconds, peak RSS), stopped with SIGTERM as systemd would.
  */
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -39,13 +39,48 @@ function peakRssBytes(pid) {
   return match ? Number(match[1]) * 1024 : NaN;
 }
 
+/** `pid` and its live descendants (uvicorn's workers, for one), from /proc/<pid>/task/<tid>/children. */
+function processTree(pid) {
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) {
+    let tasks = [];
+    try {
+      tasks = fs.readdirSync(`/proc/${tree[i]}/task`);
+    } catch {
+      continue; // exited meanwhile
+    }
+    for (const tid of tasks) {
+      const children = fs.readFileSync(`/proc/${tree[i]}/task/${tid}/children`, 'utf8').trim();
+      if (children) tree.push(...children.split(' ').map(Number));
+    }
+  }
+  return tree;
+}
+
+/** Sums `read(pid)` over a process tree, skipping processes that exit while it is read. */
+function sumOverTree(pids, read) {
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      total += read(pid);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return total;
+}
+
 /**
- * Settings of every store the bench starts. MAX_RECORDS is raised above the default 1,000,000
- * so the cleanup does not trim the preloaded store while it is being measured.
+ * Settings of every edge-event-store the bench starts. MAX_RECORDS is raised above the default
+ * 1,000,000 so the cleanup does not trim the preloaded store while it is being measured.
  */
 const STORE_SETTINGS = { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '', MAX_RECORDS: '5000000' };
 
-function freePort() {
+/** How edge-event-store is started (a `ServerCommand`, see ServerProcess.start). */
+export const STORE_COMMAND = { command: process.execPath, args: [CLI, 'serve'], cwd: repoRoot, env: STORE_SETTINGS };
+
+/** A port nothing listens on now (for runs that want one of their own). */
+export function freePort() {
   return new Promise((resolve, reject) => {
     const server = net.createServer().listen(0, '127.0.0.1', () => {
       const { port } = server.address();
@@ -56,11 +91,21 @@ function freePort() {
 }
 
 /**
- * A running store process.
- * @property {number} pid
- * @property {string} url base URL, e.g. http://127.0.0.1:40123
+ * @typedef {object} ServerCommand
+ * @property {string} command executable
+ * @property {string[] | ((port: number) => string[])} args its arguments (a function of the port
+ *   for servers that take it on the command line)
+ * @property {string} cwd
+ * @property {Record<string, string>} [env] added to the environment, besides PORT and DATA_DIR
  */
-export class StoreProcess {
+
+/**
+ * A running server process (and its children).
+ * @property {number} pid
+ * @property {string} url base URL, e.g. http://127.0.0.1:18001
+ * @property {number} startMs from spawn to the first 200 of /health
+ */
+export class ServerProcess {
   constructor(child, url, dataDir) {
     this.child = child;
     this.pid = child.pid;
@@ -71,40 +116,46 @@ export class StoreProcess {
     this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     child.stdout.on('data', (chunk) => (this.output += chunk));
     child.stderr.on('data', (chunk) => (this.output += chunk));
-    // Never leave a store behind the bench; say so when one dies on its own.
-    const kill = () => child.kill('SIGKILL');
+    // Never leave a server behind the bench; say so when one dies on its own.
+    const kill = () => this.killTree();
     process.once('exit', kill);
     this.exited.then(({ code, signal }) => {
       process.off('exit', kill);
-      if (!this.stopping) console.error(`store pid ${this.pid} exited on its own (code ${code}, signal ${signal}); its output:\n${this.output}`);
+      if (!this.stopping) console.error(`server pid ${this.pid} exited on its own (code ${code}, signal ${signal}); its output:\n${this.output}`);
     });
   }
 
   /**
-   * Starts `node dist/src/cli.js serve` on a free port over `dataDir` (kept as it is: pass a
-   * fresh directory for a fresh store) and waits until /health answers 200.
+   * Starts `server` on `port` over `dataDir` (kept as it is: pass a fresh directory for a fresh
+   * server) and waits until GET /health answers 200.
+   * @param {ServerCommand} server
    * @param {string} dataDir
-   * @param {{ profileDir?: string }} options profileDir: run under `node --cpu-prof` writing there
+   * @param {{ port?: number, nodeArgs?: string[] }} options port: a free one when not given;
+   *   nodeArgs: put before the script when `server.command` is node (e.g. --cpu-prof)
+   * @throws Error when it exits or has not answered within 60 s
    */
-  static async start(dataDir, { profileDir } = {}) {
-    if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` in ${repoRoot} (or sh setup.sh)`);
+  static async start(server, dataDir, { port, nodeArgs = [] } = {}) {
     fs.mkdirSync(dataDir, { recursive: true });
-    const port = await freePort();
-    const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-    const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve'], {
-      cwd: repoRoot,
-      env: { ...process.env, ...STORE_SETTINGS, PORT: String(port), DATA_DIR: dataDir },
+    const listenPort = port ?? (await freePort());
+    const args = typeof server.args === 'function' ? server.args(listenPort) : server.args;
+    const started = performance.now();
+    const child = spawn(server.command, [...(server.command === process.execPath ? nodeArgs : []), ...args], {
+      cwd: server.cwd,
+      env: { ...process.env, ...server.env, PORT: String(listenPort), DATA_DIR: dataDir },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const store = new StoreProcess(child, `http://127.0.0.1:${port}`, dataDir);
-    const deadline = Date.now() + 30_000;
+    const running = new ServerProcess(child, `http://127.0.0.1:${listenPort}`, dataDir);
+    const deadline = Date.now() + 60_000;
     for (;;) {
-      const status = await fetch(`${store.url}/health`).then((r) => r.status, () => 0);
-      if (status === 200) return store;
-      const exited = await Promise.race([store.exited, new Promise((r) => setTimeout(() => r(null), 100))]);
+      const status = await fetch(`${running.url}/health`).then((r) => r.status, () => 0);
+      if (status === 200) {
+        running.startMs = performance.now() - started;
+        return running;
+      }
+      const exited = await Promise.race([running.exited, new Promise((r) => setTimeout(() => r(null), 20))]);
       if (exited || Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`store did not start: ${exited ? `exited ${JSON.stringify(exited)}` : 'no /health in 30 s'}\n${store.output}`);
+        running.killTree();
+        throw new Error(`${server.command} ${args.join(' ')} did not start: ${exited ? `exited ${JSON.stringify(exited)}` : 'no /health in 60 s'}\n${running.output}`);
       }
     }
   }
@@ -117,23 +168,38 @@ export class StoreProcess {
     return JSON.parse(text);
   }
 
-  /** Events in the store (total_count of /events/count/stats). */
+  /** Events stored (total_count of /events/count/stats, which every peer answers too). */
   async eventCount() {
     return (await this.getJson('/events/count/stats')).total_count;
   }
 
-  /** CPU seconds (all threads, and the main JavaScript thread), peak RSS and bytes written so far. */
+  /**
+   * CPU seconds (all threads of all processes of the tree, and the main thread of the first),
+   * peak RSS (the sum of each process's peak) and bytes written so far.
+   */
   usage() {
+    const tree = processTree(this.pid);
     return {
-      cpuSeconds: statCpuSeconds(`/proc/${this.pid}/stat`),
+      cpuSeconds: sumOverTree(tree, (pid) => statCpuSeconds(`/proc/${pid}/stat`)),
       mainThreadCpuSeconds: statCpuSeconds(`/proc/${this.pid}/task/${this.pid}/stat`),
-      peakRssBytes: peakRssBytes(this.pid),
-      writtenBytes: bytesWritten(this.pid),
+      peakRssBytes: sumOverTree(tree, peakRssBytes),
+      writtenBytes: sumOverTree(tree, bytesWritten),
     };
   }
 
+  /** SIGKILL to the whole tree (when the bench itself exits early). */
+  killTree() {
+    for (const pid of processTree(this.pid).reverse()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+
   /**
-   * SIGTERM, as systemd stops the service; waits for the exit.
+   * SIGTERM, as systemd stops the service; waits for the exit (SIGKILL after `timeoutMs`).
    * @returns {Promise<{ code: number | null, signal: string | null, ms: number }>} exit code
    *   (0 for a graceful stop) and how long the stop took
    */
@@ -141,9 +207,21 @@ export class StoreProcess {
     const started = Date.now();
     this.stopping = true;
     this.child.kill('SIGTERM');
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    const timer = setTimeout(() => this.killTree(), timeoutMs);
     const result = await this.exited;
     clearTimeout(timer);
     return { ...result, ms: Date.now() - started };
   }
 }
+
+/** edge-event-store as a ServerProcess (uploads.js, lifecycle.js). */
+export const StoreProcess = {
+  /**
+   * Starts `node dist/src/cli.js serve` over `dataDir` on a free port.
+   * @param {{ profileDir?: string }} options profileDir: run under `node --cpu-prof` writing there
+   */
+  start(dataDir, { profileDir } = {}) {
+    if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` in ${repoRoot} (or sh setup.sh)`);
+    return ServerProcess.start(STORE_COMMAND, dataDir, { nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] });
+  },
+};

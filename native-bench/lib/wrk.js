@@ -14,6 +14,7 @@ const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 're
  * @property {number} requests completed requests
  * @property {number} seconds measured duration
  * @property {number} rate requests per second
+ * @property {number} bytes response bytes received (headers included)
  * @property {number} p50Ms
  * @property {number} p90Ms
  * @property {number} p99Ms
@@ -28,7 +29,7 @@ const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 're
  * @param {object} load
  * @param {string} load.url base URL of the store
  * @param {string} load.file requests file (one JSON body or one path per line)
- * @param {'post' | 'get'} load.mode POST bodies to /v2/events, or GET the paths
+ * @param {'post' | 'get' | 'range'} load.mode POST bodies to /v2/events, GET the paths, or GET the paths with their Range headers
  * @param {number} load.connections
  * @param {number} load.seconds run length; the run may be cut short with `stop()` on the handle
  * @returns {{ result: Promise<WrkResult>, stop: () => void }}
@@ -58,6 +59,7 @@ export function runWrk({ url, file, mode, connections, seconds }) {
         requests: r.requests,
         seconds,
         rate: r.requests / seconds,
+        bytes: r.bytes,
         p50Ms: ms(r.p50_us),
         p90Ms: ms(r.p90_us),
         p99Ms: ms(r.p99_us),

@@ -1,0 +1,67 @@
+/**
+ * The systems the bench compares (peers/README.md): how each starts, how it is filled with
+ * 1,000,000 events for the filtered-list workload, and where its copy of the 100 MB video is
+ * downloaded from.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { STORE_COMMAND } from './store-process.js';
+
+const peersDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'peers');
+/** Debian's interpreter, which has python3-fastapi and python3-uvicorn (setup.sh installs them). */
+const DEBIAN_PYTHON = '/usr/bin/python3';
+const PEER_VIDEO = 'video-100mb.mp4';
+
+/**
+ * @typedef {object} BenchSystem
+ * @property {string} name short name used in tables
+ * @property {string} stack what it is built from
+ * @property {import('./store-process.js').ServerCommand} server
+ * @property {'http' | 'bulk'} preload how the 1M-event store is filled: through POST /v2/events
+ *   (edge-event-store, whose write path is the thing measured) or by peers/bulk-load.js
+ * @property {(running: import('./store-process.js').ServerProcess, videoFile: string) => Promise<string>} placeVideo
+ *   puts the video into the running system; returns the path that downloads it
+ */
+
+/** @type {BenchSystem[]} edge-event-store first: ratios are against the others. */
+export const SYSTEMS = [
+  {
+    name: 'edge-event-store',
+    stack: 'uWebSockets.js + LMDB + blob segments (this repository, dist/)',
+    server: STORE_COMMAND,
+    preload: 'http',
+    async placeVideo(running, videoFile) {
+      const { createDraft, upload } = await import('../uploads.js');
+      const draft = await createDraft(running);
+      // upload() sends exactly the bytes writeVideoFile() wrote (uploads.js).
+      const attached = await upload(running, draft, fs.statSync(videoFile).size, { chunked: false });
+      return `/videos/${attached.file_id}`;
+    },
+  },
+  {
+    name: 'fastify-sqlite',
+    stack: 'Fastify 5 + better-sqlite3 (WAL, synchronous=FULL) + one file per image',
+    server: { command: process.execPath, args: [path.join(peersDir, 'fastify-sqlite', 'server.js')], cwd: peersDir },
+    preload: 'bulk',
+    placeVideo: copyIntoImages,
+  },
+  {
+    name: 'fastapi-sqlite',
+    stack: 'FastAPI + uvicorn (2 workers, uvloop, httptools) + sqlite3, from Debian',
+    server: {
+      command: DEBIAN_PYTHON,
+      args: (port) => ['-m', 'uvicorn', 'app:app', '--host', '127.0.0.1', '--port', String(port), '--workers', '2',
+        '--loop', 'uvloop', '--http', 'httptools', '--log-level', 'warning', '--no-access-log'],
+      cwd: path.join(peersDir, 'fastapi-sqlite'),
+    },
+    preload: 'bulk',
+    placeVideo: copyIntoImages,
+  },
+];
+
+/** A peer serves DATA_DIR/images/<id> as /images/<id>: the video is copied there. */
+async function copyIntoImages(running, videoFile) {
+  fs.copyFileSync(videoFile, path.join(running.dataDir, 'images', PEER_VIDEO));
+  return `/images/${PEER_VIDEO}`;
+}
