@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** `edge-events`: the one binary of the package, with its subcommands. */
 import { Command } from 'commander';
-import { registerMcpCommand } from './search/mcp-server.js';
+import { registerMcpCommand } from './search/mcp-command.js';
 import { registerSearchCommand } from './search/search-command.js';
 import { serveUntilStopped } from './serve.js';
 

@@ -326,17 +326,16 @@ export const RESPONSE_SCHEMA_NAMES = [
 ] as const;
 export type ResponseSchemaName = (typeof RESPONSE_SCHEMA_NAMES)[number];
 
-const responseAjv = createAjv(true);
-const responseValidators = new Map<ResponseSchemaName, ValidateFunction>(
-  RESPONSE_SCHEMA_NAMES.map((name) => [name, compiled(responseAjv, `responses/${name}.json`)]),
-);
+/** Compiled on first use: only tests and tools check responses, and compiling costs start-up time. */
+let responseAjv: Ajv2020 | undefined;
 
 /**
  * The compiled validator (allErrors on) of a response shape of spec B ("Stored event", "Other
  * response shapes"): every listed field is required, nullable only where the spec allows null.
  */
 export function responseValidator(name: ResponseSchemaName): ValidateFunction {
-  return responseValidators.get(name)!;
+  responseAjv ??= createAjv(true);
+  return compiled(responseAjv, `responses/${name}.json`);
 }
 
 /**

@@ -10,7 +10,7 @@ import type { BlobReader } from '../store/blob-reader.js';
 import { statusLine, type Exchange } from './exchange.js';
 import { resolveRange } from './range.js';
 
-const READ_CHUNK_BYTES = 256 * 1024;
+const READ_CHUNK_BYTES = 1024 * 1024;
 
 /**
  * Sends the bytes of `file` (whole, or the slice the Range header asks for).

@@ -4,7 +4,6 @@
  * (workspace search in the query language), both read-only and idempotent. A failure comes
  * back as a tool error (`isError`) whose text carries the hosted message and a hint.
  */
-import type { Command } from 'commander';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -108,20 +107,12 @@ async function toolResult(call: () => Promise<object>): Promise<CallToolResult> 
 }
 
 /**
- * Adds the `mcp` subcommand to `program`: serves the two tools over stdio until stdin closes.
+ * Serves the two tools over stdio until stdin closes (`edge-events mcp`, see mcp-command.ts).
  * Logs (retries, at LOG_LEVEL, default info) go to stderr, as stdout carries the protocol.
  */
-export function registerMcpCommand(program: Command): void {
-  program
-    .command('mcp')
-    .description('Run the MCP server (stdio) with the tools images_search and images_workspace_search.')
-    .option('-k, --api-key <key>', 'API key of the hosted API (env SEARCH_API_KEY)')
-    .option('-w, --workspace <workspace>', 'workspace to search (env SEARCH_WORKSPACE)')
-    .option('--base-url <url>', 'base URL of the hosted search API (env SEARCH_BASE_URL)')
-    .action(async (flags: ConnectionFlags) => {
-      const { logLevel } = loadConfig({ LOG_LEVEL: process.env.LOG_LEVEL });
-      const logger = pino({ name: 'edge-events-mcp', level: logLevel }, pino.destination(2));
-      const server = createSearchMcpServer({ flags, env: process.env, client: { logger } });
-      await server.connect(new StdioServerTransport());
-    });
+export async function runMcpServer(flags: ConnectionFlags): Promise<void> {
+  const { logLevel } = loadConfig({ LOG_LEVEL: process.env.LOG_LEVEL });
+  const logger = pino({ name: 'edge-events-mcp', level: logLevel }, pino.destination(2));
+  const server = createSearchMcpServer({ flags, env: process.env, client: { logger } });
+  await server.connect(new StdioServerTransport());
 }
