@@ -39,7 +39,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 const profile = process.argv.includes('--profile');
 const plan = quick
-  ? { warmupSeconds: 1, ingestSeconds: 5, listEvents: 20_000, listSeconds: 2, rangeSeconds: 2, ceilingSeconds: 3, quietWaitSeconds: 0, starts: 1, listRuns: 2 }
+  ? { warmupSeconds: 1, ingestSeconds: 4, listEvents: 20_000, listSeconds: 2, rangeSeconds: 2, ceilingSeconds: 3, quietWaitSeconds: 0, starts: 1, listRuns: 2 }
   : { warmupSeconds: 5, ingestSeconds: 30, listEvents: 1_000_000, listSeconds: 15, rangeSeconds: 15, ceilingSeconds: 15, quietWaitSeconds: 60, starts: 3, listRuns: 3 };
 const only = process.argv.find((arg) => arg.startsWith('--systems='))?.slice('--systems='.length).split(',');
 const systemsToRun = SYSTEMS.filter((s) => !only || only.includes(s.name));
@@ -267,7 +267,7 @@ async function main() {
       range: await rangeDownload(system, videoFile),
     });
   }
-  const uploads = await runUploadBench({ quick, dataRoot: workDir });
+  const uploads = await runUploadBench({ quick, dataRoot: workDir, port: PORT });
   log(`edge-event-store uploads: ${uploads.map((u) => `${u.name} ${u.mbPerSecond.toFixed(0)} MB/s`).join(', ')}`);
 
   const results = {

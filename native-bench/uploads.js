@@ -118,13 +118,14 @@ async function run(store, name, count, bytes, options) {
 
 /**
  * Runs both upload workloads on a fresh store.
- * @param {{ quick?: boolean, dataRoot: string }} options quick: 256 MiB and 20 x 10 MB
+ * @param {{ quick?: boolean, dataRoot: string, port?: number }} options quick: 256 MiB and
+ *   20 x 10 MB; port: where the store listens (a free one when not given)
  * @returns the measured runs
  */
-export async function runUploadBench({ quick = false, dataRoot }) {
+export async function runUploadBench({ quick = false, dataRoot, port }) {
   const dataDir = fs.mkdtempSync(path.join(dataRoot, 'uploads-'));
   process.env.MAX_VIDEO_UPLOAD_BYTES = String(2 * 1024 * MiB); // the store inherits the environment
-  const store = await StoreProcess.start(dataDir);
+  const store = await StoreProcess.start(dataDir, { port });
   try {
     const single = await run(store, quick ? 'one 256 MiB video' : 'one 1 GiB video', 1, (quick ? 256 : 1024) * MiB, { chunked: true });
     const many = await run(store, quick ? '20 concurrent 10 MB videos' : '20 concurrent 50 MB videos', 20, (quick ? 10 : 50) * 1e6, { chunked: false });

@@ -25,6 +25,8 @@ export interface Config {
   draftAutoFinalizeSeconds: number;
   maxVideoUploadBytes: number;
   maxLocalOnlyFileUploadBytes: number;
+  /** Bytes kept free in DATA_DIR for cleanup's commits on a full disk (store/disk-reserve.ts); 0: none. */
+  diskReserveBytes: number;
   defaultSolutionId: string | undefined;
   /** Unset: cloud upload off. */
   cloudUploadUrl: string | undefined;
@@ -100,6 +102,7 @@ export function loadConfig(env: Env = process.env): Config {
     draftAutoFinalizeSeconds: number(env, 'DRAFT_AUTO_FINALIZE_SECONDS', 600, { min: 1 }),
     maxVideoUploadBytes: number(env, 'MAX_VIDEO_UPLOAD_BYTES', 500 * MiB, { min: 1 }),
     maxLocalOnlyFileUploadBytes: number(env, 'MAX_LOCAL_ONLY_FILE_UPLOAD_BYTES', 100 * MiB, { min: 1 }),
+    diskReserveBytes: number(env, 'DISK_RESERVE_BYTES', 8 * MiB, { min: 0 }),
     defaultSolutionId: text(env, 'DEFAULT_SOLUTION_ID'),
     cloudUploadUrl: url(env, 'CLOUD_UPLOAD_URL'),
     cloudApiKey: text(env, 'CLOUD_API_KEY'),

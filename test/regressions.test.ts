@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { DiskReserve } from '../src/store/disk-reserve.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { rawRequest } from './support/raw-http.js';
 import { spawnStore } from './support/spawned-store.js';
@@ -194,4 +195,34 @@ t.test('an old segment whose live share fell low is compacted, giving its space 
     const res = await fetch(`${store.url}/images/${image_ids[0]}`);
     t.ok(Buffer.from(await res.arrayBuffer()).equals(image), 'a surviving image keeps its bytes');
   }
+});
+
+t.test('on a disk filled to the last byte, cleanup gives the disk reserve back and then commits (found by disk-full)', async (t) => {
+  // LMDB writes new pages before it frees old ones: with no free byte, the deletions of a
+  // retention cleanup failed to commit (500) and only a reset gave service back.
+  const dataDir = tempDataDir();
+  const MiB = 1024 * 1024;
+  let free = 100 * MiB;
+  const reserve = new DiskReserve(dataDir, 8 * MiB, async () => free);
+  t.equal(await reserve.take(), true, 'taken with room to spare');
+  t.equal(fs.statSync(reserve.file).size, 8 * MiB);
+  free = 16 * MiB;
+  t.equal(await reserve.releaseIfLow(), false, 'kept while its size is still free');
+  free = 0;
+  t.equal(await reserve.releaseIfLow(), true, 'given back on a full disk');
+  t.notOk(fs.existsSync(reserve.file));
+  free = 12 * MiB;
+  t.equal(await reserve.take(), false, 'not taken again until twice its size is free');
+  t.notOk(fs.existsSync(reserve.file));
+  t.notOk(fs.existsSync(`${reserve.file}.tmp`), 'nothing half-written');
+  free = 16 * MiB;
+  t.equal(await reserve.take(), true);
+
+  // The running store holds its reserve (DISK_RESERVE_BYTES, default 8 MiB) once its first
+  // cleanup has run; `npm run disk-full` (as root) shows the cleanup on a full tmpfs.
+  const store = await startStore();
+  t.teardown(store.stop);
+  const file = path.join(store.dataDir, 'disk-reserve');
+  for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  t.equal(fs.statSync(file).size, 8 * MiB, 'DATA_DIR/disk-reserve holds 8 MiB');
 });

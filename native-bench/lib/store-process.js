@@ -217,11 +217,12 @@ export class ServerProcess {
 /** edge-event-store as a ServerProcess (uploads.js, lifecycle.js). */
 export const StoreProcess = {
   /**
-   * Starts `node dist/src/cli.js serve` over `dataDir` on a free port.
-   * @param {{ profileDir?: string }} options profileDir: run under `node --cpu-prof` writing there
+   * Starts `node dist/src/cli.js serve` over `dataDir`.
+   * @param {{ profileDir?: string, port?: number }} options profileDir: run under
+   *   `node --cpu-prof` writing there; port: a free one when not given
    */
-  start(dataDir, { profileDir } = {}) {
+  start(dataDir, { profileDir, port } = {}) {
     if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` in ${repoRoot} (or sh setup.sh)`);
-    return ServerProcess.start(STORE_COMMAND, dataDir, { nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] });
+    return ServerProcess.start(STORE_COMMAND, dataDir, { port, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] });
   },
 };

@@ -8,6 +8,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { createLogger } from '../logger.js';
+import { DiskReserve } from '../store/disk-reserve.js';
 import { StoreView } from '../store/store-view.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
@@ -49,11 +50,16 @@ const hooks: CleanupHooks = {
   }),
 };
 
+/** Room for a cleanup's commits on a disk ingest has filled (disk-reserve.ts). */
+const reserve = new DiskReserve(config.dataDir, config.diskReserveBytes);
+
 function cleanup(trigger: CleanupTrigger) {
   return enqueue(async () => {
+    if (await reserve.releaseIfLow()) log.warn({ bytes: reserve.bytes }, 'disk almost full: disk reserve given back so cleanup can commit');
     const result = await runCleanup(store, config, trigger, hooks);
     monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0);
     if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
+    await reserve.take().catch((err: unknown) => log.warn({ err }, 'disk reserve not taken'));
     return result;
   });
 }

@@ -16,9 +16,19 @@ export interface TestStore {
   stop(): Promise<void>;
 }
 
-/** A new empty data directory under the OS temp dir. */
+/** Data directories of this test process, removed when it exits (each test file is one process). */
+const createdDirs: string[] = [];
+
+function removeCreatedDirs(): void {
+  for (const dir of createdDirs) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** A new empty data directory under the OS temp dir, removed when the test process exits. */
 export function tempDataDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'ees-test-'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-test-'));
+  if (createdDirs.length === 0) process.once('exit', removeCreatedDirs);
+  createdDirs.push(dir);
+  return dir;
 }
 
 /**
