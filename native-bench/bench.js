@@ -98,7 +98,7 @@ async function measure(running, load, until) {
   const after = running.usage();
   const serverCpuSeconds = after.cpuSeconds - before.cpuSeconds;
   const otherCpuSeconds = Math.max(0, machineBusySeconds() - busy0 - serverCpuSeconds - wrk.wrkCpuSeconds);
-  if (wrk.errors > 0) throw new Error(`${wrk.errors} requests failed (socket errors, timeouts or HTTP >= 400)`);
+  if (wrk.errors > 0) throw new Error(`${wrk.errors} requests failed: ${JSON.stringify(wrk.errorsByKind)} (status: HTTP >= 400; timeout: no answer in 10 s)`);
   return {
     ...wrk,
     connections: load.connections,

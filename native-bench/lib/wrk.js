@@ -21,6 +21,7 @@ const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 're
  * @property {number} p999Ms
  * @property {number} maxMs
  * @property {number} errors socket errors, timeouts and HTTP statuses >= 400
+ * @property {Record<string, number>} errorsByKind connect, read, write, status (>= 400), timeout
  * @property {number} wrkCpuSeconds CPU seconds the load generator itself used
  */
 
@@ -66,6 +67,7 @@ export function runWrk({ url, file, mode, connections, seconds }) {
         p999Ms: ms(r.p999_us),
         maxMs: ms(r.max_us),
         errors: Object.values(r.errors).reduce((a, b) => a + b, 0),
+        errorsByKind: r.errors,
         wrkCpuSeconds: childrenCpuSeconds() - cpuBefore,
       });
     });

@@ -61,7 +61,7 @@ export class EventStore extends StoreView {
   ) {
     super(dbs, dataDir, options);
     this.nextSegment = lastSegment + 1;
-    this.committer = new GroupCommitter((batch) => this.commitCreates(batch));
+    this.committer = new GroupCommitter((batch, release) => this.commitCreates(batch, release));
   }
 
   /**
@@ -249,12 +249,12 @@ export class EventStore extends StoreView {
 
   /**
    * Makes one batch durable: its images appended and fdatasync'd, then its records committed in
-   * one LMDB transaction and flushed. Batches overlap (see GroupCommitter): appends run in
-   * order, and each batch queues its transaction as soon as its append is done, so LMDB
-   * commits follow the appends' order. A segment's committed length only grows; bytes of a
-   * batch whose commit failed stay behind as dead space in the segment.
+   * one LMDB transaction and flushed. Once the transaction has committed, `release` lets the
+   * next batch append and commit while this one's flush goes on (GroupCommitter), so appends and
+   * commits keep submission order. A segment's committed length only grows; bytes of a batch
+   * whose commit failed stay behind as dead space in the segment.
    */
-  private async commitCreates(batch: PreparedCreate[]): Promise<void[]> {
+  private async commitCreates(batch: PreparedCreate[], release: () => void): Promise<void[]> {
     const { dbs } = this;
     const blobs = batch.flatMap((p) => p.blobs);
     let appended;
@@ -299,7 +299,10 @@ export class EventStore extends StoreView {
         }
         addToCounters(dbs, { events: batch.length, images, drafts, files: blobs.length, liveBlobBytes: liveBytes });
       });
-      await dbs.root.flushed;
+      // `flushed` of the environment, read right after this commit, covers it.
+      const flushed = dbs.root.flushed;
+      release();
+      await flushed;
     } catch (err) {
       throw fromDiskError(err);
     }

@@ -1,11 +1,14 @@
 /**
  * Group commit (DESIGN.md, "Storage engine invariants"): jobs submitted in the same event turn,
- * or while earlier batches are being made durable, go together in one batch, so concurrent
- * creates share one segment append, one fdatasync and one LMDB commit. Up to `maxInFlight`
- * batches may be under way at once (`commitBatch` keeps their effects in submission order, see
- * EventStore); the store runs one at a time: lmdb-js blocks the main thread while it hands a
- * second transaction to a busy write thread, which cost more than the overlap won (measured at
- * 50 connections), while requests arriving during a commit are parsed and validated anyway.
+ * or while an earlier batch is being committed, go together in one batch, so concurrent creates
+ * share one segment append, one fdatasync and one LMDB commit.
+ *
+ * A batch has two stages: until `release` is called (the store calls it once the batch's LMDB
+ * transaction has committed) no other batch starts, so appends and commits stay in submission
+ * order and lmdb-js is never handed a second transaction while its write thread is busy (which
+ * blocks the main thread); after `release`, the batch only waits for its flush to disk, and the
+ * next batch is built and committed meanwhile (LMDB's overlapping sync). Jobs resolve when their
+ * own batch is durable.
  */
 
 interface Waiting<Job, Result> {
@@ -14,9 +17,12 @@ interface Waiting<Job, Result> {
   reject: (err: unknown) => void;
 }
 
-/** Runs `commitBatch` over queued jobs, a few batches at a time. */
+/** Runs `commitBatch` over queued jobs, one batch committing at a time. */
 export class GroupCommitter<Job, Result> {
   private queue: Waiting<Job, Result>[] = [];
+  /** Batches started and not yet released (at most one). */
+  private committing = 0;
+  /** Batches started and not yet settled (committing, or released and flushing). */
   private inFlight = 0;
   private scheduled = false;
   private paused = false;
@@ -24,14 +30,13 @@ export class GroupCommitter<Job, Result> {
   private quietWaiters: (() => void)[] = [];
 
   /**
-   * @param commitBatch makes a batch durable; resolves with one result per job in order, or
-   *   rejects to fail every job of the batch
-   * @param maxInFlight most batches under way at once
+   * @param commitBatch makes a batch durable; calls `release` once the next batch may start (its
+   *   commit is done and only the flush remains; never calling it just means no overlap);
+   *   resolves with one result per job in order, or rejects to fail every job of the batch
    * @param maxBatch most jobs in one batch
    */
   constructor(
-    private readonly commitBatch: (jobs: Job[]) => Promise<Result[]>,
-    private readonly maxInFlight = 1,
+    private readonly commitBatch: (jobs: Job[], release: () => void) => Promise<Result[]>,
     private readonly maxBatch = 1024,
   ) {}
 
@@ -66,7 +71,7 @@ export class GroupCommitter<Job, Result> {
   }
 
   private schedule(): void {
-    if (this.scheduled || this.paused || this.inFlight >= this.maxInFlight) return;
+    if (this.scheduled || this.paused || this.committing > 0) return;
     this.scheduled = true;
     // Let the jobs of this event turn join the batch.
     setImmediate(() => {
@@ -76,18 +81,25 @@ export class GroupCommitter<Job, Result> {
   }
 
   private dispatch(): void {
-    while (this.queue.length > 0 && this.inFlight < this.maxInFlight && !this.paused) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      this.inFlight++;
-      this.commitBatch(batch.map((w) => w.job)).then(
-        (results) => batch.forEach((w, i) => w.resolve(results[i])),
-        (err: unknown) => batch.forEach((w) => w.reject(err)),
-      ).finally(() => {
-        this.inFlight--;
-        if (this.inFlight === 0) for (const wake of this.quietWaiters.splice(0)) wake();
-        if (this.queue.length > 0) this.schedule();
-        else if (this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
-      });
-    }
+    if (this.queue.length === 0 || this.committing > 0 || this.paused) return;
+    const batch = this.queue.splice(0, this.maxBatch);
+    this.committing++;
+    this.inFlight++;
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.committing--;
+      if (this.queue.length > 0) this.schedule();
+    };
+    this.commitBatch(batch.map((w) => w.job), release).then(
+      (results) => batch.forEach((w, i) => w.resolve(results[i])),
+      (err: unknown) => batch.forEach((w) => w.reject(err)),
+    ).finally(() => {
+      release();
+      this.inFlight--;
+      if (this.inFlight === 0) for (const wake of this.quietWaiters.splice(0)) wake();
+      if (this.queue.length === 0 && this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    });
   }
 }

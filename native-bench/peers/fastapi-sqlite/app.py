@@ -20,7 +20,7 @@ directory fsync after creating an image file (README, "What the peers leave out"
 Concurrency design: the handlers that touch the disk are plain `def` endpoints, so FastAPI runs
 them in its thread pool (anyio, 40 threads) and the event loop never blocks on fsync or SQLite.
 Each pool thread owns one sqlite3 connection (threading.local; the default check_same_thread=True
-then holds by construction), with busy_timeout=5000 so that the other uvicorn worker process's
+then holds by construction), with busy_timeout=30000 so that the other uvicorn worker process's
 writes are waited for rather than failing. SQLite has one writer at a time anyway, so within a
 process writers queue on a threading.Lock instead of spinning in SQLite's sleep-and-retry busy
 handler (whose 1, 2, 5, 10 ... ms sleeps would only add latency); image writes and fdatasync
@@ -100,7 +100,7 @@ def _connect() -> sqlite3.Connection:
     # writer takes the write lock up front (and waits on busy_timeout) instead of failing on
     # upgrade from a read snapshot.
     conn = sqlite3.connect(DB_PATH, isolation_level=None, timeout=5.0)
-    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA busy_timeout = 30000")
     # journal_mode=WAL is a property of the file (set by schema.sql); synchronous is per connection.
     conn.execute("PRAGMA synchronous = FULL")
     return conn
