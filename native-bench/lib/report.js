@@ -65,6 +65,16 @@ function costTable(res, list) {
   return [head, rule, ...rows];
 }
 
+/** Requests wrk gave up on after 10 s (left out of the latencies), where there were any. */
+function timeoutLines(systems, list) {
+  const found = systems.flatMap((s) => list.filter((w) => w.run && w.run(s).timeouts > 0)
+    .map((w) => `${s.name}, ${w.label}: ${int(w.run(s).timeouts)} of ${int(w.run(s).requests + w.run(s).timeouts)}`));
+  return found.length === 0 ? ['No request went unanswered for 10 s (wrk\'s timeout).', ''] : [
+    `Requests unanswered after 10 s (wrk's timeout; counted as not done and left out of the latencies): ${found.join('; ')}.`,
+    '',
+  ];
+}
+
 /**
  * RESULTS.md from the bench's results object.
  * @returns {string} markdown
@@ -144,6 +154,7 @@ export function renderResults(res) {
     ...systems.map((s) => `- **${s.name}**: ${s.stack}. List store filled by ${s.list.preload.how} (${int(s.list.preload.rate)} events/s); `
       + `${mib(s.list.diskBytes)} on disk for ${int(s.list.stored)} events. Small ingest stored ${int(s.small.stored)} events for the acknowledged ones.`),
     '',
+    ...timeoutLines(systems, list),
     `Payloads: ${int(res.payloads.small.count)} distinct small events (quality_check with detections, classifications and 7 custom_metadata`,
     `keys; device among 20, line among 4, batch among 500, so \`device_id\`+\`line\` selects ~1/80 and \`batch\` ~1/500); image events are`,
     `the same plus the base64 of ${res.imageFixture} (bodies of ${int(res.payloads.images.meanBytes)} B). Range requests are 1 MiB at 200 seeded offsets.`,
