@@ -1,10 +1,10 @@
 /**
- * The disk reserve: a file of DISK_RESERVE_BYTES (default 8 MiB) kept in DATA_DIR so that a cleanup can still commit
- * on a disk that ingest has filled. LMDB is copy-on-write: deleting records writes new pages
- * before it frees old ones, so on a disk with no free byte the deletions themselves fail
- * (found by the disk-full harness, docs/RELIABILITY.md). The lifecycle worker gives the reserve
- * back to the disk before a cleanup when free space is below its size, and takes it again once
- * the cleanup has freed twice that.
+ * The disk reserve: a file of DISK_RESERVE_BYTES (default 8 MiB) kept in DATA_DIR so that a
+ * cleanup can still commit on a disk that ingest has filled. LMDB is copy-on-write: deleting
+ * records writes new pages before it frees old ones, so on a disk with no free byte the
+ * deletions themselves fail (found by the disk-full harness, docs/RELIABILITY.md). The lifecycle
+ * worker gives the reserve back to the disk before a cleanup when free space is below its size,
+ * and takes it again once twice its size is free.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -43,9 +43,9 @@ export class DiskReserve {
   }
 
   /**
-   * Takes the reserve when it is not held and at least twice its size is free (with a size of 0,
-   * removes any reserve an earlier setting left): writes it to a
+   * Takes the reserve when it is not held and at least twice its size is free: writes it to a
    * temporary name, fdatasyncs it (so its blocks are really allocated) and renames it into place.
+   * With a size of 0, removes any reserve an earlier setting left.
    * @returns whether the reserve is held afterwards; false on a disk without room (ENOSPC and
    *   EDQUOT leave no file behind)
    * @throws other file-system errors
