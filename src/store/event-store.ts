@@ -111,19 +111,15 @@ export class EventStore extends StoreView {
    * @throws the fs or lmdb error (the store may then be partly cleared; a retry finishes it)
    */
   async clearAll(): Promise<void> {
-    await this.committer.pause();
-    try {
+    await this.withCreatesPaused(async () => {
       await this.appender.close();
       await this.blobs.close();
       const { dbs } = this;
-      await dbs.root.transaction(() => {
+      await this.commitDurably(() => {
         for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta]) db.clearSync();
       });
-      await dbs.root.flushed;
       for (const name of await fsp.readdir(this.blobsDir)) await fsp.rm(path.join(this.blobsDir, name), { force: true, recursive: true });
-    } finally {
-      this.committer.resume();
-    }
+    });
   }
 
   /**
@@ -133,19 +129,15 @@ export class EventStore extends StoreView {
    * new segment.
    */
   async retireSegment(segment: number): Promise<void> {
-    await this.committer.pause();
-    try {
+    await this.withCreatesPaused(async () => {
       const { dbs } = this;
       if (dbs.segments.get(segment)?.liveBlobs !== 0) return;
       if (this.appender.currentSegment === segment) await this.appender.close();
-      await dbs.root.transaction(() => {
+      await this.commitDurably(() => {
         const entry = dbs.segments.get(segment);
         if (entry && entry.liveBlobs <= 0) dbs.segments.putSync(segment, { ...entry, sealed: true });
       });
-      await dbs.root.flushed;
-    } finally {
-      this.committer.resume();
-    }
+    });
   }
 
   /**
@@ -154,8 +146,7 @@ export class EventStore extends StoreView {
    * Creates wait meanwhile. Live bytes of a compacted segment are below a quarter of 64 MiB.
    */
   async compactSegment(segment: number): Promise<void> {
-    await this.committer.pause();
-    try {
+    await this.withCreatesPaused(async () => {
       const { dbs } = this;
       const live = [...dbs.files.getRange()].filter(({ value }) => value.segment === segment);
       if (live.length === 0) return;
@@ -165,7 +156,7 @@ export class EventStore extends StoreView {
         return { fileId: key, kind: value.kind, bytes };
       }));
       const appended = await this.appender.append(blobs);
-      await dbs.root.transaction(() => {
+      await this.commitDurably(() => {
         let moved = 0;
         let movedBytes = 0;
         live.forEach(({ key }, i) => {
@@ -186,10 +177,26 @@ export class EventStore extends StoreView {
           liveBlobs: target.liveBlobs + moved,
         });
       });
-      await dbs.root.flushed;
+    });
+  }
+
+  /**
+   * Runs `work` with no create batch under way: batches in flight finish first, creates
+   * submitted meanwhile wait and are committed after it (reset, segment retirement, compaction).
+   */
+  private async withCreatesPaused(work: () => Promise<void>): Promise<void> {
+    await this.committer.pause();
+    try {
+      await work();
     } finally {
       this.committer.resume();
     }
+  }
+
+  /** Runs `writes` in one LMDB transaction and waits until the commit is flushed to disk. */
+  private async commitDurably(writes: () => void): Promise<void> {
+    await this.dbs.root.transaction(writes);
+    await this.dbs.root.flushed;
   }
 
   /** Waits for queued creates, then closes files and the LMDB environment. */
