@@ -150,7 +150,35 @@ t.test('defaults: missing or null optionals become null, [] or {}; draft false',
   t.same(validateCreateBody(base({ event_schema: 'safety_alert', event_data: { severity: null } })).event_data, {});
 });
 
-t.test('the input body is not mutated', async (t) => {
+t.test('outside event_data, unknown keys are dropped at every level; known keys keep their types', async (t) => {
+  const input = validateCreateBody(base({
+    eventType: 'x', // a cloud payload's field
+    useCaseId: 'y',
+    images: [{
+      url: 'x',
+      objectDetections: [{ ...detection, class_id: 3, detection_id: 'd-1', tracker_id: 7, parent_id: 'p' }],
+      classifications: [{ class: 'cat', confidence: 0.9, class_id: 3 }],
+      instance_segmentations: [{ ...detection, points: [[1, 2]], detection_id: 'd-2' }],
+      keypoints: [{ ...detection, keypoints: [{ id: 0, x: 1, y: 2, class_name: 'nose', confidence: 0.8 }], class_id: 0 }],
+    }],
+  }));
+  t.notOk('eventType' in input || 'useCaseId' in input, 'top-level keys dropped');
+  const [stored] = input.images;
+  t.notOk('url' in stored, 'image entry keys dropped');
+  t.same(stored.object_detections, [detection], 'detection keeps exactly its defined keys');
+  t.same(stored.classifications, [{ class: 'cat', confidence: 0.9 }]);
+  t.same(stored.instance_segmentations, [{ ...detection, points: [[1, 2]] }]);
+  t.same(stored.keypoints, [{ ...detection, keypoints: [{ id: 0, x: 1, y: 2, occluded: false }] }], 'occluded defaults to false');
+  t.equal(rejection(base({ event_schema: 'custom', event_data: { colour: 'red' } })).code, 'event_data_invalid', 'event_data still refuses them');
+});
+
+t.test('a blank solution counts as absent', async (t) => {
+  t.equal(validateCreateBody(base({ solution: '' })).solution, null);
+  t.equal(validateCreateBody(base({ solution: '  \t' })).solution, null);
+  t.equal(validateCreateBody(base({ solution: 'sol' })).solution, 'sol');
+});
+
+t.test('a body without unknown keys is not mutated', async (t) => {
   const body: Body = { inferenceTimestamp: TS, eventSchema: 'custom', eventData: { externalId: 'x' }, images: [{ base64Image: 'AA' }] };
   const copy = structuredClone(body);
   validateCreateBody(body);
@@ -178,8 +206,6 @@ const invalid422: [string, unknown, (string | number)[], string][] = [
   ['missing inference_timestamp', { event_schema: 'custom', event_data: {} }, ['body', 'inference_timestamp'], 'field required'],
   ['missing event_schema', { inference_timestamp: TS, event_data: {} }, ['body', 'event_schema'], 'field required'],
   ['missing event_data', { inference_timestamp: TS, eventSchema: 'custom' }, ['body', 'event_data'], 'field required'],
-  ['unknown top-level field', base({ eventType: 'x' }), ['body', 'eventType'], 'extra fields not permitted'],
-  ['cloud payload field', base({ useCaseId: 'x' }), ['body', 'useCaseId'], 'extra fields not permitted'],
   ['both spellings: workflow_id', base({ workflow_id: 'a', workflowId: 'b' }), ['body', 'workflow_id'], "both 'workflow_id' and 'workflowId'"],
   ['both spellings: inference_timestamp', base({ inferenceTimestamp: TS }), ['body', 'inference_timestamp'], 'both'],
   ['both spellings: event_data', base({ eventData: {} }), ['body', 'event_data'], 'both'],
@@ -207,7 +233,8 @@ const invalid422: [string, unknown, (string | number)[], string][] = [
   ['custom_metadata empty key', base({ custom_metadata: { '': 1 } }), ['body', 'custom_metadata', ''], '1 to 256 characters'],
   ['images not an array', base({ images: {} }), ['body', 'images'], 'not a valid array'],
   ['101 images', base({ images: Array.from({ length: 101 }, () => ({})) }), ['body', 'images'], 'at most 100 items'],
-  ['unknown image field', base(image({ url: 'x' })), ['body', 'images', 0, 'url'], 'extra fields not permitted'],
+  ['detection x a string', base(image({ objectDetections: [{ ...detection, x: '10', tracker_id: 4 }] })), ['body', 'images', 0, 'objectDetections', 0, 'x'], 'not a valid number'],
+  ['keypoint occluded not a boolean', base(image({ keypoints: [{ ...detection, keypoints: [{ id: 0, x: 1, y: 2, occluded: 'no' }] }] })), ['body', 'images', 0, 'keypoints', 0, 'keypoints', 0, 'occluded'], 'not a valid boolean'],
   ['image label too long', base(image({ label: long(257) })), ['body', 'images', 0, 'label'], 'at most 256'],
   ['confidence 1.5', base(image({ objectDetections: [{ ...detection, confidence: 1.5 }] })), ['body', 'images', 0, 'objectDetections', 0, 'confidence'], 'less than or equal to 1'],
   ['confidence -0.1', base(image({ classifications: [{ class: 'a', confidence: -0.1 }] })), ['body', 'images', 0, 'classifications', 0, 'confidence'], 'greater than or equal to 0'],

@@ -1,13 +1,17 @@
 /**
- * Decoding of `base64Image` / `inputBase64Image` (spec B, rule E3). Node's base64 decoder skips
- * characters outside the alphabet silently, so a payload is accepted only when its decoded
- * length is exactly what its text length promises. A `data:<type>;base64,` prefix is allowed.
+ * Decoding of `base64Image` / `inputBase64Image` (docs/API.md, "Create an event", rule E3).
+ * Node's base64 decoder skips characters outside the alphabet silently, so a payload is accepted
+ * only when its decoded length is exactly what its text length, white space removed, promises.
+ * White space is allowed anywhere (encoders wrap at 76 columns: `base64`, `openssl base64`,
+ * Python's `base64.encodebytes`); a `data:<type>;base64,` prefix is allowed.
  */
 import { fileTypeFromBuffer } from 'file-type';
 import { AppError } from '../errors.js';
 import type { DecodedImage } from '../store/event-store.js';
 
 const DATA_URI = /^data:[\w.+-]+\/[\w.+-]+;base64,/;
+const WHITE_SPACE = /\s/;
+const WHITE_SPACES = /\s+/g;
 
 /**
  * Decodes one base64 image and sniffs its content type from the bytes.
@@ -15,7 +19,8 @@ const DATA_URI = /^data:[\w.+-]+\/[\w.+-]+;base64,/;
  * @throws AppError image_decode_failed (400, E3) when the text is not valid, non-empty base64
  */
 export async function decodeImage(text: string, field: string): Promise<DecodedImage> {
-  const payload = text.replace(DATA_URI, '');
+  const unprefixed = text.replace(DATA_URI, '');
+  const payload = WHITE_SPACE.test(unprefixed) ? unprefixed.replace(WHITE_SPACES, '') : unprefixed;
   const bytes = Buffer.from(payload, 'base64');
   let padding = 0;
   while (padding < 2 && payload.charCodeAt(payload.length - 1 - padding) === 61 /* = */) padding++;

@@ -21,8 +21,17 @@ const FIELD_PARAMS: [IndexedField, string, string | undefined][] = [
 ];
 
 /**
- * Parses one `metadata_filter`: `key:value` (eq) or `key:op:value`.
- * @throws AppError invalid_query (400, E5) when it has no key or no value
+ * Middle parts of `key:X:value` that are meant as an operator but are none: other languages'
+ * spellings (`ge`, `neq`, `>=`) and the valid ones in other case (`GT`). Any other middle part
+ * belongs to the value (`time:10:30` is `time` eq `10:30`).
+ */
+const OPERATOR_LOOKALIKES = /^(?:eq|ne|gt|lt|gte|lte|ge|le|neq|nq|geq|leq|gteq|lteq|=|==|!=|<>|>|<|>=|<=)$/i;
+
+/**
+ * Parses one `metadata_filter`: `key:value` (eq) or `key:op:value` (docs/API.md, "Query
+ * parameters").
+ * @throws AppError invalid_query (400, E5) when it has no key or no value, or when its middle part
+ *   looks like an operator but is not one of eq, ne, gt, lt, gte, lte (`temperature:ge:30`)
  */
 export function parseMetadataFilter(text: string): MetadataCondition {
   const first = text.indexOf(':');
@@ -31,6 +40,9 @@ export function parseMetadataFilter(text: string): MetadataCondition {
   const rest = text.slice(first + 1);
   const second = rest.indexOf(':');
   const op = second > 0 ? rest.slice(0, second) : '';
+  if (!OPERATORS.has(op as MetadataOperator) && OPERATOR_LOOKALIKES.test(op)) {
+    throw new AppError('invalid_query', `Invalid metadata_filter '${text}': unknown operator '${op}'; expected one of ${[...OPERATORS].join(', ')}`);
+  }
   const condition: MetadataCondition = OPERATORS.has(op as MetadataOperator)
     ? { key, op: op as MetadataOperator, value: rest.slice(second + 1) }
     : { key, op: 'eq', value: rest };

@@ -48,9 +48,19 @@ const FORMATS = ['date-time', 'uuid'] as const;
 /**
  * A draft 2020-12 ajv instance holding every schema file, with the options this package uses:
  * strict mode, union types (`["string", "null"]`), formats date-time and uuid.
+ * @param allErrors report every failure (responses), not only the first (requests)
+ * @param lenient drop keys a schema closes with `additionalProperties: false` instead of refusing
+ *   them, and fill in `default`s (keypoint `occluded`): the create body outside `event_data`
+ *   (docs/API.md, "Create an event")
  */
-export function createAjv(allErrors = false): Ajv2020 {
-  const ajv = new Ajv2020({ allErrors, allowUnionTypes: true, strict: true, strictRequired: false });
+export function createAjv(allErrors = false, lenient = false): Ajv2020 {
+  const ajv = new Ajv2020({
+    allErrors,
+    allowUnionTypes: true,
+    strict: true,
+    strictRequired: false,
+    ...(lenient ? { removeAdditional: true, useDefaults: true } : {}),
+  });
   addFormatsPlugin.default(ajv, [...FORMATS]);
   for (const schema of loadSchemaFiles().values()) ajv.addSchema(schema);
   return ajv;
@@ -63,10 +73,12 @@ function compiled(ajv: Ajv2020, file: string): ValidateFunction {
   return validate;
 }
 
-const requestAjv = createAjv(false);
-const validateCreate = compiled(requestAjv, 'create-event.json');
+/** Unknown keys outside `event_data` are dropped; `event_data` is `type: object` there, so untouched. */
+const validateCreate = compiled(createAjv(false, true), 'create-event.json');
+/** The `event_data` schemas refuse undefined fields (E2), so they get a strict instance of their own. */
+const strictAjv = createAjv(false);
 const eventDataValidators = new Map<EventSchemaName, ValidateFunction>(
-  EVENT_SCHEMAS.map((name) => [name, compiled(requestAjv, `event-data/${name}.json`)]),
+  EVENT_SCHEMAS.map((name) => [name, compiled(strictAjv, `event-data/${name}.json`)]),
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -121,8 +133,6 @@ function toIssue(err: ErrorObject): ValidationIssue {
   switch (err.keyword) {
     case 'required':
       return { loc: [...loc, String(p.missingProperty)], msg: 'field required', type: 'value_error.missing' };
-    case 'additionalProperties':
-      return { loc: [...loc, String(p.additionalProperty)], msg: 'extra fields not permitted', type: 'value_error.extra' };
     case 'not': {
       const field = duplicatedField(err);
       return { loc: [...loc, field], msg: `both '${field}' and '${toCamel(field)}' given; send one spelling`, type: 'value_error.duplicate' };
@@ -244,13 +254,16 @@ function keyUsed(raw: Record<string, unknown>, snake: string): string {
  * Validates a parsed POST /v2/events body and returns it normalised: snake_case names at every
  * level (event_data keys too: `external_id`, `item_count`, `alert_type`, `related_event_id`...;
  * image entries: `base64_image`, `object_detections`, ...), absent or null optionals as null,
- * [] or {} as `CreateEventInput` says, `draft` false by default. Base64 is not decoded here.
+ * [] or {} as `CreateEventInput` says, `draft` false by default, a blank `solution` as null,
+ * keypoint `occluded` false when absent. Keys the create schema does not define are dropped at
+ * every level outside `event_data` (the body object is modified in place). Base64 is not decoded
+ * here.
  *
  * Throws `AppError`:
- * - `validation_failed` (422, E7; DESIGN "Wire contract"), detail one FastAPI issue
+ * - `validation_failed` (422, E7; docs/API.md, "Errors"), detail one FastAPI issue
  *   `{loc: ['body', ...path], msg, type}`: body not an object, wrong type, missing required field
- *   (inference_timestamp, event_schema, event_data in either spelling), unknown field, both
- *   spellings of one field, too-long string, too many images or metadata keys, confidence
+ *   (inference_timestamp, event_schema, event_data in either spelling), both spellings of one
+ *   field, too-long string, too many images or metadata keys, confidence
  *   outside 0..1, bad timestamp, display_image_position not an index of images;
  * - `unknown_event_schema` (422, E4), detail one issue with `type: 'enum'`;
  * - `event_data_invalid` (400, E2), detail a string naming the schema, e.g.
@@ -275,6 +288,8 @@ export function validateCreateBody(body: unknown): CreateEventInput {
     draft: false,
   };
   renameInto(input as unknown as Record<string, unknown>, raw, TOP_LEVEL_NAMES);
+  // A blank solution would ship with an empty useCaseId: it counts as absent (rule E1).
+  if (input.solution !== null && input.solution.trim() === '') input.solution = null;
   if (input.images.length > 0) {
     input.images = (input.images as unknown as Record<string, unknown>[]).map(normaliseImage);
   }

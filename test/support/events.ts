@@ -57,3 +57,50 @@ export async function getJson(url: string, headers: Record<string, string> = {})
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
+
+/** Base64 as Python's `base64.encodebytes` and `openssl base64` write it: 76-column lines, each ending in `eol`. */
+export function wrappedBase64(bytes: Buffer, eol = '\n'): string {
+  const text = bytes.toString('base64');
+  let wrapped = '';
+  for (let i = 0; i < text.length; i += 76) wrapped += text.slice(i, i + 76) + eol;
+  return wrapped;
+}
+
+/**
+ * A keypoint event shaped exactly as the open-source inference server's event-writer and
+ * vision-events workflow sinks send it: snake_case, keypoints without `occluded`, predictions
+ * carrying the model output's own keys (`class_id`, `detection_id`, `tracker_id`, `parent_id`),
+ * and the image base64-encoded by Python's `base64.encodebytes` (wrapped at 76 columns).
+ */
+export function producerKeypointEvent(image = 'rocket.jpg'): Record<string, unknown> {
+  const box = { x: 320.0, y: 240.0, width: 180.0, height: 400.0, confidence: 0.87 };
+  return {
+    solution: 'people-counting',
+    workflow_id: 'pose-workflow',
+    workflow_version: '3',
+    inference_timestamp: '2026-11-22T08:15:30.123456+00:00',
+    device_id: 'jetson-07',
+    stream_id: 'rtsp-gate',
+    event_schema: 'custom',
+    event_data: { external_id: 'frame-118', value: 'person' },
+    custom_metadata: { zone: 'gate', people: 1 },
+    images: [
+      {
+        label: 'output_image',
+        base64_image: wrappedBase64(fixture(image)),
+        object_detections: [{ class: 'person', ...box, class_id: 0, detection_id: 'f3a1c2d4-0000-4000-8000-000000000001', tracker_id: 12, parent_id: 'image' }],
+        classifications: [],
+        instance_segmentations: [],
+        keypoints: [
+          {
+            class: 'person', ...box, class_id: 0, detection_id: 'f3a1c2d4-0000-4000-8000-000000000002', parent_id: 'image',
+            keypoints: [
+              { id: 0, x: 300.0, y: 80.0 },
+              { id: 1, x: 290.0, y: 70.0, confidence: 0.91, class_name: 'left_eye', class_id: 1 },
+            ],
+          },
+        ],
+      },
+    ],
+  };
+}
