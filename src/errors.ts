@@ -35,13 +35,23 @@ const registry = {
   range_not_satisfiable: { status: 416, message: 'Requested range not satisfiable' },
   reset_token_invalid: { status: 400, message: 'Missing, invalid, expired or used reset token' },
   disk_full: { status: 507, message: 'Insufficient storage: the disk is full' },
-  capacity_blocked: { status: 529, message: 'Store is over its capacity limits and waiting for uploads to drain' }, // E10
+  // E10: back-pressure, not a failure; the capacity gate logs when it closes and counts the rest.
+  capacity_blocked: { status: 529, message: 'Store is over its capacity limits and waiting for uploads to drain', quiet: true },
   store_failure: { status: 500, message: 'Internal store failure' },
   upstream_unreachable: { status: 502, message: 'Hosted API unreachable' },
   search_request_invalid: { status: 400, message: 'Invalid search request' }, // spec A: the hosted API's 400, answered locally by the search proxy
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<string, { status: number; message: string; quiet?: true }>;
 
 export type ErrorCode = keyof typeof registry;
+
+/**
+ * True when a failure with this code is reported to the log: every 5xx but the `quiet` ones
+ * (expected answers under load, logged where their state changes). 4xx are the client's.
+ */
+export function isLoggedFailure(code: ErrorCode): boolean {
+  const entry: { status: number; quiet?: true } = registry[code];
+  return entry.status >= 500 && entry.quiet !== true;
+}
 
 /**
  * A failure with a registered code. `detail` is what the client reads: a string, or for

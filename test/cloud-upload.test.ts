@@ -247,12 +247,14 @@ t.test('protection and back-pressure: un-uploaded events are kept, the store blo
   t.teardown(store.stop);
   const draft = await create(store, smallEvent({ draft: true }));
   const events = [await create(store, imageEvent())];
-  for (let i = 0; i < 4; i++) events.push(await create(store, smallEvent()));
+  for (let i = 0; i < 3; i++) events.push(await create(store, smallEvent()));
+  // Five kept records fill MAX_RECORDS: the next create would overfill the store, so it is refused.
+  t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 529, 'the create that would overfill');
 
   const cleanup = await postJson(`${store.url}/admin/cleanup`, {});
   t.equal(cleanup.status, 200);
   t.equal(cleanup.body.records_deleted.total, 0, 'nothing un-uploaded (nor the draft) is deleted');
-  t.equal(cleanup.body.after.records, 6);
+  t.equal(cleanup.body.after.records, 5);
 
   const imageUrl = `${store.url}/images/${events[0].image_ids[0]}`;
   t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 529, 'create');
@@ -265,11 +267,13 @@ t.test('protection and back-pressure: un-uploaded events are kept, the store blo
   t.equal(finalized.body.already_finalized, false);
 
   cloud.heal();
-  await until('every event in the cloud', () => cloud.events.size === 6); // none was deleted un-uploaded
+  await until('every event in the cloud', () => cloud.events.size === 5); // none was deleted un-uploaded
   const reopened = await until('the gate to reopen', async () => {
     const res = await getJson(`${store.url}/v2/events?limit=100`);
     return res.status === 200 && res.body;
   });
-  t.equal(reopened.count, 5, 'cleanup deleted a record once it was shipped');
+  t.equal(reopened.count, 5, 'every record is still there');
   t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201, 'create works again');
+  await until('cleanup to delete a shipped record', async () => (await getJson(`${store.url}/stats`)).body.current.total_events === 5);
+  t.equal((await getJson(`${store.url}/stats`)).body.capacity.blocked, false);
 });

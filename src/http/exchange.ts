@@ -5,7 +5,7 @@
  * every write from async code happens inside `res.cork()`.
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { AppError } from '../errors.js';
+import { AppError, isLoggedFailure } from '../errors.js';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 206: 'Partial Content', 400: 'Bad Request', 401: 'Unauthorized',
@@ -35,6 +35,12 @@ export interface RequestHeaders {
   range: string;
 }
 
+/**
+ * How errors are written: `store`, FastAPI-shaped `{"detail": ...}` (the store's routes);
+ * `hosted`, `{"error": "..."}` as the hosted search API answers (the search gateway's routes).
+ */
+export type ErrorShape = 'store' | 'hosted';
+
 export class Exchange {
   readonly method: string;
   readonly url: string;
@@ -47,6 +53,8 @@ export class Exchange {
   done = false;
   /** True while the request body has not been read to its end (a POST until its last chunk). */
   bodyPending: boolean;
+  /** The shape `fail` writes errors in; set by the route wrapper. */
+  errorShape: ErrorShape = 'store';
   private readonly abortHandlers: (() => void)[] = [];
 
   /**
@@ -105,11 +113,13 @@ export class Exchange {
 
   /**
    * The one place errors become responses: an AppError answers its registered status with a
-   * FastAPI-shaped body `{"detail": ...}`; anything else answers 500 and is reported to `log`.
+   * body in `errorShape` (`{"detail": ...}` or `{"error": "..."}`); anything else answers 500.
+   * Unexpected errors and 5xx codes the registry does not mark quiet are reported to `log`.
    */
   fail(err: unknown, log: (err: unknown) => void, closeConnection = false): void {
     const appError = err instanceof AppError ? err : new AppError('store_failure');
-    if (!(err instanceof AppError) || appError.status >= 500) log(err);
-    this.json(appError.status, { detail: appError.detail }, appError.headers, closeConnection);
+    if (!(err instanceof AppError) || isLoggedFailure(appError.code)) log(err);
+    const body = this.errorShape === 'hosted' ? { error: appError.message } : { detail: appError.detail };
+    this.json(appError.status, body, appError.headers, closeConnection);
   }
 }

@@ -1,18 +1,20 @@
 /**
  * Registration of routes on the uWS app: one wrapper gives every route the same treatment:
- * exchange set up before any await, X-API-Key check (all routes but the public ones), JSON body
- * streamed within MAX_RECORD_SIZE_BYTES, errors mapped to responses in one place, and the count
- * of in-flight requests that a graceful stop waits for.
+ * exchange set up before any await, X-API-Key check (all routes but the public ones), the
+ * capacity gate, JSON body streamed within MAX_RECORD_SIZE_BYTES, errors mapped to responses in
+ * one place, and the count of in-flight requests that a graceful stop waits for. A known path
+ * asked with another method answers 405 with `Allow`; an unknown path 404 (docs/API.md, "Errors").
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
+import type { GateUse } from '../lifecycle/capacity-gate.js';
 import type { Lifecycle } from '../lifecycle/lifecycle-manager.js';
 import type { ResetTokens } from '../lifecycle/reset.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
 import { createKeyChecker } from './auth.js';
-import { Exchange } from './exchange.js';
+import { Exchange, type ErrorShape } from './exchange.js';
 import { readJsonBody } from './json-body.js';
 
 /** What a route handler may answer: a JSON reply, or nothing when it has sent the response. */
@@ -35,10 +37,20 @@ export interface Route {
   method: 'get' | 'post';
   /** uWS pattern, e.g. `/v2/events/:event_id`; a trailing slash is tolerated too. */
   path: string;
-  /** Reachable without X-API-Key (only /health). */
+  /** Reachable without X-API-Key (/health and the interactive docs). */
   public?: boolean;
-  /** Answers 529 while the store is capacity-blocked, before any body is read (spec B, E10). */
-  gated?: boolean;
+  /**
+   * The store's key may come as the `api_key` query parameter too (the search proxy: hosted
+   * clients send their key that way and cannot send X-API-Key).
+   */
+  keyInQuery?: boolean;
+  /** `hosted`: errors answer `{"error": "..."}` as the hosted search API's do (the search gateway). */
+  errorShape?: ErrorShape;
+  /**
+   * Answers 529 while the store is capacity-blocked, before any body is read (E10); `create`
+   * also closes the gate when this create would overfill the store (docs/API.md, "Capacity and 529").
+   */
+  gated?: GateUse;
   /**
    * `json`: the body is read and parsed before the handler runs (within MAX_RECORD_SIZE_BYTES).
    * Otherwise the handler runs synchronously in the uWS callback and reads any body itself.
@@ -74,24 +86,40 @@ export class InFlight {
   }
 }
 
+/** The key a request presents: X-API-Key, else (on `keyInQuery` routes) the `api_key` parameter. */
+function presentedKey(ex: Exchange, route: Route): string {
+  if (ex.headers.apiKey !== '' || !route.keyInQuery) return ex.headers.apiKey;
+  return ex.searchParams().get('api_key') ?? '';
+}
+
+/** The routes of each path, for 405's `Allow` (e.g. `/v2/events` -> GET, POST). */
+function routesByPath(routes: Route[]): Map<string, Route[]> {
+  const byPath = new Map<string, Route[]>();
+  for (const route of routes) byPath.set(route.path, [...(byPath.get(route.path) ?? []), route]);
+  return byPath;
+}
+
 /**
- * Registers `routes` on `app`, plus a catch-all 404.
+ * Registers `routes` on `app`, a 405 for every known path asked with another method, and a
+ * catch-all 404.
  * @returns the in-flight counter of these routes
  */
 export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerContext): InFlight {
   const inFlight = new InFlight();
   const checkKey = createKeyChecker(ctx.config.apiKey);
   const logError = (err: unknown) => ctx.log.error({ err }, 'request failed');
+  const { gate } = ctx.lifecycle;
 
   for (const route of routes) {
     const paramCount = route.path.split('/').filter((s) => s.startsWith(':')).length;
     const handle = (res: HttpResponse, req: HttpRequest) => {
       const ex = new Exchange(res, req, paramCount);
-      if (!route.public && !checkKey(ex.headers.apiKey)) {
+      ex.errorShape = route.errorShape ?? 'store';
+      if (!route.public && !checkKey(presentedKey(ex, route))) {
         ex.fail(new AppError('unauthorized'), logError, ex.bodyPending);
         return;
       }
-      if (route.gated && ctx.lifecycle.isBlocked()) {
+      if (route.gated && !gate.admit(route.gated)) {
         ex.fail(new AppError('capacity_blocked'), logError, ex.bodyPending);
         return;
       }
@@ -99,6 +127,7 @@ export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerCo
       let counted = true;
       const leave = () => {
         if (counted) inFlight.leave();
+        if (counted && route.gated === 'create') gate.settle();
         counted = false;
       };
       // A client gone mid-body never completes its request: it must not hold up a graceful stop.
@@ -124,6 +153,16 @@ export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerCo
     if (route.path !== '/') app[route.method](`${route.path}/`, handle);
   }
 
+  for (const [path, sharing] of routesByPath(routes)) {
+    const allow = sharing.map((route) => route.method.toUpperCase()).join(', ');
+    const notAllowed = (res: HttpResponse, req: HttpRequest) => {
+      const ex = new Exchange(res, req, 0);
+      ex.errorShape = sharing[0].errorShape ?? 'store';
+      ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { Allow: allow }), logError, ex.bodyPending);
+    };
+    app.any(path, notAllowed);
+    if (path !== '/') app.any(`${path}/`, notAllowed);
+  }
   app.any('/*', (res, req) => {
     const ex = new Exchange(res, req, 0);
     ex.fail(new AppError('not_found'), logError, ex.bodyPending);

@@ -1,10 +1,14 @@
 /**
- * The capacity state (spec B, E10; DESIGN.md, "Capacity"): the worker decides, after each
- * cleanup, whether the store is still over a limit, which means nothing more could be deleted
- * (with cloud upload on: the rest waits for upload). It publishes that in a SharedArrayBuffer the
- * HTTP thread reads with no round trip, and warns once each time a capacity crosses 80%.
+ * The capacity state (docs/API.md, "Capacity and 529"), one flag in a SharedArrayBuffer that both
+ * threads read with no round trip. With cloud upload on, drafts and events not uploaded yet are
+ * never deleted, so the store is blocked (E10) when one more create would put it over a limit that
+ * cleanup cannot relieve: the HTTP thread closes the gate at that create (capacity-gate.ts); the
+ * worker, after each cleanup, closes it too when the store is over a limit and nothing could be
+ * deleted, and reopens it once there is room. The worker also warns once each time a capacity
+ * crosses 80%.
  */
 import type { Logger } from '../logger.js';
+import type { Counters } from '../store/lmdb-env.js';
 import type { StoreView } from '../store/store-view.js';
 
 /** Percent of a capacity above which a warning is logged (spec B, Limits). */
@@ -20,9 +24,33 @@ export interface CapacityUsage {
   storagePercent: number;
 }
 
-/** True when the flag says the store is capacity-blocked (HTTP thread side). */
+/** MAX_RECORDS and MAX_STORAGE_BYTES (bytes). */
+export interface CapacityLimits {
+  maxRecords: number;
+  maxStorageBytes: number;
+}
+
+/** True when the flag says the store is capacity-blocked. */
 export function isCapacityBlocked(flag: Int32Array): boolean {
   return Atomics.load(flag, 0) === 1;
+}
+
+/** Marks the store capacity-blocked: every gated route answers 529 until the worker reopens it. */
+export function closeGate(flag: Int32Array): void {
+  Atomics.store(flag, 0, 1);
+}
+
+/**
+ * True when, with cloud upload on, one more create would put the store over a limit that cleanup
+ * cannot relieve: drafts and events waiting for upload (cleanup keeps both) would pass
+ * MAX_RECORDS, or storage is over MAX_STORAGE_BYTES with nothing but such events stored.
+ * @param storageBytes reads total_storage_bytes; called only when the records limit holds
+ * @param admitted creates admitted but not committed yet, counted as kept
+ */
+export function createWouldOverfill(counters: Counters, storageBytes: () => number, limits: CapacityLimits, admitted = 0): boolean {
+  const kept = counters.drafts + counters.uploadsPending + admitted;
+  if (kept + 1 > limits.maxRecords) return true;
+  return counters.events + admitted <= kept && storageBytes() > limits.maxStorageBytes;
 }
 
 /** Worker side: measures usage, decides and publishes the capacity state. */
@@ -32,7 +60,7 @@ export class CapacityMonitor {
 
   constructor(
     private readonly store: StoreView,
-    private readonly limits: { maxRecords: number; maxStorageBytes: number },
+    private readonly limits: CapacityLimits,
     private readonly flag: Int32Array,
     private readonly log: Logger,
   ) {}
@@ -55,7 +83,9 @@ export class CapacityMonitor {
     this.warn(usage);
     const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
     if (!over) {
-      Atomics.store(this.flag, 0, 0); // uploads or deletions brought it back: the gate reopens
+      // Uploads or deletions made room: the gate reopens (the HTTP thread closes it again at
+      // the create that would overfill).
+      if (isCapacityBlocked(this.flag) && !this.createWouldOverfill()) this.publish(false);
       return false;
     }
     return Date.now() - this.lastCleanupAt >= (isCapacityBlocked(this.flag) ? BLOCKED_RETRY_MS : 0);
@@ -73,10 +103,19 @@ export class CapacityMonitor {
     const usage = this.usage();
     this.warn(usage);
     const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
-    const blocked = this.store.trackUploads && over && !deleted;
-    if (blocked !== isCapacityBlocked(this.flag)) {
-      this.log[blocked ? 'warn' : 'info']({ usage }, blocked ? 'capacity blocked: over a limit with nothing deletable' : 'capacity gate reopened');
-    }
+    const blocked = (this.store.trackUploads && over && !deleted) || this.createWouldOverfill();
+    this.publish(blocked);
+  }
+
+  private createWouldOverfill(): boolean {
+    return this.store.trackUploads && createWouldOverfill(this.store.counters(), () => this.store.storageBytes(), this.limits);
+  }
+
+  /** Sets the flag, logging a change (a closing by the HTTP thread is logged there). */
+  private publish(blocked: boolean): void {
+    if (blocked === isCapacityBlocked(this.flag)) return;
+    if (blocked) this.log.warn({ usage: this.usage() }, 'capacity blocked: over a limit with nothing deletable');
+    else this.log.info({ usage: this.usage() }, 'capacity gate reopened');
     Atomics.store(this.flag, 0, blocked ? 1 : 0);
   }
 

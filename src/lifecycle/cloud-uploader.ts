@@ -23,6 +23,7 @@ import type { Key } from 'lmdb';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { deadLetterKey, EMPTY, uploadKey } from '../store/index-keys.js';
+import { addToCounters } from '../store/lmdb-env.js';
 import type { EventRecord } from '../store/record-codec.js';
 import type { StoreView } from '../store/store-view.js';
 import { backoffDelay, CloudClient, pause, type BackoffOptions } from './cloud-client.js';
@@ -65,14 +66,18 @@ function queued(store: StoreView, limit: number): number[] {
 /** Removes the queue keys of events the cloud accepted (one transaction). */
 async function acknowledge(store: StoreView, createdAts: number[]): Promise<void> {
   await store.dbs.root.transaction(() => {
-    for (const createdAt of createdAts) store.dbs.index.removeSync(uploadKey(createdAt));
+    let removed = 0;
+    for (const createdAt of createdAts) if (store.dbs.index.removeSync(uploadKey(createdAt))) removed++;
+    addToCounters(store.dbs, { uploadsPending: -removed });
   });
 }
 
 /** Moves a refused event's key from the queue to the dead letters (one transaction). */
 async function deadLetter(store: StoreView, createdAt: number): Promise<void> {
   await store.dbs.root.transaction(() => {
-    if (store.dbs.index.removeSync(uploadKey(createdAt))) store.dbs.index.putSync(deadLetterKey(createdAt), EMPTY);
+    if (!store.dbs.index.removeSync(uploadKey(createdAt))) return;
+    store.dbs.index.putSync(deadLetterKey(createdAt), EMPTY);
+    addToCounters(store.dbs, { uploadsPending: -1 });
   });
 }
 

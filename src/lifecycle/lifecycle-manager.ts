@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
-import { isCapacityBlocked } from './capacity.js';
+import { CapacityGate } from './capacity-gate.js';
 import type { CleanupResult } from './cleanup.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
 
@@ -20,23 +20,21 @@ const workerUrl = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './w
 
 export class Lifecycle {
   private readonly capacityFlag = new SharedArrayBuffer(4);
-  private readonly capacity = new Int32Array(this.capacityFlag);
+  /** The capacity gate gated routes pass (E10). */
+  readonly gate: CapacityGate;
   private current: Worker | undefined;
   private stopping = false;
   private restarts = 0;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: CleanupResult) => void; reject: (e: unknown) => void }>();
 
-  constructor(private readonly config: Config, private readonly store: EventStore, private readonly log: Logger) {}
+  constructor(private readonly config: Config, private readonly store: EventStore, private readonly log: Logger) {
+    this.gate = new CapacityGate(new Int32Array(this.capacityFlag), store, config, log);
+  }
 
   /** The worker running now (tests terminate it to see it restarted). */
   get worker(): Worker | undefined {
     return this.current;
-  }
-
-  /** True while the store is capacity-blocked (E10): gated routes answer 529. */
-  isBlocked(): boolean {
-    return isCapacityBlocked(this.capacity);
   }
 
   /** Starts the worker; resolves once it is running. */

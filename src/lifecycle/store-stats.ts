@@ -18,11 +18,18 @@ function firstKey<K>(keys: Iterable<K>): K | undefined {
   return undefined;
 }
 
+/** The capacity gate's state, as the HTTP thread knows it (capacity-gate.ts). */
+export interface GateState {
+  blocked: boolean;
+  /** Requests answered 529 since the store started. */
+  refusedTotal: number;
+}
+
 /**
- * The statistics of a store under `config`.
+ * The statistics of a store under `config` (docs/API.md, "Statistics").
  * @param now the time (µs since the epoch)
  */
-export function storeStats(store: StoreView, config: Config, now = Date.now() * 1000) {
+export function storeStats(store: StoreView, config: Config, gate: GateState, now = Date.now() * 1000) {
   const { dbs } = store;
   const counters = store.counters();
   const storageBytes = store.storageBytes();
@@ -77,6 +84,9 @@ export function storeStats(store: StoreView, config: Config, now = Date.now() * 
         record_size_formatted: format(counters.events === 0 ? 0 : Math.round(storageBytes / counters.events)),
         images_per_event: counters.events === 0 ? 0 : Number((counters.images / counters.events).toFixed(3)),
       },
+      blocked: gate.blocked,
+      uploads_pending: counters.uploadsPending,
+      requests_refused: gate.refusedTotal,
     },
     next_cleanup_will_delete: {
       retention_cutoff_timestamp: formatMicros(cutoff),

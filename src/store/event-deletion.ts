@@ -63,12 +63,13 @@ export async function deleteRecords(store: StoreView, createdAts: number[]): Pro
     const dead = new DeadBlobs();
     let images = 0;
     let drafts = 0;
+    let uploads = 0;
     for (const createdAt of createdAts) {
       const record = store.getRecord(createdAt);
       if (!record) continue;
       for (const fileId of fileIdsOf(record)) dead.remove(dbs, fileId);
       for (const key of indexKeysOf(record, false)) dbs.index.removeSync(key);
-      dbs.index.removeSync(uploadKey(createdAt));
+      if (dbs.index.removeSync(uploadKey(createdAt))) uploads++;
       dbs.index.removeSync(deadLetterKey(createdAt));
       dbs.events.removeSync(createdAt);
       dbs.eventIds.removeSync(record.id);
@@ -79,7 +80,9 @@ export async function deleteRecords(store: StoreView, createdAts: number[]): Pro
     dead.apply(dbs);
     tally.files = dead.files;
     tally.bytes = dead.bytes;
-    addToCounters(dbs, { events: -tally.records, images: -images, drafts: -drafts, files: -dead.files, liveBlobBytes: -dead.bytes });
+    addToCounters(dbs, {
+      events: -tally.records, images: -images, drafts: -drafts, files: -dead.files, liveBlobBytes: -dead.bytes, uploadsPending: -uploads,
+    });
   });
   await dbs.root.flushed;
   return tally;

@@ -12,8 +12,8 @@ import type { ImageResults, StoredImage } from '../events/types.js';
 import { ensureBlobDirs, SegmentAppender, type BlobToAppend } from './blob-log.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { GroupCommitter } from './group-commit.js';
-import { EMPTY, indexKeysOf } from './index-keys.js';
-import { addToCounters, openDatabases, type StoreDatabases } from './lmdb-env.js';
+import { EMPTY, indexKeysOf, uploadKey } from './index-keys.js';
+import { addToCounters, completeCounters, openDatabases, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, type EventRecord } from './record-codec.js';
 import { recoverStore } from './recovery.js';
 import { StoreView, type StoreOptions } from './store-view.js';
@@ -75,6 +75,7 @@ export class EventStore extends StoreView {
     const unlock = lockDataDir(dataDir);
     const dbs = openDatabases(dataDir);
     const { lastSegment, activeSegment, lastCreatedAt } = await recoverStore(dbs, blobsDir, stagingDir);
+    await completeCounters(dbs, () => dbs.index.getKeysCount({ start: uploadKey(-Infinity), end: uploadKey(Infinity) }));
     nextUniqueMicros(lastCreatedAt);
     let store: EventStore | undefined;
     const appender = new SegmentAppender(blobsDir, () => store!.allocateSegment());
@@ -277,6 +278,7 @@ export class EventStore extends StoreView {
       let i = 0;
       let liveBytes = 0;
       let drafts = 0;
+      let uploads = 0;
       let images = 0;
       for (const { record, blobs: own } of batch) {
         record.created_at = nextUniqueMicros();
@@ -293,6 +295,7 @@ export class EventStore extends StoreView {
         void dbs.eventIds.put(record.id, record.created_at);
         for (const key of indexKeysOf(record, this.trackUploads)) void dbs.index.put(key, EMPTY);
         if (record.draft) drafts++;
+        else if (this.trackUploads) uploads++; // indexKeysOf queued it for upload
         images += record.images.length;
       }
       await dbs.root.transaction(() => {
@@ -304,7 +307,7 @@ export class EventStore extends StoreView {
             liveBlobs: segment.liveBlobs + blobs.length,
           });
         }
-        addToCounters(dbs, { events: batch.length, images, drafts, files: blobs.length, liveBlobBytes: liveBytes });
+        addToCounters(dbs, { events: batch.length, images, drafts, files: blobs.length, liveBlobBytes: liveBytes, uploadsPending: uploads });
       });
       // `flushed` of the environment, read right after this commit, covers it.
       const flushed = dbs.root.flushed;

@@ -57,7 +57,7 @@ export async function finalizeEvent(store: StoreView, id: string, auto = false):
       putRecord(store, record);
       store.dbs.index.removeSync(draftKey(record.created_at));
       if (store.trackUploads) store.dbs.index.putSync(uploadKey(record.created_at), EMPTY);
-      addToCounters(store.dbs, { drafts: -1 });
+      addToCounters(store.dbs, { drafts: -1, uploadsPending: store.trackUploads ? 1 : 0 });
       outcome = { id, finalizedAt: now, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false };
     });
     await store.dbs.root.flushed;

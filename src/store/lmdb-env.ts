@@ -46,9 +46,11 @@ export interface Counters {
   drafts: number;
   files: number;
   liveBlobBytes: number;
+  /** Events in the cloud upload queue (index `U`): neither uploaded nor refused yet. */
+  uploadsPending: number;
 }
 
-export const EMPTY_COUNTERS: Counters = { events: 0, images: 0, drafts: 0, files: 0, liveBlobBytes: 0 };
+export const EMPTY_COUNTERS: Counters = { events: 0, images: 0, drafts: 0, files: 0, liveBlobBytes: 0, uploadsPending: 0 };
 
 export interface StoreDatabases {
   root: RootDatabase;
@@ -82,6 +84,16 @@ export function openDatabases(dataDir: string): StoreDatabases {
 /** The counters as last committed (reads inside a write transaction see that transaction). */
 export function readCounters(dbs: StoreDatabases): Counters {
   return { ...EMPTY_COUNTERS, ...(dbs.meta.get('counters') as Partial<Counters> | undefined) };
+}
+
+/**
+ * Counts what a store written before a counter existed does not have (today `uploadsPending`,
+ * from the `U` index) and commits it; a no-op on a store that has every counter.
+ */
+export async function completeCounters(dbs: StoreDatabases, uploadsQueued: () => number): Promise<void> {
+  const stored = dbs.meta.get('counters') as Partial<Counters> | undefined;
+  if (stored === undefined || stored.uploadsPending !== undefined) return;
+  await dbs.root.transaction(() => dbs.meta.putSync('counters', { ...readCounters(dbs), uploadsPending: uploadsQueued() }));
 }
 
 /** Adds `delta` to the counters; call inside a write transaction. */
