@@ -55,6 +55,9 @@ t.test('project search: one page, api_key as query parameter, snake_case body, f
   t.same(ids(filtered.results), imagesOf(sim, (i) => i.projects.includes('parking-lot') && (i.classes.car ?? 0) > 0 && i.inDataset && /car/.test(i.caption + i.filename)));
   t.same(sim.requestsTo('project')[1].body, { prompt: 'cars', class_name: 'car', in_dataset: true, offset: 0, limit: 250 });
 
+  await client.search('parking-lot', {});
+  t.equal((sim.requestsTo('project')[2].body as { limit: number }).limit, 100, 'the SDK\'s default limit is 100, as the public SDK\'s');
+
   t.same(ids((await client.search('parking-lot', { batch: true })).results), ['pl-10', 'pl-09']);
   t.same(ids((await client.search('parking-lot', { batchId: 'batch-7', className: 'truck' })).results), ['pl-09']);
   t.same(ids((await client.search('warehouse', { annotationJob: true })).results), ['wh-09']);
@@ -247,7 +250,7 @@ t.test('arguments are validated before any request', async (t) => {
     [() => client.search('a/b/c'), SearchArgumentError, /slug or workspace\/slug/],
     [() => client.workspaceSearch({ query: '  ' }), SearchArgumentError, /query is required/],
     [() => client.workspaceSearch({ query: 'min-width:wide' }), QuerySyntaxError, /min-width: expects a whole number/],
-    [() => client.workspaceSearch({ query: '*', pageSize: 300 }), SearchArgumentError, /pageSize/],
+    [() => client.workspaceSearch({ query: '*', pageSize: 0 }), SearchArgumentError, /pageSize/],
     [() => client.workspaceSearch({ query: '*', fields: ['name' as 'tags'] }), SearchArgumentError, /Unknown field for workspace search: name/],
     [() => client.searchExport({ query: '*', dataset: 'parking-lot', annotationGroup: 'objects' }), SearchArgumentError, /cannot be combined/],
     [() => client.searchExport({ query: 'split:dev' }), QuerySyntaxError, /Unknown split/],

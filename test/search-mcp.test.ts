@@ -50,13 +50,18 @@ t.test('lists both tools, read-only and idempotent, with the issue\'s parameters
   const project = byName.images_search.inputSchema;
   t.same(Object.keys(project.properties ?? {}).sort(), [
     'annotation_job', 'annotation_job_id', 'batch', 'batch_id', 'class_name', 'fields', 'in_dataset', 'like_image',
-    'limit', 'offset', 'project_id', 'query', 'tag',
+    'limit', 'mediaTypes', 'offset', 'project_id', 'prompt', 'tag',
   ]);
   t.same(project.required, ['project_id']);
   t.match(project.properties, { limit: { default: 50, maximum: 250 }, offset: { default: 0 } });
+  t.equal(project.additionalProperties, false, 'unknown arguments are refused');
   const workspace = byName.images_workspace_search.inputSchema;
-  t.same(Object.keys(workspace.properties ?? {}).sort(), ['continuation_token', 'fields', 'page_size', 'query']);
-  t.match(workspace.properties, { query: { default: '*' }, page_size: { default: 50 } });
+  t.same(Object.keys(workspace.properties ?? {}).sort(), ['continuation_token', 'fields', 'mediaTypes', 'page_size', 'query']);
+  t.same(workspace.required, ['query'], 'query is required, with no default');
+  t.notOk('default' in (workspace.properties as Record<string, object>).query);
+  const pageSize = (workspace.properties as Record<string, { maximum?: number }>).page_size;
+  t.ok(pageSize.maximum === undefined || pageSize.maximum > 250, 'the hosted API sets the page size maximum');
+  t.match(workspace.properties, { page_size: { default: 50 } });
 });
 
 t.test('images_search runs a project search', async (t) => {
@@ -74,7 +79,7 @@ t.test('images_search runs a project search', async (t) => {
   t.same(sim.requestsTo('project')[0].body, { tag: 'night', offset: 0, limit: 50, fields: ['id', 'name'] });
 
   const everything = await call('images_search', {
-    project_id: 'acme/warehouse', query: 'pallets', limit: 2, offset: 1, class_name: 'pallet', in_dataset: true,
+    project_id: 'acme/warehouse', prompt: 'pallets', limit: 2, offset: 1, class_name: 'pallet', in_dataset: true,
   });
   t.same(JSON.parse(everything.text).results.map((r: { id: string }) => r.id), ['wh-03', 'wh-02']);
   t.same(sim.requestsTo('project')[1].body, { prompt: 'pallets', class_name: 'pallet', in_dataset: true, offset: 1, limit: 2 });
@@ -84,16 +89,39 @@ t.test('images_search runs a project search', async (t) => {
   t.same(JSON.parse(staged.text).results.map((r: { id: string }) => r.id), ['pl-09']);
   const jobs = await call('images_search', { project_id: 'warehouse', annotation_job: true, annotation_job_id: 'aj-5' });
   t.same(JSON.parse(jobs.text).results.map((r: { id: string }) => r.id), ['wh-09']);
+
+  const videos = await call('images_search', { project_id: 'parking-lot', mediaTypes: ['video'] });
+  const videoResults = JSON.parse(videos.text).results as { mediaType: string }[];
+  t.ok(videoResults.length > 0 && videoResults.every((r) => r.mediaType === 'video'), 'mediaTypes filters the media');
+  t.same(sim.requestsTo('project').at(-1)!.body, { offset: 0, limit: 50, mediaTypes: ['video'] });
+});
+
+t.test('unknown arguments are a tool error naming them, and nothing is sent', async (t) => {
+  const { sim, call } = await session(t);
+  const misspelled = await call('images_search', { project_id: 'parking-lot', tags: 'night' });
+  t.equal(misspelled.isError, true);
+  t.match(misspelled.text, /tags/);
+  const old = await call('images_search', { project_id: 'parking-lot', query: 'cars' });
+  t.equal(old.isError, true, 'the semantic text is prompt, as in the hosted API');
+  t.match(old.text, /query/);
+  const workspace = await call('images_workspace_search', { query: '*', page: 2 });
+  t.equal(workspace.isError, true);
+  t.match(workspace.text, /page/);
+  const empty = await call('images_workspace_search', { query: '  ' });
+  t.equal(empty.isError, true, 'query must not be blank');
+  const absent = await call('images_workspace_search', {});
+  t.equal(absent.isError, true, 'query is required');
+  t.equal(sim.requests.length, 0);
 });
 
 t.test('images_workspace_search pages with continuation_token', async (t) => {
   const { sim, call } = await session(t);
-  const first = await call('images_workspace_search', { page_size: 20 });
+  const first = await call('images_workspace_search', { query: '*', page_size: 20 });
   const page = JSON.parse(first.text) as { total: number; results: { id: string }[]; continuation_token: string | null };
-  t.equal(page.total, 28, 'query defaults to "*"');
+  t.equal(page.total, 28);
   t.equal(page.results.length, 20);
   t.type(page.continuation_token, 'string');
-  const second = JSON.parse((await call('images_workspace_search', { page_size: 20, continuation_token: page.continuation_token })).text) as typeof page;
+  const second = JSON.parse((await call('images_workspace_search', { query: '*', page_size: 20, continuation_token: page.continuation_token })).text) as typeof page;
   t.equal(second.results.length, 8);
   t.equal(second.continuation_token, null);
   t.same(sim.requestsTo('workspace')[1].body, { query: '*', pageSize: 20, continuationToken: page.continuation_token });
@@ -102,6 +130,10 @@ t.test('images_workspace_search pages with continuation_token', async (t) => {
     results: { id: string; filename: string }[];
   };
   t.same(cars.results.map((r) => r.filename), ['spill-02.jpg', 'spill-01.jpg', 'lot-snow-01.jpg', 'lot-morning-02.jpg']);
+
+  const videos = JSON.parse((await call('images_workspace_search', { query: '*', mediaTypes: ['video'] })).text) as { results: unknown[] };
+  t.ok(videos.results.length > 0);
+  t.same(sim.requestsTo('workspace').at(-1)!.body, { query: '*', pageSize: 50, mediaTypes: ['video'] });
 });
 
 t.test('failures come back as tool errors carrying the hosted message', async (t) => {
@@ -124,9 +156,9 @@ t.test('failures come back as tool errors carrying the hosted message', async (t
   t.match(malformed.text, /Invalid query at column 7: 2024-02-30 is not a calendar day\n {2}date>=2024-02-30\n {8}\^/);
   t.equal(sim.requests.length, requestsBefore, 'a malformed query is not sent');
 
-  const tooMany = await call('images_workspace_search', { page_size: 251 });
-  t.equal(tooMany.isError, true);
-  t.match(tooMany.text, /page_size/);
+  const zero = await call('images_workspace_search', { query: '*', page_size: 0 });
+  t.equal(zero.isError, true);
+  t.match(zero.text, /page_size/);
   t.equal(sim.requests.length, requestsBefore);
 });
 
@@ -134,7 +166,7 @@ t.test('missing settings and a bad key are tool errors, with the key redacted', 
   const sim = await SearchSimulator.start();
   t.teardown(() => sim.close());
   const keyless = await session(t, { SEARCH_BASE_URL: sim.baseUrl, SEARCH_WORKSPACE: WORKSPACE });
-  const noKey = await keyless.call('images_workspace_search', {});
+  const noKey = await keyless.call('images_workspace_search', { query: '*' });
   t.equal(noKey.isError, true);
   t.equal(noKey.text, 'No API key for the hosted search API\nHint: Pass -k/--api-key or set SEARCH_API_KEY.');
 
@@ -144,7 +176,7 @@ t.test('missing settings and a bad key are tool errors, with the key redacted', 
   t.equal(qualified.isError, false, 'workspace/slug needs no configured workspace');
 
   const wrong = await session(t, { SEARCH_BASE_URL: sim.baseUrl, SEARCH_API_KEY: 'leaky-key-5678', SEARCH_WORKSPACE: WORKSPACE });
-  const denied = await wrong.call('images_workspace_search', {});
+  const denied = await wrong.call('images_workspace_search', { query: '*' });
   t.match(denied.text, /answered 401 .*Invalid api_key: \*\*\*/);
   t.notOk(denied.text.includes('leaky-key-5678'));
 });

@@ -1,6 +1,7 @@
 /**
  * `/docs` (Swagger UI from the swagger-ui-dist package: no CDN, works offline on the device)
- * and `/openapi.json` (generated from the same schemas ajv uses).
+ * and `/openapi.json` (generated from the same schemas ajv uses). Both open without the key, so
+ * a browser can load them; Swagger UI's "Authorize" then sends X-API-Key on the calls it makes.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -37,7 +38,7 @@ const PAGE = `<!doctype html>
 </html>`;
 
 const INIT = `window.ui = SwaggerUIBundle({
-  url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true,
+  url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, persistAuthorization: true,
   presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout',
 });`;
 
@@ -58,6 +59,7 @@ export const docsRoutes: Route[] = [
   {
     method: 'get',
     path: '/openapi.json',
+    public: true,
     handler: (ex) => {
       openApiJson ??= JSON.stringify(buildOpenApiDocument());
       ex.send(200, openApiJson, { 'Content-Type': 'application/json' });
@@ -66,11 +68,13 @@ export const docsRoutes: Route[] = [
   {
     method: 'get',
     path: '/docs',
+    public: true,
     handler: (ex) => ex.send(200, PAGE, { 'Content-Type': 'text/html; charset=utf-8' }),
   },
   {
     method: 'get',
     path: '/docs/:asset',
+    public: true,
     handler: (ex) => {
       const [name] = ex.params;
       if (name === 'swagger-init.js') return ex.send(200, INIT, { 'Content-Type': 'application/javascript' });

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { loadSchemaFiles } from '../events/validate.js';
 import { EVENT_SCHEMAS } from '../events/types.js';
 import { packageRoot } from '../paths.js';
+import { apiKeyQueryScheme, searchGatewayPaths } from './openapi-search-gateway.js';
 
 type Json = Record<string, unknown>;
 
@@ -213,6 +214,7 @@ function build(): Json {
       { name: 'attachments' },
       { name: 'files' },
       { name: 'admin' },
+      { name: 'search gateway', description: 'The hosted search API through the device (docs/API.md, "Search gateway").' },
     ],
     paths: {
       '/v2/events': {
@@ -337,10 +339,12 @@ function build(): Json {
           },
         },
       },
+      ...searchGatewayPaths,
     },
     components: {
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Required on every route but /health when the service has API_KEY set; authentication is off otherwise.' },
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Required on every route but /health, /docs and /openapi.json when the service has API_KEY set; authentication is off otherwise.' },
+        ApiKeyQuery: apiKeyQueryScheme,
       },
       schemas: schemaComponents(),
     },

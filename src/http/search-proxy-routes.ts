@@ -1,14 +1,16 @@
 /**
- * The search proxy on the store (issue 5 part 4; DESIGN.md, "Search"): the hosted paths served
- * unchanged, `POST /:workspace/:project/search` and `POST /:workspace/search/v1`, so a client
- * switches to the store by changing only its base URL. Behind the store's own X-API-Key (the
- * route wrapper); the hosted call carries the device's SEARCH_API_KEY. Order of checks: X-API-Key
- * (401), proxy configured (404 like an unknown route), body within 64 KiB (413), JSON and local
+ * The search gateway on the store (docs/API.md, "Search gateway"): the hosted paths served
+ * unchanged (the two searches, the export flow, and the SDK's read-only bootstrap calls), so a
+ * hosted client switches to the store by changing only its base URL. Behind the store's own key,
+ * given as X-API-Key or, as hosted clients send it, as `api_key` in the query (the route
+ * wrapper); the hosted call carries the device's SEARCH_API_KEY instead. Order of checks: key
+ * (401), gateway configured (404 like an unknown route), body within 64 KiB (413), JSON and local
  * validation (400), then one hosted call whose status, Content-Type, Retry-After, RateLimit-*
- * and body are relayed as they stream in; 502 when the hosted API does not answer.
+ * and body are relayed as they stream in; 502 when the hosted API does not answer. Errors the
+ * gateway answers itself have the hosted shape `{"error": "..."}`.
  */
 import { AppError } from '../errors.js';
-import { forwardSearch, hostedSearchPath, validateSearchBody } from '../search/proxy-forward.js';
+import { forwardSearch, hostedSearchPath, HOSTED_CALLS, validateSearchBody } from '../search/proxy-forward.js';
 import type { HostedAnswer, ProxiedSearch } from '../search/proxy-forward.js';
 import { statusLine, type Exchange } from './exchange.js';
 import { readJsonBody } from './json-body.js';
@@ -24,7 +26,8 @@ export const MAX_SEARCH_BODY_BYTES = 64 * 1024;
 export const searchProxySettings = { timeoutMs: 30_000 };
 
 /**
- * Handles one proxied search. Runs synchronously up to the body read (it attaches `onData`).
+ * Handles one proxied call. Runs synchronously up to the body read (it attaches `onData`); a
+ * POST's body is read (and checked, for the searches and the export start), a GET's is not.
  * @returns nothing: the hosted answer is written to `ex` as it streams in
  * @throws AppError not_found (404) when SEARCH_BASE_URL or SEARCH_API_KEY is unset or a path
  *   segment is `.`/`..`; record_too_large (413) past MAX_SEARCH_BODY_BYTES;
@@ -35,7 +38,8 @@ function proxySearch(kind: ProxiedSearch, ex: Exchange, ctx: ServerContext): Pro
   const { searchBaseUrl, searchApiKey } = ctx.config;
   if (searchBaseUrl === undefined || searchApiKey === undefined) throw new AppError('not_found');
   const path = hostedSearchPath(kind, ex.params);
-  return readJsonBody(ex, MAX_SEARCH_BODY_BYTES)
+  const read = HOSTED_CALLS[kind].method === 'POST' ? readJsonBody(ex, MAX_SEARCH_BODY_BYTES) : Promise.resolve(undefined);
+  return read
     .catch((err: unknown) => {
       throw asSearchBodyError(err);
     })
@@ -43,7 +47,7 @@ function proxySearch(kind: ProxiedSearch, ex: Exchange, ctx: ServerContext): Pro
       validateSearchBody(kind, body);
       const clientGone = new AbortController();
       ex.onAbort(() => clientGone.abort());
-      const answer = await forwardSearch({ baseUrl: searchBaseUrl, apiKey: searchApiKey }, path, body, {
+      const answer = await forwardSearch({ baseUrl: searchBaseUrl, apiKey: searchApiKey }, kind, path, body, {
         timeoutMs: searchProxySettings.timeoutMs,
         signal: clientGone.signal,
       });
@@ -120,10 +124,25 @@ async function relay(ex: Exchange, answer: HostedAnswer, ctx: ServerContext): Pr
   }
 }
 
-const handler = (kind: ProxiedSearch): Route['handler'] => (ex, ctx) => proxySearch(kind, ex, ctx);
+/** One gateway route: the key may come as `api_key`, errors have the hosted shape. */
+const gatewayRoute = (method: Route['method'], path: string, kind: ProxiedSearch): Route => ({
+  method,
+  path,
+  keyInQuery: true,
+  errorShape: 'hosted',
+  handler: (ex, ctx) => proxySearch(kind, ex, ctx),
+});
 
-/** The proxy's routes; registered whatever the settings (unset: they answer 404). */
+/**
+ * The gateway's routes, registered when SEARCH_BASE_URL and SEARCH_API_KEY are set (server.ts).
+ * The store's own routes keep precedence: uWS matches a literal segment before a parameter.
+ */
 export const searchProxyRoutes: Route[] = [
-  { method: 'post', path: '/:workspace/:project/search', handler: handler('project') },
-  { method: 'post', path: '/:workspace/search/v1', handler: handler('workspace') },
+  gatewayRoute('post', '/:workspace/:project/search', 'project'),
+  gatewayRoute('post', '/:workspace/search/v1', 'workspace'),
+  gatewayRoute('post', '/:workspace/search/export', 'export-start'),
+  gatewayRoute('get', '/:workspace/search/export/:export_id', 'export-status'),
+  gatewayRoute('post', '/', 'key-workspace'),
+  gatewayRoute('get', '/:workspace', 'workspace-info'),
+  gatewayRoute('get', '/:workspace/:project', 'project-info'),
 ];

@@ -18,8 +18,17 @@ import { storeRoutes } from './store-routes.js';
 
 const LISTEN_EXCLUSIVE_PORT = 1; // uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT
 
-/** Every route the server answers; the security tests walk this table. */
+/** Every route the server can answer; the security tests walk this table. */
 export const allRoutes: Route[] = [...storeRoutes, ...adminRoutes, ...docsRoutes, ...searchProxyRoutes];
+
+/**
+ * The routes a store with `config` answers: the search gateway's only when SEARCH_BASE_URL and
+ * SEARCH_API_KEY are set, so that otherwise its paths are unknown paths (404) like any other.
+ */
+export function routesFor(config: Config): Route[] {
+  const gateway = config.searchBaseUrl !== undefined && config.searchApiKey !== undefined;
+  return gateway ? allRoutes : allRoutes.filter((route) => !searchProxyRoutes.includes(route));
+}
 
 export interface RunningServer {
   /** The port listened on (useful with PORT=0). */
@@ -36,7 +45,7 @@ export interface RunningServer {
 export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger): Promise<RunningServer> {
   assertNativeServer(uws);
   const app = uws.App();
-  const inFlight = registerRoutes(app, allRoutes, { config, store, log, lifecycle, resetTokens: new ResetTokens() });
+  const inFlight = registerRoutes(app, routesFor(config), { config, store, log, lifecycle, resetTokens: new ResetTokens() });
   const listenSocket = await new Promise<uws.us_listen_socket>((resolve, reject) => {
     // Exclusive: without it, uWS binds with SO_REUSEPORT and a second store shares the port.
     // The native listen takes (host, port, options, cb); the package's typings lack that overload.

@@ -15,7 +15,7 @@ import type { SearchClientOptions } from './client.js';
 import { describeFailure } from './failure.js';
 import { resolveConnection } from './settings.js';
 import type { ConnectionFlags } from './settings.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PROJECT_SEARCH_FIELDS, WORKSPACE_SEARCH_FIELDS } from './types.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MEDIA_TYPES, PROJECT_SEARCH_FIELDS, WORKSPACE_SEARCH_FIELDS } from './types.js';
 
 export interface SearchMcpOptions {
   /** `--base-url`, `-k/--api-key`, `-w/--workspace`; each wins over its environment variable. */
@@ -29,12 +29,13 @@ export interface SearchMcpOptions {
 /** Both tools only read, and a repeated call has no further effect. */
 const READ_ONLY = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: true };
 
-const pageLimit = z.number().int().min(1).max(MAX_PAGE_SIZE);
+const mediaTypes = z.array(z.enum(MEDIA_TYPES)).min(1).optional().describe('Media to return: image, video or both (default image)');
 
 /**
  * Builds the MCP server with its two tools; connect it to a transport to serve. Settings are
  * resolved at each call, so a missing key or workspace is reported as a tool error rather than
- * keeping the server from starting.
+ * keeping the server from starting. Arguments are strict: an unknown one is a tool error naming
+ * it (dropping it would answer an unfiltered page as if it had been applied).
  */
 export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
   // Informational only: MCP clients show it next to the server name.
@@ -48,10 +49,10 @@ export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
     title: 'Search images in a project',
     description: 'Searches the images of one hosted project. Modes combine: semantic text (query), similarity to an image (like_image), '
       + 'tag, class, dataset membership, batch and annotation-job filters. Pages with offset/limit; answers {offset, total, results}.',
-    inputSchema: {
+    inputSchema: z.strictObject({
       project_id: z.string().min(1).describe('Project slug in the configured workspace, or workspace/slug'),
-      query: z.string().min(1).optional().describe('Semantic text search; results sorted by similarity'),
-      limit: pageLimit.default(DEFAULT_PAGE_SIZE).describe(`Results per page, 1 to ${MAX_PAGE_SIZE}`),
+      prompt: z.string().min(1).optional().describe('Semantic text search; results sorted by similarity'),
+      limit: z.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE).describe(`Results per page, 1 to ${MAX_PAGE_SIZE}`),
       offset: z.number().int().min(0).default(0).describe('Results to skip'),
       like_image: z.string().min(1).optional().describe('Image id; results sorted by similarity to it'),
       tag: z.string().min(1).optional().describe('Only images with this tag'),
@@ -61,15 +62,16 @@ export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
       batch_id: z.string().min(1).optional().describe('Only images in this batch'),
       annotation_job: z.boolean().optional().describe('true: only images in any annotation job'),
       annotation_job_id: z.string().min(1).optional().describe('Only images in this annotation job'),
+      mediaTypes,
       fields: z.array(z.enum(PROJECT_SEARCH_FIELDS)).min(1).optional().describe('Result fields (default id, created)'),
-    },
+    }),
     annotations: { title: 'Search images in a project', ...READ_ONLY },
   }, async (args) => toolResult(async () => {
     const workspace = /^([^/]+)\//.exec(args.project_id)?.[1];
     return clientFor(workspace).search(args.project_id, {
-      prompt: args.query, limit: args.limit, offset: args.offset, likeImage: args.like_image, tag: args.tag,
+      prompt: args.prompt, limit: args.limit, offset: args.offset, likeImage: args.like_image, tag: args.tag,
       className: args.class_name, inDataset: args.in_dataset, batch: args.batch, batchId: args.batch_id,
-      annotationJob: args.annotation_job, annotationJobId: args.annotation_job_id, fields: args.fields,
+      annotationJob: args.annotation_job, annotationJobId: args.annotation_job_id, mediaTypes: args.mediaTypes, fields: args.fields,
     });
   }));
 
@@ -79,16 +81,17 @@ export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
       + 'filename: (* for partial), split:train|test|valid, job:, min-/max-width:, min-/max-height:, min-/max-annotations:, class:NAME, '
       + 'class:NAME>=N, date:YYYY-MM-DD, date>=DAY, project:, dataset:, combined with AND, OR, NOT, parentheses and a leading minus. '
       + 'Answers {total, results, continuation_token}; pass continuation_token back for the next page.',
-    inputSchema: {
-      query: z.string().min(1).default('*').describe('Query in the search language; "*" matches every image'),
-      page_size: pageLimit.default(DEFAULT_PAGE_SIZE).describe(`Results per page, 1 to ${MAX_PAGE_SIZE}`),
+    inputSchema: z.strictObject({
+      query: z.string().trim().min(1).describe('Query in the search language (required, non-empty)'),
+      page_size: z.number().int().min(1).default(DEFAULT_PAGE_SIZE).describe('Results per page (default 50; the hosted API sets the maximum)'),
       continuation_token: z.string().min(1).optional().describe('continuation_token of the previous page of the same query'),
+      mediaTypes,
       fields: z.array(z.enum(WORKSPACE_SEARCH_FIELDS)).min(1).optional().describe('Result fields'),
-    },
+    }),
     annotations: { title: 'Search images across the workspace', ...READ_ONLY },
   }, async (args) => toolResult(async () => {
     const page = await clientFor().workspaceSearch({
-      query: args.query, pageSize: args.page_size, continuationToken: args.continuation_token, fields: args.fields,
+      query: args.query, pageSize: args.page_size, continuationToken: args.continuation_token, mediaTypes: args.mediaTypes, fields: args.fields,
     });
     return { total: page.total, results: page.results, continuation_token: page.continuationToken ?? null };
   }));

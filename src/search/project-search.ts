@@ -5,7 +5,7 @@
 import { SearchArgumentError, SearchResponseError } from './errors.js';
 import { validateProjectSearchBody } from './request-validation.js';
 import type { HostedTransport } from './transport.js';
-import { DEFAULT_PAGE_SIZE } from './types.js';
+import { SDK_PROJECT_LIMIT } from './types.js';
 import type { ProjectSearchBody, ProjectSearchParams, ProjectSearchResponse, ProjectSearchResult } from './types.js';
 
 /** Workspace and project slugs of a project reference. */
@@ -29,7 +29,7 @@ export function resolveProjectRef(ref: string, defaultWorkspace: string | undefi
   return { workspace, project: match[2] };
 }
 
-/** Maps camelCase parameters to the snake_case wire body; `limit` defaults to 50. */
+/** Maps camelCase parameters to the snake_case wire body; `limit` defaults to 100, as the public SDK's. */
 export function toProjectSearchBody(params: ProjectSearchParams): ProjectSearchBody {
   const body: ProjectSearchBody = {
     prompt: params.prompt,
@@ -42,7 +42,7 @@ export function toProjectSearchBody(params: ProjectSearchParams): ProjectSearchB
     annotation_job: params.annotationJob,
     annotation_job_id: params.annotationJobId,
     offset: params.offset ?? 0,
-    limit: params.limit ?? DEFAULT_PAGE_SIZE,
+    limit: params.limit ?? SDK_PROJECT_LIMIT,
     mediaTypes: params.mediaTypes,
     fields: params.fields,
   };
@@ -72,7 +72,7 @@ export async function searchProject(transport: HostedTransport, ref: ProjectRef,
  * @throws as `searchProject`
  */
 export async function* searchProjectAll(transport: HostedTransport, ref: ProjectRef, params: ProjectSearchParams): AsyncGenerator<ProjectSearchResult[]> {
-  const limit = params.limit ?? DEFAULT_PAGE_SIZE;
+  const limit = params.limit ?? SDK_PROJECT_LIMIT;
   const seen = new Set<string>();
   for (let offset = params.offset ?? 0; ; offset += limit) {
     const page = await searchProject(transport, ref, { ...params, offset, limit });

@@ -1,18 +1,40 @@
 /**
- * Forwarding half of the store's search proxy (issue 5 part 4; spec part A, "Search" endpoints,
- * "Errors", "Limits"): checks a client's body with the hosted client's own validators, sends it
- * to the hosted path it names with the device's `api_key`, and hands back the hosted status, the
- * headers a client needs (Content-Type, Retry-After, RateLimit-*) and the body as a stream of
- * chunks with the device key masked. No retries: the client decides (it sees Retry-After).
- * Knows nothing of uWS; `src/http/search-proxy-routes.ts` writes the answer out.
+ * Forwarding half of the store's search gateway (docs/API.md, "Search gateway"): checks a
+ * client's body with the hosted client's own validators, sends it to the hosted path it names
+ * with the device's `api_key`, and hands back the hosted status, the headers a client needs
+ * (Content-Type, Retry-After, RateLimit-*) and the body as a stream of chunks with the device key
+ * masked. No retries: the client decides (it sees Retry-After). Knows nothing of HTTP serving;
+ * `src/http/search-proxy-routes.ts` writes the answer out.
  */
 import { AppError } from '../errors.js';
 import { REDACTED, redact } from './redact.js';
-import { validateProjectSearchBody, validateWorkspaceSearchBody } from './request-validation.js';
+import { validateProjectSearchBody, validateQuery, validateWorkspaceSearchBody } from './request-validation.js';
 import { SearchArgumentError } from './errors.js';
 
-/** The two hosted routes the proxy serves: `POST /:workspace/:project/search`, `POST /:workspace/search/v1`. */
-export type ProxiedSearch = 'project' | 'workspace';
+/**
+ * The hosted calls the gateway forwards: the two searches, the export flow, and the read-only
+ * calls the public SDK bootstraps with (which workspace a key belongs to, the workspace, a project).
+ */
+export type ProxiedSearch = 'project' | 'workspace' | 'export-start' | 'export-status' | 'key-workspace' | 'workspace-info' | 'project-info';
+
+interface HostedCall {
+  method: 'GET' | 'POST';
+  /** The hosted path's segments, from the route's decoded path parameters. */
+  segments: (params: readonly string[]) => string[];
+  /** Local checks of the JSON body, as the hosted client makes them; absent: no body is read. */
+  validate?: (body: object) => void;
+}
+
+/** Every forwarded call: method, hosted path, local checks (docs/API.md, "Search gateway"). */
+export const HOSTED_CALLS: Record<ProxiedSearch, HostedCall> = {
+  project: { method: 'POST', segments: ([w, p]) => [w, p, 'search'], validate: validateProjectSearchBody },
+  workspace: { method: 'POST', segments: ([w]) => [w, 'search', 'v1'], validate: validateWorkspaceSearchBody },
+  'export-start': { method: 'POST', segments: ([w]) => [w, 'search', 'export'], validate: validateExportBody },
+  'export-status': { method: 'GET', segments: ([w, id]) => [w, 'search', 'export', id] },
+  'key-workspace': { method: 'POST', segments: () => [] },
+  'workspace-info': { method: 'GET', segments: ([w]) => [w] },
+  'project-info': { method: 'GET', segments: ([w, p]) => [w, p] },
+};
 
 /** Where the hosted API is and the device's key for it (SEARCH_BASE_URL, SEARCH_API_KEY). */
 export interface HostedTarget {
@@ -48,15 +70,19 @@ const PASS_THROUGH_HEADERS = ['Content-Type', 'Retry-After', 'RateLimit-Limit', 
 
 /**
  * The hosted path for a proxied request, from the route's decoded path parameters
- * (`[workspace, project]` or `[workspace]`), each segment re-encoded.
- * @throws AppError not_found (404) for an empty, `.` or `..` segment: it names no hosted
+ * (`[workspace, project]`, `[workspace, exportId]` or `[workspace]`), each segment re-encoded.
+ * @throws AppError not_found (404) for an empty, `.` or `..` parameter: it names no hosted
  *   resource, and URL resolution would turn it into a different hosted path
  */
 export function hostedSearchPath(kind: ProxiedSearch, params: readonly string[]): string {
-  const segments = kind === 'project' ? params.slice(0, 2) : params.slice(0, 1);
-  if (segments.some((segment) => segment === '' || segment === '.' || segment === '..')) throw new AppError('not_found');
-  const encoded = segments.map(encodeURIComponent);
-  return kind === 'project' ? `/${encoded[0]}/${encoded[1]}/search` : `/${encoded[0]}/search/v1`;
+  if (params.some((segment) => segment === '' || segment === '.' || segment === '..')) throw new AppError('not_found');
+  return '/' + HOSTED_CALLS[kind].segments(params).map(encodeURIComponent).join('/');
+}
+
+/** An export start body: a JSON object with a valid `query` (the export itself is the hosted API's). */
+function validateExportBody(body: object): void {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new SearchArgumentError('The request body must be a JSON object');
+  validateQuery((body as { query?: unknown }).query);
 }
 
 /**
@@ -68,8 +94,7 @@ export function hostedSearchPath(kind: ProxiedSearch, params: readonly string[])
  */
 export function validateSearchBody(kind: ProxiedSearch, body: unknown): void {
   try {
-    if (kind === 'project') validateProjectSearchBody(body as object);
-    else validateWorkspaceSearchBody(body as object);
+    HOSTED_CALLS[kind].validate?.(body as object);
   } catch (err) {
     if (err instanceof SearchArgumentError) throw new AppError('search_request_invalid', err.message);
     throw err;
@@ -77,23 +102,27 @@ export function validateSearchBody(kind: ProxiedSearch, body: unknown): void {
 }
 
 /**
- * POSTs `body` as JSON to `${baseUrl}${path}?api_key=<device key>`; nothing of the client's
- * query string travels. Resolves as soon as the hosted status and headers are in, whatever the
+ * Sends a call to `${baseUrl}${path}?api_key=<device key>` with the method of `kind` (a POST
+ * with `body` as JSON; a GET with none); nothing of the client's query string travels, its
+ * `api_key` least of all. Resolves as soon as the hosted status and headers are in, whatever the
  * status (401/403/404/429/5xx included).
  * @param path from `hostedSearchPath`
+ * @param body the parsed JSON body (POST calls; undefined sends none)
  * @throws AppError upstream_unreachable (502) when no answer came: refused or reset connection,
  *   DNS or TLS failure, or no answer within `timeoutMs`; its message is redacted
  */
-export async function forwardSearch(target: HostedTarget, path: string, body: unknown, options: ForwardOptions): Promise<HostedAnswer> {
+export async function forwardSearch(target: HostedTarget, kind: ProxiedSearch, path: string, body: unknown, options: ForwardOptions): Promise<HostedAnswer> {
   const url = new URL(`${target.baseUrl}${path}`);
   url.searchParams.set('api_key', target.apiKey);
   const signals = [AbortSignal.timeout(options.timeoutMs), ...(options.signal ? [options.signal] : [])];
+  const { method } = HOSTED_CALLS[kind];
+  const withBody = method === 'POST' && body !== undefined;
   let response: Response;
   try {
     response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify(body),
+      method,
+      headers: withBody ? { 'content-type': 'application/json', accept: 'application/json' } : { accept: 'application/json' },
+      body: withBody ? JSON.stringify(body) : undefined,
       signal: AbortSignal.any(signals),
     });
   } catch (err) {

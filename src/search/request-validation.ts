@@ -34,13 +34,14 @@ export function validateProjectSearchBody(body: object): void {
 /**
  * Checks a workspace search body (`POST /:workspace/search/v1`), parsing its query.
  * @throws SearchArgumentError for a missing or empty `query` (the hosted API's 400), `pageSize`
- *   not an integer from 1 to 250, unknown `fields` or `mediaTypes`, an empty
+ *   not an integer of 1 or more (the hosted API sets the maximum), unknown `fields` or
+ *   `mediaTypes`, an empty
  *   `continuationToken`; QuerySyntaxError (a SearchArgumentError) for a malformed query
  */
 export function validateWorkspaceSearchBody(body: object): void {
   const record = asRecord(body);
   validateQuery(record.query);
-  integerIn(record, 'pageSize', 1, MAX_PAGE_SIZE);
+  integerIn(record, 'pageSize', 1, Number.MAX_SAFE_INTEGER);
   fieldList(record.fields, WORKSPACE_SEARCH_FIELDS, 'workspace search');
   mediaTypes(record.mediaTypes);
   optionalString(record, 'continuationToken');

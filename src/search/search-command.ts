@@ -18,7 +18,7 @@ import type { ProgressStream } from './download-progress.js';
 import { parseFieldList, validateQuery } from './request-validation.js';
 import { renderResultTable } from './result-table.js';
 import { resolveConnection, SearchUsageError } from './settings.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, WORKSPACE_SEARCH_FIELDS } from './types.js';
+import { DEFAULT_PAGE_SIZE, WORKSPACE_SEARCH_FIELDS } from './types.js';
 import type { SearchExportResult, WorkspaceSearchField, WorkspaceSearchResponse } from './types.js';
 
 /** Where the command reads its environment and writes its output. */
@@ -93,7 +93,7 @@ function addSearchCommand(program: Command, io: SearchCliIo, setExitCode: (code:
     .command('search')
     .description('Search the images of the hosted workspace with the query language, or export the results as a dataset.')
     .argument('<query>', 'query, e.g. "class:car>=2 -split:test (tag:day OR tag:dusk)"; quote it for the shell')
-    .option('--limit <n>', `results per page, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`)
+    .option('--limit <n>', `results per page (default ${DEFAULT_PAGE_SIZE}; the hosted API sets the maximum)`)
     .option('--cursor <token>', 'continuation token printed by the previous page')
     .option('--fields <list>', `comma-separated fields: ${WORKSPACE_SEARCH_FIELDS.join(', ')} (default ${DEFAULT_CLI_FIELDS.join(',')})`)
     .option('--json', 'machine-readable output: {results,total,cursor} on stdout, {error:{message,hint}} on stderr')
@@ -169,8 +169,8 @@ function checkModeOptions(options: SearchOptions): void {
 function pageSize(limit: string | undefined): number {
   if (limit === undefined) return DEFAULT_PAGE_SIZE;
   const value = Number(limit);
-  if (!/^\d+$/.test(limit) || value < 1 || value > MAX_PAGE_SIZE) {
-    throw new SearchUsageError(`--limit must be an integer from 1 to ${MAX_PAGE_SIZE}, got ${JSON.stringify(limit)}`, `Pass e.g. --limit ${DEFAULT_PAGE_SIZE}.`);
+  if (!/^\d+$/.test(limit) || value < 1) {
+    throw new SearchUsageError(`--limit must be an integer of 1 or more, got ${JSON.stringify(limit)}`, `Pass e.g. --limit ${DEFAULT_PAGE_SIZE}.`);
   }
   return value;
 }

@@ -17,10 +17,15 @@ export type ProjectSearchField = (typeof PROJECT_SEARCH_FIELDS)[number];
 export const WORKSPACE_SEARCH_FIELDS = ['tags', 'width', 'height', 'filename', 'aspectRatio', 'split', 'projects', 'annotations', 'labels', 'owner', 'url'] as const;
 export type WorkspaceSearchField = (typeof WORKSPACE_SEARCH_FIELDS)[number];
 
-/** Largest `limit` of project search (spec "Limits"); this client applies it to `pageSize` too. */
+/**
+ * Largest `limit` of project search (docs/API.md, "Search gateway"). Workspace `pageSize` has no
+ * stated maximum: the hosted API decides.
+ */
 export const MAX_PAGE_SIZE = 250;
-/** Default `limit` / `pageSize` (spec "Limits"). */
+/** The hosted API's default `limit` / `pageSize`. */
 export const DEFAULT_PAGE_SIZE = 50;
+/** The SDK's default project search `limit` (`search`, `searchAll`), as the public SDK's. */
+export const SDK_PROJECT_LIMIT = 100;
 
 /** Parameters of one project search page; modes combine (spec "Client-tool parameters"). */
 export interface ProjectSearchParams {
@@ -40,7 +45,7 @@ export interface ProjectSearchParams {
   annotationJobId?: string;
   /** Default 0. */
   offset?: number;
-  /** 1..250, default 50. */
+  /** 1..250, default 100 (the SDK's default). */
   limit?: number;
   mediaTypes?: MediaType[];
   fields?: ProjectSearchField[];
@@ -91,7 +96,7 @@ export interface ProjectSearchResponse {
 export interface WorkspaceSearchParams {
   /** Required, non-empty; the query language of `query-parser.ts`. */
   query: string;
-  /** 1..250, default 50. */
+  /** 1 or more, default 50; the hosted API sets the maximum. */
   pageSize?: number;
   fields?: WorkspaceSearchField[];
   mediaTypes?: MediaType[];

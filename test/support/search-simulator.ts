@@ -120,7 +120,7 @@ export interface Fault {
   hang?: boolean;
 }
 
-export type Route = 'project' | 'workspace' | 'export-start' | 'export-status' | 'download';
+export type Route = 'project' | 'workspace' | 'export-start' | 'export-status' | 'download' | 'key-workspace' | 'workspace-info' | 'project-info';
 
 export interface RecordedRequest {
   method: string;
@@ -224,12 +224,22 @@ export class SearchSimulator {
     }
     try {
       if (route === 'unknown') throw new HttpError(404, `No route ${req.method} ${url.pathname}`);
-      this.authenticate(url.searchParams.get('api_key'));
       if (route === 'download') {
+        // A signed link, as storage links are: its signature or the key opens it.
+        if (!this.signatureValid(segments[1], url.searchParams.get('sig'))) this.authenticate(url.searchParams.get('api_key'));
         this.download(res, segments[1]);
         return;
       }
+      this.authenticate(url.searchParams.get('api_key'));
+      if (route === 'key-workspace') {
+        send(res, 200, { welcome: 'Welcome to the hosted API', workspace: WORKSPACE });
+        return;
+      }
       this.workspaceOf(segments[0]);
+      if (route === 'workspace-info' || route === 'project-info') {
+        send(res, 200, this.describe(segments[1]));
+        return;
+      }
       if (route !== 'export-status' && (typeof body !== 'object' || body === null || Array.isArray(body))) {
         throw new HttpError(400, 'The body must be a JSON object');
       }
@@ -242,6 +252,20 @@ export class SearchSimulator {
       if (!(error instanceof HttpError)) throw error;
       send(res, error.status, { error: error.message });
     }
+  }
+
+  /** The SDK's bootstrap answers: the workspace with its projects, or one project of it. */
+  private describe(project: string | undefined): object {
+    const projectInfo = (slug: string) => ({
+      id: `${WORKSPACE}/${slug}`,
+      name: slug,
+      type: 'object-detection',
+      images: this.catalog.filter((image) => image.projects.includes(slug)).length,
+    });
+    const workspace = { name: WORKSPACE, url: WORKSPACE, projects: PROJECTS.map(projectInfo) };
+    if (project === undefined) return { workspace };
+    if (!(PROJECTS as readonly string[]).includes(project)) throw new HttpError(404, `Project ${project} not found`);
+    return { workspace, project: projectInfo(project) };
   }
 
   private authenticate(key: string | null): void {
@@ -322,7 +346,11 @@ export class SearchSimulator {
       state.pollsLeft -= 1;
       return { ready: false };
     }
-    return { ready: true, link: `${this.baseUrl}/exports/${exportId}.zip` };
+    return { ready: true, link: `${this.baseUrl}/exports/${exportId}.zip?sig=${exportSignature(exportId)}` };
+  }
+
+  private signatureValid(file: string, signature: string | null): boolean {
+    return signature !== null && signature === exportSignature(file.replace(/\.zip$/, ''));
   }
 
   private download(res: ServerResponse, file: string): void {
@@ -396,6 +424,9 @@ function routeOf(method: string, segments: string[]): Route | 'unknown' {
   if (method === 'POST' && segments.length === 3 && second === 'search' && third === 'export') return 'export-start';
   if (method === 'GET' && segments.length === 4 && second === 'search' && third === 'export' && fourth) return 'export-status';
   if (method === 'POST' && segments.length === 3 && third === 'search') return 'project';
+  if (method === 'POST' && segments.length === 0) return 'key-workspace';
+  if (method === 'GET' && segments.length === 1) return 'workspace-info';
+  if (method === 'GET' && segments.length === 2) return 'project-info';
   return 'unknown';
 }
 
@@ -522,6 +553,11 @@ function workspaceResult(image: CatalogImage, fields: string[], baseUrl: string)
 }
 
 /** The files of an export: an annotation file in `format` plus one stand-in file per image. */
+/** The signature of an export's download link (a stand-in for a storage service's signed URL). */
+function exportSignature(exportId: string): string {
+  return Buffer.from(`signed:${exportId}`).toString('base64url');
+}
+
 function exportZip(images: CatalogImage[], format: string, name: string): Buffer {
   const annotations = {
     info: { description: name, format },

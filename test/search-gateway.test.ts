@@ -1,0 +1,116 @@
+/**
+ * The search gateway used as hosted clients use it (docs/API.md, "Search gateway"): the
+ * project's own CLI and SDK, which send their key as `api_key` and cannot send X-API-Key, reach
+ * the hosted API through a store with API_KEY set by changing only their base URL. The real store
+ * on port 0 in front of the hosted-API simulator.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { SearchClient } from '../src/search/client.js';
+import { runSearchCli } from '../src/search/search-command.js';
+import { SearchSimulator, WORKSPACE } from './support/search-simulator.js';
+import { getJson } from './support/events.js';
+import { startStore } from './support/store-server.js';
+
+const STORE_KEY = 'store-key-31d9';
+
+const sim = await SearchSimulator.start({ exportPollsBeforeReady: 1 });
+t.teardown(() => sim.close());
+const store = await startStore({ API_KEY: STORE_KEY, SEARCH_BASE_URL: sim.baseUrl, SEARCH_API_KEY: sim.apiKey, SEARCH_WORKSPACE: WORKSPACE });
+t.teardown(store.stop);
+
+/** Runs the project's CLI with the store as its base URL and the store's key as its key. */
+async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runSearchCli(argv, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text), isTTY: false },
+    env: { SEARCH_BASE_URL: store.url, SEARCH_API_KEY: STORE_KEY, SEARCH_WORKSPACE: WORKSPACE },
+    client: { sleep: async () => {}, retry: { retries: 0 } },
+  });
+  return { code, stdout, stderr };
+}
+
+t.test('the CLI searches through the gateway with api_key; upstream gets the device key, never the store key', async (t) => {
+  const before = sim.requests.length;
+  const run = await cli(['class:car>=2', '--json', '--limit', '3']);
+  t.equal(run.code, 0, run.stderr);
+  const page = JSON.parse(run.stdout) as { results: unknown[]; total: number };
+  t.equal(page.results.length, 3);
+  const hosted = sim.requests.slice(before);
+  t.equal(hosted.length, 1);
+  t.same(hosted[0].query, { api_key: sim.apiKey }, 'the store key was stripped and the device key sent');
+});
+
+t.test('the CLI exports through the gateway: start, poll, download, extract', async (t) => {
+  const location = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-gateway-export-'));
+  t.teardown(() => fs.rmSync(location, { recursive: true, force: true }));
+  const before = sim.requests.length;
+  const run = await cli(['tag:night', '--export', '-f', 'yolo', '-l', location, '--name', 'night']);
+  t.equal(run.code, 0, run.stderr);
+  const routes = sim.requests.slice(before).map((request) => request.route);
+  t.same(routes, ['export-start', 'export-status', 'export-status', 'download']);
+  for (const request of sim.requests.slice(before, -1)) t.same(request.query, { api_key: sim.apiKey }, `${request.route} with the device key`);
+  t.ok(fs.readdirSync(location).length > 0, 'the export was extracted');
+});
+
+t.test('the SDK bootstraps and searches through the gateway', async (t) => {
+  const client = new SearchClient({ baseUrl: store.url, apiKey: STORE_KEY, workspace: WORKSPACE, retry: { retries: 0 } });
+  const page = await client.search('parking-lot', { tag: 'night' });
+  t.equal(page.total, 3);
+  const keyWorkspace = await fetch(`${store.url}/?api_key=${STORE_KEY}`, { method: 'POST' });
+  t.equal(keyWorkspace.status, 200);
+  t.same(await keyWorkspace.json(), { welcome: 'Welcome to the hosted API', workspace: WORKSPACE }, 'which workspace the device key belongs to');
+  const workspace = await getJson(`${store.url}/${WORKSPACE}?api_key=${STORE_KEY}`);
+  t.equal(workspace.status, 200);
+  t.same(workspace.body.workspace.projects.map((p: { name: string }) => p.name), ['parking-lot', 'warehouse', 'night-cams']);
+  const project = await getJson(`${store.url}/${WORKSPACE}/warehouse?api_key=${STORE_KEY}`);
+  t.equal(project.body.project.id, `${WORKSPACE}/warehouse`);
+  const missing = await getJson(`${store.url}/${WORKSPACE}/no-such-project?api_key=${STORE_KEY}`);
+  t.equal(missing.status, 404, 'the hosted 404, relayed');
+  t.match(missing.body, { error: /Project no-such-project not found/ });
+  for (const request of sim.requests.filter((r) => ['key-workspace', 'workspace-info', 'project-info'].includes(r.route))) {
+    t.same(request.query, { api_key: sim.apiKey });
+  }
+});
+
+t.test('the store\'s own routes keep precedence over the bootstrap patterns', async (t) => {
+  const before = sim.requests.length;
+  const auth = { 'x-api-key': STORE_KEY };
+  t.match((await getJson(`${store.url}/stats`, auth)).body, { current: { total_events: 0 } });
+  t.match((await getJson(`${store.url}/v2/events`, auth)).body, { events: [] });
+  t.equal((await getJson(`${store.url}/health`)).status, 200);
+  t.equal((await fetch(`${store.url}/docs`)).status, 200);
+  t.equal(sim.requests.length, before, 'none reached the hosted API');
+});
+
+t.test('limits the spec does not state are the hosted API\'s to apply', async (t) => {
+  const before = sim.requests.length;
+  const wide = await fetch(`${store.url}/${WORKSPACE}/search/v1?api_key=${STORE_KEY}`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'tag:day', pageSize: 300 }),
+  });
+  await wide.arrayBuffer();
+  t.equal(sim.requests.length, before + 1, 'pageSize 300 is forwarded');
+  t.equal((sim.requests.at(-1)!.body as { pageSize: number }).pageSize, 300);
+  const project = await fetch(`${store.url}/${WORKSPACE}/parking-lot/search?api_key=${STORE_KEY}`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ limit: 251 }),
+  });
+  t.equal(project.status, 400, 'project limit keeps its stated maximum of 250');
+  t.match(await project.json(), { error: /limit must be an integer from 1 to 250/ });
+  t.equal(sim.requests.length, before + 1);
+});
+
+t.test('/openapi.json lists the gateway routes and both ways to give the key', async (t) => {
+  const { paths, components } = (await getJson(`${store.url}/openapi.json`)).body;
+  for (const route of ['/{workspace}/{project}/search', '/{workspace}/search/v1', '/{workspace}/search/export', '/{workspace}/search/export/{export_id}', '/', '/{workspace}', '/{workspace}/{project}']) {
+    const item = paths[route] as Record<string, { description: string; security: unknown[] }>;
+    t.ok(item, route);
+    const [operation] = Object.values(item);
+    t.match(operation.description, /available when SEARCH_BASE_URL and SEARCH_API_KEY are set/);
+    t.same(operation.security, [{ ApiKey: [] }, { ApiKeyQuery: [] }]);
+  }
+  t.match(components.securitySchemes, { ApiKey: { in: 'header', name: 'X-API-Key' }, ApiKeyQuery: { in: 'query', name: 'api_key' } });
+});
