@@ -6,11 +6,16 @@
  * custom_metadata with strings, numbers and booleans), then operator feedback on some of them,
  * then queries everything back with the spec's filters, pages through it, reads the count
  * statistics and the latest events, and downloads an image whole and with a Range, checking the
- * bytes against the fixture. Exits 1 as soon as the store answers something unexpected.
+ * bytes against the fixture; posts a keypoint event as real producers send it (no `occluded`,
+ * extra model keys, wrapped base64) and, when SEARCH_WORKSPACE is set, searches the hosted API
+ * through the store's gateway with the project's own CLI. Exits 1 as soon as the store answers
+ * something unexpected.
  *
- * Settings: STORE_URL (default http://127.0.0.1:8001), API_KEY (sent as X-API-Key when set).
+ * Settings: STORE_URL (default http://127.0.0.1:8001), API_KEY (sent as X-API-Key when set, and
+ * as the CLI's key to the gateway), SEARCH_WORKSPACE (the gateway step; off when unset).
  * Every event carries `custom_metadata.demo_run`, so the checks see only this run's events.
  */
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -449,6 +454,42 @@ async function main(): Promise<void> {
       `${fixture.name}: ${whole.bytes.length} bytes identical (${ms(whole.ms)})`,
       `Range bytes=0-1023: 206, ${expectedRange}, bytes identical (${ms(part.ms)})`,
     ];
+  });
+
+  await step('a producer\'s keypoint event, sent as the inference server\'s sinks send it', async () => {
+    // No `occluded`, the model output's own keys, base64 wrapped at 76 columns (Python's
+    // base64.encodebytes): stored as the contract shapes it (docs/API.md, "Create an event").
+    const wrapped = rocket.base64.replace(/(.{76})/g, '$1\n');
+    const box = { x: 320, y: 240, width: 180, height: 400, confidence: 0.87 };
+    const body = {
+      solution: 'edge-demo', device_id: 'jetson-demo', inference_timestamp: new Date().toISOString(),
+      event_schema: 'custom', event_data: { value: 'person' }, custom_metadata: { demo_producer: RUN },
+      images: [{
+        label: 'output_image', base64_image: wrapped,
+        keypoints: [{ class: 'person', ...box, class_id: 0, detection_id: randomUUID(), keypoints: [{ id: 0, x: 300, y: 80 }, { id: 1, x: 290, y: 70 }] }],
+      }],
+    };
+    const { json: created } = await callJson<{ id: string }>('POST', '/v2/events', 201, body);
+    const { json: stored } = await callJson<StoredEvent>('GET', `/v2/events/${created.id}`, 200);
+    const group = stored.images[0].keypoints[0] as { keypoints: { occluded: boolean }[]; class_id?: unknown };
+    check(group.keypoints.every((k) => k.occluded === false), `occluded not stored as false: ${JSON.stringify(group.keypoints)}`);
+    check(group.class_id === undefined, 'a model output key was stored');
+    const image = await call('GET', `/images/${stored.images[0].file_id}`);
+    check(image.bytes.equals(rocket.bytes), 'the wrapped base64 did not decode to the JPEG');
+    return [`keypoints ${JSON.stringify(group.keypoints)}; class_id and detection_id dropped; ${image.bytes.length} JPEG bytes identical`];
+  });
+
+  await step('hosted search through the store\'s gateway, with the project\'s own CLI', async () => {
+    const workspace = process.env.SEARCH_WORKSPACE;
+    if (!workspace) return ['skipped: start the store with SEARCH_BASE_URL and SEARCH_API_KEY, and run the demo with SEARCH_WORKSPACE set'];
+    // The CLI sends its key as `api_key`: here the store's own key, which the gateway swaps for the device's hosted key.
+    const cli = spawnSync(process.execPath, [path.join(packageRoot, 'dist', 'src', 'cli.js'), 'search', '*', '--json', '--limit', '3'], {
+      env: { ...process.env, SEARCH_BASE_URL: STORE_URL, SEARCH_API_KEY: API_KEY ?? 'unused-auth-off', SEARCH_WORKSPACE: workspace },
+      encoding: 'utf8',
+    });
+    check(cli.status === 0, `edge-events search through the gateway exited ${cli.status}: ${cli.stderr}`);
+    const page = JSON.parse(cli.stdout) as { total: number; results: unknown[] };
+    return [`SEARCH_BASE_URL=${STORE_URL} SEARCH_API_KEY=<the store's API_KEY> edge-events search '*' --limit 3: ${page.results.length} of ${page.total} results`];
   });
 
   console.log(`\nsummary: ${posted.length} events stored and read back (${[...schemas].map(([s, n]) => `${n} ${s}`).join(', ')})`);
