@@ -35,7 +35,13 @@ export interface Config {
   searchBaseUrl: string | undefined;
   /** Unset: the search proxy routes answer 404. */
   searchApiKey: string | undefined;
+  /** The one workspace the search gateway forwards; unset: any. */
   searchWorkspace: string | undefined;
+  /**
+   * Serve the search gateway with API_KEY unset (SEARCH_PROXY_OPEN=true): anyone who reaches the
+   * port may then search with the device's hosted key. Default false: no store key, no gateway.
+   */
+  searchProxyOpen: boolean;
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   logLevel: string;
 }
@@ -79,6 +85,13 @@ function url(env: Env, name: string, fallback?: string): string | undefined {
   return raw.replace(/\/+$/, '');
 }
 
+function flag(env: Env, name: string): boolean {
+  const raw = text(env, name);
+  if (raw === undefined || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new ConfigError(name, 'true or false', raw);
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
@@ -109,6 +122,7 @@ export function loadConfig(env: Env = process.env): Config {
     searchBaseUrl: url(env, 'SEARCH_BASE_URL'),
     searchApiKey: text(env, 'SEARCH_API_KEY'),
     searchWorkspace: text(env, 'SEARCH_WORKSPACE'),
+    searchProxyOpen: flag(env, 'SEARCH_PROXY_OPEN'),
     logLevel,
   };
 }

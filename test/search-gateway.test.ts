@@ -8,11 +8,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { loadConfig } from '../src/config.js';
 import { SearchClient } from '../src/search/client.js';
 import { runSearchCli } from '../src/search/search-command.js';
 import { SearchSimulator, WORKSPACE } from './support/search-simulator.js';
 import { getJson } from './support/events.js';
-import { startStore } from './support/store-server.js';
+import { spawnStore } from './support/spawned-store.js';
+import { startStore, tempDataDir } from './support/store-server.js';
 
 const STORE_KEY = 'store-key-31d9';
 
@@ -113,4 +115,35 @@ t.test('/openapi.json lists the gateway routes and both ways to give the key', a
     t.same(operation.security, [{ ApiKey: [] }, { ApiKeyQuery: [] }]);
   }
   t.match(components.securitySchemes, { ApiKey: { in: 'header', name: 'X-API-Key' }, ApiKeyQuery: { in: 'query', name: 'api_key' } });
+});
+
+t.test('the device key is lent for SEARCH_WORKSPACE only: any other workspace is 404, with no hosted call', async (t) => {
+  const before = sim.requests.length;
+  for (const [method, path] of [['POST', '/othercorp/search/v1'], ['POST', '/othercorp/parking-lot/search'], ['POST', '/othercorp/search/export'], ['GET', '/othercorp/search/export/exp-1'], ['GET', '/othercorp'], ['GET', '/othercorp/parking-lot']]) {
+    const res = await fetch(`${store.url}${path}?api_key=${STORE_KEY}`, {
+      method, headers: { 'content-type': 'application/json' }, body: method === 'POST' ? JSON.stringify({ query: 'cat' }) : undefined,
+    });
+    t.equal(res.status, 404, `${method} ${path}`);
+    t.same(await res.json(), { error: 'Not Found' });
+  }
+  t.equal(sim.requests.length, before);
+});
+
+t.test('with API_KEY unset the gateway stays off unless SEARCH_PROXY_OPEN=true, which is warned about', async (t) => {
+  const closed = await spawnStore({ PORT: '0', DATA_DIR: tempDataDir(), SEARCH_BASE_URL: sim.baseUrl, SEARCH_API_KEY: sim.apiKey });
+  t.teardown(() => closed.child.kill('SIGKILL'));
+  const before = sim.requests.length;
+  const refused = await fetch(`${closed.url}/${WORKSPACE}/search/v1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"cat"}' });
+  t.equal(refused.status, 404, 'no store key: no gateway');
+  t.equal(sim.requests.length, before, 'the hosted key was not lent');
+  t.match(closed.output(), /search gateway off: API_KEY is unset/);
+
+  const open = await spawnStore({ PORT: '0', DATA_DIR: tempDataDir(), SEARCH_BASE_URL: sim.baseUrl, SEARCH_API_KEY: sim.apiKey, SEARCH_PROXY_OPEN: 'true' });
+  t.teardown(() => open.child.kill('SIGKILL'));
+  const served = await fetch(`${open.url}/${WORKSPACE}/search/v1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"cat"}' });
+  t.equal(served.status, 200, 'opened on purpose');
+  const warning = open.output().split('\n').find((line) => line.includes('search gateway open without API_KEY'));
+  t.ok(warning, 'the risk is named at start-up');
+  t.equal(JSON.parse(warning!).level, 40, 'at warn');
+  t.throws(() => loadConfig({ SEARCH_PROXY_OPEN: 'yes' }), /SEARCH_PROXY_OPEN="yes": expected true or false/);
 });

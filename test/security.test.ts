@@ -193,7 +193,7 @@ t.test('search proxy path segments cannot change the hosted path', async (t) => 
   await new Promise<void>((resolve) => hosted.listen(0, '127.0.0.1', resolve));
   t.teardown(() => hosted.close());
   const { port: hostedPort } = hosted.address() as { port: number };
-  const store = await startStore({ SEARCH_BASE_URL: `http://127.0.0.1:${hostedPort}/api`, SEARCH_API_KEY: 'hosted-key' });
+  const store = await startStore({ SEARCH_BASE_URL: `http://127.0.0.1:${hostedPort}/api`, SEARCH_API_KEY: 'hosted-key', SEARCH_PROXY_OPEN: 'true' });
   t.teardown(store.stop);
   const port = Number(new URL(store.url).port);
   const tricks = ['..', '.', '%2e%2e', '.%2E', '%252e%252e', '..%2F..%2Fadmin', '%2F', 'a%3Fapi_key%3Dstolen', 'a%23frag', 'a%00b', '%ED%A0%80', 'acme'];

@@ -9,6 +9,7 @@
  * and body are relayed as they stream in; 502 when the hosted API does not answer. Errors the
  * gateway answers itself have the hosted shape `{"error": "..."}`.
  */
+import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { forwardSearch, hostedSearchPath, HOSTED_CALLS, validateSearchBody } from '../search/proxy-forward.js';
 import type { HostedAnswer, ProxiedSearch } from '../search/proxy-forward.js';
@@ -29,14 +30,16 @@ export const searchProxySettings = { timeoutMs: 30_000 };
  * Handles one proxied call. Runs synchronously up to the body read (it attaches `onData`); a
  * POST's body is read (and checked, for the searches and the export start), a GET's is not.
  * @returns nothing: the hosted answer is written to `ex` as it streams in
- * @throws AppError not_found (404) when SEARCH_BASE_URL or SEARCH_API_KEY is unset or a path
- *   segment is `.`/`..`; record_too_large (413) past MAX_SEARCH_BODY_BYTES;
+ * @throws AppError not_found (404) when SEARCH_BASE_URL or SEARCH_API_KEY is unset, the
+ *   workspace is not SEARCH_WORKSPACE (when set), or a path segment is `.`/`..`; record_too_large (413) past MAX_SEARCH_BODY_BYTES;
  *   search_request_invalid (400) for malformed JSON or a body the validators refuse;
  *   upstream_unreachable (502) when the hosted API gives no answer in time
  */
 function proxySearch(kind: ProxiedSearch, ex: Exchange, ctx: ServerContext): Promise<void> {
-  const { searchBaseUrl, searchApiKey } = ctx.config;
+  const { searchBaseUrl, searchApiKey, searchWorkspace } = ctx.config;
   if (searchBaseUrl === undefined || searchApiKey === undefined) throw new AppError('not_found');
+  // The device's key is lent for its own workspace only.
+  if (searchWorkspace !== undefined && kind !== 'key-workspace' && ex.params[0] !== searchWorkspace) throw new AppError('not_found');
   const path = hostedSearchPath(kind, ex.params);
   const read = HOSTED_CALLS[kind].method === 'POST' ? readJsonBody(ex, MAX_SEARCH_BODY_BYTES) : Promise.resolve(undefined);
   return read
@@ -124,6 +127,20 @@ async function relay(ex: Exchange, answer: HostedAnswer, ctx: ServerContext): Pr
   }
 }
 
+/**
+ * Whether the gateway serves (docs/API.md, "Search gateway"): `off` without the search settings;
+ * `keyed` behind API_KEY; `open` without API_KEY when SEARCH_PROXY_OPEN=true; `no-store-key`
+ * when the settings are there but API_KEY is not (off: it would lend the hosted key to anyone).
+ */
+export type GatewayMode = 'off' | 'keyed' | 'open' | 'no-store-key';
+
+/** The gateway's mode under `config` (see GatewayMode). */
+export function gatewayMode(config: Config): GatewayMode {
+  if (config.searchBaseUrl === undefined || config.searchApiKey === undefined) return 'off';
+  if (config.apiKey !== undefined) return 'keyed';
+  return config.searchProxyOpen ? 'open' : 'no-store-key';
+}
+
 /** One gateway route: the key may come as `api_key`, errors have the hosted shape. */
 const gatewayRoute = (method: Route['method'], path: string, kind: ProxiedSearch): Route => ({
   method,
@@ -134,7 +151,7 @@ const gatewayRoute = (method: Route['method'], path: string, kind: ProxiedSearch
 });
 
 /**
- * The gateway's routes, registered when SEARCH_BASE_URL and SEARCH_API_KEY are set (server.ts).
+ * The gateway's routes, registered in modes `keyed` and `open` (server.ts).
  * The store's own routes keep precedence: uWS matches a literal segment before a parameter.
  */
 export const searchProxyRoutes: Route[] = [

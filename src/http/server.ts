@@ -13,7 +13,7 @@ import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';
 import { assertNativeServer } from './native-check.js';
 import { registerRoutes, type Route } from './route-table.js';
-import { searchProxyRoutes } from './search-proxy-routes.js';
+import { gatewayMode, searchProxyRoutes } from './search-proxy-routes.js';
 import { storeRoutes } from './store-routes.js';
 
 const LISTEN_EXCLUSIVE_PORT = 1; // uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT
@@ -22,12 +22,22 @@ const LISTEN_EXCLUSIVE_PORT = 1; // uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_POR
 export const allRoutes: Route[] = [...storeRoutes, ...adminRoutes, ...docsRoutes, ...searchProxyRoutes];
 
 /**
- * The routes a store with `config` answers: the search gateway's only when SEARCH_BASE_URL and
- * SEARCH_API_KEY are set, so that otherwise its paths are unknown paths (404) like any other.
+ * The routes a store with `config` answers: the search gateway's only when it serves (modes
+ * `keyed` and `open`), so that otherwise its paths are unknown paths (404) like any other.
  */
 export function routesFor(config: Config): Route[] {
-  const gateway = config.searchBaseUrl !== undefined && config.searchApiKey !== undefined;
-  return gateway ? allRoutes : allRoutes.filter((route) => !searchProxyRoutes.includes(route));
+  const mode = gatewayMode(config);
+  return mode === 'keyed' || mode === 'open' ? allRoutes : allRoutes.filter((route) => !searchProxyRoutes.includes(route));
+}
+
+/** Says at start-up when the gateway is open to anyone, or off for want of a store key. */
+function warnAboutGateway(config: Config, log: Logger): void {
+  const mode = gatewayMode(config);
+  if (mode === 'open') {
+    log.warn({ workspace: config.searchWorkspace ?? 'any' }, 'search gateway open without API_KEY (SEARCH_PROXY_OPEN=true): anyone who reaches this port can search with the device\'s hosted key');
+  } else if (mode === 'no-store-key') {
+    log.warn('search gateway off: API_KEY is unset, and serving it would lend the device\'s hosted key to anyone on the network; set API_KEY, or SEARCH_PROXY_OPEN=true to accept that');
+  }
 }
 
 export interface RunningServer {
@@ -57,6 +67,7 @@ export async function startServer(config: Config, store: EventStore, lifecycle: 
   });
   const port = uws.us_socket_local_port(listenSocket);
   log.info({ host: config.host, port, dataDir: config.dataDir }, 'edge-event-store listening');
+  warnAboutGateway(config, log);
   return {
     port,
     async close(graceMs = 10_000) {
