@@ -42,6 +42,10 @@ export interface Config {
    * port may then search with the device's hosted key. Default false: no store key, no gateway.
    */
   searchProxyOpen: boolean;
+  /** Extra names browsers may reach the store by (ALLOWED_HOSTS; see http/browser-guard.ts). */
+  allowedHosts: string[];
+  /** Origins whose pages may change the store (CORS_ALLOWED_ORIGINS), e.g. `http://dashboard:3000`. */
+  corsAllowedOrigins: string[];
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   logLevel: string;
 }
@@ -85,6 +89,24 @@ function url(env: Env, name: string, fallback?: string): string | undefined {
   return raw.replace(/\/+$/, '');
 }
 
+function list(env: Env, name: string): string[] {
+  return (text(env, name) ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
+}
+
+function origins(env: Env, name: string): string[] {
+  const values = list(env, name);
+  for (const value of values) {
+    let origin: string | undefined;
+    try {
+      origin = new URL(value).origin;
+    } catch {
+      origin = undefined;
+    }
+    if (origin !== value.replace(/\/+$/, '')) throw new ConfigError(name, 'comma-separated origins such as http://dashboard:3000', value);
+  }
+  return values.map((value) => value.replace(/\/+$/, ''));
+}
+
 function flag(env: Env, name: string): boolean {
   const raw = text(env, name);
   if (raw === undefined || raw === 'false') return false;
@@ -123,6 +145,8 @@ export function loadConfig(env: Env = process.env): Config {
     searchApiKey: text(env, 'SEARCH_API_KEY'),
     searchWorkspace: text(env, 'SEARCH_WORKSPACE'),
     searchProxyOpen: flag(env, 'SEARCH_PROXY_OPEN'),
+    allowedHosts: list(env, 'ALLOWED_HOSTS'),
+    corsAllowedOrigins: origins(env, 'CORS_ALLOWED_ORIGINS'),
     logLevel,
   };
 }

@@ -20,6 +20,10 @@ const registry = {
   event_not_found: { status: 404, message: 'Event not found' },
   file_not_found: { status: 404, message: 'File not found' }, // E9
   method_not_allowed: { status: 405, message: 'Method Not Allowed' },
+  // A browser's request under a name that is not the store's (DNS rebinding), or from another origin.
+  misdirected_request: { status: 421, message: 'Misdirected Request: Host is not a name of this store' },
+  cross_origin_refused: { status: 403, message: 'Requests from another origin may not change this store' },
+  unsupported_content_type: { status: 415, message: 'Content-Type must be application/json' },
   solution_required: { status: 400, message: 'solution is required when cloud upload is enabled and DEFAULT_SOLUTION_ID is unset' }, // E1
   event_data_invalid: { status: 400, message: 'event_data does not conform to the schema' }, // E2
   image_decode_failed: { status: 400, message: 'Image could not be decoded from base64' }, // E3

@@ -1,0 +1,52 @@
+/** The browser guard's rules over a table of requests (src/http/browser-guard.ts). */
+import t from 'tap';
+import { createBrowserGuard, hostName, type GuardedHeaders } from '../src/http/browser-guard.js';
+
+const guard = createBrowserGuard({ allowedHosts: ['events.plant.example'], corsAllowedOrigins: ['http://dashboard:3000'] }, 'edge-box-7');
+const headers = (extra: Partial<GuardedHeaders>): GuardedHeaders => ({ host: '192.168.1.20:8001', origin: '', fetchSite: '', contentType: 'application/json', ...extra });
+const post = { changesState: true, jsonBody: true };
+const cleanup = { changesState: true, jsonBody: false };
+const get = { changesState: false, jsonBody: false };
+
+t.test('host names: port stripped, case folded, IPv6 brackets kept', async (t) => {
+  t.equal(hostName('Edge-Box-7:8001'), 'edge-box-7');
+  t.equal(hostName('[::1]:8001'), '[::1]');
+  t.equal(hostName('[fe80::1%eth0]'), '[fe80::1%eth0]');
+  t.equal(hostName('localhost'), 'localhost');
+});
+
+t.test('producers are never refused for their Host', async (t) => {
+  for (const host of ['event-store:8001', 'attacker.example', 'storage.internal', '']) {
+    t.equal(guard(headers({ host }), post), undefined, host);
+  }
+});
+
+t.test('a browser must use one of the store\'s names (DNS rebinding): 421 otherwise', async (t) => {
+  const allowed = ['192.168.1.20:8001', '127.0.0.1:8001', '[::1]:8001', 'localhost:8001', 'edge-box-7:8001', 'EDGE-BOX-7.local:8001', 'events.plant.example', 'app.localhost:8001'];
+  for (const host of allowed) t.equal(guard(headers({ host, fetchSite: 'same-origin' }), get), undefined, host);
+  for (const host of ['rebind.attacker.example:8001', 'edge-box-7.attacker.example', 'localhost.attacker.example', '1.2.3.4.nip.io:8001']) {
+    t.equal(guard(headers({ host, fetchSite: 'none' }), get)?.status, 421, `${host} (Sec-Fetch-Site)`);
+    t.equal(guard(headers({ host, origin: `http://${host}` }), get)?.status, 421, `${host} (Origin)`);
+  }
+});
+
+t.test('another origin may not change the store (403), unless listed; it may read', async (t) => {
+  const cross = headers({ origin: 'http://evil.example', fetchSite: 'cross-site', contentType: 'text/plain' });
+  t.equal(guard(cross, post)?.status, 403, 'create');
+  t.equal(guard({ ...cross, contentType: '' }, cleanup)?.status, 403, 'cleanup');
+  t.equal(guard(cross, get), undefined, 'a read is left to the browser\'s same-origin policy');
+  t.equal(guard(headers({ origin: 'http://192.168.1.20:8001', fetchSite: 'same-origin' }), post), undefined, 'the store\'s own origin');
+  t.equal(guard(headers({ origin: 'http://dashboard:3000', fetchSite: 'cross-site' }), post), undefined, 'a listed origin');
+  t.equal(guard(headers({ origin: 'http://dashboard:3001', fetchSite: 'cross-site' }), post)?.status, 403, 'a port makes another origin');
+  t.equal(guard(headers({ origin: 'null', fetchSite: 'cross-site' }), cleanup)?.status, 403, 'an opaque origin');
+});
+
+t.test('a JSON route takes application/json only (415): text/plain is how a page posts JSON without a preflight', async (t) => {
+  for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '', 'application/jsonx']) {
+    t.equal(guard(headers({ contentType: type }), post)?.status, 415, JSON.stringify(type));
+  }
+  for (const type of ['application/json', 'application/json; charset=utf-8', 'Application/JSON']) {
+    t.equal(guard(headers({ contentType: type }), post), undefined, type);
+  }
+  t.equal(guard(headers({ contentType: '' }), cleanup), undefined, 'a route without a JSON body takes any');
+});
