@@ -48,6 +48,8 @@ export interface Config {
   corsAllowedOrigins: string[];
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   logLevel: string;
+  /** HTTP_ENGINE: `uws` or `node` forces that engine; unset: native uWebSockets.js when it loads, else node. */
+  httpEngine: 'uws' | 'node' | undefined;
 }
 
 /** A setting with a bad value; the message names the setting and what it expects. */
@@ -115,6 +117,15 @@ function flag(env: Env, name: string): boolean {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const HTTP_ENGINES = ['uws', 'node'] as const;
+
+function httpEngine(env: Env): Config['httpEngine'] {
+  const raw = text(env, 'HTTP_ENGINE');
+  if (raw === undefined) return undefined;
+  const engine = HTTP_ENGINES.find((name) => name === raw);
+  if (!engine) throw new ConfigError('HTTP_ENGINE', `${HTTP_ENGINES.join(' or ')} (unset: the best that loads)`, raw);
+  return engine;
+}
 
 /**
  * Reads and validates every setting.
@@ -148,5 +159,6 @@ export function loadConfig(env: Env = process.env): Config {
     allowedHosts: list(env, 'ALLOWED_HOSTS'),
     corsAllowedOrigins: origins(env, 'CORS_ALLOWED_ORIGINS'),
     logLevel,
+    httpEngine: httpEngine(env),
   };
 }

@@ -3,6 +3,7 @@
  * gracefully on SIGTERM/SIGINT (systemd's stop): no new requests, in-flight writes finished.
  */
 import { ConfigError, loadConfig, type Config } from './config.js';
+import type { RuntimeInfo } from './http/engine.js';
 import { startServer, type RunningServer } from './http/server.js';
 import { Lifecycle } from './lifecycle/lifecycle-manager.js';
 import { createLogger, type Logger } from './logger.js';
@@ -16,6 +17,8 @@ export interface StoreService {
   log: Logger;
   /** The lifecycle worker's manager (tests terminate its worker to see it restarted). */
   lifecycle: Lifecycle;
+  /** Node version and HTTP engine in use. */
+  runtime: RuntimeInfo;
   /** Graceful stop: background work ended, no new requests, in-flight ones finished (up to `graceMs`), store closed. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -45,6 +48,7 @@ export async function startService(config: Config): Promise<StoreService> {
     port: server.port,
     log,
     lifecycle,
+    runtime: server.runtime,
     async stop(graceMs) {
       await lifecycle.stop();
       await server.close(graceMs);

@@ -18,6 +18,13 @@ t.test('defaults', async (t) => {
   t.equal(config.maxVideoUploadBytes, 500 * 1024 * 1024);
   t.equal(config.maxLocalOnlyFileUploadBytes, 100 * 1024 * 1024);
   t.equal(config.cloudUploadUrl, undefined);
+  t.equal(config.httpEngine, undefined, 'HTTP_ENGINE unset: the best engine that loads');
+});
+
+t.test('HTTP_ENGINE forces an engine', async (t) => {
+  t.equal(loadConfig({ HTTP_ENGINE: 'uws' }).httpEngine, 'uws');
+  t.equal(loadConfig({ HTTP_ENGINE: ' node ' }).httpEngine, 'node');
+  t.equal(loadConfig({ HTTP_ENGINE: '' }).httpEngine, undefined, 'blank means unset');
 });
 
 t.test('values are parsed and validated', async (t) => {
@@ -32,6 +39,7 @@ t.test('values are parsed and validated', async (t) => {
   const bad: [string, string][] = [
     ['PORT', 'eighty'], ['PORT', '65536'], ['RETENTION_DAYS', '0'], ['MAX_RECORDS', '1.5'],
     ['MAX_STORAGE_BYTES', '10GB'], ['CLEANUP_INTERVAL_SECONDS', '0'], ['SEARCH_BASE_URL', 'not a url'], ['LOG_LEVEL', 'loud'],
+    ['HTTP_ENGINE', 'fastify'], ['HTTP_ENGINE', 'UWS'],
   ];
   for (const [name, value] of bad) {
     const err = (() => {

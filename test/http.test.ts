@@ -1,8 +1,17 @@
-/** HTTP layer: auth, /health, docs, unknown routes, trailing slash, start-up refusals, graceful stop. */
+/**
+ * HTTP layer: auth, /health, docs, unknown routes, trailing slash, the engine in use, start-up
+ * refusals, graceful stop.
+ */
+import { once } from 'node:events';
+import { createRequire } from 'node:module';
+import net from 'node:net';
 import t from 'tap';
+import { assertNativeServer, NativeServerUnavailable } from '../src/http/native-check.js';
 import { searchProxyRoutes } from '../src/http/search-proxy-routes.js';
 import { allRoutes } from '../src/http/server.js';
+import { currentHost } from '../src/http/uws/uws-loader.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
+import { expectedEngine } from './support/engines.js';
 import { refusedStart, spawnStore } from './support/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
@@ -49,10 +58,43 @@ t.test('health, docs, OpenAPI, unknown routes, trailing slash', async (t) => {
   t.equal((await getJson(`${store.url}/health/`)).status, 200);
 });
 
-t.test('the store refuses to start on the JavaScript fallback of uWebSockets.js', async (t) => {
-  const { code, stderr } = await refusedStart({ UWS_USE_FALLBACK: '1', DATA_DIR: tempDataDir() });
-  t.equal(code, 1);
-  t.match(stderr, /native binary did not load/);
+t.test('a body declared too large is answered 413 at once, and the connection closed', { timeout: 30_000 }, async (t) => {
+  const store = await startStore({ MAX_RECORD_SIZE_BYTES: '65536' });
+  t.teardown(store.stop);
+  const socket = net.connect(Number(new URL(store.url).port), '127.0.0.1');
+  let received = '';
+  socket.on('data', (data) => (received += data));
+  const closed = once(socket, 'close');
+  // Only the head is sent: the answer cannot wait for a body that never comes.
+  socket.write('POST /v2/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"a":');
+  await closed;
+  t.match(received, /^HTTP\/1\.1 413 /, 'answered 413');
+  t.match(received, /"detail":"Record of 100000000 bytes exceeds the limit of 65536 bytes"/);
+  t.equal((await getJson(`${store.url}/health`)).status, 200, 'the store still serves');
+});
+
+t.test('the engine in use is logged once at start-up and reported by /stats', async (t) => {
+  // UWS_USE_FALLBACK asked the trufflesuite package for its JavaScript server; the loader loads
+  // its binary itself, so the setting can no longer put the store on that fallback.
+  const store = await spawnStore({ PORT: '0', DATA_DIR: tempDataDir(), UWS_USE_FALLBACK: '1' });
+  t.teardown(() => store.child.kill('SIGTERM'));
+  const { runtime } = (await getJson(`${store.url}/stats`)).body;
+  const expected = expectedEngine();
+  t.same(
+    { ...runtime, glibc: undefined },
+    { node_version: process.version, node_abi: process.versions.modules, http_engine: expected.engine, uws_build: expected.uwsBuild, glibc: undefined },
+    `${expected.engine} engine, ${expected.uwsBuild ?? 'no native build'}`,
+  );
+  t.equal(runtime.glibc, currentHost().glibc, 'the glibc found is reported');
+  const engineLines = store.output().split('\n').filter((line) => line.includes('"msg":"HTTP engine: '));
+  t.equal(engineLines.length, 1, 'one start-up line names the engine');
+  t.match(engineLines[0], expected.engine === 'uws' ? `uWebSockets.js ${expected.uwsBuild} (native)` : 'node:http');
+});
+
+t.test('a JavaScript fallback of uWebSockets.js is never taken for the native engine', async (t) => {
+  const fallback = createRequire(import.meta.url)('@trufflesuite/uws-js-unofficial/dist/index.js') as { App: unknown };
+  t.equal(typeof fallback.App, 'function', "the trufflesuite package's JavaScript server");
+  t.throws(() => assertNativeServer(fallback), NativeServerUnavailable, 'is refused as not native');
 });
 
 t.test('a bad setting stops start-up with a message naming it', async (t) => {

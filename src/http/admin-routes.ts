@@ -4,7 +4,7 @@ import { storeStats } from '../lifecycle/store-stats.js';
 import type { Route } from './route-table.js';
 
 export const adminRoutes: Route[] = [
-  { method: 'get', path: '/stats', handler: (_ex, ctx) => ({ status: 200, body: storeStats(ctx.store, ctx.config, ctx.lifecycle.gate) }) },
+  { method: 'get', path: '/stats', handler: (_ex, ctx) => ({ status: 200, body: { ...storeStats(ctx.store, ctx.config, ctx.lifecycle.gate), runtime: ctx.runtime } }) },
   { method: 'post', path: '/admin/cleanup', handler: async (_ex, ctx) => ({ status: 200, body: await ctx.lifecycle.cleanup() }) },
   { method: 'post', path: '/reset/request', handler: (_ex, ctx) => ({ status: 200, body: ctx.resetTokens.issue() }) },
   {

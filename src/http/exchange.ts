@@ -1,10 +1,18 @@
 /**
- * One request/response exchange over uWebSockets.js, made safe for async handlers
- * (DESIGN.md, "uWebSockets.js pitfalls"): the request's fields are copied before the handler
- * returns, `onAborted` is attached at once, `res` is never touched after abort or end, and
- * every write from async code happens inside `res.cork()`.
+ * One request/response exchange, the same for every HTTP engine (README, "HTTP engines"): the
+ * route table, JSON bodies, uploads, downloads and the search proxy use only this class, and
+ * each engine (uws/uws-exchange.ts, node/node-exchange.ts) implements its abstract part.
+ *
+ * The contract, whatever the engine:
+ * - the request's method, path, query, route parameters and the headers the store reads are
+ *   copied when the exchange is made; abort handling is attached at once;
+ * - the body is streamed: `onBody` delivers chunks (valid only during the call: copy to keep),
+ *   `pauseBody`/`resumeBody` hold the socket while the reader is behind. Call `onBody`
+ *   synchronously in the route handler, before any await (uWebSockets.js drops chunks otherwise);
+ * - a response is either whole (`send`, `json`, `fail`) or streamed (`startResponse`, `write`,
+ *   `writable`, `end`), with backpressure; nothing is written after abort or end;
+ * - `closeConnection` closes the connection after the response (a body left unread).
  */
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { AppError, isLoggedFailure } from '../errors.js';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -15,11 +23,14 @@ const STATUS_TEXT: Record<number, string> = {
   507: 'Insufficient Storage', 529: 'Site Overloaded',
 };
 
-/** `200 OK`-style status line for uWS `writeStatus`. */
-export const statusLine = (status: number): string => `${status} ${STATUS_TEXT[status] ?? ''}`.trim();
+/** Reason phrase of `status` ('' when the store has none for it). */
+export const statusText = (status: number): string => STATUS_TEXT[status] ?? '';
+
+/** `200 OK`-style status line. */
+export const statusLine = (status: number, text = statusText(status)): string => `${status} ${text}`.trim();
 
 /** Percent-decodes a path segment; a malformed escape (`%zz`) is kept as written. */
-function decodePathSegment(segment: string): string {
+export function decodePathSegment(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
@@ -27,7 +38,7 @@ function decodePathSegment(segment: string): string {
   }
 }
 
-/** Request headers the store reads; everything else is ignored. */
+/** Request headers the store reads; everything else is ignored. Absent headers are ''. */
 export interface RequestHeaders {
   apiKey: string;
   contentType: string;
@@ -41,7 +52,25 @@ export interface RequestHeaders {
  */
 export type ErrorShape = 'store' | 'hosted';
 
-export class Exchange {
+/** What an engine copies from a request when it makes the exchange. */
+export interface RequestHead {
+  /** Upper case. */
+  method: string;
+  /** The path as sent (not decoded), without the query. */
+  url: string;
+  /** The query string without `?` ('' when none). */
+  query: string;
+  /** Route parameters as sent (percent-encoded); decoded here. */
+  rawParams: string[];
+  headers: RequestHeaders;
+  /** A Transfer-Encoding header is present (a chunked body follows). */
+  chunked: boolean;
+}
+
+/** Response headers as name/value pairs (a name may repeat). */
+export type HeaderPairs = Iterable<readonly [string, string]>;
+
+export abstract class Exchange {
   readonly method: string;
   readonly url: string;
   readonly query: string;
@@ -49,7 +78,7 @@ export class Exchange {
   readonly headers: RequestHeaders;
   /** True once the client went away; nothing may be written then. */
   aborted = false;
-  /** True once a response was ended. */
+  /** True once a response was started (streamed) or sent. */
   done = false;
   /** True while the request body has not been read to its end (a POST until its last chunk). */
   bodyPending: boolean;
@@ -57,28 +86,20 @@ export class Exchange {
   errorShape: ErrorShape = 'store';
   private readonly abortHandlers: (() => void)[] = [];
 
-  /**
-   * Copies what the handler needs from `req` (valid only during the uWS callback) and attaches
-   * the abort handler. Call synchronously at the start of the uWS route callback.
-   * @param paramCount number of `:param` segments of the route pattern
-   */
-  constructor(readonly res: HttpResponse, req: HttpRequest, paramCount: number) {
-    this.method = req.getMethod().toUpperCase();
-    this.url = req.getUrl();
-    this.query = req.getQuery() ?? '';
-    this.params = Array.from({ length: paramCount }, (_, i) => decodePathSegment(req.getParameter(i) ?? ''));
-    const length = req.getHeader('content-length');
-    this.headers = {
-      apiKey: req.getHeader('x-api-key'),
-      contentType: req.getHeader('content-type'),
-      contentLength: length === '' ? undefined : Number(length),
-      range: req.getHeader('range'),
-    };
-    this.bodyPending = (this.headers.contentLength ?? 0) > 0 || req.getHeader('transfer-encoding') !== '';
-    res.onAborted(() => {
-      this.aborted = true;
-      for (const handler of this.abortHandlers) handler();
-    });
+  protected constructor(head: RequestHead) {
+    this.method = head.method;
+    this.url = head.url;
+    this.query = head.query;
+    this.params = head.rawParams.map(decodePathSegment);
+    this.headers = head.headers;
+    this.bodyPending = (head.headers.contentLength ?? 0) > 0 || head.chunked;
+  }
+
+  /** Engines call this once when the client disconnects before the response ended. */
+  protected markAborted(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    for (const handler of this.abortHandlers.splice(0)) handler();
   }
 
   /** Registers work to undo when the client disconnects (e.g. remove a staging file). */
@@ -93,17 +114,13 @@ export class Exchange {
   }
 
   /**
-   * Sends a complete response, unless the client is gone or a response was already sent.
+   * Sends a complete response, unless the client is gone or a response was already started.
    * @param closeConnection close after sending (e.g. when the request body was not consumed)
    */
   send(status: number, body: string | Buffer, headers: Record<string, string> = {}, closeConnection = false): void {
     if (this.aborted || this.done) return;
     this.done = true;
-    this.res.cork(() => {
-      this.res.writeStatus(statusLine(status));
-      for (const [name, value] of Object.entries(headers)) this.res.writeHeader(name, value);
-      this.res.end(body, closeConnection);
-    });
+    this.sendWhole(status, body, Object.entries(headers), closeConnection);
   }
 
   /** Sends `value` as JSON. */
@@ -122,4 +139,53 @@ export class Exchange {
     const body = this.errorShape === 'hosted' ? { error: appError.message } : { detail: appError.detail };
     this.json(appError.status, body, appError.headers, closeConnection);
   }
+
+  /**
+   * Starts a streamed response: status and headers go out with the first `write` or `end`.
+   * Does nothing when the client is gone or a response was already sent.
+   * @param totalBytes the exact body length (sent as Content-Length; the response is complete
+   *   once that many bytes were written), or undefined for a chunked body ended by `end`
+   * @param reason reason phrase (default: the standard one of `status`)
+   * @returns false when nothing may be written (aborted, or a response was already sent)
+   */
+  startResponse(status: number, headers: HeaderPairs, totalBytes?: number, reason?: string): boolean {
+    if (this.aborted || this.done) return false;
+    this.done = true;
+    this.beginStream(status, reason ?? statusText(status), [...headers], totalBytes);
+    return true;
+  }
+
+  /** Sends the whole response (engine part of `send`). */
+  protected abstract sendWhole(status: number, body: string | Buffer, headers: [string, string][], closeConnection: boolean): void;
+
+  /** Records the head of a streamed response (engine part of `startResponse`). */
+  protected abstract beginStream(status: number, reason: string, headers: (readonly [string, string])[], totalBytes: number | undefined): void;
+
+  /**
+   * Delivers the request body: `handler(chunk, isLast)` per chunk, the last one (possibly empty)
+   * with `isLast` true. The chunk is valid only during the call: copy what must be kept.
+   */
+  abstract onBody(handler: (chunk: Buffer, isLast: boolean) => void): void;
+
+  /** Stops reading the request body until `resumeBody` (backpressure towards the client). */
+  abstract pauseBody(): void;
+
+  /** Resumes reading the request body after `pauseBody`. */
+  abstract resumeBody(): void;
+
+  /**
+   * Writes a chunk of a started response. The engine may keep a reference to `chunk`: do not
+   * modify it afterwards. Nothing happens when the client is gone.
+   * @returns false when the client is behind: wait for `writable()` before the next write
+   */
+  abstract write(chunk: Buffer): boolean;
+
+  /** Resolves when more may be written after `write` answered false, or the client went away. */
+  abstract writable(): Promise<void>;
+
+  /** Ends a started response, with a last chunk or none (with `totalBytes`, after the last write). */
+  abstract end(chunk?: Buffer): void;
+
+  /** Closes the connection at once: a streamed response that cannot be completed. */
+  abstract destroy(): void;
 }

@@ -1,13 +1,12 @@
 /**
- * File downloads with HTTP Range (spec B, Download rules), streamed from the blob segment with
- * backpressure: positioned reads of READ_CHUNK_BYTES, `tryEnd` and one `onWritable` handler per
- * response reading the pending chunk from shared state (DESIGN.md, "uWebSockets.js pitfalls").
- * A file is never read whole into memory.
+ * File downloads with HTTP Range (README, "Using the store"), streamed from the blob segment with
+ * backpressure: positioned reads of READ_CHUNK_BYTES, each chunk written once the client took
+ * the previous one, the next read overlapping the wait. A file is never read whole into memory.
  */
 import { AppError } from '../errors.js';
 import type { FileEntry } from '../store/lmdb-env.js';
 import type { BlobReader } from '../store/blob-reader.js';
-import { statusLine, type Exchange } from './exchange.js';
+import type { Exchange } from './exchange.js';
 import { resolveRange } from './range.js';
 
 const READ_CHUNK_BYTES = 1024 * 1024;
@@ -30,57 +29,29 @@ export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry,
 
   // Read the first chunk before writing the status, so a vanished segment still answers an error.
   let chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, total));
-  let chunkStart = 0; // offset of `chunk` within the response body
   const firstRead = await blobs.read(file.segment, file.offset + first, chunk, chunk.length).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return -1;
     throw err;
   });
   if (firstRead !== chunk.length) throw new AppError('file_not_found', `File ${fileId} not found`);
-  if (ex.aborted) return;
-  ex.done = true;
-  const { res } = ex;
+  if (!ex.startResponse(range ? 206 : 200, headers, total)) return;
 
-  let reading = false;
-  const pump = async (): Promise<void> => {
-    // Called when the current chunk has been fully handed to uWS: read and offer the next one.
-    reading = true;
-    try {
-      while (!ex.aborted) {
-        const nextStart = chunkStart + chunk.length;
-        if (nextStart >= total) return;
-        const length = Math.min(READ_CHUNK_BYTES, total - nextStart);
-        const next = chunk.length === length ? chunk : Buffer.allocUnsafe(length);
-        const read = await blobs.read(file.segment, file.offset + first + nextStart, next, length);
-        if (ex.aborted) return;
-        if (read !== length) throw new Error(`segment ${file.segment} ended early`);
-        chunk = next;
-        chunkStart = nextStart;
-        let accepted = false;
-        res.cork(() => {
-          [accepted] = res.tryEnd(chunk, total);
-        });
-        if (!accepted) return; // onWritable resumes
-      }
-    } catch {
-      if (!ex.aborted) res.close();
-    } finally {
-      reading = false;
+  let sent = 0; // bytes handed to the exchange
+  try {
+    for (;;) {
+      const writable = ex.write(chunk);
+      sent += chunk.length;
+      if (sent >= total || ex.aborted) break;
+      // A new buffer per chunk: the exchange may still hold the previous one.
+      const length = Math.min(READ_CHUNK_BYTES, total - sent);
+      const next = Buffer.allocUnsafe(length);
+      const [read] = await Promise.all([blobs.read(file.segment, file.offset + first + sent, next, length), writable ? undefined : ex.writable()]);
+      if (ex.aborted) return;
+      if (read !== length) throw new Error(`segment ${file.segment} ended early`);
+      chunk = next;
     }
-  };
-
-  res.onWritable((offset) => {
-    if (reading) return true;
-    const [accepted, finished] = res.tryEnd(chunk.subarray(offset - chunkStart), total);
-    if (accepted && !finished) void pump();
-    return accepted;
-  });
-
-  let accepted = false;
-  let finished = false;
-  res.cork(() => {
-    res.writeStatus(statusLine(range ? 206 : 200));
-    for (const [name, value] of headers) res.writeHeader(name, value);
-    [accepted, finished] = res.tryEnd(chunk, total);
-  });
-  if (accepted && !finished) await pump();
+    ex.end();
+  } catch {
+    ex.destroy();
+  }
 }

@@ -1,5 +1,5 @@
 /**
- * JSON request bodies, streamed from uWS with MAX_RECORD_SIZE_BYTES enforced while reading:
+ * JSON request bodies, streamed with MAX_RECORD_SIZE_BYTES enforced while reading:
  * a body that declares or reaches more than the limit is answered 413 at once and the
  * connection closed, without buffering the rest.
  */
@@ -7,8 +7,8 @@ import { AppError, validationError } from '../errors.js';
 import type { Exchange } from './exchange.js';
 
 /**
- * Starts reading the body of `ex`. Must be called synchronously in the uWS route callback
- * (it attaches `onData`). Each chunk is copied: uWS detaches its ArrayBuffer after the callback.
+ * Starts reading the body of `ex`. Must be called synchronously in the route handler (it
+ * attaches `onBody`). Each chunk is copied: it is valid only during the callback.
  * @param limit most bytes accepted
  * @returns the parsed JSON value; undefined for an empty body
  * @throws AppError record_too_large (413) past `limit`, validation_failed (422) on malformed JSON
@@ -26,19 +26,17 @@ export function readJsonBody(ex: Exchange, limit: number): Promise<unknown> {
     const chunks: Buffer[] = [];
     let received = 0;
     let failed = false;
-    ex.res.onData((chunk, isLast) => {
+    ex.onBody((view, isLast) => {
       if (failed) return;
-      const view = Buffer.from(chunk);
       if (received + view.length > (declared ?? limit)) {
         failed = true;
         reject(new AppError('record_too_large', `Record exceeds the limit of ${limit} bytes`));
         return;
       }
       if (preallocated) view.copy(preallocated, received);
-      else if (!isLast) chunks.push(Buffer.from(view)); // uWS reuses the chunk's memory after this call
+      else if (!isLast) chunks.push(Buffer.from(view)); // the chunk's memory may be reused after this call
       received += view.length;
       if (!isLast) return;
-      ex.bodyPending = false;
       const body = preallocated ? preallocated.subarray(0, received) : chunks.length === 0 ? view : Buffer.concat([...chunks, view]);
       if (body.length === 0) {
         resolve(undefined);

@@ -1,6 +1,6 @@
 /**
- * Streamed multipart uploads (spec B, Attachment rules 1-2): the uWS body is fed to busboy chunk
- * by chunk (each chunk copied: uWS detaches its buffer after the callback), the `file` part goes
+ * Streamed multipart uploads (README, "Drafts and attachments"): the request body is fed to busboy
+ * chunk by chunk (each chunk copied: it is valid only during the callback), the `file` part goes
  * to a staging file as it arrives, the socket is paused while busboy or the disk is behind, and
  * the size limit is enforced per chunk. Nothing is ever buffered whole.
  */
@@ -19,7 +19,7 @@ export interface ReceivedUpload {
 const ENVELOPE_BYTES = 64 * 1024;
 
 /**
- * Receives the multipart body of `ex`. Call synchronously in the uWS route callback.
+ * Receives the multipart body of `ex`. Call synchronously in the route handler.
  * @param maxFileBytes largest accepted `file` part (bytes)
  * @throws AppError malformed_multipart (400) for a body that is not multipart, is malformed, or
  *   has no, an empty or more than one `file` part; upload_too_large (413) past `maxFileBytes`.
@@ -104,15 +104,14 @@ export function receiveUpload(ex: Exchange, stagingDir: string, maxFileBytes: nu
       resolve({ staging, fields });
     });
 
-    ex.res.onData((chunk, isLast) => {
+    ex.onBody((chunk, isLast) => {
       if (settled) return;
-      if (isLast) ex.bodyPending = false;
-      const flowing = parser.write(Buffer.from(chunk.slice(0)));
+      const flowing = parser.write(Buffer.from(chunk));
       if (isLast) parser.end();
       else if (!flowing && !ex.aborted) {
-        ex.res.pause();
+        ex.pauseBody();
         parser.once('drain', () => {
-          if (!ex.aborted && !settled) ex.res.resume();
+          if (!ex.aborted && !settled) ex.resumeBody();
         });
       }
     });

@@ -1,22 +1,23 @@
 /**
- * The uWebSockets.js package in use (an unofficial build for glibc < 2.38) silently falls back
- * to a slow JavaScript server when its native binary does not load. The store refuses to run
- * on the fallback rather than run slow.
+ * Some uWebSockets.js packages fall back silently to a slow JavaScript server when their native
+ * binary does not load (`@trufflesuite/uws-js-unofficial` does, also under UWS_USE_FALLBACK).
+ * The loader never counts such a module as a native build: where no native build loads, the
+ * store runs on its own `node:http` engine and says so (README, "HTTP engines").
  */
 
-/** Thrown when uWebSockets.js is not running natively. */
+/** Thrown when a uWebSockets.js module is not the native one. */
 export class NativeServerUnavailable extends Error {
   constructor() {
     super(
       'uWebSockets.js native binary did not load (JavaScript fallback in use, or UWS_USE_FALLBACK set); ' +
-        `refusing to start. Platform ${process.platform}-${process.arch}, Node ABI ${process.versions.modules}.`,
+        `platform ${process.platform}-${process.arch}, Node ABI ${process.versions.modules}.`,
     );
     this.name = 'NativeServerUnavailable';
   }
 }
 
 /**
- * Checks that `uws.App` is the native function, not the fallback's JavaScript one.
+ * Checks that `uws.App` is the native function, not a JavaScript fallback's.
  * @throws NativeServerUnavailable
  */
 export function assertNativeServer(uws: { App: unknown }): void {

@@ -1,11 +1,10 @@
 /**
- * Registration of routes on the uWS app: one wrapper gives every route the same treatment:
+ * Registration of routes on an HTTP engine (engine.ts): one wrapper gives every route the same treatment:
  * exchange set up before any await, X-API-Key check (all routes but the public ones), the
  * capacity gate, JSON body streamed within MAX_RECORD_SIZE_BYTES, errors mapped to responses in
  * one place, and the count of in-flight requests that a graceful stop waits for. A known path
  * asked with another method answers 405 with `Allow`; an unknown path 404 (docs/API.md, "Errors").
  */
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { GateUse } from '../lifecycle/capacity-gate.js';
@@ -14,7 +13,8 @@ import type { ResetTokens } from '../lifecycle/reset.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
 import { createKeyChecker } from './auth.js';
-import { Exchange, type ErrorShape } from './exchange.js';
+import type { HttpEngine, RuntimeInfo } from './engine.js';
+import type { ErrorShape, Exchange } from './exchange.js';
 import { readJsonBody } from './json-body.js';
 
 /** What a route handler may answer: a JSON reply, or nothing when it has sent the response. */
@@ -31,11 +31,13 @@ export interface ServerContext {
   log: Logger;
   lifecycle: Lifecycle;
   resetTokens: ResetTokens;
+  /** Node version and HTTP engine in use (reported by /stats). */
+  runtime: RuntimeInfo;
 }
 
 export interface Route {
   method: 'get' | 'post';
-  /** uWS pattern, e.g. `/v2/events/:event_id`; a trailing slash is tolerated too. */
+  /** Pattern, e.g. `/v2/events/:event_id`; a trailing slash is tolerated too. */
   path: string;
   /** Reachable without X-API-Key (/health and the interactive docs). */
   public?: boolean;
@@ -53,7 +55,8 @@ export interface Route {
   gated?: GateUse;
   /**
    * `json`: the body is read and parsed before the handler runs (within MAX_RECORD_SIZE_BYTES).
-   * Otherwise the handler runs synchronously in the uWS callback and reads any body itself.
+   * Otherwise the handler runs synchronously when the request's head arrived and reads any
+   * body itself (Exchange.onBody, before any await).
    */
   body?: 'json';
   handler: (ex: Exchange, ctx: ServerContext, body: unknown) => Promise<JsonReply | void> | JsonReply | void;
@@ -100,20 +103,18 @@ function routesByPath(routes: Route[]): Map<string, Route[]> {
 }
 
 /**
- * Registers `routes` on `app`, a 405 for every known path asked with another method, and a
+ * Registers `routes` on `engine`, a 405 for every known path asked with another method, and a
  * catch-all 404.
  * @returns the in-flight counter of these routes
  */
-export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerContext): InFlight {
+export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext): InFlight {
   const inFlight = new InFlight();
   const checkKey = createKeyChecker(ctx.config.apiKey);
   const logError = (err: unknown) => ctx.log.error({ err }, 'request failed');
   const { gate } = ctx.lifecycle;
 
   for (const route of routes) {
-    const paramCount = route.path.split('/').filter((s) => s.startsWith(':')).length;
-    const handle = (res: HttpResponse, req: HttpRequest) => {
-      const ex = new Exchange(res, req, paramCount);
+    const handle = (ex: Exchange) => {
       ex.errorShape = route.errorShape ?? 'store';
       if (!route.public && !checkKey(presentedKey(ex, route))) {
         ex.fail(new AppError('unauthorized'), logError, ex.bodyPending);
@@ -149,22 +150,20 @@ export function registerRoutes(app: TemplatedApp, routes: Route[], ctx: ServerCo
         .catch((err: unknown) => ex.fail(err, logError, ex.bodyPending))
         .finally(leave);
     };
-    app[route.method](route.path, handle);
-    if (route.path !== '/') app[route.method](`${route.path}/`, handle);
+    engine.route(route.method, route.path, handle);
+    if (route.path !== '/') engine.route(route.method, `${route.path}/`, handle);
   }
 
   for (const [path, sharing] of routesByPath(routes)) {
     const allow = sharing.map((route) => route.method.toUpperCase()).join(', ');
-    const notAllowed = (res: HttpResponse, req: HttpRequest) => {
-      const ex = new Exchange(res, req, 0);
+    const notAllowed = (ex: Exchange) => {
       ex.errorShape = sharing[0].errorShape ?? 'store';
       ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { Allow: allow }), logError, ex.bodyPending);
     };
-    app.any(path, notAllowed);
-    if (path !== '/') app.any(`${path}/`, notAllowed);
+    engine.route('any', path, notAllowed);
+    if (path !== '/') engine.route('any', `${path}/`, notAllowed);
   }
-  app.any('/*', (res, req) => {
-    const ex = new Exchange(res, req, 0);
+  engine.route('any', '/*', (ex) => {
     ex.fail(new AppError('not_found'), logError, ex.bodyPending);
   });
   return inFlight;

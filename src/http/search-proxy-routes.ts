@@ -13,7 +13,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { forwardSearch, hostedSearchPath, HOSTED_CALLS, validateSearchBody } from '../search/proxy-forward.js';
 import type { HostedAnswer, ProxiedSearch } from '../search/proxy-forward.js';
-import { statusLine, type Exchange } from './exchange.js';
+import type { Exchange } from './exchange.js';
 import { readJsonBody } from './json-body.js';
 import type { Route, ServerContext } from './route-table.js';
 
@@ -27,7 +27,7 @@ export const MAX_SEARCH_BODY_BYTES = 64 * 1024;
 export const searchProxySettings = { timeoutMs: 30_000 };
 
 /**
- * Handles one proxied call. Runs synchronously up to the body read (it attaches `onData`); a
+ * Handles one proxied call. Runs synchronously up to the body read (it attaches `onBody`); a
  * POST's body is read (and checked, for the searches and the export start), a GET's is not.
  * @returns nothing: the hosted answer is written to `ex` as it streams in
  * @throws AppError not_found (404) when SEARCH_BASE_URL or SEARCH_API_KEY is unset, the
@@ -74,56 +74,37 @@ function asSearchBodyError(err: unknown): unknown {
 }
 
 /**
- * Writes the hosted answer to the client chunk by chunk with backpressure (one `onWritable`
- * handler per response, writes inside `cork`). The first chunk is awaited before the status
- * line, so a body failing at once still answers a clean 502; a failure after that closes the
- * connection (the status is gone).
+ * Writes the hosted answer to the client chunk by chunk with backpressure. The first chunk is
+ * awaited before the status line, so a body failing at once still answers a clean 502; a
+ * failure after that closes the connection (the status is gone).
  */
 async function relay(ex: Exchange, answer: HostedAnswer, ctx: ServerContext): Promise<void> {
   const first = await answer.body.next();
-  if (ex.aborted) {
+  if (ex.aborted || !ex.startResponse(answer.status, answer.headers, undefined, answer.statusText || undefined)) {
     await answer.body.return();
     return;
   }
-  ex.done = true;
-  const { res } = ex;
-  let wake: (() => void) | undefined;
-  const resume = () => {
-    wake?.();
-    wake = undefined;
-  };
-  res.onWritable(() => {
-    resume();
-    return true;
-  });
-  ex.onAbort(resume);
-
-  let writable = true;
-  res.cork(() => {
-    res.writeStatus(answer.statusText ? `${answer.status} ${answer.statusText}` : statusLine(answer.status));
-    for (const [name, value] of answer.headers) res.writeHeader(name, value);
-    if (first.done) res.end();
-    else writable = res.write(first.value);
-  });
-  if (first.done) return;
+  if (first.done) {
+    ex.end();
+    return;
+  }
+  let writable = ex.write(first.value);
   try {
     for (;;) {
-      if (!writable) await new Promise<void>((resolve) => (wake = resolve));
+      if (!writable) await ex.writable();
       if (ex.aborted) break;
       const next = await answer.body.next();
       if (ex.aborted) break;
       if (next.done) {
-        res.cork(() => res.end());
+        ex.end();
         return;
       }
-      res.cork(() => {
-        writable = res.write(next.value);
-      });
+      writable = ex.write(next.value);
     }
     await answer.body.return();
   } catch (err) {
     ctx.log.warn({ err }, 'hosted search answer broke off; connection closed');
-    if (!ex.aborted) res.close();
+    ex.destroy();
   }
 }
 

@@ -15,9 +15,12 @@ export interface SpawnedStore {
   output: () => string;
 }
 
-/** Runs `edge-events serve` with `env` and waits for its "listening" log line. */
-export async function spawnStore(env: Record<string, string>): Promise<SpawnedStore> {
-  const child = spawn(process.execPath, [cliPath, 'serve'], {
+/**
+ * Runs `edge-events serve` with `env` and waits for its "listening" log line.
+ * @param node the Node binary to run it with (default: this test's)
+ */
+export async function spawnStore(env: Record<string, string>, node = process.execPath): Promise<SpawnedStore> {
+  const child = spawn(node, [cliPath, 'serve'], {
     env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -34,9 +37,12 @@ export async function spawnStore(env: Record<string, string>): Promise<SpawnedSt
   return { child, url: `http://127.0.0.1:${port}`, output: () => output };
 }
 
-/** Runs `edge-events serve` expecting it to refuse to start; resolves with exit code and stderr. */
-export async function refusedStart(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [cliPath, 'serve'], { env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * Runs `edge-events serve` expecting it to refuse to start; resolves with exit code and stderr.
+ * @param node the Node binary to run it with (default: this test's)
+ */
+export async function refusedStart(env: Record<string, string>, node = process.execPath): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(node, [cliPath, 'serve'], { env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const [code] = (await once(child, 'exit')) as [number | null];

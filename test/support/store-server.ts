@@ -1,5 +1,6 @@
 /**
- * Starts the real store for a test: uWebSockets.js on port 0, a real LMDB in a fresh temp dir.
+ * Starts the real store for a test: on port 0, a real LMDB in a fresh temp dir, on the HTTP
+ * engine HTTP_ENGINE names (`uws` or `node`; unset: the best that loads, as in production).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -31,13 +32,17 @@ export function tempDataDir(): string {
   return dir;
 }
 
+/** The HTTP engine the tests of this process run on (HTTP_ENGINE; unset: the best that loads). */
+export const testEngine = process.env.HTTP_ENGINE;
+
 /**
- * Starts a store with `env` on top of test defaults (127.0.0.1, port 0, logs silent).
+ * Starts a store with `env` on top of test defaults (127.0.0.1, port 0, logs silent, the
+ * process's HTTP_ENGINE).
  * @param env settings as environment strings, e.g. `{ API_KEY: 'k' }`
  */
 export async function startStore(env: Record<string, string> = {}): Promise<TestStore> {
   const dataDir = env.DATA_DIR ?? tempDataDir();
-  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent', DATA_DIR: dataDir, HTTP_ENGINE: testEngine, ...env });
   const service = await startService(config);
   return {
     url: `http://127.0.0.1:${service.port}`,

@@ -1,0 +1,63 @@
+/**
+ * The HttpEngine on Node's own `node:http`, for where no native uWebSockets.js build loads. Its
+ * limits follow the native engine's where Node lets them (Node's reference, `http.createServer`
+ * options): a request head up to MAX_HEAD_BYTES (a larger one answers 431, a malformed one 400,
+ * and the connection is closed), and no `requestTimeout`, as uWebSockets.js has none: a large
+ * upload over a slow link may take longer than Node's default 5 minutes.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { HttpEngine, RuntimeInfo } from '../engine.js';
+import type { Exchange } from '../exchange.js';
+import { NodeExchange } from './node-exchange.js';
+import { RouteMatcher } from './route-match.js';
+
+type Handler = (ex: Exchange) => void;
+
+/**
+ * Largest request head (bytes): about what uWebSockets.js 20.30 parses (127,973 bytes measured
+ * here), instead of Node's default 16 KiB, so long query strings pass on both engines.
+ */
+export const MAX_HEAD_BYTES = 128 * 1024;
+
+/**
+ * An engine serving through a `node:http` server.
+ * @param runtime what /stats reports (http_engine `node`)
+ */
+export function createNodeEngine(runtime: RuntimeInfo): HttpEngine {
+  const routes = new RouteMatcher<Handler>();
+  const server = http.createServer({ requestTimeout: 0, maxHeaderSize: MAX_HEAD_BYTES }, (req, res) => {
+    const target = req.url ?? '/';
+    const mark = target.indexOf('?');
+    const url = mark < 0 ? target : target.slice(0, mark);
+    const query = mark < 0 ? '' : target.slice(mark + 1);
+    const found = routes.match(req.method ?? 'GET', url);
+    // The route table registers a catch-all; without one, close like a server with no route.
+    if (!found) return void res.destroy();
+    found.value(new NodeExchange(req, res, url, query, found.params));
+  });
+  return {
+    name: 'node',
+    runtime,
+    route(method, pattern, handler) {
+      routes.add(method, pattern, handler);
+    },
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        const failed = (err: Error) => reject(new Error(`cannot listen on ${host}:${port} (in use?): ${err.message}`));
+        server.once('error', failed);
+        // Node binds without SO_REUSEPORT: a second server on the port fails with EADDRINUSE.
+        server.listen({ host, port, exclusive: true }, () => {
+          server.off('error', failed);
+          resolve((server.address() as AddressInfo).port);
+        });
+      });
+    },
+    stopListening() {
+      server.close();
+    },
+    closeIdleConnections() {
+      server.closeIdleConnections();
+    },
+  };
+}

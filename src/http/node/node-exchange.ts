@@ -1,0 +1,117 @@
+/**
+ * The Exchange contract over `node:http` (Node's reference, "Class: http.IncomingMessage" and
+ * "Class: http.ServerResponse"): the body is the request stream (paused and resumed for
+ * backpressure), writes follow `res.write`'s return value and `'drain'`, an abort is the
+ * response closing before it ended, and `Connection: close` closes the connection after the
+ * response (Node then discards the unread body and ends the socket).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Exchange, statusText } from '../exchange.js';
+
+const EMPTY = Buffer.alloc(0);
+
+/** A header's first value ('' when absent). */
+function header(req: IncomingMessage, name: string): string {
+  const value = req.headers[name];
+  return (Array.isArray(value) ? value[0] : value) ?? '';
+}
+
+export class NodeExchange extends Exchange {
+  private head: { status: number; reason: string; headers: (readonly [string, string])[]; total: number | undefined } | undefined;
+
+  /**
+   * Copies what the exchange needs from `req` and attaches the abort handling.
+   * @param url the path as sent, without the query
+   * @param query the query string without `?`
+   * @param rawParams route parameters as sent (percent-encoded)
+   */
+  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, url: string, query: string, rawParams: string[]) {
+    const length = header(req, 'content-length');
+    super({
+      method: (req.method ?? 'GET').toUpperCase(),
+      url,
+      query,
+      rawParams,
+      headers: {
+        apiKey: header(req, 'x-api-key'),
+        contentType: header(req, 'content-type'),
+        contentLength: length === '' ? undefined : Number(length),
+        range: header(req, 'range'),
+      },
+      chunked: header(req, 'transfer-encoding') !== '',
+    });
+    // A body cut short errors the request stream; the response's 'close' reports the abort.
+    req.on('error', () => undefined);
+    res.on('close', () => {
+      if (!res.writableEnded) this.markAborted();
+    });
+  }
+
+  protected sendWhole(status: number, body: string | Buffer, headers: [string, string][], closeConnection: boolean): void {
+    // writeHead fixes the head at once, so Node cannot add Content-Length itself at end().
+    const flat = [...headers.flat(), 'Content-Length', String(Buffer.byteLength(body))];
+    // Node reads this header: no keep-alive, the socket ends once the response is out.
+    if (closeConnection) flat.push('Connection', 'close');
+    this.res.writeHead(status, statusText(status) || undefined, flat);
+    this.res.end(body);
+  }
+
+  onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
+    this.req.on('data', (chunk: Buffer) => handler(chunk, false));
+    this.req.on('end', () => {
+      this.bodyPending = false;
+      handler(EMPTY, true);
+    });
+  }
+
+  pauseBody(): void {
+    this.req.pause();
+  }
+
+  resumeBody(): void {
+    this.req.resume();
+  }
+
+  protected beginStream(status: number, reason: string, headers: (readonly [string, string])[], totalBytes: number | undefined): void {
+    this.head = { status, reason, headers, total: totalBytes };
+  }
+
+  /** Writes the recorded head once, before the first body bytes. */
+  private writeHead(): void {
+    if (!this.head) return;
+    const { status, reason, headers, total } = this.head;
+    const flat = headers.flatMap(([name, value]) => [name, value]);
+    if (total !== undefined) flat.push('Content-Length', String(total));
+    this.res.writeHead(status, reason || undefined, flat);
+    this.head = undefined;
+  }
+
+  write(chunk: Buffer): boolean {
+    if (this.aborted || this.res.writableEnded) return true;
+    this.writeHead();
+    return this.res.write(chunk);
+  }
+
+  writable(): Promise<void> {
+    if (this.aborted || !this.res.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        resolve();
+      };
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
+  }
+
+  end(chunk?: Buffer): void {
+    if (this.aborted || this.res.writableEnded) return;
+    this.writeHead();
+    this.res.end(chunk ?? EMPTY);
+  }
+
+  destroy(): void {
+    if (!this.aborted) this.res.destroy();
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * The part of the uWebSockets.js API the store uses, typed here rather than imported from one
+ * package: the builds are optional dependencies (uws-builds.ts), so the store must build without
+ * any of them. Names and shapes follow uWebSockets.js's own `index.d.ts` (v20), which every
+ * supported build shares.
+ */
+
+/** A listen socket (opaque native handle). */
+export type UwsListenSocket = object;
+
+/** `uWS.HttpResponse`: valid until abort or until a response was ended. */
+export interface UwsResponse {
+  onAborted(handler: () => void): UwsResponse;
+  /** Body chunks; the ArrayBuffer is detached when the handler returns. */
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): UwsResponse;
+  /** Called when the socket drained after backpressure; `offset` is the response's write offset. */
+  onWritable(handler: (offset: number) => boolean): UwsResponse;
+  writeStatus(status: string): UwsResponse;
+  writeHeader(name: string, value: string): UwsResponse;
+  /** Writes a chunk (chunked encoding); false when backpressure built up (uWS keeps the chunk). */
+  write(chunk: Uint8Array | string): boolean;
+  end(body?: Uint8Array | string, closeConnection?: boolean): UwsResponse;
+  /** Writes as much of `chunk` as fits, for a body of `totalSize` bytes: [accepted, finished]. */
+  tryEnd(chunk: Uint8Array | string, totalSize: number): [boolean, boolean];
+  cork(fn: () => void): UwsResponse;
+  pause(): void;
+  resume(): void;
+  /** Closes the connection at once. */
+  close(): UwsResponse;
+}
+
+/** `uWS.HttpRequest`: valid only during the route callback. */
+export interface UwsRequest {
+  getMethod(): string;
+  getUrl(): string;
+  getQuery(): string | undefined;
+  getParameter(index: number): string | undefined;
+  /** Lower-case name; '' when absent. */
+  getHeader(name: string): string;
+}
+
+export type UwsHandler = (res: UwsResponse, req: UwsRequest) => void;
+
+/** `uWS.TemplatedApp`. */
+export interface UwsApp {
+  get(pattern: string, handler: UwsHandler): UwsApp;
+  post(pattern: string, handler: UwsHandler): UwsApp;
+  any(pattern: string, handler: UwsHandler): UwsApp;
+  /** The native listen takes (host, port, options, cb); options 1 is LIBUS_LISTEN_EXCLUSIVE_PORT. */
+  listen(host: string, port: number, options: number, cb: (socket: UwsListenSocket | false) => void): UwsApp;
+}
+
+/** The module a build exports. */
+export interface UwsModule {
+  App(): UwsApp;
+  us_listen_socket_close(socket: UwsListenSocket): void;
+  us_socket_local_port(socket: UwsListenSocket): number;
+}

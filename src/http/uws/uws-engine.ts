@@ -1,0 +1,48 @@
+/** The HttpEngine on a loaded native uWebSockets.js build. */
+import type { HttpEngine, RuntimeInfo } from '../engine.js';
+import type { Exchange } from '../exchange.js';
+import type { UwsApp, UwsHandler, UwsListenSocket } from './uws-api.js';
+import type { LoadedUws } from './uws-loader.js';
+import { UwsExchange } from './uws-exchange.js';
+
+const LISTEN_EXCLUSIVE_PORT = 1; // uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT
+
+/** uWS names its DELETE route method `del`. */
+const appMethod = (method: string): string => (method === 'delete' ? 'del' : method);
+
+/**
+ * An engine serving through `loaded.uws`.
+ * @param runtime what /stats reports (http_engine `uws`, uws_build the loaded build)
+ */
+export function createUwsEngine(loaded: LoadedUws, runtime: RuntimeInfo): HttpEngine {
+  const { uws } = loaded;
+  const app = uws.App();
+  let listenSocket: UwsListenSocket | undefined;
+  return {
+    name: 'uws',
+    runtime,
+    route(method, pattern, handler: (ex: Exchange) => void) {
+      const paramCount = pattern.split('/').filter((s) => s.startsWith(':')).length;
+      const register = (app as unknown as Record<string, (pattern: string, handler: UwsHandler) => UwsApp>)[appMethod(method)];
+      if (typeof register !== 'function') throw new Error(`uWebSockets.js has no route method ${method}`);
+      register.call(app, pattern, (res, req) => handler(new UwsExchange(res, req, paramCount)));
+    },
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        // Exclusive: without it, uWS binds with SO_REUSEPORT and a second store shares the port.
+        app.listen(host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
+          if (!socket) return reject(new Error(`cannot listen on ${host}:${port} (in use?)`));
+          listenSocket = socket;
+          resolve(uws.us_socket_local_port(socket));
+        });
+      });
+    },
+    stopListening() {
+      if (listenSocket) uws.us_listen_socket_close(listenSocket);
+      listenSocket = undefined;
+    },
+    closeIdleConnections() {
+      // uWS closes idle keep-alive connections on its own timeout; the process exits after a stop.
+    },
+  };
+}

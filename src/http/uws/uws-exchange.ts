@@ -1,0 +1,144 @@
+/**
+ * The Exchange contract over uWebSockets.js, following its pitfalls (docs of uWebSockets.js,
+ * "Backpressure" and the `HttpResponse` reference): the request is copied in the route callback,
+ * `onAborted` is attached at once, `res` is never touched after abort or end, every write from
+ * async code happens inside `res.cork()`, and a streamed body with a known length goes through
+ * `tryEnd` with one `onWritable` handler per response that resends the pending chunk from its
+ * offset.
+ */
+import { Exchange, statusLine } from '../exchange.js';
+import type { UwsRequest, UwsResponse } from './uws-api.js';
+
+const EMPTY = Buffer.alloc(0);
+
+export class UwsExchange extends Exchange {
+  private head: { status: string; headers: (readonly [string, string])[] } | undefined;
+  private total: number | undefined;
+  /** Bytes handed to `write` so far (the body offset where the next chunk starts). */
+  private handed = 0;
+  /** A chunk uWS did not take whole (tryEnd), and its offset in the body. */
+  private pending: { chunk: Buffer; start: number } | undefined;
+  private backpressured = false;
+  private wakers: (() => void)[] = [];
+
+  /**
+   * Copies what the exchange needs from `req` (valid only during the uWS callback) and attaches
+   * the abort handler. Call synchronously at the start of the route callback.
+   * @param paramCount number of `:param` segments of the route pattern
+   */
+  constructor(private readonly res: UwsResponse, req: UwsRequest, paramCount: number) {
+    const length = req.getHeader('content-length');
+    super({
+      method: req.getMethod().toUpperCase(),
+      url: req.getUrl(),
+      query: req.getQuery() ?? '',
+      rawParams: Array.from({ length: paramCount }, (_, i) => req.getParameter(i) ?? ''),
+      headers: {
+        apiKey: req.getHeader('x-api-key'),
+        contentType: req.getHeader('content-type'),
+        contentLength: length === '' ? undefined : Number(length),
+        range: req.getHeader('range'),
+      },
+      chunked: req.getHeader('transfer-encoding') !== '',
+    });
+    res.onAborted(() => {
+      this.markAborted();
+      this.wake();
+    });
+  }
+
+  protected sendWhole(status: number, body: string | Buffer, headers: [string, string][], closeConnection: boolean): void {
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status));
+      for (const [name, value] of headers) this.res.writeHeader(name, value);
+      this.res.end(body, closeConnection);
+    });
+  }
+
+  onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
+    this.res.onData((chunk, isLast) => {
+      if (isLast) this.bodyPending = false;
+      handler(Buffer.from(chunk), isLast);
+    });
+  }
+
+  pauseBody(): void {
+    if (!this.aborted) this.res.pause();
+  }
+
+  resumeBody(): void {
+    if (!this.aborted) this.res.resume();
+  }
+
+  protected beginStream(status: number, reason: string, headers: (readonly [string, string])[], totalBytes: number | undefined): void {
+    this.head = { status: statusLine(status, reason), headers };
+    this.total = totalBytes;
+    this.res.onWritable((offset) => this.resend(offset));
+  }
+
+  /** Writes the recorded status line and headers (inside a cork, before the first body bytes). */
+  private writeHead(): void {
+    if (!this.head) return;
+    this.res.writeStatus(this.head.status);
+    for (const [name, value] of this.head.headers) this.res.writeHeader(name, value);
+    this.head = undefined;
+  }
+
+  write(chunk: Buffer): boolean {
+    if (this.aborted) return true;
+    const start = this.handed;
+    this.handed += chunk.length;
+    let accepted = true;
+    this.res.cork(() => {
+      this.writeHead();
+      if (this.total === undefined) accepted = this.res.write(chunk);
+      else [accepted] = this.res.tryEnd(chunk, this.total);
+    });
+    if (!accepted) {
+      this.backpressured = true;
+      // tryEnd keeps nothing it did not take: the rest is resent from onWritable.
+      if (this.total !== undefined) this.pending = { chunk, start };
+    }
+    return accepted;
+  }
+
+  /** onWritable: resends the rest of the pending chunk; wakes writers once it is all taken. */
+  private resend(offset: number): boolean {
+    if (this.pending && this.total !== undefined) {
+      const { chunk, start } = this.pending;
+      const [accepted] = this.res.tryEnd(chunk.subarray(offset - start), this.total);
+      if (!accepted) return false;
+      this.pending = undefined;
+    }
+    this.backpressured = false;
+    this.wake();
+    return true;
+  }
+
+  private wake(): void {
+    for (const wake of this.wakers.splice(0)) wake();
+  }
+
+  writable(): Promise<void> {
+    if (!this.backpressured || this.aborted) return Promise.resolve();
+    return new Promise((resolve) => this.wakers.push(resolve));
+  }
+
+  end(chunk?: Buffer): void {
+    if (this.aborted) return;
+    if (this.total !== undefined) {
+      // The response completes when `total` bytes were taken by tryEnd.
+      if (chunk && chunk.length > 0) this.write(chunk);
+      else if (this.head) this.write(EMPTY);
+      return;
+    }
+    this.res.cork(() => {
+      this.writeHead();
+      this.res.end(chunk ?? EMPTY);
+    });
+  }
+
+  destroy(): void {
+    if (!this.aborted) this.res.close();
+  }
+}

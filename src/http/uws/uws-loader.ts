@@ -1,0 +1,88 @@
+/**
+ * Loads the best native uWebSockets.js build that loads here: gathers the host (platform, arch,
+ * Node ABI, glibc through detect-libc) and the installed builds, asks chooseUwsBuilds for the
+ * order, and loads the candidates in turn. A module that is not native (a JavaScript fallback)
+ * never counts as loaded.
+ */
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import detectLibc from 'detect-libc';
+import { assertNativeServer } from '../native-check.js';
+import type { UwsModule } from './uws-api.js';
+import { chooseUwsBuilds, UWS_BUILDS, type InstalledBuilds, type UwsBuild, type UwsChoice, type UwsHost } from './uws-builds.js';
+
+const require = createRequire(import.meta.url);
+
+/** A build that loaded. */
+export interface LoadedUws {
+  uws: UwsModule;
+  build: UwsBuild;
+  /** Its installed version. */
+  version: string;
+  /** `package@version`, as logged and reported by /stats. */
+  label: string;
+}
+
+/** What the loader found and tried. */
+export interface UwsLoadReport {
+  host: UwsHost;
+  choice: UwsChoice;
+  /** Candidates that were tried and did not load, with the loader's error message. */
+  failures: { build: UwsBuild; error: string }[];
+  /** The build in use; undefined when none loaded. */
+  loaded: LoadedUws | undefined;
+}
+
+/** The machine and Node this process runs on. */
+export function currentHost(): UwsHost {
+  const glibc = process.platform === 'linux' && detectLibc.familySync() === detectLibc.GLIBC ? detectLibc.versionSync() : null;
+  return { platform: process.platform, arch: process.arch, abi: Number(process.versions.modules), glibc };
+}
+
+/** The directory of `packageName` as Node resolves it from here, or undefined when absent. */
+function packageDir(packageName: string): string | undefined {
+  for (const nodeModules of require.resolve.paths(packageName) ?? []) {
+    const dir = path.join(nodeModules, packageName);
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+  }
+  return undefined;
+}
+
+/** Version of each known build found under node_modules, and where. */
+export function installedBuilds(): { versions: InstalledBuilds; dirs: Partial<Record<UwsBuild['id'], string>> } {
+  const versions: InstalledBuilds = {};
+  const dirs: Partial<Record<UwsBuild['id'], string>> = {};
+  for (const build of Object.values(UWS_BUILDS)) {
+    const dir = packageDir(build.packageName);
+    if (!dir) continue;
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+    // node_modules/uWebSockets.js may hold something else under that name (an npm alias).
+    if (manifest.name !== build.packageName || typeof manifest.version !== 'string') continue;
+    versions[build.id] = manifest.version;
+    dirs[build.id] = dir;
+  }
+  return { versions, dirs };
+}
+
+/**
+ * Finds and loads the best native build for this process. Never throws: a build that fails to
+ * load (a missing symbol of an older glibc, say) is reported in `failures` and the next is tried.
+ */
+export function loadUws(): UwsLoadReport {
+  const host = currentHost();
+  const { versions, dirs } = installedBuilds();
+  const choice = chooseUwsBuilds(host, versions);
+  const failures: UwsLoadReport['failures'] = [];
+  for (const { build, entry } of choice.candidates) {
+    try {
+      const uws = require(path.join(dirs[build.id]!, entry)) as UwsModule;
+      assertNativeServer(uws);
+      const version = versions[build.id]!;
+      return { host, choice, failures, loaded: { uws, build, version, label: `${build.packageName}@${version}` } };
+    } catch (err) {
+      failures.push({ build, error: (err as Error).message.split('\n').filter(Boolean).join(' ') });
+    }
+  }
+  return { host, choice, failures, loaded: undefined };
+}

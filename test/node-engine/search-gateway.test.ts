@@ -1,0 +1,3 @@
+/** test/search-gateway.test.ts again, on the node:http engine (README, "HTTP engines"). */
+process.env.HTTP_ENGINE = 'node';
+await import('../search-gateway.test.js');
