@@ -5,7 +5,7 @@
  * same wrk scripts at fixed connection counts, measures the machine's own ceilings in the same
  * run, and writes RESULTS.md.
  *
- *   node bench.js [--quick] [--profile] [--systems=edge-event-store,fastify-sqlite]
+ *   node bench.js [--quick] [--profile] [--systems=edge-event-store,fastify-sqlite] [--engines=uws,node]
  *
  * Workloads, for every system:
  *   1. ingest of small events (~0.9 KB JSON, no image), 50 connections, durable before the 201
@@ -16,6 +16,9 @@
  *   5. Range requests of 1 MiB at seeded offsets into a 100 MB video, 10 connections
  * and for edge-event-store only: a 1 GiB streamed upload and 20 concurrent 50 MB uploads
  * (uploads.js). Ceilings: lib/ceilings.js and the disk probe of lib/machine.js.
+ * edge-event-store runs on each of its HTTP engines (README, "HTTP engines"): native
+ * uWebSockets.js (`edge-event-store`) and node:http (`edge-event-store-node`), each with its own
+ * HTTP ceiling and uploads; RESULTS.md compares them in "HTTP engines". --engines=uws: only one.
  * --quick: shorter runs, a 20,000-event list store, no waiting for a quiet machine (under
  * 2 minutes); writes RESULTS.quick.md. --profile: edge-event-store runs under `node --cpu-prof`
  * and the top of each profile is printed. --systems=a,b: only those systems (edge-event-store
@@ -28,7 +31,7 @@ import { cpuCeiling, httpCeiling } from './lib/ceilings.js';
 import { machineBusySeconds, machineDetails, waitForQuiet } from './lib/machine.js';
 import { IMAGE_FIXTURE, writeImageEvents, writeQueries, writeRangeRequests, writeSmallEvents } from './lib/payloads.js';
 import { renderResults } from './lib/report.js';
-import { repoRoot, ServerProcess } from './lib/store-process.js';
+import { ENGINES, repoRoot, ServerProcess } from './lib/store-process.js';
 import { SYSTEMS } from './lib/systems.js';
 import { runWrk } from './lib/wrk.js';
 import { bulkLoad } from './peers/bulk-load.js';
@@ -42,7 +45,9 @@ const plan = quick
   ? { warmupSeconds: 1, ingestSeconds: 4, listEvents: 20_000, listSeconds: 2, rangeSeconds: 2, ceilingSeconds: 3, quietWaitSeconds: 0, starts: 1, listRuns: 2 }
   : { warmupSeconds: 5, ingestSeconds: 30, listEvents: 1_000_000, listSeconds: 15, rangeSeconds: 15, ceilingSeconds: 15, quietWaitSeconds: 60, starts: 3, listRuns: 3 };
 const only = process.argv.find((arg) => arg.startsWith('--systems='))?.slice('--systems='.length).split(',');
-const systemsToRun = SYSTEMS.filter((s) => !only || only.includes(s.name));
+const engines = process.argv.find((arg) => arg.startsWith('--engines='))?.slice('--engines='.length).split(',') ?? ENGINES;
+const systemsToRun = SYSTEMS.filter((s) => (!only || only.includes(s.name)) && (!s.engine || engines.includes(s.engine)));
+const storeEngines = ENGINES.filter((engine) => systemsToRun.some((s) => s.engine === engine));
 const PORT = Number(process.env.BENCH_PORT ?? 18001);
 const INGEST_CONNECTIONS = 50;
 const RANGE_CONNECTIONS = 10;
@@ -252,18 +257,26 @@ async function main() {
   const videoFile = path.join(workDir, 'video-100mb.mp4');
   writeVideoFile(videoFile, VIDEO_BYTES);
 
+  const httpByEngine = {};
+  for (const engine of storeEngines) {
+    httpByEngine[engine] = await httpCeiling({ requestsFile: small.file, connections: INGEST_CONNECTIONS, seconds: plan.ceilingSeconds, warmupSeconds: plan.warmupSeconds, port: PORT, dataDir: path.join(workDir, `ceiling-${engine}`), engine });
+  }
   const ceilings = {
-    http: await httpCeiling({ requestsFile: small.file, connections: INGEST_CONNECTIONS, seconds: plan.ceilingSeconds, warmupSeconds: plan.warmupSeconds, port: PORT, dataDir: path.join(workDir, 'ceiling') }),
+    // The first engine run (uws unless --engines says otherwise) is the one the targets use.
+    http: httpByEngine[storeEngines[0]],
+    httpByEngine,
     cpu: cpuCeiling(images.file, plan.ceilingSeconds),
     diskMBs: machine.diskCeilingMBs,
   };
-  log(`ceilings: HTTP ${ceilings.http.rate.toFixed(0)} POST/s, CPU ${ceilings.cpu.eventsPerSecond.toFixed(0)} image events/s, disk ${ceilings.diskMBs.toFixed(0)} MB/s`);
+  const httpCeilings = storeEngines.map((engine) => `HTTP ${engine} ${httpByEngine[engine].rate.toFixed(0)} POST/s`).join(', ');
+  log(`ceilings: ${httpCeilings}, CPU ${ceilings.cpu.eventsPerSecond.toFixed(0)} image events/s, disk ${ceilings.diskMBs.toFixed(0)} MB/s`);
 
   const systems = [];
   for (const system of systemsToRun) {
     log(`${system.name}: ${system.stack}`);
     systems.push({
       name: system.name,
+      engine: system.engine,
       stack: system.stack,
       small: await ingest(system, 'small', small),
       image: await ingest(system, 'image', images),
@@ -271,11 +284,15 @@ async function main() {
       range: await rangeDownload(system, videoFile),
     });
   }
-  const uploads = await runUploadBench({ quick, dataRoot: workDir, port: PORT });
-  log(`edge-event-store uploads: ${uploads.map((u) => `${u.name} ${u.mbPerSecond.toFixed(0)} MB/s`).join(', ')}`);
+  const uploadsByEngine = {};
+  for (const engine of storeEngines) {
+    uploadsByEngine[engine] = await runUploadBench({ quick, dataRoot: workDir, port: PORT, engine });
+    log(`edge-event-store uploads (${engine}): ${uploadsByEngine[engine].map((u) => `${u.name} ${u.mbPerSecond.toFixed(0)} MB/s`).join(', ')}`);
+  }
+  const uploads = uploadsByEngine[storeEngines[0]];
 
   const results = {
-    quick, plan, machine, ceilings, systems, uploads, imageFixture: IMAGE_FIXTURE, payloads: { small, images },
+    quick, plan, machine, ceilings, systems, uploads, uploadsByEngine, imageFixture: IMAGE_FIXTURE, payloads: { small, images },
     connections: { ingest: INGEST_CONNECTIONS, range: RANGE_CONNECTIONS }, videoBytes: VIDEO_BYTES, port: PORT,
     minutes: (Date.now() - started) / 60000,
   };

@@ -7,8 +7,8 @@
  *   - 20 concurrent 50 MB uploads.
  * Targets: >= 500 MB/s for the single upload; peak RSS growth < 64 MiB in both runs.
  *
- * Run: `node uploads.js [--quick]` (after `npm run build` in the repository); writes
- * RESULTS.uploads.md.
+ * Run: `node uploads.js [--quick] [--engine=uws|node]` (after `npm run build` in the repository);
+ * writes RESULTS.uploads.md.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -118,14 +118,15 @@ async function run(store, name, count, bytes, options) {
 
 /**
  * Runs both upload workloads on a fresh store.
- * @param {{ quick?: boolean, dataRoot: string, port?: number }} options quick: 256 MiB and
- *   20 x 10 MB; port: where the store listens (a free one when not given)
+ * @param {{ quick?: boolean, dataRoot: string, port?: number, engine?: 'uws' | 'node' }} options
+ *   quick: 256 MiB and 20 x 10 MB; port: where the store listens (a free one when not given);
+ *   engine: the store's HTTP engine (default uws)
  * @returns the measured runs
  */
-export async function runUploadBench({ quick = false, dataRoot, port }) {
+export async function runUploadBench({ quick = false, dataRoot, port, engine = 'uws' }) {
   const dataDir = fs.mkdtempSync(path.join(dataRoot, 'uploads-'));
   process.env.MAX_VIDEO_UPLOAD_BYTES = String(2 * 1024 * MiB); // the store inherits the environment
-  const store = await StoreProcess.start(dataDir, { port });
+  const store = await StoreProcess.start(dataDir, { port, engine });
   try {
     const single = await run(store, quick ? 'one 256 MiB video' : 'one 1 GiB video', 1, (quick ? 256 : 1024) * MiB, { chunked: true });
     const many = await run(store, quick ? '20 concurrent 10 MB videos' : '20 concurrent 50 MB videos', 20, (quick ? 10 : 50) * 1e6, { chunked: false });
@@ -148,6 +149,7 @@ export function uploadTable(runs) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const quick = process.argv.includes('--quick');
-  const runs = await runUploadBench({ quick, dataRoot: fs.mkdtempSync(path.join(os.tmpdir(), 'ees-bench-')) });
+  const engine = process.argv.find((arg) => arg.startsWith('--engine='))?.slice('--engine='.length) ?? 'uws';
+  const runs = await runUploadBench({ quick, engine, dataRoot: fs.mkdtempSync(path.join(os.tmpdir(), 'ees-bench-')) });
   writeResults('RESULTS.uploads.md', 'Upload benchmark (issue 3)', quick, uploadTable(runs));
 }

@@ -1,6 +1,6 @@
 /**
- * The machine's limits, measured by the same run as the systems (issue 6): the HTTP ceiling
- * (uWebSockets.js hello-world POST of a small-event body), the CPU ceiling of an image event
+ * The machine's limits, measured by the same run as the systems (issue 6): the HTTP ceiling of
+ * each engine (a hello-world POST of a small-event body), the CPU ceiling of an image event
  * (JSON.parse plus base64 decode of its body, one thread) and the disk ceiling (sequential
  * writes with fdatasync, in lib/machine.js).
  */
@@ -11,15 +11,16 @@ import { ServerProcess } from './store-process.js';
 import { runWrk } from './wrk.js';
 
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const HELLO = { command: process.execPath, args: [path.join(here, 'ceilings', 'http-hello.js')], cwd: here };
+const hello = (engine) => ({ command: process.execPath, args: [path.join(here, 'ceilings', 'http-hello.js')], cwd: here, env: { HTTP_ENGINE: engine } });
 
 /**
- * POSTs the small-event bodies of `requestsFile` to ceilings/http-hello.js with wrk.
- * @param {{ requestsFile: string, connections: number, seconds: number, warmupSeconds: number, port: number, dataDir: string }} options
+ * POSTs the small-event bodies of `requestsFile` to ceilings/http-hello.js on `engine` with wrk.
+ * @param {{ requestsFile: string, connections: number, seconds: number, warmupSeconds: number, port: number, dataDir: string, engine?: 'uws' | 'node' }} options
+ *   engine: uws (default) or node
  * @returns {Promise<import('./wrk.js').WrkResult & { serverCpuSeconds: number }>} requests per second in `rate`
  */
-export async function httpCeiling({ requestsFile, connections, seconds, warmupSeconds, port, dataDir }) {
-  const server = await ServerProcess.start(HELLO, dataDir, { port });
+export async function httpCeiling({ requestsFile, connections, seconds, warmupSeconds, port, dataDir, engine = 'uws' }) {
+  const server = await ServerProcess.start(hello(engine), dataDir, { port });
   try {
     const load = { url: server.url, file: requestsFile, mode: 'post', connections };
     await runWrk({ ...load, seconds: warmupSeconds }).result;

@@ -37,12 +37,22 @@ function advantage(workload, ours, peer) {
   return workload.higherIsBetter ? a / b : b / a;
 }
 
+/**
+ * The systems as the report reads them: edge-event-store on its first engine (`ours`), the same
+ * store on its other engines (`engines`, compared with ours in "HTTP engines"), and the peers.
+ */
+function roles(systems) {
+  const [ours, ...others] = systems;
+  return { ours, engines: others.filter((s) => s.engine), peers: others.filter((s) => !s.engine) };
+}
+
 function comparisonTable(res, list) {
-  const [ours, ...peers] = res.systems;
-  const head = `| Workload | Unit | ${res.systems.map((s) => s.name).join(' | ')} | ${peers.map((p) => `vs ${p.name}`).join(' | ')} |`;
-  const rule = `|---|---|${res.systems.map(() => '---:').join('|')}|${peers.map(() => '---:').join('|')}|`;
+  const { ours, peers } = roles(res.systems);
+  const shown = [ours, ...peers];
+  const head = `| Workload | Unit | ${shown.map((s) => s.name).join(' | ')} | ${peers.map((p) => `vs ${p.name}`).join(' | ')} |`;
+  const rule = `|---|---|${shown.map(() => '---:').join('|')}|${peers.map(() => '---:').join('|')}|`;
   const rows = list.map((w) => {
-    const figures = res.systems.map((s) => int(w.value(s)));
+    const figures = shown.map((s) => int(w.value(s)));
     return `| ${w.label} | ${w.unit} | ${figures.join(' | ')} | ${peers.map((p) => times(advantage(w, ours, p))).join(' | ')} |`;
   });
   const upload = res.uploads[0];
@@ -65,6 +75,39 @@ function costTable(res, list) {
   return [head, rule, ...rows];
 }
 
+/**
+ * edge-event-store on each HTTP engine, workload by workload: the figure on each and the share
+ * of the native figure the other engine reaches (what the node:http fallback costs).
+ */
+function engineLines(res, list) {
+  const { ours, engines } = roles(res.systems);
+  if (engines.length === 0) return [];
+  const share = (w, other) => (w.higherIsBetter ? w.value(other) / w.value(ours) : w.value(ours) / w.value(other));
+  const head = `| Workload | Unit | ${[ours, ...engines].map((s) => `${s.name} (${s.engine})`).join(' | ')} | ${engines.map((e) => `${e.engine} / ${ours.engine}`).join(' | ')} |`;
+  const rule = `|---|---|${[ours, ...engines].map(() => '---:').join('|')}|${engines.map(() => '---:').join('|')}|`;
+  const rows = list.map((w) => `| ${w.label} | ${w.unit} | ${[ours, ...engines].map((s) => int(w.value(s))).join(' | ')} | ${engines.map((e) => pct(share(w, e))).join(' | ')} |`);
+  const byEngine = res.ceilings.httpByEngine ?? {};
+  for (const e of engines) {
+    if (byEngine[ours.engine] && byEngine[e.engine]) {
+      rows.push(`| HTTP ceiling (ceilings/http-hello.js) | req/s | ${int(byEngine[ours.engine].rate)} | ${int(byEngine[e.engine].rate)} | ${pct(byEngine[e.engine].rate / byEngine[ours.engine].rate)} |`);
+    }
+    const [a, b] = [res.uploadsByEngine?.[ours.engine], res.uploadsByEngine?.[e.engine]];
+    if (a && b) a.forEach((u, i) => rows.push(`| Upload, ${u.name} | MB/s | ${int(u.mbPerSecond)} | ${int(b[i].mbPerSecond)} | ${pct(b[i].mbPerSecond / u.mbPerSecond)} |`));
+  }
+  return [
+    '## HTTP engines',
+    '',
+    'The same store on each HTTP engine (README, "HTTP engines"): native uWebSockets.js, and the node:http engine it',
+    'falls back to where no native build loads. The last columns are the share of the native figure the other engine',
+    'reaches (for start-up, the native time divided by the other\'s): what running on the fallback costs.',
+    '',
+    head,
+    rule,
+    ...rows,
+    '',
+  ];
+}
+
 /** Requests wrk gave up on after 10 s (left out of the latencies), where there were any. */
 function timeoutLines(systems, list) {
   const found = systems.flatMap((s) => list.filter((w) => w.run && w.run(s).timeouts > 0)
@@ -81,7 +124,7 @@ function timeoutLines(systems, list) {
  */
 export function renderResults(res) {
   const { machine, ceilings, systems } = res;
-  const [ours, ...peers] = systems;
+  const { ours, peers } = roles(systems);
   const list = workloads(res);
   const byKey = Object.fromEntries(list.filter((w) => w.key).map((w) => [w.key, w]));
   const best = (w) => Math.min(...peers.map((p) => advantage(w, ours, p)));
@@ -114,6 +157,7 @@ export function renderResults(res) {
     '',
     ...comparisonTable(res, list),
     '',
+    ...engineLines(res, list),
     '## Targets',
     '',
     '| Target | Measured | |',
@@ -131,7 +175,7 @@ export function renderResults(res) {
     '',
     '| Ceiling | How | Measured | edge-event-store | Share |',
     '|---|---|---:|---:|---:|',
-    `| HTTP | uWebSockets.js hello-world: POST of the small-event bodies, answered 201 after the whole body (ceilings/http-hello.js), ${ceilings.http.connections ?? res.connections.ingest} conn. | ${int(ceilings.http.rate)} req/s | ${int(ours.small.rate)} events/s | ${pct(httpShare)} |`,
+    `| HTTP | ${ours.engine === 'node' ? 'node:http' : 'uWebSockets.js'} hello-world: POST of the small-event bodies, answered 201 after the whole body (ceilings/http-hello.js), ${ceilings.http.connections ?? res.connections.ingest} conn. | ${int(ceilings.http.rate)} req/s | ${int(ours.small.rate)} events/s | ${pct(httpShare)} |`,
     `| CPU, image events | \`JSON.parse\` of a ${int(ceilings.cpu.bodyBytes)} B image-event body + base64 decode of its image, one thread | ${int(ceilings.cpu.eventsPerSecond)} events/s (${int(ceilings.cpu.mbPerSecond)} MB/s) | ${int(ours.image.rate)} events/s | ${pct(cpuShare)} |`,
     `| Disk | sequential 4 MiB writes, fdatasync after each | ${int(ceilings.diskMBs)} MB/s | ${int(upload.mbPerSecond)} MB/s (${upload.name} upload) | ${pct(upload.mbPerSecond / ceilings.diskMBs)} |`,
     `| Disk sync | 4 KiB write + fdatasync | ${machine.fdatasync} | | |`,

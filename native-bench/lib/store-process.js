@@ -76,8 +76,20 @@ function sumOverTree(pids, read) {
  */
 const STORE_SETTINGS = { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '', MAX_RECORDS: '5000000' };
 
-/** How edge-event-store is started (a `ServerCommand`, see ServerProcess.start). */
-export const STORE_COMMAND = { command: process.execPath, args: [CLI, 'serve'], cwd: repoRoot, env: STORE_SETTINGS };
+/** The store's HTTP engines (README, "HTTP engines"): native uWebSockets.js, or node:http. */
+export const ENGINES = ['uws', 'node'];
+
+/**
+ * How edge-event-store is started on `engine` (a `ServerCommand`, see ServerProcess.start).
+ * HTTP_ENGINE is forced, so a run meant for uws fails instead of measuring the fallback.
+ * @param {'uws' | 'node'} engine
+ */
+export function storeCommand(engine) {
+  return { command: process.execPath, args: [CLI, 'serve'], cwd: repoRoot, env: { ...STORE_SETTINGS, HTTP_ENGINE: engine } };
+}
+
+/** edge-event-store on the native engine. */
+export const STORE_COMMAND = storeCommand('uws');
 
 /** A port nothing listens on now (for runs that want one of their own). */
 export function freePort() {
@@ -218,11 +230,12 @@ export class ServerProcess {
 export const StoreProcess = {
   /**
    * Starts `node dist/src/cli.js serve` over `dataDir`.
-   * @param {{ profileDir?: string, port?: number }} options profileDir: run under
-   *   `node --cpu-prof` writing there; port: a free one when not given
+   * @param {{ profileDir?: string, port?: number, engine?: 'uws' | 'node' }} options profileDir:
+   *   run under `node --cpu-prof` writing there; port: a free one when not given; engine: the
+   *   HTTP engine (default uws)
    */
-  start(dataDir, { profileDir, port } = {}) {
+  start(dataDir, { profileDir, port, engine = 'uws' } = {}) {
     if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` in ${repoRoot} (or sh setup.sh)`);
-    return ServerProcess.start(STORE_COMMAND, dataDir, { port, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] });
+    return ServerProcess.start(storeCommand(engine), dataDir, { port, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] });
   },
 };

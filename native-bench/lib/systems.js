@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { STORE_COMMAND } from './store-process.js';
+import { storeCommand } from './store-process.js';
 
 const peersDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'peers');
 /** Debian's interpreter, which has python3-fastapi and python3-uvicorn (setup.sh installs them). */
@@ -18,18 +18,21 @@ const PEER_VIDEO = 'video-100mb.mp4';
  * @property {string} name short name used in tables
  * @property {string} stack what it is built from
  * @property {import('./store-process.js').ServerCommand} server
+ * @property {'uws' | 'node'} [engine] edge-event-store's HTTP engine (README, "HTTP engines");
+ *   unset for the peers
  * @property {'http' | 'bulk'} preload how the 1M-event store is filled: through POST /v2/events
  *   (edge-event-store, whose write path is the thing measured) or by peers/bulk-load.js
  * @property {(running: import('./store-process.js').ServerProcess, videoFile: string) => Promise<string>} placeVideo
  *   puts the video into the running system; returns the path that downloads it
  */
 
-/** @type {BenchSystem[]} edge-event-store first: ratios are against the others. */
-export const SYSTEMS = [
-  {
-    name: 'edge-event-store',
-    stack: 'uWebSockets.js + LMDB + blob segments (this repository, dist/)',
-    server: STORE_COMMAND,
+/** edge-event-store on `engine`: the same store, its video placed through its own upload route. */
+function edgeEventStore(engine, name, http) {
+  return {
+    name,
+    engine,
+    stack: `${http} + LMDB + blob segments (this repository, dist/, HTTP_ENGINE=${engine})`,
+    server: storeCommand(engine),
     preload: 'http',
     async placeVideo(running, videoFile) {
       const { createDraft, upload } = await import('../uploads.js');
@@ -38,7 +41,16 @@ export const SYSTEMS = [
       const attached = await upload(running, draft, fs.statSync(videoFile).size, { chunked: false });
       return `/videos/${attached.file_id}`;
     },
-  },
+  };
+}
+
+/**
+ * @type {BenchSystem[]} edge-event-store first (on its native engine): ratios are against the
+ * others; its node:http engine runs beside it, compared with it in "HTTP engines", not with the peers.
+ */
+export const SYSTEMS = [
+  edgeEventStore('uws', 'edge-event-store', 'uWebSockets.js'),
+  edgeEventStore('node', 'edge-event-store-node', 'node:http'),
   {
     name: 'fastify-sqlite',
     stack: 'Fastify 5 + better-sqlite3 (WAL, synchronous=FULL) + one file per image',
