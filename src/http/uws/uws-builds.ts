@@ -62,7 +62,7 @@ export const UWS_BUILDS: Record<UwsBuildId, UwsBuild> = {
     targets: ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64'],
     minGlibc: { x64: '2.38', arm64: '2.38' },
     entry: '',
-    install: 'npm install (optional dependency)',
+    install: 'npm install, optional dependencies included',
   },
   trufflesuite: {
     id: 'trufflesuite',
@@ -72,7 +72,7 @@ export const UWS_BUILDS: Record<UwsBuildId, UwsBuild> = {
     targets: ['linux-x64', 'linux-arm64', 'linux-arm', 'darwin-x64', 'darwin-arm64', 'win32-x64'],
     minGlibc: { x64: '2.27', arm64: '2.27', arm: '2.28' },
     entry: 'binaries/uws_{platform}_{arch}_{abi}.node',
-    install: 'npm install (optional dependency)',
+    install: 'npm install, optional dependencies included',
   },
 };
 
