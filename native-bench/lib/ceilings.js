@@ -1,5 +1,5 @@
 /**
- * The machine's limits, measured by the same run as the systems (issue 6): the HTTP ceiling of
+ * The machine's limits, measured by the same run as the systems: the HTTP ceiling of
  * each engine (a hello-world POST of a small-event body), the CPU ceiling of an image event
  * (JSON.parse plus base64 decode of its body, one thread) and the disk ceiling (sequential
  * writes with fdatasync, in lib/machine.js).
