@@ -48,6 +48,7 @@ const only = process.argv.find((arg) => arg.startsWith('--systems='))?.slice('--
 const engines = process.argv.find((arg) => arg.startsWith('--engines='))?.slice('--engines='.length).split(',') ?? ENGINES;
 const systemsToRun = SYSTEMS.filter((s) => (!only || only.includes(s.name)) && (!s.engine || engines.includes(s.engine)));
 const storeEngines = ENGINES.filter((engine) => systemsToRun.some((s) => s.engine === engine));
+if (storeEngines.length === 0) throw new Error('--systems and --engines leave no edge-event-store to measure');
 const PORT = Number(process.env.BENCH_PORT ?? 18001);
 const INGEST_CONNECTIONS = 50;
 const RANGE_CONNECTIONS = 10;
