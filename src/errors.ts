@@ -24,6 +24,9 @@ const registry = {
   misdirected_request: { status: 421, message: 'Misdirected Request: Host is not a name of this store' },
   cross_origin_refused: { status: 403, message: 'Requests from another origin may not change this store' },
   unsupported_content_type: { status: 415, message: 'Content-Type must be application/json' },
+  // Request framing RFC 9112 says to refuse (section 6); the node:http engine's parser refuses it itself.
+  ambiguous_length: { status: 400, message: 'Bad Request: more than one Content-Length' },
+  transfer_coding_unsupported: { status: 501, message: 'Not Implemented: the only transfer coding accepted is chunked', quiet: true },
   solution_required: { status: 400, message: 'solution is required when cloud upload is enabled and DEFAULT_SOLUTION_ID is unset' }, // E1
   event_data_invalid: { status: 400, message: 'event_data does not conform to the schema' }, // E2
   image_decode_failed: { status: 400, message: 'Image could not be decoded from base64' }, // E3

@@ -6,9 +6,12 @@
  * `Sec-Fetch-Site` on every request. Producers (Python, curl, other services) send neither and
  * reach the store by any name (`http://event-store:8001`): they are never refused for their Host.
  *
- * Rules, in order: a browser request whose Host is not an allowed name answers 421; a request
- * that changes state with an Origin other than the store's own (and not listed in
- * CORS_ALLOWED_ORIGINS) answers 403; a JSON route's body must be `application/json` (415).
+ * Rules: a browser request whose Host is not an allowed name answers 421; a request that changes
+ * state with an Origin other than the store's own (and not listed in CORS_ALLOWED_ORIGINS)
+ * answers 403; both before the key is checked. After it, a JSON route's body must be
+ * `application/json` (415): that is what a page cannot send cross-site without a preflight.
+ * Pages of a listed origin get CORS headers, and their preflights an answer, so they can call
+ * the store with X-API-Key and JSON bodies and read what it answers.
  */
 import os from 'node:os';
 import { AppError } from '../errors.js';
@@ -19,15 +22,12 @@ export interface GuardedHeaders {
   origin: string;
   /** `Sec-Fetch-Site`: sent by browsers only. */
   fetchSite: string;
-  contentType: string;
 }
 
 /** What the guard knows of the route. */
 export interface GuardedRoute {
   /** A POST: creates, attaches, finalizes, cleans up, resets, or spends the hosted key. */
   changesState: boolean;
-  /** Its body is JSON (create, reset confirm, the search gateway's POSTs). */
-  jsonBody: boolean;
 }
 
 /** Names and origins allowed beyond the built-in ones (ALLOWED_HOSTS, CORS_ALLOWED_ORIGINS). */
@@ -52,8 +52,8 @@ export function hostName(host: string): string {
  * Allowed names: IP literals, `localhost`, this machine's hostname and `<hostname>.local`, and
  * ALLOWED_HOSTS. Allowed origins: the store's own (`http://<Host>`) and CORS_ALLOWED_ORIGINS.
  * @param machineName the machine's hostname (default `os.hostname()`)
- * @returns AppError misdirected_request (421), cross_origin_refused (403) or
- *   unsupported_content_type (415); undefined when the request may go on
+ * @returns AppError misdirected_request (421) or cross_origin_refused (403); undefined when the
+ *   request may go on
  */
 export function createBrowserGuard(settings: GuardSettings, machineName = os.hostname()) {
   const machine = machineName.toLowerCase();
@@ -70,9 +70,45 @@ export function createBrowserGuard(settings: GuardSettings, machineName = os.hos
     if (route.changesState && origin !== '' && origin !== `http://${headers.host.toLowerCase()}` && !origins.has(origin)) {
       return new AppError('cross_origin_refused', `Requests from origin ${headers.origin} may not change this store; add it to CORS_ALLOWED_ORIGINS`);
     }
-    if (route.jsonBody && !/^application\/json\s*(?:;|$)/i.test(headers.contentType)) {
-      return new AppError('unsupported_content_type', `Content-Type must be application/json, got ${JSON.stringify(headers.contentType)}`);
-    }
     return undefined;
+  };
+}
+
+/**
+ * The error of a JSON route's request whose body is not declared `application/json` (a charset
+ * parameter may follow), or undefined.
+ * @returns AppError unsupported_content_type (415)
+ */
+export function jsonContentTypeProblem(contentType: string): AppError | undefined {
+  if (/^application\/json\s*(?:;|$)/i.test(contentType)) return undefined;
+  return new AppError('unsupported_content_type', `Content-Type must be application/json, got ${JSON.stringify(contentType)}`);
+}
+
+/** Request headers a listed origin's page may send, and response headers it may read. */
+const CORS_REQUEST_HEADERS = 'Content-Type, X-API-Key, Range';
+const CORS_EXPOSED_HEADERS = 'Content-Range, Content-Length, Content-Disposition, Retry-After, Allow';
+
+/**
+ * The CORS headers of a response to `origin`: none unless it is listed in CORS_ALLOWED_ORIGINS.
+ * @param origin the request's `Origin` ('' when absent)
+ */
+export function corsHeaders(origin: string, allowed: ReadonlySet<string>): [string, string][] {
+  if (origin === '' || !allowed.has(origin)) return [];
+  return [['Access-Control-Allow-Origin', origin], ['Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS], ['Vary', 'Origin']];
+}
+
+/**
+ * The headers of the 204 answering a listed origin's preflight (`OPTIONS` with `Origin`), or
+ * undefined when the origin is not listed (the preflight then gets the 405 of any other method).
+ * @param methods the methods of the path, e.g. `POST, GET`
+ */
+export function preflightHeaders(origin: string, allowed: ReadonlySet<string>, methods: string): Record<string, string> | undefined {
+  if (origin === '' || !allowed.has(origin)) return undefined;
+  return {
+    'Access-Control-Allow-Origin': origin,
+    'Access-Control-Allow-Methods': methods,
+    'Access-Control-Allow-Headers': CORS_REQUEST_HEADERS,
+    'Access-Control-Max-Age': '600',
+    Vary: 'Origin',
   };
 }

@@ -17,9 +17,9 @@ import { AppError, isLoggedFailure } from '../errors.js';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 206: 'Partial Content', 400: 'Bad Request', 401: 'Unauthorized',
-  404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large',
-  415: 'Unsupported Media Type', 416: 'Range Not Satisfiable', 422: 'Unprocessable Entity',
-  500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable',
+  403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large',
+  415: 'Unsupported Media Type', 416: 'Range Not Satisfiable', 421: 'Misdirected Request', 422: 'Unprocessable Entity',
+  500: 'Internal Server Error', 501: 'Not Implemented', 502: 'Bad Gateway', 503: 'Service Unavailable',
   507: 'Insufficient Storage', 529: 'Site Overloaded',
 };
 
@@ -44,6 +44,10 @@ export interface RequestHeaders {
   contentType: string;
   contentLength: number | undefined;
   range: string;
+  /** `Host`, `Origin` and `Sec-Fetch-Site`, for the browser guard (browser-guard.ts). */
+  host: string;
+  origin: string;
+  fetchSite: string;
 }
 
 /**
@@ -84,6 +88,8 @@ export abstract class Exchange {
   bodyPending: boolean;
   /** The shape `fail` writes errors in; set by the route wrapper. */
   errorShape: ErrorShape = 'store';
+  /** Headers every response of this exchange carries (CORS headers for an allowed origin). */
+  responseHeaders: [string, string][] = [];
   private readonly abortHandlers: (() => void)[] = [];
 
   protected constructor(head: RequestHead) {
@@ -120,7 +126,7 @@ export abstract class Exchange {
   send(status: number, body: string | Buffer, headers: Record<string, string> = {}, closeConnection = false): void {
     if (this.aborted || this.done) return;
     this.done = true;
-    this.sendWhole(status, body, Object.entries(headers), closeConnection);
+    this.sendWhole(status, body, [...Object.entries(headers), ...this.responseHeaders], closeConnection);
   }
 
   /** Sends `value` as JSON. */
@@ -151,7 +157,7 @@ export abstract class Exchange {
   startResponse(status: number, headers: HeaderPairs, totalBytes?: number, reason?: string): boolean {
     if (this.aborted || this.done) return false;
     this.done = true;
-    this.beginStream(status, reason ?? statusText(status), [...headers], totalBytes);
+    this.beginStream(status, reason ?? statusText(status), [...headers, ...this.responseHeaders], totalBytes);
     return true;
   }
 

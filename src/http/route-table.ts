@@ -1,9 +1,10 @@
 /**
- * Registration of routes on an HTTP engine (engine.ts): one wrapper gives every route the same treatment:
- * exchange set up before any await, X-API-Key check (all routes but the public ones), the
- * capacity gate, JSON body streamed within MAX_RECORD_SIZE_BYTES, errors mapped to responses in
- * one place, and the count of in-flight requests that a graceful stop waits for. A known path
- * asked with another method answers 405 with `Allow`; an unknown path 404 (docs/API.md, "Errors").
+ * Registration of routes on an HTTP engine (engine.ts): one wrapper gives every route the same
+ * treatment: exchange set up before any await, the browser guard (browser-guard.ts), X-API-Key
+ * check (all routes but the public ones), the capacity gate, JSON body streamed within
+ * MAX_RECORD_SIZE_BYTES, errors mapped to responses in one place, and the count of in-flight
+ * requests that a graceful stop waits for. A known path asked with another method answers 405
+ * with `Allow` (an allowed origin's CORS preflight 204); an unknown path 404 (docs/API.md, "Errors").
  */
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
@@ -13,6 +14,7 @@ import type { ResetTokens } from '../lifecycle/reset.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
 import { createKeyChecker } from './auth.js';
+import { corsHeaders, createBrowserGuard, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';
 import type { HttpEngine, RuntimeInfo } from './engine.js';
 import type { ErrorShape, Exchange } from './exchange.js';
 import { readJsonBody } from './json-body.js';
@@ -59,6 +61,8 @@ export interface Route {
    * body itself (Exchange.onBody, before any await).
    */
   body?: 'json';
+  /** The handler reads a JSON body itself (the search gateway): application/json is required too. */
+  jsonBody?: boolean;
   handler: (ex: Exchange, ctx: ServerContext, body: unknown) => Promise<JsonReply | void> | JsonReply | void;
 }
 
@@ -112,12 +116,27 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
   const checkKey = createKeyChecker(ctx.config.apiKey);
   const logError = (err: unknown) => ctx.log.error({ err }, 'request failed');
   const { gate } = ctx.lifecycle;
+  const guard = createBrowserGuard(ctx.config);
+  const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
 
   for (const route of routes) {
+    const shape = { changesState: route.method === 'post' };
+    const jsonBody = route.body === 'json' || route.jsonBody === true;
     const handle = (ex: Exchange) => {
       ex.errorShape = route.errorShape ?? 'store';
+      ex.responseHeaders = corsHeaders(ex.headers.origin, allowedOrigins);
+      const refused = guard(ex.headers, shape);
+      if (refused) {
+        ex.fail(refused, logError, ex.bodyPending);
+        return;
+      }
       if (!route.public && !checkKey(presentedKey(ex, route))) {
         ex.fail(new AppError('unauthorized'), logError, ex.bodyPending);
+        return;
+      }
+      const notJson = jsonBody ? jsonContentTypeProblem(ex.headers.contentType) : undefined;
+      if (notJson) {
+        ex.fail(notJson, logError, ex.bodyPending);
         return;
       }
       if (route.gated && !gate.admit(route.gated)) {
@@ -158,6 +177,11 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
     const allow = sharing.map((route) => route.method.toUpperCase()).join(', ');
     const notAllowed = (ex: Exchange) => {
       ex.errorShape = sharing[0].errorShape ?? 'store';
+      const preflight = ex.method === 'OPTIONS' ? preflightHeaders(ex.headers.origin, allowedOrigins, allow) : undefined;
+      if (preflight) {
+        ex.send(204, '', preflight);
+        return;
+      }
       ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { Allow: allow }), logError, ex.bodyPending);
     };
     engine.route('any', path, notAllowed);

@@ -128,6 +128,7 @@ const gatewayRoute = (method: Route['method'], path: string, kind: ProxiedSearch
   path,
   keyInQuery: true,
   errorShape: 'hosted',
+  jsonBody: HOSTED_CALLS[kind].validate !== undefined,
   handler: (ex, ctx) => proxySearch(kind, ex, ctx),
 });
 

@@ -37,6 +37,9 @@ export class NodeExchange extends Exchange {
         contentType: header(req, 'content-type'),
         contentLength: length === '' ? undefined : Number(length),
         range: header(req, 'range'),
+        host: header(req, 'host'),
+        origin: header(req, 'origin'),
+        fetchSite: header(req, 'sec-fetch-site'),
       },
       chunked: header(req, 'transfer-encoding') !== '',
     });

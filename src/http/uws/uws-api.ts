@@ -35,8 +35,10 @@ export interface UwsRequest {
   getUrl(): string;
   getQuery(): string | undefined;
   getParameter(index: number): string | undefined;
-  /** Lower-case name; '' when absent. */
+  /** Lower-case name; '' when absent. The first of repeated headers. */
   getHeader(name: string): string;
+  /** Every header line in order, repeated ones included (lower-case names). */
+  forEach(callback: (name: string, value: string) => void): void;
 }
 
 export type UwsHandler = (res: UwsResponse, req: UwsRequest) => void;

@@ -4,6 +4,7 @@ import type { Exchange } from '../exchange.js';
 import type { UwsApp, UwsHandler, UwsListenSocket } from './uws-api.js';
 import type { LoadedUws } from './uws-loader.js';
 import { UwsExchange } from './uws-exchange.js';
+import { framingProblem } from './uws-framing.js';
 
 const LISTEN_EXCLUSIVE_PORT = 1; // uws.ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT
 
@@ -25,7 +26,13 @@ export function createUwsEngine(loaded: LoadedUws, runtime: RuntimeInfo): HttpEn
       const paramCount = pattern.split('/').filter((s) => s.startsWith(':')).length;
       const register = (app as unknown as Record<string, (pattern: string, handler: UwsHandler) => UwsApp>)[appMethod(method)];
       if (typeof register !== 'function') throw new Error(`uWebSockets.js has no route method ${method}`);
-      register.call(app, pattern, (res, req) => handler(new UwsExchange(res, req, paramCount)));
+      register.call(app, pattern, (res, req) => {
+        const ex = new UwsExchange(res, req, paramCount);
+        const refused = framingProblem(req);
+        // The body's end is unknown: answer and close, whatever the route.
+        if (refused) ex.fail(refused, () => undefined, true);
+        else handler(ex);
+      });
     },
     listen(host, port) {
       return new Promise((resolve, reject) => {

@@ -38,6 +38,9 @@ export class UwsExchange extends Exchange {
         contentType: req.getHeader('content-type'),
         contentLength: length === '' ? undefined : Number(length),
         range: req.getHeader('range'),
+        host: req.getHeader('host'),
+        origin: req.getHeader('origin'),
+        fetchSite: req.getHeader('sec-fetch-site'),
       },
       chunked: req.getHeader('transfer-encoding') !== '',
     });
