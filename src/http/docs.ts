@@ -78,7 +78,8 @@ export const docsRoutes: Route[] = [
     handler: (ex) => {
       const [name] = ex.params;
       if (name === 'swagger-init.js') return ex.send(200, INIT, { 'Content-Type': 'application/javascript' });
-      const type = ASSETS[name];
+      // Own keys only: `constructor`, `__proto__`, `toString` are no assets.
+      const type = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
       if (!type) throw new AppError('not_found');
       ex.send(200, asset(name), { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' });
     },

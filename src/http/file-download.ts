@@ -6,6 +6,7 @@
 import { AppError } from '../errors.js';
 import type { FileEntry } from '../store/lmdb-env.js';
 import type { BlobReader } from '../store/blob-reader.js';
+import { downloadSafetyHeaders } from './download-headers.js';
 import type { Exchange } from './exchange.js';
 import { resolveRange } from './range.js';
 
@@ -24,6 +25,7 @@ export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry,
   const headers: [string, string][] = [
     ['Content-Type', file.contentType],
     ['Accept-Ranges', 'bytes'],
+    ...downloadSafetyHeaders(file.contentType),
   ];
   if (range) headers.push(['Content-Range', `bytes ${range.start}-${range.end}/${file.length}`]);
 

@@ -1,0 +1,122 @@
+/**
+ * Hardening of the HTTP surface against a client on the LAN, each test replaying the request
+ * that once went wrong (docs/RELIABILITY.md, "Security"): a Range header built to backtrack, an
+ * uploaded HTML page served as HTML, `/docs/<name>` looked up as an object property.
+ */
+import t from 'tap';
+import { MAX_RANGE_HEADER_LENGTH, resolveRange } from '../src/http/range.js';
+import { isPassiveContentType } from '../src/http/download-headers.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
+import { postFile } from './support/multipart.js';
+import { rawRequest } from './support/raw-http.js';
+import { spawnStore } from './support/spawned-store.js';
+import { startStore, tempDataDir } from './support/store-server.js';
+
+const store = await startStore();
+t.teardown(store.stop);
+const port = Number(new URL(store.url).port);
+const image = fixture('cat.jpg');
+const created = await postJson(`${store.url}/v2/events`, imageEvent());
+const imageUrl = `/images/${created.body.image_ids[0]}`;
+
+t.test('a Range header of 125,000 spaces answers 416 at once, and the store keeps serving', async (t) => {
+  // The old pattern /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/ backtracked quadratically on this (12.4 s).
+  const range = `bytes=${' '.repeat(125_000)}x`;
+  const answer = await rawRequest(port, [`GET ${imageUrl} HTTP/1.1\r\nHost: x\r\nRange: ${range}\r\n\r\n`]);
+  t.not(answer, 'closed');
+  if (answer === 'closed') return;
+  t.equal(answer.status, 416, 'refused for its length, not parsed');
+  t.equal(answer.headers['content-range'], `bytes */${image.length}`);
+  t.equal((await getJson(`${store.url}/health`)).status, 200, 'the store still answers');
+
+  for (const header of [`bytes=${' '.repeat(MAX_RANGE_HEADER_LENGTH)}0-1`, `bytes=0-1${','.repeat(300)}`]) {
+    const res = await fetch(`${store.url}${imageUrl}`, { headers: { range: header } });
+    t.equal(res.status, 416, `a ${header.length}-character header answers 416`);
+    await res.arrayBuffer();
+  }
+  const spaced = await fetch(`${store.url}${imageUrl}`, { headers: { range: 'bytes= 10 - 19 ' } });
+  t.equal(spaced.status, 206, 'spaces around the numbers are still accepted');
+  t.same(Buffer.from(await spaced.arrayBuffer()), image.subarray(10, 20));
+});
+
+t.test('resolveRange reads one range linearly; other forms fall back to the whole file', async (t) => {
+  t.same(resolveRange('bytes=0-9', 100), { start: 0, end: 9 });
+  t.same(resolveRange('bytes=90-', 100), { start: 90, end: 99 });
+  t.same(resolveRange('bytes=-10', 100), { start: 90, end: 99 });
+  for (const ignored of ['bytes=-', 'items=0-1', 'bytes=0-1,5-6', 'bytes=a-b', 'bytes 0-1', 'bytes=0x1-2', `bytes=${' '.repeat(200)}x`]) {
+    t.equal(resolveRange(ignored, 100), undefined, `${JSON.stringify(ignored.slice(0, 20))}: whole file`);
+  }
+  for (const refused of ['bytes=100-', 'bytes=-0', 'bytes=5-4', `bytes=0-1${' '.repeat(MAX_RANGE_HEADER_LENGTH)}`]) {
+    t.throws(() => resolveRange(refused, 100), { code: 'range_not_satisfiable', status: 416, headers: { 'Content-Range': 'bytes */100' } }, JSON.stringify(refused.slice(0, 20)));
+  }
+});
+
+t.test('an uploaded HTML or SVG page downloads as a sandboxed attachment, never as a page', async (t) => {
+  const draft = (await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }))).body;
+  const page = Buffer.from('<!doctype html><script>fetch("/admin/cleanup", {method: "POST"})</script>');
+  const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.domain)</script></svg>');
+  const uploads: [string, Buffer, boolean][] = [
+    ['text/html', page, false],
+    ['text/html; charset=utf-8', page, false],
+    ['TEXT/HTML', page, false],
+    ['application/xhtml+xml', page, false],
+    ['image/svg+xml', svg, false],
+    ['text/xml', svg, false],
+    ['application/javascript', page, false],
+    ['application/pdf', page, false],
+    ['text/csv', Buffer.from('a,b\n1,2\n'), true],
+    ['text/plain', page, true],
+  ];
+  for (const [contentType, bytes, inline] of uploads) {
+    const attached = await postFile(`${store.url}/v2/events/${draft.id}/local-only-files`, bytes, { content_type: contentType }, 'application/octet-stream');
+    t.equal(attached.status, 201, `${contentType} accepted`);
+    const res = await fetch(`${store.url}/local-only-files/${attached.body.file_id}`);
+    t.equal(res.status, 200);
+    t.equal(res.headers.get('content-type'), contentType, `${contentType}: the declared type is kept`);
+    t.equal(res.headers.get('x-content-type-options'), 'nosniff', `${contentType}: nosniff`);
+    t.equal(res.headers.get('content-disposition'), inline ? null : 'attachment', `${contentType}: ${inline ? 'inline' : 'attachment'}`);
+    t.equal(res.headers.get('content-security-policy'), inline ? null : 'sandbox', `${contentType}: ${inline ? 'no' : 'a'} sandbox`);
+    t.same(Buffer.from(await res.arrayBuffer()), bytes, `${contentType}: bytes unchanged`);
+  }
+  const ranged = await postFile(`${store.url}/v2/events/${draft.id}/local-only-files`, page, { content_type: 'text/html' }, 'text/html');
+  const partial = await fetch(`${store.url}/local-only-files/${ranged.body.file_id}`, { headers: { range: 'bytes=0-4' } });
+  t.equal(partial.status, 206);
+  t.same([partial.headers.get('content-disposition'), partial.headers.get('content-security-policy')], ['attachment', 'sandbox'], 'a Range request gets the same headers');
+  await partial.arrayBuffer();
+});
+
+t.test('images and videos stay inline, with nosniff', async (t) => {
+  const res = await fetch(`${store.url}${imageUrl}`);
+  t.equal(res.headers.get('content-type'), 'image/jpeg');
+  t.equal(res.headers.get('x-content-type-options'), 'nosniff');
+  t.equal(res.headers.get('content-disposition'), null);
+  await res.arrayBuffer();
+  const draft = (await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }))).body;
+  const video = await postFile(`${store.url}/v2/events/${draft.id}/videos`, fixture('cat-zoom.mp4'));
+  const clip = await fetch(`${store.url}/videos/${video.body.file_id}`);
+  t.same([clip.headers.get('content-type'), clip.headers.get('x-content-type-options'), clip.headers.get('content-disposition')], ['video/mp4', 'nosniff', null]);
+  await clip.arrayBuffer();
+
+  const passive = ['image/png', 'image/jpeg', 'video/webm', 'audio/ogg', 'text/plain; charset=utf-8', 'application/json', 'application/octet-stream'];
+  const active = ['text/html', 'image/svg+xml', 'IMAGE/SVG+XML', 'application/xml', 'application/rss+xml', 'text/javascript', 'application/ecmascript', 'application/x-shockwave-flash', 'multipart/x-mixed-replace', ''];
+  for (const type of passive) t.ok(isPassiveContentType(type), `${type} inline`);
+  for (const type of active) t.notOk(isPassiveContentType(type), `${JSON.stringify(type)} attachment`);
+});
+
+t.test('/docs/<name> finds only its own assets: constructor, __proto__, toString answer 404', async (t) => {
+  const names = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
+  for (const name of names) {
+    const res = await getJson(`${store.url}/docs/${name}`);
+    t.same([res.status, res.body], [404, { detail: 'Not Found' }], `/docs/${name}`);
+  }
+  const css = await fetch(`${store.url}/docs/swagger-ui.css`);
+  t.equal(css.status, 200, 'a real asset is still served');
+  await css.arrayBuffer();
+
+  // The process's own log: nothing about these names, and never the install path.
+  const spawned = await spawnStore({ PORT: '0', DATA_DIR: tempDataDir() });
+  t.teardown(() => spawned.child.kill('SIGKILL'));
+  for (const name of names) t.equal((await fetch(`${spawned.url}/docs/${name}`)).status, 404, `spawned store: /docs/${name}`);
+  t.equal((await fetch(`${spawned.url}/health`)).status, 200);
+  t.notMatch(spawned.output(), /swagger-ui-dist|node_modules|ENOENT|"level":50/, 'no error and no install path in the log');
+});
