@@ -25,6 +25,16 @@ export interface Config {
   draftAutoFinalizeSeconds: number;
   maxVideoUploadBytes: number;
   maxLocalOnlyFileUploadBytes: number;
+  /**
+   * Bytes: a list page (`GET /v2/events`, `/v2/events/latest/query`) stops adding events once its
+   * body would pass this (it always holds at least one); also the stored bytes one list request
+   * may read.
+   */
+  maxListResponseBytes: number;
+  /** Records one list request may read, matching or not, before it answers with `next_timestamp`. */
+  maxListScanRecords: number;
+  /** Entries per image, summed over detections, segmentations, keypoint groups and classifications. */
+  maxPredictionsPerImage: number;
   /** Bytes kept free in DATA_DIR for cleanup's commits on a full disk (store/disk-reserve.ts); 0: none. */
   diskReserveBytes: number;
   defaultSolutionId: string | undefined;
@@ -148,6 +158,9 @@ export function loadConfig(env: Env = process.env): Config {
     draftAutoFinalizeSeconds: number(env, 'DRAFT_AUTO_FINALIZE_SECONDS', 600, { min: 1 }),
     maxVideoUploadBytes: number(env, 'MAX_VIDEO_UPLOAD_BYTES', 500 * MiB, { min: 1 }),
     maxLocalOnlyFileUploadBytes: number(env, 'MAX_LOCAL_ONLY_FILE_UPLOAD_BYTES', 100 * MiB, { min: 1 }),
+    maxListResponseBytes: number(env, 'MAX_LIST_RESPONSE_BYTES', 16 * MiB, { min: 1024, max: 1 * GiB }),
+    maxListScanRecords: number(env, 'MAX_LIST_SCAN_RECORDS', 10_000, { min: 1 }),
+    maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
     diskReserveBytes: number(env, 'DISK_RESERVE_BYTES', 8 * MiB, { min: 0 }),
     defaultSolutionId: text(env, 'DEFAULT_SOLUTION_ID'),
     cloudUploadUrl: url(env, 'CLOUD_UPLOAD_URL'),

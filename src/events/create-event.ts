@@ -7,6 +7,7 @@ import { AppError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
 import { formatMicros } from '../store/timestamps.js';
 import { decodeImage } from './decode-image.js';
+import { assertPredictionLimit } from './prediction-limit.js';
 import type { CreateEventInput } from './types.js';
 import { validateCreateBody } from './validate.js';
 
@@ -22,12 +23,14 @@ export interface CreateResponse {
 /**
  * Validates and stores one event.
  * @param body the parsed JSON body, camelCase or snake_case
- * @throws AppError validation_failed / unknown_event_schema (422, E7/E4), event_data_invalid
+ * @throws AppError validation_failed / unknown_event_schema (422, E7/E4; validation_failed also
+ *   for an image over MAX_PREDICTIONS_PER_IMAGE), event_data_invalid
  *   (400, E2), solution_required (400, E1), image_decode_failed (400, E3), disk_full (507),
  *   store_failure (500)
  */
 export async function createEvent(store: EventStore, config: Config, body: unknown): Promise<CreateResponse> {
   const input = validateCreateBody(body);
+  assertPredictionLimit(input.images, config.maxPredictionsPerImage);
   if (input.solution === null && config.defaultSolutionId === undefined && config.cloudUploadUrl !== undefined) {
     throw new AppError('solution_required');
   }

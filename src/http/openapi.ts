@@ -229,7 +229,7 @@ function build(): Json {
             '400': error('solution required (E1), event_data does not conform to its schema (E2, detail names the schema), or an image failed to decode (E3).'),
             '401': E401,
             '413': error('Record exceeds MAX_RECORD_SIZE_BYTES.'),
-            '422': error('Request validation failed (E7), unknown event_schema (E4) or malformed JSON; detail is a list of {loc, msg, type}.'),
+            '422': error('Request validation failed (E7), unknown event_schema (E4), an image over MAX_PREDICTIONS_PER_IMAGE, or malformed JSON; detail is a list of {loc, msg, type}.'),
             '500': E500,
             '507': E507,
             '529': E529,
@@ -241,7 +241,9 @@ function build(): Json {
           description:
             'Filters combine with AND. Paging: pass the returned next_timestamp as end_time of the next request when sort_direction is desc ' +
             '(as start_time when asc), keeping the other parameters; next_timestamp is null when nothing follows. created_at values are unique, ' +
-            'so pages neither skip nor repeat an event.',
+            'so pages neither skip nor repeat an event. A page may hold fewer events than limit, even none, while next_timestamp is set: ' +
+            'it stops before its body passes MAX_LIST_RESPONSE_BYTES (holding at least one event), and a filter no index covers ' +
+            '(metadata_filter ops other than eq) reads at most MAX_LIST_SCAN_RECORDS records per request. Page until next_timestamp is null.',
           parameters: listParams,
           responses: {
             '200': jsonBody('EventList', 'Matching events.'),
@@ -256,6 +258,9 @@ function build(): Json {
         get: {
           tags: ['events'],
           summary: 'Most recent events', operationId: 'latestEvents',
+          description:
+            'Bounded as GET /v2/events. When next_timestamp is set, continue with GET /v2/events?end_time=<next_timestamp> ' +
+            'and the same limit and include_drafts.',
           parameters: [limitParam, includeDraftsParam],
           responses: { '200': jsonBody('EventList', 'Events, most recent first.'), '401': E401, '422': error('limit out of range (E6).'), '529': E529 },
         },

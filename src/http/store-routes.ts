@@ -2,7 +2,7 @@
 import { AppError } from '../errors.js';
 import { assertAttachable, attachUpload, finalize } from '../events/attach-file.js';
 import { createEvent } from '../events/create-event.js';
-import { countStatsResponse, getEventResponse, latestEventsResponse, listEventsResponse } from '../events/read-events.js';
+import { countStatsResponse, getEventResponse, latestEventsBody, listEventsBody, type ListLimits } from '../events/read-events.js';
 import type { FileKind } from '../store/lmdb-env.js';
 import { sendFile } from './file-download.js';
 import { receiveUpload } from './multipart-upload.js';
@@ -30,6 +30,16 @@ function upload(ex: Exchange, ctx: ServerContext, kind: 'video' | 'local_only') 
     .then((body) => ({ status: 201, body }));
 }
 
+/** The list bounds of the settings (MAX_LIST_RESPONSE_BYTES, MAX_LIST_SCAN_RECORDS). */
+function listLimits(ctx: ServerContext): ListLimits {
+  return { maxResponseBytes: ctx.config.maxListResponseBytes, maxScanRecords: ctx.config.maxListScanRecords };
+}
+
+/** Sends a list page: its body is built as bounded per-event chunks, never as one string. */
+function sendList(ex: Exchange, body: Buffer): void {
+  ex.send(200, body, { 'Content-Type': 'application/json' });
+}
+
 function health(ctx: ServerContext) {
   try {
     ctx.store.counters();
@@ -48,12 +58,12 @@ export const storeRoutes: Route[] = [
     gated: 'create',
     handler: async (_ex, ctx, body) => ({ status: 201, body: await createEvent(ctx.store, ctx.config, body) }),
   },
-  { method: 'get', path: '/v2/events', gated: 'other', handler: (ex, ctx) => ({ status: 200, body: listEventsResponse(ctx.store, ex.searchParams()) }) },
+  { method: 'get', path: '/v2/events', gated: 'other', handler: (ex, ctx) => sendList(ex, listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))) },
   {
     method: 'get',
     path: '/v2/events/latest/query',
     gated: 'other',
-    handler: (ex, ctx) => ({ status: 200, body: latestEventsResponse(ctx.store, ex.searchParams()) }),
+    handler: (ex, ctx) => sendList(ex, latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
   },
   { method: 'get', path: '/v2/events/:event_id', gated: 'other', handler: (ex, ctx) => ({ status: 200, body: getEventResponse(ctx.store, ex.params[0]) }) },
   { method: 'get', path: '/events/count/stats', gated: 'other', handler: (ex, ctx) => ({ status: 200, body: countStatsResponse(ctx.store, ex.searchParams()) }) },

@@ -3,15 +3,17 @@
  * `GET /events/count/stats`). Exact-match filters and `eq` metadata filters are indexed
  * conditions: the sparsest one (estimated from a sample of its index range) drives the scan and
  * the others are probed by point lookups, so a query with an indexed filter never scans the whole
- * store; only a query with no indexed filter walks the primary key range. Other metadata
- * operators and `include_drafts=false` are checked on the records the plan yields.
+ * store; only a query with no indexed filter walks the primary key range. `include_drafts=false`
+ * is probed on the drafts index. Other metadata operators are checked on the records the plan
+ * yields, within a budget of records read per request (`scanEvents`): a page that spends it ends
+ * early with `next` set, so such a filter never reads the whole store in one request.
  */
 import type { MetadataValue } from '../events/types.js';
 import type { Key } from 'lmdb';
 import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 import type { StoreView } from './store-view.js';
-import { comparableMetadataValue, indexableMetadataValue, indexableString, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
-import type { EventRecord } from './record-codec.js';
+import { comparableMetadataValue, draftKey, indexableMetadataValue, indexableString, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
+import { decodeRecord, type EventRecord } from './record-codec.js';
 
 export type MetadataOperator = 'eq' | 'ne' | 'gt' | 'lt' | 'gte' | 'lte';
 
@@ -32,12 +34,6 @@ export interface EventQuery {
   includeDrafts: boolean;
   direction: Direction;
   limit: number;
-}
-
-/** A page of records and the created_at (µs) of the first record after it, or null. */
-export interface EventPage {
-  records: EventRecord[];
-  next: number | null;
 }
 
 /** Count statistics of a query; timestamps in µs. */
@@ -116,6 +112,14 @@ function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo: numbe
 }
 
 function planCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
+  const cursor = planIndexedCursor(store, query, direction);
+  if (query.includeDrafts) return cursor;
+  // include_drafts=false is answered from the drafts index ([D, created_at]), without reading records.
+  const { index } = store.dbs;
+  return new ProbeCursor(cursor, [(ts: number) => !index.doesExist(draftKey(ts))], direction);
+}
+
+function planIndexedCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
   const { index, events } = store.dbs;
   const [oldest] = events.getKeys({ limit: 1 });
   const [newest] = events.getKeys({ limit: 1, reverse: true });
@@ -140,22 +144,61 @@ function planCursor(store: StoreView, query: EventQuery, direction: Direction): 
 const origin = (direction: Direction): number => (direction === 'asc' ? -Infinity : Infinity);
 const step = (ts: number, direction: Direction): number => (direction === 'asc' ? ts + 1 : ts - 1);
 
+/** How much one list request may read: it stops early, with a `next`, once either is spent. */
+export interface ScanBudget {
+  /** Records read and decoded, matching or not (at least one is always read). */
+  records: number;
+  /** Stored (encoded) bytes of those records. */
+  bytes: number;
+}
+
+/** Where a scan puts the records it found; it decides when a page is full. */
+export interface PageSink {
+  /**
+   * Called before a record is read, with its stored size (bytes), once the page holds at least
+   * one record: false when a record that large can no longer fit, ending the page there.
+   */
+  mayFit(storedBytes: number): boolean;
+  /** Takes a matching record; false when it did not fit (it then starts the next page). */
+  add(record: EventRecord): boolean;
+}
+
 /**
- * Lists up to `query.limit` records in created_at order; `next` is the created_at of the first
- * record not returned, so passing it back as the inclusive bound (`start_time` ascending,
- * `end_time` descending) continues without skipping or repeating an event.
+ * Walks the records of `query` in created_at order and hands up to `query.limit` matching ones
+ * to `sink`, reading each record only once and never holding more than one decoded record.
+ * Filters no index covers (metadata operators other than `eq`) are checked on the decoded
+ * records within `budget`, so a filter that matches little never reads the whole store in one
+ * request: the page then ends early, possibly empty, with `next` set.
+ * @returns the created_at (µs) of the first record not handed over (the page ended at the
+ *   limit, when the sink was full, or when the budget was spent), or null when nothing follows;
+ *   passed back as the inclusive bound (`start_time` ascending, `end_time` descending) it
+ *   continues without skipping or repeating an event
+ * @throws Error from the record codec for a record it cannot decode
  */
-export function listEvents(store: StoreView, query: EventQuery): EventPage {
+export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudget, sink: PageSink): number | null {
+  // Every record the plan yields matches when no condition is left to check on the record.
+  const planIsExact = query.metadata.every((condition) => condition.op === 'eq');
   const cursor = planCursor(store, query, query.direction);
+  let taken = 0;
+  let readRecords = 0;
+  let readBytes = 0;
   try {
-    const records: EventRecord[] = [];
     for (let ts = cursor.seek(origin(query.direction)); ts !== undefined; ts = cursor.seek(step(ts, query.direction))) {
-      const record = store.getRecord(ts);
-      if (!record || !matchesQuery(record, query)) continue;
-      if (records.length === query.limit) return { records, next: ts };
-      records.push(record);
+      // Once the page is full, `next` is the first matching record after it (null when none).
+      const full = taken === query.limit;
+      if (full && planIsExact) return ts;
+      const bytes = store.dbs.events.getBinaryFast(ts);
+      if (!bytes) continue;
+      if (readRecords > 0 && (readRecords >= budget.records || readBytes >= budget.bytes)) return ts;
+      if (!full && taken > 0 && !sink.mayFit(bytes.length)) return ts;
+      readRecords++;
+      readBytes += bytes.length;
+      const record = decodeRecord(bytes);
+      if (!matchesQuery(record, query)) continue;
+      if (full || !sink.add(record)) return ts;
+      taken++;
     }
-    return { records, next: null };
+    return null;
   } finally {
     cursor.close();
   }
