@@ -42,13 +42,23 @@ export class QuerySyntaxError extends SearchArgumentError {
   }
 }
 
+/** Queries longer than this are shown as a window around the caret (characters). */
+const CARET_WINDOW = 80;
+
 /**
  * Two lines: the query, indented by two spaces, and a caret under the character at `position`
- * (under the end of the query when `position` equals its length).
+ * (under the end of the query when `position` equals its length). A query longer than 80
+ * characters is cut to the 80 around `position`, with `...` where text was left out, so the
+ * message stays short whatever the query.
  */
 export function caretDisplay(query: string, position: number): string {
   const oneLine = query.replace(/[\r\n\t]/g, ' ');
-  return `  ${oneLine}\n  ${' '.repeat(Math.max(0, position))}^`;
+  const at = Math.max(0, position);
+  if (oneLine.length <= CARET_WINDOW) return `  ${oneLine}\n  ${' '.repeat(at)}^`;
+  const start = Math.max(0, Math.min(at - CARET_WINDOW / 2, oneLine.length - CARET_WINDOW));
+  const before = start > 0 ? '...' : '';
+  const after = start + CARET_WINDOW < oneLine.length ? '...' : '';
+  return `  ${before}${oneLine.slice(start, start + CARET_WINDOW)}${after}\n  ${' '.repeat(before.length + at - start)}^`;
 }
 
 /** Which credential is missing; either maps to CLI exit code 2, like a 401. */

@@ -18,13 +18,31 @@ import { isBareWord, tokenize, wordText } from './query-lexer.js';
 import type { Token, WordChar } from './query-lexer.js';
 
 /**
+ * Longest query parsed (UTF-16 code units). Queries are typed or built from a few filters; the
+ * bound keeps the token list, and the message that quotes the query, small.
+ */
+export const MAX_QUERY_LENGTH = 4096;
+
+/**
+ * Deepest nesting parsed: each "(", NOT and leading minus opens a level. The parser recurses
+ * once per level, so without the bound `((((...a)))` or `NOT NOT ...` of some thousands of levels
+ * overflows the stack ("Maximum call stack size exceeded").
+ */
+export const MAX_QUERY_DEPTH = 64;
+
+/**
  * Parses a query into its syntax tree.
  * @param query the query string, e.g. `class:car>=2 -split:test (tag:day OR tag:dusk)`
  * @returns the root node; every node carries its source span
  * @throws QuerySyntaxError pointing at the offending character: empty query, unbalanced
- *   parenthesis, dangling operator or minus, unterminated quote, unknown filter, bad filter value
+ *   parenthesis, dangling operator or minus, unterminated quote, unknown filter, bad filter value,
+ *   a query longer than MAX_QUERY_LENGTH (pointing at the first character past it) or nested
+ *   deeper than MAX_QUERY_DEPTH (pointing at the "(", NOT or minus that opens one level too many)
  */
 export function parseQuery(query: string): QueryNode {
+  if (query.length > MAX_QUERY_LENGTH) {
+    throw new QuerySyntaxError(query, MAX_QUERY_LENGTH, `The query is longer than ${MAX_QUERY_LENGTH} characters (${query.length})`);
+  }
   const tokens = tokenize(query);
   if (tokens.length === 0) throw new QuerySyntaxError(query, 0, 'The query is empty');
   const parser = new Parser(query, tokens);
@@ -39,6 +57,7 @@ export function parseQuery(query: string): QueryNode {
 
 class Parser {
   private index = 0;
+  private depth = 0;
 
   constructor(private readonly query: string, private readonly tokens: Token[]) {}
 
@@ -93,11 +112,24 @@ class Parser {
     if (token.kind === '-' || isBareWord(token, 'NOT')) {
       this.index += 1;
       this.requireTermAfter(token, token.kind === '-' ? 'A minus' : 'NOT');
-      const child = this.parseUnary();
+      const child = this.nested(token, () => this.parseUnary());
       return { type: 'not', child, span: { start: token.start, end: child.span.end } };
     }
     this.index += 1;
-    return token.kind === '(' ? this.parseGroup(token) : this.parseWord(token);
+    return token.kind === '(' ? this.nested(token, () => this.parseGroup(token)) : this.parseWord(token);
+  }
+
+  /** Parses one nesting level opened by `opener`; throws when it is one too many. */
+  private nested(opener: Token, parse: () => QueryNode): QueryNode {
+    if (this.depth >= MAX_QUERY_DEPTH) {
+      throw new QuerySyntaxError(this.query, opener.start, `Nested more than ${MAX_QUERY_DEPTH} levels deep (parentheses, NOT and minus)`);
+    }
+    this.depth += 1;
+    try {
+      return parse();
+    } finally {
+      this.depth -= 1;
+    }
   }
 
   /** After "(": a non-empty OR expression and its ")". Errors point at the "(". */
