@@ -1,9 +1,35 @@
 /** The process logger: pino, JSON lines on stdout (journald keeps them under systemd). */
 import { pino, type Logger } from 'pino';
+import { REDACTED, secretsRegex } from './search/redact.js';
 
 export type { Logger };
 
-/** Creates the logger at `level` (fatal, error, warn, info, debug, trace, silent). */
-export function createLogger(level: string): Logger {
-  return pino({ level, base: { service: 'edge-events' } });
+/**
+ * Creates the logger at `level` (fatal, error, warn, info, debug, trace, silent).
+ * @param secrets keys that must never reach the log (the hosted search and cloud keys): every
+ *   form of each (raw, percent-, JSON-, HTML-, base64-encoded; see search/redact.ts) is replaced
+ *   by `***` in each line as written, whatever field or error carried it. A line that would no
+ *   longer be JSON once masked is replaced by a line saying so.
+ */
+export function createLogger(level: string, secrets: readonly (string | undefined)[] = []): Logger {
+  const masking = secretsRegex(secrets);
+  if (!masking) return pino({ level, base: { service: 'edge-events' } });
+  const { regex } = masking;
+  return pino({
+    level,
+    base: { service: 'edge-events' },
+    hooks: {
+      // pino's hook on the serialized line, just before it is written (pino docs, "hooks.streamWrite").
+      streamWrite(line: string): string {
+        const masked = line.replace(regex, REDACTED);
+        if (masked === line) return line;
+        try {
+          JSON.parse(masked);
+          return masked;
+        } catch {
+          return `${JSON.stringify({ level: 40, time: Date.now(), service: 'edge-events', msg: 'a log line was withheld: it held a key that could not be masked in place' })}\n`;
+        }
+      },
+    },
+  });
 }

@@ -28,7 +28,7 @@ export interface StoreService {
  * @throws NativeServerUnavailable, or the error that prevented opening or listening
  */
 export async function startService(config: Config): Promise<StoreService> {
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]);
   const store = await EventStore.open(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
   const lifecycle = new Lifecycle(config, store, log);
   // The worker loads while the server already answers: start-up time is the HTTP side's.

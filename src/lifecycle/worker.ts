@@ -18,7 +18,7 @@ import type { ToMain, ToWorker } from './lifecycle-messages.js';
 
 const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
 const port = parentPort!;
-const log = createLogger(config.logLevel).child({ thread: 'lifecycle' });
+const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]).child({ thread: 'lifecycle' });
 const store = StoreView.openView(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
 const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
 const post = (message: ToMain) => port.postMessage(message);

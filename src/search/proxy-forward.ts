@@ -7,7 +7,7 @@
  * `src/http/search-proxy-routes.ts` writes the answer out.
  */
 import { AppError } from '../errors.js';
-import { REDACTED, redact } from './redact.js';
+import { REDACTED, redact, secretsRegex } from './redact.js';
 import { validateProjectSearchBody, validateQuery, validateWorkspaceSearchBody } from './request-validation.js';
 import { SearchArgumentError } from './errors.js';
 
@@ -50,12 +50,15 @@ export interface ForwardOptions {
   signal?: AbortSignal;
 }
 
-/** The hosted answer, ready to relay: nothing of it has been read but the status and headers. */
+/**
+ * The hosted answer, ready to relay: nothing of it has been read but the status and headers.
+ * The device key is masked in all of it, in every form `redact` knows.
+ */
 export interface HostedAnswer {
   status: number;
-  /** The hosted reason phrase ('' when it sent none). */
+  /** The hosted reason phrase ('' when it sent none), redacted. */
   statusText: string;
-  /** The pass-through headers present on the hosted answer, canonically spelled. */
+  /** The pass-through headers present on the hosted answer, canonically spelled, values redacted. */
   headers: [string, string][];
   /**
    * The body, chunk by chunk, with every occurrence of the device key replaced by `***`. Read it
@@ -131,11 +134,11 @@ export async function forwardSearch(target: HostedTarget, kind: ProxiedSearch, p
   const headers: [string, string][] = [];
   for (const name of PASS_THROUGH_HEADERS) {
     const value = response.headers.get(name);
-    if (value !== null) headers.push([name, value]);
+    if (value !== null) headers.push([name, redact(value, target.apiKey)]);
   }
   return {
     status: response.status,
-    statusText: response.statusText,
+    statusText: redact(response.statusText, target.apiKey),
     headers,
     body: maskedChunks(response.body, target, options.timeoutMs),
   };
@@ -143,7 +146,7 @@ export async function forwardSearch(target: HostedTarget, kind: ProxiedSearch, p
 
 async function* maskedChunks(stream: ReadableStream<Uint8Array> | null, target: HostedTarget, timeoutMs: number): AsyncGenerator<Buffer, void, undefined> {
   if (!stream) return;
-  const masker = new SecretMasker([target.apiKey, encodeURIComponent(target.apiKey)]);
+  const masker = new SecretMasker([target.apiKey]);
   const reader = stream.getReader();
   try {
     for (;;) {
@@ -175,55 +178,48 @@ function unreachable(err: unknown, target: HostedTarget, timeoutMs: number): App
 }
 
 /**
- * Replaces every occurrence of the given secrets in a byte stream by `***`, across chunk
- * boundaries: it holds back the last (longest secret - 1) bytes of each chunk until the next
- * one shows whether they start a secret.
+ * Replaces every form of the given secrets (see redact.ts: raw, percent-, JSON-, HTML- and
+ * base64-encoded) in a byte stream by `***`, across chunk boundaries: it holds back the last
+ * (longest form - 1) bytes of each chunk until the next one shows whether they start a secret.
+ * Bytes are matched as Latin-1, so a secret's UTF-8 bytes match whatever the stream's encoding.
  */
 export class SecretMasker {
-  private readonly secrets: Buffer[];
+  private readonly regex: RegExp | undefined;
   private readonly holdBack: number;
-  private carry: Buffer = Buffer.alloc(0);
-  private static readonly MASK = Buffer.from(REDACTED);
+  private carry = '';
 
   /** @param secrets the texts to mask; empty ones and duplicates are ignored */
   constructor(secrets: string[]) {
-    this.secrets = [...new Set(secrets.filter((secret) => secret !== ''))]
-      .map((secret) => Buffer.from(secret))
-      .sort((a, b) => b.length - a.length);
-    this.holdBack = Math.max(0, (this.secrets[0]?.length ?? 0) - 1);
+    const compiled = secretsRegex(secrets);
+    this.regex = compiled?.regex;
+    this.holdBack = Math.max(0, (compiled?.maxLength ?? 0) - 1);
   }
 
   /** Feeds `chunk`; returns the bytes now known to be safe (possibly none). */
   push(chunk: Uint8Array): Buffer {
-    const data = this.carry.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.carry, chunk]);
-    const parts: Buffer[] = [];
+    const data = this.carry + Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('latin1');
+    // A match starting before `settled` lies wholly within `data`: no form is longer than holdBack + 1.
+    const settled = data.length - this.holdBack;
+    const out: string[] = [];
     let from = 0;
-    for (;;) {
-      const match = this.nextMatch(data, from);
-      if (!match) break;
-      parts.push(data.subarray(from, match.at), SecretMasker.MASK);
-      from = match.at + match.length;
+    if (this.regex) {
+      this.regex.lastIndex = 0;
+      for (let match = this.regex.exec(data); match !== null && match.index < settled; match = this.regex.exec(data)) {
+        out.push(data.slice(from, match.index), REDACTED);
+        from = match.index + match[0].length;
+        if (match[0].length === 0) this.regex.lastIndex++;
+      }
     }
-    const keep = Math.min(this.holdBack, data.length - from);
-    parts.push(data.subarray(from, data.length - keep));
-    this.carry = Buffer.from(data.subarray(data.length - keep));
-    return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+    const keepFrom = Math.max(from, settled);
+    out.push(data.slice(from, keepFrom));
+    this.carry = data.slice(keepFrom);
+    return Buffer.from(out.join(''), 'latin1');
   }
 
-  /** Returns what is still held back (too short to be a secret). */
+  /** Returns what is still held back, masked (the stream ended: nothing more can complete it). */
   flush(): Buffer {
     const rest = this.carry;
-    this.carry = Buffer.alloc(0);
-    return rest;
-  }
-
-  /** The earliest secret at or after `from`; the longest one when several start there. */
-  private nextMatch(data: Buffer, from: number): { at: number; length: number } | undefined {
-    let best: { at: number; length: number } | undefined;
-    for (const secret of this.secrets) {
-      const at = data.indexOf(secret, from);
-      if (at !== -1 && (!best || at < best.at)) best = { at, length: secret.length };
-    }
-    return best;
+    this.carry = '';
+    return Buffer.from(this.regex ? rest.replace(this.regex, REDACTED) : rest, 'latin1');
   }
 }
