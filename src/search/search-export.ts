@@ -58,8 +58,7 @@ export async function searchExport(transport: HostedTransport, workspace: string
   const zipPath = path.join(location, `${safeFileName(params.name ?? exportId)}.zip`);
   await downloadTo(transport, link, zipPath, params.progress ?? process.stderr);
   if (params.extract === false) return { exportId, location, zipPath, files: [] };
-  const files = await extractZip(zipPath, location);
-  await rm(zipPath);
+  const files = await extractZip(zipPath, location, { removeArchive: true });
   return { exportId, location, zipPath: null, files };
 }
 

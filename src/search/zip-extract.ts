@@ -1,28 +1,89 @@
 /**
- * Extraction of a downloaded export zip with yauzl, streaming each entry to disk. Entries whose
- * path would leave the target directory (absolute paths, `..`) are refused.
+ * Extraction of a downloaded export zip with yauzl, streaming each entry to disk. All or nothing:
+ * entries are written into a fresh temporary directory beside the target, never into the target
+ * itself, and moved into place only once the whole archive has been read and every entry passed.
+ * A refused or corrupt archive leaves the target as it was, and no entry can overwrite the
+ * archive while it is being read. Entries whose path would leave the target (absolute paths,
+ * `..`) are refused.
  */
 import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import yauzl from 'yauzl';
 import { SearchResponseError } from './errors.js';
 
+export interface ExtractOptions {
+  /**
+   * Delete the archive once every entry has been extracted, before they are moved into place,
+   * so an entry named like the archive takes its place (the export flow keeps only the files).
+   * Without it, an entry that would replace the archive refuses the whole archive.
+   */
+  removeArchive?: boolean;
+}
+
 /**
- * Extracts every entry of `zipPath` into `directory` (created as needed).
+ * Extracts every entry of `zipPath` into `directory` (created as needed), all or nothing.
+ * Files already in `directory` under an entry's name are replaced; others are left alone.
  * @returns the extracted files, relative to `directory` with `/` separators, sorted
- * @throws SearchResponseError when the zip is corrupt or an entry would escape `directory`
+ * @throws SearchResponseError (its `cause` the underlying error) when the zip is corrupt, an
+ *   entry would escape `directory` or replace the archive, or writing fails; `directory` is
+ *   then as before and the temporary directory is removed
  */
-export async function extractZip(zipPath: string, directory: string): Promise<string[]> {
+export async function extractZip(zipPath: string, directory: string, options: ExtractOptions = {}): Promise<string[]> {
   const root = path.resolve(directory);
+  const archive = path.resolve(zipPath);
+  const staging = await makeStaging(root);
+  const aside = `${staging}.archive`;
+  let archiveAside = false;
+  try {
+    const files = await extractInto(archive, staging);
+    const targets = files.map((file) => path.join(root, ...file.split('/')));
+    if (!options.removeArchive && targets.includes(archive)) {
+      throw new SearchResponseError(`Export zip entry ${JSON.stringify(path.relative(root, archive))} would replace the archive itself`);
+    }
+    await assertPlaceable(root, targets.filter((target) => !(options.removeArchive && target === archive)));
+    if (options.removeArchive) {
+      await rename(archive, aside);
+      archiveAside = true;
+    }
+    await moveInto(staging, root, files);
+    if (archiveAside) await rm(aside, { force: true });
+    return files;
+  } catch (error) {
+    if (archiveAside) await rename(aside, archive).catch(() => undefined);
+    throw error instanceof SearchResponseError ? error : new SearchResponseError(`Export zip could not be extracted: ${(error as Error).message}`, { cause: error });
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A fresh directory beside `root` (`.<name>.extract-XXXXXX`, on the same file system, so each
+ * entry moves into place with one rename); inside `root` when its parent is not writable (e.g.
+ * extracting into a home directory).
+ */
+async function makeStaging(root: string): Promise<string> {
+  await mkdir(path.dirname(root), { recursive: true });
+  try {
+    return await mkdtemp(path.join(path.dirname(root), `.${path.basename(root)}.extract-`));
+  } catch (error) {
+    if (!['EACCES', 'EPERM', 'EROFS'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error;
+    await mkdir(root, { recursive: true });
+    return mkdtemp(path.join(root, '.extract-'));
+  }
+}
+
+/** Reads the whole archive into `staging`; returns its files, relative with `/`, sorted. */
+async function extractInto(zipPath: string, staging: string): Promise<string[]> {
   const zip = await openZip(zipPath);
-  const files: string[] = [];
+  const files = new Set<string>();
   try {
     for (let entry = await nextEntry(zip); entry !== null; entry = await nextEntry(zip)) {
-      const target = path.resolve(root, entry.fileName);
-      if (target !== root && !target.startsWith(root + path.sep)) {
-        throw new SearchResponseError(`Export zip entry ${JSON.stringify(entry.fileName)} would be written outside ${root}`);
+      const target = path.resolve(staging, entry.fileName);
+      if (target === staging || !target.startsWith(staging + path.sep)) {
+        if (target === staging && entry.fileName.endsWith('/')) continue;
+        throw new SearchResponseError(`Export zip entry ${JSON.stringify(entry.fileName)} would be written outside the target directory`);
       }
       if (entry.fileName.endsWith('/')) {
         await mkdir(target, { recursive: true });
@@ -30,14 +91,59 @@ export async function extractZip(zipPath: string, directory: string): Promise<st
       }
       await mkdir(path.dirname(target), { recursive: true });
       await pipeline(await openEntry(zip, entry), createWriteStream(target));
-      files.push(path.relative(root, target).split(path.sep).join('/'));
+      files.add(path.relative(staging, target).split(path.sep).join('/'));
     }
-  } catch (error) {
-    throw error instanceof SearchResponseError ? error : new SearchResponseError(`Export zip could not be extracted: ${(error as Error).message}`, { cause: error });
   } finally {
     zip.close();
   }
-  return files.sort();
+  return [...files].sort();
+}
+
+/**
+ * Moves the staged tree into `root`: the whole directory with one rename when `root` does not
+ * exist yet, else file by file (each rename replaces a file of the same name).
+ */
+async function moveInto(staging: string, root: string, files: string[]): Promise<void> {
+  const exists = await stat(root).then(() => true, (error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return false;
+    throw error;
+  });
+  if (!exists) {
+    await rename(staging, root);
+    return;
+  }
+  for (const file of files) {
+    const target = path.join(root, ...file.split('/'));
+    await mkdir(path.dirname(target), { recursive: true });
+    await rename(path.join(staging, ...file.split('/')), target);
+  }
+  await copyEmptyDirectories(staging, root);
+}
+
+/**
+ * Checks before anything moves that every target can take its file: no directory stands where a
+ * file goes, and no file where a directory must be made.
+ * @throws SearchResponseError naming the first conflict
+ */
+async function assertPlaceable(root: string, targets: string[]): Promise<void> {
+  const kindOf = (where: string) => stat(where).then((found) => (found.isDirectory() ? 'directory' : 'file'), () => 'absent');
+  const checked = new Set<string>();
+  for (const target of targets) {
+    if ((await kindOf(target)) === 'directory') throw new SearchResponseError(`Export zip entry ${JSON.stringify(path.relative(root, target))} would replace a directory`);
+    for (let parent = path.dirname(target); parent !== root && !checked.has(parent); parent = path.dirname(parent)) {
+      checked.add(parent);
+      if ((await kindOf(parent)) === 'file') throw new SearchResponseError(`Export zip entry ${JSON.stringify(path.relative(root, target))} needs a directory where ${JSON.stringify(path.relative(root, parent))} is a file`);
+    }
+  }
+}
+
+/** Creates in `root` the directories of the staged tree that hold no file (directory entries). */
+async function copyEmptyDirectories(staging: string, root: string): Promise<void> {
+  for (const entry of await readdir(staging, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    await mkdir(path.join(root, entry.name), { recursive: true });
+    await copyEmptyDirectories(path.join(staging, entry.name), path.join(root, entry.name));
+  }
 }
 
 function openZip(zipPath: string): Promise<yauzl.ZipFile> {
