@@ -94,7 +94,7 @@ t.test('the proxy answers such queries 400 with the position, without a hosted c
   for (const [name, query] of [...OVERFLOWING, ['65 parentheses', `${'('.repeat(65)}a${')'.repeat(65)}`]]) {
     const answer = await post(`${store.url}/ws/search/v1`, { query }, { 'x-api-key': 'device-key' });
     t.equal(answer.status, 400, name);
-    t.match(JSON.parse(answer.text).detail, /^Invalid query at column \d+: /, `${name}: the detail names the column`);
+    t.match(JSON.parse(answer.text), { error: /^Invalid query at column \d+: / }, `${name}: the hosted-shaped error names the column`);
   }
   t.same(stub.requests, [], 'nothing reached the hosted API');
   t.equal((await post(`${store.url}/ws/search/v1`, { query: 'tag:a' }, { 'x-api-key': 'device-key' })).status, 200, 'a sane query still goes through');
