@@ -5,14 +5,22 @@ import { REDACTED, secretsRegex } from './search/redact.js';
 export type { Logger };
 
 /**
+ * Shortest key masked in log lines (characters). Nothing the store logs carries a key by
+ * construction; masking is a second line of defence, and masking a shorter "key" (a test's `k`)
+ * would cut its letters out of every word of every line.
+ */
+export const MIN_MASKED_KEY_LENGTH = 8;
+
+/**
  * Creates the logger at `level` (fatal, error, warn, info, debug, trace, silent).
  * @param secrets keys that must never reach the log (the hosted search and cloud keys): every
- *   form of each (raw, percent-, JSON-, HTML-, base64-encoded; see search/redact.ts) is replaced
- *   by `***` in each line as written, whatever field or error carried it. A line that would no
- *   longer be JSON once masked is replaced by a line saying so.
+ *   form of each one of MIN_MASKED_KEY_LENGTH characters or more (raw, percent-, JSON-, HTML-,
+ *   base64-encoded; see search/redact.ts) is replaced by `***` in each line as written, whatever
+ *   field or error carried it. A line that would no longer be JSON once masked is replaced by a
+ *   line saying so.
  */
 export function createLogger(level: string, secrets: readonly (string | undefined)[] = []): Logger {
-  const masking = secretsRegex(secrets);
+  const masking = secretsRegex(secrets.filter((secret) => secret !== undefined && secret.length >= MIN_MASKED_KEY_LENGTH));
   if (!masking) return pino({ level, base: { service: 'edge-events' } });
   const { regex } = masking;
   return pino({

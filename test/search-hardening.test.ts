@@ -241,17 +241,19 @@ t.test('the logger masks the keys it was given in any field, message or error of
     log.error({ err: new Error('failed for ' + new URLSearchParams({ k: key })) }, 'boom');
     log.info({ quoted: 'a"' + key }, 'plain line');
     createLogger('info').info({ clear: 'no keys given' }, 'unmasked');
+    createLogger('info', ['k']).info({ clear: 'a one-letter key is not masked' }, 'capacity blocked');
   `;
   const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
   t.equal(run.status, 0, run.stderr);
   const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
-  t.equal(lines.length, 4, 'every line still JSON');
+  t.equal(lines.length, 5, 'every line still JSON');
   for (const [name, form] of Object.entries(keyForms(KEY))) t.notOk(run.stdout.includes(form), `no ${name} form logged`);
   const line = (msg: string) => lines.find((entry) => entry.msg === msg);
   t.match(line('sent ***'), { url: 'http://h/x?api_key=***', header: '***' });
   t.match(line('boom'), { err: { message: 'failed for k=***' } });
   t.match(line('plain line'), { quoted: 'a"***' });
   t.match(line('unmasked'), { clear: 'no keys given' });
+  t.match(line('capacity blocked'), { clear: 'a one-letter key is not masked' }, 'keys under 8 characters are left alone');
 });
 
 t.test('extraction is all or nothing: an entry named like the archive, a refused entry', async (t) => {
