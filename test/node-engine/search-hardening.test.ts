@@ -1,0 +1,3 @@
+/** test/search-hardening.test.ts again, on the node:http engine (README, "HTTP engines"). */
+process.env.HTTP_ENGINE = 'node';
+await import('../search-hardening.test.js');
