@@ -29,7 +29,10 @@ export interface StoreService {
  */
 export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]);
-  const store = await EventStore.open(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
+  const store = await EventStore.open(config.dataDir, {
+    trackUploads: config.cloudUploadUrl !== undefined,
+    onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
+  });
   const lifecycle = new Lifecycle(config, store, log);
   // The worker loads while the server already answers: start-up time is the HTTP side's.
   const workerReady = lifecycle.start();

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { responseProblems } from '../src/events/validate.js';
+import { FRAME_HEADER_BYTES } from '../src/store/segment-frames.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
 
@@ -86,10 +87,10 @@ t.test('consistency: missing and corrupt blobs are dropped, stray files removed,
   const first = (await postJson(`${store.url}/v2/events`, imageEvent())).body;
   const blobsDir = path.join(store.dataDir, 'blobs');
   const [segment] = fs.readdirSync(blobsDir);
-  // Flip one data byte of the (only) image: its CRC fails.
+  // Flip one data byte of the (only) image, the segment's first frame: its CRC fails.
   const file = path.join(blobsDir, segment);
   const bytes = fs.readFileSync(file);
-  bytes[bytes.length - 10] ^= 0xff;
+  bytes[FRAME_HEADER_BYTES + 10] ^= 0xff;
   fs.writeFileSync(file, bytes);
   // A stray file, old enough not to be an upload in flight.
   const stray = path.join(blobsDir, 'seg-09999999.blob');

@@ -11,7 +11,8 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { checksum, segmentFileName, segmentNumberOf } from '../store/blob-log.js';
+import { segmentFileName, segmentNumberOf } from '../store/blob-log.js';
+import { checksum } from '../store/segment-frames.js';
 import { deleteFiles, type FileRef } from '../store/event-deletion.js';
 import type { FileEntry } from '../store/lmdb-env.js';
 import type { StoreView } from '../store/store-view.js';

@@ -91,12 +91,17 @@ export class Lifecycle {
     } else if (message.type === 'reclaimed') {
       for (const segment of message.segments) void this.store.blobs.forget(segment);
     } else if (message.type === 'retire-segment' || message.type === 'compact-segment') {
-      const reply = () => this.current?.postMessage({ type: 'segment-done', id: message.id } satisfies ToWorker);
+      const reply = () => this.current?.postMessage({ type: 'writer-done', id: message.id } satisfies ToWorker);
       const work = message.type === 'retire-segment' ? this.store.retireSegment(message.segment) : this.store.compactSegment(message.segment);
       work.then(reply, (err: unknown) => {
         this.log.error({ err, segment: message.segment }, `${message.type} failed`);
         reply();
       });
+    } else if (message.type === 'checkpoint') {
+      this.store.checkpoint().then(
+        () => this.current?.postMessage({ type: 'writer-done', id: message.id } satisfies ToWorker),
+        (err: unknown) => this.current?.postMessage({ type: 'writer-done', id: message.id, error: (err as Error).message } satisfies ToWorker),
+      );
     } else if (message.type === 'ready') {
       this.restarts = 0;
     }

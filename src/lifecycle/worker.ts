@@ -19,7 +19,10 @@ import type { ToMain, ToWorker } from './lifecycle-messages.js';
 const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
 const port = parentPort!;
 const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]).child({ thread: 'lifecycle' });
-const store = StoreView.openView(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
+const store = StoreView.openView(config.dataDir, {
+  trackUploads: config.cloudUploadUrl !== undefined,
+  requestCheckpoint: () => askWriter({ type: 'checkpoint', id: 0 }),
+});
 const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
 const post = (message: ToMain) => port.postMessage(message);
 
@@ -33,21 +36,22 @@ function enqueue<T>(job: () => Promise<T>): Promise<T> {
   return result;
 }
 
-const segmentJobs = new Map<number, () => void>();
-let nextSegmentJob = 1;
+/** Jobs asked of the store's writer on the HTTP thread, by id, until it answers. */
+const writerJobs = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+let nextWriterJob = 1;
+
+function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' | 'checkpoint' }>): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const id = nextWriterJob++;
+    writerJobs.set(id, { resolve, reject });
+    post({ ...job, id });
+  });
+}
 
 const hooks: CleanupHooks = {
   onReclaimed: (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }),
-  retireSegment: (segment) => new Promise<void>((resolve) => {
-    const id = nextSegmentJob++;
-    segmentJobs.set(id, resolve);
-    post({ type: 'retire-segment', id, segment });
-  }),
-  compactSegment: (segment) => new Promise<void>((resolve) => {
-    const id = nextSegmentJob++;
-    segmentJobs.set(id, resolve);
-    post({ type: 'compact-segment', id, segment });
-  }),
+  retireSegment: (segment) => askWriter({ type: 'retire-segment', id: 0, segment }),
+  compactSegment: (segment) => askWriter({ type: 'compact-segment', id: 0, segment }),
 };
 
 /** Room for a cleanup's commits on a disk ingest has filled (disk-reserve.ts). */
@@ -89,9 +93,11 @@ const uploading = config.cloudUploadUrl === undefined
   : runUploadLoop(store, config, { log: log.child({ task: 'cloud-upload' }), signal: uploads.signal });
 
 port.on('message', (message: ToWorker) => {
-  if (message.type === 'segment-done') {
-    segmentJobs.get(message.id)?.();
-    segmentJobs.delete(message.id);
+  if (message.type === 'writer-done') {
+    const job = writerJobs.get(message.id);
+    writerJobs.delete(message.id);
+    if (message.error === undefined) job?.resolve();
+    else job?.reject(new Error(message.error));
   } else if (message.type === 'cleanup') {
     cleanup('MANUAL').then(
       (result) => post({ type: 'cleanup-done', id: message.id, result }),

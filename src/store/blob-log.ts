@@ -1,39 +1,40 @@
 /**
- * The blob segment log (DESIGN.md, "Storage engine invariants"): image, video and file bytes live
- * in append-only segment files under DATA_DIR/blobs/, never in LMDB. Each blob is framed so a
- * segment can be verified on its own:
- *
- *   magic "EEB1" (4) | kind (1) | reserved (3) | file id, uuid bytes (16) | length u64 (8) |
- *   CRC32C of the data (4) | data (length bytes)
- *
- * The active segment takes the images of each group commit and rolls at SEGMENT_ROLL_BYTES.
- * Appends are written, then fdatasync'd, before the LMDB commit that references them; a tail
- * beyond the committed length (a crash between the two) is truncated at start-up.
+ * The segment log's appender (docs/STORAGE.md, "The segment log"): image, video and file bytes
+ * and the events' records are framed (segment-frames.ts) into append-only segment files under
+ * DATA_DIR/blobs/, never into LMDB. The active segment takes the frames of each group commit and
+ * rolls at SEGMENT_ROLL_BYTES. An append is one `writev` and one fdatasync: the durability point
+ * of a create.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { crc32c } from '@node-rs/crc32';
-import type { FileKind } from './lmdb-env.js';
+import { checksum, FRAME_HEADER_BYTES, frameHeader, type FrameKind } from './segment-frames.js';
 
-export const FRAME_HEADER_BYTES = 36;
 export const SEGMENT_ROLL_BYTES = 64 * 1024 * 1024;
-const MAGIC = Buffer.from('EEB1');
-const KIND_CODES: Record<FileKind, number> = { image: 1, video: 2, local_only: 3 };
 
-/** A blob to append: its id, kind and bytes. */
-export interface BlobToAppend {
-  fileId: string;
-  kind: FileKind;
+/** A frame to append: its id (file id or event id), kind and data. */
+export interface FrameToAppend {
+  id: string;
+  kind: FrameKind;
   bytes: Buffer;
 }
 
-/** Where an appended blob's data landed. Offsets in bytes. */
-export interface AppendedBlob {
+/** Where an appended frame's data landed. Offsets in bytes. */
+export interface AppendedFrame {
   segment: number;
   offset: number;
   length: number;
   crc: number;
+}
+
+/** What one append wrote: each frame's place, in input order, and the segment's span. */
+export interface Appended {
+  placed: AppendedFrame[];
+  segment: number;
+  /** Offset where the append began. */
+  start: number;
+  /** The segment's new end. */
+  end: number;
 }
 
 /** File name of segment `n` inside blobs/. */
@@ -45,22 +46,6 @@ export function segmentFileName(n: number): string {
 export function segmentNumberOf(fileName: string): number | undefined {
   const match = /^seg-(\d{8})\.blob$/.exec(fileName);
   return match ? Number(match[1]) : undefined;
-}
-
-/** Builds the frame header of a blob. */
-export function frameHeader(fileId: string, kind: FileKind, length: number, crc: number): Buffer {
-  const header = Buffer.alloc(FRAME_HEADER_BYTES);
-  MAGIC.copy(header, 0);
-  header.writeUInt8(KIND_CODES[kind], 4);
-  Buffer.from(fileId.replaceAll('-', ''), 'hex').copy(header, 8);
-  header.writeBigUInt64BE(BigInt(length), 24);
-  header.writeUInt32BE(crc >>> 0, 32);
-  return header;
-}
-
-/** CRC32C of a buffer, chainable with `initial`. */
-export function checksum(bytes: Uint8Array, initial = 0): number {
-  return crc32c(bytes, initial) >>> 0;
 }
 
 /**
@@ -90,39 +75,54 @@ export class SegmentAppender {
   }
 
   /**
-   * Appends blobs and makes them durable (write + fdatasync). Appends run one after another,
-   * in call order. On failure the segment is truncated back to where the append began and the
-   * error (e.g. ENOSPC) is rethrown.
-   * @returns where each blob's data landed, in input order, and the segment's new end
+   * Appends frames and makes them durable (one writev + fdatasync). Appends run one after
+   * another, in call order. On failure the segment is truncated back to where the append began
+   * and the error (e.g. ENOSPC) is rethrown.
    */
-  append(blobs: BlobToAppend[]): Promise<{ placed: AppendedBlob[]; segment: number; end: number }> {
-    const result = this.tail.then(() => this.appendNow(blobs));
+  append(frames: FrameToAppend[]): Promise<Appended> {
+    const result = this.tail.then(() => this.appendNow(frames));
     this.tail = result.then(() => undefined, () => undefined);
     return result;
   }
 
-  private async appendNow(blobs: BlobToAppend[]): Promise<{ placed: AppendedBlob[]; segment: number; end: number }> {
+  private async appendNow(frames: FrameToAppend[]): Promise<Appended> {
     if (!this.handle || this.end >= SEGMENT_ROLL_BYTES) await this.roll();
     const handle = this.handle!;
     const start = this.end;
     const buffers: Buffer[] = [];
-    const placed: AppendedBlob[] = [];
+    const placed: AppendedFrame[] = [];
     let offset = start;
-    for (const blob of blobs) {
-      const crc = checksum(blob.bytes);
-      buffers.push(frameHeader(blob.fileId, blob.kind, blob.bytes.length, crc), blob.bytes);
-      placed.push({ segment: this.segment, offset: offset + FRAME_HEADER_BYTES, length: blob.bytes.length, crc });
-      offset += FRAME_HEADER_BYTES + blob.bytes.length;
+    for (const frame of frames) {
+      const crc = checksum(frame.bytes);
+      buffers.push(frameHeader(frame.id, frame.kind, frame.bytes.length, crc), frame.bytes);
+      placed.push({ segment: this.segment, offset: offset + FRAME_HEADER_BYTES, length: frame.bytes.length, crc });
+      offset += FRAME_HEADER_BYTES + frame.bytes.length;
     }
     try {
       await writeAll(handle, buffers, start);
       await handle.datasync();
       this.end = offset;
-      return { placed, segment: this.segment, end: offset };
+      return { placed, segment: this.segment, start, end: offset };
     } catch (err) {
       await handle.truncate(start).catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * Cuts the active segment back to `start` (bytes) when `appended` was its last append: the
+   * frames of a batch whose index commit failed must not be replayed at the next start-up.
+   * @throws the fs error of a failed truncate
+   */
+  rollBack(appended: Appended): Promise<void> {
+    const result = this.tail.then(async () => {
+      if (!this.handle || this.segment !== appended.segment || this.end !== appended.end) return;
+      await this.handle.truncate(appended.start);
+      await this.handle.datasync();
+      this.end = appended.start;
+    });
+    this.tail = result.then(() => undefined, () => undefined);
+    return result;
   }
 
   /** The segment appended to now (0 when none is open: the next append opens a new one). */

@@ -1,20 +1,24 @@
 /**
- * The storage engine's facade for the HTTP thread: a StoreView (lookups, counters, file
- * locations) plus durable creates by group commit and the data directory lock. Queries live in
+ * The storage engine's facade for the HTTP thread (docs/STORAGE.md): a StoreView (lookups,
+ * counters, file locations) plus durable creates by group commit into the segment log, the
+ * index commits that follow them, checkpoints and the data directory lock. Queries live in
  * event-query.ts, changes to events in event-updates.ts, recovery in recovery.ts. The domain
  * (src/events) talks to the store only through these modules; nothing outside src/store sees LMDB.
  */
-import { randomUUID } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { fromDiskError } from '../errors.js';
 import type { ImageResults, StoredImage } from '../events/types.js';
-import { ensureBlobDirs, SegmentAppender, type BlobToAppend } from './blob-log.js';
+import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
+import { Checkpointer, restoreCheckpoint, type LogPosition } from './checkpoint.js';
+import { indexCreates, indexedLogPosition, LOG_POSITION_KEY, type LoggedCreate } from './create-index.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { GroupCommitter } from './group-commit.js';
-import { EMPTY, indexKeysOf, uploadKey } from './index-keys.js';
-import { addToCounters, completeCounters, openDatabases, type StoreDatabases } from './lmdb-env.js';
+import { timeOrderedId } from './ids.js';
+import { uploadKey } from './index-keys.js';
+import { completeCounters, openDatabases, type FileKind, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, type EventRecord } from './record-codec.js';
+import { encodeRecordFrame } from './record-frame.js';
 import { recoverStore } from './recovery.js';
 import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
@@ -43,50 +47,86 @@ export interface CreatedEvent {
 
 interface PreparedCreate {
   record: EventRecord;
-  blobs: (BlobToAppend & { contentType: string })[];
+  blobs: { fileId: string; kind: FileKind; bytes: Buffer; contentType: string }[];
 }
+
+/** Settings of the write path. */
+export interface EventStoreOptions extends StoreOptions {
+  /** Time between checkpoints (ms): bounds the log replayed after an unclean stop. */
+  checkpointIntervalMs?: number;
+  /** Reports a failure of background work (a periodic checkpoint); the store keeps serving. */
+  onBackgroundError?: (err: unknown, task: string) => void;
+}
+
+const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
+/** Log bytes appended between checkpoints beyond which one is taken at once (bytes). */
+const CHECKPOINT_LOG_BYTES = 64 * 1024 * 1024;
 
 /** The on-disk store under one DATA_DIR. */
 export class EventStore extends StoreView {
   private readonly committer: GroupCommitter<PreparedCreate, void>;
   private nextSegment: number;
+  private readonly checkpointTimer: NodeJS.Timeout;
+  private logBytesSinceCheckpoint = 0;
 
   private constructor(
     dbs: StoreDatabases,
     dataDir: string,
     private readonly appender: SegmentAppender,
+    private readonly checkpointer: Checkpointer,
     private readonly unlock: () => void,
     lastSegment: number,
-    options: StoreOptions,
+    private readonly options: EventStoreOptions,
   ) {
     super(dbs, dataDir, options);
     this.nextSegment = lastSegment + 1;
     this.committer = new GroupCommitter((batch, release) => this.commitCreates(batch, release));
+    this.checkpointTimer = setInterval(() => this.backgroundCheckpoint(), options.checkpointIntervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS);
+    this.checkpointTimer.unref();
   }
 
   /**
-   * Opens the store in `dataDir`, creating it when absent, and runs recovery (DESIGN.md,
-   * "Recovery"): staging emptied, segment tails beyond their committed length truncated.
+   * Opens the store in `dataDir`, creating it when absent, and recovers it (docs/STORAGE.md,
+   * "Recovery"): after an unclean stop LMDB is put back to its last checkpoint and the log
+   * after it replayed; staging is emptied and segment tails the index does not cover are cut.
    * @throws DataDirLocked when another running store holds `dataDir`
-   * @throws the fs or lmdb error when the data directory is unusable
+   * @throws the fs or lmdb error when the data directory is unusable, Error when the checkpoint
+   *   does not match the index it was taken of
    */
-  static async open(dataDir: string, options: StoreOptions = { trackUploads: false }): Promise<EventStore> {
+  static async open(dataDir: string, options: EventStoreOptions = { trackUploads: false }): Promise<EventStore> {
     const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
     const unlock = lockDataDir(dataDir);
-    const dbs = openDatabases(dataDir);
-    const { lastSegment, activeSegment, lastCreatedAt } = await recoverStore(dbs, blobsDir, stagingDir);
-    await completeCounters(dbs, () => dbs.index.getKeysCount({ start: uploadKey(-Infinity), end: uploadKey(Infinity) }));
-    nextUniqueMicros(lastCreatedAt);
-    let store: EventStore | undefined;
-    const appender = new SegmentAppender(blobsDir, () => store!.allocateSegment());
-    store = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
-    if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
-    return store;
+    try {
+      const restored = restoreCheckpoint(dataDir, path.join(dataDir, 'db'));
+      const dbs = openDatabases(dataDir);
+      const readPosition = (): LogPosition => indexedLogPosition(dbs) ?? { segment: 0, offset: 0 };
+      const checkpointer = new Checkpointer(dbs.root, dataDir, readPosition);
+      if (restored.kind === 'restored' && !samePosition(readPosition(), restored.position)) {
+        checkpointer.release();
+        await dbs.root.close();
+        throw new Error(`LMDB in ${dataDir}/db does not match its checkpoint; it cannot be restored`);
+      }
+      // From here until a clean close the checkpoint file says "unclean".
+      await checkpointer.take();
+      const { lastSegment, activeSegment, lastCreatedAt } = await recoverStore(dbs, blobsDir, stagingDir, options.trackUploads);
+      await completeCounters(dbs, () => dbs.index.getKeysCount({ start: uploadKey(-Infinity), end: uploadKey(Infinity) }));
+      await checkpointer.take();
+      nextUniqueMicros(lastCreatedAt);
+      let store: EventStore | undefined;
+      const appender = new SegmentAppender(blobsDir, () => store!.allocateSegment());
+      store = new EventStore(dbs, dataDir, appender, checkpointer, unlock, lastSegment, options);
+      if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
+      return store;
+    } catch (err) {
+      unlock();
+      throw err;
+    }
   }
 
   /**
-   * Stores an event and its images durably: resolves only once the image bytes are
-   * fdatasync'd and the record's LMDB commit is flushed (DESIGN.md, group commit).
+   * Stores an event and its images durably: resolves once the event's frames (its images and
+   * its record) are fdatasync'd in the segment log and its LMDB commit has made it visible
+   * (docs/STORAGE.md, "Creates").
    * @throws AppError disk_full (507) on ENOSPC, store_failure (500) otherwise
    */
   async create(event: NewEvent): Promise<CreatedEvent> {
@@ -116,8 +156,11 @@ export class EventStore extends StoreView {
       await this.appender.close();
       await this.blobs.close();
       const { dbs } = this;
+      // The log starts again after every segment there was, so no replay finds the old creates.
+      const restart: LogPosition = { segment: this.allocateSegment(), offset: 0 };
       await this.commitDurably(() => {
         for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta]) db.clearSync();
+        dbs.meta.putSync(LOG_POSITION_KEY, restart);
       });
       for (const name of await fsp.readdir(this.blobsDir)) await fsp.rm(path.join(this.blobsDir, name), { force: true, recursive: true });
     });
@@ -154,7 +197,7 @@ export class EventStore extends StoreView {
       const blobs = await Promise.all(live.map(async ({ key, value }) => {
         const bytes = Buffer.allocUnsafe(value.length);
         await this.blobs.read(segment, value.offset, bytes);
-        return { fileId: key, kind: value.kind, bytes };
+        return { id: key, kind: value.kind, bytes };
       }));
       const appended = await this.appender.append(blobs);
       await this.commitDurably(() => {
@@ -194,16 +237,36 @@ export class EventStore extends StoreView {
     }
   }
 
-  /** Runs `writes` in one LMDB transaction and waits until the commit is flushed to disk. */
+  /** Runs `writes` in one LMDB transaction and makes it durable by a checkpoint. */
   private async commitDurably(writes: () => void): Promise<void> {
     await this.dbs.root.transaction(writes);
-    await this.dbs.root.flushed;
+    await this.checkpoint();
   }
 
-  /** Waits for queued creates, then closes files and the LMDB environment. */
+  /**
+   * Makes every LMDB commit made so far durable (docs/STORAGE.md, "Checkpoints"); concurrent
+   * calls share one checkpoint.
+   * @throws AppError disk_full (507) on ENOSPC, store_failure (500) otherwise
+   */
+  override async checkpoint(): Promise<void> {
+    try {
+      await this.checkpointer.take();
+      this.logBytesSinceCheckpoint = 0;
+    } catch (err) {
+      throw fromDiskError(err);
+    }
+  }
+
+  private backgroundCheckpoint(): void {
+    this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'checkpoint'));
+  }
+
+  /** Waits for queued creates, takes a last checkpoint marked clean, closes files and LMDB. */
   override async close(): Promise<void> {
+    clearInterval(this.checkpointTimer);
     await this.committer.whenIdle();
     await this.appender.close();
+    await this.checkpointer.closeClean();
     await super.close();
     this.unlock();
   }
@@ -212,7 +275,7 @@ export class EventStore extends StoreView {
     const blobs: PreparedCreate['blobs'] = [];
     const addBlob = (image: DecodedImage | null): string | null => {
       if (!image) return null;
-      const fileId = randomUUID();
+      const fileId = timeOrderedId();
       blobs.push({ fileId, kind: 'image', bytes: image.bytes, contentType: image.contentType });
       return fileId;
     };
@@ -230,7 +293,7 @@ export class EventStore extends StoreView {
     }));
     const f = event.fields;
     const record: EventRecord = {
-      id: randomUUID(),
+      id: timeOrderedId(),
       created_at: 0, // assigned at commit, in commit order
       solution: f.solution,
       workflow_id: f.workflow_id,
@@ -256,67 +319,51 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Makes one batch durable: its images appended and fdatasync'd, then its records committed in
-   * one LMDB transaction and flushed. Once the transaction has committed, `release` lets the
-   * next batch append and commit while this one's flush goes on (GroupCommitter), so appends and
-   * commits keep submission order. A segment's committed length only grows; bytes of a batch
-   * whose commit failed stay behind as dead space in the segment.
+   * Makes one batch durable (docs/STORAGE.md, "Creates"): each create's frames (its images,
+   * then its record) are appended to the log in one writev and fdatasync'd, the durability
+   * point; then the batch's LMDB entries are committed (not synced: checkpoints make them
+   * durable) so the events are visible before their 201. Should that commit fail, the batch's
+   * frames are cut from the log again, so no replay stores what was refused. `release` lets
+   * the next batch start once this one is visible.
    */
   private async commitCreates(batch: PreparedCreate[], release: () => void): Promise<void[]> {
-    const { dbs } = this;
-    const blobs = batch.flatMap((p) => p.blobs);
-    let appended;
+    const frames: FrameToAppend[] = [];
+    const creates: LoggedCreate[] = [];
+    for (const { record, blobs } of batch) {
+      record.created_at = nextUniqueMicros();
+      if (!record.draft) record.finalized_at = record.created_at;
+      const value = encodeRecord(record);
+      for (const blob of blobs) frames.push({ id: blob.fileId, kind: blob.kind, bytes: blob.bytes });
+      const files = blobs.map((b) => ({ fileId: b.fileId, contentType: b.contentType }));
+      frames.push({ id: record.id, kind: 'record', bytes: encodeRecordFrame({ value, files }) });
+      creates.push({ record, value, files: [] });
+    }
+    let appended: Appended;
     try {
-      appended = blobs.length > 0 ? await this.appender.append(blobs) : undefined;
+      appended = await this.appender.append(frames);
     } catch (err) {
       throw fromDiskError(err);
     }
-    try {
-      // Records and index entries go as plain puts: lmdb-js encodes them here and applies them
-      // on its write thread, all in one transaction with the read-modify-write of the
-      // accounting below, which must see every earlier commit (hence a transaction callback).
-      let i = 0;
-      let liveBytes = 0;
-      let drafts = 0;
-      let uploads = 0;
-      let images = 0;
-      for (const { record, blobs: own } of batch) {
-        record.created_at = nextUniqueMicros();
-        if (!record.draft) record.finalized_at = record.created_at;
-        for (const blob of own) {
-          const at = appended!.placed[i++];
-          void dbs.files.put(blob.fileId, {
-            segment: at.segment, offset: at.offset, length: at.length, kind: blob.kind,
-            contentType: blob.contentType, event: record.created_at, crc: at.crc,
-          });
-          liveBytes += at.length;
-        }
-        void dbs.events.put(record.created_at, encodeRecord(record));
-        void dbs.eventIds.put(record.id, record.created_at);
-        for (const key of indexKeysOf(record, this.trackUploads)) void dbs.index.put(key, EMPTY);
-        if (record.draft) drafts++;
-        else if (this.trackUploads) uploads++; // indexKeysOf queued it for upload
-        images += record.images.length;
+    let frame = 0;
+    batch.forEach(({ blobs }, i) => {
+      for (const blob of blobs) {
+        creates[i].files.push({ fileId: blob.fileId, kind: blob.kind, contentType: blob.contentType, at: appended.placed[frame++] });
       }
-      await dbs.root.transaction(() => {
-        if (appended) {
-          const segment = dbs.segments.get(appended.segment) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
-          dbs.segments.putSync(appended.segment, {
-            committed: Math.max(segment.committed, appended.end),
-            liveBytes: segment.liveBytes + liveBytes,
-            liveBlobs: segment.liveBlobs + blobs.length,
-          });
-        }
-        addToCounters(dbs, { events: batch.length, images, drafts, files: blobs.length, liveBlobBytes: liveBytes, uploadsPending: uploads });
-      });
-      // `flushed` of the environment, read right after this commit, covers it.
-      const flushed = dbs.root.flushed;
-      release();
-      await flushed;
+      frame++; // the record frame
+    });
+    try {
+      await indexCreates(this.dbs, creates, { segment: appended.segment, offset: appended.end }, this.trackUploads);
     } catch (err) {
+      await this.appender.rollBack(appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));
       throw fromDiskError(err);
     }
+    release();
+    this.logBytesSinceCheckpoint += appended.end - appended.start;
+    if (this.logBytesSinceCheckpoint >= CHECKPOINT_LOG_BYTES) this.backgroundCheckpoint();
     return batch.map(() => undefined);
   }
+}
 
+function samePosition(a: LogPosition, b: LogPosition): boolean {
+  return a.segment === b.segment && a.offset === b.offset;
 }

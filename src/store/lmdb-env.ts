@@ -69,7 +69,8 @@ export interface StoreDatabases {
 export function openDatabases(dataDir: string): StoreDatabases {
   const dbPath = path.join(dataDir, 'db');
   fs.mkdirSync(dbPath, { recursive: true });
-  const root = open({ path: dbPath, maxDbs: 16, mapSize: 32 * 1024 ** 3, cache: false });
+  // noSync: commits are made durable by checkpoints (checkpoint.ts), never one by one.
+  const root = open({ path: dbPath, maxDbs: 16, mapSize: 32 * 1024 ** 3, cache: false, noSync: true });
   return {
     root,
     events: root.openDB({ name: 'events', encoding: 'binary' }),

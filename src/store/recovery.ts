@@ -1,35 +1,128 @@
 /**
- * Start-up recovery (DESIGN.md, "Recovery"): staging emptied, segment tails beyond the last
- * committed blob truncated, and files in blobs/ that no segment entry references removed.
- * Cheap with a million events stored: it walks segments, never records.
+ * Start-up recovery (docs/STORAGE.md, "Recovery"): with LMDB at its last checkpoint (or as a
+ * clean stop left it), the creates logged after the position the index covers are replayed
+ * into it, idempotently, up to the first torn frame; then segment tails the index does not
+ * cover are cut, files in blobs/ no segment entry knows are removed and staging is emptied.
+ * After a clean stop nothing is replayed: start-up walks segment entries, never records.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { SEGMENT_ROLL_BYTES, segmentFileName, segmentNumberOf } from './blob-log.js';
-import type { StoreDatabases } from './lmdb-env.js';
+import type { LogPosition } from './checkpoint.js';
+import { indexCreates, indexedLogPosition, LOG_POSITION_KEY, type LoggedCreate } from './create-index.js';
+import type { FileKind, StoreDatabases } from './lmdb-env.js';
+import { decodeRecord } from './record-codec.js';
+import { decodeRecordFrame } from './record-frame.js';
+import { blobCrcMatches, scanFrames, type ScannedFrame } from './segment-frames.js';
+
+/** Creates indexed per replay transaction. */
+const REPLAY_BATCH = 1000;
 
 export interface RecoveryResult {
-  /** Highest segment number seen in LMDB or on disk (0 when none). */
+  /** Highest segment number seen in LMDB, on disk or in the log position (0 when none). */
   lastSegment: number;
   /** The segment to keep appending to, when the newest one has room. */
   activeSegment: { segment: number; committed: number } | undefined;
   /** created_at (µs) of the newest record, 0 when empty. */
   lastCreatedAt: number;
+  /** Creates found in the log beyond the index's position and indexed now. */
+  replayed: number;
   stagingFilesRemoved: number;
   tailsTruncated: number;
   orphanedDiskFilesRemoved: number;
 }
 
+/** Segment numbers of the files in blobs/, ascending. */
+async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
+  return (await fsp.readdir(blobsDir)).map(segmentNumberOf).filter((n): n is number => n !== undefined).sort((a, b) => a - b);
+}
+
 /**
- * Brings DATA_DIR's files in line with LMDB's committed state.
- * @throws the fs error when blobs/ or staging/ cannot be read
+ * Indexes the creates logged in segment `segment` from `start` (bytes) that the index lacks.
+ * Stops at the first torn frame, or at the first create one of whose blobs fails its CRC:
+ * appends are sequential, so nothing after it was acknowledged.
+ * @returns how many creates were indexed
  */
-export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagingDir: string): Promise<RecoveryResult> {
+async function replaySegment(dbs: StoreDatabases, file: string, segment: number, start: number, trackUploads: boolean): Promise<number> {
+  const handle = await fsp.open(file, 'r');
+  let replayed = 0;
+  try {
+    const blobs = new Map<string, ScannedFrame>();
+    let batch: LoggedCreate[] = [];
+    let end = start;
+    const flush = async () => {
+      if (batch.length === 0) return;
+      await indexCreates(dbs, batch, { segment, offset: end }, trackUploads);
+      replayed += batch.length;
+      batch = [];
+    };
+    for await (const frame of scanFrames(handle, start)) {
+      if (frame.kind !== 'record') {
+        blobs.set(frame.id, frame);
+        continue;
+      }
+      const { value, files } = decodeRecordFrame(frame.data!);
+      const record = decodeRecord(value);
+      const placed = files.map(({ fileId, contentType }) => ({ fileId, contentType, frame: blobs.get(fileId) }));
+      const whole = await Promise.all(placed.map(({ frame: blob }) => (blob ? blobCrcMatches(handle, blob) : false)));
+      if (whole.includes(false)) break;
+      end = frame.offset + frame.length;
+      blobs.clear();
+      if (dbs.eventIds.get(record.id) !== undefined) continue;
+      batch.push({
+        record,
+        value,
+        files: placed.map(({ fileId, contentType, frame: blob }) => ({
+          fileId, contentType, kind: blob!.kind as FileKind,
+          at: { segment, offset: blob!.offset, length: blob!.length, crc: blob!.crc },
+        })),
+      });
+      if (batch.length >= REPLAY_BATCH) await flush();
+    }
+    await flush();
+  } finally {
+    await handle.close();
+  }
+  return replayed;
+}
+
+/**
+ * Replays the log after the index's position (every segment from the position's on, in
+ * order). A store without a position (new, or written by an engine that synced every commit)
+ * starts its log after every segment it has.
+ * @returns creates replayed and the position's segment
+ */
+async function replayLog(dbs: StoreDatabases, blobsDir: string, trackUploads: boolean): Promise<{ replayed: number; positionSegment: number }> {
+  const onDisk = await segmentsOnDisk(blobsDir);
+  const position: LogPosition | undefined = indexedLogPosition(dbs);
+  if (!position) {
+    let last = onDisk.at(-1) ?? 0;
+    for (const key of dbs.segments.getKeys()) last = Math.max(last, key);
+    const start = { segment: last + 1, offset: 0 };
+    await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, start));
+    return { replayed: 0, positionSegment: start.segment };
+  }
+  let replayed = 0;
+  for (const segment of onDisk.filter((n) => n >= position.segment)) {
+    const from = segment === position.segment ? position.offset : 0;
+    replayed += await replaySegment(dbs, path.join(blobsDir, segmentFileName(segment)), segment, from, trackUploads);
+  }
+  return { replayed, positionSegment: position.segment };
+}
+
+/**
+ * Brings the index up to the log, then DATA_DIR's files in line with the index.
+ * @param trackUploads cloud upload is on: replayed finalized creates join the upload queue
+ * @throws the fs error when blobs/ or staging/ cannot be read, the lmdb error of a failed commit
+ */
+export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagingDir: string, trackUploads: boolean): Promise<RecoveryResult> {
+  const { replayed, positionSegment } = await replayLog(dbs, blobsDir, trackUploads);
+
   const stagingFiles = await fsp.readdir(stagingDir);
   await Promise.all(stagingFiles.map((f) => fsp.rm(path.join(stagingDir, f), { force: true, recursive: true })));
 
-  let lastSegment = 0;
+  let lastSegment = positionSegment;
   let tailsTruncated = 0;
   let newest: { segment: number; committed: number; sealed: boolean } | undefined;
   const known = new Set<number>();
@@ -64,6 +157,7 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
     lastSegment,
     activeSegment,
     lastCreatedAt: lastKey ?? 0,
+    replayed,
     stagingFilesRemoved: stagingFiles.length,
     tailsTruncated,
     orphanedDiskFilesRemoved,

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { checksum, FRAME_HEADER_BYTES, frameHeader } from './blob-log.js';
+import { checksum, FRAME_HEADER_BYTES, frameHeader } from './segment-frames.js';
 import type { FileKind } from './lmdb-env.js';
 
 /** A staged upload, complete and durable, waiting to be committed. Sizes in bytes. */

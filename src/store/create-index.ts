@@ -1,0 +1,93 @@
+/**
+ * The LMDB entries of creates (docs/STORAGE.md, "The index"): written by the group commit right
+ * after the creates' frames are durable in the log, and by recovery when it replays frames the
+ * index had not covered. Both go through `indexCreates`, so a replayed create gets exactly the
+ * entries a live one gets.
+ */
+import type { AppendedFrame } from './blob-log.js';
+import type { LogPosition } from './checkpoint.js';
+import { EMPTY, indexKeysOf } from './index-keys.js';
+import { addToCounters, type FileKind, type StoreDatabases } from './lmdb-env.js';
+import type { EventRecord } from './record-codec.js';
+
+/** A file of a create and where its frame landed. */
+export interface PlacedFile {
+  fileId: string;
+  kind: FileKind;
+  contentType: string;
+  at: AppendedFrame;
+}
+
+/** A create whose frames are durable in the log: its record, stored value and files. */
+export interface LoggedCreate {
+  record: EventRecord;
+  /** The record as the `events` database stores it (record-codec.ts). */
+  value: Buffer;
+  files: PlacedFile[];
+}
+
+/** Where the `meta` database keeps the log position the index covers. */
+export const LOG_POSITION_KEY = 'logPosition';
+
+/** The log position the index covers, read in the current transaction (undefined: none yet). */
+export function indexedLogPosition(dbs: StoreDatabases): LogPosition | undefined {
+  return dbs.meta.get(LOG_POSITION_KEY) as LogPosition | undefined;
+}
+
+/**
+ * Commits the LMDB entries of `creates` in one transaction, with the segment accounting, the
+ * counters and the log position `logEnd` they bring the index to. Records and index entries
+ * go as plain puts (lmdb-js encodes them here and applies them on its write thread, in the same
+ * transaction as the read-modify-write of the accounting, which must see every earlier commit).
+ * @param trackUploads cloud upload is on: finalized creates join the upload queue
+ * @throws the lmdb error of a failed commit (nothing of the batch is then in the index)
+ */
+export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[], logEnd: LogPosition, trackUploads: boolean): Promise<void> {
+  const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
+  let drafts = 0;
+  let uploads = 0;
+  let images = 0;
+  let files = 0;
+  let liveBytes = 0;
+  for (const { record, value, files: own } of creates) {
+    for (const file of own) {
+      const { at } = file;
+      void dbs.files.put(file.fileId, {
+        segment: at.segment, offset: at.offset, length: at.length, kind: file.kind,
+        contentType: file.contentType, event: record.created_at, crc: at.crc,
+      });
+      const segment = bySegment.get(at.segment) ?? { end: 0, bytes: 0, blobs: 0 };
+      segment.end = Math.max(segment.end, at.offset + at.length);
+      segment.bytes += at.length;
+      segment.blobs++;
+      bySegment.set(at.segment, segment);
+      liveBytes += at.length;
+    }
+    files += own.length;
+    void dbs.events.put(record.created_at, value);
+    void dbs.eventIds.put(record.id, record.created_at);
+    for (const key of indexKeysOf(record, trackUploads)) void dbs.index.put(key, EMPTY);
+    if (record.draft) drafts++;
+    else if (trackUploads) uploads++; // indexKeysOf queued it for upload
+    images += record.images.length;
+  }
+  const logged = bySegment.get(logEnd.segment) ?? { end: 0, bytes: 0, blobs: 0 };
+  logged.end = Math.max(logged.end, logEnd.offset);
+  bySegment.set(logEnd.segment, logged);
+  await dbs.root.transaction(() => {
+    for (const [number, added] of bySegment) {
+      const segment = dbs.segments.get(number) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
+      dbs.segments.putSync(number, {
+        ...segment,
+        committed: Math.max(segment.committed, added.end),
+        liveBytes: segment.liveBytes + added.bytes,
+        liveBlobs: segment.liveBlobs + added.blobs,
+      });
+    }
+    const position = indexedLogPosition(dbs);
+    if (!position || position.segment < logEnd.segment || (position.segment === logEnd.segment && position.offset < logEnd.offset)) {
+      dbs.meta.putSync(LOG_POSITION_KEY, logEnd);
+    }
+    addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes, uploadsPending: uploads });
+  });
+}

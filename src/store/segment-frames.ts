@@ -1,0 +1,114 @@
+/**
+ * The frame format of segment files (docs/STORAGE.md, "The segment log"). A segment is a
+ * sequence of frames; each frame can be verified on its own:
+ *
+ *   magic "EEB1" (4) | kind (1) | reserved (3) | id, uuid bytes (16) | length u64 BE (8) |
+ *   CRC32C of the data u32 BE (4) | data (length bytes)
+ *
+ * Kinds: 1 image, 2 video, 3 local-only file (blob frames: the id is the file id, the data the
+ * file's bytes) and 16 record (the id is the event id, the data a record frame, see
+ * record-frame.ts). A frame whose header or CRC does not check is torn: a scan stops there.
+ */
+import fsp from 'node:fs/promises';
+import { crc32c } from '@node-rs/crc32';
+import type { FileKind } from './lmdb-env.js';
+
+export const FRAME_HEADER_BYTES = 36;
+const MAGIC = 0x45454231; // "EEB1"
+/** Largest record frame a scan accepts (bytes): records are bounded by MAX_RECORD_SIZE_BYTES. */
+const MAX_RECORD_FRAME_BYTES = 64 * 1024 * 1024;
+
+/** What a frame holds: a blob of one of the file kinds, or an event's record. */
+export type FrameKind = FileKind | 'record';
+
+const KIND_CODES: Record<FrameKind, number> = { image: 1, video: 2, local_only: 3, record: 16 };
+const KINDS_BY_CODE = new Map<number, FrameKind>(Object.entries(KIND_CODES).map(([kind, code]) => [code, kind as FrameKind]));
+
+/** CRC32C of a buffer, chainable with `initial`. */
+export function checksum(bytes: Uint8Array, initial = 0): number {
+  return crc32c(bytes, initial) >>> 0;
+}
+
+/** Builds the header of a frame whose data is `length` bytes with CRC32C `crc`. */
+export function frameHeader(id: string, kind: FrameKind, length: number, crc: number): Buffer {
+  const header = Buffer.alloc(FRAME_HEADER_BYTES);
+  header.writeUInt32BE(MAGIC, 0);
+  header.writeUInt8(KIND_CODES[kind], 4);
+  header.write(id.replaceAll('-', ''), 8, 16, 'hex');
+  header.writeBigUInt64BE(BigInt(length), 24);
+  header.writeUInt32BE(crc >>> 0, 32);
+  return header;
+}
+
+/** A frame found by a scan. Offsets in bytes from the start of the segment file. */
+export interface ScannedFrame {
+  kind: FrameKind;
+  /** The file id (blob frames) or event id (record frames), as a uuid string. */
+  id: string;
+  /** Offset of the first data byte. */
+  offset: number;
+  length: number;
+  crc: number;
+  /** The data, for record frames only (blob data is not read, only checked). */
+  data: Buffer | undefined;
+}
+
+function uuidOf(bytes: Buffer): string {
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Reads exactly `length` bytes at `position`, or fewer at the end of the file. */
+async function readAt(handle: fsp.FileHandle, target: Buffer, position: number): Promise<number> {
+  let done = 0;
+  while (done < target.length) {
+    const { bytesRead } = await handle.read(target, done, target.length - done, position + done);
+    if (bytesRead === 0) break;
+    done += bytesRead;
+  }
+  return done;
+}
+
+/**
+ * Walks the frames of an open segment file from `start` (bytes). Each header is checked and a
+ * record frame's data read and checked against its CRC; a blob frame's data is not read (a
+ * segment may hold gigabytes of video): `blobCrcMatches` checks it when it matters. Stops at the
+ * end of the file or at the first torn frame.
+ * @throws the fs error of a failed read
+ */
+export async function* scanFrames(handle: fsp.FileHandle, start: number): AsyncGenerator<ScannedFrame, void, void> {
+  const size = (await handle.stat()).size;
+  const header = Buffer.alloc(FRAME_HEADER_BYTES);
+  let at = start;
+  while (at + FRAME_HEADER_BYTES <= size) {
+    if ((await readAt(handle, header, at)) < FRAME_HEADER_BYTES || header.readUInt32BE(0) !== MAGIC) return;
+    const kind = KINDS_BY_CODE.get(header.readUInt8(4));
+    const length = Number(header.readBigUInt64BE(24));
+    const crc = header.readUInt32BE(32);
+    const offset = at + FRAME_HEADER_BYTES;
+    if (!kind || offset + length > size || (kind === 'record' && length > MAX_RECORD_FRAME_BYTES)) return;
+    let data: Buffer | undefined;
+    if (kind === 'record') {
+      data = Buffer.allocUnsafe(length);
+      if ((await readAt(handle, data, offset)) < length || checksum(data) !== crc) return;
+    }
+    yield { kind, id: uuidOf(header.subarray(8, 24)), offset, length, crc, data };
+    at = offset + length;
+  }
+}
+
+/**
+ * Whether a blob frame's data matches its CRC, read in 1 MiB chunks.
+ * @throws the fs error of a failed read
+ */
+export async function blobCrcMatches(handle: fsp.FileHandle, frame: ScannedFrame): Promise<boolean> {
+  const chunk = Buffer.allocUnsafe(Math.min(frame.length, 1024 * 1024));
+  let crc = 0;
+  for (let done = 0; done < frame.length;) {
+    const part = chunk.subarray(0, Math.min(chunk.length, frame.length - done));
+    if ((await readAt(handle, part, frame.offset + done)) < part.length) return false;
+    crc = checksum(part, crc);
+    done += part.length;
+  }
+  return crc === frame.crc;
+}
