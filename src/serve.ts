@@ -31,8 +31,10 @@ export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]);
   const store = await EventStore.open(config.dataDir, {
     trackUploads: config.cloudUploadUrl !== undefined,
+    checkpointIntervalMs: config.checkpointIntervalMs,
     onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
   });
+  log.info({ store: store.opened }, 'store opened');
   const lifecycle = new Lifecycle(config, store, log);
   // The worker loads while the server already answers: start-up time is the HTTP side's.
   const workerReady = lifecycle.start();

@@ -9,6 +9,7 @@ import { isProtected } from '../src/lifecycle/cleanup.js';
 import { runUploadPass } from '../src/lifecycle/cloud-uploader.js';
 import { createLogger } from '../src/logger.js';
 import { deleteFiles } from '../src/store/event-deletion.js';
+import { EventStore } from '../src/store/event-store.js';
 import { deadLetterKey, EMPTY, uploadKey } from '../src/store/index-keys.js';
 import { StoreView } from '../src/store/store-view.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
@@ -212,7 +213,7 @@ t.test('runUploadPass: hung and dropped requests are retried, a vanished image i
   cloud.heal();
 
   const config = loadConfig({ DATA_DIR: store.dataDir, ...cloudEnv(cloud) });
-  const view = StoreView.openView(store.dataDir, { trackUploads: true });
+  const view = await EventStore.open(store.dataDir, { trackUploads: true }); // it deletes a file: a writer
   t.teardown(() => view.close());
   const record = view.getEvent(event.id)!;
   await deleteFiles(view, [{ createdAt: record.created_at, fileId: record.images[0].input_file_id! }]);

@@ -50,6 +50,16 @@ interface PreparedCreate {
   blobs: { fileId: string; kind: FileKind; bytes: Buffer; contentType: string }[];
 }
 
+/** How the last open found the store (docs/STORAGE.md, "Recovery"). */
+export interface OpenReport {
+  /** `clean`: stopped cleanly; `restored`: LMDB put back to its checkpoint; `none`: no checkpoint yet. */
+  checkpoint: 'none' | 'clean' | 'restored';
+  /** Creates replayed from the log into the index. */
+  replayed: number;
+  /** Time the open took (ms). */
+  ms: number;
+}
+
 /** Settings of the write path. */
 export interface EventStoreOptions extends StoreOptions {
   /** Time between checkpoints (ms): bounds the log replayed after an unclean stop. */
@@ -68,6 +78,8 @@ export class EventStore extends StoreView {
   private nextSegment: number;
   private readonly checkpointTimer: NodeJS.Timeout;
   private logBytesSinceCheckpoint = 0;
+  /** How the open that made this store found it. */
+  opened: OpenReport = { checkpoint: 'none', replayed: 0, ms: 0 };
 
   private constructor(
     dbs: StoreDatabases,
@@ -94,6 +106,7 @@ export class EventStore extends StoreView {
    *   does not match the index it was taken of
    */
   static async open(dataDir: string, options: EventStoreOptions = { trackUploads: false }): Promise<EventStore> {
+    const started = performance.now();
     const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
     const unlock = lockDataDir(dataDir);
     try {
@@ -108,7 +121,7 @@ export class EventStore extends StoreView {
       }
       // From here until a clean close the checkpoint file says "unclean".
       await checkpointer.take();
-      const { lastSegment, activeSegment, lastCreatedAt } = await recoverStore(dbs, blobsDir, stagingDir, options.trackUploads);
+      const { lastSegment, activeSegment, lastCreatedAt, replayed } = await recoverStore(dbs, blobsDir, stagingDir, options.trackUploads);
       await completeCounters(dbs, () => dbs.index.getKeysCount({ start: uploadKey(-Infinity), end: uploadKey(Infinity) }));
       await checkpointer.take();
       nextUniqueMicros(lastCreatedAt);
@@ -116,6 +129,7 @@ export class EventStore extends StoreView {
       const appender = new SegmentAppender(blobsDir, () => store!.allocateSegment());
       store = new EventStore(dbs, dataDir, appender, checkpointer, unlock, lastSegment, options);
       if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
+      store.opened = { checkpoint: restored.kind, replayed, ms: Math.round(performance.now() - started) };
       return store;
     } catch (err) {
       unlock();

@@ -1,0 +1,132 @@
+/**
+ * Recovery (docs/STORAGE.md, "Checkpoints" and "Recovery"): after a kill -9 the index is put
+ * back to its last checkpoint and the log replayed, so every acknowledged event is there with
+ * its exact image bytes; replay is idempotent; changes made durable by a checkpoint (finalize,
+ * reset) are never undone by it; a clean stop replays nothing.
+ */
+import { once } from 'node:events';
+import t from 'tap';
+import { EventStore } from '../src/store/event-store.js';
+import { LOG_POSITION_KEY } from '../src/store/create-index.js';
+import { openDatabases } from '../src/store/lmdb-env.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
+import { spawnStore, type SpawnedStore } from './support/spawned-store.js';
+import { startStore, tempDataDir } from './support/store-server.js';
+
+/** No periodic checkpoint within a test: only what the store checkpoints on its own. */
+const RARE_CHECKPOINTS = { CHECKPOINT_INTERVAL_MS: '3600000', CLEANUP_INTERVAL_SECONDS: '3600' };
+
+async function kill(store: SpawnedStore): Promise<void> {
+  const exited = once(store.child, 'exit');
+  store.child.kill('SIGKILL');
+  await exited;
+}
+
+/** The `store opened` report of a spawned store's log. */
+function openReport(store: SpawnedStore): { checkpoint: string; replayed: number } {
+  const line = store.output().split('\n').find((l) => l.includes('"msg":"store opened"'));
+  if (!line) throw new Error(`no "store opened" line in: ${store.output().slice(0, 500)}`);
+  return JSON.parse(line).store;
+}
+
+t.test('kill -9: the index goes back to its checkpoint and the log replays every acknowledged create', async (t) => {
+  const dataDir = tempDataDir();
+  const env = { PORT: '0', DATA_DIR: dataDir, ...RARE_CHECKPOINTS };
+  let store = await spawnStore(env);
+  t.teardown(() => void store.child.kill('SIGKILL'));
+  const images = ['cat.jpg', 'camera.jpg', 'rocket.jpg'];
+  const created: { id: string; image_ids: string[]; image: string }[] = [];
+  await Promise.all(Array.from({ length: 8 }, async (_, writer) => {
+    for (let i = 0; i < 25; i++) {
+      const image = images[(writer + i) % images.length];
+      const body = i % 5 === 0
+        ? imageEvent({ deviceId: `cam-${writer}`, customMetadata: { n: i } }, image)
+        : smallEvent({ device_id: `cam-${writer}`, custom_metadata: { n: i } });
+      const res = await postJson(`${store.url}/v2/events`, body);
+      t.equal(res.status, 201);
+      created.push({ id: res.body.id, image_ids: res.body.image_ids ?? [], image });
+    }
+  }));
+  await kill(store);
+
+  store = await spawnStore(env);
+  const report = openReport(store);
+  t.equal(report.checkpoint, 'restored', 'the index was put back to its checkpoint');
+  t.ok(report.replayed > 0, `creates replayed from the log: ${report.replayed}`);
+  for (const { id, image_ids, image } of created) {
+    const got = await getJson(`${store.url}/v2/events/${id}`);
+    if (got.status !== 200) t.fail(`event ${id} lost`);
+    for (const fileId of image_ids) {
+      const bytes = Buffer.from(await (await fetch(`${store.url}/images/${fileId}`)).arrayBuffer());
+      if (!bytes.equals(fixture(image))) t.fail(`image ${fileId} differs`);
+    }
+  }
+  const stats = (await getJson(`${store.url}/stats`)).body.current;
+  t.equal(stats.total_events, created.length, 'the counters agree with the events');
+  t.equal(stats.total_images, created.filter((c) => c.image_ids.length > 0).length);
+  const perDevice = (await getJson(`${store.url}/v2/events?device_id=cam-3&metadata_filter=n:eq:10&limit=100`)).body;
+  t.equal(perDevice.events.length, 1, 'the replayed index entries answer filtered lists');
+
+  await kill(store);
+  store = await spawnStore(env);
+  t.same(openReport(store), { ...openReport(store), checkpoint: 'restored', replayed: 0 }, 'nothing left to replay after a recovery');
+  t.equal((await getJson(`${store.url}/stats`)).body.current.total_events, created.length);
+});
+
+t.test('kill -9 never undoes a finalize or a reset: both are checkpointed before they answer', async (t) => {
+  const dataDir = tempDataDir();
+  const env = { PORT: '0', DATA_DIR: dataDir, ...RARE_CHECKPOINTS };
+  let store = await spawnStore(env);
+  t.teardown(() => void store.child.kill('SIGKILL'));
+  const draft = (await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }))).body;
+  const finalized = await postJson(`${store.url}/v2/events/${draft.id}/finalize`, '');
+  t.equal(finalized.status, 200);
+  await kill(store);
+  store = await spawnStore(env);
+  const event = (await getJson(`${store.url}/v2/events/${draft.id}`)).body;
+  t.same([event.draft, event.finalized_at], [false, finalized.body.finalized_at], 'still finalized');
+
+  const doomed = (await postJson(`${store.url}/v2/events`, imageEvent())).body;
+  const token = (await postJson(`${store.url}/reset/request`, '')).body.reset_token;
+  t.equal((await postJson(`${store.url}/reset/confirm`, { reset_token: token })).status, 200);
+  await kill(store);
+  store = await spawnStore(env);
+  t.equal((await getJson(`${store.url}/v2/events/${doomed.id}`)).status, 404, 'a reset event stays deleted');
+  t.equal((await getJson(`${store.url}/stats`)).body.current.total_events, 0);
+  const after = await postJson(`${store.url}/v2/events`, imageEvent());
+  t.equal(after.status, 201, 'and the store takes events again');
+  await kill(store);
+  store = await spawnStore(env);
+  t.equal((await getJson(`${store.url}/v2/events/${after.body.id}`)).status, 200, 'a create after the reset is replayed');
+});
+
+t.test('replay is idempotent: a log replayed over an index that has it changes nothing', async (t) => {
+  const first = await startStore();
+  const ids: string[] = [];
+  for (let i = 0; i < 30; i++) ids.push((await postJson(`${first.url}/v2/events`, i % 3 ? smallEvent() : imageEvent())).body.id);
+  const before = (await getJson(`${first.url}/stats`)).body.current;
+  await first.stop();
+
+  // Rewind the position the index says it covers to the start of the log.
+  const dbs = openDatabases(first.dataDir);
+  const position = dbs.meta.get(LOG_POSITION_KEY) as { segment: number; offset: number };
+  await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, { segment: position.segment, offset: 0 }));
+  await dbs.root.close();
+
+  const reopened = await EventStore.open(first.dataDir);
+  t.same([reopened.opened.checkpoint, reopened.opened.replayed], ['clean', 0], 'every logged create was found in the index');
+  t.same(reopened.counters().events, before.total_events);
+  t.same(reopened.counters().images, before.total_images);
+  for (const id of ids) t.ok(reopened.getEvent(id), `event ${id} kept`);
+  await reopened.close();
+});
+
+t.test('a clean stop replays nothing and opens LMDB as it is', async (t) => {
+  const first = await startStore();
+  await postJson(`${first.url}/v2/events`, imageEvent());
+  await first.stop();
+  const reopened = await EventStore.open(first.dataDir);
+  t.same([reopened.opened.checkpoint, reopened.opened.replayed], ['clean', 0]);
+  t.equal(reopened.counters().events, 1);
+  await reopened.close();
+});
