@@ -130,3 +130,42 @@ t.test('a clean stop replays nothing and opens LMDB as it is', async (t) => {
   t.equal(reopened.counters().events, 1);
   await reopened.close();
 });
+
+t.test('an index commit that fails cuts its batch from the log: refused creates never come back', async (t) => {
+  // Fault injection: the index commit of the second batch fails (on a device: ENOSPC or EIO
+  // while LMDB grows its file). Everything else is the real store on a real directory.
+  let commits = 0;
+  const real = await import('../src/store/create-index.js');
+  const { EventStore: FaultyStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
+    '../src/store/create-index.js': {
+      ...real,
+      indexCreates: (...args: Parameters<typeof real.indexCreates>) => (++commits === 2 ? Promise.reject(new Error('EIO: injected')) : real.indexCreates(...args)),
+    },
+  });
+  const dataDir = tempDataDir();
+  const store = await FaultyStore.open(dataDir);
+  const fields = {
+    solution: null, workflow_id: null, workflow_version: null, inference_timestamp: '2026-11-22T01:00:00Z',
+    device_id: 'cam-1', stream_id: null, image_id: null, event_schema: 'custom', event_data: {}, custom_metadata: {},
+    display_image_position: null, draft: false,
+  };
+  const first = await store.create({ fields, images: [] });
+  const refused = await store.create({ fields, images: [] }).catch((err: Error) => err);
+  t.ok(refused instanceof Error, 'the create whose index commit failed is refused');
+  const third = await store.create({ fields, images: [] });
+  t.ok(store.getEvent(third.id), 'the store keeps taking creates');
+  await store.close();
+
+  // Replay everything the log holds: the refused create is not in it.
+  const dbs = openDatabases(dataDir);
+  const position = dbs.meta.get(LOG_POSITION_KEY) as { segment: number; offset: number };
+  await dbs.root.transaction(() => {
+    dbs.meta.putSync(LOG_POSITION_KEY, { segment: position.segment, offset: 0 });
+    dbs.eventIds.removeSync(first.id);
+  });
+  await dbs.root.close();
+  const reopened = await EventStore.open(dataDir);
+  t.equal(reopened.opened.replayed, 1, 'only the first create was missing from the index');
+  t.same([reopened.dbs.events.getCount(), Boolean(reopened.getEvent(third.id))], [2, true], 'and nothing refused was replayed');
+  await reopened.close();
+});

@@ -35,6 +35,8 @@ export interface Appended {
   start: number;
   /** The segment's new end. */
   end: number;
+  /** Roll-backs before this append (SegmentAppender.rollBack): an append is cut by the next one. */
+  epoch: number;
 }
 
 /** File name of segment `n` inside blobs/. */
@@ -55,6 +57,7 @@ export class SegmentAppender {
   private handle: fsp.FileHandle | undefined;
   private segment = 0;
   private end = 0;
+  private epoch = 0;
   /** The append under way; the next one starts after it. */
   private tail: Promise<void> = Promise.resolve();
 
@@ -102,7 +105,7 @@ export class SegmentAppender {
       await writeAll(handle, buffers, start);
       await handle.datasync();
       this.end = offset;
-      return { placed, segment: this.segment, start, end: offset };
+      return { placed, segment: this.segment, start, end: offset, epoch: this.epoch };
     } catch (err) {
       await handle.truncate(start).catch(() => undefined);
       throw err;
@@ -110,16 +113,33 @@ export class SegmentAppender {
   }
 
   /**
-   * Cuts the active segment back to `start` (bytes) when `appended` was its last append: the
-   * frames of a batch whose index commit failed must not be replayed at the next start-up.
+   * Cuts the log back to where `appended` began, taking every later append with it (they were
+   * made after it, so their frames follow): the frames of a batch whose index commit failed
+   * must not be replayed at the next start-up. Appends made before the cut carry the old
+   * `epoch`; later ones a higher one.
    * @throws the fs error of a failed truncate
    */
   rollBack(appended: Appended): Promise<void> {
     const result = this.tail.then(async () => {
-      if (!this.handle || this.segment !== appended.segment || this.end !== appended.end) return;
-      await this.handle.truncate(appended.start);
-      await this.handle.datasync();
-      this.end = appended.start;
+      if (appended.epoch !== this.epoch) return; // an earlier roll-back already cut it
+      this.epoch++;
+      if (this.handle && this.segment !== appended.segment) {
+        // The log rolled since: the newer segment holds only later appends.
+        await this.handle.truncate(0);
+        await this.handle.datasync();
+        this.end = 0;
+        const older = await fsp.open(path.join(this.blobsDir, segmentFileName(appended.segment)), 'r+');
+        try {
+          await older.truncate(appended.start);
+          await older.datasync();
+        } finally {
+          await older.close();
+        }
+      } else if (this.handle) {
+        await this.handle.truncate(appended.start);
+        await this.handle.datasync();
+        this.end = appended.start;
+      }
     });
     this.tail = result.then(() => undefined, () => undefined);
     return result;

@@ -78,6 +78,10 @@ export class EventStore extends StoreView {
   private nextSegment: number;
   private readonly checkpointTimer: NodeJS.Timeout;
   private logBytesSinceCheckpoint = 0;
+  /** The index stage of the last batch: batches are indexed one after another, in log order. */
+  private indexing: Promise<void> = Promise.resolve();
+  /** Appends of this epoch or older were cut from the log after a failed index commit. */
+  private cutEpoch = -1;
   /** How the open that made this store found it. */
   opened: OpenReport = { checkpoint: 'none', replayed: 0, ms: 0 };
 
@@ -336,9 +340,10 @@ export class EventStore extends StoreView {
    * Makes one batch durable (docs/STORAGE.md, "Creates"): each create's frames (its images,
    * then its record) are appended to the log in one writev and fdatasync'd, the durability
    * point; then the batch's LMDB entries are committed (not synced: checkpoints make them
-   * durable) so the events are visible before their 201. Should that commit fail, the batch's
-   * frames are cut from the log again, so no replay stores what was refused. `release` lets
-   * the next batch start once this one is visible.
+   * durable) so the events are visible before their 201. Once its append is done `release`
+   * lets the next batch append while this one is indexed; index commits stay in log order.
+   * Should one fail, the log is cut back to that batch's frames, taking every later batch's
+   * with it, and those batches are refused too: no replay stores what was refused.
    */
   private async commitCreates(batch: PreparedCreate[], release: () => void): Promise<void[]> {
     const frames: FrameToAppend[] = [];
@@ -358,6 +363,7 @@ export class EventStore extends StoreView {
     } catch (err) {
       throw fromDiskError(err);
     }
+    release();
     let frame = 0;
     batch.forEach(({ blobs }, i) => {
       for (const blob of blobs) {
@@ -365,13 +371,22 @@ export class EventStore extends StoreView {
       }
       frame++; // the record frame
     });
+    const indexed = this.indexing.then(async () => {
+      if (appended.epoch <= this.cutEpoch) throw new Error('an earlier batch failed to commit; the log was cut back before this one');
+      try {
+        await indexCreates(this.dbs, creates, { segment: appended.segment, offset: appended.end }, this.trackUploads);
+      } catch (err) {
+        this.cutEpoch = appended.epoch;
+        await this.appender.rollBack(appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));
+        throw err;
+      }
+    });
+    this.indexing = indexed.catch(() => undefined);
     try {
-      await indexCreates(this.dbs, creates, { segment: appended.segment, offset: appended.end }, this.trackUploads);
+      await indexed;
     } catch (err) {
-      await this.appender.rollBack(appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));
       throw fromDiskError(err);
     }
-    release();
     this.logBytesSinceCheckpoint += appended.end - appended.start;
     if (this.logBytesSinceCheckpoint >= CHECKPOINT_LOG_BYTES) this.backgroundCheckpoint();
     return batch.map(() => undefined);

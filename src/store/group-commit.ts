@@ -1,14 +1,12 @@
 /**
- * Group commit (DESIGN.md, "Storage engine invariants"): jobs submitted in the same event turn,
- * or while an earlier batch is being committed, go together in one batch, so concurrent creates
- * share one segment append, one fdatasync and one LMDB commit.
+ * Group commit (docs/STORAGE.md, "Creates"): jobs submitted in the same event turn, or while an
+ * earlier batch is being appended, go together in one batch, so concurrent creates share one log
+ * append, one fdatasync and one LMDB commit.
  *
- * A batch has two stages: until `release` is called (the store calls it once the batch's LMDB
- * transaction has committed) no other batch starts, so appends and commits stay in submission
- * order and lmdb-js is never handed a second transaction while its write thread is busy (which
- * blocks the main thread); after `release`, the batch only waits for its flush to disk, and the
- * next batch is built and committed meanwhile (LMDB's overlapping sync). Jobs resolve when their
- * own batch is durable.
+ * A batch has two stages: until `release` is called (the store calls it once the batch's frames
+ * are durable in the log) no other batch starts, so appends keep submission order; after
+ * `release`, the next batch is built and appended while this one is committed to the index
+ * (the store keeps those commits in order). Jobs resolve when their own batch is done.
  */
 
 interface Waiting<Job, Result> {
@@ -22,7 +20,7 @@ export class GroupCommitter<Job, Result> {
   private queue: Waiting<Job, Result>[] = [];
   /** Batches started and not yet released (at most one). */
   private committing = 0;
-  /** Batches started and not yet settled (committing, or released and flushing). */
+  /** Batches started and not yet settled (appending, or released and indexing). */
   private inFlight = 0;
   private scheduled = false;
   private paused = false;
@@ -31,7 +29,7 @@ export class GroupCommitter<Job, Result> {
 
   /**
    * @param commitBatch makes a batch durable; calls `release` once the next batch may start (its
-   *   commit is done and only the flush remains; never calling it just means no overlap);
+   *   append is done and only its index commit remains; never calling it just means no overlap);
    *   resolves with one result per job in order, or rejects to fail every job of the batch
    * @param maxBatch most jobs in one batch
    */
