@@ -91,6 +91,10 @@ function engineLines(res, list) {
     if (byEngine[ours.engine] && byEngine[e.engine]) {
       rows.push(`| HTTP ceiling (ceilings/http-hello.js) | req/s | ${int(byEngine[ours.engine].rate)} | ${int(byEngine[e.engine].rate)} | ${pct(byEngine[e.engine].rate / byEngine[ours.engine].rate)} |`);
     }
+    const [ourCeiling, theirs] = [res.ceilings.noStorageByEngine?.[ours.engine], res.ceilings.noStorageByEngine?.[e.engine]];
+    for (const [kind, label] of [['small', 'small events'], ['image', 'image events']]) {
+      if (ourCeiling && theirs) rows.push(`| No-storage ceiling, ${label} (ceilings/no-storage.js) | req/s | ${int(ourCeiling[kind].rate)} | ${int(theirs[kind].rate)} | ${pct(theirs[kind].rate / ourCeiling[kind].rate)} |`);
+    }
     const [a, b] = [res.uploadsByEngine?.[ours.engine], res.uploadsByEngine?.[e.engine]];
     if (a && b) a.forEach((u, i) => rows.push(`| Upload, ${u.name} | MB/s | ${int(u.mbPerSecond)} | ${int(b[i].mbPerSecond)} | ${pct(b[i].mbPerSecond / u.mbPerSecond)} |`));
   }
@@ -105,6 +109,19 @@ function engineLines(res, list) {
     rule,
     ...rows,
     '',
+  ];
+}
+
+/**
+ * The ceilings table's no-storage rows (ceilings/no-storage.js on `ours`'s engine), one per
+ * workload it ran: its rate beside the store's on the same bodies.
+ */
+function noStorageRows(res, ours) {
+  const { noStorage } = res.ceilings;
+  const how = 'the store\'s create path on its HTTP thread, nothing stored (ceilings/no-storage.js)';
+  return [
+    `| No storage, small events | ${how}: POST of the small-event bodies, ${noStorage.small.connections} conn. | ${int(noStorage.small.rate)} req/s | ${int(ours.small.rate)} events/s | ${pct(ours.small.rate / noStorage.small.rate)} |`,
+    `| No storage, image events | ${how}: POST of the image-event bodies, JPEG decoded and sniffed, ${noStorage.image.connections} conn. | ${int(noStorage.image.rate)} req/s | ${int(ours.image.rate)} events/s | ${pct(ours.image.rate / noStorage.image.rate)} |`,
   ];
 }
 
@@ -176,9 +193,16 @@ export function renderResults(res) {
     '| Ceiling | How | Measured | edge-event-store | Share |',
     '|---|---|---:|---:|---:|',
     `| HTTP | ${ours.engine === 'node' ? 'node:http' : 'uWebSockets.js'} hello-world: POST of the small-event bodies, answered 201 after the whole body (ceilings/http-hello.js), ${ceilings.http.connections ?? res.connections.ingest} conn. | ${int(ceilings.http.rate)} req/s | ${int(ours.small.rate)} events/s | ${pct(httpShare)} |`,
+    ...noStorageRows(res, ours),
     `| CPU, image events | \`JSON.parse\` of a ${int(ceilings.cpu.bodyBytes)} B image-event body + base64 decode of its image, one thread | ${int(ceilings.cpu.eventsPerSecond)} events/s (${int(ceilings.cpu.mbPerSecond)} MB/s) | ${int(ours.image.rate)} events/s | ${pct(cpuShare)} |`,
     `| Disk | sequential 4 MiB writes, fdatasync after each | ${int(ceilings.diskMBs)} MB/s | ${int(upload.mbPerSecond)} MB/s (${upload.name} upload) | ${pct(upload.mbPerSecond / ceilings.diskMBs)} |`,
     `| Disk sync | 4 KiB write + fdatasync | ${machine.fdatasync} | | |`,
+    '',
+    'HTTP is the engine alone: a body read and a fixed answer. No storage is everything the store does for a create on its',
+    'HTTP thread (route table, browser guard and key check, capacity gate, body read, `JSON.parse`, ajv validation, base64',
+    'decode and content sniffing of images, the 201 body) with `EventStore.create` replaced by a stand-in that keeps nothing:',
+    'the gap between HTTP and no storage is the create path\'s CPU, the gap between no storage and the store is what making the',
+    'event durable costs.',
     '',
     '## Cost',
     '',
@@ -203,7 +227,8 @@ export function renderResults(res) {
     `keys; device among 20, line among 4, batch among 500, so \`device_id\`+\`line\` selects ~1/80 and \`batch\` ~1/500); image events are`,
     `the same plus the base64 of ${res.imageFixture} (bodies of ${int(res.payloads.images.meanBytes)} B). Range requests are 1 MiB at 200 seeded offsets.`,
     'Before each list run the bench checks that the example query returns events matching its filters; after each ingest run that',
-    'every acknowledged event is stored; before each Range run that a 206 carries the right bytes.',
+    'every acknowledged event is stored; before each Range run that a 206 carries the right bytes; before each no-storage ceiling',
+    'that it answers a create as the store does (201, an id, an image id per image).',
     '',
     '## Machine',
     '',
