@@ -9,11 +9,13 @@
  *
  * Workloads, for every system:
  *   1. ingest of small events (~0.9 KB JSON, no image), 50 connections, durable before the 201
- *   2. ingest of events carrying one JPEG (rocket.jpg, 41,501 bytes), 50 connections
- *   3. filtered lists over 1,000,000 stored events (edge-event-store preloads through its API;
+ *   2. the same with varied index keys: 1,000 devices, an external id unique to each request,
+ *      custom_metadata values from large ranges (lib/payloads.js, variedEvent)
+ *   3. ingest of events carrying one JPEG (rocket.jpg, 41,501 bytes), 50 connections
+ *   4. filtered lists over 1,000,000 stored events (edge-event-store preloads through its API;
  *      the peers are bulk-loaded by peers/bulk-load.js), 1 and 10 connections
- *   4. start-up to a 200 from /health with those 1,000,000 events stored
- *   5. Range requests of 1 MiB at seeded offsets into a 100 MB video, 10 connections
+ *   5. start-up to a 200 from /health with those 1,000,000 events stored
+ *   6. Range requests of 1 MiB at seeded offsets into a 100 MB video, 10 connections
  * and for edge-event-store only: a 1 GiB streamed upload and 20 concurrent 50 MB uploads
  * (uploads.js). Ceilings: lib/ceilings.js (hello-world HTTP; the store's create path with no
  * storage, ceilings/no-storage.js, for small and image events; CPU) and the disk probe of
@@ -31,7 +33,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpuCeiling, httpCeiling, noStorageCeiling } from './lib/ceilings.js';
 import { machineBusySeconds, machineDetails, waitForQuiet } from './lib/machine.js';
-import { IMAGE_FIXTURE, writeImageEvents, writeQueries, writeRangeRequests, writeSmallEvents } from './lib/payloads.js';
+import { IMAGE_FIXTURE, writeImageEvents, writeQueries, writeRangeRequests, writeSmallEvents, writeVariedEvents } from './lib/payloads.js';
 import { renderResults } from './lib/report.js';
 import { ENGINES, repoRoot, ServerProcess } from './lib/store-process.js';
 import { SYSTEMS } from './lib/systems.js';
@@ -125,7 +127,7 @@ async function measure(running, load, until) {
 async function ingest(system, kind, requests) {
   const dataDir = path.join(workDir, `${system.name}-${kind}`);
   const running = await start(system, dataDir, `${system.name}-${kind}`);
-  const load = { file: requests.file, mode: 'post', connections: INGEST_CONNECTIONS };
+  const load = { file: requests.file, mode: requests.mode ?? 'post', connections: INGEST_CONNECTIONS };
   const warm = await runWrk({ url: running.url, ...load, seconds: plan.warmupSeconds }).result;
   const run = await measure(running, { ...load, seconds: plan.ingestSeconds });
   const stored = await running.eventCount();
@@ -255,6 +257,7 @@ async function main() {
   log(`${quick ? 'quick' : 'full'} run on ${machine.cpu}, ${machine.cores} cores; store: ${machine.store}`);
 
   const small = writeSmallEvents(requestsDir);
+  const varied = writeVariedEvents(requestsDir);
   const images = writeImageEvents(requestsDir);
   const queryFiles = writeQueries(requestsDir);
   const videoFile = path.join(workDir, 'video-100mb.mp4');
@@ -288,6 +291,7 @@ async function main() {
       engine: system.engine,
       stack: system.stack,
       small: await ingest(system, 'small', small),
+      varied: await ingest(system, 'varied', varied),
       image: await ingest(system, 'image', images),
       list: await listsAndStartup(system, small, queryFiles),
       range: await rangeDownload(system, videoFile),
@@ -301,7 +305,7 @@ async function main() {
   const uploads = uploadsByEngine[storeEngines[0]];
 
   const results = {
-    quick, plan, machine, ceilings, systems, uploads, uploadsByEngine, imageFixture: IMAGE_FIXTURE, payloads: { small, images },
+    quick, plan, machine, ceilings, systems, uploads, uploadsByEngine, imageFixture: IMAGE_FIXTURE, payloads: { small, varied, images },
     connections: { ingest: INGEST_CONNECTIONS, range: RANGE_CONNECTIONS }, videoBytes: VIDEO_BYTES, port: PORT,
     minutes: (Date.now() - started) / 60000,
   };
