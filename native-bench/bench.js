@@ -9,27 +9,31 @@
  *
  * Workloads, for every system:
  *   1. ingest of small events (~0.9 KB JSON, no image), 50 connections, durable before the 201
- *   2. ingest of events carrying one JPEG (rocket.jpg, 41,501 bytes), 50 connections
- *   3. filtered lists over 1,000,000 stored events (edge-event-store preloads through its API;
+ *   2. the same with varied index keys: 1,000 devices, an external id unique to each request,
+ *      custom_metadata values from large ranges (lib/payloads.js, variedEvent)
+ *   3. ingest of events carrying one JPEG (rocket.jpg, 41,501 bytes), 50 connections
+ *   4. filtered lists over 1,000,000 stored events (edge-event-store preloads through its API;
  *      the peers are bulk-loaded by peers/bulk-load.js), 1 and 10 connections
- *   4. start-up to a 200 from /health with those 1,000,000 events stored
- *   5. Range requests of 1 MiB at seeded offsets into a 100 MB video, 10 connections
+ *   5. start-up to a 200 from /health with those 1,000,000 events stored
+ *   6. Range requests of 1 MiB at seeded offsets into a 100 MB video, 10 connections
  * and for edge-event-store only: a 1 GiB streamed upload and 20 concurrent 50 MB uploads
- * (uploads.js). Ceilings: lib/ceilings.js and the disk probe of lib/machine.js.
+ * (uploads.js). Ceilings: lib/ceilings.js (hello-world HTTP; the store's create path with no
+ * storage, ceilings/no-storage.js, for small and image events; CPU) and the disk probe of
+ * lib/machine.js.
  * edge-event-store runs on each of its HTTP engines (README, "HTTP engines"): native
  * uWebSockets.js (`edge-event-store`) and node:http (`edge-event-store-node`), each with its own
- * HTTP ceiling and uploads; RESULTS.md compares them in "HTTP engines". --engines=uws: only one.
- * --quick: shorter runs, a 20,000-event list store, no waiting for a quiet machine (under
- * 2 minutes); writes RESULTS.quick.md. --profile: edge-event-store runs under `node --cpu-prof`
+ * HTTP and no-storage ceilings and uploads; RESULTS.md compares them in "HTTP engines". --engines=uws: only one.
+ * --quick: shorter runs, a 20,000-event list store, no waiting for a quiet machine (a few
+ * minutes); writes RESULTS.quick.md. --profile: edge-event-store runs under `node --cpu-prof`
  * and the top of each profile is printed. --systems=a,b: only those systems (edge-event-store
  * first; at least one peer), for working on one of them.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuCeiling, httpCeiling } from './lib/ceilings.js';
+import { cpuCeiling, httpCeiling, noStorageCeiling } from './lib/ceilings.js';
 import { machineBusySeconds, machineDetails, waitForQuiet } from './lib/machine.js';
-import { IMAGE_FIXTURE, writeImageEvents, writeQueries, writeRangeRequests, writeSmallEvents } from './lib/payloads.js';
+import { IMAGE_FIXTURE, writeImageEvents, writeQueries, writeRangeRequests, writeSmallEvents, writeVariedEvents } from './lib/payloads.js';
 import { renderResults } from './lib/report.js';
 import { ENGINES, repoRoot, ServerProcess } from './lib/store-process.js';
 import { SYSTEMS } from './lib/systems.js';
@@ -123,7 +127,7 @@ async function measure(running, load, until) {
 async function ingest(system, kind, requests) {
   const dataDir = path.join(workDir, `${system.name}-${kind}`);
   const running = await start(system, dataDir, `${system.name}-${kind}`);
-  const load = { file: requests.file, mode: 'post', connections: INGEST_CONNECTIONS };
+  const load = { file: requests.file, mode: requests.mode ?? 'post', connections: INGEST_CONNECTIONS };
   const warm = await runWrk({ url: running.url, ...load, seconds: plan.warmupSeconds }).result;
   const run = await measure(running, { ...load, seconds: plan.ingestSeconds });
   const stored = await running.eventCount();
@@ -253,23 +257,30 @@ async function main() {
   log(`${quick ? 'quick' : 'full'} run on ${machine.cpu}, ${machine.cores} cores; store: ${machine.store}`);
 
   const small = writeSmallEvents(requestsDir);
+  const varied = writeVariedEvents(requestsDir);
   const images = writeImageEvents(requestsDir);
   const queryFiles = writeQueries(requestsDir);
   const videoFile = path.join(workDir, 'video-100mb.mp4');
   writeVideoFile(videoFile, VIDEO_BYTES);
 
   const httpByEngine = {};
+  const noStorageByEngine = {};
   for (const engine of storeEngines) {
-    httpByEngine[engine] = await httpCeiling({ requestsFile: small.file, connections: INGEST_CONNECTIONS, seconds: plan.ceilingSeconds, warmupSeconds: plan.warmupSeconds, port: PORT, dataDir: path.join(workDir, `ceiling-${engine}`), engine });
+    const ceiling = (requestsFile) => ({ requestsFile, connections: INGEST_CONNECTIONS, seconds: plan.ceilingSeconds, warmupSeconds: plan.warmupSeconds, port: PORT, dataDir: path.join(workDir, `ceiling-${engine}`), engine });
+    httpByEngine[engine] = await httpCeiling(ceiling(small.file));
+    noStorageByEngine[engine] = { small: await noStorageCeiling(ceiling(small.file)), image: await noStorageCeiling(ceiling(images.file)) };
   }
   const ceilings = {
     // The first engine run (uws unless --engines says otherwise) is the one the targets use.
     http: httpByEngine[storeEngines[0]],
     httpByEngine,
+    noStorage: noStorageByEngine[storeEngines[0]],
+    noStorageByEngine,
     cpu: cpuCeiling(images.file, plan.ceilingSeconds),
     diskMBs: machine.diskCeilingMBs,
   };
-  const httpCeilings = storeEngines.map((engine) => `HTTP ${engine} ${httpByEngine[engine].rate.toFixed(0)} POST/s`).join(', ');
+  const httpCeilings = storeEngines.map((engine) => `HTTP ${engine} ${httpByEngine[engine].rate.toFixed(0)} POST/s, `
+    + `no storage ${engine} ${noStorageByEngine[engine].small.rate.toFixed(0)} small / ${noStorageByEngine[engine].image.rate.toFixed(0)} image creates/s`).join(', ');
   log(`ceilings: ${httpCeilings}, CPU ${ceilings.cpu.eventsPerSecond.toFixed(0)} image events/s, disk ${ceilings.diskMBs.toFixed(0)} MB/s`);
 
   const systems = [];
@@ -280,6 +291,7 @@ async function main() {
       engine: system.engine,
       stack: system.stack,
       small: await ingest(system, 'small', small),
+      varied: await ingest(system, 'varied', varied),
       image: await ingest(system, 'image', images),
       list: await listsAndStartup(system, small, queryFiles),
       range: await rangeDownload(system, videoFile),
@@ -293,7 +305,7 @@ async function main() {
   const uploads = uploadsByEngine[storeEngines[0]];
 
   const results = {
-    quick, plan, machine, ceilings, systems, uploads, uploadsByEngine, imageFixture: IMAGE_FIXTURE, payloads: { small, images },
+    quick, plan, machine, ceilings, systems, uploads, uploadsByEngine, imageFixture: IMAGE_FIXTURE, payloads: { small, varied, images },
     connections: { ingest: INGEST_CONNECTIONS, range: RANGE_CONNECTIONS }, videoBytes: VIDEO_BYTES, port: PORT,
     minutes: (Date.now() - started) / 60000,
   };

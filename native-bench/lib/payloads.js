@@ -1,6 +1,6 @@
 /**
- * Request files for wrk: realistic create bodies (small ones of ~1 KB, and ones carrying a real
- * JPEG) and list queries. Values come from a seeded generator, so every run sends the same
+ * Request files for wrk: realistic create bodies (small ones of ~1 KB, the same with varied index
+ * keys, and ones carrying a real JPEG) and list queries. Values come from a seeded generator, so every run sends the same
  * requests. Devices `cam-1`..`cam-20`, lines A..D, shifts, batches 1..500 and temperatures are
  * drawn independently, so `device_id=cam-7&metadata_filter=line:B` selects about 1 in 80 events.
  */
@@ -74,6 +74,43 @@ function writeLines(file, lines) {
 export function writeSmallEvents(dir, count = 2000) {
   const random = seeded(1);
   return writeLines(path.join(dir, 'small-events.txt'), Array.from({ length: count }, (_, i) => JSON.stringify(smallEvent(random, i))));
+}
+
+/** Where requests.lua's post-ids mode puts an id unique to each request. */
+export const UNIQUE_ID_SLOT = '{{n}}';
+/** Devices of the varied-key workload. */
+export const VARIED_DEVICES = 1000;
+
+/**
+ * A small event whose index keys vary as a fleet's do: one of VARIED_DEVICES devices, an
+ * event_data.external_id unique to each request (a random part per body, then UNIQUE_ID_SLOT),
+ * and custom_metadata values drawn from large ranges (an order number, a lot among 10,000, an
+ * operator among 200, a temperature), so consecutive events share almost no index key value.
+ */
+export function variedEvent(random, i) {
+  const int = (n) => Math.floor(random() * n);
+  const event = smallEvent(random, i);
+  event.device_id = `cam-${String(1 + int(VARIED_DEVICES)).padStart(4, '0')}`;
+  event.event_data = { result: event.event_data.result, external_id: `unit-${int(2 ** 32).toString(16).padStart(8, '0')}-${UNIQUE_ID_SLOT}` };
+  event.custom_metadata = {
+    order: `PO-${100000 + int(900000)}`,
+    lot: `L${String(int(10000)).padStart(4, '0')}`,
+    operator: `op-${1 + int(200)}`,
+    temperature_c: Number((18 + random() * 20).toFixed(2)),
+  };
+  return event;
+}
+
+/**
+ * Writes `count` varied-key small bodies (variedEvent), each with one UNIQUE_ID_SLOT: replay
+ * them with wrk's post-ids mode, which fills the slot anew for every request.
+ * @returns {{ file: string, count: number, meanBytes: number, devices: number, mode: 'post-ids' }} meanBytes:
+ *   as written, before each request's id (~25 characters) takes the slot's place
+ */
+export function writeVariedEvents(dir, count = 10_000) {
+  const random = seeded(4);
+  const lines = Array.from({ length: count }, (_, i) => JSON.stringify(variedEvent(random, i)));
+  return { ...writeLines(path.join(dir, 'varied-events.txt'), lines), devices: VARIED_DEVICES, mode: 'post-ids' };
 }
 
 /**

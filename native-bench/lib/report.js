@@ -24,6 +24,14 @@ function workloads(res) {
   }));
   return [
     { label: `Ingest, small events (~${int(res.payloads.small.meanBytes)} B)`, unit: 'events/s', value: (s) => s.small.rate, run: (s) => s.small, higherIsBetter: true, key: 'small' },
+    {
+      label: `Ingest, small events with varied keys (${int(res.payloads.varied.devices)} devices, unique external ids)`,
+      unit: 'events/s',
+      value: (s) => s.varied.rate,
+      run: (s) => s.varied,
+      higherIsBetter: true,
+      key: 'varied',
+    },
     { label: `Ingest, events with one JPEG (${int(res.payloads.images.imageBytes)} B)`, unit: 'events/s', value: (s) => s.image.rate, run: (s) => s.image, higherIsBetter: true, key: 'image' },
     ...lists,
     { label: `Range GETs of 1 MiB into a ${int(res.videoBytes / 1e6)} MB video, ${res.connections.range} conn.`, unit: 'MB/s', value: (s) => s.range.mbPerSecond, run: (s) => s.range, higherIsBetter: true },
@@ -91,6 +99,10 @@ function engineLines(res, list) {
     if (byEngine[ours.engine] && byEngine[e.engine]) {
       rows.push(`| HTTP ceiling (ceilings/http-hello.js) | req/s | ${int(byEngine[ours.engine].rate)} | ${int(byEngine[e.engine].rate)} | ${pct(byEngine[e.engine].rate / byEngine[ours.engine].rate)} |`);
     }
+    const [ourCeiling, theirs] = [res.ceilings.noStorageByEngine?.[ours.engine], res.ceilings.noStorageByEngine?.[e.engine]];
+    for (const [kind, label] of [['small', 'small events'], ['image', 'image events']]) {
+      if (ourCeiling && theirs) rows.push(`| No-storage ceiling, ${label} (ceilings/no-storage.js) | req/s | ${int(ourCeiling[kind].rate)} | ${int(theirs[kind].rate)} | ${pct(theirs[kind].rate / ourCeiling[kind].rate)} |`);
+    }
     const [a, b] = [res.uploadsByEngine?.[ours.engine], res.uploadsByEngine?.[e.engine]];
     if (a && b) a.forEach((u, i) => rows.push(`| Upload, ${u.name} | MB/s | ${int(u.mbPerSecond)} | ${int(b[i].mbPerSecond)} | ${pct(b[i].mbPerSecond / u.mbPerSecond)} |`));
   }
@@ -105,6 +117,19 @@ function engineLines(res, list) {
     rule,
     ...rows,
     '',
+  ];
+}
+
+/**
+ * The ceilings table's no-storage rows (ceilings/no-storage.js on `ours`'s engine), one per
+ * workload it ran: its rate beside the store's on the same bodies.
+ */
+function noStorageRows(res, ours) {
+  const { noStorage } = res.ceilings;
+  const how = 'the store\'s create path on its HTTP thread, nothing stored (ceilings/no-storage.js)';
+  return [
+    `| No storage, small events | ${how}: POST of the small-event bodies, ${noStorage.small.connections} conn. | ${int(noStorage.small.rate)} req/s | ${int(ours.small.rate)} events/s | ${pct(ours.small.rate / noStorage.small.rate)} |`,
+    `| No storage, image events | ${how}: POST of the image-event bodies, JPEG decoded and sniffed, ${noStorage.image.connections} conn. | ${int(noStorage.image.rate)} req/s | ${int(ours.image.rate)} events/s | ${pct(ours.image.rate / noStorage.image.rate)} |`,
   ];
 }
 
@@ -133,7 +158,7 @@ export function renderResults(res) {
   const httpShare = ours.small.rate / ceilings.http.rate;
   const cpuShare = ours.image.rate / ceilings.cpu.eventsPerSecond;
   const upload = res.uploads[0];
-  const runs = systems.flatMap((s) => [s.small, s.image, ...s.list.runs, s.range]);
+  const runs = systems.flatMap((s) => [s.small, s.varied, s.image, ...s.list.runs, s.range]);
   const otherCores = runs.reduce((n, r) => n + r.otherCpuSeconds, 0) / runs.reduce((n, r) => n + r.seconds, 0);
   const lines = [
     `# native-bench results${res.quick ? ' (quick run: short runs, a small list store)' : ''}`,
@@ -153,7 +178,9 @@ export function renderResults(res) {
     '## Side by side',
     '',
     'The last columns are edge-event-store\'s advantage over each peer: its rate divided by the peer\'s (for start-up,',
-    'the peer\'s time divided by its own). Above 1, edge-event-store is ahead.',
+    'the peer\'s time divided by its own). Above 1, edge-event-store is ahead. "Varied keys" sends bodies of the same shape',
+    'as the small events, but as a fleet would: each index key value of an event (device, external id, custom_metadata) is',
+    'rarely or never that of the events around it, so each event\'s index entries land apart ("Payloads" below).',
     '',
     ...comparisonTable(res, list),
     '',
@@ -176,9 +203,16 @@ export function renderResults(res) {
     '| Ceiling | How | Measured | edge-event-store | Share |',
     '|---|---|---:|---:|---:|',
     `| HTTP | ${ours.engine === 'node' ? 'node:http' : 'uWebSockets.js'} hello-world: POST of the small-event bodies, answered 201 after the whole body (ceilings/http-hello.js), ${ceilings.http.connections ?? res.connections.ingest} conn. | ${int(ceilings.http.rate)} req/s | ${int(ours.small.rate)} events/s | ${pct(httpShare)} |`,
+    ...noStorageRows(res, ours),
     `| CPU, image events | \`JSON.parse\` of a ${int(ceilings.cpu.bodyBytes)} B image-event body + base64 decode of its image, one thread | ${int(ceilings.cpu.eventsPerSecond)} events/s (${int(ceilings.cpu.mbPerSecond)} MB/s) | ${int(ours.image.rate)} events/s | ${pct(cpuShare)} |`,
     `| Disk | sequential 4 MiB writes, fdatasync after each | ${int(ceilings.diskMBs)} MB/s | ${int(upload.mbPerSecond)} MB/s (${upload.name} upload) | ${pct(upload.mbPerSecond / ceilings.diskMBs)} |`,
     `| Disk sync | 4 KiB write + fdatasync | ${machine.fdatasync} | | |`,
+    '',
+    'HTTP is the engine alone: a body read and a fixed answer. No storage is everything the store does for a create on its',
+    'HTTP thread (route table, browser guard and key check, capacity gate, body read, `JSON.parse`, ajv validation, base64',
+    'decode and content sniffing of images, the 201 body) with `EventStore.create` replaced by a stand-in that keeps nothing:',
+    'the gap between HTTP and no storage is the create path\'s CPU, the gap between no storage and the store is what making the',
+    'event durable costs.',
     '',
     '## Cost',
     '',
@@ -196,14 +230,18 @@ export function renderResults(res) {
     '## The systems',
     '',
     ...systems.map((s) => `- **${s.name}**: ${s.stack}. List store filled by ${s.list.preload.how} (${int(s.list.preload.rate)} events/s); `
-      + `${mib(s.list.diskBytes)} on disk for ${int(s.list.stored)} events. Small ingest stored ${int(s.small.stored)} events for the acknowledged ones.`),
+      + `${mib(s.list.diskBytes)} on disk for ${int(s.list.stored)} events. Small ingest stored ${int(s.small.stored)} events, varied-key ingest ${int(s.varied.stored)}, for the acknowledged ones.`),
     '',
     ...timeoutLines(systems, list),
     `Payloads: ${int(res.payloads.small.count)} distinct small events (quality_check with detections, classifications and 7 custom_metadata`,
-    `keys; device among 20, line among 4, batch among 500, so \`device_id\`+\`line\` selects ~1/80 and \`batch\` ~1/500); image events are`,
-    `the same plus the base64 of ${res.imageFixture} (bodies of ${int(res.payloads.images.meanBytes)} B). Range requests are 1 MiB at 200 seeded offsets.`,
+    `keys; device among 20, line among 4, batch among 500, so \`device_id\`+\`line\` selects ~1/80 and \`batch\` ~1/500). Varied-key events are`,
+    `${int(res.payloads.varied.count)} bodies of the same shape (~${int(res.payloads.varied.meanBytes)} B before the id) from ${int(res.payloads.varied.devices)} devices, with an \`event_data.external_id\` that wrk makes unique`,
+    'to each request (requests.lua, post-ids mode: a random part per body, then the run and a request count) and 4 custom_metadata',
+    'keys of wide ranges (an order number among 900,000, a lot among 10,000, an operator among 200, a temperature to 0.01). Image events are',
+    `the small events plus the base64 of ${res.imageFixture} (bodies of ${int(res.payloads.images.meanBytes)} B). Range requests are 1 MiB at 200 seeded offsets.`,
     'Before each list run the bench checks that the example query returns events matching its filters; after each ingest run that',
-    'every acknowledged event is stored; before each Range run that a 206 carries the right bytes.',
+    'every acknowledged event is stored; before each Range run that a 206 carries the right bytes; before each no-storage ceiling',
+    'that it answers a create as the store does (201, an id, an image id per image).',
     '',
     '## Machine',
     '',

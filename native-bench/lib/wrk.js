@@ -25,19 +25,24 @@ const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 're
  * @property {number} wrkCpuSeconds CPU seconds the load generator itself used
  */
 
+/** wrk runs started by this process: each gets its own tag, the prefix of post-ids mode's ids. */
+let runs = 0;
+
 /**
  * Runs one wrk load.
  * @param {object} load
  * @param {string} load.url base URL of the store
  * @param {string} load.file requests file (one JSON body or one path per line)
- * @param {'post' | 'get' | 'range'} load.mode POST bodies to /v2/events, GET the paths, or GET the paths with their Range headers
+ * @param {'post' | 'post-ids' | 'get' | 'range'} load.mode POST bodies to /v2/events (post-ids: with an id unique
+ *   to each request in each body's slot, see requests.lua), GET the paths, or GET the paths with their Range headers
  * @param {number} load.connections
  * @param {number} load.seconds run length; the run may be cut short with `stop()` on the handle
  * @returns {{ result: Promise<WrkResult>, stop: () => void }}
  */
 export function runWrk({ url, file, mode, connections, seconds }) {
   const cpuBefore = childrenCpuSeconds();
-  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', SCRIPT, url, '--', file, mode];
+  runs += 1;
+  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', SCRIPT, url, '--', file, mode, `run${process.pid}.${runs}`];
   const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const kill = () => child.kill('SIGKILL');
   process.once('exit', kill);

@@ -11,6 +11,12 @@ import { assertPredictionLimit } from './prediction-limit.js';
 import type { CreateEventInput } from './types.js';
 import { validateCreateBody } from './validate.js';
 
+/**
+ * What a create needs of the store: `EventStore.create`, which resolves once the event and its
+ * images are durable. Everything before it (validation, image decoding) is createEvent's own.
+ */
+export type EventWriter = Pick<EventStore, 'create'>;
+
 /** The 201 body of a create (DESIGN.md, "Wire contract"). */
 export interface CreateResponse {
   id: string;
@@ -28,7 +34,7 @@ export interface CreateResponse {
  *   (400, E2), solution_required (400, E1), image_decode_failed (400, E3), disk_full (507),
  *   store_failure (500)
  */
-export async function createEvent(store: EventStore, config: Config, body: unknown): Promise<CreateResponse> {
+export async function createEvent(store: EventWriter, config: Config, body: unknown): Promise<CreateResponse> {
   const input = validateCreateBody(body);
   assertPredictionLimit(input.images, config.maxPredictionsPerImage);
   if (input.solution === null && config.defaultSolutionId === undefined && config.cloudUploadUrl !== undefined) {

@@ -1,7 +1,7 @@
 /** The event store's routes of spec B, as one table (see route-table.ts). */
 import { AppError } from '../errors.js';
 import { assertAttachable, attachUpload, finalize } from '../events/attach-file.js';
-import { createEvent } from '../events/create-event.js';
+import { createEvent, type EventWriter } from '../events/create-event.js';
 import { countStatsResponse, getEventResponse, latestEventsBody, listEventsBody, type ListLimits } from '../events/read-events.js';
 import type { FileKind } from '../store/lmdb-env.js';
 import { sendFile } from './file-download.js';
@@ -49,15 +49,24 @@ function health(ctx: ServerContext) {
   }
 }
 
-export const storeRoutes: Route[] = [
-  { method: 'get', path: '/health', public: true, handler: (_ex, ctx) => health(ctx) },
-  {
+/**
+ * `POST /v2/events`: the JSON body read within MAX_RECORD_SIZE_BYTES, then createEvent storing
+ * through `writerOf(ctx)`. The store's table passes its own store; any EventWriter serves, so the
+ * create path can run over something other than LMDB (native-bench's no-storage ceiling does).
+ */
+export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Route {
+  return {
     method: 'post',
     path: '/v2/events',
     body: 'json',
     gated: 'create',
-    handler: async (_ex, ctx, body) => ({ status: 201, body: await createEvent(ctx.store, ctx.config, body) }),
-  },
+    handler: async (_ex, ctx, body) => ({ status: 201, body: await createEvent(writerOf(ctx), ctx.config, body) }),
+  };
+}
+
+export const storeRoutes: Route[] = [
+  { method: 'get', path: '/health', public: true, handler: (_ex, ctx) => health(ctx) },
+  createRoute((ctx) => ctx.store),
   { method: 'get', path: '/v2/events', gated: 'other', handler: (ex, ctx) => sendList(ex, listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))) },
   {
     method: 'get',
