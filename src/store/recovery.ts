@@ -1,7 +1,7 @@
 /**
  * Start-up recovery (docs/STORAGE.md, "Recovery"): with LMDB at its last checkpoint (or as a
  * clean stop left it), the creates logged after the position the index covers are replayed
- * into it, idempotently, up to the first torn frame; then segment tails the index does not
+ * into it up to the first torn frame; then segment tails the index does not
  * cover are cut, files in blobs/ no segment entry knows are removed and staging is emptied.
  * After a clean stop nothing is replayed: start-up walks segment entries, never records.
  */
@@ -26,7 +26,7 @@ export interface RecoveryResult {
   activeSegment: { segment: number; committed: number } | undefined;
   /** created_at (µs) of the newest record, 0 when empty. */
   lastCreatedAt: number;
-  /** Creates found in the log beyond the index's position and indexed now. */
+  /** Creates found in the log beyond the index's position and indexed (again) now. */
   replayed: number;
   stagingFilesRemoved: number;
   tailsTruncated: number;
@@ -39,7 +39,13 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
 }
 
 /**
- * Indexes the creates logged in segment `segment` from `start` (bytes) that the index lacks.
+ * Indexes the creates logged in segment `segment` from `start` (bytes). Every one is applied,
+ * even one whose record the index already holds: a checkpoint can fall between the puts of a
+ * batch and the transaction that counts it and moves the log position (lmdb-js commits queued
+ * puts and transaction callbacks separately when a synchronous transaction interrupts them), so
+ * a create after the position may be in the index without its counters. Puts are idempotent,
+ * and the counters and segment accounting of a create are never in the index before the
+ * position passes it, so replaying it again counts it exactly once.
  * Stops at the first torn frame, or at the first create one of whose blobs fails its CRC:
  * appends are sequential, so nothing after it was acknowledged.
  * @returns how many creates were indexed
@@ -69,7 +75,6 @@ async function replaySegment(dbs: StoreDatabases, file: string, segment: number,
       if (whole.includes(false)) break;
       end = frame.offset + frame.length;
       blobs.clear();
-      if (dbs.eventIds.get(record.id) !== undefined) continue;
       batch.push({
         record,
         value,
