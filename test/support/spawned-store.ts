@@ -18,12 +18,15 @@ export interface SpawnedStore {
 /**
  * Runs `edge-events serve` with `env` and waits for its "listening" log line.
  * @param node the Node binary to run it with (default: this test's)
+ * @param spawned called with the process as soon as it exists, before it listens (so a caller
+ *   can kill a store that is still starting)
  */
-export async function spawnStore(env: Record<string, string>, node = process.execPath): Promise<SpawnedStore> {
+export async function spawnStore(env: Record<string, string>, node = process.execPath, spawned?: (child: ChildProcess) => void): Promise<SpawnedStore> {
   const child = spawn(node, [cliPath, 'serve'], {
     env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned?.(child);
   let output = '';
   child.stderr!.on('data', (d) => (output += d));
   const port = await new Promise<number>((resolve, reject) => {
