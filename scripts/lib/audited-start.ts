@@ -9,7 +9,7 @@ import { StoreClient } from './http-client.js';
 import type { Random } from './random.js';
 import { launchStore, type StoreProcess } from './store-process.js';
 
-/** The store did not start, or died during its audit: the message carries its output. */
+/** The store did not start, died during its audit, or an audit request failed: the message says which, with the store's output. */
 export class StoreFailed extends Error {}
 
 /** A started, audited store, still running. */
@@ -24,7 +24,8 @@ export interface AuditedStart {
 
 /**
  * Starts the built store on `dataDir` with `env` and audits it against `ledger`.
- * @throws StoreFailed when the store does not start, or dies during the audit
+ * @throws StoreFailed when the store does not start, dies during the audit, or an audit request
+ *   fails (a non-200 list page, a deadline passed); the store is killed first
  */
 export async function startAndAudit(dataDir: string, env: Record<string, string>, ledger: Ledger, rng: Random, options: AuditOptions = {}): Promise<AuditedStart> {
   const started = performance.now();
@@ -34,7 +35,10 @@ export async function startAndAudit(dataDir: string, env: Record<string, string>
   const startMs = performance.now() - started;
   const client = new StoreClient(store.url, 60_000);
   const auditStarted = performance.now();
-  const found = await auditStore(client, ledger, dataDir, rng, options);
+  const found = await auditStore(client, ledger, dataDir, rng, options).catch(async (err: Error) => {
+    await store.kill('SIGKILL');
+    throw new StoreFailed(`the audit failed: ${err.stack}\nstore output: ${store.output().slice(-2000)}`);
+  });
   const auditMs = performance.now() - auditStarted;
   if (store.hasExited()) throw new StoreFailed(`the store died during the audit: ${store.output().slice(-2000)}`);
   return { store, client, found, startMs, auditMs };
