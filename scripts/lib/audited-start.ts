@@ -22,20 +22,26 @@ export interface AuditedStart {
   auditMs: number;
 }
 
+/** How the store is started and audited. */
+export interface StartOptions extends AuditOptions {
+  /** Passed to launchStore: a command that execs the store in place (e.g. new-boot.ts). */
+  prefix?: string[];
+}
+
 /**
  * Starts the built store on `dataDir` with `env` and audits it against `ledger`.
  * @throws StoreFailed when the store does not start, dies during the audit, or an audit request
  *   fails (a non-200 list page, a deadline passed); the store is killed first
  */
-export async function startAndAudit(dataDir: string, env: Record<string, string>, ledger: Ledger, rng: Random, options: AuditOptions = {}): Promise<AuditedStart> {
+export async function startAndAudit(dataDir: string, env: Record<string, string>, ledger: Ledger, rng: Random, options: StartOptions = {}): Promise<AuditedStart> {
   const started = performance.now();
-  const store = await launchStore({ DATA_DIR: dataDir, ...env }).catch((err: Error) => {
+  const store = await launchStore({ DATA_DIR: dataDir, ...env }, options.prefix).catch((err: Error) => {
     throw new StoreFailed(`the store did not start on ${dataDir}: ${err.message.slice(-2000)}`);
   });
   const startMs = performance.now() - started;
   const client = new StoreClient(store.url, 60_000);
   const auditStarted = performance.now();
-  const found = await auditStore(client, ledger, dataDir, rng, options).catch(async (err: Error) => {
+  const found = await auditStore(client, ledger, dataDir, rng, { recordCap: options.recordCap }).catch(async (err: Error) => {
     await store.kill('SIGKILL');
     throw new StoreFailed(`the audit failed: ${err.stack}\nstore output: ${store.output().slice(-2000)}`);
   });

@@ -45,14 +45,18 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 /**
  * Starts `edge-events serve` with `env` (HOST is 127.0.0.1, PORT 0 unless given) and waits until
  * it listens.
+ * @param prefix a command that execs `node cli.js serve` in place (see SpawnOptions)
  * @throws Error with the store's output when it exits before listening
  */
-export async function launchStore(env: Record<string, string>): Promise<StoreProcess> {
+export async function launchStore(env: Record<string, string>, prefix: string[] = []): Promise<StoreProcess> {
   // Known to the exit hook from its spawn on: a harness stopped while a store starts leaves none behind.
   let starting: ChildProcess | undefined;
-  const spawned = await spawnStore({ PORT: '0', ...env }, process.execPath, (child) => {
-    starting = child;
-    running.add(child);
+  const spawned = await spawnStore({ PORT: '0', ...env }, process.execPath, {
+    prefix,
+    spawned: (child) => {
+      starting = child;
+      running.add(child);
+    },
   }).catch((err: Error) => {
     if (starting) running.delete(starting);
     throw err;
