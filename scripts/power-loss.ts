@@ -1,5 +1,5 @@
 /**
- * `npm run power-loss [-- --cuts N --cuts-per-image N --image-mib N --max-cut-ms N --seed N]`, as root
+ * `npm run power-loss [-- --cuts N --cuts-per-image N --image-mib N --max-cut-ms N --seed N --same-boot]`, as root
  *
  * Power cuts on a real file system (docs/RELIABILITY.md, "Power loss"): DATA_DIR is on an ext4
  * image mounted through a loop device (loop-image.ts). While the crash loop's writers write
@@ -8,14 +8,17 @@
  * store resumed (power-cut.ts): the copy holds what ext4 had written to its device, not its page
  * cache. After `--cuts-per-image` cuts the store is killed and a new image begins; each copy of
  * the image is then mounted on a loop device of its own (ext4 replays its journal), the built
- * store started on it, and audited (crash-audit.ts) against the ledger as it stood at that cut's
+ * store started on it as after a reboot (new-boot.ts: it reads another boot id, as after a real
+ * cut), and audited (crash-audit.ts) against the ledger as it stood at that cut's
  * SIGSTOP: every event acknowledged before the cut listed with its fields, every acknowledged
  * file with its exact bytes, nothing refused stored, staging empty, counters and filtered
  * queries in agreement. A write in flight at the freeze may be there or not.
  *
- * A copy is audited once the store that wrote it is gone: the copy's store.lock names that
- * store, and a store started on the copy would honour it while it runs (after a real cut, the
- * owner is gone with the power).
+ * With `--same-boot` the store on a copy reads the current boot id: the device lost power alone
+ * (a disk unplugged, the machine running on), and what reads the boot id takes the cut for a
+ * restart of the store's process. Copies are audited once the store that wrote them is gone, so
+ * that this mode too finds the owner of the copy's store.lock gone, and so that one store runs at
+ * a time.
  *
  * Prints a line per cut and a summary. Exits 1 on any lost or corrupt event or file,
  * inconsistency, unexpected answer, copy that does not mount, store that does not start on a copy,
@@ -28,13 +31,14 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { numberOption } from './lib/args.js';
+import { flagOption, numberOption } from './lib/args.js';
 import { AuditTally } from './lib/audit-tally.js';
 import { startAndAudit, StoreFailed } from './lib/audited-start.js';
 import { addTally, emptyTally, Ledger } from './lib/crash-ledger.js';
 import { CrashWriters } from './lib/crash-writers.js';
 import { StoreClient } from './lib/http-client.js';
 import { LoopRefused, loopMountRefusal, makeExt4Image, mountImage, type MountedImage } from './lib/loop-image.js';
+import { newBootPrefix } from './lib/new-boot.js';
 import { cutPower, type Cut } from './lib/power-cut.js';
 import { freshSeed, Random } from './lib/random.js';
 import { launchStore } from './lib/store-process.js';
@@ -44,6 +48,7 @@ const cutsPerImage = numberOption('cuts-per-image', 10);
 const imageMiB = numberOption('image-mib', 1024);
 const maxCutMs = numberOption('max-cut-ms', 1500);
 const seed = numberOption('seed', freshSeed());
+const sameBoot = flagOption('same-boot');
 const IMAGE_WRITERS = 4;
 const DRAFT_WRITERS = 2;
 /** As in the crash loop: cleanup runs every second (consistency pass included) and deletes nothing. */
@@ -60,6 +65,7 @@ const rng = new Random(seed);
 const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-power-loss-'));
 // Runs after loop-image.ts's own exit hook (registered when it was imported) has unmounted everything.
 process.on('exit', () => fs.rmSync(workDir, { recursive: true, force: true }));
+const copyPrefix = sameBoot ? [] : newBootPrefix(path.join(workDir, 'boot_id'));
 
 const findings = new AuditTally();
 const unexpected: string[] = [];
@@ -94,7 +100,7 @@ async function auditCut(n: number, cut: Cut): Promise<void> {
   let mount: MountedImage | undefined;
   try {
     mount = mountImage(cut.copy, path.join(workDir, `cut-${n}`));
-    const audited = await startAndAudit(path.join(mount.mountPoint, 'data'), STORE_ENV, cut.expected, rng);
+    const audited = await startAndAudit(path.join(mount.mountPoint, 'data'), STORE_ENV, cut.expected, rng, { prefix: copyPrefix });
     await audited.store.kill('SIGKILL');
     times.start.push(audited.startMs);
     times.audit.push(audited.auditMs);
@@ -172,7 +178,8 @@ function summary(fatal: string | undefined): number {
   const load = os.loadavg();
   console.log('\npower-loss summary');
   console.log(`  seed                   ${seed}`);
-  console.log(`  cuts                   ${totals.cuts} over ${totals.images} ext4 images of ${imageMiB} MiB (sparse), ${cutsPerImage} cuts each`);
+  console.log(`  cuts                   ${totals.cuts} over ${totals.images} ext4 images of ${imageMiB} MiB (sparse), ${cutsPerImage} cuts each; `
+    + `copies started ${sameBoot ? 'in the same boot (--same-boot)' : 'as after a reboot (another boot id)'}`);
   console.log(`  events acknowledged    ${written.acked} by the stores cut (${written.files} files, ${written.finalized} finalizes)`);
   console.log(`  expected at the cuts   ${atCuts.acked} acknowledged events and ${atCuts.files} files summed over the cuts, each audited on its copy; `
     + `${atCuts.unknown} creates in flight at a cut, ${atCuts.unknownKept} of them found stored`);
@@ -195,7 +202,7 @@ function summary(fatal: string | undefined): number {
   return failed ? 1 : 0;
 }
 
-console.log(`power-loss: ${cuts} cuts, ${cutsPerImage} per ${imageMiB} MiB ext4 image, seed ${seed}; work directory ${workDir}`);
+console.log(`power-loss: ${cuts} cuts, ${cutsPerImage} per ${imageMiB} MiB ext4 image, seed ${seed}${sameBoot ? ', same boot' : ''}; work directory ${workDir}`);
 let fatal: string | undefined;
 try {
   for (let first = 1; first <= cuts; first += cutsPerImage) await imageLife(first, Math.min(cutsPerImage, cuts - first + 1));

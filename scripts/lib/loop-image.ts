@@ -51,7 +51,7 @@ function awaitDetached(device: string): void {
 /** Why this process cannot mount images, or undefined when it may try (root, the tools on the PATH). */
 export function loopMountRefusal(): string | undefined {
   if (process.getuid?.() !== 0) return `mounting a loop device needs root (mount(8), losetup(8)); running as uid ${process.getuid?.()}`;
-  for (const tool of ['losetup', 'mount', 'umount', 'mkfs.ext4', 'cp']) {
+  for (const tool of ['losetup', 'mount', 'umount', 'mkfs.ext4', 'cp', 'unshare']) {
     try {
       execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
     } catch {
