@@ -21,12 +21,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { numberOption, optionalNumberOption } from './lib/args.js';
-import { auditStore, type AuditFindings } from './lib/crash-audit.js';
-import { Ledger } from './lib/crash-ledger.js';
+import { AuditTally } from './lib/audit-tally.js';
+import { startAndAudit, StoreFailed, type AuditedStart } from './lib/audited-start.js';
+import { addTally, emptyTally, Ledger } from './lib/crash-ledger.js';
 import { CrashWriters } from './lib/crash-writers.js';
-import { StoreClient } from './lib/http-client.js';
 import { freshSeed, Random } from './lib/random.js';
-import { launchStore, type StoreProcess } from './lib/store-process.js';
 
 const cycles = numberOption('cycles', 200);
 const cyclesPerStore = numberOption('cycles-per-store', 25);
@@ -42,8 +41,9 @@ const STORE_ENV: Record<string, string> = {
 };
 
 const rng = new Random(seed);
-const findings = { lostEvents: new Set<string>(), lostFiles: new Set<string>(), corrupt: new Set<string>(), inconsistent: new Set<string>(), unexpected: [] as string[] };
-const totals = { cycles: 0, stores: 0, acked: 0, files: 0, finalized: 0, unknown: 0, unknownKept: 0, refused: 0, eventsVerified: 0, filesVerified: 0, deletedByCleanup: 0 };
+const findings = new AuditTally();
+const unexpected: string[] = [];
+const totals = { cycles: 0, stores: 0, ...emptyTally() };
 const restartMs: number[] = [];
 const auditMs: number[] = [];
 
@@ -51,38 +51,19 @@ class Fatal extends Error {}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function record(found: AuditFindings): void {
-  for (const key of ['lostEvents', 'lostFiles', 'corrupt', 'inconsistent'] as const) {
-    for (const line of found[key]) {
-      if (!findings[key].has(line)) console.log(`  ${key}: ${line}`);
-      findings[key].add(line);
-    }
-  }
-  totals.eventsVerified += found.eventsChecked;
-  totals.filesVerified += found.filesChecked;
-  totals.deletedByCleanup += found.deletedByCleanup;
-}
-
 /** Starts the store on `dataDir` and audits it. */
-async function startAndAudit(dataDir: string, ledger: Ledger): Promise<{ store: StoreProcess; client: StoreClient; found: AuditFindings }> {
-  const started = performance.now();
-  const store = await launchStore({ DATA_DIR: dataDir, ...STORE_ENV }).catch((err: Error) => {
-    throw new Fatal(`the store did not start on ${dataDir}: ${err.message.slice(-2000)}`);
-  });
-  restartMs.push(performance.now() - started);
-  const client = new StoreClient(store.url, 60_000);
-  const auditStarted = performance.now();
-  const found = await auditStore(client, ledger, dataDir, rng, { recordCap });
-  auditMs.push(performance.now() - auditStarted);
-  record(found);
-  if (store.hasExited()) throw new Fatal(`the store died during the audit: ${store.output().slice(-2000)}`);
-  return { store, client, found };
+async function restartAndAudit(dataDir: string, ledger: Ledger): Promise<AuditedStart> {
+  const started = await startAndAudit(dataDir, STORE_ENV, ledger, rng, { recordCap });
+  restartMs.push(started.startMs);
+  auditMs.push(started.auditMs);
+  findings.add(started.found);
+  return started;
 }
 
 /** One kill cycle: start, audit, write, kill at a random moment. */
 async function cycle(n: number, dataDir: string, ledger: Ledger): Promise<void> {
   const started = performance.now();
-  const { store, client, found } = await startAndAudit(dataDir, ledger);
+  const { store, client, found } = await restartAndAudit(dataDir, ledger);
   const before = ledger.tally();
   const writers = new CrashWriters(client, ledger, rng, recordCap !== undefined);
   writers.start(IMAGE_WRITERS, DRAFT_WRITERS);
@@ -91,7 +72,7 @@ async function cycle(n: number, dataDir: string, ledger: Ledger): Promise<void> 
   const diedByItself = store.hasExited();
   await store.kill('SIGKILL');
   await writers.stop();
-  for (const u of writers.unexpected) findings.unexpected.push(`${u.request}: ${u.status} ${u.body}`);
+  for (const u of writers.unexpected) unexpected.push(`${u.request}: ${u.status} ${u.body}`);
   if (diedByItself) throw new Fatal(`the store died by itself while written to: ${store.output().slice(-2000)}`);
   const after = ledger.tally();
   totals.cycles++;
@@ -106,40 +87,29 @@ async function storeLife(first: number, count: number): Promise<void> {
   const ledger = new Ledger();
   totals.stores++;
   for (let n = first; n < first + count; n++) await cycle(n, dataDir, ledger);
-  const { store } = await startAndAudit(dataDir, ledger);
+  const { store } = await restartAndAudit(dataDir, ledger);
   const exit = await store.kill('SIGTERM');
   if (exit.code !== 0) throw new Fatal(`graceful stop exited with ${exit.code ?? exit.signal}: ${store.output().slice(-2000)}`);
-  const tally = ledger.tally();
-  totals.acked += tally.acked;
-  totals.files += tally.files;
-  totals.finalized += tally.finalized;
-  totals.unknown += tally.unknown;
-  totals.unknownKept += tally.unknownKept;
-  totals.refused += tally.refused;
-  const clean = findings.lostEvents.size + findings.lostFiles.size + findings.corrupt.size + findings.inconsistent.size === 0;
-  if (clean) fs.rmSync(dataDir, { recursive: true, force: true });
+  addTally(totals, ledger.tally());
+  if (findings.problems() === 0) fs.rmSync(dataDir, { recursive: true, force: true });
   else console.log(`  DATA_DIR kept for inspection: ${dataDir}`);
 }
 
 function summary(fatal: string | undefined): number {
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-  const lost = findings.lostEvents.size;
-  const corrupt = findings.corrupt.size;
   console.log('\ncrash-loop summary');
   console.log(`  seed                   ${seed}`);
   console.log(`  cycles (SIGKILLs)      ${totals.cycles} over ${totals.stores} data directories`);
   console.log(`  events acknowledged    ${totals.acked} (+${totals.unknown} cut off by the kill, ${totals.unknownKept} of them found stored; ${totals.refused} refused or sent after the kill)`);
   console.log(`  files acknowledged     ${totals.files} (images and uploads); finalizes acknowledged ${totals.finalized}`);
-  console.log(`  verified               ${totals.eventsVerified} event reads, ${totals.filesVerified} file downloads`);
-  if (recordCap !== undefined) console.log(`  deleted by cleanup     ${totals.deletedByCleanup} events, oldest first (MAX_RECORDS=${recordCap})`);
+  console.log(`  verified               ${findings.eventsVerified} event reads, ${findings.filesVerified} file downloads`);
+  if (recordCap !== undefined) console.log(`  deleted by cleanup     ${findings.deletedByCleanup} events, oldest first (MAX_RECORDS=${recordCap})`);
   console.log(`  restart to listening   median ${median(restartMs).toFixed(0)} ms, max ${Math.max(0, ...restartMs).toFixed(0)} ms; audit median ${median(auditMs).toFixed(0)} ms`);
-  console.log(`  lost                   ${lost} events, ${findings.lostFiles.size} files`);
-  console.log(`  corrupt                ${corrupt}`);
-  console.log(`  inconsistent           ${findings.inconsistent.size}`);
-  console.log(`  unexpected answers     ${findings.unexpected.length}`);
-  for (const line of findings.unexpected.slice(0, 10)) console.log(`    ${line}`);
+  for (const line of findings.summaryLines()) console.log(line);
+  console.log(`  unexpected answers     ${unexpected.length}`);
+  for (const line of unexpected.slice(0, 10)) console.log(`    ${line}`);
   if (fatal) console.log(`  FATAL                  ${fatal}`);
-  const failed = fatal !== undefined || lost + corrupt + findings.lostFiles.size + findings.inconsistent.size + findings.unexpected.length > 0;
+  const failed = fatal !== undefined || findings.problems() + unexpected.length > 0;
   console.log(failed ? 'FAILED' : 'PASSED');
   return failed ? 1 : 0;
 }
@@ -149,6 +119,6 @@ let fatal: string | undefined;
 try {
   for (let first = 1; first <= cycles; first += cyclesPerStore) await storeLife(first, Math.min(cyclesPerStore, cycles - first + 1));
 } catch (err) {
-  fatal = err instanceof Fatal ? err.message : (err as Error).stack;
+  fatal = err instanceof Fatal || err instanceof StoreFailed ? err.message : (err as Error).stack;
 }
 process.exit(summary(fatal));

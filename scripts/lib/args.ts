@@ -24,3 +24,8 @@ export function optionalNumberOption(name: string, argv: string[] = process.argv
 export function numberOption(name: string, fallback: number, argv: string[] = process.argv.slice(2)): number {
   return optionalNumberOption(name, argv) ?? fallback;
 }
+
+/** True when the flag `--name` is given. */
+export function flagOption(name: string, argv: string[] = process.argv.slice(2)): boolean {
+  return argv.includes(`--${name}`);
+}

@@ -54,6 +54,29 @@ export interface SentEvent {
   attachments: SentAttachment[];
 }
 
+/** Counts of a ledger's writes (see `Ledger.tally`). */
+export interface Tally {
+  acked: number;
+  /** Sent, no answer (cut off by a kill or a cut). */
+  unknown: number;
+  /** Unknown, and found stored by an audit. */
+  unknownKept: number;
+  refused: number;
+  /** Acknowledged files: images of acknowledged creates, acknowledged uploads. */
+  files: number;
+  finalized: number;
+}
+
+/** A tally of nothing, to add ledgers' tallies to. */
+export function emptyTally(): Tally {
+  return { acked: 0, unknown: 0, unknownKept: 0, refused: 0, files: 0, finalized: 0 };
+}
+
+/** Adds `tally` to `total`, count by count. */
+export function addTally(total: Tally, tally: Tally): void {
+  for (const key of Object.keys(tally) as (keyof Tally)[]) total[key] += tally[key];
+}
+
 /** Every write of one store's life (one DATA_DIR). */
 export class Ledger {
   readonly events = new Map<string, SentEvent>();
@@ -79,8 +102,20 @@ export class Ledger {
     this.forgotten.push(event);
   }
 
+  /**
+   * A deep copy of the ledger as it is now, which later answers leave unchanged: what a store
+   * frozen at this moment must hold (an answer not yet read here stays unknown in the copy).
+   */
+  snapshot(): Ledger {
+    const copy = new Ledger();
+    for (const [token, event] of this.events) copy.events.set(token, structuredClone(event));
+    copy.forgotten.push(...structuredClone(this.forgotten));
+    copy.nextToken = this.nextToken;
+    return copy;
+  }
+
   /** Counts over every event sent, forgotten ones included, for the summary. */
-  tally() {
+  tally(): Tally {
     let acked = 0, unknown = 0, unknownKept = 0, refused = 0, files = 0, finalized = 0;
     for (const event of [...this.events.values(), ...this.forgotten]) {
       if (event.outcome === 'acked') acked++;

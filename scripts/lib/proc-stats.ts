@@ -1,4 +1,7 @@
-/** What a process holds, read from /proc (Linux): resident memory, open file descriptors, and disk use of a directory. */
+/**
+ * What a process holds and does, read from /proc (Linux, proc(5)): resident memory, open file
+ * descriptors, the states of its threads, and disk use of a directory.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -19,6 +22,30 @@ export function openFds(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * The state letter of every thread of process `pid` (`R` running, `S` sleeping, `D` in
+ * uninterruptible sleep, `T` stopped by a signal...: field 3 of /proc/<pid>/task/<tid>/stat,
+ * proc(5)); empty once the process is gone.
+ */
+export function threadStates(pid: number): string[] {
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const states: string[] = [];
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      states.push(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return states;
 }
 
 /** Bytes allocated on disk under `dir` (st_blocks, so sparse files count what they use). */

@@ -1,7 +1,8 @@
 /**
  * The store as a child process for the harness scripts: the built binary (`dist/src/cli.js
- * serve`, started by test/support/spawned-store.ts) on 127.0.0.1 and a free port, killed with any
- * signal and awaited, and never left running when the harness exits.
+ * serve`, started by test/support/spawned-store.ts) on 127.0.0.1 and a free port, signalled
+ * (stopped and continued too) or killed with any signal and awaited, and never left running when
+ * the harness exits (SIGKILL ends a stopped process as well).
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawnStore } from '../../test/support/spawned-store.js';
@@ -23,6 +24,8 @@ export interface StoreProcess {
   exited: Promise<Exit>;
   /** True once the process has ended. */
   hasExited(): boolean;
+  /** Sends `signal` and returns at once (for SIGSTOP and SIGCONT); nothing once the process has ended. */
+  signal(signal: NodeJS.Signals): void;
   /** Sends `signal` (default SIGKILL) and waits for the process to end. */
   kill(signal?: NodeJS.Signals): Promise<Exit>;
 }
@@ -42,12 +45,23 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 /**
  * Starts `edge-events serve` with `env` (HOST is 127.0.0.1, PORT 0 unless given) and waits until
  * it listens.
+ * @param prefix a command that execs `node cli.js serve` in place (see SpawnOptions)
  * @throws Error with the store's output when it exits before listening
  */
-export async function launchStore(env: Record<string, string>): Promise<StoreProcess> {
-  const spawned = await spawnStore({ PORT: '0', ...env });
+export async function launchStore(env: Record<string, string>, prefix: string[] = []): Promise<StoreProcess> {
+  // Known to the exit hook from its spawn on: a harness stopped while a store starts leaves none behind.
+  let starting: ChildProcess | undefined;
+  const spawned = await spawnStore({ PORT: '0', ...env }, process.execPath, {
+    prefix,
+    spawned: (child) => {
+      starting = child;
+      running.add(child);
+    },
+  }).catch((err: Error) => {
+    if (starting) running.delete(starting);
+    throw err;
+  });
   const { child } = spawned;
-  running.add(child);
   let ended: Exit | undefined;
   const exited = new Promise<Exit>((resolve) => {
     const end = (code: number | null, signal: NodeJS.Signals | null) => {
@@ -65,6 +79,9 @@ export async function launchStore(env: Record<string, string>): Promise<StorePro
     output: spawned.output,
     exited,
     hasExited: () => ended !== undefined,
+    signal(signal) {
+      if (!ended) child.kill(signal);
+    },
     kill(signal = 'SIGKILL') {
       if (!ended) child.kill(signal);
       return exited;

@@ -15,15 +15,25 @@ export interface SpawnedStore {
   output: () => string;
 }
 
+/** How `spawnStore` runs the process, beyond its environment. */
+export interface SpawnOptions {
+  /** Called with the process as soon as it exists, before it listens (so a caller can kill a store still starting). */
+  spawned?: (child: ChildProcess) => void;
+  /** A command that execs its arguments (`node cli.js serve`) in place, e.g. in a namespace of its own: the pid stays the store's. */
+  prefix?: string[];
+}
+
 /**
  * Runs `edge-events serve` with `env` and waits for its "listening" log line.
  * @param node the Node binary to run it with (default: this test's)
  */
-export async function spawnStore(env: Record<string, string>, node = process.execPath): Promise<SpawnedStore> {
-  const child = spawn(node, [cliPath, 'serve'], {
+export async function spawnStore(env: Record<string, string>, node = process.execPath, options: SpawnOptions = {}): Promise<SpawnedStore> {
+  const [command, ...args] = [...(options.prefix ?? []), node, cliPath, 'serve'];
+  const child = spawn(command, args, {
     env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  options.spawned?.(child);
   let output = '';
   child.stderr!.on('data', (d) => (output += d));
   const port = await new Promise<number>((resolve, reject) => {
