@@ -3,11 +3,13 @@
  * gracefully on SIGTERM/SIGINT (systemd's stop): no new requests, in-flight writes finished.
  */
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { presentEventJson } from './events/present.js';
 import type { RuntimeInfo } from './http/engine.js';
 import { startServer, type RunningServer } from './http/server.js';
 import { Lifecycle } from './lifecycle/lifecycle-manager.js';
 import { createLogger, type Logger } from './logger.js';
 import { EventStore } from './store/event-store.js';
+import { setRecordPresenter } from './store/record-codec.js';
 
 /** A started store. */
 export interface StoreService {
@@ -29,6 +31,7 @@ export interface StoreService {
  */
 export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]);
+  setRecordPresenter(presentEventJson);
   const store = await EventStore.open(config.dataDir, {
     trackUploads: config.cloudUploadUrl !== undefined,
     checkpointIntervalMs: config.checkpointIntervalMs,

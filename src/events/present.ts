@@ -1,7 +1,11 @@
-/** Turns stored records into the response shapes of spec B ("Stored event", "Create response"). */
-import type { EventRecord } from '../store/record-codec.js';
+/**
+ * Turns stored records into the response shape of a stored event (docs/API.md, "Routes";
+ * schemas/responses/stored-event.json). The store keeps each record's JSON of this shape beside it
+ * (src/store/record-codec.ts), presented by `presentEventJson`.
+ */
+import type { EventRecord } from '../store/event-record.js';
 import { formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
-import type { StoredEvent } from './types.js';
+import type { StoredEvent, StoredImage } from './types.js';
 
 /** A record as the GET event routes return it, snake_case with `api_version` "v2". */
 export function presentEvent(record: EventRecord): StoredEvent {
@@ -14,7 +18,8 @@ export function presentEvent(record: EventRecord): StoredEvent {
     device_id: record.device_id,
     stream_id: record.stream_id,
     image_id: record.image_id,
-    images: record.images,
+    // The store keeps the image results opaque; they are the ImageResults the create route validated.
+    images: record.images as StoredImage[],
     videos: record.videos,
     local_only_files: record.local_only_files,
     display_image_position: record.display_image_position,
@@ -29,4 +34,12 @@ export function presentEvent(record: EventRecord): StoredEvent {
     finalized_at: formatMicrosOrNull(record.finalized_at),
     auto_finalized_at: formatMicrosOrNull(record.auto_finalized_at),
   };
+}
+
+/**
+ * The JSON text of `presentEvent(record)`: the body of `GET /v2/events/{event_id}` and one
+ * element of a list page. The store's record presenter (record-codec.ts, `setRecordPresenter`).
+ */
+export function presentEventJson(record: EventRecord): string {
+  return JSON.stringify(presentEvent(record));
 }

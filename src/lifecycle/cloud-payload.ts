@@ -5,7 +5,7 @@
  * than one chunk of one image is read ahead of the socket.
  */
 import { randomUUID } from 'node:crypto';
-import type { Classification, Detection, InstanceSegmentation, KeypointGroup, MetadataValue } from '../events/types.js';
+import type { Classification, Detection, InstanceSegmentation, KeypointGroup, MetadataValue, StoredImage } from '../events/types.js';
 import type { BlobReader } from '../store/blob-reader.js';
 import type { FileEntry } from '../store/lmdb-env.js';
 import type { EventRecord } from '../store/record-codec.js';
@@ -75,7 +75,8 @@ export function toCloudEvent(
     eventData: Object.fromEntries(Object.entries(record.event_data).map(([key, value]) => [camel(key), value])),
     customMetadata: record.custom_metadata,
     displayImagePosition: present(record.display_image_position),
-    images: record.images.map((image) => ({
+    // The store keeps image results opaque; they are the ImageResults the create route validated.
+    images: (record.images as StoredImage[]).map((image) => ({
       sourceId: sourceIdOf(image.file_id),
       inputSourceId: sourceIdOf(image.input_file_id),
       label: present(image.label),

@@ -7,8 +7,10 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
+import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
 import { DiskReserve } from '../store/disk-reserve.js';
+import { setRecordPresenter } from '../store/record-codec.js';
 import { StoreView } from '../store/store-view.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
@@ -19,6 +21,8 @@ import type { ToMain, ToWorker } from './lifecycle-messages.js';
 const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
 const port = parentPort!;
 const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]).child({ thread: 'lifecycle' });
+// The sweep's finalize and cleanup's file deletions rewrite records with their JSON.
+setRecordPresenter(presentEventJson);
 const store = StoreView.openView(config.dataDir, {
   trackUploads: config.cloudUploadUrl !== undefined,
   requestCheckpoint: () => askWriter({ type: 'checkpoint', id: 0 }),

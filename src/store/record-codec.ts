@@ -1,9 +1,17 @@
 /**
- * Versioned record codec (DESIGN.md, "Storage engine invariants"): records are msgpackr-encoded
- * with their layout version first, so records written by older versions of the service still
- * decode and are returned by queries (spec B, Versioning rule 2).
+ * Versioned record codec (README, "How it stores data"): each stored value says its layout, so
+ * records written by older releases still decode and are returned by queries. Every layout keeps
+ * decoding; `encodeRecord` writes the newest.
  *
- * Layout 2 (current): a positional array, compact and fast to encode:
+ * Layout 3 (current): a layout-2 record followed by the event's presented JSON, the exact bytes
+ * `GET /v2/events/{event_id}` answers (docs/API.md, "Routes": stored event), so a list page is a
+ * concatenation of stored bytes:
+ *   byte 0          0x03 (no msgpack record starts so: layout 2 is an array, layout 1 a map)
+ *   bytes 1..4      n, the layout-2 record's length (uint32, little-endian)
+ *   bytes 5..5+n    the layout-2 record
+ *   bytes 5+n..     the presented JSON (UTF-8), rewritten by every `encodeRecord`
+ *
+ * Layout 2: a msgpack positional array, compact and fast to encode:
  *   [2, id, created_at µs, solution, workflow_id, workflow_version, inference_timestamp,
  *    device_id, stream_id, image_id, event_schema, event_data, custom_metadata, images,
  *    videos, local_only_files, display_image_position, original_file_count,
@@ -12,39 +20,58 @@
  *            instance_segmentations, keypoints, metadata][]
  *   videos, local_only_files: [file_id, label, content_type, size_bytes][]
  *
- * Layout 1 (the first release): a map `{v: 1, id, created_at: ISO string, ...snake_case
+ * Layout 1 (the first release): a msgpack map `{v: 1, id, created_at: ISO string, ...snake_case
  * fields, images: [{file_id, input_file_id, label, ...}]}` without drafts, attachments or file
  * counts; every layout-1 event was finalized on creation.
  */
 import { Packr } from 'msgpackr';
-import type { MetadataValue, StoredAttachment, StoredEvent, StoredImage } from '../events/types.js';
+import type { EventRecord, RecordAttachment, RecordImage, RecordMetadataValue } from './event-record.js';
 import { parseIsoMicros } from './timestamps.js';
 
-/** A decoded record: the stored event with its timestamps as µs and without `api_version`. */
-export interface EventRecord extends Omit<StoredEvent, 'created_at' | 'finalized_at' | 'auto_finalized_at' | 'api_version'> {
-  created_at: number;
-  finalized_at: number | null;
-  auto_finalized_at: number | null;
+export type { EventRecord } from './event-record.js';
+
+export const CURRENT_LAYOUT = 3;
+
+/**
+ * Turns a record into the JSON text the API answers for it (docs/API.md, "Routes": stored
+ * event). Supplied by the layer that owns the wire shape (src/events/present.ts).
+ */
+export type RecordPresenter = (record: EventRecord) => string;
+
+let presenter: RecordPresenter | undefined;
+
+/**
+ * Sets the presenter `encodeRecord` stores each record's JSON with, and `storedJson` presents
+ * older layouts with. Each thread that writes or lists records sets it once, before opening its
+ * store (serve.ts, the lifecycle worker); the same function every time.
+ */
+export function setRecordPresenter(present: RecordPresenter): void {
+  presenter = present;
 }
 
-export const CURRENT_LAYOUT = 2;
+function present(record: EventRecord): Buffer {
+  if (!presenter) throw new Error('no record presenter set: call setRecordPresenter before storing or listing records');
+  return Buffer.from(presenter(record));
+}
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, variableMapSize: true });
 
+const LAYOUT_3 = 0x03;
+const HEADER_BYTES = 5;
+
 type Tuple = unknown[];
 
-const encodeAttachment = (a: StoredAttachment): Tuple => [a.file_id, a.label, a.content_type, a.size_bytes];
-const decodeAttachment = (t: Tuple): StoredAttachment => ({
+const encodeAttachment = (a: RecordAttachment): Tuple => [a.file_id, a.label, a.content_type, a.size_bytes];
+const decodeAttachment = (t: Tuple): RecordAttachment => ({
   file_id: t[0] as string,
   label: t[1] as string,
   content_type: t[2] as string,
   size_bytes: t[3] as number,
 });
 
-/** Encodes a record in the current layout. */
-export function encodeRecord(r: EventRecord): Buffer {
+function encodeLayout2(r: EventRecord): Buffer {
   return packr.pack([
-    CURRENT_LAYOUT, r.id, r.created_at, r.solution, r.workflow_id, r.workflow_version,
+    2, r.id, r.created_at, r.solution, r.workflow_id, r.workflow_version,
     r.inference_timestamp, r.device_id, r.stream_id, r.image_id, r.event_schema, r.event_data,
     r.custom_metadata,
     r.images.map((i) => [i.file_id, i.input_file_id, i.label, i.object_detections, i.classifications,
@@ -53,6 +80,24 @@ export function encodeRecord(r: EventRecord): Buffer {
     r.display_image_position, r.original_file_count, r.current_file_count, r.draft,
     r.finalized_at, r.auto_finalized_at,
   ]);
+}
+
+/**
+ * Encodes a record in the current layout (3): its layout-2 form and its presented JSON. The JSON
+ * is presented from the record as it will decode (msgpack turns a lone surrogate into U+FFFD and
+ * a `__proto__` key into `__proto_`), so it is byte-identical to presenting `decodeRecord` of
+ * the stored value.
+ * @throws Error when no presenter was set (setRecordPresenter)
+ */
+export function encodeRecord(r: EventRecord): Buffer {
+  const record = encodeLayout2(r);
+  const json = present(decodeLayout2(packr.unpack(record) as Tuple));
+  const value = Buffer.allocUnsafe(HEADER_BYTES + record.length + json.length);
+  value[0] = LAYOUT_3;
+  value.writeUInt32LE(record.length, 1);
+  record.copy(value, HEADER_BYTES);
+  json.copy(value, HEADER_BYTES + record.length);
+  return value;
 }
 
 function decodeLayout2(t: Tuple): EventRecord {
@@ -68,15 +113,15 @@ function decodeLayout2(t: Tuple): EventRecord {
     image_id: t[9] as string | null,
     event_schema: t[10] as string,
     event_data: t[11] as Record<string, unknown>,
-    custom_metadata: t[12] as Record<string, MetadataValue>,
-    images: (t[13] as Tuple[]).map((i) => ({
+    custom_metadata: t[12] as Record<string, RecordMetadataValue>,
+    images: (t[13] as Tuple[]).map((i): RecordImage => ({
       file_id: i[0] as string | null,
       input_file_id: i[1] as string | null,
       label: i[2] as string | null,
-      object_detections: i[3] as StoredImage['object_detections'],
-      classifications: i[4] as StoredImage['classifications'],
-      instance_segmentations: i[5] as StoredImage['instance_segmentations'],
-      keypoints: i[6] as StoredImage['keypoints'],
+      object_detections: i[3] as unknown[],
+      classifications: i[4] as unknown[],
+      instance_segmentations: i[5] as unknown[],
+      keypoints: i[6] as unknown[],
       metadata: i[7] as Record<string, unknown>,
     })),
     videos: (t[14] as Tuple[]).map(decodeAttachment),
@@ -93,14 +138,14 @@ function decodeLayout2(t: Tuple): EventRecord {
 function decodeLayout1(m: Record<string, unknown>): EventRecord {
   const createdAt = parseIsoMicros(String(m.created_at));
   if (createdAt === undefined) throw new Error(`layout-1 record ${String(m.id)} has a bad created_at`);
-  const images = ((m.images ?? []) as Record<string, unknown>[]).map((i) => ({
+  const images = ((m.images ?? []) as Record<string, unknown>[]).map((i): RecordImage => ({
     file_id: (i.file_id ?? null) as string | null,
     input_file_id: (i.input_file_id ?? null) as string | null,
     label: (i.label ?? null) as string | null,
-    object_detections: (i.object_detections ?? []) as StoredImage['object_detections'],
-    classifications: (i.classifications ?? []) as StoredImage['classifications'],
-    instance_segmentations: (i.instance_segmentations ?? []) as StoredImage['instance_segmentations'],
-    keypoints: (i.keypoints ?? []) as StoredImage['keypoints'],
+    object_detections: (i.object_detections ?? []) as unknown[],
+    classifications: (i.classifications ?? []) as unknown[],
+    instance_segmentations: (i.instance_segmentations ?? []) as unknown[],
+    keypoints: (i.keypoints ?? []) as unknown[],
     metadata: (i.metadata ?? {}) as Record<string, unknown>,
   }));
   const fileCount = images.reduce((n, i) => n + (i.file_id ? 1 : 0) + (i.input_file_id ? 1 : 0), 0);
@@ -116,7 +161,7 @@ function decodeLayout1(m: Record<string, unknown>): EventRecord {
     image_id: (m.image_id ?? null) as string | null,
     event_schema: String(m.event_schema),
     event_data: (m.event_data ?? {}) as Record<string, unknown>,
-    custom_metadata: (m.custom_metadata ?? {}) as Record<string, MetadataValue>,
+    custom_metadata: (m.custom_metadata ?? {}) as Record<string, RecordMetadataValue>,
     images,
     videos: [],
     local_only_files: [],
@@ -129,15 +174,44 @@ function decodeLayout1(m: Record<string, unknown>): EventRecord {
   };
 }
 
+/** The record part of a layout-3 value (a view, no copy), or undefined for older layouts. */
+function layout3Record(value: Uint8Array): Uint8Array | undefined {
+  if (value[0] !== LAYOUT_3) return undefined;
+  if (value.length < HEADER_BYTES) throw new Error('layout-3 record shorter than its header');
+  const length = value[1] | (value[2] << 8) | (value[3] << 16) | (value[4] * 0x1000000);
+  if (HEADER_BYTES + length > value.length) throw new Error('layout-3 record longer than its stored value');
+  return value.subarray(HEADER_BYTES, HEADER_BYTES + length);
+}
+
 /**
- * Decodes a record of any known layout.
- * @throws Error on an unknown layout version or a malformed record
+ * Decodes a stored value of any layout (1, 2, 3) to its record.
+ * @throws Error on an unknown layout version or a malformed value
  */
-export function decodeRecord(bytes: Buffer | Uint8Array): EventRecord {
-  const value = packr.unpack(bytes) as unknown;
-  if (Array.isArray(value) && value[0] === 2) return decodeLayout2(value);
-  if (value && typeof value === 'object' && (value as { v?: unknown }).v === 1) {
-    return decodeLayout1(value as Record<string, unknown>);
+export function decodeRecord(value: Uint8Array): EventRecord {
+  const decoded = packr.unpack(layout3Record(value) ?? value) as unknown;
+  if (Array.isArray(decoded) && decoded[0] === 2) return decodeLayout2(decoded);
+  if (decoded && typeof decoded === 'object' && (decoded as { v?: unknown }).v === 1) {
+    return decodeLayout1(decoded as Record<string, unknown>);
   }
   throw new Error('record of an unknown layout');
+}
+
+/**
+ * The bytes of a stored value that `decodeRecord` reads (bytes): the record part of layout 3,
+ * the whole value of older layouts. What a filter check on the decoded record costs to read.
+ * @throws Error on a malformed layout-3 value
+ */
+export function recordByteLength(value: Uint8Array): number {
+  return (layout3Record(value) ?? value).length;
+}
+
+/**
+ * The presented JSON of a stored value (UTF-8 bytes, docs/API.md "Routes": stored event): for
+ * layout 3 a view into `value` (no copy: valid as long as `value` is), for older layouts the
+ * decoded record presented by the presenter (setRecordPresenter).
+ * @throws Error on an unknown layout or a malformed value, or when no presenter was set
+ */
+export function storedJson(value: Buffer): Buffer {
+  const record = layout3Record(value);
+  return record ? value.subarray(HEADER_BYTES + record.length) : present(decodeRecord(value));
 }
