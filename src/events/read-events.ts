@@ -1,24 +1,23 @@
 /**
- * The read routes of spec B: list (`GET /v2/events`), latest (`GET /v2/events/latest/query`),
- * one event (`GET /v2/events/{event_id}`) and count statistics (`GET /events/count/stats`).
+ * The read routes (docs/API.md, "Routes"): list (`GET /v2/events`), latest
+ * (`GET /v2/events/latest/query`), one event (`GET /v2/events/{event_id}`) and count statistics
+ * (`GET /events/count/stats`). Events are answered with their stored JSON (record-codec.ts).
  */
 import { AppError } from '../errors.js';
 import { countEvents, scanEvents, type EventQuery, type PageSink } from '../store/event-query.js';
 import type { EventStore } from '../store/event-store.js';
-import type { EventRecord } from '../store/record-codec.js';
 import { formatMicrosOrNull } from '../store/timestamps.js';
 import { parseCountQuery, parseLatestQuery, parseListQuery } from './list-query.js';
-import { presentEvent } from './present.js';
 import type { StoredEvent } from './types.js';
 
-/** Event list (spec B, "Other response shapes"); `next_timestamp` null when nothing follows. */
+/** Event list (schemas/responses/event-list.json); `next_timestamp` null when nothing follows. */
 export interface EventListResponse {
   events: StoredEvent[];
   count: number;
   next_timestamp: string | null;
 }
 
-/** Count statistics (spec B, "Other response shapes"). */
+/** Count statistics (schemas/responses/count-stats.json). */
 export interface CountStatsResponse {
   total_count: number;
   filtered_count: number;
@@ -35,54 +34,63 @@ export interface ListLimits {
 }
 
 const OPEN = Buffer.from('{"events":[');
-const COMMA = Buffer.from(',');
+const COMMA = 0x2c;
 /**
  * Bytes kept for the tail `],"count":N,"next_timestamp":"<ISO µs>"}`: 62 at most (a count of
  * four digits, a 27-character timestamp).
  */
 const TAIL_RESERVE = 64;
+/** First size of a page's buffer (bytes); it doubles as events are added. */
+const INITIAL_PAGE_BYTES = 64 * 1024;
+
 /**
- * A stored record's JSON is at least a third of its stored size: msgpack never spends more than
- * three times the bytes of the JSON text of a value (the worst is a float such as 0.5, 9 bytes
- * against 3), and the presented event adds names and ISO timestamps. So a record whose stored
- * size / 3 cannot fit ends the page without being decoded; were the bound ever wrong, the page
- * would only end one event early, and that event opens the next page.
+ * Builds a list body in one growing buffer from each event's stored JSON (one copy per event),
+ * refusing an event that would take the body past the limit: every event's size is known exactly
+ * before it is added.
  */
-const MIN_JSON_PER_STORED_BYTE = 1 / 3;
-
-/** Collects presented events as bounded JSON chunks, refusing one that would pass the limit. */
 class JsonPage implements PageSink {
-  readonly chunks: Buffer[] = [OPEN];
   count = 0;
-  private bytes = OPEN.length + TAIL_RESERVE;
+  private buffer: Buffer;
+  private length = 0;
 
-  constructor(private readonly maxBytes: number) {}
-
-  mayFit(storedBytes: number): boolean {
-    return this.bytes + 1 + Math.ceil(storedBytes * MIN_JSON_PER_STORED_BYTE) <= this.maxBytes;
+  constructor(private readonly maxBytes: number) {
+    this.buffer = Buffer.allocUnsafe(INITIAL_PAGE_BYTES);
+    this.append(OPEN);
   }
 
-  add(record: EventRecord): boolean {
-    const json = Buffer.from(JSON.stringify(presentEvent(record)));
-    const added = json.length + (this.count > 0 ? COMMA.length : 0);
-    if (this.count > 0 && this.bytes + added > this.maxBytes) return false;
-    if (this.count > 0) this.chunks.push(COMMA);
-    this.chunks.push(json);
-    this.bytes += added;
+  add(json: Uint8Array): boolean {
+    const added = json.length + (this.count > 0 ? 1 : 0);
+    if (this.count > 0 && this.length + added + TAIL_RESERVE > this.maxBytes) return false;
+    this.reserve(added);
+    if (this.count > 0) this.buffer[this.length++] = COMMA;
+    this.append(json);
     this.count++;
     return true;
   }
 
   /** The whole body, `{"events": [...], "count": N, "next_timestamp": ...}`. */
   finish(next: number | null): Buffer {
-    const tail = `],"count":${this.count},"next_timestamp":${JSON.stringify(formatMicrosOrNull(next))}}`;
-    return Buffer.concat([...this.chunks, Buffer.from(tail)]);
+    this.append(Buffer.from(`],"count":${this.count},"next_timestamp":${JSON.stringify(formatMicrosOrNull(next))}}`));
+    return this.buffer.subarray(0, this.length);
+  }
+
+  private append(bytes: Uint8Array): void {
+    this.reserve(bytes.length);
+    this.buffer.set(bytes, this.length);
+    this.length += bytes.length;
+  }
+
+  private reserve(bytes: number): void {
+    if (this.length + bytes <= this.buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.length + bytes, this.buffer.length * 2));
+    this.buffer.copy(grown, 0, 0, this.length);
+    this.buffer = grown;
   }
 }
 
 /**
- * One page of `query` as the JSON body of an event list (`EventListResponse`), built from one
- * chunk per event without ever holding the page as one string or its records decoded at once.
+ * One page of `query` as the JSON body of an event list (`EventListResponse`), concatenated
+ * from the events' stored JSON without ever holding the page as one string.
  */
 function page(store: EventStore, query: EventQuery, limits: ListLimits): Buffer {
   const sink = new JsonPage(limits.maxResponseBytes);
@@ -114,11 +122,15 @@ export function latestEventsBody(store: EventStore, params: URLSearchParams, lim
   return page(store, parseLatestQuery(params), limits);
 }
 
-/** One event by id. @throws AppError event_not_found (404) */
-export function getEventResponse(store: EventStore, id: string): StoredEvent {
-  const record = store.getEvent(id);
-  if (!record) throw new AppError('event_not_found', `Event ${id} not found`);
-  return presentEvent(record);
+/**
+ * One event by id, as the JSON body of a stored event (docs/API.md, "Routes"): its stored bytes.
+ * @returns the body, UTF-8 JSON (bytes)
+ * @throws AppError event_not_found (404)
+ */
+export function getEventBody(store: EventStore, id: string): Buffer {
+  const json = store.getEventJson(id);
+  if (!json) throw new AppError('event_not_found', `Event ${id} not found`);
+  return json;
 }
 
 /** Total and filtered counts with the oldest and newest created_at of the filtered events. */

@@ -2,7 +2,7 @@
 import { AppError } from '../errors.js';
 import { assertAttachable, attachUpload, finalize } from '../events/attach-file.js';
 import { createEvent, type EventWriter } from '../events/create-event.js';
-import { countStatsResponse, getEventResponse, latestEventsBody, listEventsBody, type ListLimits } from '../events/read-events.js';
+import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, type ListLimits } from '../events/read-events.js';
 import type { FileKind } from '../store/lmdb-env.js';
 import { sendFile } from './file-download.js';
 import { receiveUpload } from './multipart-upload.js';
@@ -35,8 +35,8 @@ function listLimits(ctx: ServerContext): ListLimits {
   return { maxResponseBytes: ctx.config.maxListResponseBytes, maxScanRecords: ctx.config.maxListScanRecords };
 }
 
-/** Sends a list page: its body is built as bounded per-event chunks, never as one string. */
-function sendList(ex: Exchange, body: Buffer): void {
+/** Sends a JSON body already in bytes: a list page or a stored event, never built as one string. */
+function sendJson(ex: Exchange, body: Buffer): void {
   ex.send(200, body, { 'Content-Type': 'application/json' });
 }
 
@@ -67,14 +67,14 @@ export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Rout
 export const storeRoutes: Route[] = [
   { method: 'get', path: '/health', public: true, handler: (_ex, ctx) => health(ctx) },
   createRoute((ctx) => ctx.store),
-  { method: 'get', path: '/v2/events', gated: 'other', handler: (ex, ctx) => sendList(ex, listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))) },
+  { method: 'get', path: '/v2/events', gated: 'other', handler: (ex, ctx) => sendJson(ex, listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))) },
   {
     method: 'get',
     path: '/v2/events/latest/query',
     gated: 'other',
-    handler: (ex, ctx) => sendList(ex, latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
+    handler: (ex, ctx) => sendJson(ex, latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
   },
-  { method: 'get', path: '/v2/events/:event_id', gated: 'other', handler: (ex, ctx) => ({ status: 200, body: getEventResponse(ctx.store, ex.params[0]) }) },
+  { method: 'get', path: '/v2/events/:event_id', gated: 'other', handler: (ex, ctx) => sendJson(ex, getEventBody(ctx.store, ex.params[0])) },
   { method: 'get', path: '/events/count/stats', gated: 'other', handler: (ex, ctx) => ({ status: 200, body: countStatsResponse(ctx.store, ex.searchParams()) }) },
   { method: 'post', path: '/v2/events/:event_id/videos', gated: 'other', handler: (ex, ctx) => upload(ex, ctx, 'video') },
   { method: 'post', path: '/v2/events/:event_id/local-only-files', gated: 'other', handler: (ex, ctx) => upload(ex, ctx, 'local_only') },

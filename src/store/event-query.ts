@@ -1,23 +1,25 @@
 /**
- * Query planning and execution for the list and count routes (spec B, `GET /v2/events`,
- * `GET /events/count/stats`). Exact-match filters and `eq` metadata filters are indexed
- * conditions: the sparsest one (estimated from a sample of its index range) drives the scan and
- * the others are probed by point lookups, so a query with an indexed filter never scans the whole
- * store; only a query with no indexed filter walks the primary key range. `include_drafts=false`
- * is probed on the drafts index. Other metadata operators are checked on the records the plan
- * yields, within a budget of records read per request (`scanEvents`): a page that spends it ends
- * early with `next` set, so such a filter never reads the whole store in one request.
+ * Query planning and execution for the list and count routes (docs/API.md, "Query parameters";
+ * `GET /v2/events`, `GET /events/count/stats`). Exact-match filters and `eq` metadata filters
+ * are indexed conditions: the sparsest one (estimated from a sample of its index range) drives
+ * the scan and the others are probed by point lookups, so a query with an indexed filter never
+ * scans the whole store; only a query with no indexed filter walks the primary key range.
+ * `include_drafts=false` is probed on the drafts index. Other metadata operators, and values
+ * indexed as a digest, are checked on the decoded records the plan yields, within a budget of
+ * records read per request (`scanEvents`): a page that spends it ends early with `next` set, so
+ * such a filter never reads the whole store in one request. Events are handed over as their
+ * stored JSON (record-codec.ts `storedJson`), decoded only for such a check.
  */
-import type { MetadataValue } from '../events/types.js';
 import type { Key } from 'lmdb';
 import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 import type { StoreView } from './store-view.js';
-import { comparableMetadataValue, draftKey, indexableMetadataValue, indexableString, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
-import { decodeRecord, type EventRecord } from './record-codec.js';
+import { comparableMetadataValue, DIGEST_PREFIX, draftKey, indexableMetadataValue, indexableString, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
+import type { RecordMetadataValue } from './event-record.js';
+import { decodeRecord, recordByteLength, storedJson, type EventRecord } from './record-codec.js';
 
 export type MetadataOperator = 'eq' | 'ne' | 'gt' | 'lt' | 'gte' | 'lte';
 
-/** One `metadata_filter`: `key:op:value` (spec B, `metadata_filter` format). */
+/** One `metadata_filter`: `key:op:value` (docs/API.md, "Query parameters"). */
 export interface MetadataCondition {
   key: string;
   op: MetadataOperator;
@@ -44,7 +46,7 @@ export interface EventCounts {
   newest: number | null;
 }
 
-function compareMetadata(stored: MetadataValue, condition: MetadataCondition): boolean {
+function compareMetadata(stored: RecordMetadataValue, condition: MetadataCondition): boolean {
   const left = comparableMetadataValue(stored);
   const right = comparableMetadataValue(condition.value);
   const numeric = typeof left === 'number' && typeof right === 'number';
@@ -68,8 +70,8 @@ export function matchesQuery(record: EventRecord, query: EventQuery): boolean {
     if (value === null || !values.includes(value)) return false;
   }
   for (const condition of query.metadata) {
-    // DESIGN.md: a filter on a key matches only events that carry that key (`ne` included);
-    // own keys only (a filter on `toString` must not find Object.prototype's).
+    // A filter on a key matches only events that carry that key (`ne` included; docs/API.md,
+    // "Query parameters"); own keys only (a filter on `toString` must not find Object.prototype's).
     if (!Object.hasOwn(record.custom_metadata, condition.key)) return false;
     if (!compareMetadata(record.custom_metadata[condition.key], condition)) return false;
   }
@@ -88,6 +90,30 @@ function indexedConditions(query: EventQuery): IndexedCondition[] {
     if (condition.op === 'eq') conditions.push([['m', indexableString(condition.key), indexableMetadataValue(condition.value)]]);
   }
   return conditions;
+}
+
+/**
+ * True when `value` is its own index form and no digest form can equal it: an index entry under
+ * it then belongs to a record holding exactly that value. A long value is indexed as its digest
+ * (index-keys.ts `indexableString`), which a record's other value may share, and a short value
+ * written as a digest (`\u0000sha256:...`) meets the digests of long ones.
+ */
+function indexedAsItself(value: string): boolean {
+  return indexableString(value) === value && !value.startsWith(DIGEST_PREFIX);
+}
+
+/**
+ * True when the plan's index entries decide the query alone, so every record the plan yields
+ * matches and none need be decoded: no metadata operator but `eq`, and every indexed value and
+ * metadata key indexed as itself. Time bounds and `include_drafts=false` are always exact.
+ */
+export function planIsExact(query: EventQuery): boolean {
+  for (const values of Object.values(query.fields)) if (!values.every(indexedAsItself)) return false;
+  return query.metadata.every((condition) => {
+    if (condition.op !== 'eq' || !indexedAsItself(condition.key)) return false;
+    const value = indexableMetadataValue(condition.value);
+    return typeof value === 'number' || indexedAsItself(value);
+  });
 }
 
 /** Index entries sampled per condition to estimate how many it holds. */
@@ -146,29 +172,31 @@ const step = (ts: number, direction: Direction): number => (direction === 'asc' 
 
 /** How much one list request may read: it stops early, with a `next`, once either is spent. */
 export interface ScanBudget {
-  /** Records read and decoded, matching or not (at least one is always read). */
+  /** Records read, matching or not (at least one is always read). */
   records: number;
-  /** Stored (encoded) bytes of those records. */
+  /**
+   * Stored bytes read: the record part of each record decoded for a filter check
+   * (record-codec.ts `recordByteLength`) and the JSON of each event handed over.
+   */
   bytes: number;
 }
 
-/** Where a scan puts the records it found; it decides when a page is full. */
+/** Where a scan puts the events it found; it decides when a page is full. */
 export interface PageSink {
   /**
-   * Called before a record is read, with its stored size (bytes), once the page holds at least
-   * one record: false when a record that large can no longer fit, ending the page there.
+   * Takes the presented JSON of a matching event (UTF-8 bytes, docs/API.md "Routes": stored
+   * event), valid only during the call: copy what must be kept. False when it did not fit;
+   * that event then starts the next page.
    */
-  mayFit(storedBytes: number): boolean;
-  /** Takes a matching record; false when it did not fit (it then starts the next page). */
-  add(record: EventRecord): boolean;
+  add(json: Uint8Array): boolean;
 }
 
 /**
- * Walks the records of `query` in created_at order and hands up to `query.limit` matching ones
- * to `sink`, reading each record only once and never holding more than one decoded record.
- * Filters no index covers (metadata operators other than `eq`) are checked on the decoded
- * records within `budget`, so a filter that matches little never reads the whole store in one
- * request: the page then ends early, possibly empty, with `next` set.
+ * Walks the records of `query` in created_at order and hands the stored JSON of up to
+ * `query.limit` matching ones to `sink`, reading each record once. A record is decoded only when
+ * the plan is not exact (`planIsExact`: a metadata operator other than `eq`, or a value indexed
+ * as a digest), to check it, within `budget`, so a filter that matches little never reads the
+ * whole store in one request: the page then ends early, possibly empty, with `next` set.
  * @returns the created_at (µs) of the first record not handed over (the page ended at the
  *   limit, when the sink was full, or when the budget was spent), or null when nothing follows;
  *   passed back as the inclusive bound (`start_time` ascending, `end_time` descending) it
@@ -176,8 +204,7 @@ export interface PageSink {
  * @throws Error from the record codec for a record it cannot decode
  */
 export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudget, sink: PageSink): number | null {
-  // Every record the plan yields matches when no condition is left to check on the record.
-  const planIsExact = query.metadata.every((condition) => condition.op === 'eq');
+  const exact = planIsExact(query);
   const cursor = planCursor(store, query, query.direction);
   let taken = 0;
   let readRecords = 0;
@@ -186,16 +213,20 @@ export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudg
     for (let ts = cursor.seek(origin(query.direction)); ts !== undefined; ts = cursor.seek(step(ts, query.direction))) {
       // Once the page is full, `next` is the first matching record after it (null when none).
       const full = taken === query.limit;
-      if (full && planIsExact) return ts;
-      const bytes = store.dbs.events.getBinaryFast(ts);
-      if (!bytes) continue;
+      if (full && exact) return ts;
+      // Valid until the next LMDB read: checked, and copied by the sink, before the cursor moves.
+      const value = store.dbs.events.getBinaryFast(ts);
+      if (!value) continue;
       if (readRecords > 0 && (readRecords >= budget.records || readBytes >= budget.bytes)) return ts;
-      if (!full && taken > 0 && !sink.mayFit(bytes.length)) return ts;
       readRecords++;
-      readBytes += bytes.length;
-      const record = decodeRecord(bytes);
-      if (!matchesQuery(record, query)) continue;
-      if (full || !sink.add(record)) return ts;
+      if (!exact) {
+        readBytes += recordByteLength(value);
+        if (!matchesQuery(decodeRecord(value), query)) continue;
+        if (full) return ts;
+      }
+      const json = storedJson(value);
+      if (!sink.add(json)) return ts;
+      readBytes += json.length;
       taken++;
     }
     return null;
@@ -217,7 +248,7 @@ export function countEvents(store: StoreView, query: EventQuery): EventCounts {
     const [newest = null] = store.dbs.events.getKeys({ limit: 1, reverse: true });
     return { total, filtered: total, oldest, newest };
   }
-  const needsRecords = query.metadata.some((c) => c.op !== 'eq') || !query.includeDrafts;
+  const needsRecords = !planIsExact(query);
   const cursor = planCursor(store, query, 'asc');
   let filtered = 0;
   let oldest: number | null = null;

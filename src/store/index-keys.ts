@@ -13,8 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Key } from 'lmdb';
-import type { MetadataValue } from '../events/types.js';
-import type { EventRecord } from './record-codec.js';
+import type { EventRecord, RecordMetadataValue } from './event-record.js';
 
 /** The exact-match fields the list and count routes filter on, with their index codes. */
 export const INDEXED_FIELDS = {
@@ -36,25 +35,28 @@ const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
  */
 const MAX_INDEXED_BYTES = 512;
 
+/** How the index form of a long value begins (`indexableString`). */
+export const DIGEST_PREFIX = '\u0000sha256:';
+
 /** The form of a string value inside an index key (itself, or its digest when long). */
 export function indexableString(value: string): string {
   if (value.length * 3 <= MAX_INDEXED_BYTES || Buffer.byteLength(value) <= MAX_INDEXED_BYTES) return value;
-  return `\u0000sha256:${createHash('sha256').update(value).digest('hex')}`;
+  return `${DIGEST_PREFIX}${createHash('sha256').update(value).digest('hex')}`;
 }
 
 /**
  * The comparable form of a metadata value: numbers, and strings that read as numbers, become
  * numbers (so `5`, `"5"` and `"5.0"` are equal); booleans become "true"/"false".
- * DESIGN.md: `metadata_filter` compares numerically when both sides are numbers.
+ * `metadata_filter` compares numerically when both sides are numbers (docs/API.md, "Query parameters").
  */
-export function comparableMetadataValue(value: MetadataValue): string | number {
+export function comparableMetadataValue(value: RecordMetadataValue): string | number {
   if (typeof value === 'number') return value;
   if (typeof value === 'boolean') return String(value);
   return NUMERIC.test(value.trim()) ? Number(value) : value;
 }
 
 /** The form of a metadata value inside an index key. */
-export function indexableMetadataValue(value: MetadataValue): string | number {
+export function indexableMetadataValue(value: RecordMetadataValue): string | number {
   const comparable = comparableMetadataValue(value);
   return typeof comparable === 'number' ? comparable : indexableString(comparable);
 }

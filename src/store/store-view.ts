@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { BlobReader } from './blob-reader.js';
 import { openDatabases, readCounters, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
-import { decodeRecord, type EventRecord } from './record-codec.js';
+import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
 
 /** How a store is run. */
 export interface StoreOptions {
@@ -60,6 +60,17 @@ export class StoreView {
     if (id.length === 0 || id.length > MAX_ID_LENGTH) return undefined;
     const createdAt = this.dbs.eventIds.get(id);
     return createdAt === undefined ? undefined : this.getRecord(createdAt);
+  }
+
+  /**
+   * The presented JSON of event `id` (UTF-8 bytes, the stored bytes for a current record: see
+   * record-codec.ts `storedJson`), or undefined when there is none (any string is accepted).
+   */
+  getEventJson(id: string): Buffer | undefined {
+    if (id.length === 0 || id.length > MAX_ID_LENGTH) return undefined;
+    const createdAt = this.dbs.eventIds.get(id);
+    const value = createdAt === undefined ? undefined : this.dbs.events.getBinary(createdAt);
+    return value ? storedJson(value) : undefined;
   }
 
   /** The record created at `createdAt` (µs), or undefined. */
