@@ -1,6 +1,12 @@
-/** GET /images/{id}: whole file and Range requests over real HTTP (spec B, Download rules, E9). */
+/**
+ * GET /images/{id} and the other download routes: whole file and Range requests over real HTTP
+ * (docs/API.md, "Routes"; RFC 9110, section 14), from pooled read buffers (file-download.ts).
+ */
+import http from 'node:http';
 import t from 'tap';
-import { fixture, imageEvent, postJson } from './support/events.js';
+import { BufferPool } from '../src/http/buffer-pool.js';
+import { fixture, imageEvent, postJson, smallEvent } from './support/events.js';
+import { postFile } from './support/multipart.js';
 import { startStore } from './support/store-server.js';
 
 t.test('Range requests', async (t) => {
@@ -71,4 +77,66 @@ t.test('a malformed percent escape in an id is a plain 404', async (t) => {
     await res.arrayBuffer();
   }
   t.equal((await fetch(`${store.url}/health`)).status, 200, 'the store still serves');
+});
+
+t.test('a buffer pool reuses what it was given back, up to its limit', async (t) => {
+  const pool = new BufferPool(1024, 2);
+  const [a, b, c] = [pool.acquire(), pool.acquire(), pool.acquire()];
+  t.same([a.length, new Set([a, b, c]).size], [1024, 3], 'new buffers while none is free');
+  for (const buffer of [a, b, c, a, Buffer.alloc(1024), a.subarray(0, 10)]) pool.release(buffer);
+  t.equal(pool.freeCount, 2, 'kept up to the limit, a repeat release once');
+  t.same(new Set([pool.acquire(), pool.acquire()]), new Set([a, b]));
+  t.not(pool.acquire(), a, 'then new ones again');
+});
+
+/** GETs `url` with `headers` on its own connection; reads slowly, or hangs up after the first chunk. */
+function download(url: string, headers: Record<string, string>, how: 'normal' | 'slow' | 'abort'): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        if (how === 'abort') {
+          req.destroy();
+          resolve(undefined);
+        } else if (how === 'slow' && chunks.length % 8 === 1) {
+          res.pause();
+          setTimeout(() => res.resume(), 20);
+        }
+      });
+      res.on('end', () => resolve(Buffer.concat(chunks)));
+      res.on('error', () => resolve(undefined));
+    });
+    req.on('error', (err) => (how === 'abort' ? resolve(undefined) : reject(err)));
+  });
+}
+
+t.test('pooled buffers: concurrent, slow and abandoned downloads of a multi-MiB file all get their own bytes', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  // Every byte says where it is, so a buffer reused too early shows as wrong bytes.
+  const size = 12 * 1024 * 1024 + 12344; // not a whole number of read chunks
+  const bytes = Buffer.alloc(size);
+  for (let i = 0; i + 4 <= size; i += 4) bytes.writeUInt32BE(i, i);
+  const draft = (await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }))).body.id;
+  const file = await postFile(`${store.url}/v2/events/${draft}/local-only-files`, bytes, { content_type: 'application/octet-stream' });
+  t.equal(file.status, 201);
+  const url = `${store.url}/local-only-files/${file.body.file_id}`;
+
+  const ranges: [number, number][] = [[0, size - 1], [1, 1], [1024 * 1024 - 3, 3 * 1024 * 1024 + 5], [size - 100, size - 1], [5_000_000, 9_999_999]];
+  const runs: Promise<[string, Buffer | undefined, Buffer | undefined]>[] = [];
+  for (let round = 0; round < 3; round++) {
+    for (const [start, end] of ranges) {
+      for (const how of ['normal', 'slow', 'abort'] as const) {
+        const expected = how === 'abort' ? undefined : bytes.subarray(start, end + 1);
+        runs.push(download(url, { range: `bytes=${start}-${end}` }, how).then((got) => [`${how} ${start}-${end}`, got, expected]));
+      }
+    }
+  }
+  runs.push(download(url, {}, 'slow').then((got) => ['slow whole file', got, bytes]));
+  for (const [what, got, expected] of await Promise.all(runs)) {
+    if (expected) t.ok(got?.equals(expected), `${what}: ${got?.length} bytes, right ones`);
+  }
+  const again = await download(url, { range: 'bytes=100-2000000' }, 'normal');
+  t.ok(again?.equals(bytes.subarray(100, 2000001)), 'and after the aborts');
 });

@@ -180,11 +180,14 @@ export abstract class Exchange {
   abstract resumeBody(): void;
 
   /**
-   * Writes a chunk of a started response. The engine may keep a reference to `chunk`: do not
-   * modify it afterwards. Nothing happens when the client is gone.
+   * Writes a chunk of a started response. The engine may keep a reference to `chunk` until it
+   * calls `released`: do not modify or reuse it before. Nothing happens when the client is gone.
+   * @param released called once the engine holds no reference to `chunk` any more (at once when
+   *   nothing was kept); may never be called when the connection dies under a write, so a
+   *   pooled chunk then goes to the garbage collector instead
    * @returns false when the client is behind: wait for `writable()` before the next write
    */
-  abstract write(chunk: Buffer): boolean;
+  abstract write(chunk: Buffer, released?: () => void): boolean;
 
   /** Resolves when more may be written after `write` answered false, or the client went away. */
   abstract writable(): Promise<void>;

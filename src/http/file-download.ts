@@ -1,16 +1,36 @@
 /**
- * File downloads with HTTP Range (README, "Using the store"), streamed from the blob segment with
- * backpressure: positioned reads of READ_CHUNK_BYTES, each chunk written once the client took
- * the previous one, the next read overlapping the wait. A file is never read whole into memory.
+ * File downloads with HTTP Range (README, "Using the store"; RFC 9110, section 14), streamed from
+ * the blob segment with backpressure: positioned reads of READ_CHUNK_BYTES into pooled buffers,
+ * each chunk written once the client took the previous one, the next read overlapping the wait.
+ * A file is never read whole into memory; a buffer goes back to the pool once the HTTP engine
+ * let it go (Exchange.write's `released`).
  */
 import { AppError } from '../errors.js';
 import type { FileEntry } from '../store/lmdb-env.js';
 import type { BlobReader } from '../store/blob-reader.js';
+import { BufferPool } from './buffer-pool.js';
 import { downloadSafetyHeaders } from './download-headers.js';
 import type { Exchange } from './exchange.js';
 import { resolveRange } from './range.js';
 
 const READ_CHUNK_BYTES = 1024 * 1024;
+/**
+ * Buffers kept for reuse: two per download in flight (one written, one read into) for eight
+ * concurrent downloads; a busier moment allocates more, and they are dropped when given back.
+ */
+const MAX_POOLED_BUFFERS = 16;
+const pool = new BufferPool(READ_CHUNK_BYTES, MAX_POOLED_BUFFERS);
+
+/** Reads `length` bytes of `file` at `position` (bytes into the file) into a pooled buffer. */
+async function readChunk(blobs: BlobReader, file: FileEntry, position: number, length: number): Promise<{ buffer: Buffer; read: number }> {
+  const buffer = pool.acquire();
+  try {
+    return { buffer, read: await blobs.read(file.segment, file.offset + position, buffer, length) };
+  } catch (err) {
+    pool.release(buffer);
+    throw err;
+  }
+}
 
 /**
  * Sends the bytes of `file` (whole, or the slice the Range header asks for).
@@ -30,27 +50,36 @@ export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry,
   if (range) headers.push(['Content-Range', `bytes ${range.start}-${range.end}/${file.length}`]);
 
   // Read the first chunk before writing the status, so a vanished segment still answers an error.
-  let chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, total));
-  const firstRead = await blobs.read(file.segment, file.offset + first, chunk, chunk.length).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return -1;
+  let length = Math.min(READ_CHUNK_BYTES, total);
+  let chunk = await readChunk(blobs, file, first, length).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
     throw err;
   });
-  if (firstRead !== chunk.length) throw new AppError('file_not_found', `File ${fileId} not found`);
-  if (!ex.startResponse(range ? 206 : 200, headers, total)) return;
+  if (!chunk || chunk.read !== length) {
+    if (chunk) pool.release(chunk.buffer);
+    throw new AppError('file_not_found', `File ${fileId} not found`);
+  }
+  if (!ex.startResponse(range ? 206 : 200, headers, total)) {
+    pool.release(chunk.buffer);
+    return;
+  }
 
   let sent = 0; // bytes handed to the exchange
   try {
     for (;;) {
-      const writable = ex.write(chunk);
-      sent += chunk.length;
+      const { buffer } = chunk;
+      const writable = ex.write(buffer.subarray(0, length), () => pool.release(buffer));
+      sent += length;
       if (sent >= total || ex.aborted) break;
-      // A new buffer per chunk: the exchange may still hold the previous one.
-      const length = Math.min(READ_CHUNK_BYTES, total - sent);
-      const next = Buffer.allocUnsafe(length);
-      const [read] = await Promise.all([blobs.read(file.segment, file.offset + first + sent, next, length), writable ? undefined : ex.writable()]);
-      if (ex.aborted) return;
-      if (read !== length) throw new Error(`segment ${file.segment} ended early`);
+      // The next chunk goes into another buffer: the exchange may still hold this one.
+      length = Math.min(READ_CHUNK_BYTES, total - sent);
+      const [next] = await Promise.all([readChunk(blobs, file, first + sent, length), writable ? undefined : ex.writable()]);
       chunk = next;
+      if (ex.aborted || next.read !== length) {
+        pool.release(next.buffer);
+        if (ex.aborted) return;
+        throw new Error(`segment ${file.segment} ended early`);
+      }
     }
     ex.end();
   } catch {

@@ -89,10 +89,16 @@ export class NodeExchange extends Exchange {
     this.head = undefined;
   }
 
-  write(chunk: Buffer): boolean {
-    if (this.aborted || this.res.writableEnded) return true;
+  write(chunk: Buffer, released?: () => void): boolean {
+    if (this.aborted || this.res.writableEnded) {
+      released?.();
+      return true;
+    }
     this.writeHead();
-    return this.res.write(chunk);
+    // The callback runs once the socket wrote the chunk or gave up on it (Node's reference,
+    // "writable.write": it runs with an error then); Node drops it when the socket is already
+    // destroyed, and the chunk is then left to the garbage collector.
+    return released ? this.res.write(chunk, () => released()) : this.res.write(chunk);
   }
 
   writable(): Promise<void> {

@@ -16,8 +16,8 @@ export class UwsExchange extends Exchange {
   private total: number | undefined;
   /** Bytes handed to `write` so far (the body offset where the next chunk starts). */
   private handed = 0;
-  /** A chunk uWS did not take whole (tryEnd), and its offset in the body. */
-  private pending: { chunk: Buffer; start: number } | undefined;
+  /** A chunk uWS did not take whole (tryEnd), its offset in the body, and whom to tell once taken. */
+  private pending: { chunk: Buffer; start: number; released: (() => void) | undefined } | undefined;
   private backpressured = false;
   private wakers: (() => void)[] = [];
 
@@ -46,6 +46,10 @@ export class UwsExchange extends Exchange {
     });
     res.onAborted(() => {
       this.markAborted();
+      // uWS holds no reference to a pending chunk (write copies what it takes): let it go.
+      const pending = this.pending;
+      this.pending = undefined;
+      pending?.released?.();
       this.wake();
     });
   }
@@ -87,8 +91,11 @@ export class UwsExchange extends Exchange {
     this.head = undefined;
   }
 
-  write(chunk: Buffer): boolean {
-    if (this.aborted) return true;
+  write(chunk: Buffer, released?: () => void): boolean {
+    if (this.aborted) {
+      released?.();
+      return true;
+    }
     const start = this.handed;
     this.handed += chunk.length;
     let accepted = true;
@@ -97,21 +104,29 @@ export class UwsExchange extends Exchange {
       if (this.total === undefined) accepted = this.res.write(chunk);
       else [accepted] = this.res.tryEnd(chunk, this.total);
     });
+    // write() and tryEnd() copy what they take (into the cork buffer, the socket, or uWS's own
+    // backpressure buffer), so uWS never holds `chunk` after the call (uWebSockets source:
+    // src/HttpResponse.h `internalEnd`, src/AsyncSocket.h `write`).
     if (!accepted) {
       this.backpressured = true;
       // tryEnd keeps nothing it did not take: the rest is resent from onWritable.
-      if (this.total !== undefined) this.pending = { chunk, start };
+      if (this.total !== undefined) {
+        this.pending = { chunk, start, released };
+        return false;
+      }
     }
+    released?.();
     return accepted;
   }
 
   /** onWritable: resends the rest of the pending chunk; wakes writers once it is all taken. */
   private resend(offset: number): boolean {
     if (this.pending && this.total !== undefined) {
-      const { chunk, start } = this.pending;
+      const { chunk, start, released } = this.pending;
       const [accepted] = this.res.tryEnd(chunk.subarray(offset - start), this.total);
       if (!accepted) return false;
       this.pending = undefined;
+      released?.();
     }
     this.backpressured = false;
     this.wake();
