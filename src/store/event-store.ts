@@ -374,7 +374,7 @@ export class EventStore extends StoreView {
     const indexed = this.indexing.then(async () => {
       if (appended.epoch <= this.cutEpoch) throw new Error('an earlier batch failed to commit; the log was cut back before this one');
       try {
-        await indexCreates(this.dbs, creates, { segment: appended.segment, offset: appended.end }, this.trackUploads);
+        await indexCreates(this.dbs, creates, { segment: appended.segment, offset: appended.end }, this.trackUploads, true);
       } catch (err) {
         this.cutEpoch = appended.epoch;
         await this.appender.rollBack(appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));
