@@ -22,8 +22,6 @@ export interface Config {
   /** Bytes: live blob bytes + LMDB pages in use. */
   maxStorageBytes: number;
   cleanupIntervalSeconds: number;
-  /** Time between checkpoints of the index (ms): bounds the log replayed after an unclean stop (docs/STORAGE.md). */
-  checkpointIntervalMs: number;
   draftAutoFinalizeSeconds: number;
   maxVideoUploadBytes: number;
   maxLocalOnlyFileUploadBytes: number;
@@ -158,7 +156,6 @@ export function loadConfig(env: Env = process.env): Config {
     maxStorageBytes: number(env, 'MAX_STORAGE_BYTES', 10 * GiB, { min: MiB }),
     cleanupIntervalSeconds: number(env, 'CLEANUP_INTERVAL_SECONDS', 300, { min: 1 }),
     draftAutoFinalizeSeconds: number(env, 'DRAFT_AUTO_FINALIZE_SECONDS', 600, { min: 1 }),
-    checkpointIntervalMs: number(env, 'CHECKPOINT_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
     maxVideoUploadBytes: number(env, 'MAX_VIDEO_UPLOAD_BYTES', 500 * MiB, { min: 1 }),
     maxLocalOnlyFileUploadBytes: number(env, 'MAX_LOCAL_ONLY_FILE_UPLOAD_BYTES', 100 * MiB, { min: 1 }),
     maxListResponseBytes: number(env, 'MAX_LIST_RESPONSE_BYTES', 16 * MiB, { min: 1024, max: 1 * GiB }),

@@ -34,7 +34,6 @@ export async function startService(config: Config): Promise<StoreService> {
   setRecordPresenter(presentEventJson);
   const store = await EventStore.open(config.dataDir, {
     trackUploads: config.cloudUploadUrl !== undefined,
-    checkpointIntervalMs: config.checkpointIntervalMs,
     onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
   });
   log.info({ store: store.opened }, 'store opened');

@@ -97,11 +97,7 @@ export class Lifecycle {
         this.log.error({ err, segment: message.segment }, `${message.type} failed`);
         reply();
       });
-    } else if (message.type === 'checkpoint') {
-      this.store.checkpoint().then(
-        () => this.current?.postMessage({ type: 'writer-done', id: message.id } satisfies ToWorker),
-        (err: unknown) => this.current?.postMessage({ type: 'writer-done', id: message.id, error: (err as Error).message } satisfies ToWorker),
-      );
+
     } else if (message.type === 'ready') {
       this.restarts = 0;
     }

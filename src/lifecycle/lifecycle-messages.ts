@@ -3,8 +3,8 @@ import type { CleanupResult } from './cleanup.js';
 
 export type ToWorker =
   | { type: 'cleanup'; id: number }
-  /** A job the worker asked of the store's writer is done (ToMain `retire-segment`, `compact-segment`, `checkpoint`). */
-  | { type: 'writer-done'; id: number; error?: string }
+  /** A job the worker asked of the store's writer is done (ToMain `retire-segment`, `compact-segment`). */
+  | { type: 'writer-done'; id: number }
   | { type: 'stop' };
 
 export type ToMain =
@@ -17,6 +17,4 @@ export type ToMain =
   | { type: 'retire-segment'; id: number; segment: number }
   /** A segment's live share fell low: copy its live blobs forward (EventStore.compactSegment). */
   | { type: 'compact-segment'; id: number; segment: number }
-  /** Make the worker's LMDB commits durable (EventStore.checkpoint). */
-  | { type: 'checkpoint'; id: number }
   | { type: 'stopped' };

@@ -23,10 +23,7 @@ const port = parentPort!;
 const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]).child({ thread: 'lifecycle' });
 // The sweep's finalize and cleanup's file deletions rewrite records with their JSON.
 setRecordPresenter(presentEventJson);
-const store = StoreView.openView(config.dataDir, {
-  trackUploads: config.cloudUploadUrl !== undefined,
-  requestCheckpoint: () => askWriter({ type: 'checkpoint', id: 0 }),
-});
+const store = StoreView.openView(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
 const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
 const post = (message: ToMain) => port.postMessage(message);
 
@@ -41,13 +38,13 @@ function enqueue<T>(job: () => Promise<T>): Promise<T> {
 }
 
 /** Jobs asked of the store's writer on the HTTP thread, by id, until it answers. */
-const writerJobs = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+const writerJobs = new Map<number, () => void>();
 let nextWriterJob = 1;
 
-function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' | 'checkpoint' }>): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
+function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' }>): Promise<void> {
+  return new Promise<void>((resolve) => {
     const id = nextWriterJob++;
-    writerJobs.set(id, { resolve, reject });
+    writerJobs.set(id, resolve);
     post({ ...job, id });
   });
 }
@@ -98,10 +95,8 @@ const uploading = config.cloudUploadUrl === undefined
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'writer-done') {
-    const job = writerJobs.get(message.id);
+    writerJobs.get(message.id)?.();
     writerJobs.delete(message.id);
-    if (message.error === undefined) job?.resolve();
-    else job?.reject(new Error(message.error));
   } else if (message.type === 'cleanup') {
     cleanup('MANUAL').then(
       (result) => post({ type: 'cleanup-done', id: message.id, result }),

@@ -4,9 +4,7 @@
  * index had not covered. Both go through `indexCreates`, so a replayed create gets exactly the
  * entries a live one gets.
  */
-import type { PutOptions } from 'lmdb';
 import type { AppendedFrame } from './blob-log.js';
-import type { LogPosition } from './checkpoint.js';
 import { EMPTY, indexKeysOf } from './index-keys.js';
 import { addToCounters, type FileKind, type StoreDatabases } from './lmdb-env.js';
 import type { EventRecord } from './record-codec.js';
@@ -27,6 +25,12 @@ export interface LoggedCreate {
   files: PlacedFile[];
 }
 
+/** A place in the segment log: a segment number and a byte offset in it. */
+export interface LogPosition {
+  segment: number;
+  offset: number;
+}
+
 /** Where the `meta` database keeps the log position the index covers. */
 export const LOG_POSITION_KEY = 'logPosition';
 
@@ -36,35 +40,21 @@ export function indexedLogPosition(dbs: StoreDatabases): LogPosition | undefined
 }
 
 /**
- * An asynchronous put with LMDB's append flag (MDB_APPEND: the key is past the last), which
- * lmdb-js takes as an options object though its typings list only a version number there.
- */
-function putAppending(dbs: StoreDatabases, key: number, value: Buffer): Promise<boolean> {
-  const put = dbs.events.put as (key: number, value: Buffer, options: PutOptions) => Promise<boolean>;
-  return put.call(dbs.events, key, value, { append: true });
-}
-
-/**
  * Commits the LMDB entries of `creates` in one transaction, with the segment accounting, the
  * counters and the log position `logEnd` they bring the index to. Records and index entries
  * go as plain puts (lmdb-js encodes them here and applies them on its write thread, in the same
  * transaction as the read-modify-write of the accounting, which must see every earlier commit).
  * @param trackUploads cloud upload is on: finalized creates join the upload queue
- * @param appendRecords every created_at is past the newest stored (live creates, in commit
- *   order): records go in with LMDB's append flag
  * @throws the lmdb error of a failed commit (the batch's counters and position are then not in
  *   the index; some of its puts may be: replay applies them again)
  */
-export async function indexCreates(
-  dbs: StoreDatabases, creates: LoggedCreate[], logEnd: LogPosition, trackUploads: boolean, appendRecords = false,
-): Promise<void> {
+export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[], logEnd: LogPosition, trackUploads: boolean): Promise<void> {
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
   let drafts = 0;
   let uploads = 0;
   let images = 0;
   let files = 0;
   let liveBytes = 0;
-  const appended: Promise<boolean>[] = [];
   for (const { record, value, files: own } of creates) {
     for (const file of own) {
       const { at } = file;
@@ -80,9 +70,7 @@ export async function indexCreates(
       liveBytes += at.length;
     }
     files += own.length;
-    // Appended records fill their pages: LMDB splits a full page in the middle otherwise.
-    if (appendRecords) appended.push(putAppending(dbs, record.created_at, value));
-    else void dbs.events.put(record.created_at, value);
+    void dbs.events.put(record.created_at, value);
     void dbs.eventIds.put(record.id, record.created_at);
     for (const key of indexKeysOf(record, trackUploads)) void dbs.index.put(key, EMPTY);
     if (record.draft) drafts++;
@@ -108,6 +96,4 @@ export async function indexCreates(
     }
     addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes, uploadsPending: uploads });
   });
-  // An append refused (a key not past the last) is a bug, never a silent loss.
-  if ((await Promise.all(appended)).includes(false)) throw new Error('a record was not appended past the newest one');
 }

@@ -84,7 +84,7 @@ export async function deleteRecords(store: StoreView, createdAts: number[]): Pro
       events: -tally.records, images: -images, drafts: -drafts, files: -dead.files, liveBlobBytes: -dead.bytes, uploadsPending: -uploads,
     });
   });
-  await store.checkpoint();
+  await store.flushed();
   return tally;
 }
 
@@ -120,7 +120,7 @@ export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<D
     tally.bytes = dead.bytes;
     addToCounters(dbs, { files: -dead.files, liveBlobBytes: -dead.bytes });
   });
-  await store.checkpoint();
+  await store.flushed();
   return tally;
 }
 
@@ -159,7 +159,7 @@ export async function reclaimSegments(
       removed.push(segment);
     }
   });
-  await store.checkpoint();
+  await store.flushed();
   for (const segment of removed) {
     await store.blobs.forget(segment);
     await fsp.rm(path.join(store.blobsDir, segmentFileName(segment)), { force: true });

@@ -1,7 +1,7 @@
 /**
  * The storage engine's facade for the HTTP thread (docs/STORAGE.md): a StoreView (lookups,
  * counters, file locations) plus durable creates by group commit into the segment log, the
- * index commits that follow them, checkpoints and the data directory lock. Queries live in
+ * index commits that follow them and the data directory lock. Queries live in
  * event-query.ts, changes to events in event-updates.ts, recovery in recovery.ts. The domain
  * (src/events) talks to the store only through these modules; nothing outside src/store sees LMDB.
  */
@@ -10,8 +10,7 @@ import path from 'node:path';
 import { fromDiskError } from '../errors.js';
 import type { ImageResults, StoredImage } from '../events/types.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
-import { Checkpointer, restoreCheckpoint, type LogPosition } from './checkpoint.js';
-import { indexCreates, indexedLogPosition, LOG_POSITION_KEY, type LoggedCreate } from './create-index.js';
+import { indexCreates, LOG_POSITION_KEY, type LoggedCreate, type LogPosition } from './create-index.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { GroupCommitter } from './group-commit.js';
 import { timeOrderedId } from './ids.js';
@@ -52,8 +51,6 @@ interface PreparedCreate {
 
 /** How the last open found the store (docs/STORAGE.md, "Recovery"). */
 export interface OpenReport {
-  /** `clean`: stopped cleanly; `restored`: LMDB put back to its checkpoint; `none`: no checkpoint yet. */
-  checkpoint: 'none' | 'clean' | 'restored';
   /** Creates replayed from the log into the index. */
   replayed: number;
   /** Time the open took (ms). */
@@ -62,34 +59,25 @@ export interface OpenReport {
 
 /** Settings of the write path. */
 export interface EventStoreOptions extends StoreOptions {
-  /** Time between checkpoints (ms): bounds the log replayed after an unclean stop. */
-  checkpointIntervalMs?: number;
-  /** Reports a failure of background work (a periodic checkpoint); the store keeps serving. */
+  /** Reports a failure of background work (cutting a failed batch from the log); the store keeps serving. */
   onBackgroundError?: (err: unknown, task: string) => void;
 }
-
-const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
-/** Log bytes appended between checkpoints beyond which one is taken at once (bytes). */
-const CHECKPOINT_LOG_BYTES = 64 * 1024 * 1024;
 
 /** The on-disk store under one DATA_DIR. */
 export class EventStore extends StoreView {
   private readonly committer: GroupCommitter<PreparedCreate, void>;
   private nextSegment: number;
-  private readonly checkpointTimer: NodeJS.Timeout;
-  private logBytesSinceCheckpoint = 0;
   /** The index stage of the last batch: batches are indexed one after another, in log order. */
   private indexing: Promise<void> = Promise.resolve();
   /** Appends of this epoch or older were cut from the log after a failed index commit. */
   private cutEpoch = -1;
   /** How the open that made this store found it. */
-  opened: OpenReport = { checkpoint: 'none', replayed: 0, ms: 0 };
+  opened: OpenReport = { replayed: 0, ms: 0 };
 
   private constructor(
     dbs: StoreDatabases,
     dataDir: string,
     private readonly appender: SegmentAppender,
-    private readonly checkpointer: Checkpointer,
     private readonly unlock: () => void,
     lastSegment: number,
     private readonly options: EventStoreOptions,
@@ -97,43 +85,30 @@ export class EventStore extends StoreView {
     super(dbs, dataDir, options);
     this.nextSegment = lastSegment + 1;
     this.committer = new GroupCommitter((batch, release) => this.commitCreates(batch, release));
-    this.checkpointTimer = setInterval(() => this.backgroundCheckpoint(), options.checkpointIntervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS);
-    this.checkpointTimer.unref();
   }
 
   /**
    * Opens the store in `dataDir`, creating it when absent, and recovers it (docs/STORAGE.md,
-   * "Recovery"): after an unclean stop LMDB is put back to its last checkpoint and the log
-   * after it replayed; staging is emptied and segment tails the index does not cover are cut.
+   * "Recovery"): LMDB opens at its last flushed commit and the log after the position it
+   * covers is replayed; staging is emptied and segment tails the index does not cover are cut.
    * @throws DataDirLocked when another running store holds `dataDir`
-   * @throws the fs or lmdb error when the data directory is unusable, Error when the checkpoint
-   *   does not match the index it was taken of
+   * @throws the fs or lmdb error when the data directory is unusable
    */
   static async open(dataDir: string, options: EventStoreOptions = { trackUploads: false }): Promise<EventStore> {
     const started = performance.now();
     const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
     const unlock = lockDataDir(dataDir);
     try {
-      const restored = restoreCheckpoint(dataDir, path.join(dataDir, 'db'));
       const dbs = openDatabases(dataDir);
-      const readPosition = (): LogPosition => indexedLogPosition(dbs) ?? { segment: 0, offset: 0 };
-      const checkpointer = new Checkpointer(dbs.root, dataDir, readPosition);
-      if (restored.kind === 'restored' && !samePosition(readPosition(), restored.position)) {
-        checkpointer.release();
-        await dbs.root.close();
-        throw new Error(`LMDB in ${dataDir}/db does not match its checkpoint; it cannot be restored`);
-      }
-      // From here until a clean close the checkpoint file says "unclean".
-      await checkpointer.take();
       const { lastSegment, activeSegment, lastCreatedAt, replayed } = await recoverStore(dbs, blobsDir, stagingDir, options.trackUploads);
       await completeCounters(dbs, () => dbs.index.getKeysCount({ start: uploadKey(-Infinity), end: uploadKey(Infinity) }));
-      await checkpointer.take();
+      await dbs.root.flushed;
       nextUniqueMicros(lastCreatedAt);
       let store: EventStore | undefined;
       const appender = new SegmentAppender(blobsDir, () => store!.allocateSegment());
-      store = new EventStore(dbs, dataDir, appender, checkpointer, unlock, lastSegment, options);
+      store = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
       if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
-      store.opened = { checkpoint: restored.kind, replayed, ms: Math.round(performance.now() - started) };
+      store.opened = { replayed, ms: Math.round(performance.now() - started) };
       return store;
     } catch (err) {
       unlock();
@@ -255,36 +230,16 @@ export class EventStore extends StoreView {
     }
   }
 
-  /** Runs `writes` in one LMDB transaction and makes it durable by a checkpoint. */
+  /** Runs `writes` in one LMDB transaction and waits until it is flushed. */
   private async commitDurably(writes: () => void): Promise<void> {
     await this.dbs.root.transaction(writes);
-    await this.checkpoint();
+    await this.flushed();
   }
 
-  /**
-   * Makes every LMDB commit made so far durable (docs/STORAGE.md, "Checkpoints"); concurrent
-   * calls share one checkpoint.
-   * @throws AppError disk_full (507) on ENOSPC, store_failure (500) otherwise
-   */
-  override async checkpoint(): Promise<void> {
-    try {
-      await this.checkpointer.take();
-      this.logBytesSinceCheckpoint = 0;
-    } catch (err) {
-      throw fromDiskError(err);
-    }
-  }
-
-  private backgroundCheckpoint(): void {
-    this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'checkpoint'));
-  }
-
-  /** Waits for queued creates, takes a last checkpoint marked clean, closes files and LMDB. */
+  /** Waits for queued creates, then closes files and the LMDB environment. */
   override async close(): Promise<void> {
-    clearInterval(this.checkpointTimer);
     await this.committer.whenIdle();
     await this.appender.close();
-    await this.checkpointer.closeClean();
     await super.close();
     this.unlock();
   }
@@ -339,11 +294,12 @@ export class EventStore extends StoreView {
   /**
    * Makes one batch durable (docs/STORAGE.md, "Creates"): each create's frames (its images,
    * then its record) are appended to the log in one writev and fdatasync'd, the durability
-   * point; then the batch's LMDB entries are committed (not synced: checkpoints make them
-   * durable) so the events are visible before their 201. Once its append is done `release`
-   * lets the next batch append while this one is indexed; index commits stay in log order.
-   * Should one fail, the log is cut back to that batch's frames, taking every later batch's
-   * with it, and those batches are refused too: no replay stores what was refused.
+   * point; then the batch's LMDB entries are committed so the events are visible before their
+   * 201 (lmdb-js flushes that commit afterwards: the answer never waits for it). `release`
+   * lets the next batch start once this one is visible: handing lmdb-js a second transaction
+   * while its write thread flushes the first stalls it (measured: 5x slower). Should an index
+   * commit fail, the log is cut back to that batch's frames (and any later ones), and those
+   * batches are refused: no replay stores what was refused.
    */
   private async commitCreates(batch: PreparedCreate[], release: () => void): Promise<void[]> {
     const frames: FrameToAppend[] = [];
@@ -363,7 +319,6 @@ export class EventStore extends StoreView {
     } catch (err) {
       throw fromDiskError(err);
     }
-    release();
     let frame = 0;
     batch.forEach(({ blobs }, i) => {
       for (const blob of blobs) {
@@ -374,7 +329,7 @@ export class EventStore extends StoreView {
     const indexed = this.indexing.then(async () => {
       if (appended.epoch <= this.cutEpoch) throw new Error('an earlier batch failed to commit; the log was cut back before this one');
       try {
-        await indexCreates(this.dbs, creates, { segment: appended.segment, offset: appended.end }, this.trackUploads, true);
+        await indexCreates(this.dbs, creates, { segment: appended.segment, offset: appended.end }, this.trackUploads);
       } catch (err) {
         this.cutEpoch = appended.epoch;
         await this.appender.rollBack(appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));
@@ -387,12 +342,7 @@ export class EventStore extends StoreView {
     } catch (err) {
       throw fromDiskError(err);
     }
-    this.logBytesSinceCheckpoint += appended.end - appended.start;
-    if (this.logBytesSinceCheckpoint >= CHECKPOINT_LOG_BYTES) this.backgroundCheckpoint();
+    release();
     return batch.map(() => undefined);
   }
-}
-
-function samePosition(a: LogPosition, b: LogPosition): boolean {
-  return a.segment === b.segment && a.offset === b.offset;
 }

@@ -2,8 +2,8 @@
  * Changes to existing events (spec B, "States and transitions"): finalize (by the producer or
  * by the auto-finalize sweep) and attaching a staged upload to a draft. Each change is a
  * read-modify-write inside one LMDB write transaction, so it sees every earlier commit and no
- * two changes of one event interleave; each resolves once a checkpoint covers it
- * (docs/STORAGE.md, "Checkpoints").
+ * two changes of one event interleave; each resolves once flushed (docs/STORAGE.md, "What is
+ * durable when").
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -62,7 +62,7 @@ export async function finalizeEvent(store: StoreView, id: string, auto = false):
       addToCounters(store.dbs, { drafts: -1, uploadsPending: store.trackUploads ? 1 : 0 });
       outcome = { id, finalizedAt: now, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false };
     });
-    await store.checkpoint();
+    await store.flushed();
   } catch (err) {
     throw fromDiskError(err);
   }
@@ -113,7 +113,7 @@ export async function attachStagedBlob(store: EventStore, eventId: string, stage
       store.dbs.segments.putSync(segment, { committed: FRAME_HEADER_BYTES + staged.size, liveBytes: staged.size, liveBlobs: 1, sealed: true });
       addToCounters(store.dbs, { files: 1, liveBlobBytes: staged.size });
     });
-    await store.checkpoint();
+    await store.flushed();
   } catch (err) {
     await fsp.rm(segmentPath, { force: true });
     throw fromDiskError(err);

@@ -3,10 +3,11 @@
  * earlier batch is being appended, go together in one batch, so concurrent creates share one log
  * append, one fdatasync and one LMDB commit.
  *
- * A batch has two stages: until `release` is called (the store calls it once the batch's frames
- * are durable in the log) no other batch starts, so appends keep submission order; after
- * `release`, the next batch is built and appended while this one is committed to the index
- * (the store keeps those commits in order). Jobs resolve when their own batch is done.
+ * A batch has two stages: until `release` is called (the store calls it once the batch is
+ * durable in the log and visible in the index) no other batch starts, so appends and index
+ * commits keep submission order and lmdb-js is never handed a second transaction while its
+ * write thread is busy (which stalls it); after `release` the batch may still be finishing
+ * (its answers), and the next batch is built meanwhile. Jobs resolve when their own batch is done.
  */
 
 interface Waiting<Job, Result> {
@@ -20,7 +21,7 @@ export class GroupCommitter<Job, Result> {
   private queue: Waiting<Job, Result>[] = [];
   /** Batches started and not yet released (at most one). */
   private committing = 0;
-  /** Batches started and not yet settled (appending, or released and indexing). */
+  /** Batches started and not yet settled. */
   private inFlight = 0;
   private scheduled = false;
   private paused = false;
@@ -29,7 +30,7 @@ export class GroupCommitter<Job, Result> {
 
   /**
    * @param commitBatch makes a batch durable; calls `release` once the next batch may start (its
-   *   append is done and only its index commit remains; never calling it just means no overlap);
+   *   append and index commit are done; never calling it just means no overlap);
    *   resolves with one result per job in order, or rejects to fail every job of the batch
    * @param maxBatch most jobs in one batch
    */

@@ -69,8 +69,12 @@ export interface StoreDatabases {
 export function openDatabases(dataDir: string): StoreDatabases {
   const dbPath = path.join(dataDir, 'db');
   fs.mkdirSync(dbPath, { recursive: true });
-  // noSync: commits are made durable by checkpoints (checkpoint.ts), never one by one.
-  const root = open({ path: dbPath, maxDbs: 16, mapSize: 32 * 1024 ** 3, cache: false, noSync: true });
+  // lmdb-js's overlapping sync flushes each commit after it is visible; safeRestore opens the
+  // last flushed transaction after any unclean stop, in the same boot too (lmdb-js README,
+  // "Overlapping Sync Options"); the log replays what it lacks (docs/STORAGE.md, "Recovery").
+  // (safeRestore is read by lmdb-js's open.js; its typings do not list it.)
+  const options = { path: dbPath, maxDbs: 16, mapSize: 32 * 1024 ** 3, cache: false, safeRestore: true };
+  const root = open(options);
   return {
     root,
     events: root.openDB({ name: 'events', encoding: 'binary' }),

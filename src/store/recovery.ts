@@ -1,6 +1,6 @@
 /**
- * Start-up recovery (docs/STORAGE.md, "Recovery"): with LMDB at its last checkpoint (or as a
- * clean stop left it), the creates logged after the position the index covers are replayed
+ * Start-up recovery (docs/STORAGE.md, "Recovery"): with LMDB at its last flushed commit, the
+ * creates logged after the position the index covers are replayed
  * into it up to the first torn frame; then segment tails the index does not
  * cover are cut, files in blobs/ no segment entry knows are removed and staging is emptied.
  * After a clean stop nothing is replayed: start-up walks segment entries, never records.
@@ -9,8 +9,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { SEGMENT_ROLL_BYTES, segmentFileName, segmentNumberOf } from './blob-log.js';
-import type { LogPosition } from './checkpoint.js';
-import { indexCreates, indexedLogPosition, LOG_POSITION_KEY, type LoggedCreate } from './create-index.js';
+import { indexCreates, indexedLogPosition, LOG_POSITION_KEY, type LoggedCreate, type LogPosition } from './create-index.js';
 import type { FileKind, StoreDatabases } from './lmdb-env.js';
 import { decodeRecord } from './record-codec.js';
 import { decodeRecordFrame } from './record-frame.js';
@@ -40,9 +39,9 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
 
 /**
  * Indexes the creates logged in segment `segment` from `start` (bytes). Every one is applied,
- * even one whose record the index already holds: a checkpoint can fall between the puts of a
- * batch and the transaction that counts it and moves the log position (lmdb-js commits queued
- * puts and transaction callbacks separately when a synchronous transaction interrupts them), so
+ * even one whose record the index already holds: a flush can fall between the puts of a batch
+ * and the transaction that counts it and moves the log position (lmdb-js may commit queued puts
+ * and a transaction callback in separate transactions), so
  * a create after the position may be in the index without its counters. Puts are idempotent,
  * and the counters and segment accounting of a create are never in the index before the
  * position passes it, so replaying it again counts it exactly once.

@@ -13,11 +13,6 @@ import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
 export interface StoreOptions {
   /** Cloud upload is on (CLOUD_UPLOAD_URL set): keep the upload queue. */
   trackUploads: boolean;
-  /**
-   * Asks the store's writer (the HTTP thread's EventStore) for a checkpoint: how a view on
-   * another thread makes its LMDB commits durable.
-   */
-  requestCheckpoint?: () => Promise<void>;
 }
 
 /** Longest id the store ever issues (a uuid); longer lookups miss without touching LMDB. */
@@ -30,24 +25,20 @@ export class StoreView {
   /** Cloud upload is on: finalized events enter the upload queue (index `U`). */
   readonly trackUploads: boolean;
 
-  private readonly requestCheckpoint: (() => Promise<void>) | undefined;
-
   constructor(readonly dbs: StoreDatabases, readonly dataDir: string, options: StoreOptions) {
     this.blobsDir = path.join(dataDir, 'blobs');
     this.stagingDir = path.join(dataDir, 'staging');
     this.blobs = new BlobReader(this.blobsDir);
     this.trackUploads = options.trackUploads;
-    this.requestCheckpoint = options.requestCheckpoint;
   }
 
   /**
-   * Makes every LMDB commit made so far durable (docs/STORAGE.md, "Checkpoints"): LMDB's own
-   * commits are not synced, so a change counts only once a checkpoint covers it.
-   * @throws Error when this view has no writer to ask; the writer's error otherwise
+   * Resolves once every LMDB commit this thread made so far is flushed to disk (docs/STORAGE.md,
+   * "What is durable when"): a change other than a create counts only then.
+   * @throws the lmdb error of a failed flush
    */
-  checkpoint(): Promise<void> {
-    if (!this.requestCheckpoint) return Promise.reject(new Error('this store view has no writer to take a checkpoint'));
-    return this.requestCheckpoint();
+  async flushed(): Promise<void> {
+    await this.dbs.root.flushed;
   }
 
   /** Opens a view on an existing store (no lock: for the lifecycle worker). */
