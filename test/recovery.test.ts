@@ -172,3 +172,58 @@ t.test('an index commit that fails cuts its batch from the log: refused creates 
   t.same([reopened.dbs.events.getCount(), Boolean(reopened.getEvent(first.id)), Boolean(reopened.getEvent(third.id))], [2, true, true], 'and nothing refused');
   await reopened.close();
 });
+
+t.test('a failed index commit over several appended batches refuses them all and cuts them all from the log', async (t) => {
+  // Fault injection: the first index commit is held until three more batches are appended (they
+  // go into the next commit together), and that commit fails.
+  let commits = 0;
+  let releaseFirst!: () => void;
+  const firstHeld = new Promise<void>((resolve) => { releaseFirst = resolve; });
+  const real = await import('../src/store/create-index.js');
+  const { EventStore: FaultyStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
+    '../src/store/create-index.js': {
+      ...real,
+      indexCreates: async (...args: Parameters<typeof real.indexCreates>) => {
+        const commit = ++commits;
+        if (commit === 1) await firstHeld;
+        if (commit === 2) {
+          t.equal(args[1].length, 3, 'the second commit takes the three batches appended meanwhile');
+          throw new Error('EIO: injected');
+        }
+        return real.indexCreates(...args);
+      },
+    },
+  });
+  const dataDir = tempDataDir();
+  const store = await FaultyStore.open(dataDir);
+  const fields = {
+    solution: null, workflow_id: null, workflow_version: null, inference_timestamp: '2026-11-22T01:00:00Z',
+    device_id: 'cam-1', stream_id: null, image_id: null, event_schema: 'custom', event_data: {}, custom_metadata: {},
+    display_image_position: null, draft: false,
+  };
+  const first = store.create({ fields, images: [] });
+  const waiting: Promise<unknown>[] = [];
+  for (let batch = 0; batch < 3; batch++) {
+    await new Promise((resolve) => setTimeout(resolve, 20)); // each create its own log batch
+    waiting.push(store.create({ fields, images: [] }).catch((err: Error) => err));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  releaseFirst();
+  const kept = await first;
+  const refused = await Promise.all(waiting);
+  t.ok(refused.every((r) => r instanceof Error), 'every create of the failed commit is refused');
+  const later = await store.create({ fields, images: [] });
+  await store.close();
+
+  const dbs = openDatabases(dataDir);
+  const position = dbs.meta.get(LOG_POSITION_KEY) as { segment: number; offset: number };
+  await dbs.root.transaction(() => {
+    dbs.meta.putSync(LOG_POSITION_KEY, { segment: position.segment, offset: 0 });
+    dbs.meta.removeSync('counters');
+  });
+  await dbs.root.close();
+  const reopened = await EventStore.open(dataDir);
+  t.equal(reopened.opened.replayed, 2, 'the log holds the first and the later create only');
+  t.same([reopened.dbs.events.getCount(), Boolean(reopened.getEvent(kept.id)), Boolean(reopened.getEvent(later.id))], [2, true, true]);
+  await reopened.close();
+});

@@ -58,14 +58,21 @@ export class SegmentAppender {
   private segment = 0;
   private end = 0;
   private epoch = 0;
+  /** Log segments this appender opened, oldest first: a roll-back may reach back over several. */
+  private opened: number[] = [];
   /** The append under way; the next one starts after it. */
   private tail: Promise<void> = Promise.resolve();
 
   /**
    * @param blobsDir DATA_DIR/blobs
    * @param allocateSegment returns a fresh segment number (persisted by the caller)
+   * @param rollBytes size (bytes) past which the next append opens a new segment
    */
-  constructor(private readonly blobsDir: string, private readonly allocateSegment: () => number) {}
+  constructor(
+    private readonly blobsDir: string,
+    private readonly allocateSegment: () => number,
+    private readonly rollBytes = SEGMENT_ROLL_BYTES,
+  ) {}
 
   /**
    * Resumes appending to segment `segment` at its committed length `committed` (bytes).
@@ -73,6 +80,7 @@ export class SegmentAppender {
   async resume(segment: number, committed: number): Promise<void> {
     await this.close(); // before any append: nothing under way
     this.segment = segment;
+    this.opened = [segment];
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(segment)), 'r+');
     this.end = committed;
   }
@@ -89,7 +97,7 @@ export class SegmentAppender {
   }
 
   private async appendNow(frames: FrameToAppend[]): Promise<Appended> {
-    if (!this.handle || this.end >= SEGMENT_ROLL_BYTES) await this.roll();
+    if (!this.handle || this.end >= this.rollBytes) await this.roll();
     const handle = this.handle!;
     const start = this.end;
     const buffers: Buffer[] = [];
@@ -123,23 +131,14 @@ export class SegmentAppender {
     const result = this.tail.then(async () => {
       if (appended.epoch !== this.epoch) return; // an earlier roll-back already cut it
       this.epoch++;
-      if (this.handle && this.segment !== appended.segment) {
-        // The log rolled since: the newer segment holds only later appends.
-        await this.handle.truncate(0);
-        await this.handle.datasync();
-        this.end = 0;
-        const older = await fsp.open(path.join(this.blobsDir, segmentFileName(appended.segment)), 'r+');
-        try {
-          await older.truncate(appended.start);
-          await older.datasync();
-        } finally {
-          await older.close();
-        }
-      } else if (this.handle) {
-        await this.handle.truncate(appended.start);
-        await this.handle.datasync();
-        this.end = appended.start;
+      // Segments opened after the cut one hold only later appends: emptied.
+      for (const later of this.opened.filter((n) => n > appended.segment)) {
+        await this.truncateSegment(later, 0);
       }
+      await this.truncateSegment(appended.segment, appended.start);
+      // Appending goes on where the log now ends: the cut segment, or the emptied active one.
+      this.end = this.segment === appended.segment ? appended.start : 0;
+      this.opened = this.opened.filter((n) => n <= appended.segment || n === this.segment);
     });
     this.tail = result.then(() => undefined, () => undefined);
     return result;
@@ -161,9 +160,22 @@ export class SegmentAppender {
     this.handle = undefined;
   }
 
+  /** Cuts segment `segment` to `length` bytes, durably (through the open handle when active). */
+  private async truncateSegment(segment: number, length: number): Promise<void> {
+    const active = this.handle && this.segment === segment;
+    const handle = active ? this.handle! : await fsp.open(path.join(this.blobsDir, segmentFileName(segment)), 'r+');
+    try {
+      await handle.truncate(length);
+      await handle.datasync();
+    } finally {
+      if (!active) await handle.close();
+    }
+  }
+
   private async roll(): Promise<void> {
     await this.closeHandle();
     this.segment = this.allocateSegment();
+    this.opened = [...this.opened.slice(-15), this.segment];
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(this.segment)), 'w+');
     this.end = 0;
     await syncDirectory(this.blobsDir);

@@ -44,6 +44,18 @@ export interface CreatedEvent {
 }
 
 
+/**
+ * Most appended batches one index commit takes: bounds the transaction (and the log a failed
+ * commit cuts back) while keeping lmdb-js's write thread busy with few, large commits.
+ */
+const MAX_BATCHES_PER_INDEX_COMMIT = 64;
+
+/** A batch whose frames are durable in the log, waiting for its index commit. */
+interface AppendedBatch {
+  creates: LoggedCreate[];
+  appended: Appended;
+}
+
 interface PreparedCreate {
   record: EventRecord;
   blobs: { fileId: string; kind: FileKind; bytes: Buffer; contentType: string }[];
@@ -65,10 +77,14 @@ export interface EventStoreOptions extends StoreOptions {
 
 /** The on-disk store under one DATA_DIR. */
 export class EventStore extends StoreView {
+  /** The log stage: creates go into the log in batches, one append at a time. */
   private readonly committer: GroupCommitter<PreparedCreate, void>;
+  /**
+   * The index stage: appended batches are indexed in log order, those appended while a commit
+   * runs together in the next one. Resolves each batch with the error that refused it, if any.
+   */
+  private readonly indexer: GroupCommitter<AppendedBatch, Error | undefined>;
   private nextSegment: number;
-  /** The index stage of the last batch: batches are indexed one after another, in log order. */
-  private indexing: Promise<void> = Promise.resolve();
   /** Appends of this epoch or older were cut from the log after a failed index commit. */
   private cutEpoch = -1;
   /** How the open that made this store found it. */
@@ -85,6 +101,7 @@ export class EventStore extends StoreView {
     super(dbs, dataDir, options);
     this.nextSegment = lastSegment + 1;
     this.committer = new GroupCommitter((batch, release) => this.commitCreates(batch, release));
+    this.indexer = new GroupCommitter((batches) => this.indexBatches(batches), MAX_BATCHES_PER_INDEX_COMMIT);
   }
 
   /**
@@ -294,12 +311,9 @@ export class EventStore extends StoreView {
   /**
    * Makes one batch durable (docs/STORAGE.md, "Creates"): each create's frames (its images,
    * then its record) are appended to the log in one writev and fdatasync'd, the durability
-   * point; then the batch's LMDB entries are committed so the events are visible before their
-   * 201 (lmdb-js flushes that commit afterwards: the answer never waits for it). `release`
-   * lets the next batch start once this one is visible: handing lmdb-js a second transaction
-   * while its write thread flushes the first stalls it (measured: 5x slower). Should an index
-   * commit fail, the log is cut back to that batch's frames (and any later ones), and those
-   * batches are refused: no replay stores what was refused.
+   * point; `release` then lets the next batch append while this one waits for the index commit
+   * that makes its events visible before their 201 (lmdb-js flushes that commit afterwards: the
+   * answer never waits for it).
    */
   private async commitCreates(batch: PreparedCreate[], release: () => void): Promise<void[]> {
     const frames: FrameToAppend[] = [];
@@ -318,6 +332,8 @@ export class EventStore extends StoreView {
       appended = await this.appender.append(frames);
     } catch (err) {
       throw fromDiskError(err);
+    } finally {
+      release();
     }
     let frame = 0;
     batch.forEach(({ blobs }, i) => {
@@ -326,23 +342,32 @@ export class EventStore extends StoreView {
       }
       frame++; // the record frame
     });
-    const indexed = this.indexing.then(async () => {
-      if (appended.epoch <= this.cutEpoch) throw new Error('an earlier batch failed to commit; the log was cut back before this one');
-      try {
-        await indexCreates(this.dbs, creates, { segment: appended.segment, offset: appended.end }, this.trackUploads);
-      } catch (err) {
-        this.cutEpoch = appended.epoch;
-        await this.appender.rollBack(appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));
-        throw err;
-      }
-    });
-    this.indexing = indexed.catch(() => undefined);
-    try {
-      await indexed;
-    } catch (err) {
-      throw fromDiskError(err);
-    }
-    release();
+    const refused = await this.indexer.submit({ creates, appended });
+    if (refused) throw fromDiskError(refused);
     return batch.map(() => undefined);
+  }
+
+  /**
+   * Indexes appended batches in one LMDB transaction (docs/STORAGE.md, "Creates"): one commit
+   * per round of the index stage, however many batches the log stage appended meanwhile, so
+   * lmdb-js is never handed a second transaction while its write thread is busy. Batches the
+   * log was cut back over are refused. Should the commit fail, the log is cut back to the first
+   * of these batches (and every later append), and they are all refused: no replay stores what
+   * was refused.
+   * @returns per batch, the error that refused it (undefined: indexed)
+   */
+  private async indexBatches(batches: AppendedBatch[]): Promise<(Error | undefined)[]> {
+    const cut = new Error('an earlier batch failed to commit; the log was cut back before this one');
+    const live = batches.filter((b) => b.appended.epoch > this.cutEpoch);
+    if (live.length === 0) return batches.map(() => cut);
+    const last = live[live.length - 1].appended;
+    try {
+      await indexCreates(this.dbs, live.flatMap((b) => b.creates), { segment: last.segment, offset: last.end }, this.trackUploads);
+    } catch (err) {
+      this.cutEpoch = live[0].appended.epoch;
+      await this.appender.rollBack(live[0].appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));
+      return batches.map(() => err as Error);
+    }
+    return batches.map((b) => (live.includes(b) ? undefined : cut));
   }
 }

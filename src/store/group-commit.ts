@@ -1,13 +1,13 @@
 /**
  * Group commit (docs/STORAGE.md, "Creates"): jobs submitted in the same event turn, or while an
- * earlier batch is being appended, go together in one batch, so concurrent creates share one log
- * append, one fdatasync and one LMDB commit.
+ * earlier batch is committing, go together in one batch, so concurrent jobs share one commit.
+ * The store runs two of these in a pipeline: the log stage (one writev + fdatasync per batch)
+ * and the index stage (one LMDB transaction per batch of appended batches).
  *
- * A batch has two stages: until `release` is called (the store calls it once the batch is
- * durable in the log and visible in the index) no other batch starts, so appends and index
- * commits keep submission order and lmdb-js is never handed a second transaction while its
- * write thread is busy (which stalls it); after `release` the batch may still be finishing
- * (its answers), and the next batch is built meanwhile. Jobs resolve when their own batch is done.
+ * A batch has two stages: until `release` is called no other batch starts, so batches keep
+ * submission order; after `release` the batch may still be finishing (the log stage releases
+ * once its append is durable, while the batch waits for its index commit), and the next batch
+ * is built meanwhile. Jobs resolve when their own batch is done.
  */
 
 interface Waiting<Job, Result> {
