@@ -1,8 +1,8 @@
 /**
- * The per-image bound on predictions (MAX_PREDICTIONS_PER_IMAGE, README "Settings"). A create
- * body within MAX_RECORD_SIZE_BYTES can still carry hundreds of thousands of detections per
- * image, and every list page that returns such an event decodes and serializes them all; the
- * bound keeps one event's cost on the read routes in proportion to what a pipeline really sends.
+ * The per-image bound on predictions (MAX_PREDICTIONS_PER_IMAGE; docs/OPERATIONS.md, "Settings"). A
+ * create body within MAX_RECORD_SIZE_BYTES can still carry hundreds of thousands of detections per
+ * image, and every list page that returns such an event decodes and serializes them all; the bound
+ * keeps one event's cost on the read routes in proportion to what a pipeline really sends.
  */
 import { AppError } from '../errors.js';
 import type { ImageResults } from './types.js';

@@ -1,4 +1,4 @@
-/** Statistics, manual cleanup and the two-step reset (spec B, Endpoints). */
+/** Statistics, manual cleanup and the two-step reset (docs/API.md, "Statistics", "Cleanup and reset"). */
 import { resetStore } from '../lifecycle/reset.js';
 import { storeStats } from '../lifecycle/store-stats.js';
 import type { Route } from './route-table.js';

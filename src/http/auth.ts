@@ -1,4 +1,4 @@
-/** X-API-Key authentication (spec B, Authentication): every route but /health when API_KEY is set. */
+/** X-API-Key authentication (docs/API.md, "Authentication"): every route but /health when API_KEY is set. */
 import { createHash, timingSafeEqual } from 'node:crypto';
 
 const digest = (text: string): Buffer => createHash('sha256').update(text).digest();

@@ -1,7 +1,7 @@
 /**
- * Which HTTP engine serves (README, "HTTP engines"): `HTTP_ENGINE=uws|node` forces one (uws
- * refuses to start when no native build loads); unset, the best native uWebSockets.js build that
- * loads here, else the `node:http` engine announced once, loudly, at start-up.
+ * Which HTTP engine serves (docs/OPERATIONS.md, "HTTP engines"): `HTTP_ENGINE=uws|node` forces one
+ * (uws refuses to start when no native build loads); unset, the best native uWebSockets.js build
+ * that loads here, else the `node:http` engine announced once, loudly, at start-up.
  */
 import type { Logger } from '../logger.js';
 import type { EngineName, HttpEngine, RuntimeInfo } from './engine.js';

@@ -1,8 +1,8 @@
 /**
- * What the route table and the server need from an HTTP engine (README, "HTTP engines"): routes
- * registered by method and uWebSockets.js-style pattern, each request handed over as an
- * Exchange; an exclusive listen; a stop that refuses new connections and lets the requests under
- * way finish.
+ * What the route table and the server need from an HTTP engine (docs/OPERATIONS.md, "HTTP
+ * engines"): routes registered by method and uWebSockets.js-style pattern, each request handed over
+ * as an Exchange; an exclusive listen; a stop that refuses new connections and lets the requests
+ * under way finish.
  */
 import type { Exchange } from './exchange.js';
 

@@ -1,7 +1,7 @@
 /**
- * One request/response exchange, the same for every HTTP engine (README, "HTTP engines"): the
- * route table, JSON bodies, uploads, downloads and the search proxy use only this class, and
- * each engine (uws/uws-exchange.ts, node/node-exchange.ts) implements its abstract part.
+ * One request/response exchange, the same for every HTTP engine (docs/OPERATIONS.md, "HTTP
+ * engines"): the route table, JSON bodies, uploads, downloads and the search proxy use only this
+ * class, and each engine (uws/uws-exchange.ts, node/node-exchange.ts) implements its abstract part.
  *
  * The contract, whatever the engine:
  * - the request's method, path, query, route parameters and the headers the store reads are

@@ -1,5 +1,5 @@
 /**
- * File downloads with HTTP Range (README, "Using the store"; RFC 9110, section 14), streamed from
+ * File downloads with HTTP Range (docs/API.md, "Downloads"; RFC 9110, section 14), streamed from
  * the blob segment with backpressure: positioned reads of READ_CHUNK_BYTES into pooled buffers,
  * each chunk written once the client took the previous one, the next read overlapping the wait.
  * A file is never read whole into memory; a buffer goes back to the pool once the HTTP engine

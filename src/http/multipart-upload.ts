@@ -1,8 +1,8 @@
 /**
- * Streamed multipart uploads (README, "Drafts and attachments"): the request body is fed to busboy
- * chunk by chunk (each chunk copied: it is valid only during the callback), the `file` part goes
- * to a staging file as it arrives, the socket is paused while busboy or the disk is behind, and
- * the size limit is enforced per chunk. Nothing is ever buffered whole.
+ * Streamed multipart uploads (docs/API.md, "Drafts and attachments"): the request body is fed to
+ * busboy chunk by chunk (each chunk copied: it is valid only during the callback), the `file` part
+ * goes to a staging file as it arrives, the socket is paused while busboy or the disk is behind,
+ * and the size limit is enforced per chunk. Nothing is ever buffered whole.
  */
 import busboy from 'busboy';
 import { AppError, fromDiskError } from '../errors.js';

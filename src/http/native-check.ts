@@ -2,7 +2,7 @@
  * Some uWebSockets.js packages fall back silently to a slow JavaScript server when their native
  * binary does not load (`@trufflesuite/uws-js-unofficial` does, also under UWS_USE_FALLBACK).
  * The loader never counts such a module as a native build: where no native build loads, the
- * store runs on its own `node:http` engine and says so (README, "HTTP engines").
+ * store runs on its own `node:http` engine and says so (docs/OPERATIONS.md, "HTTP engines").
  */
 
 /** Thrown when a uWebSockets.js module is not the native one. */

@@ -1,6 +1,6 @@
 /**
- * The OpenAPI 3.1 document of the event store (spec part B, "Endpoints"; statuses from
- * DESIGN.md "Wire contract"), served at /openapi.json and rendered by /docs.
+ * The OpenAPI 3.1 document of the event store (docs/API.md: "Routes", statuses from "Errors"),
+ * served at /openapi.json and rendered by /docs.
  *
  * Body and response schemas are the files under `schemas/` that ajv compiles
  * (`src/events/validate.ts`): each file becomes a component, each `$defs` entry a component of
@@ -131,7 +131,7 @@ const listParams: Json[] = [
   },
 ];
 
-/** GET of a stored file with HTTP Range (spec B, "Download rules"; E9). */
+/** GET of a stored file with HTTP Range (docs/API.md, "Downloads"; E9). */
 function download(idName: string, what: string, notFound: string): Json {
   const bytes = { '*/*': { schema: { type: 'string', format: 'binary' } } };
   return {
@@ -156,7 +156,7 @@ function download(idName: string, what: string, notFound: string): Json {
   };
 }
 
-/** POST of a multipart attachment to a draft (spec B, "Attachment rules"). */
+/** POST of a multipart attachment to a draft (docs/API.md, "Drafts and attachments"). */
 function attach(kind: 'video' | 'local-only file', extra: Json, extraErrors: Json): Json {
   return {
     post: {

@@ -1,5 +1,5 @@
 /**
- * HTTP Range for downloads (docs/API.md, "Routes"; RFC 9110, section 14): `bytes=a-b`, `bytes=a-`, `bytes=-n`.
+ * HTTP Range for downloads (docs/API.md, "Downloads"; RFC 9110, section 14): `bytes=a-b`, `bytes=a-`, `bytes=-n`.
  * One range per request; a header of another unit or with several ranges is ignored and the
  * whole file is served, as RFC 9110 allows. The header is parsed in one linear pass (no regular
  * expression that could backtrack), and a header longer than MAX_RANGE_HEADER_LENGTH answers 416

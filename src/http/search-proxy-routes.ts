@@ -22,7 +22,7 @@ export const MAX_SEARCH_BODY_BYTES = 64 * 1024;
 
 /**
  * Proxy tunables. `timeoutMs` bounds the whole hosted exchange, body included (default 30 s);
- * tests shorten it. Not an environment setting (DESIGN.md, "Settings", lists none).
+ * tests shorten it. Not an environment setting (docs/OPERATIONS.md, "Settings", lists none).
  */
 export const searchProxySettings = { timeoutMs: 30_000 };
 

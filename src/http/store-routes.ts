@@ -1,4 +1,4 @@
-/** The event store's routes of spec B, as one table (see route-table.ts). */
+/** The event store's routes (docs/API.md, "Routes"), as one table (see route-table.ts). */
 import { AppError } from '../errors.js';
 import { assertAttachable, attachUpload, finalize } from '../events/attach-file.js';
 import { createEvent, type EventWriter } from '../events/create-event.js';
@@ -9,7 +9,7 @@ import { receiveUpload } from './multipart-upload.js';
 import type { Route, ServerContext } from './route-table.js';
 import type { Exchange } from './exchange.js';
 
-/** Sends file `ex.params[0]` when it exists and is of `kind` (spec B, rule E9). */
+/** Sends file `ex.params[0]` when it exists and is of `kind` (docs/API.md, "Errors": E9). */
 async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promise<void> {
   const [fileId] = ex.params;
   const file = ctx.store.getFile(fileId);
@@ -19,7 +19,8 @@ async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promi
 
 /**
  * Streams a multipart upload into draft `ex.params[0]`, after checking its state and before
- * reading any of the body (Attachment rule 1). Runs synchronously up to the body read.
+ * reading any of the body (docs/API.md, "Drafts and attachments", rule 1). Runs synchronously up
+ * to the body read.
  */
 function upload(ex: Exchange, ctx: ServerContext, kind: 'video' | 'local_only') {
   const [eventId] = ex.params;

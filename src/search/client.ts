@@ -1,6 +1,6 @@
 /**
- * The typed hosted search client (issue 5 part 2): project search, workspace search and search
- * export against `SEARCH_BASE_URL`, authenticated by `api_key`.
+ * The typed hosted search client: project search, workspace search and search export against
+ * `SEARCH_BASE_URL`, authenticated by `api_key`.
  */
 import { SearchArgumentError, SearchCredentialsError } from './errors.js';
 import { resolveProjectRef, searchProject, searchProjectAll } from './project-search.js';

@@ -1,7 +1,7 @@
 /**
- * Progress bar of the export download (issue 5 part 2: "a progress bar on a terminal"). Drawn
- * with cli-progress only when the target stream is a TTY and the size is known, so piped or
- * captured output (JSON mode, CI logs, MCP stdio) never receives escape codes.
+ * Progress bar of the export download on a terminal. Drawn with cli-progress only when the target
+ * stream is a TTY and the size is known, so piped or captured output (JSON mode, CI logs, MCP
+ * stdio) never receives escape codes.
  */
 import cliProgress from 'cli-progress';
 

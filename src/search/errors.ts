@@ -1,5 +1,5 @@
 /**
- * Typed errors of the hosted search client (spec part A, "SDK exceptions" and "Errors").
+ * Typed errors of the hosted search client (docs/SEARCH.md, "SDK" and "The hosted API").
  *
  * - `SearchArgumentError`: a malformed argument, raised before any request (the SDK's
  *   `ValueError`); `QuerySyntaxError` is the one a bad query raises.
@@ -64,7 +64,7 @@ export function caretDisplay(query: string, position: number): string {
 /** Which credential is missing; either maps to CLI exit code 2, like a 401. */
 export type MissingCredential = 'apiKey' | 'workspace';
 
-/** No API key or no workspace is configured (spec: exit code 2, "no workspace selected"). */
+/** No API key or no workspace is configured: CLI exit code 2 (docs/SEARCH.md, "The hosted API"). */
 export class SearchCredentialsError extends SearchError {
   constructor(readonly missing: MissingCredential, message: string) {
     super(message);
@@ -136,7 +136,10 @@ export function apiErrorFor(status: number, body: unknown, request: string, retr
   return new SearchApiError(status, body, request);
 }
 
-/** The human text of a hosted error body (spec: top-level `error` string or error object). */
+/**
+ * The human text of a hosted error body: its top-level `error` string, or the `message` of an
+ * `error` object (docs/SEARCH.md, "The hosted API"); else a `message` or `detail` string.
+ */
 function hostedMessageOf(body: unknown): string | undefined {
   if (typeof body === 'string') return body.trim() === '' ? undefined : body.trim();
   if (typeof body !== 'object' || body === null) return undefined;

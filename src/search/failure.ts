@@ -1,10 +1,9 @@
 /**
- * Maps any failure of a search to what the CLI and the MCP server tell the user: the message,
- * a hint, and the CLI exit code of spec part A, "Command-line client exit codes" and
- * "Cross-tool mapping": 0 success; 1 bad input, network failure, unexpected answer, quota,
- * rate limit, server error; 2 missing or invalid key, no workspace; 3 not found or not visible
- * to the key. A 403 (key valid, no access to the workspace or resource) is "not visible to the
- * key", so 3.
+ * Maps any failure of a search to what the CLI and the MCP server tell the user: the message, a
+ * hint, and the CLI exit code (docs/SEARCH.md, "The hosted API"): 0 success; 1 bad input, network
+ * failure, unexpected answer, quota, rate limit, server error; 2 missing or invalid key, no
+ * workspace; 3 not found or not visible to the key. A 403 (key valid, no access to the workspace or
+ * resource) is "not visible to the key", so 3.
  */
 import {
   QuerySyntaxError, SearchApiError, SearchArgumentError, SearchAuthError, SearchCredentialsError,

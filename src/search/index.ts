@@ -1,6 +1,6 @@
 /**
- * Public API of the hosted search package (issue 5): the query-language parser, the typed
- * client, its errors and request/response types, and the local validators the proxy reuses.
+ * Public API of the hosted search package: the query-language parser, the typed client, its errors
+ * and request/response types, and the local validators the proxy reuses.
  */
 export { SearchClient } from './client.js';
 export type { SearchClientOptions } from './client.js';

@@ -1,6 +1,6 @@
 /**
- * The `mcp` subcommand (issue 5 part 5). The MCP SDK and zod load only when it runs: importing
- * them costs the store's start-up about half a second.
+ * The `mcp` subcommand (docs/SEARCH.md, "MCP server: `edge-events mcp`"). The MCP SDK and zod load
+ * only when it runs: importing them costs the store's start-up about half a second.
  */
 import type { Command } from 'commander';
 import type { ConnectionFlags } from './settings.js';

@@ -1,8 +1,8 @@
 /**
- * MCP server `edge-events mcp` (issue 5 part 5; spec part A, "Client-tool parameters", MCP
- * tools): a stdio server with `images_search` (project search) and `images_workspace_search`
- * (workspace search in the query language), both read-only and idempotent. A failure comes
- * back as a tool error (`isError`) whose text carries the hosted message and a hint.
+ * MCP server `edge-events mcp` (docs/SEARCH.md, "MCP server: `edge-events mcp`"): a stdio server
+ * with `images_search` (project search) and `images_workspace_search` (workspace search in the
+ * query language), both read-only and idempotent. A failure comes back as a tool error (`isError`)
+ * whose text carries the hosted message and a hint.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';

@@ -1,6 +1,6 @@
 /**
- * Project search, `POST /:workspace/:project/search` (spec part A, "Project search request
- * body" and "response"): one page, and an async generator over every page with offset paging.
+ * Project search, `POST /:workspace/:project/search` (docs/SEARCH.md, "The hosted API"): one page,
+ * and an async generator over every page with offset paging.
  */
 import { SearchArgumentError, SearchResponseError } from './errors.js';
 import { validateProjectSearchBody } from './request-validation.js';

@@ -68,7 +68,10 @@ export interface HostedAnswer {
   body: AsyncGenerator<Buffer, void, undefined>;
 }
 
-/** Response headers passed through unchanged (spec A, "Hosted interface status codes": 429). */
+/**
+ * Response headers passed through unchanged: the type, and the rate-limit headers of a 429
+ * (docs/API.md, "Search gateway").
+ */
 const PASS_THROUGH_HEADERS = ['Content-Type', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The syntax tree of the search query language (spec part A, "Search query language").
+ * The syntax tree of the search query language (docs/SEARCH.md, "Query language").
  * Every node carries the span of query text it came from, so tools can point at it.
  */
 
@@ -16,7 +16,7 @@ export type Comparison = '=' | '>' | '>=' | '<' | '<=';
 export const SPLITS = ['train', 'test', 'valid'] as const;
 export type Split = (typeof SPLITS)[number];
 
-/** Every filter selector of the spec's table. */
+/** Every filter selector of the query language (docs/SEARCH.md, "Query language"). */
 export const FILTER_KEYS = [
   'like-image', 'tag', 'filename', 'split', 'job',
   'min-width', 'max-width', 'min-height', 'max-height', 'min-annotations', 'max-annotations',

@@ -1,9 +1,9 @@
 /**
- * Turns one word of a query into a filter node of the spec's filter table (spec part A,
- * "Search query language"), validating its value. A word whose unquoted start is not
- * `selector:` (or `date<op>`) is free text, so `null` is returned for it; so is a URL
- * (`https://...`). An unknown `selector:` is an error rather than text, so a typo such as
- * `spilt:train` fails locally instead of running as a semantic search.
+ * Turns one word of a query into a filter node (docs/SEARCH.md, "Query language" lists the
+ * filters), validating its value. A word whose unquoted start is not `selector:` (or `date<op>`) is
+ * free text, so `null` is returned for it; so is a URL (`https://...`). An unknown `selector:` is
+ * an error rather than text, so a typo such as `spilt:train` fails locally instead of running as a
+ * semantic search.
  */
 import { QuerySyntaxError } from './errors.js';
 import { FILTER_KEYS, SPLITS } from './query-ast.js';

@@ -1,5 +1,5 @@
 /**
- * Parser of the search query language (spec part A, "Search query language"). Grammar, lowest
+ * Parser of the search query language (docs/SEARCH.md, "Query language"). Grammar, lowest
  * precedence first:
  *
  *   query   := or EOF

@@ -1,7 +1,6 @@
 /**
- * Local validation of search request bodies, before anything reaches the hosted API (issue 5
- * part 2: allowed `fields` per endpoint, `limit` <= 250, `mediaTypes` validated; spec part A,
- * "Project search request body", "Workspace search request and response", "Limits"). Works on
+ * Local validation of search request bodies, before anything reaches the hosted API: allowed
+ * `fields` per endpoint, `limit` <= 250, `mediaTypes` (docs/SEARCH.md, "The hosted API"). Works on
  * the wire bodies, so the store's proxy can run the same checks on what a client sent.
  */
 import { SearchArgumentError } from './errors.js';

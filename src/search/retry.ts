@@ -1,6 +1,5 @@
 /**
- * Retry rules of the hosted client (spec part A, "Cross-tool mapping" retry rules and the 429
- * row of "Hosted interface status codes"; DESIGN.md "Search"): 5xx and 429 are retried with
+ * Retry rules of the hosted client (docs/SEARCH.md, "The hosted API"): 5xx and 429 are retried with
  * capped exponential backoff with jitter, a 429 waits at least its `Retry-After`; every other
  * status (401, 403 and 404 above all) is final.
  */

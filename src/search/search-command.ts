@@ -1,7 +1,6 @@
 /**
- * `edge-events search "<query>"` (issue 5 part 3; spec part A, "Client-tool parameters",
- * "Command-line client exit codes"): one page of workspace search, or with `--export` a
- * dataset export of the results.
+ * `edge-events search "<query>"` (docs/SEARCH.md, the section of that name; exit codes in "The
+ * hosted API"): one page of workspace search, or with `--export` a dataset export of the results.
  *
  * Output contract: in JSON mode, success writes `{results, total, cursor}` (export:
  * `{export: {id, location, zip, files}}`) to stdout; failure leaves stdout empty and writes

@@ -1,8 +1,9 @@
 /**
- * Search export (issue 5 part 2; spec part A, SDK `search_export`): `POST /:workspace/search/export`
- * with `{query, format, dataset?, annotationGroup?, name?}` answers 202 `{link: exportId}`;
- * `GET /:workspace/search/export/:exportId` is polled until `{ready: true, link}`; the zip at
- * `link` is streamed to disk and extracted unless `extract` is false.
+ * Search export (SDK `searchExport`; docs/SEARCH.md, "The hosted API"):
+ * `POST /:workspace/search/export` with `{query, format, dataset?, annotationGroup?, name?}`
+ * answers 202 `{link: exportId}`; `GET /:workspace/search/export/:exportId` is polled until
+ * `{ready: true, link}`; the zip at `link` is streamed to disk and extracted unless `extract` is
+ * false.
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';

@@ -1,7 +1,7 @@
 /**
- * HTTP transport of the hosted search client: adds `api_key` as a query parameter (spec part A,
- * "Authentication"), retries per `retry.ts`, turns non-2xx answers into typed errors carrying
- * the status and the hosted body, and keeps the key out of every error and log line.
+ * HTTP transport of the hosted search client: adds `api_key` as a query parameter (docs/SEARCH.md,
+ * "The hosted API"), retries per `retry.ts`, turns non-2xx answers into typed errors carrying the
+ * status and the hosted body, and keeps the key out of every error and log line.
  */
 import {
   SearchNetworkError, SearchResponseError, apiErrorFor,

@@ -1,15 +1,14 @@
 /**
- * Request and response types of the hosted search API (spec part A: "Project search request
- * body", "Project search response", "Workspace search request and response"). Client-side
- * parameters are camelCase; the `*Body` types are the snake_case wire bodies.
+ * Request and response types of the hosted search API (docs/SEARCH.md, "The hosted API").
+ * Client-side parameters are camelCase; the `*Body` types are the snake_case wire bodies.
  */
 import type { ProgressStream } from './download-progress.js';
 
-/** Media types a search may return (spec: `mediaTypes`, default `[image]`). */
+/** Media types a search may return (`mediaTypes`, default `[image]`). */
 export const MEDIA_TYPES = ['image', 'video'] as const;
 export type MediaType = (typeof MEDIA_TYPES)[number];
 
-/** `fields` allowed on project search (spec: default `[id, created]`). */
+/** `fields` allowed on project search (default `[id, created]`). */
 export const PROJECT_SEARCH_FIELDS = ['id', 'name', 'annotations', 'labels', 'split', 'tags', 'owner', 'url', 'embedding', 'created'] as const;
 export type ProjectSearchField = (typeof PROJECT_SEARCH_FIELDS)[number];
 
@@ -27,7 +26,7 @@ export const DEFAULT_PAGE_SIZE = 50;
 /** The SDK's default project search `limit` (`search`, `searchAll`), as the public SDK's. */
 export const SDK_PROJECT_LIMIT = 100;
 
-/** Parameters of one project search page; modes combine (spec "Client-tool parameters"). */
+/** Parameters of one project search page; modes combine (docs/SEARCH.md, "SDK"). */
 export interface ProjectSearchParams {
   /** Semantic text search; results sorted by similarity. */
   prompt?: string;
@@ -134,7 +133,7 @@ export interface WorkspaceSearchResponse {
   continuationToken?: string | null;
 }
 
-/** Parameters of `searchExport` (spec "Client-tool parameters", SDK `search_export`). */
+/** Parameters of `searchExport` (docs/SEARCH.md, "SDK" and "The hosted API"). */
 export interface SearchExportParams {
   /** The query whose results are exported. */
   query: string;

@@ -1,6 +1,6 @@
 /**
- * Workspace search, `POST /:workspace/search/v1` (spec part A, "Workspace search request and
- * response"): one page, and an async generator that follows `continuationToken`.
+ * Workspace search, `POST /:workspace/search/v1` (docs/SEARCH.md, "The hosted API"): one page, and
+ * an async generator that follows `continuationToken`.
  */
 import { SearchResponseError } from './errors.js';
 import { validateWorkspaceSearchBody } from './request-validation.js';

@@ -1,6 +1,6 @@
 /**
  * The native uWebSockets.js builds the store knows, what each declares it needs, and the pure
- * decision of which to try on a host, in order (README, "HTTP engines"):
+ * decision of which to try on a host, in order (docs/OPERATIONS.md, "HTTP engines"):
  *
  * 1. the official `uWebSockets.js`, whenever the user installed it (it is published on GitHub
  *    only: `npm install uNetworking/uWebSockets.js#v20.x`); its binaries are not known ahead;
