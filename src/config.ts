@@ -1,6 +1,7 @@
 /**
- * Every setting of DESIGN.md ("Settings"), read from the environment once, validated and typed.
- * A bad value throws `ConfigError` naming the setting; `edge-events serve` prints it and exits 1.
+ * Every setting (docs/OPERATIONS.md, "Settings"), read from the environment once, validated and
+ * typed. A bad value throws `ConfigError` naming the setting; `edge-events serve` prints it and
+ * exits 1.
  */
 import path from 'node:path';
 

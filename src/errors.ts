@@ -1,10 +1,9 @@
 /**
  * The one registry of coded errors: every failure the store answers with has a code here, its
- * HTTP status and its default message. `src/http/respond.ts` is the one place that maps an
- * `AppError` to a response; nothing else chooses a status code.
+ * HTTP status and its default message. `Exchange.fail` (src/http/exchange.ts) is the one place
+ * that maps an `AppError` to a response; nothing else chooses a status code.
  *
- * Rules E1..E10 are spec part B, "Event store conditions"; statuses the spec leaves open come
- * from DESIGN.md, "Wire contract".
+ * Rules E1..E10 and every other status are docs/API.md, "Errors".
  */
 
 /** One entry of a 422 request-validation body, FastAPI-shaped. */
@@ -46,7 +45,7 @@ const registry = {
   capacity_blocked: { status: 529, message: 'Store is over its capacity limits and waiting for uploads to drain', quiet: true },
   store_failure: { status: 500, message: 'Internal store failure' },
   upstream_unreachable: { status: 502, message: 'Hosted API unreachable' },
-  search_request_invalid: { status: 400, message: 'Invalid search request' }, // spec A: the hosted API's 400, answered locally by the search proxy
+  search_request_invalid: { status: 400, message: 'Invalid search request' }, // the hosted API's 400, answered on the device (docs/API.md, "Search gateway")
 } as const satisfies Record<string, { status: number; message: string; quiet?: true }>;
 
 export type ErrorCode = keyof typeof registry;

@@ -1,6 +1,6 @@
 /**
- * Attaching videos and local-only files to drafts, and finalizing (spec B, Attachment rules,
- * States and transitions, E8). The HTTP layer streams the upload to staging; this module
+ * Attaching videos and local-only files to drafts, and finalizing (docs/API.md, "Drafts and
+ * attachments"; E8). The HTTP layer streams the upload to staging; this module
  * decides whether it is accepted and how it is listed.
  */
 import { fileTypeFromBuffer } from 'file-type';
@@ -10,7 +10,7 @@ import type { EventStore } from '../store/event-store.js';
 import type { StagingFile } from '../store/staging-file.js';
 import { formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
 
-/** Attach response (spec B, "Other response shapes"). */
+/** Attach response (docs/API.md, "Response shapes"). */
 export interface AttachResponse {
   file_id: string;
   event_id: string;
@@ -20,7 +20,7 @@ export interface AttachResponse {
   message: string;
 }
 
-/** Finalize response (spec B, "Other response shapes"). */
+/** Finalize response (docs/API.md, "Response shapes"). */
 export interface FinalizeResponse {
   id: string;
   finalized_at: string;
@@ -39,7 +39,8 @@ const LABEL = /^[^\u0000-\u001f\u007f]{1,256}$/;
 const MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9!#$&^_.+-]+=("[^"]*"|[a-z0-9!#$&^_.+-]+))*$/i;
 
 /**
- * Checks, before any body is read, that event `id` can take an attachment (Attachment rule 1).
+ * Checks, before any body is read, that event `id` can take an attachment (docs/API.md, "Drafts and
+ * attachments", rule 1).
  * @throws AppError event_not_found (404), event_finalized (409, E8)
  */
 export function assertAttachable(store: EventStore, id: string): void {
@@ -57,7 +58,7 @@ function label(fields: Record<string, string>, fallback: string): string {
 async function describe(kind: Attachment['kind'], upload: UploadedParts): Promise<Attachment> {
   const sniffed = await fileTypeFromBuffer(upload.staging.firstBytes);
   if (kind === 'video') {
-    // Attachment rule 3: the format comes from the bytes, never from the declared type.
+    // Attachment rule 3 (docs/API.md): the format comes from the bytes, never from the declared type.
     if (!sniffed?.mime.startsWith('video/')) throw new AppError('unsupported_video', 'Content is not a supported video format');
     return { kind, label: label(upload.fields, 'video'), contentType: sniffed.mime };
   }
@@ -93,7 +94,7 @@ export async function attachUpload(store: EventStore, eventId: string, upload: U
 }
 
 /**
- * Finalizes event `id` (idempotent; spec B, Finalize).
+ * Finalizes event `id` (idempotent; docs/API.md, "Drafts and attachments").
  * @throws AppError event_not_found (404)
  */
 export async function finalize(store: EventStore, id: string): Promise<FinalizeResponse> {

@@ -1,6 +1,6 @@
 /**
- * Create (spec B, `POST /v2/events`): validation, rule E1, image decoding (E3), and the durable
- * write. Answers only once the record and its image bytes are durable.
+ * Create (`POST /v2/events`; docs/API.md, "Create an event"): validation, rule E1, image decoding
+ * (E3), and the durable write. Answers only once the record and its image bytes are durable.
  */
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
@@ -17,7 +17,7 @@ import { validateCreateBody } from './validate.js';
  */
 export type EventWriter = Pick<EventStore, 'create'>;
 
-/** The 201 body of a create (DESIGN.md, "Wire contract"). */
+/** The 201 body of a create (docs/API.md, "Response shapes"). */
 export interface CreateResponse {
   id: string;
   image_ids: string[];

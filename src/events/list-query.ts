@@ -1,7 +1,7 @@
 /**
- * Query-string parsing of the list, latest and count routes (spec B, `GET /v2/events` query
- * parameters; names from DESIGN.md, "Wire contract"). Errors: E5 (400) for a malformed
- * timestamp, `sort_direction` or `metadata_filter`; E6/E7 (422) for `limit` and booleans.
+ * Query-string parsing of the list, latest and count routes (docs/API.md, "Query parameters").
+ * Errors: E5 (400) for a malformed timestamp, `sort_direction` or `metadata_filter`; E6/E7 (422)
+ * for `limit` and booleans.
  */
 import { AppError, validationError } from '../errors.js';
 import type { EventQuery, MetadataCondition, MetadataOperator } from '../store/event-query.js';

@@ -1,6 +1,6 @@
 /**
- * Domain shapes of spec part B. Input is accepted in camelCase or snake_case; after validation
- * every shape here is snake_case, as responses are.
+ * Domain shapes of the event store (docs/API.md). Input is accepted in camelCase or snake_case;
+ * after validation every shape here is snake_case, as responses are.
  */
 
 export const EVENT_SCHEMAS = ['quality_check', 'inventory_count', 'safety_alert', 'operator_feedback', 'custom'] as const;
@@ -50,7 +50,7 @@ export interface ImageInput extends ImageResults {
 
 export type MetadataValue = string | number | boolean;
 
-/** A validated, normalised create request (spec B, "Event (create request body)"). */
+/** A validated, normalised create request (docs/API.md, "Create an event"). */
 export interface CreateEventInput {
   solution: string | null;
   workflow_id: string | null;
@@ -82,7 +82,7 @@ export interface StoredAttachment {
   size_bytes: number;
 }
 
-/** The stored event as the GET routes return it (spec B, "Stored event"). */
+/** The stored event as the GET routes return it (docs/API.md, "Response shapes"). */
 export interface StoredEvent {
   id: string;
   solution: string | null;

@@ -1,7 +1,6 @@
 /**
- * Validation and normalisation of the POST /v2/events body (spec B, "Event (create request
- * body)", "Event schemas", Errors E2/E4/E7; DESIGN.md "Wire contract"), and validators of the
- * response shapes for tests.
+ * Validation and normalisation of the POST /v2/events body (docs/API.md, "Create an event", "Event
+ * schemas", "Errors": E2/E4/E7), and validators of the response shapes for tests.
  *
  * The JSON Schemas under `schemas/` (draft 2020-12, the dialect of OpenAPI 3.1) are the single
  * source: ajv compiles them once at module load and `src/http/openapi.ts` publishes the same
@@ -345,8 +344,8 @@ export type ResponseSchemaName = (typeof RESPONSE_SCHEMA_NAMES)[number];
 let responseAjv: Ajv2020 | undefined;
 
 /**
- * The compiled validator (allErrors on) of a response shape of spec B ("Stored event", "Other
- * response shapes"): every listed field is required, nullable only where the spec allows null.
+ * The compiled validator (allErrors on) of a response shape (docs/API.md, "Response shapes"):
+ * every listed field is required, nullable only where the shape allows null.
  */
 export function responseValidator(name: ResponseSchemaName): ValidateFunction {
   responseAjv ??= createAjv(true);

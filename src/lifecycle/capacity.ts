@@ -11,7 +11,7 @@ import type { Logger } from '../logger.js';
 import type { Counters } from '../store/lmdb-env.js';
 import type { StoreView } from '../store/store-view.js';
 
-/** Percent of a capacity above which a warning is logged (spec B, Limits). */
+/** Percent of a capacity above which a warning is logged (docs/API.md, "Statistics"). */
 export const ALERT_PERCENT = 80;
 /** Least pause (ms) between cleanups started because a limit is still crossed. */
 const BLOCKED_RETRY_MS = 5000;

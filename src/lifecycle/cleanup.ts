@@ -1,10 +1,10 @@
 /**
- * Cleanup (spec B, Cleanup; issue 4): in order, retention (records older than RETENTION_DAYS),
- * over-limit (oldest records beyond MAX_RECORDS), storage (oldest files until the store is within
- * MAX_STORAGE_BYTES, keeping their records; oldest records next if files alone cannot get it
- * there). Deletions go in bounded batches, each its own transaction, with a pause between them so
- * ingest latency stays flat. With cloud upload on, drafts and events not yet uploaded are never
- * deleted.
+ * Cleanup (docs/OPERATIONS.md, "Keeping the disk bounded"): in order, retention (records older than
+ * RETENTION_DAYS), over-limit (oldest records beyond MAX_RECORDS), storage (oldest files until the
+ * store is within MAX_STORAGE_BYTES, keeping their records; oldest records next if files alone
+ * cannot get it there). Deletions go in bounded batches, each its own transaction, with a pause
+ * between them so ingest latency stays flat. With cloud upload on, drafts and events not yet
+ * uploaded are never deleted.
  */
 import type { Key } from 'lmdb';
 import { deleteFiles, deleteRecords, reclaimSegments, type FileRef } from '../store/event-deletion.js';
@@ -24,7 +24,7 @@ const BATCH_PAUSE_MS = 2;
 
 export type CleanupTrigger = 'MANUAL' | 'AUTOMATIC';
 
-/** The limits cleanup enforces (settings of DESIGN.md). */
+/** The limits cleanup enforces (settings; docs/OPERATIONS.md, "Settings"). */
 export interface CleanupLimits {
   retentionDays: number;
   maxRecords: number;
@@ -44,7 +44,7 @@ interface Snapshot {
   bytes: number;
 }
 
-/** Cleanup result (spec B, "Other response shapes"). */
+/** Cleanup result (docs/API.md, "Response shapes"). */
 export interface CleanupResult {
   trigger: CleanupTrigger;
   duration_seconds: number;

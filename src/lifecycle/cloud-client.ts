@@ -1,6 +1,6 @@
 /**
- * Requests to the cloud Vision Events API with retries (issue 4, item 6). Every request is
- * retried until it succeeds, is refused, or the uploader stops:
+ * Requests to the cloud Vision Events API with retries (docs/OPERATIONS.md, "Cloud upload"). Every
+ * request is retried until it succeeds, is refused, or the uploader stops:
  * - 5xx, 408, 429 and network errors (refused connections, resets, time-outs) are transient:
  *   retried with capped exponential backoff and jitter; a `Retry-After` is honoured (up to
  *   RETRY_AFTER_LIMIT_MS);

@@ -1,5 +1,5 @@
 /**
- * What the cloud uploader sends (issue 4, item 6): the public cloud Vision Events API's event
+ * What the cloud uploader sends: the public cloud Vision Events API's event
  * objects, mapped from stored records (camelCase field names, null fields left out), and the
  * multipart body of an image upload, streamed from the blob log in bounded chunks so no more
  * than one chunk of one image is read ahead of the socket.

@@ -1,7 +1,7 @@
 /**
- * The cloud uploader (issue 4, items 6 and 7; spec B, "States and transitions" and Events
- * rule 3): with CLOUD_UPLOAD_URL set, finalized events are shipped to the public cloud Vision
- * Events API oldest first, at least once and idempotently (`eventId` is the store's id).
+ * The cloud uploader (docs/OPERATIONS.md, "Cloud upload"): with CLOUD_UPLOAD_URL set, finalized
+ * events are shipped to the public cloud Vision Events API oldest first, at least once and
+ * idempotently (`eventId` is the store's id).
  *
  * The queue is the LMDB index `['U', created_at]` (index-keys.ts): a finalized event enters it
  * when the store runs with cloud upload on, drafts only once finalized, so upload state

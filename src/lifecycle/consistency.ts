@@ -1,9 +1,10 @@
 /**
- * The consistency pass (DESIGN.md, "Recovery"), run by the lifecycle worker in every cleanup: abandoned staging files removed, files in blobs/ that no segment entry
+ * The consistency pass (docs/OPERATIONS.md, "Keeping the disk bounded"), run by the lifecycle
+ * worker in every cleanup: abandoned staging files removed, files in blobs/ that no segment entry
  * references removed (`orphaned_disk_files_removed`), and file entries whose bytes are missing,
  * short or fail their CRC removed with their event's `current_file_count` lowered
- * (`dangling_db_records_removed`). Tails beyond the committed length are truncated at start-up
- * only (recovery.ts), since the HTTP thread may be appending.
+ * (`dangling_db_records_removed`). Tails beyond the committed length are truncated at start-up only
+ * (recovery.ts), since the HTTP thread may be appending.
  *
  * CRC verification is a scrub with a byte budget per pass, resuming where the last pass
  * stopped, so a pass stays cheap on a large store.

@@ -1,5 +1,5 @@
 /**
- * The auto-finalize sweep (spec B, States and transitions): drafts whose producer never
+ * The auto-finalize sweep (docs/API.md, "Drafts and attachments"): drafts whose producer never
  * finalized them within DRAFT_AUTO_FINALIZE_SECONDS are closed, with both `finalized_at` and
  * `auto_finalized_at` set. It walks the drafts index oldest first, so each run costs in
  * proportion to the drafts it closes, in bounded batches.

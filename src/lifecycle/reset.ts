@@ -1,5 +1,5 @@
 /**
- * Two-step reset (spec B, Reset; "States and transitions: Reset token"): `POST /reset/request`
+ * Two-step reset (docs/API.md, "Cleanup and reset"): `POST /reset/request`
  * issues a single-use token valid 60 seconds; `POST /reset/confirm` with it deletes every event
  * and file and zeroes the counters. The worker is stopped meanwhile and creates wait, so nothing
  * races the reset.

@@ -1,5 +1,5 @@
 /**
- * `GET /stats` (spec B, "Other response shapes": Statistics), kept cheap: counts come from the
+ * `GET /stats` (docs/API.md, "Statistics"), kept cheap: counts come from the
  * maintained counters and the ends of ordered indexes; only the figures of what the next cleanup
  * will delete walk an index range, and only over the records past retention.
  */

@@ -1,5 +1,5 @@
 /**
- * The lifecycle worker thread (issue 4): owns cleanup (on a timer, when a limit is crossed, and
+ * The lifecycle worker thread: owns cleanup (on a timer, when a limit is crossed, and
  * on request), the consistency pass, the capacity state, the auto-finalize sweep and the cloud
  * upload loop (network-bound, so it runs beside the job queue, never in it). It opens
  * its own view of the store's LMDB environment and talks to the HTTP thread by messages

@@ -1,7 +1,8 @@
 /**
- * Positioned reads of blob slices for downloads and Range requests (DESIGN.md: "a Range request
- * is a positioned read of that slice"). Segment file handles are cached and shared; a handle
- * evicted or forgotten while a read is under way closes when that read ends.
+ * Positioned reads of blob slices for downloads and Range requests: a Range request is a positioned
+ * read of the blob's slice of its segment (docs/ARCHITECTURE.md, "Attach and download"). Segment
+ * file handles are cached and shared; a handle evicted or forgotten while a read is under way
+ * closes when that read ends.
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';

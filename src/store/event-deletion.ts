@@ -1,8 +1,8 @@
 /**
- * Deleting records and files (spec B, Cleanup and Reset; DESIGN.md, "Space"): each call is one
- * LMDB write transaction that removes the entries, marks the blob bytes dead in their segments'
- * accounting and lowers the counters, so the storage figures drop at once. Segment files with no
- * live blob left are reclaimed afterwards by `reclaimSegments`.
+ * Deleting records and files (docs/API.md, "Cleanup and reset"; docs/STORAGE.md, "Reclaiming
+ * space"): each call is one LMDB write transaction that removes the entries, marks the blob bytes
+ * dead in their segments' accounting and lowers the counters, so the storage figures drop at once.
+ * Segment files with no live blob left are reclaimed afterwards by `reclaimSegments`.
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -95,8 +95,8 @@ export interface FileRef {
 }
 
 /**
- * Deletes files but keeps their records, lowering `current_file_count` (spec B, Cleanup:
- * storage). File ids stay listed on the record and answer 404 from then on.
+ * Deletes files but keeps their records, lowering `current_file_count` (docs/API.md, "Cleanup
+ * and reset": storage). File ids stay listed on the record and answer 404 from then on.
  * @throws the lmdb error of a failed commit (nothing is deleted then)
  */
 export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<DeletionTally> {
@@ -140,7 +140,8 @@ export async function reclaimSegments(
   const { dbs } = store;
   let newestUnsealed = 0;
   for (const { key, value } of dbs.segments.getRange()) if (!value.sealed) newestUnsealed = Math.max(newestUnsealed, key);
-  // Old segments whose live share fell below a quarter are compacted first (DESIGN.md, "Space").
+  // Old segments whose live share fell below a quarter are compacted first (docs/STORAGE.md,
+  // "Reclaiming space").
   for (const { key, value } of dbs.segments.getRange()) {
     const sparse = value.liveBlobs > 0 && value.committed >= COMPACT_MIN_BYTES && value.liveBytes * 4 < value.committed;
     if (compact && sparse && key !== newestUnsealed) await compact(key);

@@ -157,8 +157,8 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Deletes every event and file (spec B, Reset). Creates submitted meanwhile wait and are
-   * stored after it; the caller stops other writers (the lifecycle worker) first.
+   * Deletes every event and file (docs/API.md, "Cleanup and reset"). Creates submitted meanwhile
+   * wait and are stored after it; the caller stops other writers (the lifecycle worker) first.
    * @throws the fs or lmdb error (the store may then be partly cleared; a retry finishes it)
    */
   async clearAll(): Promise<void> {
@@ -178,9 +178,9 @@ export class EventStore extends StoreView {
 
   /**
    * Stops appending to `segment` if it holds no live blob, and seals it, so the lifecycle worker
-   * may delete it (DESIGN.md, "Space"): on a small disk every blob may sit in the active
-   * segment, which is otherwise never reclaimed. Creates wait meanwhile; the next one opens a
-   * new segment.
+   * may delete it (docs/STORAGE.md, "Reclaiming space"): on a small disk every blob may sit in the
+   * active segment, which is otherwise never reclaimed. Creates wait meanwhile; the next one opens
+   * a new segment.
    */
   async retireSegment(segment: number): Promise<void> {
     await this.withCreatesPaused(async () => {
@@ -195,9 +195,10 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Compacts `segment` (DESIGN.md, "Space"): its live blobs are copied forward into the active
-   * segment and their entries moved, so the segment holds no live blob and can be deleted.
-   * Creates wait meanwhile. Live bytes of a compacted segment are below a quarter of 64 MiB.
+   * Compacts `segment` (docs/STORAGE.md, "Reclaiming space"): its live blobs are copied forward
+   * into the active segment and their entries moved, so the segment holds no live blob and can be
+   * deleted. Creates wait meanwhile. Live bytes of a compacted segment are below a quarter of
+   * 64 MiB.
    */
   async compactSegment(segment: number): Promise<void> {
     await this.withCreatesPaused(async () => {

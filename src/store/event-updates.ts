@@ -1,5 +1,5 @@
 /**
- * Changes to existing events (spec B, "States and transitions"): finalize (by the producer or
+ * Changes to existing events (docs/API.md, "Drafts and attachments"): finalize (by the producer or
  * by the auto-finalize sweep) and attaching a staged upload to a draft. Each change is a
  * read-modify-write inside one LMDB write transaction, so it sees every earlier commit and no
  * two changes of one event interleave; each resolves once flushed (docs/STORAGE.md, "What is
@@ -36,7 +36,8 @@ function putRecord(store: StoreView, record: EventRecord): void {
 }
 
 /**
- * Finalizes a draft; a repeat call is a no-op reporting `alreadyFinalized` (spec B, Finalize).
+ * Finalizes a draft; a repeat call is a no-op reporting `alreadyFinalized` (docs/API.md, "Drafts
+ * and attachments").
  * @param auto true for the auto-finalize sweep: sets `auto_finalized_at` too
  * @throws AppError event_not_found (404), store_failure / disk_full on a failed commit
  */
@@ -80,7 +81,7 @@ export interface Attachment {
 /**
  * Moves a finished staged upload into blobs/ as a segment of its own and lists it on the draft
  * `eventId`. When the event vanished or was finalized while the upload streamed, nothing is
- * kept (spec B, Attachment rules; E8).
+ * kept (docs/API.md, "Drafts and attachments"; E8).
  * @throws AppError event_not_found (404), event_finalized (409), disk_full (507), store_failure (500)
  */
 export async function attachStagedBlob(store: EventStore, eventId: string, staged: StagedBlob, attachment: Attachment): Promise<StoredAttachment> {

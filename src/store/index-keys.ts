@@ -1,5 +1,5 @@
 /**
- * Secondary index entries (DESIGN.md, "Storage engine invariants"): composite ordered-binary
+ * Secondary index entries (docs/STORAGE.md, "The index"): composite ordered-binary
  * keys `[field, value, created_at]` with empty values, so every filter is a range scan in
  * created_at order and a query with an indexed filter never scans the whole store.
  *

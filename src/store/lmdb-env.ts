@@ -1,7 +1,7 @@
 /**
- * The LMDB environment under DATA_DIR/db and its named databases (DESIGN.md, "Storage engine
- * invariants"). Opened by the HTTP thread and, later, the lifecycle worker: LMDB is safe across
- * threads and processes.
+ * The LMDB environment under DATA_DIR/db and its named databases (docs/STORAGE.md, "The index").
+ * Opened by the HTTP thread and, later, the lifecycle worker: LMDB is safe across threads and
+ * processes.
  *
  *   events    created_at (µs, number) -> record (msgpackr, versioned; see record-codec.ts)
  *   event_ids event id (uuid string)  -> created_at (µs)
@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 
-/** Kind of a stored file; the download routes check it (spec B, Attachment rule 5). */
+/** Kind of a stored file; the download routes check it (docs/API.md, "Drafts and attachments", rule 5). */
 export type FileKind = 'image' | 'video' | 'local_only';
 
 /** Where a blob's bytes live and what it is. Offsets and lengths in bytes. */

@@ -1,5 +1,5 @@
 /**
- * A streamed upload on its way into the blob log (DESIGN.md, "Storage engine invariants"): it is
+ * A streamed upload on its way into the blob log (docs/STORAGE.md, "The segment log"): it is
  * written to DATA_DIR/staging/ as a complete one-blob segment (frame header first, as a
  * placeholder, then the data with a running CRC32C), and once accepted it is renamed into
  * blobs/ as a segment of its own. Memory stays flat: chunks go to disk as they come, with

@@ -91,7 +91,7 @@ export class StoreView {
     return pages * (this.dbs.root.getStats() as { pageSize: number }).pageSize;
   }
 
-  /** total_storage_bytes (DESIGN.md): live blob bytes + LMDB pages in use. */
+  /** total_storage_bytes (docs/STORAGE.md, "Reclaiming space"): live blob bytes + LMDB pages in use. */
   storageBytes(): number {
     return this.counters().liveBlobBytes + this.lmdbBytes();
   }

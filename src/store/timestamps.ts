@@ -1,7 +1,7 @@
 /**
  * Timestamps of the store: created_at, finalized_at and auto_finalized_at are integers of
- * microseconds since the epoch (µs), unique per store for created_at (DESIGN.md, "Wire
- * contract"), and travel as ISO 8601 strings with six fraction digits and a `Z`.
+ * microseconds since the epoch (µs), unique per store for created_at (docs/STORAGE.md,
+ * "Creates"), and travel as ISO 8601 strings with six fraction digits and a `Z`.
  */
 
 const ISO = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d{1,9}))?)?\s*(Z|z|[+-]\d{2}:?\d{2})?$/;
