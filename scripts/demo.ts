@@ -3,13 +3,13 @@
  *
  * Posts a stream of events from several cameras (real JPEGs from test/fixtures with object
  * detections, classifications, instance segmentations and keypoint groups; every event_schema;
- * custom_metadata with strings, numbers and booleans), then operator feedback on some of them,
- * then queries everything back with the spec's filters, pages through it, reads the count
- * statistics and the latest events, and downloads an image whole and with a Range, checking the
- * bytes against the fixture; posts a keypoint event as real producers send it (no `occluded`,
- * extra model keys, wrapped base64) and, when SEARCH_WORKSPACE is set, searches the hosted API
- * through the store's gateway with the project's own CLI. Exits 1 as soon as the store answers
- * something unexpected.
+ * custom_metadata with strings, numbers and booleans), then operator feedback on some of them, then
+ * queries everything back with every list filter (docs/API.md, "Query parameters"), pages through
+ * it, reads the count statistics and the latest events, and downloads an image whole and with a
+ * Range, checking the bytes against the fixture; posts a keypoint event as real producers send it
+ * (no `occluded`, extra model keys, wrapped base64) and, when SEARCH_WORKSPACE is set, searches the
+ * hosted API through the store's gateway with the project's own CLI. Exits 1 as soon as the store
+ * answers something unexpected.
  *
  * Settings: STORE_URL (default http://127.0.0.1:8001), API_KEY (sent as X-API-Key when set, and
  * as the CLI's key to the gateway), SEARCH_WORKSPACE (the gateway step; off when unset).

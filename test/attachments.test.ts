@@ -1,6 +1,6 @@
 /**
- * Drafts, streamed attachments and finalize over real HTTP with real media (spec B, Attachment
- * rules, Download rules, States and transitions, E8, E9).
+ * Drafts, streamed attachments and finalize over real HTTP with real media (docs/API.md, "Drafts
+ * and attachments", "Downloads"; E8, E9).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -61,7 +61,7 @@ t.test('videos of every container are attached, listed and downloadable with Ran
   const part = await fetch(`${store.url}/videos/${fileIds[0]}`, { headers: { range: 'bytes=-1000' } });
   t.equal(part.status, 206);
   t.same(Buffer.from(await part.arrayBuffer()), mp4.subarray(mp4.length - 1000));
-  t.equal((await fetch(`${store.url}/local-only-files/${fileIds[0]}`)).status, 404, 'a video is not a local-only file (rule 5)');
+  t.equal((await fetch(`${store.url}/local-only-files/${fileIds[0]}`)).status, 404, 'a video is not a local-only file (attachment rule 5)');
   t.same(stagingFiles(store), [], 'staging is empty');
 });
 
@@ -111,7 +111,7 @@ t.test('local-only files: declared type kept, else sniffed, else octet-stream', 
   const csv = await fetch(`${store.url}/local-only-files/${declared.body.file_id}`);
   t.equal(csv.headers.get('content-type'), 'text/csv');
   t.equal(await csv.text(), 'a,b\n1,2\n');
-  t.equal((await fetch(`${store.url}/videos/${declared.body.file_id}`)).status, 404, 'not a video (rule 5)');
+  t.equal((await fetch(`${store.url}/videos/${declared.body.file_id}`)).status, 404, 'not a video (attachment rule 5)');
   t.equal((await fetch(`${store.url}/images/${declared.body.file_id}`)).status, 404);
 });
 

@@ -1,6 +1,7 @@
 /**
  * The lifecycle worker over real HTTP: cleanup by retention, record cap and storage cap, the
- * consistency pass, /stats, and the worker's restart (spec B, Cleanup, Statistics; issue 4).
+ * consistency pass, /stats, and the worker's restart (docs/API.md, "Cleanup and reset",
+ * "Statistics").
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,6 +1,6 @@
 /**
- * Cloud upload and its back-pressure (issue 4, items 6 and 7; spec B, E1, E10, Cleanup, States
- * and transitions) against a real local HTTP server standing in for the cloud Vision Events API,
+ * Cloud upload and its back-pressure (docs/OPERATIONS.md, "Cloud upload"; docs/API.md, "Capacity
+ * and 529", E1, E10) against a real local HTTP server standing in for the cloud Vision Events API,
  * with real JPEGs and videos. Waits are bounded polls, never fixed sleeps.
  */
 import t, { type Test } from 'tap';

@@ -1,4 +1,4 @@
-/** Settings (DESIGN.md, "Settings"): defaults, parsing, and errors that name the setting. */
+/** Settings (docs/OPERATIONS.md, "Settings"): defaults, parsing, and errors that name the setting. */
 import path from 'node:path';
 import t from 'tap';
 import { ConfigError, loadConfig } from '../src/config.js';

@@ -1,4 +1,4 @@
-/** The auto-finalize sweep closes drafts older than DRAFT_AUTO_FINALIZE_SECONDS (spec B, States). */
+/** The auto-finalize sweep closes drafts older than DRAFT_AUTO_FINALIZE_SECONDS (docs/API.md, "Drafts and attachments"). */
 import t from 'tap';
 import { fixture, getJson, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';

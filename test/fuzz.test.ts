@@ -1,9 +1,9 @@
 /**
- * Hostile input, time-boxed (issue 7, item 3): a short fast-check run of every fuzz property
- * (create bodies, query strings, metadata_filter, Range headers, multipart bodies, path ids,
- * slow and aborting clients) against a real store. Each property gets a small budget of runs and
- * milliseconds; `npm run fuzz` is the long run. A failure prints fast-check's seed and shrunk
- * counterexample, so it can be replayed.
+ * Hostile input, time-boxed (docs/RELIABILITY.md, "How each promise is tested"): a short fast-check
+ * run of every fuzz property (create bodies, query strings, metadata_filter, Range headers,
+ * multipart bodies, path ids, slow and aborting clients) against a real store. Each property gets a
+ * small budget of runs and milliseconds; `npm run fuzz` is the long run. A failure prints
+ * fast-check's seed and shrunk counterexample, so it can be replayed.
  */
 import fc from 'fast-check';
 import t from 'tap';

@@ -65,7 +65,7 @@ t.test('an acknowledged event survives a restart of the store', async (t) => {
   t.equal(await countOf(second.url), 20);
 });
 
-t.test('bad input is refused with the status of the spec and stores nothing', async (t) => {
+t.test('bad input is refused with the status docs/API.md gives and stores nothing', async (t) => {
   const store = await startStore();
   t.teardown(store.stop);
   const cases: [string, unknown, number][] = [

@@ -1,6 +1,6 @@
 /**
- * Defects found by the reliability harness (issue 7), each as a minimal reproduction. They fail
- * until the code is fixed; then they keep the fix.
+ * Defects found by the reliability harness (docs/RELIABILITY.md), each as a minimal reproduction.
+ * They fail until the code is fixed; then they keep the fix.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,8 +11,8 @@ import { rawRequest } from './support/raw-http.js';
 import { spawnStore } from './support/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
-// A spec-valid external_id (up to 1000 characters) of 700 '€' is 2100 bytes in UTF-8: its index
-// key [x, value, created_at] exceeds LMDB's 1978-byte key limit.
+// A valid external_id (up to 1000 characters; docs/API.md, "Event schemas") of 700 '€' is 2100
+// bytes in UTF-8: its index key [x, value, created_at] exceeds LMDB's 1978-byte key limit.
 const LONG_EXTERNAL_ID = '€'.repeat(700);
 
 t.test('a valid event whose indexed value is over 1978 bytes is stored (found by the fuzz run)', async (t) => {
@@ -169,8 +169,9 @@ t.test('after a power cut, a lock file naming a pid now used by another process 
 });
 
 t.test('an old segment whose live share fell low is compacted, giving its space back (found by disk-full)', async (t) => {
-  // DESIGN.md, "Space": "an old segment whose live share falls low is compacted". Nothing
-  // compacts: on a full disk, a retention cleanup that deleted most of a segment freed no space.
+  // docs/STORAGE.md, "Reclaiming space": an old segment whose live share falls under a quarter is
+  // compacted. Before the fix nothing compacted: on a full disk, a retention cleanup that deleted
+  // most of a segment freed no space.
   const store = await startStore({ RETENTION_DAYS: '0.00001' }); // 0.864 s
   t.teardown(store.stop);
   const image = fixture('retina.jpg'); // 269,564 bytes: 248 of them nearly fill a 64 MiB segment

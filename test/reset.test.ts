@@ -1,4 +1,4 @@
-/** Two-step reset (spec B, Reset; States and transitions: Reset token). */
+/** Two-step reset (docs/API.md, "Cleanup and reset"). */
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';

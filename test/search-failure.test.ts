@@ -7,7 +7,7 @@ import { describeFailure } from '../src/search/failure.js';
 import { parseRetryAfter, retryDelay, retryPolicy } from '../src/search/retry.js';
 import { redact } from '../src/search/redact.js';
 
-t.test('every failure maps to the exit code of the spec\'s cross-tool mapping, with a hint', async (t) => {
+t.test('every failure maps to its CLI exit code (docs/SEARCH.md, "The hosted API"), with a hint', async (t) => {
   const request = 'POST /acme/search/v1';
   const cases: [name: string, error: unknown, code: number, hint: RegExp][] = [
     ['malformed query', new QuerySyntaxError('tag:', 4, 'tag: needs a value'), 1, /Fix the query at the caret/],

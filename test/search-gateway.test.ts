@@ -89,7 +89,7 @@ t.test('the store\'s own routes keep precedence over the bootstrap patterns', as
   t.equal(sim.requests.length, before, 'none reached the hosted API');
 });
 
-t.test('limits the spec does not state are the hosted API\'s to apply', async (t) => {
+t.test('workspace pageSize has no local maximum (the hosted API sets it); project limit keeps 250', async (t) => {
   const before = sim.requests.length;
   const wide = await fetch(`${store.url}/${WORKSPACE}/search/v1?api_key=${STORE_KEY}`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'tag:day', pageSize: 300 }),

@@ -38,7 +38,7 @@ async function session(t: Test, env?: Record<string, string | undefined>): Promi
   };
 }
 
-t.test('lists both tools, read-only and idempotent, with the issue\'s parameters', async (t) => {
+t.test('lists both tools, read-only and idempotent, with the parameters docs/SEARCH.md lists', async (t) => {
   const { client } = await session(t);
   const { tools } = await client.listTools();
   t.same(tools.map((tool) => tool.name).sort(), ['images_search', 'images_workspace_search']);

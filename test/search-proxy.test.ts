@@ -1,6 +1,7 @@
 /**
- * The search proxy on the store (issue 5 part 4), over real HTTP: the real store on port 0 in
- * front of the hosted-API simulator (and, for headers the simulator cannot send, a small stub).
+ * The search proxy on the store (docs/API.md, "Search gateway"), over real HTTP: the real store on
+ * port 0 in front of the hosted-API simulator (and, for headers the simulator cannot send, a small
+ * stub).
  */
 import { createServer, request } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';

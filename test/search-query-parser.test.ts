@@ -32,7 +32,7 @@ function show(node: QueryNode): string {
 }
 
 const valid: [query: string, tree: string][] = [
-  // every filter of the spec's table
+  // every filter of docs/SEARCH.md, "Query language"
   ['like-image:img-123', 'like-image[img-123]'],
   ['tag:night', 'tag[night]'],
   ['filename:car.jpg', 'filename[exact car.jpg]'],

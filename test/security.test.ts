@@ -1,8 +1,8 @@
 /**
- * Security checks (issue 7, item 5): constant-time key comparison, no route reachable without
- * the key when API_KEY is set (walking the server's route table, the search proxy included),
- * reset needing both the key and the token, ids unable to reach outside DATA_DIR, and size
- * limits on request headers and bodies.
+ * Security checks (docs/RELIABILITY.md, "Access control"): constant-time key comparison, no route
+ * reachable without the key when API_KEY is set (walking the server's route table, the search proxy
+ * included), reset needing both the key and the token, ids unable to reach outside DATA_DIR, and
+ * size limits on request headers and bodies.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';

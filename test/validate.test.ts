@@ -1,5 +1,5 @@
 /**
- * validateCreateBody (spec B, "Event (create request body)", "Event schemas", E2/E4/E7),
+ * validateCreateBody (docs/API.md, "Create an event", "Event schemas", E2/E4/E7),
  * the response schemas, and the OpenAPI document built from the same schema files.
  */
 import t from 'tap';
@@ -278,7 +278,7 @@ t.test('unknown event_schema: 422 unknown_event_schema (E4)', async (t) => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// 400 event_data does not conform (E2): each constraint of the spec's table
+// 400 event_data does not conform (E2): each constraint of the schemas (docs/API.md, "Event schemas")
 
 /** [schema, event_data, fragment of the detail after the schema name] */
 const invalidEventData: [string, Body, string][] = [
@@ -385,7 +385,7 @@ const ROUTES: [string, string][] = [
   ['post', '/reset/confirm'],
 ];
 
-t.test('OpenAPI document: every route of spec part B', async (t) => {
+t.test('OpenAPI document: every route of docs/API.md', async (t) => {
   const doc = buildOpenApiDocument() as any;
   t.equal(doc.openapi, '3.1.0');
   t.equal(buildOpenApiDocument(), doc, 'cached');

@@ -1,3 +1,3 @@
-/** test/hardening.test.ts again, on the node:http engine (README, "HTTP engines"). */
+/** test/hardening.test.ts again, on the node:http engine (docs/OPERATIONS.md, "HTTP engines"). */
 process.env.HTTP_ENGINE = 'node';
 await import('../hardening.test.js');

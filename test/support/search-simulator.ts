@@ -1,14 +1,15 @@
 /**
- * A local simulator of the hosted image search API (spec part A), as a real HTTP server on
- * port 0. It implements the documented semantics over a fixture catalog of 30 images and
- * videos: project search with offset paging and the body filters, workspace search evaluating
- * the query language (through the package's own parser) with continuation tokens, the search
- * export flow with a real zip, `api_key` checks (401 unknown key, 403 foreign workspace, 404
- * unknown workspace or project), and fault injection (any status, `Retry-After`, body).
+ * A local simulator of the hosted image search API (docs/SEARCH.md, "The hosted API"), as a real
+ * HTTP server on port 0. It implements the documented semantics over a fixture catalog of 30 images
+ * and videos: project search with offset paging and the body filters, workspace search evaluating
+ * the query language (through the package's own parser) with continuation tokens, the search export
+ * flow with a real zip, `api_key` checks (401 unknown key, 403 foreign workspace, 404 unknown
+ * workspace or project), and fault injection (any status, `Retry-After`, body).
  *
- * Ordering where the spec is silent: newest upload first, then id. Semantic search (free text,
- * `prompt`, `like-image:`) is approximated: every word of the text must occur in the image's
- * caption, tags, class names or file name; "like" an image means sharing one of its classes.
+ * Ordering, which the hosted API does not document: newest upload first, then id. Semantic search
+ * (free text, `prompt`, `like-image:`) is approximated: every word of the text must occur in the
+ * image's caption, tags, class names or file name; "like" an image means sharing one of its
+ * classes.
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -373,7 +374,7 @@ export class SearchSimulator {
     }
   }
 
-  /** Spec rule 3 of workspace search: a `project:` outside the workspace is a 400. */
+  /** Workspace search answers 400 for a `project:` outside the workspace (docs/SEARCH.md, "The hosted API"). */
   private checkProjects(node: QueryNode): void {
     if (node.type === 'and' || node.type === 'or') node.children.forEach((child) => this.checkProjects(child));
     else if (node.type === 'not') this.checkProjects(node.child);
@@ -386,7 +387,7 @@ export class SearchSimulator {
     return Object.keys(this.catalog.find((image) => image.id === imageId)?.classes ?? {});
   }
 
-  /** The query language's meaning over one image (spec part A, filter table and rules). */
+  /** The query language's meaning over one image (docs/SEARCH.md, "Query language"). */
   private evaluate(node: QueryNode, image: CatalogImage): boolean {
     switch (node.type) {
       case 'and': return node.children.every((child) => this.evaluate(child, image));
