@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The side-by-side bench (issue 6): starts edge-event-store and each peer (lib/systems.js,
+ * The side-by-side bench: starts edge-event-store and each peer (lib/systems.js,
  * peers/README.md) in turn on the same port with a fresh data directory, drives them with the
  * same wrk scripts at fixed connection counts, measures the machine's own ceilings in the same
  * run, and writes RESULTS.md.

@@ -1,5 +1,5 @@
 /**
- * Lifecycle benchmark (issue 4):
+ * Lifecycle benchmark:
  *   - ingest p99 of small events at 50 connections, quiet, then with a cleanup deleting
  *     100,000 events running beside it (target: p99 at most 2x the quiet figure);
  *   - the time from starting the store to a healthy /health with N events stored
@@ -104,5 +104,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const at = process.argv.indexOf('--startup-dir');
   const cleanupBeside = await runCleanupBeside({ dataRoot, deleteCount: quick ? 20_000 : 100_000, seconds: quick ? 8 : 15 });
   const startup = at > 0 ? await timeStartup(process.argv[at + 1]) : undefined;
-  writeResults('RESULTS.lifecycle.md', 'Lifecycle benchmark (issue 4)', quick, lifecycleTable({ cleanupBeside, startup }));
+  writeResults('RESULTS.lifecycle.md', 'Lifecycle benchmark', quick, lifecycleTable({ cleanupBeside, startup }));
 }

@@ -1,5 +1,5 @@
 /**
- * Upload benchmark (issue 3): streamed multipart video uploads into drafts, measured as upload
+ * Upload benchmark: streamed multipart video uploads into drafts, measured as upload
  * throughput (MB/s of file bytes, durable and attached when the 201 arrives) and the server's
  * peak RSS growth over its idle RSS, for
  *   - one 1 GiB video streamed at full speed (chunked transfer encoding: the uWebSockets.js build
@@ -151,5 +151,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const quick = process.argv.includes('--quick');
   const engine = process.argv.find((arg) => arg.startsWith('--engine='))?.slice('--engine='.length) ?? 'uws';
   const runs = await runUploadBench({ quick, engine, dataRoot: fs.mkdtempSync(path.join(os.tmpdir(), 'ees-bench-')) });
-  writeResults('RESULTS.uploads.md', 'Upload benchmark (issue 3)', quick, uploadTable(runs));
+  writeResults('RESULTS.uploads.md', 'Upload benchmark', quick, uploadTable(runs));
 }

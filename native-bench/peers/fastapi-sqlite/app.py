@@ -176,7 +176,7 @@ def metadata_text(value) -> str:
 
 def decode_image(text: str, field: str) -> bytes:
     """Strict base64 (an optional data: URI prefix allowed, as the store allows it); an invalid
-    payload is a 400, as in the store (spec B, E3)."""
+    payload is a 400, as in the store (docs/API.md, "Errors": E3)."""
     if text.startswith("data:"):
         comma = text.find(";base64,")
         if comma < 0:

@@ -85,7 +85,7 @@ const createSchema = {
   },
 };
 
-// The contract (as the spec) answers 422 for a body that fails validation; Fastify's default is 400.
+// The store answers 422 for a body that fails validation (docs/API.md, "Errors": E7); Fastify's default is 400.
 app.setErrorHandler((error, _request, reply) => {
   if (error.validation) return reply.code(422).send({ detail: error.message });
   return reply.send(error);
