@@ -20,7 +20,7 @@
  * (uploads.js). Ceilings: lib/ceilings.js (hello-world HTTP; the store's create path with no
  * storage, ceilings/no-storage.js, for small and image events; CPU) and the disk probe of
  * lib/machine.js.
- * edge-event-store runs on each of its HTTP engines (README, "HTTP engines"): native
+ * edge-event-store runs on each of its HTTP engines (docs/OPERATIONS.md, "HTTP engines"): native
  * uWebSockets.js (`edge-event-store`) and node:http (`edge-event-store-node`), each with its own
  * HTTP and no-storage ceilings and uploads; RESULTS.md compares them in "HTTP engines". --engines=uws: only one.
  * --quick: shorter runs, a 20,000-event list store, no waiting for a quiet machine (a few

@@ -119,7 +119,7 @@ t.test('a malformed query exits 1 without calling the hosted API', async (t) => 
   t.equal(sim.requests.length, 0);
 });
 
-t.test('exit codes follow the cross-tool mapping, with the JSON error contract', async (t) => {
+t.test('exit codes follow docs/SEARCH.md, with the JSON error contract', async (t) => {
   const { sim, env, run } = await cli(t);
   const cases: [name: string, argv: string[], env: Record<string, string | undefined>, code: number, message: RegExp][] = [
     ['invalid key (401)', ['*'], { ...env, SEARCH_API_KEY: 'not-the-key-0000' }, 2, /answered 401 .*Invalid api_key: \*\*\*/],

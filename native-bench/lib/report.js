@@ -109,7 +109,7 @@ function engineLines(res, list) {
   return [
     '## HTTP engines',
     '',
-    'The same store on each HTTP engine (README, "HTTP engines"): native uWebSockets.js, and the node:http engine it',
+    'The same store on each HTTP engine (docs/OPERATIONS.md, "HTTP engines"): native uWebSockets.js, and the node:http engine it',
     'falls back to where no native build loads. The last columns are the share of the native figure the other engine',
     'reaches (for start-up, the native time divided by the other\'s): what running on the fallback costs.',
     '',

@@ -76,7 +76,7 @@ function sumOverTree(pids, read) {
  */
 const STORE_SETTINGS = { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '', MAX_RECORDS: '5000000' };
 
-/** The store's HTTP engines (README, "HTTP engines"): native uWebSockets.js, or node:http. */
+/** The store's HTTP engines (docs/OPERATIONS.md, "HTTP engines"): native uWebSockets.js, or node:http. */
 export const ENGINES = ['uws', 'node'];
 
 /**

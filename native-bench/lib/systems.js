@@ -18,7 +18,7 @@ const PEER_VIDEO = 'video-100mb.mp4';
  * @property {string} name short name used in tables
  * @property {string} stack what it is built from
  * @property {import('./store-process.js').ServerCommand} server
- * @property {'uws' | 'node'} [engine] edge-event-store's HTTP engine (README, "HTTP engines");
+ * @property {'uws' | 'node'} [engine] edge-event-store's HTTP engine (docs/OPERATIONS.md, "HTTP engines");
  *   unset for the peers
  * @property {'http' | 'bulk'} preload how the 1M-event store is filled: through POST /v2/events
  *   (edge-event-store, whose write path is the thing measured) or by peers/bulk-load.js

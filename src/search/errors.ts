@@ -7,7 +7,7 @@
  * - `SearchApiError`: the hosted API answered non-2xx; carries `status` and the hosted `body`.
  *   Subclasses name the statuses a caller branches on (401, 403, 404, 429, 5xx).
  * - `SearchNetworkError`: no HTTP answer at all (DNS, refused connection, TLS, timeout).
- * - `SearchResponseError`: a 2xx answer whose body is not what the contract describes.
+ * - `SearchResponseError`: a 2xx answer whose body is not of the documented shape.
  * - `SearchExportTimeoutError`: an export still not ready when its time ran out.
  *
  * Every message is built from redacted text: the API key never appears in one.
@@ -117,7 +117,7 @@ export class SearchServerError extends SearchApiError {}
 /** No HTTP answer: DNS, refused or reset connection, TLS failure, timeout. */
 export class SearchNetworkError extends SearchError {}
 
-/** A 2xx answer whose body does not have the shape the contract describes. */
+/** A 2xx answer whose body does not have the shape docs/SEARCH.md, "The hosted API", describes. */
 export class SearchResponseError extends SearchError {}
 
 /** A search export that did not become ready within its `timeoutMs`. */

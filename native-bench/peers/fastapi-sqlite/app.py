@@ -15,7 +15,7 @@ same options to uvicorn.run (with `-m uvicorn`, PORT is only read by whoever wri
 Durability (the contract): each base64Image is decoded, written to DATA_DIR/images/<uuid4>.jpg and
 fdatasync'ed; only then does one transaction insert the event and its metadata rows, committed
 with journal_mode=WAL and synchronous=FULL; only then is 201 sent. Like the Node peer it skips the
-directory fsync after creating an image file (README, "What the peers leave out").
+directory fsync after creating an image file (../README.md lists what the peers leave out).
 
 Concurrency design: the handlers that touch the disk are plain `def` endpoints, so FastAPI runs
 them in its thread pool (anyio, 40 threads) and the event loop never blocks on fsync or SQLite.
