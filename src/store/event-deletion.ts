@@ -96,7 +96,8 @@ export interface FileRef {
 
 /**
  * Deletes files but keeps their records, lowering `current_file_count` (docs/API.md, "Cleanup
- * and reset": storage). File ids stay listed on the record and answer 404 from then on.
+ * and reset": storage). File ids stay listed on the record; their entries are gone, so a download
+ * of one finds no file (`file_not_found`) from then on.
  * @throws the lmdb error of a failed commit (nothing is deleted then)
  */
 export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<DeletionTally> {
