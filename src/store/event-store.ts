@@ -14,13 +14,13 @@ import { lockDataDir } from './data-dir-lock.js';
 import type { RecordImage, RecordImageResults } from './event-record.js';
 import { GroupCommitter } from './group-commit.js';
 import { timeOrderedId } from './ids.js';
-import { uploadKey } from './index-keys.js';
 import { completeCounters, openDatabases, type FileKind, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, type EventRecord } from './record-codec.js';
 import { encodeRecordFrame } from './record-frame.js';
 import { recoverStore } from './recovery.js';
 import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
+import { countQueuedUploads } from './upload-queue.js';
 
 /** An image of a create, decoded: its bytes and sniffed content type. */
 export interface DecodedImage {
@@ -118,7 +118,7 @@ export class EventStore extends StoreView {
     try {
       const dbs = openDatabases(dataDir);
       const { lastSegment, activeSegment, lastCreatedAt, replayed } = await recoverStore(dbs, blobsDir, stagingDir, options.trackUploads);
-      await completeCounters(dbs, () => dbs.index.getKeysCount({ start: uploadKey(-Infinity), end: uploadKey(Infinity) }));
+      await completeCounters(dbs, () => countQueuedUploads(dbs));
       await dbs.root.flushed;
       nextUniqueMicros(lastCreatedAt);
       let store: EventStore | undefined;
