@@ -1,8 +1,9 @@
 /**
  * `GET /stats` (docs/API.md, "Statistics"), kept cheap: counts come from the
  * maintained counters and the ends of ordered indexes; only the figures of what the next cleanup
- * will delete walk an index range, and only over the records past retention, with the cutoff
- * cleanup uses (src/store/lifecycle-queries.ts, `retentionCutoff`).
+ * will delete walk an index range, and only over the records past retention. Those figures are
+ * the retention stage of cleanup's (src/lifecycle/cleanup.ts) as it would run now: the same cutoff
+ * (`retentionCutoff`) and the same records kept (`isProtected`), from src/store/lifecycle-queries.ts.
  */
 import prettyBytes from 'pretty-bytes';
 import type { Config } from '../config.js';

@@ -13,11 +13,12 @@ import type { FileRef } from './event-deletion.js';
 import type { FileEntry, SegmentEntry } from './lmdb-env.js';
 import type { StoreView } from './store-view.js';
 import { DAY_MICROS } from './timestamps.js';
+import { isProtected } from './upload-queue.js';
 
 /** The `meta` entry holding the file id the next scrub starts at (docs/STORAGE.md, "The index"). */
 const SCRUB_CURSOR_KEY = 'scrubCursor';
 
-/** What retention would delete now: records past the cutoff and their files. */
+/** What retention would delete now: records past the cutoff cleanup may delete, their files. */
 export interface RetentionBacklog {
   records: number;
   files: number;
@@ -90,17 +91,26 @@ export function retentionCutoff(nowMicros: number, retentionDays: number): numbe
 }
 
 /**
- * What retention would delete at `cutoff` (`retentionCutoff`): the records created before it, and
- * their files still stored, with their bytes. Walks the files past the cutoff; nothing else.
+ * What retention would delete at `cutoff` (`retentionCutoff`): the records created before it that
+ * cleanup may delete (not `isProtected`), and their files still stored, with their bytes. Walks
+ * the records and files past the cutoff; nothing else.
  */
 export function retentionBacklog(store: StoreView, cutoff: number): RetentionBacklog {
+  let records = 0;
+  if (!store.trackUploads) {
+    // Nothing is protected with cloud upload off: LMDB counts the range without a walk.
+    records = store.dbs.events.getKeysCount({ end: cutoff });
+  } else {
+    for (const createdAt of eventsOldestFirst(store, { before: cutoff })) if (!isProtected(store, createdAt)) records++;
+  }
   let files = 0;
   let bytes = 0;
-  for (const { fileId } of filesByAge(store, { before: cutoff })) {
+  for (const { createdAt, fileId } of filesByAge(store, { before: cutoff })) {
+    if (isProtected(store, createdAt)) continue;
     files++;
     bytes += store.getFile(fileId)?.length ?? 0;
   }
-  return { records: store.dbs.events.getKeysCount({ end: cutoff }), files, bytes };
+  return { records, files, bytes };
 }
 
 /** True when segment `segment` has an entry: the index knows its file. */
