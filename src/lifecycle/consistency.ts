@@ -25,6 +25,7 @@ const ABANDONED_STAGING_MS = 15 * 60 * 1000;
 const ORPHAN_GRACE_MS = 60 * 1000;
 /** Bytes of blob data whose CRC one pass verifies. */
 export const SCRUB_BYTES_PER_PASS = 64 * 1024 * 1024;
+/** Bytes of one positioned read of the scrub, into one buffer reused for the whole pass. */
 const SCRUB_READ_BYTES = 1024 * 1024;
 
 export interface ConsistencyReport {
