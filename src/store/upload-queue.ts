@@ -1,9 +1,9 @@
 /**
  * The cloud upload queue and its dead letters (docs/OPERATIONS.md, "Cloud upload"), kept in the
- * `index` database so upload state survives restarts: a finalized event enters the queue
- * (`['U', created_at]`, index-keys.ts) when the store runs with cloud upload on, a draft only once
- * finalized; the uploader takes it off once the cloud has it, or moves it to the dead letters
- * (`['X', created_at]`) when the cloud refused it for good. `uploadsPending` counts the queue.
+ * `index` database so upload state survives restarts (index-keys.ts, `uploadKey` and
+ * `deadLetterKey`): a finalized event enters the queue when the store runs with cloud upload on,
+ * a draft only once finalized; the uploader takes it off once the cloud has it, or moves it to
+ * the dead letters when the cloud refused it for good. `uploadsPending` counts the queue.
  *
  * While cloud upload is on, cleanup keeps what the queue holds and every draft
  * (docs/OPERATIONS.md, "Keeping the disk bounded"): `isProtected`.
