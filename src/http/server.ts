@@ -3,9 +3,9 @@
  * and stops gracefully (no new connections, in-flight writes finished, store closed).
  */
 import type { Config } from '../config.js';
-import type { Lifecycle } from '../lifecycle/lifecycle-manager.js';
-import { ResetTokens } from '../lifecycle/reset.js';
 import type { Logger } from '../logger.js';
+import type { Lifecycle } from '../operations/lifecycle-manager.js';
+import { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/event-store.js';
 import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';
