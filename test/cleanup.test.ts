@@ -157,6 +157,8 @@ t.test('a crashed worker is noticed and restarted', async (t) => {
   const first = lifecycle.worker!;
   await first.terminate();
   await until('a new worker', async () => lifecycle.worker !== undefined && lifecycle.worker !== first);
-  await until('the new worker to answer', async () => (await postJson(`${store.url}/admin/cleanup`, '')).status === 200);
-  t.pass('cleanup answers from the restarted worker');
+  t.not(lifecycle.worker, first, 'a new worker runs');
+  let answer = 0;
+  await until('the new worker to answer', async () => (answer = (await postJson(`${store.url}/admin/cleanup`, '')).status) === 200);
+  t.equal(answer, 200, 'cleanup answers from the restarted worker');
 });
