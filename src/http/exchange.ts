@@ -135,13 +135,15 @@ export abstract class Exchange {
   }
 
   /**
-   * The one place errors become responses: an AppError answers its registered status with a
-   * body in `errorShape` (`{"detail": ...}` or `{"error": "..."}`); anything else answers 500.
-   * Unexpected errors and 5xx codes the registry does not mark quiet are reported to `log`.
+   * The one place errors become responses (docs/API.md, "Errors"): an AppError answers its
+   * registered status with a body in `errorShape` (`{"detail": ...}` or `{"error": "..."}`);
+   * anything else answers 500 as a `store_failure` whose cause it is. 5xx codes the registry
+   * does not mark quiet are reported to `log` as that AppError, its cause chain included (the
+   * logger writes each cause with its fields: docs/OPERATIONS.md, "Logs").
    */
-  fail(err: unknown, log: (err: unknown) => void, closeConnection = false): void {
-    const appError = err instanceof AppError ? err : new AppError('store_failure');
-    if (!(err instanceof AppError) || isLoggedFailure(appError.code)) log(err);
+  fail(err: unknown, log: (err: AppError) => void, closeConnection = false): void {
+    const appError = err instanceof AppError ? err : new AppError('store_failure', undefined, { cause: err });
+    if (isLoggedFailure(appError.code)) log(appError);
     const body = this.errorShape === 'hosted' ? { error: appError.message } : { detail: appError.detail };
     this.json(appError.status, body, appError.headers, closeConnection);
   }

@@ -51,13 +51,13 @@ export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry,
 
   // Read the first chunk before writing the status, so a vanished segment still answers an error.
   let length = Math.min(READ_CHUNK_BYTES, total);
+  const vanished = (cause?: unknown) => new AppError('file_not_found', `File ${fileId} not found`, { cause });
   let chunk = await readChunk(blobs, file, first, length).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
-    throw err;
+    throw err.code === 'ENOENT' ? vanished(err) : err;
   });
-  if (!chunk || chunk.read !== length) {
-    if (chunk) pool.release(chunk.buffer);
-    throw new AppError('file_not_found', `File ${fileId} not found`);
+  if (chunk.read !== length) {
+    pool.release(chunk.buffer);
+    throw vanished();
   }
   if (!ex.startResponse(range ? 206 : 200, headers, total)) {
     pool.release(chunk.buffer);

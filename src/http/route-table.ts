@@ -114,7 +114,7 @@ function routesByPath(routes: Route[]): Map<string, Route[]> {
 export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext): InFlight {
   const inFlight = new InFlight();
   const checkKey = createKeyChecker(ctx.config.apiKey);
-  const logError = (err: unknown) => ctx.log.error({ err }, 'request failed');
+  const logError = (err: AppError) => ctx.log.error({ err }, 'request failed');
   const { gate } = ctx.lifecycle;
   const guard = createBrowserGuard(ctx.config);
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
@@ -182,7 +182,7 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
         ex.send(204, '', preflight);
         return;
       }
-      ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { Allow: allow }), logError, ex.bodyPending);
+      ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { headers: { Allow: allow } }), logError, ex.bodyPending);
     };
     engine.route('any', path, notAllowed);
     if (path !== '/') engine.route('any', `${path}/`, notAllowed);

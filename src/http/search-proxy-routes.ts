@@ -65,10 +65,10 @@ function proxySearch(kind: ProxiedSearch, ex: Exchange, ctx: ServerContext): Pro
 /** readJsonBody's 413 and 422 in the proxy's terms: the hosted API answers a bad body 400. */
 function asSearchBodyError(err: unknown): unknown {
   if (!(err instanceof AppError)) return err;
-  if (err.code === 'record_too_large') return new AppError('record_too_large', `Search request body exceeds ${MAX_SEARCH_BODY_BYTES} bytes`);
+  if (err.code === 'record_too_large') return new AppError('record_too_large', `Search request body exceeds ${MAX_SEARCH_BODY_BYTES} bytes`, { cause: err });
   if (err.code === 'validation_failed') {
     const why = Array.isArray(err.detail) ? err.detail.map((issue) => issue.msg).join('; ') : err.detail;
-    return new AppError('search_request_invalid', why);
+    return new AppError('search_request_invalid', why, { cause: err });
   }
   return err;
 }
