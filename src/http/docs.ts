@@ -8,7 +8,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { AppError } from '../errors.js';
 import { buildOpenApiDocument } from './openapi.js';
-import type { Route } from './route-table.js';
+import type { BytesReply, Route } from './route-table.js';
 
 const require = createRequire(import.meta.url);
 // absolute-path.js only: the package's index loads the whole 1.5 MB UI bundle into the server.
@@ -60,28 +60,28 @@ export const docsRoutes: Route[] = [
     method: 'get',
     path: '/openapi.json',
     public: true,
-    handler: (ex) => {
+    handler: () => {
       openApiJson ??= JSON.stringify(buildOpenApiDocument());
-      ex.send(200, openApiJson, { 'Content-Type': 'application/json' });
+      return { status: 200, bytes: openApiJson, headers: { 'Content-Type': 'application/json' } };
     },
   },
   {
     method: 'get',
     path: '/docs',
     public: true,
-    handler: (ex) => ex.send(200, PAGE, { 'Content-Type': 'text/html; charset=utf-8' }),
+    handler: () => ({ status: 200, bytes: PAGE, headers: { 'Content-Type': 'text/html; charset=utf-8' } }),
   },
   {
     method: 'get',
     path: '/docs/:asset',
     public: true,
-    handler: (ex) => {
+    handler: (ex): BytesReply => {
       const [name] = ex.params;
-      if (name === 'swagger-init.js') return ex.send(200, INIT, { 'Content-Type': 'application/javascript' });
+      if (name === 'swagger-init.js') return { status: 200, bytes: INIT, headers: { 'Content-Type': 'application/javascript' } };
       // Own keys only: `constructor`, `__proto__`, `toString` are no assets.
       const type = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
       if (!type) throw new AppError('not_found');
-      ex.send(200, asset(name), { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' });
+      return { status: 200, bytes: asset(name), headers: { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' } };
     },
   },
 ];

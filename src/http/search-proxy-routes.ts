@@ -74,37 +74,39 @@ function asSearchBodyError(err: unknown): unknown {
 }
 
 /**
- * Writes the hosted answer to the client chunk by chunk with backpressure. The first chunk is
- * awaited before the status line, so a body failing at once still answers a clean 502; a
- * failure after that closes the connection (the status is gone).
+ * Writes the hosted answer to the client chunk by chunk with backpressure, taking the response
+ * of `ex` over (Exchange.takeOver). The first chunk is awaited before the status line, so a body
+ * failing at once still answers a clean 502 (thrown, for the route table to answer); a failure
+ * after that closes the connection (the status is gone).
  */
 async function relay(ex: Exchange, answer: HostedAnswer, ctx: ServerContext): Promise<void> {
+  const response = ex.takeOver();
   const first = await answer.body.next();
-  if (ex.aborted || !ex.startResponse(answer.status, answer.headers, undefined, answer.statusText || undefined)) {
+  if (response.aborted || !response.start(answer.status, answer.headers, undefined, answer.statusText || undefined)) {
     await answer.body.return();
     return;
   }
   if (first.done) {
-    ex.end();
+    response.end();
     return;
   }
-  let writable = ex.write(first.value);
+  let writable = response.write(first.value);
   try {
     for (;;) {
-      if (!writable) await ex.writable();
-      if (ex.aborted) break;
+      if (!writable) await response.writable();
+      if (response.aborted) break;
       const next = await answer.body.next();
-      if (ex.aborted) break;
+      if (response.aborted) break;
       if (next.done) {
-        ex.end();
+        response.end();
         return;
       }
-      writable = ex.write(next.value);
+      writable = response.write(next.value);
     }
     await answer.body.return();
   } catch (err) {
     ctx.log.warn({ err }, 'hosted search answer broke off; connection closed');
-    ex.destroy();
+    response.destroy();
   }
 }
 

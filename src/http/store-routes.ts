@@ -6,7 +6,7 @@ import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, typ
 import type { FileKind } from '../store/lmdb-env.js';
 import { sendFile } from './file-download.js';
 import { receiveUpload } from './multipart-upload.js';
-import type { Route, ServerContext } from './route-table.js';
+import type { BytesReply, Route, ServerContext } from './route-table.js';
 import type { Exchange } from './exchange.js';
 
 /** Sends file `ex.params[0]` when it exists and is of `kind` (docs/API.md, "Errors": E9). */
@@ -36,9 +36,9 @@ function listLimits(ctx: ServerContext): ListLimits {
   return { maxResponseBytes: ctx.config.maxListResponseBytes, maxScanRecords: ctx.config.maxListScanRecords };
 }
 
-/** Sends a JSON body already in bytes: a list page or a stored event, never built as one string. */
-function sendJson(ex: Exchange, body: Buffer): void {
-  ex.send(200, body, { 'Content-Type': 'application/json' });
+/** A 200 with a JSON body already in bytes: a list page or a stored event, never built as one string. */
+function jsonBytes(body: Buffer): BytesReply {
+  return { status: 200, bytes: body, headers: { 'Content-Type': 'application/json' } };
 }
 
 function health(ctx: ServerContext) {
@@ -68,14 +68,14 @@ export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Rout
 export const storeRoutes: Route[] = [
   { method: 'get', path: '/health', public: true, handler: (_ex, ctx) => health(ctx) },
   createRoute((ctx) => ctx.store),
-  { method: 'get', path: '/v2/events', gated: 'other', handler: (ex, ctx) => sendJson(ex, listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))) },
+  { method: 'get', path: '/v2/events', gated: 'other', handler: (ex, ctx) => jsonBytes(listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))) },
   {
     method: 'get',
     path: '/v2/events/latest/query',
     gated: 'other',
-    handler: (ex, ctx) => sendJson(ex, latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
+    handler: (ex, ctx) => jsonBytes(latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
   },
-  { method: 'get', path: '/v2/events/:event_id', gated: 'other', handler: (ex, ctx) => sendJson(ex, getEventBody(ctx.store, ex.params[0])) },
+  { method: 'get', path: '/v2/events/:event_id', gated: 'other', handler: (ex, ctx) => jsonBytes(getEventBody(ctx.store, ex.params[0])) },
   { method: 'get', path: '/events/count/stats', gated: 'other', handler: (ex, ctx) => ({ status: 200, body: countStatsResponse(ctx.store, ex.searchParams()) }) },
   { method: 'post', path: '/v2/events/:event_id/videos', gated: 'other', handler: (ex, ctx) => upload(ex, ctx, 'video') },
   { method: 'post', path: '/v2/events/:event_id/local-only-files', gated: 'other', handler: (ex, ctx) => upload(ex, ctx, 'local_only') },
