@@ -1,16 +1,56 @@
 /**
- * The route table's contract with handlers: a handler answers with a reply or takes the
- * response over (Exchange.takeOver); one that does neither answers 500 instead of leaving the
- * client waiting. Over real HTTP, on every engine this machine runs.
+ * The route table (src/http/server.ts `allRoutes`) is the one route list: every route of it is
+ * listed in docs/API.md ("Routes", "Search gateway") and in /openapi.json, and neither lists a
+ * route the table lacks. A handler answers with a reply or takes the response over
+ * (Exchange.takeOver); one that does neither answers 500 instead of leaving the client waiting.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import t from 'tap';
 import { loadConfig } from '../src/config.js';
 import { AppError } from '../src/errors.js';
 import { createEngine } from '../src/http/engine-choice.js';
+import { openApiPath } from '../src/http/openapi.js';
 import { registerRoutes, type Route, type ServerContext } from '../src/http/route-table.js';
+import { allRoutes } from '../src/http/server.js';
 import { loadUws } from '../src/http/uws/uws-loader.js';
+import { packageRoot } from '../src/paths.js';
+import { getJson } from './support/events.js';
+import { startStore } from './support/store-server.js';
+
+/** `METHOD /path` of every route of the table, paths as OpenAPI and docs/API.md write them. */
+const tableRoutes = allRoutes.map((route) => `${route.method.toUpperCase()} ${openApiPath(route.path)}`).sort();
+
+/** `METHOD /path` of every row of the route tables of docs/API.md ("Routes" and "Search gateway"). */
+function documentedRoutes(): string[] {
+  const text = fs.readFileSync(path.join(packageRoot, 'docs', 'API.md'), 'utf8');
+  const listed: string[] = [];
+  for (const section of ['Routes', 'Search gateway']) {
+    const start = text.indexOf(`\n## ${section}\n`);
+    if (start < 0) throw new Error(`docs/API.md has no section "${section}"`);
+    const end = text.indexOf('\n## ', start + 1);
+    for (const [, method, paths] of text.slice(start, end < 0 ? undefined : end).matchAll(/^\| (GET|POST) \| ([^|]+) \|/gm)) {
+      for (const [, routePath] of paths.matchAll(/`([^`]+)`/g)) listed.push(`${method} ${routePath}`);
+    }
+  }
+  return listed.sort();
+}
+
+t.test('every route of the table is in docs/API.md and in /openapi.json, and they list no other', async (t) => {
+  t.ok(tableRoutes.length >= 25, `${tableRoutes.length} routes in the table`);
+  const documented = documentedRoutes();
+  t.same(tableRoutes.filter((route) => !documented.includes(route)), [], 'every route is in docs/API.md');
+  t.same(documented.filter((route) => !tableRoutes.includes(route)), [], 'docs/API.md lists no route the table lacks');
+
+  const store = await startStore();
+  t.teardown(store.stop);
+  const { paths } = (await getJson(`${store.url}/openapi.json`)).body as { paths: Record<string, Record<string, unknown>> };
+  const inOpenApi = Object.entries(paths).flatMap(([routePath, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${routePath}`)).sort();
+  t.same(tableRoutes.filter((route) => !inOpenApi.includes(route)), [], 'every route is in /openapi.json');
+  t.same(inOpenApi.filter((route) => !tableRoutes.includes(route)), [], '/openapi.json lists no route the table lacks');
+});
 
 /** Engines this machine runs: node:http always, uWebSockets.js when a native build loads. */
 const engines = ['node', ...(loadUws().loaded ? ['uws' as const] : [])] as const;
@@ -27,11 +67,13 @@ for (const engineName of engines) {
     const log = pino({ level: 'info', serializers: { err: pino.stdSerializers.errWithCause } }, sink);
     const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', HTTP_ENGINE: engineName });
     const engine = createEngine(config.httpEngine, log);
+    const doc = { tag: 'test', summary: 'test', operationId: 'test', responses: {} };
     const routes: Route[] = [
-      { method: 'get', path: '/forgot', handler: () => undefined },
+      { method: 'get', path: '/forgot', doc, handler: () => undefined },
       {
         method: 'get',
         path: '/streamed',
+        doc,
         handler: async (ex) => {
           const response = ex.takeOver();
           t.equal(ex.takeOver(), response, 'taking over twice gives the same stream');
@@ -45,6 +87,7 @@ for (const engineName of engines) {
       {
         method: 'get',
         path: '/thrown-before-start',
+        doc,
         handler: (ex) => {
           ex.takeOver();
           throw new AppError('file_not_found', 'File f not found');

@@ -1,13 +1,15 @@
 /**
  * `/docs` (Swagger UI from the swagger-ui-dist package: no CDN, works offline on the device)
- * and `/openapi.json` (generated from the same schemas ajv uses). Both open without the key, so
- * a browser can load them; Swagger UI's "Authorize" then sends X-API-Key on the calls it makes.
+ * and `/openapi.json` (generated from the route table and the same schemas ajv uses). Both open
+ * without the key, so a browser can load them; Swagger UI's "Authorize" then sends X-API-Key on
+ * the calls it makes.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { AppError } from '../errors.js';
-import { buildOpenApiDocument } from './openapi.js';
+import { openApiJson } from './openapi.js';
+import { STRING } from './route-docs.js';
 import type { BytesReply, Route } from './route-table.js';
 
 const require = createRequire(import.meta.url);
@@ -52,29 +54,49 @@ function asset(name: string): Buffer {
   return bytes;
 }
 
-let openApiJson: string | undefined;
-
-/** The documentation routes. */
-export const docsRoutes: Route[] = [
+/**
+ * The documentation routes.
+ * @param documented the routes /openapi.json describes (the server's whole table, these included),
+ *   read at the first request
+ */
+export const docsRoutes = (documented: () => readonly Route[]): Route[] => [
   {
     method: 'get',
     path: '/openapi.json',
     public: true,
-    handler: () => {
-      openApiJson ??= JSON.stringify(buildOpenApiDocument());
-      return { status: 200, bytes: openApiJson, headers: { 'Content-Type': 'application/json' } };
+    doc: {
+      tag: 'docs',
+      summary: 'This OpenAPI document',
+      operationId: 'openApiDocument',
+      responses: { 200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } } } },
     },
+    handler: () => ({ status: 200, bytes: openApiJson(documented()), headers: { 'Content-Type': 'application/json' } }),
   },
   {
     method: 'get',
     path: '/docs',
     public: true,
+    doc: {
+      tag: 'docs',
+      summary: 'Swagger UI',
+      operationId: 'swaggerUi',
+      description: 'This document, rendered (from the swagger-ui-dist package; no CDN).',
+      responses: { 200: { description: 'The page.', content: { 'text/html': { schema: STRING } } } },
+    },
     handler: () => ({ status: 200, bytes: PAGE, headers: { 'Content-Type': 'text/html; charset=utf-8' } }),
   },
   {
     method: 'get',
     path: '/docs/:asset',
     public: true,
+    doc: {
+      tag: 'docs',
+      summary: 'A file of Swagger UI',
+      operationId: 'swaggerUiAsset',
+      pathParams: { asset: 'swagger-ui.css, swagger-ui-bundle.js, swagger-ui-standalone-preset.js, swagger-init.js or favicon-32x32.png.' },
+      responses: { 200: { description: 'The file.', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } } },
+      errors: { not_found: 'No such file.' },
+    },
     handler: (ex): BytesReply => {
       const [name] = ex.params;
       if (name === 'swagger-init.js') return { status: 200, bytes: INIT, headers: { 'Content-Type': 'application/javascript' } };

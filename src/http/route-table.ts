@@ -18,6 +18,7 @@ import { corsHeaders, createBrowserGuard, jsonContentTypeProblem, preflightHeade
 import type { HttpEngine, RuntimeInfo } from './engine.js';
 import type { ErrorShape, Exchange } from './exchange.js';
 import { readJsonBody } from './json-body.js';
+import type { RouteDoc } from './route-docs.js';
 
 /** A reply whose body is sent as JSON. */
 export interface JsonReply {
@@ -55,6 +56,8 @@ export interface Route {
   method: 'get' | 'post';
   /** Pattern, e.g. `/v2/events/:event_id`; a trailing slash is tolerated too. */
   path: string;
+  /** What /openapi.json says of the route beyond what its other fields tell (route-docs.ts). */
+  doc: RouteDoc;
   /** Reachable without X-API-Key (/health and the interactive docs). */
   public?: boolean;
   /**
