@@ -6,6 +6,7 @@
  * requests that a graceful stop waits for. A known path asked with another method answers 405
  * with `Allow` (an allowed origin's CORS preflight 204); an unknown path 404 (docs/API.md, "Errors").
  */
+import type { StreamHub } from '../stream/stream-hub.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { GateUse } from '../lifecycle/capacity-gate.js';
@@ -35,6 +36,8 @@ export interface ServerContext {
   resetTokens: ResetTokens;
   /** Node version and HTTP engine in use (reported by /stats). */
   runtime: RuntimeInfo;
+  /** Subscribers of the live event stream (src/stream/stream-hub.ts). */
+  stream: StreamHub;
 }
 
 export interface Route {

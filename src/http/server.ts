@@ -2,6 +2,8 @@
  * The HTTP server: picks the engine (engine-choice.ts), registers the route table on it, listens,
  * and stops gracefully (no new connections, in-flight writes finished, store closed).
  */
+import { StreamHub } from '../stream/stream-hub.js';
+import { eventStreamRoutes } from './event-stream-routes.js';
 import type { Config } from '../config.js';
 import type { Lifecycle } from '../lifecycle/lifecycle-manager.js';
 import { ResetTokens } from '../lifecycle/reset.js';
@@ -16,7 +18,7 @@ import { gatewayMode, searchProxyRoutes } from './search-proxy-routes.js';
 import { storeRoutes } from './store-routes.js';
 
 /** Every route the server can answer; the security tests walk this table. */
-export const allRoutes: Route[] = [...storeRoutes, ...adminRoutes, ...docsRoutes, ...searchProxyRoutes];
+export const allRoutes: Route[] = [...eventStreamRoutes, ...storeRoutes, ...adminRoutes, ...docsRoutes, ...searchProxyRoutes];
 
 /**
  * The routes a store with `config` answers: the search gateway's only when it serves (modes
@@ -53,7 +55,8 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
-  const inFlight = registerRoutes(engine, routesFor(config), { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime });
+  const stream = new StreamHub(store);
+  const inFlight = registerRoutes(engine, routesFor(config), { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream });
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
   warnAboutGateway(config, log);
@@ -62,6 +65,7 @@ export async function startServer(config: Config, store: EventStore, lifecycle: 
     runtime: engine.runtime,
     async close(graceMs = 10_000) {
       engine.stopListening();
+      stream.close(); // streams end with their resume point; in-flight writes finish
       await inFlight.drained(graceMs);
       engine.closeIdleConnections();
       await store.close();
