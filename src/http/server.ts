@@ -2,7 +2,7 @@
  * The HTTP server: picks the engine (engine-choice.ts), registers the route table on it, listens,
  * and stops gracefully (no new connections, in-flight writes finished, store closed).
  */
-import { StreamHub } from '../stream/stream-hub.js';
+import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
 import { eventStreamRoutes } from './event-stream-routes.js';
 import type { Config } from '../config.js';
 import type { Lifecycle } from '../lifecycle/lifecycle-manager.js';
@@ -55,7 +55,7 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
-  const stream = new StreamHub(store);
+  const stream = new StreamHub(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
   const inFlight = registerRoutes(engine, routesFor(config), { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream });
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');

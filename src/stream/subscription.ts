@@ -101,6 +101,8 @@ export class Subscription {
         if (!this.send(new StreamMessage('created', json, createdAt))) await this.transport.drained();
       }
       from = next ?? this.lastAccepted + 1;
+      // Let ingest and other requests run between pages: a long catch-up never holds the thread.
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
