@@ -6,8 +6,8 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { presentEventJson } from './events/present.js';
 import type { RuntimeInfo } from './http/engine.js';
 import { startServer, type RunningServer } from './http/server.js';
-import { Lifecycle } from './lifecycle/lifecycle-manager.js';
 import { createLogger, type Logger } from './logger.js';
+import { Lifecycle } from './operations/lifecycle-manager.js';
 import { EventStore } from './store/event-store.js';
 import { setRecordPresenter } from './store/record-codec.js';
 

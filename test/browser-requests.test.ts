@@ -8,7 +8,7 @@ import os from 'node:os';
 import t from 'tap';
 import { expectedEngine } from './support/engines.js';
 import { getJson, smallEvent } from './support/events.js';
-import { rawRequest } from './support/raw-http.js';
+import { rawRequest } from '../scripts/lib/raw-http.js';
 import { startStore } from './support/store-server.js';
 import net from 'node:net';
 

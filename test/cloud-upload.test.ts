@@ -5,13 +5,13 @@
  */
 import t, { type Test } from 'tap';
 import { loadConfig } from '../src/config.js';
-import { isProtected } from '../src/lifecycle/cleanup.js';
 import { runUploadPass } from '../src/lifecycle/cloud-uploader.js';
 import { createLogger } from '../src/logger.js';
 import { deleteFiles } from '../src/store/event-deletion.js';
 import { EventStore } from '../src/store/event-store.js';
 import { deadLetterKey, EMPTY, uploadKey } from '../src/store/index-keys.js';
 import { StoreView } from '../src/store/store-view.js';
+import { isProtected } from '../src/store/upload-queue.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { BATCH_PATH, FakeCloud, UPLOAD_PATH } from './support/fake-cloud.js';
 import { postFile } from './support/multipart.js';

@@ -8,8 +8,8 @@ import { MAX_RANGE_HEADER_LENGTH, resolveRange } from '../src/http/range.js';
 import { isPassiveContentType } from '../src/http/download-headers.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
-import { rawRequest } from './support/raw-http.js';
-import { spawnStore } from './support/spawned-store.js';
+import { rawRequest } from '../scripts/lib/raw-http.js';
+import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 const store = await startStore();

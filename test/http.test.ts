@@ -12,7 +12,7 @@ import { allRoutes } from '../src/http/server.js';
 import { currentHost } from '../src/http/uws/uws-loader.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { expectedEngine } from './support/engines.js';
-import { refusedStart, spawnStore } from './support/spawned-store.js';
+import { refusedStart, spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 t.test('with API_KEY set, every route but /health and the docs needs X-API-Key', async (t) => {

@@ -11,7 +11,7 @@ import t from 'tap';
 import { loadConfig, ConfigError } from '../src/config.js';
 import { responseProblems } from '../src/events/validate.js';
 import { getJson, imageEvent, postJson, smallEvent } from './support/events.js';
-import { spawnStore } from './support/spawned-store.js';
+import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 const MiB = 1024 * 1024;

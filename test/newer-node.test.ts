@@ -14,7 +14,7 @@ import { chooseUwsBuilds, compareVersions, UWS_BUILDS } from '../src/http/uws/uw
 import { currentHost, installedBuilds } from '../src/http/uws/uws-loader.js';
 import { fixture, getJson, imageEvent, postJson } from './support/events.js';
 import { nodeRelease } from './support/node-release.js';
-import { refusedStart, spawnStore } from './support/spawned-store.js';
+import { refusedStart, spawnStore } from '../scripts/lib/spawned-store.js';
 import { tempDataDir } from './support/store-server.js';
 
 const run = promisify(execFile);

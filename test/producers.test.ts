@@ -6,8 +6,8 @@
  */
 import t from 'tap';
 import { fixture, getJson, imageEvent, postJson, producerKeypointEvent, smallEvent, wrappedBase64 } from './support/events.js';
-import { unusedPort } from './support/raw-http.js';
-import { spawnStore } from './support/spawned-store.js';
+import { unusedPort } from '../scripts/lib/raw-http.js';
+import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 /** Settings of a store whose cloud upload target never answers: nothing is ever shipped. */

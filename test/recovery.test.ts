@@ -10,7 +10,7 @@ import { EventStore } from '../src/store/event-store.js';
 import { LOG_POSITION_KEY } from '../src/store/create-index.js';
 import { openDatabases } from '../src/store/lmdb-env.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
-import { spawnStore, type SpawnedStore } from './support/spawned-store.js';
+import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 /** No cleanup pass within a test. */

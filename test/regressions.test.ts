@@ -7,8 +7,8 @@ import path from 'node:path';
 import t from 'tap';
 import { DiskReserve } from '../src/store/disk-reserve.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
-import { rawRequest } from './support/raw-http.js';
-import { spawnStore } from './support/spawned-store.js';
+import { rawRequest } from '../scripts/lib/raw-http.js';
+import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 // A valid external_id (up to 1000 characters; docs/API.md, "Event schemas") of 700 '€' is 2100

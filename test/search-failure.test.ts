@@ -4,7 +4,8 @@ import {
   SearchResponseError, apiErrorFor,
 } from '../src/search/errors.js';
 import { describeFailure } from '../src/search/failure.js';
-import { parseRetryAfter, retryDelay, retryPolicy } from '../src/search/retry.js';
+import { parseRetryAfter } from '../src/backoff.js';
+import { retryDelay, retryPolicy } from '../src/search/retry.js';
 import { redact } from '../src/search/redact.js';
 
 t.test('every failure maps to its CLI exit code (docs/SEARCH.md, "The hosted API"), with a hint', async (t) => {

@@ -13,7 +13,7 @@ import { SearchClient } from '../src/search/client.js';
 import { runSearchCli } from '../src/search/search-command.js';
 import { SearchSimulator, WORKSPACE } from './support/search-simulator.js';
 import { getJson } from './support/events.js';
-import { spawnStore } from './support/spawned-store.js';
+import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 const STORE_KEY = 'store-key-31d9';

@@ -22,7 +22,7 @@ import { redact } from '../src/search/redact.js';
 import { runSearchCli } from '../src/search/search-command.js';
 import { extractZip } from '../src/search/zip-extract.js';
 import { SearchSimulator, storedZip, WORKSPACE } from './support/search-simulator.js';
-import { spawnStore } from './support/spawned-store.js';
+import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 /** The three queries of the report, each once a 500 "Maximum call stack size exceeded". */

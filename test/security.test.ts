@@ -12,7 +12,7 @@ import t, { type Test } from 'tap';
 import { allRoutes } from '../src/http/server.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
-import { rawRequest, unusedPort, type RawAnswer } from './support/raw-http.js';
+import { rawRequest, unusedPort, type RawAnswer } from '../scripts/lib/raw-http.js';
 import { startStore, tempDataDir, type TestStore } from './support/store-server.js';
 
 const KEY = 'device-secret-7f3a';

@@ -4,7 +4,7 @@
  * through a body) must leave nothing behind: no event, no file, no staging file, a healthy store.
  */
 import fc from 'fast-check';
-import { rawRequest } from '../../test/support/raw-http.js';
+import { rawRequest } from './raw-http.js';
 import { fixture } from './fixtures.js';
 import { assertHealthy, assertNothingStored, assertStagingDrains, footprint, InvariantBroken, tracked, type FuzzContext } from './fuzz-target.js';
 import type { FuzzProperty } from './fuzz-properties.js';

@@ -5,7 +5,7 @@
  * store's footprint unchanged, an accepted one must be readable back.
  */
 import fc from 'fast-check';
-import { rawRequest, type RawAnswer } from '../../test/support/raw-http.js';
+import { rawRequest, type RawAnswer } from './raw-http.js';
 import { createBody, metadataFilter, multipartBody, pathId, percentEncode, queryString, rangeHeader } from './fuzz-arbitraries.js';
 import { assertHealthy, assertNoServerError, assertNothingStored, assertStagingEmpty, footprint, InvariantBroken, tracked, type FuzzContext } from './fuzz-target.js';
 import { fixture } from './fixtures.js';

@@ -1,11 +1,11 @@
 /**
  * The store as a child process for the harness scripts: the built binary (`dist/src/cli.js
- * serve`, started by test/support/spawned-store.ts) on 127.0.0.1 and a free port, signalled
+ * serve`, started by spawned-store.ts) on 127.0.0.1 and a free port, signalled
  * (stopped and continued too) or killed with any signal and awaited, and never left running when
  * the harness exits (SIGKILL ends a stopped process as well).
  */
 import type { ChildProcess } from 'node:child_process';
-import { spawnStore } from '../../test/support/spawned-store.js';
+import { spawnStore } from './spawned-store.js';
 
 /** How a store process ended. */
 export interface Exit {

@@ -1,6 +1,6 @@
 /** Statistics, manual cleanup and the two-step reset (docs/API.md, "Statistics", "Cleanup and reset"). */
-import { resetStore } from '../lifecycle/reset.js';
-import { storeStats } from '../lifecycle/store-stats.js';
+import { resetStore } from '../operations/reset.js';
+import { storeStats } from '../operations/store-stats.js';
 import type { Route } from './route-table.js';
 
 export const adminRoutes: Route[] = [

@@ -9,10 +9,10 @@
 import type { StreamHub } from '../stream/stream-hub.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import type { GateUse } from '../lifecycle/capacity-gate.js';
-import type { Lifecycle } from '../lifecycle/lifecycle-manager.js';
-import type { ResetTokens } from '../lifecycle/reset.js';
 import type { Logger } from '../logger.js';
+import type { GateUse } from '../operations/capacity-gate.js';
+import type { Lifecycle } from '../operations/lifecycle-manager.js';
+import type { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/event-store.js';
 import { createKeyChecker } from './auth.js';
 import { corsHeaders, createBrowserGuard, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';

@@ -5,9 +5,9 @@
 import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
 import { eventStreamRoutes } from './event-stream-routes.js';
 import type { Config } from '../config.js';
-import type { Lifecycle } from '../lifecycle/lifecycle-manager.js';
-import { ResetTokens } from '../lifecycle/reset.js';
 import type { Logger } from '../logger.js';
+import type { Lifecycle } from '../operations/lifecycle-manager.js';
+import { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/event-store.js';
 import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';

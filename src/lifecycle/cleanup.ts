@@ -6,10 +6,10 @@
  * between them so ingest latency stays flat. With cloud upload on, drafts and events not yet
  * uploaded are never deleted.
  */
-import type { Key } from 'lmdb';
 import { deleteFiles, deleteRecords, reclaimSegments, type FileRef } from '../store/event-deletion.js';
-import { draftKey, uploadKey } from '../store/index-keys.js';
+import { eventsOldestFirst, filesByAge, retentionCutoff } from '../store/lifecycle-queries.js';
 import type { StoreView } from '../store/store-view.js';
+import { isProtected } from '../store/upload-queue.js';
 import { checkConsistency } from './consistency.js';
 
 /**
@@ -19,6 +19,12 @@ import { checkConsistency } from './consistency.js';
  * beside a 100k-record cleanup, native-bench/RESULTS.lifecycle.md).
  */
 export const CLEANUP_BATCH = 100;
+/**
+ * Most records or files one batch looks at while gathering its CLEANUP_BATCH: protected ones
+ * (cloud upload on) are passed over, so four batches' worth lets a batch fill past a run of them,
+ * while bounding the synchronous scan between two pauses; the next batch resumes past it.
+ */
+const SCAN_LIMIT = CLEANUP_BATCH * 4;
 /** Pause between deletion transactions (ms), for the ingest commits queued behind them. */
 const BATCH_PAUSE_MS = 2;
 
@@ -69,12 +75,6 @@ export interface CleanupHooks {
 
 const pause = () => new Promise<void>((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
 
-/** True when cleanup must keep the event created at `createdAt` (cloud upload on, not shipped yet). */
-export function isProtected(store: StoreView, createdAt: number): boolean {
-  if (!store.trackUploads) return false;
-  return store.dbs.index.doesExist(uploadKey(createdAt)) || store.dbs.index.doesExist(draftKey(createdAt));
-}
-
 function snapshot(store: StoreView): Snapshot {
   const counters = store.counters();
   return { records: counters.events, files: counters.files, bytes: store.storageBytes() };
@@ -90,13 +90,13 @@ async function deleteOldestRecords(store: StoreView, before: number, wanted: num
   while (total.records < wanted) {
     const batch: number[] = [];
     let last: number | undefined;
-    for (const key of store.dbs.events.getKeys({ start: from, end: before, limit: CLEANUP_BATCH * 4 })) {
-      last = key;
-      if (!isProtected(store, key)) batch.push(key);
+    for (const createdAt of eventsOldestFirst(store, { from, before, limit: SCAN_LIMIT })) {
+      last = createdAt;
+      if (!isProtected(store, createdAt)) batch.push(createdAt);
       if (batch.length >= Math.min(CLEANUP_BATCH, wanted - total.records)) break;
     }
     if (last === undefined) break;
-    from = last + 1;
+    from = last + 1; // created_at is an integer of µs: the next one the walk may meet
     if (batch.length === 0) continue;
     const tally = await deleteRecords(store, batch);
     total.records += tally.records;
@@ -110,21 +110,20 @@ async function deleteOldestRecords(store: StoreView, before: number, wanted: num
 /** Deletes the oldest deletable files until storage is within `maxBytes`. */
 async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: CleanupHooks) {
   const total = { records: 0, files: 0, bytes: 0 };
-  let from: Key[] = ['F'];
+  let after: FileRef | undefined;
   for (let excess = store.storageBytes() - maxBytes; excess > 0; excess = store.storageBytes() - maxBytes) {
     const batch: FileRef[] = [];
     let planned = 0;
-    let last: Key[] | undefined;
-    for (const key of store.dbs.index.getKeys({ start: from, end: ['F', Infinity], limit: CLEANUP_BATCH * 4 })) {
-      last = key as Key[];
-      const [, createdAt, fileId] = key as [string, number, string];
-      if (isProtected(store, createdAt)) continue;
-      batch.push({ createdAt, fileId });
-      planned += store.dbs.files.get(fileId)?.length ?? 0;
+    let last: FileRef | undefined;
+    for (const file of filesByAge(store, { after, limit: SCAN_LIMIT })) {
+      last = file;
+      if (isProtected(store, file.createdAt)) continue;
+      batch.push(file);
+      planned += store.getFile(file.fileId)?.length ?? 0;
       if (batch.length >= CLEANUP_BATCH || planned >= excess) break;
     }
     if (!last) break;
-    from = [...last, '\uffff'];
+    after = last;
     if (batch.length === 0) continue;
     const tally = await deleteFiles(store, batch);
     total.files += tally.files;
@@ -151,8 +150,7 @@ export async function runCleanup(
   const before = snapshot(store);
   const consistency = await checkConsistency(store, now);
 
-  const retentionCutoff = Math.floor((now - limits.retentionDays * 86_400_000) * 1000);
-  const retention = await deleteOldestRecords(store, retentionCutoff, Infinity);
+  const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays), Infinity);
   const excess = store.counters().events - limits.maxRecords;
   const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess) : { records: 0, files: 0, bytes: 0 };
   const storageFiles = await deleteOldestFiles(store, limits.maxStorageBytes, hooks);

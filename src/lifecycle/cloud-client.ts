@@ -8,15 +8,20 @@
  *   level and retried at the same pace, so a misconfigured device keeps its data protected until
  *   it is fixed (and restarted);
  * - every other 4xx is a refusal of what was sent, returned to the caller to decide.
- * The backoff arithmetic and `Retry-After` parsing are the hosted search client's (search/retry.ts).
+ * The backoff arithmetic and `Retry-After` parsing are shared with the hosted search client
+ * (src/backoff.ts); the policy above is this module's.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { exponentialBackoff, parseRetryAfter } from '../backoff.js';
 import type { Logger } from '../logger.js';
-import { parseRetryAfter, retryDelay, retryPolicy } from '../search/retry.js';
 import type { RequestParts } from './cloud-payload.js';
 
 /** Longest `Retry-After` honoured (ms); a longer one is shortened to this. */
 export const RETRY_AFTER_LIMIT_MS = 15 * 60 * 1000;
+/** Wait before the first retry (ms) unless told otherwise (BackoffOptions.baseMs). */
+const DEFAULT_BACKOFF_BASE_MS = 500;
+/** Longest wait between two attempts (ms) unless told otherwise (BackoffOptions.capMs). */
+const DEFAULT_BACKOFF_CAP_MS = 30_000;
 /** Longest an answer to one request may take (ms) unless told otherwise. */
 const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
 /** Characters of a failed answer's body kept for the log. */
@@ -68,14 +73,8 @@ export function pause(ms: number, signal: AbortSignal): Promise<void> {
  * with half of it jittered, and at least `retryAfterMs` (shortened to RETRY_AFTER_LIMIT_MS).
  */
 export function backoffDelay(attempt: number, backoff: BackoffOptions = {}, retryAfterMs?: number): number {
-  const policy = retryPolicy({
-    retries: Infinity,
-    baseDelayMs: backoff.baseMs ?? 500,
-    maxDelayMs: backoff.capMs ?? 30_000,
-    maxRetryAfterMs: Infinity,
-    random: backoff.random,
-  });
-  return retryDelay(attempt, retryAfterMs === undefined ? undefined : Math.min(retryAfterMs, RETRY_AFTER_LIMIT_MS), policy)!;
+  const shape = { baseMs: backoff.baseMs ?? DEFAULT_BACKOFF_BASE_MS, capMs: backoff.capMs ?? DEFAULT_BACKOFF_CAP_MS, random: backoff.random ?? Math.random };
+  return exponentialBackoff(attempt, shape, retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, RETRY_AFTER_LIMIT_MS));
 }
 
 /** Posts to the cloud API with the retry rules above. */

@@ -3,10 +3,10 @@
  * events are shipped to the public cloud Vision Events API oldest first, at least once and
  * idempotently (`eventId` is the store's id).
  *
- * The queue is the LMDB index `['U', created_at]` (index-keys.ts): a finalized event enters it
- * when the store runs with cloud upload on, drafts only once finalized, so upload state
- * survives restarts. While an event is queued, cleanup never deletes it (cleanup.ts,
- * `isProtected`); once the cloud has it, its key is removed and cleanup may.
+ * The queue is kept by the store (src/store/upload-queue.ts): a finalized event enters it when the
+ * store runs with cloud upload on, drafts only once finalized, so upload state survives restarts.
+ * While an event is queued, cleanup never deletes it (upload-queue.ts, `isProtected`); once the
+ * cloud has it, it leaves the queue (`markUploaded`) and cleanup may.
  *
  * A pass takes up to BATCH_EVENTS queued events, uploads their images and input images one at
  * a time (`POST /vision-events/upload`), then posts the events in one `POST /vision-events/batch`.
@@ -15,17 +15,15 @@
  *
  * Dead letters: when the cloud refuses a batch with a 4xx other than 401/403/404/408/429, the
  * batch is split in halves until the refused events are alone; each is logged at error level
- * and its key moves from the queue to `['X', created_at]`, so it no longer blocks the queue and
- * is no longer protected from cleanup (it would never ship; keeping it would let one bad event
+ * and it moves from the queue to the dead letters (`deadLetter`), so it no longer blocks the queue
+ * and is no longer protected from cleanup (it would never ship; keeping it would let one bad event
  * fill the store and block ingest for good).
  */
-import type { Key } from 'lmdb';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { deadLetterKey, EMPTY, uploadKey } from '../store/index-keys.js';
-import { addToCounters } from '../store/lmdb-env.js';
 import type { EventRecord } from '../store/record-codec.js';
 import type { StoreView } from '../store/store-view.js';
+import { deadLetter, markUploaded, uploadQueue } from '../store/upload-queue.js';
 import { backoffDelay, CloudClient, pause, type BackoffOptions } from './cloud-client.js';
 import { imageName, imageUploadForm, toCloudEvent, type CloudEvent } from './cloud-payload.js';
 
@@ -54,31 +52,6 @@ export interface PassResult {
 interface Outgoing {
   createdAt: number;
   event: CloudEvent;
-}
-
-
-/** created_at (µs) of the oldest queued events, at most `limit`, oldest first. */
-function queued(store: StoreView, limit: number): number[] {
-  const keys = store.dbs.index.getKeys({ start: uploadKey(-Infinity), end: uploadKey(Infinity), limit });
-  return [...keys].map((key) => (key as [string, number])[1]);
-}
-
-/** Removes the queue keys of events the cloud accepted (one transaction). */
-async function acknowledge(store: StoreView, createdAts: number[]): Promise<void> {
-  await store.dbs.root.transaction(() => {
-    let removed = 0;
-    for (const createdAt of createdAts) if (store.dbs.index.removeSync(uploadKey(createdAt))) removed++;
-    addToCounters(store.dbs, { uploadsPending: -removed });
-  });
-}
-
-/** Moves a refused event's key from the queue to the dead letters (one transaction). */
-async function deadLetter(store: StoreView, createdAt: number): Promise<void> {
-  await store.dbs.root.transaction(() => {
-    if (!store.dbs.index.removeSync(uploadKey(createdAt))) return;
-    store.dbs.index.putSync(deadLetterKey(createdAt), EMPTY);
-    addToCounters(store.dbs, { uploadsPending: -1 });
-  });
 }
 
 /** Uploads one image file; its `sourceId`, or undefined when the file vanished or was refused. */
@@ -120,7 +93,7 @@ async function ship(store: StoreView, client: CloudClient, batch: Outgoing[], lo
     headers: { 'content-type': 'application/json' },
   }));
   if (outcome.kind !== 'refused') {
-    await acknowledge(store, batch.map((o) => o.createdAt));
+    await markUploaded(store, batch.map((o) => o.createdAt));
     return { shipped: batch.length, deadLettered: 0 };
   }
   if (batch.length === 1) {
@@ -146,7 +119,7 @@ export async function runUploadPass(store: StoreView, config: Config, deps: Uplo
   if (config.cloudUploadUrl === undefined) throw new Error('runUploadPass needs CLOUD_UPLOAD_URL');
   const client = new CloudClient({ ...deps, baseUrl: config.cloudUploadUrl, apiKey: config.cloudApiKey });
   const batch: Outgoing[] = [];
-  for (const createdAt of queued(store, BATCH_EVENTS)) {
+  for (const createdAt of uploadQueue(store, BATCH_EVENTS)) {
     const record = store.getRecord(createdAt);
     if (record) batch.push({ createdAt, event: await prepare(store, config, client, record, deps.log) });
   }

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { segmentFileName, segmentNumberOf } from '../store/blob-log.js';
 import { checksum } from '../store/segment-frames.js';
 import { deleteFiles, type FileRef } from '../store/event-deletion.js';
+import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from '../store/lifecycle-queries.js';
 import type { FileEntry } from '../store/lmdb-env.js';
 import type { StoreView } from '../store/store-view.js';
 
@@ -24,6 +25,7 @@ const ABANDONED_STAGING_MS = 15 * 60 * 1000;
 const ORPHAN_GRACE_MS = 60 * 1000;
 /** Bytes of blob data whose CRC one pass verifies. */
 export const SCRUB_BYTES_PER_PASS = 64 * 1024 * 1024;
+/** Bytes of one positioned read of the scrub, into one buffer reused for the whole pass. */
 const SCRUB_READ_BYTES = 1024 * 1024;
 
 export interface ConsistencyReport {
@@ -49,7 +51,7 @@ async function removeOrphanedSegments(store: StoreView, now: number): Promise<nu
   let removed = 0;
   for (const name of await fsp.readdir(store.blobsDir)) {
     const segment = segmentNumberOf(name);
-    if (segment !== undefined && store.dbs.segments.get(segment)) continue;
+    if (segment !== undefined && hasSegment(store, segment)) continue;
     const file = path.join(store.blobsDir, name);
     const stat = await fsp.stat(file).catch(() => undefined);
     if (stat && now - stat.mtimeMs > ORPHAN_GRACE_MS) {
@@ -63,14 +65,14 @@ async function removeOrphanedSegments(store: StoreView, now: number): Promise<nu
 /** File entries of segments whose file is missing or shorter than committed. */
 function filesOfBrokenSegments(store: StoreView): FileRef[] {
   const broken = new Set<number>();
-  for (const { key, value } of store.dbs.segments.getRange()) {
-    const size = fs.statSync(path.join(store.blobsDir, segmentFileName(key)), { throwIfNoEntry: false })?.size;
-    if (size === undefined || size < value.committed) broken.add(key);
+  for (const { segment, entry } of segmentEntries(store)) {
+    const size = fs.statSync(path.join(store.blobsDir, segmentFileName(segment)), { throwIfNoEntry: false })?.size;
+    if (size === undefined || size < entry.committed) broken.add(segment);
   }
   if (broken.size === 0) return [];
   const refs: FileRef[] = [];
-  for (const { key, value } of store.dbs.files.getRange()) {
-    if (broken.has(value.segment)) refs.push({ createdAt: value.event, fileId: key });
+  for (const { fileId, entry } of fileEntries(store)) {
+    if (broken.has(entry.segment)) refs.push({ createdAt: entry.event, fileId });
   }
   return refs;
 }
@@ -89,21 +91,19 @@ async function crcMatches(store: StoreView, file: FileEntry, buffer: Buffer): Pr
 
 /** Verifies CRCs of up to SCRUB_BYTES_PER_PASS bytes of files, from the saved cursor on. */
 async function scrub(store: StoreView): Promise<FileRef[]> {
-  const { dbs } = store;
-  const from = (dbs.meta.get('scrubCursor') as string | undefined) ?? '';
   const buffer = Buffer.allocUnsafe(SCRUB_READ_BYTES);
   const failed: FileRef[] = [];
   let budget = SCRUB_BYTES_PER_PASS;
   let cursor = '';
-  for (const { key, value } of dbs.files.getRange({ start: from })) {
+  for (const { fileId, entry } of fileEntries(store, scrubCursor(store))) {
     if (budget <= 0) {
-      cursor = key;
+      cursor = fileId;
       break;
     }
-    budget -= value.length;
-    if (!(await crcMatches(store, value, buffer)) && dbs.files.get(key)) failed.push({ createdAt: value.event, fileId: key });
+    budget -= entry.length;
+    if (!(await crcMatches(store, entry, buffer)) && store.getFile(fileId)) failed.push({ createdAt: entry.event, fileId });
   }
-  await dbs.meta.put('scrubCursor', cursor);
+  await saveScrubCursor(store, cursor);
   return failed;
 }
 

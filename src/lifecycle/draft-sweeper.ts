@@ -5,8 +5,8 @@
  * proportion to the drafts it closes, in bounded batches.
  */
 import { finalizeEvent } from '../store/event-updates.js';
+import { draftsOlderThan } from '../store/lifecycle-queries.js';
 import type { StoreView } from '../store/store-view.js';
-import { draftKey } from '../store/index-keys.js';
 
 /** Most drafts closed per run; the next run continues. */
 const BATCH = 500;
@@ -16,12 +16,8 @@ const BATCH = 500;
  * @returns how many were closed
  */
 export async function sweepDrafts(store: StoreView, cutoff: number): Promise<number> {
-  const due: number[] = [];
-  for (const key of store.dbs.index.getKeys({ start: draftKey(-Infinity), end: draftKey(cutoff), limit: BATCH })) {
-    due.push((key as [string, number])[1]);
-  }
   let closed = 0;
-  for (const createdAt of due) {
+  for (const createdAt of draftsOlderThan(store, cutoff, BATCH)) {
     const record = store.getRecord(createdAt);
     if (!record) continue;
     const outcome = await finalizeEvent(store, record.id, true);

@@ -18,6 +18,15 @@ import { runUploadLoop } from './cloud-uploader.js';
 import { sweepDrafts } from './draft-sweeper.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
 
+/** How often (ms) the worker looks whether a limit is crossed: a crossing starts a cleanup within it. */
+const LIMIT_CHECK_MS = 1000;
+/**
+ * Longest pause (ms) between two auto-finalize sweeps. Sweeps run every half
+ * DRAFT_AUTO_FINALIZE_SECONDS, at most this far apart, so a draft past its delay waits for the
+ * next sweep no longer than half that delay, and never more than 30 s.
+ */
+const SWEEP_MAX_INTERVAL_MS = 30_000;
+
 const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
 const port = parentPort!;
 const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]).child({ thread: 'lifecycle' });
@@ -77,11 +86,11 @@ function every(ms: number, job: () => Promise<unknown>): NodeJS.Timeout {
 
 const timers = [
   every(config.cleanupIntervalSeconds * 1000, () => cleanup('AUTOMATIC')),
-  // Between scheduled runs, a crossed limit starts a cleanup within a second.
-  every(1000, async () => {
+  // Between scheduled runs, a crossed limit starts a cleanup within LIMIT_CHECK_MS.
+  every(LIMIT_CHECK_MS, async () => {
     if (monitor.needsCleanup()) await cleanup('AUTOMATIC');
   }),
-  every(Math.min(config.draftAutoFinalizeSeconds * 500, 30_000), () => enqueue(async () => {
+  every(Math.min((config.draftAutoFinalizeSeconds * 1000) / 2, SWEEP_MAX_INTERVAL_MS), () => enqueue(async () => {
     const closed = await sweepDrafts(store, Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000));
     if (closed > 0) log.info({ closed }, 'auto-finalized drafts');
   })),

@@ -1,8 +1,10 @@
 /**
  * Retry rules of the hosted client (docs/SEARCH.md, "The hosted API"): 5xx and 429 are retried with
  * capped exponential backoff with jitter, a 429 waits at least its `Retry-After`; every other
- * status (401, 403 and 404 above all) is final.
+ * status (401, 403 and 404 above all) is final. The backoff arithmetic and `Retry-After` parsing
+ * are src/backoff.ts's, shared with the cloud uploader; the policy is this module's.
  */
+import { exponentialBackoff } from '../backoff.js';
 
 /** Tunable retry policy; every field has a default. Delays are milliseconds. */
 export interface RetryOptions {
@@ -49,20 +51,5 @@ export function isRetryableStatus(status: number): boolean {
 export function retryDelay(attempt: number, retryAfterMs: number | undefined, policy: RetryPolicy): number | undefined {
   if (attempt >= policy.retries) return undefined;
   if (retryAfterMs !== undefined && retryAfterMs > policy.maxRetryAfterMs) return undefined;
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
-  const backoff = ceiling / 2 + policy.random() * (ceiling / 2);
-  return Math.round(Math.max(backoff, retryAfterMs ?? 0));
-}
-
-/**
- * Parses a `Retry-After` header: delay-seconds (decimals tolerated) or an HTTP date.
- * @param now the current time in ms since the epoch, for the date form
- * @returns milliseconds to wait (0 for a date in the past), or `undefined` when absent or invalid
- */
-export function parseRetryAfter(header: string | null, now: number): number | undefined {
-  if (header === null || header.trim() === '') return undefined;
-  const trimmed = header.trim();
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
-  const date = Date.parse(trimmed);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+  return exponentialBackoff(attempt, { baseMs: policy.baseDelayMs, capMs: policy.maxDelayMs, random: policy.random }, retryAfterMs);
 }

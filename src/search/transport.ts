@@ -8,7 +8,8 @@ import {
 } from './errors.js';
 import type { SearchError } from './errors.js';
 import { redact } from './redact.js';
-import { isRetryableStatus, parseRetryAfter, retryDelay, retryPolicy } from './retry.js';
+import { parseRetryAfter } from '../backoff.js';
+import { isRetryableStatus, retryDelay, retryPolicy } from './retry.js';
 import type { RetryOptions, RetryPolicy } from './retry.js';
 
 /** The two calls of a pino logger the client uses; a pino `Logger` satisfies it. */

@@ -14,6 +14,11 @@ import type { StoreView } from './store-view.js';
 
 /** Segments smaller than this (bytes) are not worth compacting. */
 const COMPACT_MIN_BYTES = 1024 * 1024;
+/**
+ * A segment whose live bytes are under this share of its length is compacted: copying them
+ * forward then frees at least three bytes for every byte copied.
+ */
+const COMPACT_MAX_LIVE_SHARE = 1 / 4;
 
 /** What a deletion removed. Bytes are blob data bytes. */
 export interface DeletionTally {
@@ -96,7 +101,8 @@ export interface FileRef {
 
 /**
  * Deletes files but keeps their records, lowering `current_file_count` (docs/API.md, "Cleanup
- * and reset": storage). File ids stay listed on the record and answer 404 from then on.
+ * and reset": storage). File ids stay listed on the record; their entries are gone, so a download
+ * of one finds no file (`file_not_found`) from then on.
  * @throws the lmdb error of a failed commit (nothing is deleted then)
  */
 export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<DeletionTally> {
@@ -140,10 +146,10 @@ export async function reclaimSegments(
   const { dbs } = store;
   let newestUnsealed = 0;
   for (const { key, value } of dbs.segments.getRange()) if (!value.sealed) newestUnsealed = Math.max(newestUnsealed, key);
-  // Old segments whose live share fell below a quarter are compacted first (docs/STORAGE.md,
-  // "Reclaiming space").
+  // Old segments whose live share fell below COMPACT_MAX_LIVE_SHARE are compacted first
+  // (docs/STORAGE.md, "Reclaiming space").
   for (const { key, value } of dbs.segments.getRange()) {
-    const sparse = value.liveBlobs > 0 && value.committed >= COMPACT_MIN_BYTES && value.liveBytes * 4 < value.committed;
+    const sparse = value.liveBlobs > 0 && value.committed >= COMPACT_MIN_BYTES && value.liveBytes < value.committed * COMPACT_MAX_LIVE_SHARE;
     if (compact && sparse && key !== newestUnsealed) await compact(key);
   }
   const empty: number[] = [];

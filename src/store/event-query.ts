@@ -13,7 +13,10 @@
 import type { Key } from 'lmdb';
 import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 import type { StoreView } from './store-view.js';
-import { comparableMetadataValue, DIGEST_PREFIX, draftKey, indexableMetadataValue, indexableString, INDEXED_FIELDS, indexedValue, type IndexedField } from './index-keys.js';
+import {
+  comparableMetadataValue, createdAtOfKey, DIGEST_PREFIX, draftKey, fieldPrefix, indexableMetadataValue, indexableString, indexedValue,
+  metadataPrefix, type IndexedField,
+} from './index-keys.js';
 import type { RecordMetadataValue } from './event-record.js';
 import { decodeRecord, recordByteLength, storedJson, type EventRecord } from './record-codec.js';
 
@@ -84,10 +87,10 @@ type IndexedCondition = Key[][];
 function indexedConditions(query: EventQuery): IndexedCondition[] {
   const conditions: IndexedCondition[] = [];
   for (const [field, values] of Object.entries(query.fields) as [IndexedField, string[]][]) {
-    conditions.push(values.map((value) => [INDEXED_FIELDS[field], indexableString(value)]));
+    conditions.push(values.map((value) => fieldPrefix(field, value)));
   }
   for (const condition of query.metadata) {
-    if (condition.op === 'eq') conditions.push([['m', indexableString(condition.key), indexableMetadataValue(condition.value)]]);
+    if (condition.op === 'eq') conditions.push([metadataPrefix(condition.key, condition.value)]);
   }
   return conditions;
 }
@@ -130,7 +133,7 @@ function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo: numbe
     let last = lo;
     for (const key of store.dbs.index.getKeys({ start: [...prefix, lo], end: [...prefix, hi + 1], limit: SAMPLE })) {
       count++;
-      last = (key as number[])[(key as unknown[]).length - 1];
+      last = createdAtOfKey(key);
     }
     total += count < SAMPLE ? count : (SAMPLE * (hi - lo)) / Math.max(1, last - lo);
   }

@@ -10,18 +10,22 @@
 export type RecordMetadataValue = string | number | boolean;
 
 /**
- * One image of a record: the ids of its stored files and the model's results. The store never
- * looks inside the results; they are kept as the create route validated them.
+ * The model's results for one image. The store never looks inside them; they are kept as the
+ * create route validated them.
  */
-export interface RecordImage {
-  file_id: string | null;
-  input_file_id: string | null;
+export interface RecordImageResults {
   label: string | null;
   object_detections: unknown[];
   classifications: unknown[];
   instance_segmentations: unknown[];
   keypoints: unknown[];
   metadata: Record<string, unknown>;
+}
+
+/** One image of a record: the ids of its stored files (null: none sent) and its results. */
+export interface RecordImage extends RecordImageResults {
+  file_id: string | null;
+  input_file_id: string | null;
 }
 
 /** A video or local-only file attached to a draft; `size_bytes` in bytes. */

@@ -8,13 +8,12 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { fromDiskError } from '../errors.js';
-import type { ImageResults, StoredImage } from '../events/types.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
 import { indexCreates, LOG_POSITION_KEY, type LoggedCreate, type LogPosition } from './create-index.js';
 import { lockDataDir } from './data-dir-lock.js';
+import type { RecordImage, RecordImageResults } from './event-record.js';
 import { GroupCommitter } from './group-commit.js';
 import { timeOrderedId } from './ids.js';
-import { uploadKey } from './index-keys.js';
 import { completeCounters, openDatabases, type FileKind, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, storedJson, type EventRecord } from './record-codec.js';
 import { encodeRecordFrame } from './record-frame.js';
@@ -22,6 +21,7 @@ import { recoverStore } from './recovery.js';
 import { StoreChanges, type StoreChange } from './store-changes.js';
 import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
+import { countQueuedUploads } from './upload-queue.js';
 
 /** An image of a create, decoded: its bytes and sniffed content type. */
 export interface DecodedImage {
@@ -33,7 +33,7 @@ export interface DecodedImage {
 export interface NewEvent {
   fields: Omit<EventRecord, 'id' | 'created_at' | 'images' | 'videos' | 'local_only_files' |
     'original_file_count' | 'current_file_count' | 'finalized_at' | 'auto_finalized_at'>;
-  images: { results: ImageResults; image: DecodedImage | null; input: DecodedImage | null }[];
+  images: { results: RecordImageResults; image: DecodedImage | null; input: DecodedImage | null }[];
 }
 
 /** What a durable create returns. `created_at` in µs. */
@@ -122,7 +122,7 @@ export class EventStore extends StoreView {
     try {
       const dbs = openDatabases(dataDir);
       const { lastSegment, activeSegment, lastCreatedAt, replayed } = await recoverStore(dbs, blobsDir, stagingDir, options.trackUploads);
-      await completeCounters(dbs, () => dbs.index.getKeysCount({ start: uploadKey(-Infinity), end: uploadKey(Infinity) }));
+      await completeCounters(dbs, () => countQueuedUploads(dbs));
       await dbs.root.flushed;
       nextUniqueMicros(lastCreatedAt);
       let store: EventStore | undefined;
@@ -141,7 +141,7 @@ export class EventStore extends StoreView {
    * Stores an event and its images durably: resolves once the event's frames (its images and
    * its record) are fdatasync'd in the segment log and its LMDB commit has made it visible
    * (docs/STORAGE.md, "Creates").
-   * @throws AppError disk_full (507) on ENOSPC, store_failure (500) otherwise
+   * @throws AppError disk_full on ENOSPC, store_failure on any other failure
    */
   async create(event: NewEvent): Promise<CreatedEvent> {
     const prepared = this.prepare(event);
@@ -281,7 +281,7 @@ export class EventStore extends StoreView {
     };
     // Built field by field: spreading the validated input here made every record a slow
     // dictionary-mode object (measured: 40 µs per event more CPU).
-    const images: StoredImage[] = event.images.map(({ results, image, input }) => ({
+    const images: RecordImage[] = event.images.map(({ results, image, input }) => ({
       file_id: addBlob(image),
       input_file_id: addBlob(input),
       label: results.label,
@@ -322,8 +322,8 @@ export class EventStore extends StoreView {
    * Makes one batch durable (docs/STORAGE.md, "Creates"): each create's frames (its images,
    * then its record) are appended to the log in one writev and fdatasync'd, the durability
    * point; `release` then lets the next batch append while this one waits for the index commit
-   * that makes its events visible before their 201 (lmdb-js flushes that commit afterwards: the
-   * answer never waits for it).
+   * that makes its events visible before their creates are acknowledged (lmdb-js flushes that
+   * commit afterwards: the acknowledgement never waits for it).
    */
   private async commitCreates(batch: PreparedCreate[], release: () => void): Promise<void[]> {
     const frames: FrameToAppend[] = [];

@@ -8,8 +8,8 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { AppError, fromDiskError } from '../errors.js';
-import type { StoredAttachment } from '../events/types.js';
 import { segmentFileName, syncDirectory } from './blob-log.js';
+import type { RecordAttachment } from './event-record.js';
 import { FRAME_HEADER_BYTES } from './segment-frames.js';
 import type { EventStore } from './event-store.js';
 import type { StoreView } from './store-view.js';
@@ -39,7 +39,7 @@ function putRecord(store: StoreView, record: EventRecord): void {
  * Finalizes a draft; a repeat call is a no-op reporting `alreadyFinalized` (docs/API.md, "Drafts
  * and attachments").
  * @param auto true for the auto-finalize sweep: sets `auto_finalized_at` too
- * @throws AppError event_not_found (404), store_failure / disk_full on a failed commit
+ * @throws AppError event_not_found; disk_full or store_failure on a failed commit
  */
 export async function finalizeEvent(store: StoreView, id: string, auto = false): Promise<FinalizeOutcome> {
   const createdAt = store.getEvent(id)?.created_at;
@@ -85,12 +85,12 @@ export interface Attachment {
  * Moves a finished staged upload into blobs/ as a segment of its own and lists it on the draft
  * `eventId`. When the event vanished or was finalized while the upload streamed, nothing is
  * kept (docs/API.md, "Drafts and attachments"; E8).
- * @throws AppError event_not_found (404), event_finalized (409), disk_full (507), store_failure (500)
+ * @throws AppError event_not_found, event_finalized; disk_full on ENOSPC, store_failure on another failure
  */
-export async function attachStagedBlob(store: EventStore, eventId: string, staged: StagedBlob, attachment: Attachment): Promise<StoredAttachment> {
+export async function attachStagedBlob(store: EventStore, eventId: string, staged: StagedBlob, attachment: Attachment): Promise<RecordAttachment> {
   const segment = store.allocateSegment();
   const segmentPath = path.join(store.blobsDir, segmentFileName(segment));
-  const listed: StoredAttachment = { file_id: staged.fileId, label: attachment.label, content_type: attachment.contentType, size_bytes: staged.size };
+  const listed: RecordAttachment = { file_id: staged.fileId, label: attachment.label, content_type: attachment.contentType, size_bytes: staged.size };
   let refusal: AppError | undefined;
   let attached: EventRecord | undefined;
   try {

@@ -83,15 +83,32 @@ export function indexKeysOf(record: EventRecord, trackUploads: boolean): Key[][]
   const ts = record.created_at;
   for (const field of Object.keys(INDEXED_FIELDS) as IndexedField[]) {
     const value = indexedValue(record, field);
-    if (value !== null) keys.push([INDEXED_FIELDS[field], indexableString(value), ts]);
+    if (value !== null) keys.push([...fieldPrefix(field, value), ts]);
   }
   for (const [name, value] of Object.entries(record.custom_metadata)) {
-    keys.push(['m', indexableString(name), indexableMetadataValue(value), ts]);
+    keys.push([...metadataPrefix(name, value), ts]);
   }
   if (record.draft) keys.push(draftKey(ts));
   else if (trackUploads) keys.push(uploadKey(ts));
   for (const fileId of fileIdsOf(record)) keys.push(fileAgeKey(ts, fileId));
   return keys;
+}
+
+/**
+ * The prefix of the index entries of records whose `field` holds `value`: `[code, value]`; an
+ * entry is the prefix and the record's created_at (µs).
+ */
+export function fieldPrefix(field: IndexedField, value: string): Key[] {
+  return [INDEXED_FIELDS[field], indexableString(value)];
+}
+
+/**
+ * The prefix of the index entries of records whose custom_metadata `name` holds `value`
+ * (compared as `comparableMetadataValue`): `['m', name, value]`; an entry is the prefix and the
+ * record's created_at (µs).
+ */
+export function metadataPrefix(name: string, value: RecordMetadataValue): Key[] {
+  return ['m', indexableString(name), indexableMetadataValue(value)];
 }
 
 /** The ids of every file of a record: images, input images, videos, local-only files. */
@@ -126,4 +143,47 @@ export function deadLetterKey(createdAt: number): Key[] {
 /** The drafts-index key of a draft created at `createdAt` (µs). */
 export function draftKey(createdAt: number): Key[] {
   return ['D', createdAt];
+}
+
+/**
+ * Bounds of a scan over index entries, as lmdb-js range options take them: `start` inclusive,
+ * `end` exclusive.
+ */
+export interface IndexRange {
+  start: Key[];
+  end: Key[];
+}
+
+/** Every entry of the upload queue (`['U', created_at]`), oldest first. */
+export function uploadQueueRange(): IndexRange {
+  return { start: uploadKey(-Infinity), end: uploadKey(Infinity) };
+}
+
+/** The drafts-index entries of drafts created before `before` (µs, exclusive; default: every draft). */
+export function draftRange(before = Infinity): IndexRange {
+  return { start: draftKey(-Infinity), end: draftKey(before) };
+}
+
+/**
+ * The files-by-age entries of the files of events created before `before` (µs, exclusive;
+ * default: every file): `['F', created_at, file id]` sorts after `['F', created_at]`, so
+ * `['F', before]` as the end leaves out every file of an event created at `before`.
+ */
+export function fileAgeRange(before = Infinity): IndexRange {
+  return { start: ['F', -Infinity], end: ['F', before] };
+}
+
+/**
+ * The created_at (µs) of an index entry of any kind but files-by-age: its last element (a field,
+ * metadata, draft, upload-queue or dead-letter entry).
+ */
+export function createdAtOfKey(key: Key): number {
+  const parts = key as Key[];
+  return parts[parts.length - 1] as number;
+}
+
+/** The event's created_at (µs) and the file's id of a files-by-age entry (`fileAgeKey`). */
+export function fileOfAgeKey(key: Key): { createdAt: number; fileId: string } {
+  const [, createdAt, fileId] = key as [string, number, string];
+  return { createdAt, fileId };
 }

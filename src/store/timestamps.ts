@@ -4,6 +4,9 @@
  * "Creates"), and travel as ISO 8601 strings with six fraction digits and a `Z`.
  */
 
+/** µs in a day. */
+export const DAY_MICROS = 86_400_000_000;
+
 const ISO = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d{1,9}))?)?\s*(Z|z|[+-]\d{2}:?\d{2})?$/;
 
 /**

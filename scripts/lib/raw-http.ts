@@ -1,6 +1,7 @@
 /**
  * Raw HTTP/1.1 over a socket to 127.0.0.1, for what fetch will not send: paths with `..` left
- * as written, huge or malformed headers, bodies sent slowly, cut short or abandoned.
+ * as written, huge or malformed headers, bodies sent slowly, cut short or abandoned. Shared by
+ * the tests and the fuzz harness (scripts/lib is the one place for harness code both use).
  */
 import net from 'node:net';
 

@@ -11,6 +11,8 @@ import type { Lifecycle } from './lifecycle-manager.js';
 
 /** Lifetime of a reset token (seconds). */
 export const RESET_TOKEN_SECONDS = 60;
+/** Random bytes of a reset token: 192 bits, beyond guessing within its lifetime. */
+const RESET_TOKEN_BYTES = 24;
 
 /** Issued tokens, each single-use and short-lived. */
 export class ResetTokens {
@@ -22,7 +24,7 @@ export class ResetTokens {
   /** Issues a token. */
   issue(): { reset_token: string; expires_in_seconds: number; message: string } {
     this.forgetExpired();
-    const token = randomBytes(24).toString('base64url');
+    const token = randomBytes(RESET_TOKEN_BYTES).toString('base64url');
     this.issued.set(token, this.clock() + RESET_TOKEN_SECONDS * 1000);
     return {
       reset_token: token,

@@ -1,22 +1,18 @@
 /**
  * `GET /stats` (docs/API.md, "Statistics"), kept cheap: counts come from the
  * maintained counters and the ends of ordered indexes; only the figures of what the next cleanup
- * will delete walk an index range, and only over the records past retention.
+ * will delete walk an index range, and only over the records past retention. Those figures are
+ * the retention stage of cleanup's (src/lifecycle/cleanup.ts) as it would run now: the same cutoff
+ * (`retentionCutoff`) and the same records kept (`isProtected`), from src/store/lifecycle-queries.ts.
  */
 import prettyBytes from 'pretty-bytes';
 import type { Config } from '../config.js';
-import { draftKey } from '../store/index-keys.js';
+import { oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff } from '../store/lifecycle-queries.js';
 import type { StoreView } from '../store/store-view.js';
-import { formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
+import { DAY_MICROS, formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
 
-const DAY_MICROS = 86_400_000_000;
 const format = (bytes: number): string => prettyBytes(bytes, { binary: true });
 const percent = (used: number, limit: number): number => Number(((100 * used) / limit).toFixed(2));
-
-function firstKey<K>(keys: Iterable<K>): K | undefined {
-  for (const key of keys) return key;
-  return undefined;
-}
 
 /** The capacity gate's state, as the HTTP thread knows it (capacity-gate.ts). */
 export interface GateState {
@@ -30,21 +26,13 @@ export interface GateState {
  * @param now the time (µs since the epoch)
  */
 export function storeStats(store: StoreView, config: Config, gate: GateState, now = Date.now() * 1000) {
-  const { dbs } = store;
   const counters = store.counters();
   const storageBytes = store.storageBytes();
-  const oldest = firstKey(dbs.events.getKeys({ limit: 1 })) ?? null;
-  const newest = firstKey(dbs.events.getKeys({ limit: 1, reverse: true })) ?? null;
-  const oldestDraft = firstKey(dbs.index.getKeys({ start: draftKey(-Infinity), end: draftKey(Infinity), limit: 1 })) as [string, number] | undefined;
+  const { oldest, newest } = oldestAndNewest(store);
+  const draftCreatedAt = oldestDraft(store);
   const retentionMicros = config.retentionDays * DAY_MICROS;
-  const cutoff = Math.floor(now - retentionMicros);
-
-  let filesPastRetention = 0;
-  let bytesPastRetention = 0;
-  for (const key of dbs.index.getKeys({ start: ['F'], end: ['F', cutoff] })) {
-    filesPastRetention++;
-    bytesPastRetention += dbs.files.get((key as [string, number, string])[2])?.length ?? 0;
-  }
+  const cutoff = retentionCutoff(now, config.retentionDays);
+  const pastRetention = retentionBacklog(store, cutoff);
   const excessBytes = Math.max(0, storageBytes - config.maxStorageBytes);
 
   return {
@@ -58,7 +46,7 @@ export function storeStats(store: StoreView, config: Config, gate: GateState, no
       days_of_data_stored: oldest === null ? 0 : Number(((now - oldest) / DAY_MICROS).toFixed(4)),
       time_until_oldest_data_deleted: oldest === null ? null : Math.max(0, Math.round((oldest + retentionMicros - now) / 1e6)),
       draft_events: counters.drafts,
-      oldest_draft_age_seconds: oldestDraft ? Math.max(0, Math.round((now - oldestDraft[1]) / 1e6)) : null,
+      oldest_draft_age_seconds: draftCreatedAt === null ? null : Math.max(0, Math.round((now - draftCreatedAt) / 1e6)),
     },
     configuration: {
       data_dir: config.dataDir,
@@ -90,10 +78,10 @@ export function storeStats(store: StoreView, config: Config, gate: GateState, no
     },
     next_cleanup_will_delete: {
       retention_cutoff_timestamp: formatMicros(cutoff),
-      records_past_retention: dbs.events.getKeysCount({ end: cutoff }),
-      files_past_retention: filesPastRetention,
-      bytes_past_retention: bytesPastRetention,
-      bytes_past_retention_formatted: format(bytesPastRetention),
+      records_past_retention: pastRetention.records,
+      files_past_retention: pastRetention.files,
+      bytes_past_retention: pastRetention.bytes,
+      bytes_past_retention_formatted: format(pastRetention.bytes),
       excess_records_over_limit: Math.max(0, counters.events - config.maxRecords),
       excess_bytes_over_limit: excessBytes,
       excess_bytes_formatted: format(excessBytes),

@@ -1,6 +1,8 @@
 /**
- * Runs the built binary (`dist/src/cli.js`, made by `npm test`'s build step) as a child
- * process, for what only a real process shows: start-up refusal, exit codes, signals.
+ * Runs the built binary (`dist/src/cli.js`, made by `npm run build`, which `npm test` and the
+ * harness scripts run first) as a child process, for what only a real process shows: start-up
+ * refusal, exit codes, signals. Shared by the tests and the harness scripts (scripts/lib is the
+ * one place for harness code both use).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
