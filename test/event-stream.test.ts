@@ -82,6 +82,26 @@ t.test('finalize and reset reach subscribers; a reset is one deleted message', a
   t.same([deleted.event, JSON.parse(deleted.data)], ['deleted', { id: null, reason: 'reset' }]);
 });
 
+t.test('cleanup deletions reach the subscribers whose filter the deleted event matched, with the reason', async (t) => {
+  const store = await startStore({ ...QUIET, MAX_RECORDS: '2' });
+  t.teardown(() => store.stop());
+  const client = await SseClient.connect(`${store.url}/v2/events/stream?device_id=cam-1`);
+  t.teardown(() => client.close());
+  const created = [];
+  for (const device of ['cam-1', 'cam-2', 'cam-1', 'cam-2', 'cam-1']) {
+    created.push((await postJson(`${store.url}/v2/events`, smallEvent({ device_id: device }))).body);
+  }
+  const cleanup = await postJson(`${store.url}/admin/cleanup`, '');
+  t.equal(cleanup.body.records_deleted.overlimit, 3, 'three records over MAX_RECORDS');
+  const deleted = [];
+  while (deleted.length < 2) {
+    const message = await client.next();
+    if (message.event === 'deleted') deleted.push(JSON.parse(message.data));
+  }
+  t.same(deleted, [{ id: created[0].id, reason: 'max_records' }, { id: created[2].id, reason: 'max_records' }],
+    'the two oldest cam-1 events, not cam-2\'s');
+});
+
 t.test('since and Last-Event-ID resume from the store, then go live; a malformed one is 400', async (t) => {
   const store = await startStore(QUIET);
   t.teardown(() => store.stop());
