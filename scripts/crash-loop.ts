@@ -109,7 +109,9 @@ function summary(fatal: string | undefined): number {
   console.log(`  unexpected answers     ${unexpected.length}`);
   for (const line of unexpected.slice(0, 10)) console.log(`    ${line}`);
   if (fatal) console.log(`  FATAL                  ${fatal}`);
-  const failed = fatal !== undefined || findings.problems() + unexpected.length > 0;
+  // A run that read back no acknowledged event proved nothing: it does not pass.
+  if (findings.eventsVerified === 0) console.log('  NOTHING VERIFIED       no acknowledged event was read back');
+  const failed = fatal !== undefined || findings.problems() + unexpected.length > 0 || findings.eventsVerified === 0;
   console.log(failed ? 'FAILED' : 'PASSED');
   return failed ? 1 : 0;
 }

@@ -39,6 +39,8 @@ for (const [i, property] of properties.entries()) {
   });
   totalRuns += details.numRuns;
   console.log(`  ${property.name.padEnd(16)} ${String(details.numRuns).padStart(7)} runs  ${details.failed ? 'FAILED' : 'ok'}`);
+  // Interrupted by its time budget before a single run, a property proved nothing.
+  if (details.numRuns === 0) failures.push(`${property.name}: no run within ${(budgetMs / 1000).toFixed(0)} s`);
   if (details.failed) {
     failures.push(`${property.name}: ${String(details.errorInstance)}\n${fc.defaultReportMessage(details)}`);
     console.log(`    ${String(details.errorInstance).slice(0, 600)}\n    seed ${seed + i}, counterexample ${fc.stringify(details.counterexample).slice(0, 600)}`);

@@ -197,7 +197,9 @@ function summary(fatal: string | undefined): number {
   console.log(`  run time               ${((performance.now() - runStarted) / 60_000).toFixed(1)} min`);
   console.log(`  machine load           1-min load average ${loads[0].toFixed(2)} at the start, ${load[0].toFixed(2)} at the end, max ${max(loads).toFixed(2)} at a cut (${os.cpus().length} cores)`);
   if (fatal) console.log(`  FATAL                  ${fatal}`);
-  const failed = fatal !== undefined || findings.problems() + failedAudits.length + unexpected.length > 0;
+  // A run that read back no acknowledged event proved nothing: it does not pass.
+  if (findings.eventsVerified === 0) console.log('  NOTHING VERIFIED       no acknowledged event was read back');
+  const failed = fatal !== undefined || findings.problems() + failedAudits.length + unexpected.length > 0 || findings.eventsVerified === 0;
   console.log(failed ? 'FAILED' : 'PASSED');
   return failed ? 1 : 0;
 }

@@ -1,14 +1,16 @@
 /**
- * The lifecycle worker over real HTTP: cleanup by retention, record cap and storage cap, the
- * consistency pass, /stats, and the worker's restart (docs/API.md, "Cleanup and reset",
- * "Statistics").
+ * The lifecycle worker over real HTTP: cleanup by record cap and storage cap, the consistency
+ * pass, /stats, and the worker's restart (docs/API.md, "Cleanup and reset", "Statistics");
+ * retention through runCleanup itself, handed the time (`now`) instead of waiting for it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { responseProblems } from '../src/events/validate.js';
+import { runCleanup } from '../src/lifecycle/cleanup.js';
 import { FRAME_HEADER_BYTES } from '../src/store/segment-frames.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
+import { clockPast, openLocalStore } from './support/local-store.js';
 import { startStore, type TestStore } from './support/store-server.js';
 
 const cleanup = async (store: TestStore) => {
@@ -31,15 +33,25 @@ const status = async (url: string) => {
   return res.status;
 };
 
-t.test('retention deletes records older than RETENTION_DAYS with their files', async (t) => {
-  const store = await startStore({ RETENTION_DAYS: '0.00001' }); // 0.864 s
-  t.teardown(store.stop);
-  const old = await Promise.all([1, 2, 3].map(() => postJson(`${store.url}/v2/events`, imageEvent())));
-  await new Promise((r) => setTimeout(r, 1000));
-  const fresh = await postJson(`${store.url}/v2/events`, imageEvent());
-  const result = await cleanup(store);
+t.test('retention deletes the records created before now minus RETENTION_DAYS, with their files', async (t) => {
+  // runCleanup is handed `now` (the lifecycle worker passes the clock's): the events are made
+  // a day old by moving `now`, not by waiting.
+  const local = await openLocalStore({ RETENTION_DAYS: '1' });
+  t.teardown(local.close);
+  const old = [];
+  for (let i = 0; i < 3; i++) old.push(await local.create(imageEvent()));
+  // `now` is whole milliseconds: the fresh event goes into a later millisecond than the old ones.
+  const boundaryMs = Math.floor(local.createdAt(old[2].id) / 1000) + 1;
+  clockPast(boundaryMs * 1000);
+  const fresh = await local.create(imageEvent());
+  t.ok(local.createdAt(fresh.id) >= boundaryMs * 1000, 'the fresh event is created after the boundary');
+  const day = 86_400_000;
+
+  const early = await runCleanup(local.store, local.config, 'AUTOMATIC', local.hooks, Math.floor(local.createdAt(old[0].id) / 1000) + day);
+  t.same([early.records_deleted.total, early.files_deleted.total], [0, 0], 'a day after the first event, nothing is older than a day yet');
+
+  const result = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, boundaryMs + day);
   t.same(responseProblems('cleanup-result', result), []);
-  t.equal(result.trigger, 'MANUAL');
   t.same(result.records_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
   t.same(result.files_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
   t.equal(result.bytes_freed, 3 * fixture('cat.jpg').length);
@@ -47,11 +59,17 @@ t.test('retention deletes records older than RETENTION_DAYS with their files', a
   t.same([result.before.files, result.after.files], [4, 1]);
   t.ok(result.after.bytes < result.before.bytes, 'storage figure drops');
   t.equal(result.consistency.ran, true);
-  for (const { body } of old) {
-    t.equal(await status(`${store.url}/v2/events/${body.id}`), 404);
-    t.equal(await status(`${store.url}/images/${body.image_ids[0]}`), 404);
+  for (const { id, image_ids } of old) {
+    t.equal(local.store.getEvent(id), undefined, `old event ${id} deleted`);
+    t.equal(local.store.getFile(image_ids[0]), undefined, 'with its image');
   }
-  t.equal(await status(`${store.url}/images/${fresh.body.image_ids[0]}`), 200);
+  const kept = local.store.getFile(fresh.image_ids[0])!;
+  const bytes = Buffer.alloc(kept.length);
+  await local.store.blobs.read(kept.segment, kept.offset, bytes);
+  t.ok(bytes.equals(fixture('cat.jpg')), 'the fresh event keeps its image bytes');
+
+  const again = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, boundaryMs + day);
+  t.equal(again.records_deleted.total, 0, 'the same `now` again deletes nothing more');
 });
 
 t.test('over-limit: the oldest records beyond MAX_RECORDS go, without waiting for the schedule', async (t) => {
@@ -99,6 +117,7 @@ t.test('consistency: missing and corrupt blobs are dropped, stray files removed,
   fs.utimesSync(stray, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
 
   const result = await cleanup(store);
+  t.equal(result.trigger, 'MANUAL', 'POST /admin/cleanup runs a MANUAL cleanup');
   t.equal(result.consistency.dangling_db_records_removed, 1, `corrupt blob dropped: ${JSON.stringify(result)}`);
   t.equal(result.consistency.orphaned_disk_files_removed, 1, 'stray file removed');
   t.notOk(fs.existsSync(stray));
@@ -138,6 +157,8 @@ t.test('a crashed worker is noticed and restarted', async (t) => {
   const first = lifecycle.worker!;
   await first.terminate();
   await until('a new worker', async () => lifecycle.worker !== undefined && lifecycle.worker !== first);
-  await until('the new worker to answer', async () => (await postJson(`${store.url}/admin/cleanup`, '')).status === 200);
-  t.pass('cleanup answers from the restarted worker');
+  t.not(lifecycle.worker, first, 'a new worker runs');
+  let answer = 0;
+  await until('the new worker to answer', async () => (answer = (await postJson(`${store.url}/admin/cleanup`, '')).status) === 200);
+  t.equal(answer, 200, 'cleanup answers from the restarted worker');
 });

@@ -1,6 +1,12 @@
-/** The auto-finalize sweep closes drafts older than DRAFT_AUTO_FINALIZE_SECONDS (docs/API.md, "Drafts and attachments"). */
+/**
+ * The auto-finalize sweep closes drafts older than DRAFT_AUTO_FINALIZE_SECONDS (docs/API.md,
+ * "Drafts and attachments"): once over HTTP with the lifecycle worker's own timer and clock, then
+ * sweepDrafts itself, handed its cutoff.
+ */
 import t from 'tap';
+import { sweepDrafts } from '../src/lifecycle/draft-sweeper.js';
 import { fixture, getJson, postJson, smallEvent } from './support/events.js';
+import { openLocalStore } from './support/local-store.js';
 import { postFile } from './support/multipart.js';
 import { startStore } from './support/store-server.js';
 
@@ -28,11 +34,37 @@ t.test('an old draft is auto-finalized; finalize then reports auto_finalized_at'
   t.equal(other.auto_finalized_at, null, 'events finalized on creation are not touched');
 });
 
-t.test('a draft younger than the delay stays open through sweeps', async (t) => {
-  const store = await startStore({ DRAFT_AUTO_FINALIZE_SECONDS: '3' }); // a sweep every 1.5 s
-  t.teardown(store.stop);
-  const { body } = await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }));
-  await new Promise((r) => setTimeout(r, 1700)); // at least one sweep has run
-  const event = (await getJson(`${store.url}/v2/events/${body.id}`)).body;
-  t.same([event.draft, event.finalized_at, event.auto_finalized_at], [true, null, null]);
+t.test('the sweep closes exactly the drafts created before its cutoff', async (t) => {
+  // sweepDrafts is handed its cutoff (the worker passes now minus DRAFT_AUTO_FINALIZE_SECONDS):
+  // a draft's age is set by moving the cutoff, not by waiting.
+  const local = await openLocalStore();
+  t.teardown(local.close);
+  const drafts = [];
+  for (let i = 0; i < 3; i++) drafts.push(await local.create(smallEvent({ draft: true })));
+  const finalized = await local.create(smallEvent());
+  const younger = await local.create(smallEvent({ draft: true }));
+  const at = drafts.map((d) => local.createdAt(d.id));
+  const state = (id: string) => {
+    const record = local.store.getEvent(id)!;
+    return { draft: record.draft, closed: record.finalized_at !== null, auto: record.auto_finalized_at !== null };
+  };
+  const open = { draft: true, closed: false, auto: false };
+  const autoClosed = { draft: false, closed: true, auto: true };
+
+  t.equal(await sweepDrafts(local.store, at[0] - 1_000_000), 0, 'a cutoff before every draft closes none');
+  t.equal(await sweepDrafts(local.store, at[0]), 0, 'a draft created exactly at the cutoff is not yet due');
+  t.same(drafts.map((d) => state(d.id)), [open, open, open]);
+  t.equal(await sweepDrafts(local.store, at[0] + 1), 1, 'one microsecond later it is');
+  t.same(drafts.map((d) => state(d.id)), [autoClosed, open, open]);
+  const first = local.store.getEvent(drafts[0].id)!;
+  t.equal(first.finalized_at, first.auto_finalized_at, 'finalized_at and auto_finalized_at are the same moment');
+  t.ok(first.finalized_at! >= at[0], 'not before the draft was created');
+
+  t.equal(await sweepDrafts(local.store, local.createdAt(younger.id)), 2, 'the other two old drafts, not the younger one');
+  t.same([...drafts.map((d) => state(d.id)), state(younger.id)], [autoClosed, autoClosed, autoClosed, open]);
+  t.same(state(finalized.id), { draft: false, closed: true, auto: false }, 'an event finalized on creation is not touched');
+  t.equal(await sweepDrafts(local.store, local.createdAt(younger.id)), 0, 'the same cutoff again closes nothing');
+  t.equal(await sweepDrafts(local.store, Number.MAX_SAFE_INTEGER), 1, 'a cutoff after every draft closes the rest');
+  t.same(state(younger.id), autoClosed);
+  t.equal(local.store.counters().drafts, 0, 'the drafts counter follows');
 });

@@ -5,10 +5,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { runCleanup } from '../src/lifecycle/cleanup.js';
+import { SEGMENT_ROLL_BYTES, segmentFileName } from '../src/store/blob-log.js';
 import { DiskReserve } from '../src/store/disk-reserve.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { rawRequest } from '../scripts/lib/raw-http.js';
 import { spawnStore } from '../scripts/lib/spawned-store.js';
+import { clockPast, openLocalStore } from './support/local-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 // A valid external_id (up to 1000 characters; docs/API.md, "Event schemas") of 700 '€' is 2100
@@ -106,13 +109,17 @@ t.test('an upload whose staging file fails mid-stream answers an error, never ha
 
 t.test('cleanup gives the bytes of deleted files back to the disk, the active segment too (found by disk-full)', async (t) => {
   // On a 64 MiB disk every blob sits in the active segment (segments roll at 64 MiB), which
-  // reclaimSegments never deletes: a cleanup that deleted every event freed no space at all.
-  const store = await startStore({ RETENTION_DAYS: '0.00001' }); // 0.864 s
+  // reclaimSegments never deletes: a cleanup that deleted every event with a file freed no space
+  // at all. Here the lifecycle worker deletes them as over MAX_RECORDS, so it asks the HTTP
+  // thread to retire the active segment by message, as in production.
+  const store = await startStore({ MAX_RECORDS: '1' });
   t.teardown(store.stop);
   for (let i = 0; i < 3; i++) t.equal((await postJson(`${store.url}/v2/events`, imageEvent({}, 'retina.jpg'))).status, 201);
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201, 'the newest event has no file');
+  // A crossed limit may start a cleanup on its own; the worker runs its jobs one at a time, so
+  // once this one answers, every cleanup the creates caused has run.
   const cleanup = (await postJson(`${store.url}/admin/cleanup`, '')).body;
-  t.equal(cleanup.records_deleted.total, 3, 'every event deleted');
+  t.same([cleanup.after.records, cleanup.after.files], [1, 0], 'every event with a file deleted');
   const blobsDir = path.join(store.dataDir, 'blobs');
   const onDisk = fs.readdirSync(blobsDir).reduce((sum, name) => sum + fs.statSync(path.join(blobsDir, name)).size, 0);
   t.ok(onDisk < fixture('retina.jpg').length, `blobs/ holds ${onDisk} bytes after deleting 3 x ${fixture('retina.jpg').length}`);
@@ -171,31 +178,48 @@ t.test('after a power cut, a lock file naming a pid now used by another process 
 t.test('an old segment whose live share fell low is compacted, giving its space back (found by disk-full)', async (t) => {
   // docs/STORAGE.md, "Reclaiming space": an old segment whose live share falls under a quarter is
   // compacted. Before the fix nothing compacted: on a full disk, a retention cleanup that deleted
-  // most of a segment freed no space.
-  const store = await startStore({ RETENTION_DAYS: '0.00001' }); // 0.864 s
-  t.teardown(store.stop);
-  const image = fixture('retina.jpg'); // 269,564 bytes: 248 of them nearly fill a 64 MiB segment
+  // most of a segment freed no space. The first segment is filled with old events up to just
+  // under SEGMENT_ROLL_BYTES, so the first survivor is appended to it and keeps it alive.
+  // runCleanup is handed `now`: the old events are made a day old by moving it, not by waiting.
+  const local = await openLocalStore({ RETENTION_DAYS: '1' });
+  t.teardown(local.close);
+  const image = fixture('retina.jpg'); // 269,564 bytes: about 248 events fill a 64 MiB segment
   const body = imageEvent({}, 'retina.jpg');
-  let sent = 0;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (sent < 248) {
-      sent++;
-      const { status } = await postJson(`${store.url}/v2/events`, body);
-      if (status !== 201) t.fail(`a create answered ${status}`);
+  const segmentOf = (imageId: string) => local.store.getFile(imageId)!.segment;
+  const first = await local.create(body);
+  const old = [first.id];
+  const segment = segmentOf(first.image_ids[0]);
+  const firstSegment = path.join(local.dataDir, 'blobs', segmentFileName(segment));
+  const perEvent = fs.statSync(firstSegment).size; // an append is durable, so on disk, before its 201
+  // Sixteen at a time (group-committed together), then one at a time up to the last that fits.
+  for (const group of [16, 1]) {
+    while (fs.statSync(firstSegment).size + group * perEvent < SEGMENT_ROLL_BYTES) {
+      old.push(...(await Promise.all(Array.from({ length: group }, () => local.create(body)))).map((c) => c.id));
     }
-  }));
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  const boundaryMs = Math.floor(Math.max(...old.map((id) => local.createdAt(id))) / 1000) + 1;
+  clockPast(boundaryMs * 1000); // `now` is whole milliseconds: the survivors go into a later one
   const survivors = [];
-  for (let i = 0; i < 6; i++) survivors.push((await postJson(`${store.url}/v2/events`, body)).body);
-  const cleanup = (await postJson(`${store.url}/admin/cleanup`, '')).body;
-  t.equal(cleanup.records_deleted.total, 248, 'the 248 old events deleted; the first segment keeps one or two live blobs');
-  const blobsDir = path.join(store.dataDir, 'blobs');
+  for (let i = 0; i < 6; i++) survivors.push(await local.create(body));
+  const next = segment + 1;
+  t.same([...new Set(old.map((id) => segmentOf(local.store.getEvent(id)!.images[0].file_id!)))], [segment], `the ${old.length} old events fill the first segment`);
+  t.same(survivors.map((s) => segmentOf(s.image_ids[0])), [segment, next, next, next, next, next], 'the first survivor is its last append');
+
+  const cleanup = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, boundaryMs + 86_400_000);
+  t.equal(cleanup.records_deleted.total, old.length, 'the old events deleted; the first segment keeps one live image');
+  t.not(segmentOf(survivors[0].image_ids[0]), segment, 'that image was copied forward');
+  t.notOk(fs.existsSync(firstSegment), 'and the first segment deleted');
+  const blobsDir = path.join(local.dataDir, 'blobs');
   const onDisk = fs.readdirSync(blobsDir).reduce((sum, name) => sum + fs.statSync(path.join(blobsDir, name)).size, 0);
   t.ok(onDisk < 20 * image.length, `blobs/ holds ${(onDisk / 2 ** 20).toFixed(1)} MiB for ${survivors.length} live images of ${image.length} bytes`);
+  let intact = 0;
   for (const { image_ids } of survivors) {
-    const res = await fetch(`${store.url}/images/${image_ids[0]}`);
-    t.ok(Buffer.from(await res.arrayBuffer()).equals(image), 'a surviving image keeps its bytes');
+    const file = local.store.getFile(image_ids[0])!;
+    const bytes = Buffer.alloc(file.length);
+    await local.store.blobs.read(file.segment, file.offset, bytes);
+    if (bytes.equals(image)) intact++;
   }
+  t.equal(intact, 6, 'every surviving image keeps its bytes');
 });
 
 t.test('on a disk filled to the last byte, cleanup gives the disk reserve back and then commits (found by disk-full)', async (t) => {

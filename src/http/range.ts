@@ -43,7 +43,10 @@ export function resolveRange(header: string, size: number): ByteRange | undefine
   if (!bounds || (bounds.first === '' && bounds.last === '')) return undefined;
   if (bounds.first === '') {
     const suffix = Number(bounds.last);
-    if (suffix === 0 || size === 0) throw unsatisfiable();
+    if (suffix === 0) throw unsatisfiable();
+    // On an empty file a suffix range is satisfiable (RFC 9110, section 14.1.2), yet selects no
+    // byte a 206 could name: the whole, empty, file is sent.
+    if (size === 0) return undefined;
     return { start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(bounds.first);

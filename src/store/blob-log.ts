@@ -182,7 +182,8 @@ export class SegmentAppender {
   }
 }
 
-async function writeAll(handle: fsp.FileHandle, buffers: Buffer[], position: number): Promise<void> {
+/** Writes `buffers` at `position` (bytes) with as many writevs as it takes (exported for its test). */
+export async function writeAll(handle: fsp.FileHandle, buffers: Buffer[], position: number): Promise<void> {
   let pending = buffers;
   let at = position;
   while (pending.length > 0) {

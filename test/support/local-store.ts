@@ -1,0 +1,70 @@
+/**
+ * The store opened in the test's own process, without HTTP or the lifecycle worker: for tests
+ * that hand the lifecycle code the time it would read from the clock (`runCleanup`'s `now`,
+ * `sweepDrafts`'s cutoff) instead of sleeping until it comes. Events are created through the
+ * same `createEvent` the HTTP route calls, into a real LMDB and segment log in a temp dir.
+ */
+import { loadConfig, type Config } from '../../src/config.js';
+import { createEvent, type CreateResponse } from '../../src/events/create-event.js';
+import { presentEventJson } from '../../src/events/present.js';
+import type { CleanupHooks } from '../../src/lifecycle/cleanup.js';
+import { EventStore } from '../../src/store/event-store.js';
+import { setRecordPresenter } from '../../src/store/record-codec.js';
+import { tempDataDir } from './store-server.js';
+
+export interface LocalStore {
+  store: EventStore;
+  config: Config;
+  dataDir: string;
+  /** Creates an event from a request body, as `POST /v2/events` does; resolves with its 201 body. */
+  create(body: unknown): Promise<CreateResponse>;
+  /** created_at (µs) of a stored event. */
+  createdAt(id: string): number;
+  /** What the HTTP thread does when the lifecycle worker asks it (lifecycle-manager.ts). */
+  hooks: CleanupHooks;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a store on a fresh data directory.
+ * @param env settings as environment strings on top of the defaults, e.g. `{ RETENTION_DAYS: '1' }`
+ */
+export async function openLocalStore(env: Record<string, string> = {}): Promise<LocalStore> {
+  setRecordPresenter(presentEventJson); // as startService does: records keep their JSON
+  const dataDir = env.DATA_DIR ?? tempDataDir();
+  const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
+  const store = await EventStore.open(dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
+  return {
+    store,
+    config,
+    dataDir,
+    create: (body) => createEvent(store, config, body),
+    createdAt(id) {
+      const record = store.getEvent(id);
+      if (!record) throw new Error(`event ${id} not stored`);
+      return record.created_at;
+    },
+    hooks: {
+      onReclaimed: (segments) => {
+        for (const segment of segments) void store.blobs.forget(segment);
+      },
+      retireSegment: (segment) => store.retireSegment(segment),
+      compactSegment: (segment) => store.compactSegment(segment),
+    },
+    close: () => store.close(),
+  };
+}
+
+/**
+ * Waits, spinning, until the store's clock (the one created_at is taken from, timestamps.ts)
+ * reaches `micros`: at most the millisecond a test needs so that the next create falls after
+ * a whole-millisecond `now` it passes. Not a sleep: nothing is timed, and it returns at once
+ * when the clock is already there.
+ */
+export function clockPast(micros: number): void {
+  const clock = () => (performance.timeOrigin + performance.now()) * 1000;
+  if (micros - clock() > 2000) throw new Error(`clockPast(${micros}): more than 2 ms ahead; pass the time instead`);
+  while (clock() < micros) {
+    // spin: the wait is below a millisecond
+  }
+}
