@@ -1,9 +1,11 @@
 /**
  * The one registry of coded errors: every failure the store answers with has a code here, its
  * HTTP status and its default message. `Exchange.fail` (src/http/exchange.ts) is the one place
- * that maps an `AppError` to a response; nothing else chooses a status code.
+ * that maps an `AppError` to a response, and logs it with its cause chain; nothing else chooses
+ * a status code.
  *
- * Rules E1..E10 and every other status are docs/API.md, "Errors".
+ * Rules E1..E10 and every code with its status are docs/API.md, "Errors" (a test keeps that
+ * table, this registry and the error responses of /openapi.json in step).
  */
 
 /** One entry of a 422 request-validation body, FastAPI-shaped. */
@@ -32,7 +34,6 @@ const registry = {
   unknown_event_schema: { status: 422, message: 'Unknown event_schema' }, // E4
   invalid_query: { status: 400, message: 'Invalid query filter' }, // E5
   validation_failed: { status: 422, message: 'Request validation failed' }, // E6, E7
-  malformed_json: { status: 422, message: 'Malformed JSON body' },
   malformed_multipart: { status: 400, message: 'Malformed multipart body' },
   event_finalized: { status: 409, message: 'Event is finalized; attachments are closed' }, // E8
   record_too_large: { status: 413, message: 'Record exceeds MAX_RECORD_SIZE_BYTES' },
@@ -50,6 +51,15 @@ const registry = {
 
 export type ErrorCode = keyof typeof registry;
 
+/** One registered error: its HTTP status and the message a client reads when no detail is given. */
+export interface RegisteredError {
+  status: number;
+  message: string;
+}
+
+/** The registry, read-only: code -> status and default message (docs/API.md, "Errors"). */
+export const errorRegistry: Readonly<Record<ErrorCode, RegisteredError>> = registry;
+
 /**
  * True when a failure with this code is reported to the log: every 5xx but the `quiet` ones
  * (expected answers under load, logged where their state changes). 4xx are the client's.
@@ -59,10 +69,21 @@ export function isLoggedFailure(code: ErrorCode): boolean {
   return entry.status >= 500 && entry.quiet !== true;
 }
 
+/** What an AppError carries besides its code and detail. */
+export interface AppErrorOptions {
+  /** Extra response headers, e.g. `Content-Range` on 416 or `Allow` on 405. */
+  headers?: Record<string, string>;
+  /**
+   * The lower error this one stands for (an fs or LMDB error, a worker's failure, a parser's
+   * error): kept as the standard `Error.cause`, logged with the failure, never sent to the client.
+   */
+  cause?: unknown;
+}
+
 /**
  * A failure with a registered code. `detail` is what the client reads: a string, or for
- * `validation_failed` a list of FastAPI-shaped issues. `headers` are extra response headers
- * (e.g. `Content-Range` on 416).
+ * `validation_failed` a list of FastAPI-shaped issues (default: the registry's message).
+ * `headers` are extra response headers; `cause` is the error wrapped, if any.
  */
 export class AppError extends Error {
   readonly code: ErrorCode;
@@ -70,27 +91,66 @@ export class AppError extends Error {
   readonly detail: string | ValidationIssue[];
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, detail?: string | ValidationIssue[], headers: Record<string, string> = {}) {
+  constructor(code: ErrorCode, detail?: string | ValidationIssue[], options: AppErrorOptions = {}) {
     const entry = registry[code];
     const message = typeof detail === 'string' ? detail : entry.message;
-    super(message);
+    // Only an error that has a cause carries the property (`'cause' in err` says so).
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
     this.code = code;
     this.status = entry.status;
     this.detail = detail ?? entry.message;
-    this.headers = headers;
+    this.headers = options.headers ?? {};
   }
 }
 
-/** Builds a 422 `validation_failed` error from one issue; `loc` as FastAPI spells it. */
-export function validationError(loc: (string | number)[], msg: string, type = 'value_error'): AppError {
-  return new AppError('validation_failed', [{ loc, msg, type }]);
+/**
+ * Builds a 422 `validation_failed` error from one issue; `loc` as FastAPI spells it.
+ * @param cause the error that showed the input invalid (e.g. JSON.parse's), kept for the log
+ */
+export function validationError(loc: (string | number)[], msg: string, type = 'value_error', cause?: unknown): AppError {
+  return new AppError('validation_failed', [{ loc, msg, type }], { cause });
 }
 
-/** Maps an OS error from a disk write to the registry: ENOSPC/EDQUOT answer 507, the rest 500. */
+/**
+ * Maps an error of a disk write or an LMDB commit to the registry, keeping it as the cause:
+ * ENOSPC/EDQUOT become `disk_full` (507), anything else `store_failure` (500); an AppError (a
+ * refusal decided below) is returned as it is.
+ */
 export function fromDiskError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'ENOSPC' || code === 'EDQUOT') return new AppError('disk_full');
-  return new AppError('store_failure');
+  if (code === 'ENOSPC' || code === 'EDQUOT') return new AppError('disk_full', undefined, { cause: err });
+  return new AppError('store_failure', undefined, { cause: err });
+}
+
+/**
+ * An error as plain data, for crossing a thread boundary: postMessage's structured clone keeps
+ * only an Error's name, message and stack, not the `code`, `errno`, `syscall` or `path` an fs
+ * error carries.
+ */
+export interface ErrorReport {
+  name: string;
+  message: string;
+  stack?: string;
+  code?: string;
+  errno?: number;
+  syscall?: string;
+  path?: string;
+}
+
+/** The report of `err` (anything thrown), to post to another thread. */
+export function errorReport(err: unknown): ErrorReport {
+  if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
+  const { code, errno, syscall, path } = err as NodeJS.ErrnoException;
+  return { name: err.name, message: err.message, stack: err.stack, code, errno, syscall, path };
+}
+
+/** An Error made again from a report (another thread's error), with its stack and fs fields. */
+export function errorFromReport(report: ErrorReport): Error {
+  const { name, message, stack, ...fields } = report;
+  const err = Object.assign(new Error(message), Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)));
+  err.name = name;
+  if (stack !== undefined) err.stack = stack;
+  return err;
 }

@@ -12,6 +12,14 @@ export type { Logger };
 export const MIN_MASKED_KEY_LENGTH = 8;
 
 /**
+ * `err` is written with its cause chain, each cause an object of its own with its type, message,
+ * stack and fields (an fs error's `code`, `errno`, `syscall`, `path`): pino's default error
+ * serializer folds the causes' messages and stacks into the error's own and drops their fields
+ * (pino-std-serializers README, "exports.errWithCause(error)").
+ */
+const ERROR_SERIALIZERS = { err: pino.stdSerializers.errWithCause };
+
+/**
  * Creates the logger at `level` (fatal, error, warn, info, debug, trace, silent).
  * @param secrets keys that must never reach the log (the hosted search and cloud keys): every
  *   form of each one of MIN_MASKED_KEY_LENGTH characters or more (raw, percent-, JSON-, HTML-,
@@ -21,11 +29,11 @@ export const MIN_MASKED_KEY_LENGTH = 8;
  */
 export function createLogger(level: string, secrets: readonly (string | undefined)[] = []): Logger {
   const masking = secretsRegex(secrets.filter((secret) => secret !== undefined && secret.length >= MIN_MASKED_KEY_LENGTH));
-  if (!masking) return pino({ level, base: { service: 'edge-events' } });
+  const options = { level, base: { service: 'edge-events' }, serializers: ERROR_SERIALIZERS };
+  if (!masking) return pino(options);
   const { regex } = masking;
   return pino({
-    level,
-    base: { service: 'edge-events' },
+    ...options,
     hooks: {
       // pino's hook on the serialized line, just before it is written (pino docs, "hooks.streamWrite").
       streamWrite(line: string): string {

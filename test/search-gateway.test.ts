@@ -9,6 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../src/config.js';
+import { openApiPath } from '../src/http/openapi.js';
+import { searchProxyRoutes } from '../src/http/search-proxy-routes.js';
 import { SearchClient } from '../src/search/client.js';
 import { runSearchCli } from '../src/search/search-command.js';
 import { SearchSimulator, WORKSPACE } from './support/search-simulator.js';
@@ -107,12 +109,12 @@ t.test('workspace pageSize has no local maximum (the hosted API sets it); projec
 
 t.test('/openapi.json lists the gateway routes and both ways to give the key', async (t) => {
   const { paths, components } = (await getJson(`${store.url}/openapi.json`)).body;
-  for (const route of ['/{workspace}/{project}/search', '/{workspace}/search/v1', '/{workspace}/search/export', '/{workspace}/search/export/{export_id}', '/', '/{workspace}', '/{workspace}/{project}']) {
-    const item = paths[route] as Record<string, { description: string; security: unknown[] }>;
-    t.ok(item, route);
-    const [operation] = Object.values(item);
-    t.match(operation.description, /available when SEARCH_BASE_URL and SEARCH_API_KEY are set/);
-    t.same(operation.security, [{ ApiKey: [] }, { ApiKeyQuery: [] }]);
+  t.equal(searchProxyRoutes.length, 7, 'the two searches, the export start and poll, and three bootstrap calls');
+  for (const route of searchProxyRoutes) {
+    const operation = paths[openApiPath(route.path)]?.[route.method] as { description: string; security: unknown[] } | undefined;
+    t.ok(operation, `${route.method.toUpperCase()} ${route.path}`);
+    t.match(operation?.description, /available when SEARCH_BASE_URL and SEARCH_API_KEY are set/);
+    t.same(operation?.security, [{ ApiKey: [] }, { ApiKeyQuery: [] }]);
   }
   t.match(components.securitySchemes, { ApiKey: { in: 'header', name: 'X-API-Key' }, ApiKeyQuery: { in: 'query', name: 'api_key' } });
 });

@@ -1,16 +1,64 @@
 /** Statistics, manual cleanup and the two-step reset (docs/API.md, "Statistics", "Cleanup and reset"). */
 import { resetStore } from '../operations/reset.js';
 import { storeStats } from '../operations/store-stats.js';
+import { jsonRequest, jsonResponse } from './route-docs.js';
 import type { Route } from './route-table.js';
 
 export const adminRoutes: Route[] = [
-  { method: 'get', path: '/stats', handler: (_ex, ctx) => ({ status: 200, body: { ...storeStats(ctx.store, ctx.config, ctx.lifecycle.gate), runtime: ctx.runtime } }) },
-  { method: 'post', path: '/admin/cleanup', handler: async (_ex, ctx) => ({ status: 200, body: await ctx.lifecycle.cleanup() }) },
-  { method: 'post', path: '/reset/request', handler: (_ex, ctx) => ({ status: 200, body: ctx.resetTokens.issue() }) },
+  {
+    method: 'get',
+    path: '/stats',
+    doc: {
+      tag: 'admin',
+      summary: 'Storage statistics',
+      operationId: 'getStats',
+      responses: { 200: jsonResponse('Stats', 'Statistics.') },
+      errors: { store_failure: 'Store failure.' },
+    },
+    handler: (_ex, ctx) => ({ status: 200, body: { ...storeStats(ctx.store, ctx.config, ctx.lifecycle.gate), runtime: ctx.runtime } }),
+  },
+  {
+    method: 'post',
+    path: '/admin/cleanup',
+    doc: {
+      tag: 'admin',
+      summary: 'Run cleanup now',
+      operationId: 'runCleanup',
+      description: 'Deletes records past retention_days, the oldest records over max_records and the oldest files over max_storage_bytes.',
+      responses: { 200: jsonResponse('CleanupResult', 'What was deleted.') },
+      errors: { store_failure: 'Cleanup failed, or the lifecycle worker is restarting.' },
+    },
+    handler: async (_ex, ctx) => ({ status: 200, body: await ctx.lifecycle.cleanup() }),
+  },
+  {
+    method: 'post',
+    path: '/reset/request',
+    doc: {
+      tag: 'admin',
+      summary: 'Request a reset token',
+      operationId: 'requestReset',
+      responses: { 200: jsonResponse('ResetToken', 'A single-use token valid 60 seconds.') },
+      errors: { store_failure: 'Store failure.' },
+    },
+    handler: (_ex, ctx) => ({ status: 200, body: ctx.resetTokens.issue() }),
+  },
   {
     method: 'post',
     path: '/reset/confirm',
     body: 'json',
+    doc: {
+      tag: 'admin',
+      summary: 'Delete every event and file',
+      operationId: 'confirmReset',
+      description: 'Permanent; cannot be undone.',
+      requestBody: jsonRequest('ResetConfirmRequest'),
+      responses: { 200: jsonResponse('ResetConfirm', 'Everything deleted.') },
+      errors: {
+        reset_token_invalid: 'Missing, invalid, expired or used reset token.',
+        validation_failed: 'Malformed body.',
+        store_failure: 'Store failure.',
+      },
+    },
     handler: async (_ex, ctx, body) => {
       ctx.resetTokens.consume((body as { reset_token?: unknown } | undefined)?.reset_token);
       return { status: 200, body: await resetStore(ctx.store, ctx.lifecycle) };

@@ -3,8 +3,8 @@
  * Range answer is external memory V8 counts towards its next full garbage collection: measured
  * on the Range workload (native-bench/PROFILE.md, "Range answers from pooled buffers"), one
  * mark-compact every ~30 answers. A buffer goes back to the pool only once the HTTP engine has
- * let it go (Exchange.write's `released`); one never given back is simply left to the garbage
- * collector, so a lost release costs an allocation, never a corrupted answer.
+ * let it go (`released` of ResponseStream.write, exchange.ts); one never given back is simply
+ * left to the garbage collector, so a lost release costs an allocation, never a corrupted answer.
  */
 
 export class BufferPool {

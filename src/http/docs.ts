@@ -1,14 +1,16 @@
 /**
  * `/docs` (Swagger UI from the swagger-ui-dist package: no CDN, works offline on the device)
- * and `/openapi.json` (generated from the same schemas ajv uses). Both open without the key, so
- * a browser can load them; Swagger UI's "Authorize" then sends X-API-Key on the calls it makes.
+ * and `/openapi.json` (generated from the route table and the same schemas ajv uses). Both open
+ * without the key, so a browser can load them; Swagger UI's "Authorize" then sends X-API-Key on
+ * the calls it makes.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { AppError } from '../errors.js';
-import { buildOpenApiDocument } from './openapi.js';
-import type { Route } from './route-table.js';
+import { openApiJson } from './openapi.js';
+import { STRING } from './route-docs.js';
+import type { BytesReply, Route } from './route-table.js';
 
 const require = createRequire(import.meta.url);
 // absolute-path.js only: the package's index loads the whole 1.5 MB UI bundle into the server.
@@ -52,36 +54,56 @@ function asset(name: string): Buffer {
   return bytes;
 }
 
-let openApiJson: string | undefined;
-
-/** The documentation routes. */
-export const docsRoutes: Route[] = [
+/**
+ * The documentation routes.
+ * @param documented the routes /openapi.json describes (the server's whole table, these included),
+ *   read at the first request
+ */
+export const docsRoutes = (documented: () => readonly Route[]): Route[] => [
   {
     method: 'get',
     path: '/openapi.json',
     public: true,
-    handler: (ex) => {
-      openApiJson ??= JSON.stringify(buildOpenApiDocument());
-      ex.send(200, openApiJson, { 'Content-Type': 'application/json' });
+    doc: {
+      tag: 'docs',
+      summary: 'This OpenAPI document',
+      operationId: 'openApiDocument',
+      responses: { 200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } } } },
     },
+    handler: () => ({ status: 200, bytes: openApiJson(documented()), headers: { 'Content-Type': 'application/json' } }),
   },
   {
     method: 'get',
     path: '/docs',
     public: true,
-    handler: (ex) => ex.send(200, PAGE, { 'Content-Type': 'text/html; charset=utf-8' }),
+    doc: {
+      tag: 'docs',
+      summary: 'Swagger UI',
+      operationId: 'swaggerUi',
+      description: 'This document, rendered (from the swagger-ui-dist package; no CDN).',
+      responses: { 200: { description: 'The page.', content: { 'text/html': { schema: STRING } } } },
+    },
+    handler: () => ({ status: 200, bytes: PAGE, headers: { 'Content-Type': 'text/html; charset=utf-8' } }),
   },
   {
     method: 'get',
     path: '/docs/:asset',
     public: true,
-    handler: (ex) => {
+    doc: {
+      tag: 'docs',
+      summary: 'A file of Swagger UI',
+      operationId: 'swaggerUiAsset',
+      pathParams: { asset: 'swagger-ui.css, swagger-ui-bundle.js, swagger-ui-standalone-preset.js, swagger-init.js or favicon-32x32.png.' },
+      responses: { 200: { description: 'The file.', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } } },
+      errors: { not_found: 'No such file.' },
+    },
+    handler: (ex): BytesReply => {
       const [name] = ex.params;
-      if (name === 'swagger-init.js') return ex.send(200, INIT, { 'Content-Type': 'application/javascript' });
+      if (name === 'swagger-init.js') return { status: 200, bytes: INIT, headers: { 'Content-Type': 'application/javascript' } };
       // Own keys only: `constructor`, `__proto__`, `toString` are no assets.
       const type = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
       if (!type) throw new AppError('not_found');
-      ex.send(200, asset(name), { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' });
+      return { status: 200, bytes: asset(name), headers: { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' } };
     },
   },
 ];

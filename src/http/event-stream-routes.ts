@@ -7,8 +7,10 @@
 import { parseStreamQuery } from '../events/list-query.js';
 import { StreamMessage } from '../stream/stream-message.js';
 import type { HeartbeatTransport } from '../stream/stream-hub.js';
-import type { Exchange } from './exchange.js';
+import type { Exchange, ResponseStream } from './exchange.js';
+import { queryParam, STRING } from './route-docs.js';
 import type { Route, ServerContext } from './route-table.js';
+import { listParams } from './store-routes.js';
 
 /** An SSE comment: proxies see traffic, clients ignore it (HTML Living Standard, 9.2.6). */
 const HEARTBEAT = Buffer.from(':\n\n');
@@ -20,31 +22,31 @@ class SseTransport implements HeartbeatTransport {
   readonly done: Promise<void>;
   private markDone!: () => void;
 
-  constructor(private readonly ex: Exchange) {
+  constructor(ex: Exchange, private readonly response: ResponseStream) {
     this.done = new Promise((resolve) => { this.markDone = resolve; });
     ex.onAbort(() => this.finish());
   }
 
   get closed(): boolean {
-    return this.ended || this.ex.aborted;
+    return this.ended || this.response.aborted;
   }
 
   send(message: StreamMessage): boolean {
     if (this.closed) return true;
-    return this.ex.write(message.sse());
+    return this.response.write(message.sse());
   }
 
   drained(): Promise<void> {
-    return this.closed ? Promise.resolve() : this.ex.writable();
+    return this.closed ? Promise.resolve() : this.response.writable();
   }
 
   heartbeat(): void {
-    if (!this.closed) this.ex.write(HEARTBEAT);
+    if (!this.closed) this.response.write(HEARTBEAT);
   }
 
   end(last?: StreamMessage): void {
     if (this.closed) return;
-    this.ex.end(last?.sse());
+    this.response.end(last?.sse());
     this.finish();
   }
 
@@ -61,8 +63,9 @@ class SseTransport implements HeartbeatTransport {
  */
 async function eventStream(ex: Exchange, ctx: ServerContext): Promise<void> {
   const { filter, since } = parseStreamQuery(new URLSearchParams(ex.query), ex.headers.lastEventId);
-  const transport = new SseTransport(ex);
-  ex.startResponse(200, [
+  const response = ex.takeOver();
+  const transport = new SseTransport(ex, response);
+  response.start(200, [
     ['Content-Type', 'text/event-stream'],
     ['Cache-Control', 'no-store'],
     // nginx would otherwise buffer the stream (its proxy_buffering documentation).
@@ -74,7 +77,33 @@ async function eventStream(ex: Exchange, ctx: ServerContext): Promise<void> {
   await transport.done;
 }
 
+/** The list's filters; limit, order and time bounds do not apply to a stream. */
+const STREAM_FILTERS = new Set(['limit', 'sort_direction', 'start_time', 'end_time']);
+
 export const eventStreamRoutes: Route[] = [
-  { method: 'get', path: '/v2/events/stream', gated: 'other', keyInQuery: true, handler: (ex, ctx) => eventStream(ex, ctx) },
+  {
+    method: 'get',
+    path: '/v2/events/stream',
+    gated: 'other',
+    keyInQuery: true,
+    doc: {
+      tag: 'events',
+      summary: 'Live stream of event changes (Server-Sent Events)',
+      operationId: 'streamEvents',
+      description:
+        'Stays open. event: created (id: the event\'s created_at), finalized, files_attached (data: the stored event JSON), '
+        + 'deleted ({"id", "reason"}), closed ({"reason", "since"}: the last message of a stream the store ends). With since or '
+        + 'Last-Event-ID, every stored matching event created after it comes first, then live changes, none missed or repeated. '
+        + 'See docs/API.md, "Live stream".',
+      parameters: [
+        ...listParams.filter((param) => !STREAM_FILTERS.has(param.name as string)),
+        queryParam('since', { type: 'string', format: 'date-time' }, 'Resume after this created_at (wins over Last-Event-ID). Malformed answers 400.'),
+        { name: 'Last-Event-ID', in: 'header', required: false, schema: STRING, description: 'Resume point an EventSource sends on reconnecting: the id of the last created message.' },
+      ],
+      responses: { 200: { description: 'The stream.', content: { 'text/event-stream': { schema: STRING } } } },
+      errors: { invalid_query: 'Malformed filter, since or Last-Event-ID.' },
+    },
+    handler: (ex, ctx) => eventStream(ex, ctx),
+  },
 ];
 

@@ -9,9 +9,12 @@
  * - the body is streamed: `onBody` delivers chunks (valid only during the call: copy to keep),
  *   `pauseBody`/`resumeBody` hold the socket while the reader is behind. Call `onBody`
  *   synchronously in the route handler, before any await (uWebSockets.js drops chunks otherwise);
- * - a response is either whole (`send`, `json`, `fail`) or streamed (`startResponse`, `write`,
- *   `writable`, `end`), with backpressure; nothing is written after abort or end;
- * - `closeConnection` closes the connection after the response (a body left unread).
+ * - a response is either whole (`send`, `json`, `fail`), or written by the handler itself after
+ *   `takeOver` (fastify's `reply.hijack()`): the returned ResponseStream starts it and streams
+ *   the body with backpressure; nothing is written after abort or end;
+ * - `closeConnection` closes the connection after the response (a body left unread);
+ * - the state (`aborted`, `responded`, `bodyUnread`, `takenOver`) is read-only outside: the
+ *   engines set it through the protected `markAborted` and `markBodyRead`.
  */
 import { AppError, isLoggedFailure } from '../errors.js';
 
@@ -76,22 +79,57 @@ export interface RequestHead {
 /** Response headers as name/value pairs (a name may repeat). */
 export type HeaderPairs = Iterable<readonly [string, string]>;
 
+/**
+ * The response of an exchange whose handler writes it itself (`Exchange.takeOver`): status and
+ * headers with `start`, then the body in chunks, with backpressure.
+ */
+export interface ResponseStream {
+  /** True once the client went away; nothing is written then. */
+  readonly aborted: boolean;
+  /**
+   * Starts the response: status and headers go out with the first `write` or `end`.
+   * @param totalBytes the exact body length (sent as Content-Length; the response is complete
+   *   once that many bytes were written), or undefined for a chunked body ended by `end`
+   * @param reason reason phrase (default: the standard one of `status`)
+   * @returns false when nothing may be written (aborted, or a response was already sent)
+   */
+  start(status: number, headers: HeaderPairs, totalBytes?: number, reason?: string): boolean;
+  /**
+   * Writes a chunk of the started response. The engine may keep a reference to `chunk` until it
+   * calls `released`: do not modify or reuse it before. Nothing happens when the client is gone.
+   * @param released called once the engine holds no reference to `chunk` any more (at once when
+   *   nothing was kept); may never be called when the connection dies under a write, so a
+   *   pooled chunk then goes to the garbage collector instead
+   * @returns false when the client is behind: wait for `writable()` before the next write
+   */
+  write(chunk: Buffer, released?: () => void): boolean;
+  /** Resolves when more may be written after `write` answered false, or the client went away. */
+  writable(): Promise<void>;
+  /** Ends the started response, with a last chunk or none (with `totalBytes`, after the last write). */
+  end(chunk?: Buffer): void;
+  /** Closes the connection at once: a started response that cannot be completed. */
+  destroy(): void;
+}
+
+/** How every response of an exchange is written, whatever its route (set by the route table). */
+export interface ResponseDefaults {
+  /** The shape `fail` writes errors in. */
+  errorShape: ErrorShape;
+  /** Headers every response carries (CORS headers for an allowed origin). */
+  headers: [string, string][];
+}
+
 export abstract class Exchange {
   readonly method: string;
   readonly url: string;
   readonly query: string;
   readonly params: string[];
   readonly headers: RequestHeaders;
-  /** True once the client went away; nothing may be written then. */
-  aborted = false;
-  /** True once a response was started (streamed) or sent. */
-  done = false;
-  /** True while the request body has not been read to its end (a POST until its last chunk). */
-  bodyPending: boolean;
-  /** The shape `fail` writes errors in; set by the route wrapper. */
-  errorShape: ErrorShape = 'store';
-  /** Headers every response of this exchange carries (CORS headers for an allowed origin). */
-  responseHeaders: [string, string][] = [];
+  private clientGone = false;
+  private started = false;
+  private bodyLeft: boolean;
+  private stream: ResponseStream | undefined;
+  private defaults: ResponseDefaults = { errorShape: 'store', headers: [] };
   private readonly abortHandlers: (() => void)[] = [];
 
   protected constructor(head: RequestHead) {
@@ -100,14 +138,44 @@ export abstract class Exchange {
     this.query = head.query;
     this.params = head.rawParams.map(decodePathSegment);
     this.headers = head.headers;
-    this.bodyPending = (head.headers.contentLength ?? 0) > 0 || head.chunked;
+    this.bodyLeft = (head.headers.contentLength ?? 0) > 0 || head.chunked;
+  }
+
+  /** True once the client went away; nothing may be written then. */
+  get aborted(): boolean {
+    return this.clientGone;
+  }
+
+  /** True once a response was sent, or started by a handler that took the response over. */
+  get responded(): boolean {
+    return this.started;
+  }
+
+  /** True while the request body has not been read to its end (a POST until its last chunk). */
+  get bodyUnread(): boolean {
+    return this.bodyLeft;
+  }
+
+  /** True once a handler took the response over (`takeOver`): it writes the response itself. */
+  get takenOver(): boolean {
+    return this.stream !== undefined;
+  }
+
+  /** Sets how every response of this exchange is written (the route table, before the handler runs). */
+  setResponseDefaults(defaults: ResponseDefaults): void {
+    this.defaults = defaults;
   }
 
   /** Engines call this once when the client disconnects before the response ended. */
   protected markAborted(): void {
-    if (this.aborted) return;
-    this.aborted = true;
+    if (this.clientGone) return;
+    this.clientGone = true;
     for (const handler of this.abortHandlers.splice(0)) handler();
+  }
+
+  /** Engines call this when the request body's last chunk arrived. */
+  protected markBodyRead(): void {
+    this.bodyLeft = false;
   }
 
   /** Registers work to undo when the client disconnects (e.g. remove a staging file). */
@@ -126,9 +194,9 @@ export abstract class Exchange {
    * @param closeConnection close after sending (e.g. when the request body was not consumed)
    */
   send(status: number, body: string | Buffer, headers: Record<string, string> = {}, closeConnection = false): void {
-    if (this.aborted || this.done) return;
-    this.done = true;
-    this.sendWhole(status, body, [...Object.entries(headers), ...this.responseHeaders], closeConnection);
+    if (this.clientGone || this.started) return;
+    this.started = true;
+    this.sendWhole(status, body, [...Object.entries(headers), ...this.defaults.headers], closeConnection);
   }
 
   /** Sends `value` as JSON. */
@@ -137,36 +205,53 @@ export abstract class Exchange {
   }
 
   /**
-   * The one place errors become responses: an AppError answers its registered status with a
-   * body in `errorShape` (`{"detail": ...}` or `{"error": "..."}`); anything else answers 500.
-   * Unexpected errors and 5xx codes the registry does not mark quiet are reported to `log`.
+   * The one place errors become responses (docs/API.md, "Errors"): an AppError answers its
+   * registered status with a body in `errorShape` (`{"detail": ...}` or `{"error": "..."}`);
+   * anything else answers 500 as a `store_failure` whose cause it is. 5xx codes the registry
+   * does not mark quiet are reported to `log` as that AppError, its cause chain included (the
+   * logger writes each cause with its fields: docs/OPERATIONS.md, "Logs"). Nothing is written
+   * when a response was already sent or started, or the client is gone.
+   * @param closeConnection close after answering (default: when the request body was not read
+   *   to its end, since nothing else could read it)
    */
-  fail(err: unknown, log: (err: unknown) => void, closeConnection = false): void {
-    const appError = err instanceof AppError ? err : new AppError('store_failure');
-    if (!(err instanceof AppError) || isLoggedFailure(appError.code)) log(err);
-    const body = this.errorShape === 'hosted' ? { error: appError.message } : { detail: appError.detail };
+  fail(err: unknown, log: (err: AppError) => void, closeConnection = this.bodyLeft): void {
+    const appError = err instanceof AppError ? err : new AppError('store_failure', undefined, { cause: err });
+    if (isLoggedFailure(appError.code)) log(appError);
+    const body = this.defaults.errorShape === 'hosted' ? { error: appError.message } : { detail: appError.detail };
     this.json(appError.status, body, appError.headers, closeConnection);
   }
 
   /**
-   * Starts a streamed response: status and headers go out with the first `write` or `end`.
-   * Does nothing when the client is gone or a response was already sent.
-   * @param totalBytes the exact body length (sent as Content-Length; the response is complete
-   *   once that many bytes were written), or undefined for a chunked body ended by `end`
-   * @param reason reason phrase (default: the standard one of `status`)
-   * @returns false when nothing may be written (aborted, or a response was already sent)
+   * Takes the response over (fastify's `reply.hijack()`): the handler writes it itself through
+   * the returned stream, and the route table sends nothing of its own once the handler is done.
+   * An error the handler throws before `start` is still answered by `fail`; after, the handler
+   * must end or destroy the response. Calling it again returns the same stream.
    */
-  startResponse(status: number, headers: HeaderPairs, totalBytes?: number, reason?: string): boolean {
-    if (this.aborted || this.done) return false;
-    this.done = true;
-    this.beginStream(status, reason ?? statusText(status), [...headers, ...this.responseHeaders], totalBytes);
-    return true;
+  takeOver(): ResponseStream {
+    if (this.stream) return this.stream;
+    const ex = this;
+    this.stream = {
+      get aborted() {
+        return ex.clientGone;
+      },
+      start: (status, headers, totalBytes, reason) => {
+        if (this.clientGone || this.started) return false;
+        this.started = true;
+        this.beginStream(status, reason ?? statusText(status), [...headers, ...this.defaults.headers], totalBytes);
+        return true;
+      },
+      write: (chunk, released) => this.writeChunk(chunk, released),
+      writable: () => this.whenWritable(),
+      end: (chunk) => this.endStream(chunk),
+      destroy: () => this.destroyConnection(),
+    };
+    return this.stream;
   }
 
   /** Sends the whole response (engine part of `send`). */
   protected abstract sendWhole(status: number, body: string | Buffer, headers: [string, string][], closeConnection: boolean): void;
 
-  /** Records the head of a streamed response (engine part of `startResponse`). */
+  /** Records the head of a streamed response (engine part of `ResponseStream.start`). */
   protected abstract beginStream(status: number, reason: string, headers: (readonly [string, string])[], totalBytes: number | undefined): void;
 
   /**
@@ -181,22 +266,15 @@ export abstract class Exchange {
   /** Resumes reading the request body after `pauseBody`. */
   abstract resumeBody(): void;
 
-  /**
-   * Writes a chunk of a started response. The engine may keep a reference to `chunk` until it
-   * calls `released`: do not modify or reuse it before. Nothing happens when the client is gone.
-   * @param released called once the engine holds no reference to `chunk` any more (at once when
-   *   nothing was kept); may never be called when the connection dies under a write, so a
-   *   pooled chunk then goes to the garbage collector instead
-   * @returns false when the client is behind: wait for `writable()` before the next write
-   */
-  abstract write(chunk: Buffer, released?: () => void): boolean;
+  /** Engine part of `ResponseStream.write` (same contract). */
+  protected abstract writeChunk(chunk: Buffer, released?: () => void): boolean;
 
-  /** Resolves when more may be written after `write` answered false, or the client went away. */
-  abstract writable(): Promise<void>;
+  /** Engine part of `ResponseStream.writable`. */
+  protected abstract whenWritable(): Promise<void>;
 
-  /** Ends a started response, with a last chunk or none (with `totalBytes`, after the last write). */
-  abstract end(chunk?: Buffer): void;
+  /** Engine part of `ResponseStream.end`. */
+  protected abstract endStream(chunk?: Buffer): void;
 
-  /** Closes the connection at once: a streamed response that cannot be completed. */
-  abstract destroy(): void;
+  /** Engine part of `ResponseStream.destroy`. */
+  protected abstract destroyConnection(): void;
 }

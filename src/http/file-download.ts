@@ -3,7 +3,7 @@
  * the blob segment with backpressure: positioned reads of READ_CHUNK_BYTES into pooled buffers,
  * each chunk written once the client took the previous one, the next read overlapping the wait.
  * A file is never read whole into memory; a buffer goes back to the pool once the HTTP engine
- * let it go (Exchange.write's `released`).
+ * let it go (ResponseStream.write's `released`).
  */
 import { AppError } from '../errors.js';
 import type { FileEntry } from '../store/lmdb-env.js';
@@ -33,7 +33,8 @@ async function readChunk(blobs: BlobReader, file: FileEntry, position: number, l
 }
 
 /**
- * Sends the bytes of `file` (whole, or the slice the Range header asks for).
+ * Sends the bytes of `file` (whole, or the slice the Range header asks for), taking the response
+ * of `ex` over (Exchange.takeOver).
  * @throws AppError range_not_satisfiable (416), or file_not_found (404, E9) when the bytes
  *   vanished under the index (the consistency pass will drop the entry), before anything is
  *   written; once streaming has begun a read failure closes the connection instead
@@ -51,15 +52,16 @@ export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry,
 
   // Read the first chunk before writing the status, so a vanished segment still answers an error.
   let length = Math.min(READ_CHUNK_BYTES, total);
+  const vanished = (cause?: unknown) => new AppError('file_not_found', `File ${fileId} not found`, { cause });
   let chunk = await readChunk(blobs, file, first, length).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
-    throw err;
+    throw err.code === 'ENOENT' ? vanished(err) : err;
   });
-  if (!chunk || chunk.read !== length) {
-    if (chunk) pool.release(chunk.buffer);
-    throw new AppError('file_not_found', `File ${fileId} not found`);
+  if (chunk.read !== length) {
+    pool.release(chunk.buffer);
+    throw vanished();
   }
-  if (!ex.startResponse(range ? 206 : 200, headers, total)) {
+  const response = ex.takeOver();
+  if (!response.start(range ? 206 : 200, headers, total)) {
     pool.release(chunk.buffer);
     return;
   }
@@ -68,21 +70,21 @@ export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry,
   try {
     for (;;) {
       const { buffer } = chunk;
-      const writable = ex.write(buffer.subarray(0, length), () => pool.release(buffer));
+      const writable = response.write(buffer.subarray(0, length), () => pool.release(buffer));
       sent += length;
-      if (sent >= total || ex.aborted) break;
+      if (sent >= total || response.aborted) break;
       // The next chunk goes into another buffer: the exchange may still hold this one.
       length = Math.min(READ_CHUNK_BYTES, total - sent);
-      const [next] = await Promise.all([readChunk(blobs, file, first + sent, length), writable ? undefined : ex.writable()]);
+      const [next] = await Promise.all([readChunk(blobs, file, first + sent, length), writable ? undefined : response.writable()]);
       chunk = next;
-      if (ex.aborted || next.read !== length) {
+      if (response.aborted || next.read !== length) {
         pool.release(next.buffer);
-        if (ex.aborted) return;
+        if (response.aborted) return;
         throw new Error(`segment ${file.segment} ended early`);
       }
     }
-    ex.end();
+    response.end();
   } catch {
-    ex.destroy();
+    response.destroy();
   }
 }

@@ -45,7 +45,7 @@ export function readJsonBody(ex: Exchange, limit: number): Promise<unknown> {
       try {
         resolve(JSON.parse(body.toString('utf8')));
       } catch (err) {
-        reject(validationError(['body'], `Malformed JSON: ${(err as Error).message}`, 'value_error.jsondecode'));
+        reject(validationError(['body'], `Malformed JSON: ${(err as Error).message}`, 'value_error.jsondecode', err));
       }
     });
   });

@@ -45,7 +45,7 @@ export function receiveUpload(ex: Exchange, stagingDir: string, maxFileBytes: nu
         fileHwm: 1024 * 1024,
       });
     } catch (err) {
-      reject(new AppError('malformed_multipart', `Malformed multipart body: ${(err as Error).message}`));
+      reject(new AppError('malformed_multipart', `Malformed multipart body: ${(err as Error).message}`, { cause: err }));
       return;
     }
     let staging: StagingFile | undefined;
@@ -95,7 +95,7 @@ export function receiveUpload(ex: Exchange, stagingDir: string, maxFileBytes: nu
     for (const limit of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const) {
       parser.on(limit, () => fail(new AppError('malformed_multipart', 'Too many parts')));
     }
-    parser.on('error', (err: Error) => fail(new AppError('malformed_multipart', `Malformed multipart body: ${err.message}`)));
+    parser.on('error', (err: Error) => fail(new AppError('malformed_multipart', `Malformed multipart body: ${err.message}`, { cause: err })));
     parser.on('close', () => {
       if (settled) return;
       if (!staging) return fail(new AppError('malformed_multipart', 'Missing file part'));

@@ -37,7 +37,7 @@ function parseSingleRange(header: string): { first: string; last: string } | und
  */
 export function resolveRange(header: string, size: number): ByteRange | undefined {
   if (header === '') return undefined;
-  const unsatisfiable = () => new AppError('range_not_satisfiable', undefined, { 'Content-Range': `bytes */${size}` });
+  const unsatisfiable = () => new AppError('range_not_satisfiable', undefined, { headers: { 'Content-Range': `bytes */${size}` } });
   if (header.length > MAX_RANGE_HEADER_LENGTH) throw unsatisfiable();
   const bounds = parseSingleRange(header);
   if (!bounds || (bounds.first === '' && bounds.last === '')) return undefined;

@@ -19,13 +19,28 @@ import { corsHeaders, createBrowserGuard, jsonContentTypeProblem, preflightHeade
 import type { HttpEngine, RuntimeInfo } from './engine.js';
 import type { ErrorShape, Exchange } from './exchange.js';
 import { readJsonBody } from './json-body.js';
+import type { RouteDoc } from './route-docs.js';
 
-/** What a route handler may answer: a JSON reply, or nothing when it has sent the response. */
+/** A reply whose body is sent as JSON. */
 export interface JsonReply {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
 }
+
+/** A reply whose body is already bytes (a list page, a stored event, a static asset), sent as it is. */
+export interface BytesReply {
+  status: number;
+  bytes: string | Buffer;
+  /** Content-Type included. */
+  headers: Record<string, string>;
+}
+
+/**
+ * What a route handler answers: a reply for the route table to send, or nothing when the handler
+ * took the response over (Exchange.takeOver) and writes it itself.
+ */
+export type RouteReply = JsonReply | BytesReply;
 
 /** Shared state the handlers reach. */
 export interface ServerContext {
@@ -44,6 +59,8 @@ export interface Route {
   method: 'get' | 'post';
   /** Pattern, e.g. `/v2/events/:event_id`; a trailing slash is tolerated too. */
   path: string;
+  /** What /openapi.json says of the route beyond what its other fields tell (route-docs.ts). */
+  doc: RouteDoc;
   /** Reachable without X-API-Key (/health and the interactive docs). */
   public?: boolean;
   /**
@@ -66,7 +83,7 @@ export interface Route {
   body?: 'json';
   /** The handler reads a JSON body itself (the search gateway): application/json is required too. */
   jsonBody?: boolean;
-  handler: (ex: Exchange, ctx: ServerContext, body: unknown) => Promise<JsonReply | void> | JsonReply | void;
+  handler: (ex: Exchange, ctx: ServerContext, body: unknown) => Promise<RouteReply | void> | RouteReply | void;
 }
 
 /** Counts requests under way, so a graceful stop can wait for in-flight writes. */
@@ -102,6 +119,12 @@ function presentedKey(ex: Exchange, route: Route): string {
   return ex.searchParams().get('api_key') ?? '';
 }
 
+/** Sends a handler's reply: JSON, or bytes as they are. */
+function sendReply(ex: Exchange, reply: RouteReply): void {
+  if ('bytes' in reply) ex.send(reply.status, reply.bytes, reply.headers);
+  else ex.json(reply.status, reply.body, reply.headers);
+}
+
 /** The routes of each path, for 405's `Allow` (e.g. `/v2/events` -> GET, POST). */
 function routesByPath(routes: Route[]): Map<string, Route[]> {
   const byPath = new Map<string, Route[]>();
@@ -117,7 +140,7 @@ function routesByPath(routes: Route[]): Map<string, Route[]> {
 export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext): InFlight {
   const inFlight = new InFlight();
   const checkKey = createKeyChecker(ctx.config.apiKey);
-  const logError = (err: unknown) => ctx.log.error({ err }, 'request failed');
+  const logError = (err: AppError) => ctx.log.error({ err }, 'request failed');
   const { gate } = ctx.lifecycle;
   const guard = createBrowserGuard(ctx.config);
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
@@ -125,25 +148,25 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
   for (const route of routes) {
     const shape = { changesState: route.method === 'post' };
     const jsonBody = route.body === 'json' || route.jsonBody === true;
+    // A refusal before the body was read closes the connection (Exchange.fail's default).
     const handle = (ex: Exchange) => {
-      ex.errorShape = route.errorShape ?? 'store';
-      ex.responseHeaders = corsHeaders(ex.headers.origin, allowedOrigins);
+      ex.setResponseDefaults({ errorShape: route.errorShape ?? 'store', headers: corsHeaders(ex.headers.origin, allowedOrigins) });
       const refused = guard(ex.headers, shape);
       if (refused) {
-        ex.fail(refused, logError, ex.bodyPending);
+        ex.fail(refused, logError);
         return;
       }
       if (!route.public && !checkKey(presentedKey(ex, route))) {
-        ex.fail(new AppError('unauthorized'), logError, ex.bodyPending);
+        ex.fail(new AppError('unauthorized'), logError);
         return;
       }
       const notJson = jsonBody ? jsonContentTypeProblem(ex.headers.contentType) : undefined;
       if (notJson) {
-        ex.fail(notJson, logError, ex.bodyPending);
+        ex.fail(notJson, logError);
         return;
       }
       if (route.gated && !gate.admit(route.gated)) {
-        ex.fail(new AppError('capacity_blocked'), logError, ex.bodyPending);
+        ex.fail(new AppError('capacity_blocked'), logError);
         return;
       }
       inFlight.enter();
@@ -155,7 +178,7 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
       };
       // A client gone mid-body never completes its request: it must not hold up a graceful stop.
       ex.onAbort(leave);
-      let reply: Promise<JsonReply | void> | JsonReply | void;
+      let reply: Promise<RouteReply | void> | RouteReply | void;
       try {
         // Handlers run synchronously here, so a streaming handler attaches onData in time.
         reply = route.body === 'json'
@@ -166,10 +189,11 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
       }
       Promise.resolve(reply)
         .then((value) => {
-          if (value) ex.json(value.status, value.body, value.headers);
+          if (value) sendReply(ex, value);
+          else if (!ex.takenOver && !ex.responded && !ex.aborted) throw new Error(`${route.method.toUpperCase()} ${route.path}: the handler returned no reply and did not take the response over`);
         })
         // A response sent before the body was read closes the connection (nothing else can).
-        .catch((err: unknown) => ex.fail(err, logError, ex.bodyPending))
+        .catch((err: unknown) => ex.fail(err, logError))
         .finally(leave);
     };
     engine.route(route.method, route.path, handle);
@@ -179,19 +203,19 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
   for (const [path, sharing] of routesByPath(routes)) {
     const allow = sharing.map((route) => route.method.toUpperCase()).join(', ');
     const notAllowed = (ex: Exchange) => {
-      ex.errorShape = sharing[0].errorShape ?? 'store';
+      ex.setResponseDefaults({ errorShape: sharing[0].errorShape ?? 'store', headers: [] });
       const preflight = ex.method === 'OPTIONS' ? preflightHeaders(ex.headers.origin, allowedOrigins, allow) : undefined;
       if (preflight) {
         ex.send(204, '', preflight);
         return;
       }
-      ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { Allow: allow }), logError, ex.bodyPending);
+      ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { headers: { Allow: allow } }), logError);
     };
     engine.route('any', path, notAllowed);
     if (path !== '/') engine.route('any', `${path}/`, notAllowed);
   }
   engine.route('any', '/*', (ex) => {
-    ex.fail(new AppError('not_found'), logError, ex.bodyPending);
+    ex.fail(new AppError('not_found'), logError);
   });
   return inFlight;
 }

@@ -15,6 +15,7 @@ import { forwardSearch, hostedSearchPath, HOSTED_CALLS, validateSearchBody } fro
 import type { HostedAnswer, ProxiedSearch } from '../search/proxy-forward.js';
 import type { Exchange } from './exchange.js';
 import { readJsonBody } from './json-body.js';
+import type { RouteDoc } from './route-docs.js';
 import type { Route, ServerContext } from './route-table.js';
 
 /** Largest search request body accepted (bytes); search bodies are a few hundred bytes. */
@@ -65,46 +66,48 @@ function proxySearch(kind: ProxiedSearch, ex: Exchange, ctx: ServerContext): Pro
 /** readJsonBody's 413 and 422 in the proxy's terms: the hosted API answers a bad body 400. */
 function asSearchBodyError(err: unknown): unknown {
   if (!(err instanceof AppError)) return err;
-  if (err.code === 'record_too_large') return new AppError('record_too_large', `Search request body exceeds ${MAX_SEARCH_BODY_BYTES} bytes`);
+  if (err.code === 'record_too_large') return new AppError('record_too_large', `Search request body exceeds ${MAX_SEARCH_BODY_BYTES} bytes`, { cause: err });
   if (err.code === 'validation_failed') {
     const why = Array.isArray(err.detail) ? err.detail.map((issue) => issue.msg).join('; ') : err.detail;
-    return new AppError('search_request_invalid', why);
+    return new AppError('search_request_invalid', why, { cause: err });
   }
   return err;
 }
 
 /**
- * Writes the hosted answer to the client chunk by chunk with backpressure. The first chunk is
- * awaited before the status line, so a body failing at once still answers a clean 502; a
- * failure after that closes the connection (the status is gone).
+ * Writes the hosted answer to the client chunk by chunk with backpressure, taking the response
+ * of `ex` over (Exchange.takeOver). The first chunk is awaited before the status line, so a body
+ * failing at once still answers a clean 502 (thrown, for the route table to answer); a failure
+ * after that closes the connection (the status is gone).
  */
 async function relay(ex: Exchange, answer: HostedAnswer, ctx: ServerContext): Promise<void> {
+  const response = ex.takeOver();
   const first = await answer.body.next();
-  if (ex.aborted || !ex.startResponse(answer.status, answer.headers, undefined, answer.statusText || undefined)) {
+  if (response.aborted || !response.start(answer.status, answer.headers, undefined, answer.statusText || undefined)) {
     await answer.body.return();
     return;
   }
   if (first.done) {
-    ex.end();
+    response.end();
     return;
   }
-  let writable = ex.write(first.value);
+  let writable = response.write(first.value);
   try {
     for (;;) {
-      if (!writable) await ex.writable();
-      if (ex.aborted) break;
+      if (!writable) await response.writable();
+      if (response.aborted) break;
       const next = await answer.body.next();
-      if (ex.aborted) break;
+      if (response.aborted) break;
       if (next.done) {
-        ex.end();
+        response.end();
         return;
       }
-      writable = ex.write(next.value);
+      writable = response.write(next.value);
     }
     await answer.body.return();
   } catch (err) {
     ctx.log.warn({ err }, 'hosted search answer broke off; connection closed');
-    ex.destroy();
+    response.destroy();
   }
 }
 
@@ -122,13 +125,34 @@ export function gatewayMode(config: Config): GatewayMode {
   return config.searchProxyOpen ? 'open' : 'no-store-key';
 }
 
+const AVAILABLE = 'Forwarded to the hosted search API with the device\'s SEARCH_API_KEY; available when SEARCH_BASE_URL and '
+  + 'SEARCH_API_KEY are set (404 otherwise). The hosted status, body, Content-Type, Retry-After and RateLimit-* are relayed.';
+
+/** What /openapi.json says of a gateway route: the hosted API's bodies and answers are described, not typed. */
+function gatewayDoc(summary: string, operationId: string, checksBody: boolean, extra = ''): RouteDoc {
+  return {
+    tag: 'search gateway',
+    summary,
+    operationId,
+    description: `${AVAILABLE}${extra}`,
+    ...(checksBody ? { requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } } } : {}),
+    responses: { 200: { description: 'The hosted answer, relayed.' } },
+    errors: {
+      ...(checksBody ? { search_request_invalid: 'Body refused locally, as the hosted API would refuse it.', record_too_large: 'Body over 64 KiB.' } : {}),
+      not_found: 'Gateway off (search settings unset).',
+      upstream_unreachable: 'Hosted API unreachable.',
+    },
+  };
+}
+
 /** One gateway route: the key may come as `api_key`, errors have the hosted shape. */
-const gatewayRoute = (method: Route['method'], path: string, kind: ProxiedSearch): Route => ({
+const gatewayRoute = (method: Route['method'], path: string, kind: ProxiedSearch, doc: RouteDoc): Route => ({
   method,
   path,
   keyInQuery: true,
   errorShape: 'hosted',
   jsonBody: HOSTED_CALLS[kind].validate !== undefined,
+  doc,
   handler: (ex, ctx) => proxySearch(kind, ex, ctx),
 });
 
@@ -137,11 +161,11 @@ const gatewayRoute = (method: Route['method'], path: string, kind: ProxiedSearch
  * The store's own routes keep precedence: uWS matches a literal segment before a parameter.
  */
 export const searchProxyRoutes: Route[] = [
-  gatewayRoute('post', '/:workspace/:project/search', 'project'),
-  gatewayRoute('post', '/:workspace/search/v1', 'workspace'),
-  gatewayRoute('post', '/:workspace/search/export', 'export-start'),
-  gatewayRoute('get', '/:workspace/search/export/:export_id', 'export-status'),
-  gatewayRoute('post', '/', 'key-workspace'),
-  gatewayRoute('get', '/:workspace', 'workspace-info'),
-  gatewayRoute('get', '/:workspace/:project', 'project-info'),
+  gatewayRoute('post', '/:workspace/:project/search', 'project', gatewayDoc('Project search', 'proxyProjectSearch', true, ' limit 1..250 (default 50).')),
+  gatewayRoute('post', '/:workspace/search/v1', 'workspace', gatewayDoc('Workspace search (query language)', 'proxyWorkspaceSearch', true, ' query is required; pageSize default 50.')),
+  gatewayRoute('post', '/:workspace/search/export', 'export-start', gatewayDoc('Start a search export', 'proxyStartExport', true, ' Answers 202 {link: exportId}.')),
+  gatewayRoute('get', '/:workspace/search/export/:export_id', 'export-status', gatewayDoc('Poll a search export', 'proxyExportStatus', false, ' Answers {ready, link}.')),
+  gatewayRoute('post', '/', 'key-workspace', gatewayDoc('Workspace of the key (SDK bootstrap)', 'proxyKeyWorkspace', false)),
+  gatewayRoute('get', '/:workspace', 'workspace-info', gatewayDoc('Workspace (SDK bootstrap)', 'proxyWorkspace', false)),
+  gatewayRoute('get', '/:workspace/:project', 'project-info', gatewayDoc('Project (SDK bootstrap)', 'proxyProject', false)),
 ];

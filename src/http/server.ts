@@ -17,8 +17,11 @@ import { registerRoutes, type Route } from './route-table.js';
 import { gatewayMode, searchProxyRoutes } from './search-proxy-routes.js';
 import { storeRoutes } from './store-routes.js';
 
-/** Every route the server can answer; the security tests walk this table. */
-export const allRoutes: Route[] = [...eventStreamRoutes, ...storeRoutes, ...adminRoutes, ...docsRoutes, ...searchProxyRoutes];
+/**
+ * Every route the server can answer: what it registers (`routesFor`), what /openapi.json
+ * describes, and what the tests walk.
+ */
+export const allRoutes: Route[] = [...eventStreamRoutes, ...storeRoutes, ...adminRoutes, ...docsRoutes(() => allRoutes), ...searchProxyRoutes];
 
 /**
  * The routes a store with `config` answers: the search gateway's only when it serves (modes

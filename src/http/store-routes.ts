@@ -3,10 +3,13 @@ import { AppError } from '../errors.js';
 import { assertAttachable, attachUpload, finalize } from '../events/attach-file.js';
 import { createEvent, type EventWriter } from '../events/create-event.js';
 import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, type ListLimits } from '../events/read-events.js';
+import { EVENT_SCHEMAS } from '../events/types.js';
 import type { FileKind } from '../store/lmdb-env.js';
 import { sendFile } from './file-download.js';
 import { receiveUpload } from './multipart-upload.js';
-import type { Route, ServerContext } from './route-table.js';
+import { schemaComponentName } from './openapi.js';
+import { jsonRequest, jsonResponse, queryParam, STRING, type OpenApiObject, type RouteDoc } from './route-docs.js';
+import type { BytesReply, Route, ServerContext } from './route-table.js';
 import type { Exchange } from './exchange.js';
 
 /** Sends file `ex.params[0]` when it exists and is of `kind` (docs/API.md, "Errors": E9). */
@@ -36,9 +39,9 @@ function listLimits(ctx: ServerContext): ListLimits {
   return { maxResponseBytes: ctx.config.maxListResponseBytes, maxScanRecords: ctx.config.maxListScanRecords };
 }
 
-/** Sends a JSON body already in bytes: a list page or a stored event, never built as one string. */
-function sendJson(ex: Exchange, body: Buffer): void {
-  ex.send(200, body, { 'Content-Type': 'application/json' });
+/** A 200 with a JSON body already in bytes: a list page or a stored event, never built as one string. */
+function jsonBytes(body: Buffer): BytesReply {
+  return { status: 200, bytes: body, headers: { 'Content-Type': 'application/json' } };
 }
 
 function health(ctx: ServerContext) {
@@ -49,6 +52,111 @@ function health(ctx: ServerContext) {
     return { status: 503, body: { status: 'unhealthy', datastore: 'error', error: (err as Error).message } };
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// What /openapi.json says of each route (route-docs.ts); rules and parameters are docs/API.md's.
+
+const limitParam = queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, 'Events per page, 1..1000; out of range answers 422 (E6).');
+const includeDraftsParam = queryParam('include_drafts', { type: 'boolean', default: true }, 'false returns only finalized events.');
+
+/** Query parameters of `GET /v2/events` (docs/API.md, "Query parameters"). */
+export const listParams: OpenApiObject[] = [
+  limitParam,
+  queryParam('device_id', STRING, 'Exact match.'),
+  queryParam('event_schema', STRING, `Exact match: one of ${EVENT_SCHEMAS.join(', ')}.`),
+  queryParam('workflow_id', STRING, 'Exact match.'),
+  queryParam('external_id', STRING, 'Exact match on event_data.external_id.'),
+  queryParam('related_event_id', STRING, 'Exact match on event_data.related_event_id (operator_feedback events rating that event).'),
+  queryParam('device_ids', STRING, 'Comma-separated device ids (any of).'),
+  queryParam('event_schemas', STRING, 'Comma-separated event_schema values (any of).'),
+  queryParam('workflow_ids', STRING, 'Comma-separated workflow ids (any of).'),
+  queryParam('external_ids', STRING, 'Comma-separated external ids (any of).'),
+  queryParam('start_time', { type: 'string', format: 'date-time' }, 'ISO 8601; lower bound on created_at. Malformed answers 400 (E5).'),
+  queryParam('end_time', { type: 'string', format: 'date-time' }, 'ISO 8601; upper bound on created_at. Malformed answers 400 (E5).'),
+  includeDraftsParam,
+  queryParam('sort_direction', { type: 'string', enum: ['asc', 'desc'], default: 'desc' }, 'Order by created_at; anything else answers 400 (E5).'),
+  {
+    ...queryParam('metadata_filter', { type: 'array', items: STRING }, 'custom_metadata filter, repeatable (AND): key:value or key:op:value, op one of eq, ne, gt, lt, gte, lte. Numbers compare numerically; a filter matches only events carrying the key (ne included). Unparseable answers 400 (E5).'),
+    style: 'form',
+    explode: true,
+  },
+];
+
+const createDoc: RouteDoc = {
+  tag: 'events',
+  summary: 'Create an event',
+  operationId: 'createEvent',
+  description: 'draft true keeps the event open for attachments until finalized; omitted or false finalizes it on creation. '
+    + `event_data must conform to the schema named by event_schema (components ${EVENT_SCHEMAS.map((schema) => schemaComponentName(`event-data/${schema}.json`)).join(', ')}).`,
+  requestBody: jsonRequest('CreateEvent'),
+  responses: { 201: jsonResponse('CreateResponse', 'Created; durable before the answer.') },
+  errors: {
+    solution_required: 'solution required (E1).',
+    event_data_invalid: 'event_data does not conform to its schema; detail names the schema (E2).',
+    image_decode_failed: 'An image failed to decode from base64 (E3).',
+    unknown_event_schema: 'Unknown event_schema (E4).',
+    validation_failed: 'Request validation failed (E7), an image over MAX_PREDICTIONS_PER_IMAGE, or malformed JSON; detail is a list of {loc, msg, type}.',
+    store_failure: 'Store failure.',
+    disk_full: 'Disk full.',
+  },
+};
+
+/** A download route's doc (docs/API.md, "Downloads"; E9). */
+function downloadDoc(idName: string, what: string, operationId: string, notFound: string): RouteDoc {
+  const bytes = { '*/*': { schema: { type: 'string', format: 'binary' } } };
+  return {
+    tag: 'files',
+    summary: `Download ${what}`,
+    operationId,
+    description: 'Range accepts bytes=start-end, bytes=start- and bytes=-suffix. File ids are ephemeral: cleanup may remove a file at any time, so handle 404.',
+    pathParams: { [idName]: `Id of the ${what}.` },
+    parameters: [{ name: 'Range', in: 'header', required: false, schema: STRING, description: 'e.g. bytes=0-1023' }],
+    responses: {
+      200: { description: 'The whole content.', headers: { 'Accept-Ranges': { schema: STRING } }, content: bytes },
+      206: { description: 'The requested range.', headers: { 'Content-Range': { schema: STRING, description: 'bytes start-end/total' } }, content: bytes },
+    },
+    errors: {
+      file_not_found: notFound,
+      range_not_satisfiable: { description: 'Range not satisfiable.', headers: { 'Content-Range': { schema: STRING, description: 'bytes */total' } } },
+    },
+  };
+}
+
+/** An attachment route's doc (docs/API.md, "Drafts and attachments"). */
+function attachDoc(kind: 'video' | 'local-only file', operationId: string, fields: OpenApiObject, errors: RouteDoc['errors']): RouteDoc {
+  return {
+    tag: 'attachments',
+    summary: `Attach a ${kind} to a draft event`,
+    operationId,
+    description: 'The event must be a draft (checked before the body is read). The body is streamed and the size limit enforced per chunk.',
+    pathParams: { event_id: 'Id of the draft event.' },
+    requestBody: {
+      required: true,
+      content: {
+        'multipart/form-data': {
+          schema: {
+            type: 'object',
+            required: ['file'],
+            properties: { file: { type: 'string', format: 'binary', description: 'Exactly one file part.' }, ...fields },
+          },
+        },
+      },
+    },
+    responses: { 201: jsonResponse('AttachResponse', 'Stored and listed on the event.') },
+    errors: {
+      malformed_multipart: 'Malformed multipart body, or missing, empty or duplicate file part.',
+      event_not_found: 'Event not found.',
+      event_finalized: 'Event is finalized (E8); nothing stored.',
+      upload_too_large: 'Upload exceeds its size limit.',
+      ...errors,
+      store_failure: 'Store failure; nothing stored.',
+      disk_full: 'Disk full.',
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The routes
 
 /**
  * `POST /v2/events`: the JSON body read within MAX_RECORD_SIZE_BYTES, then createEvent storing
@@ -61,30 +169,146 @@ export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Rout
     path: '/v2/events',
     body: 'json',
     gated: 'create',
+    doc: createDoc,
     handler: async (_ex, ctx, body) => ({ status: 201, body: await createEvent(writerOf(ctx), ctx.config, body) }),
   };
 }
 
 export const storeRoutes: Route[] = [
-  { method: 'get', path: '/health', public: true, handler: (_ex, ctx) => health(ctx) },
+  {
+    method: 'get',
+    path: '/health',
+    public: true,
+    doc: {
+      tag: 'admin',
+      summary: 'Health',
+      operationId: 'health',
+      responses: { 200: jsonResponse('Health', 'Healthy.'), 503: jsonResponse('Health', 'Unhealthy; error says why.') },
+    },
+    handler: (_ex, ctx) => health(ctx),
+  },
   createRoute((ctx) => ctx.store),
-  { method: 'get', path: '/v2/events', gated: 'other', handler: (ex, ctx) => sendJson(ex, listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))) },
+  {
+    method: 'get',
+    path: '/v2/events',
+    gated: 'other',
+    doc: {
+      tag: 'events',
+      summary: 'Query events',
+      operationId: 'listEvents',
+      description:
+        'Filters combine with AND. Paging: pass the returned next_timestamp as end_time of the next request when sort_direction is desc '
+        + '(as start_time when asc), keeping the other parameters; next_timestamp is null when nothing follows. created_at values are unique, '
+        + 'so pages neither skip nor repeat an event. A page may hold fewer events than limit, even none, while next_timestamp is set: '
+        + 'it stops before its body passes MAX_LIST_RESPONSE_BYTES (holding at least one event), and a filter no index covers '
+        + '(metadata_filter ops other than eq) reads at most MAX_LIST_SCAN_RECORDS records per request. Page until next_timestamp is null.',
+      parameters: listParams,
+      responses: { 200: jsonResponse('EventList', 'Matching events.') },
+      errors: {
+        invalid_query: 'Invalid filter (E5): malformed timestamp, bad sort_direction, unparseable metadata_filter.',
+        validation_failed: 'limit out of range (E6) or other invalid parameter.',
+      },
+    },
+    handler: (ex, ctx) => jsonBytes(listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
+  },
   {
     method: 'get',
     path: '/v2/events/latest/query',
     gated: 'other',
-    handler: (ex, ctx) => sendJson(ex, latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
+    doc: {
+      tag: 'events',
+      summary: 'Most recent events',
+      operationId: 'latestEvents',
+      description: 'Bounded as GET /v2/events. When next_timestamp is set, continue with GET /v2/events?end_time=<next_timestamp> '
+        + 'and the same limit and include_drafts.',
+      parameters: [limitParam, includeDraftsParam],
+      responses: { 200: jsonResponse('EventList', 'Events, most recent first.') },
+      errors: { validation_failed: 'limit out of range (E6).' },
+    },
+    handler: (ex, ctx) => jsonBytes(latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
   },
-  { method: 'get', path: '/v2/events/:event_id', gated: 'other', handler: (ex, ctx) => sendJson(ex, getEventBody(ctx.store, ex.params[0])) },
-  { method: 'get', path: '/events/count/stats', gated: 'other', handler: (ex, ctx) => ({ status: 200, body: countStatsResponse(ctx.store, ex.searchParams()) }) },
-  { method: 'post', path: '/v2/events/:event_id/videos', gated: 'other', handler: (ex, ctx) => upload(ex, ctx, 'video') },
-  { method: 'post', path: '/v2/events/:event_id/local-only-files', gated: 'other', handler: (ex, ctx) => upload(ex, ctx, 'local_only') },
+  {
+    method: 'get',
+    path: '/v2/events/:event_id',
+    gated: 'other',
+    doc: {
+      tag: 'events',
+      summary: 'Get one event',
+      operationId: 'getEvent',
+      pathParams: { event_id: 'Event id (uuid).' },
+      responses: { 200: jsonResponse('StoredEvent', 'The event.') },
+      errors: { event_not_found: 'Event not found.' },
+    },
+    handler: (ex, ctx) => jsonBytes(getEventBody(ctx.store, ex.params[0])),
+  },
+  {
+    method: 'get',
+    path: '/events/count/stats',
+    gated: 'other',
+    doc: {
+      tag: 'events',
+      summary: 'Count events',
+      operationId: 'countEvents',
+      parameters: [queryParam('device_id', STRING, 'Exact match.'), queryParam('event_schema', STRING, 'Exact match.'), queryParam('workflow_id', STRING, 'Exact match.')],
+      responses: { 200: jsonResponse('CountStats', 'Counts.') },
+    },
+    handler: (ex, ctx) => ({ status: 200, body: countStatsResponse(ctx.store, ex.searchParams()) }),
+  },
+  {
+    method: 'post',
+    path: '/v2/events/:event_id/videos',
+    gated: 'other',
+    doc: attachDoc('video', 'attachVideo', { label: { type: 'string', default: 'video' } }, {
+      unsupported_video: 'Content is not a supported video format (detected from the bytes).',
+      validation_failed: 'Invalid label.',
+    }),
+    handler: (ex, ctx) => upload(ex, ctx, 'video'),
+  },
+  {
+    method: 'post',
+    path: '/v2/events/:event_id/local-only-files',
+    gated: 'other',
+    doc: attachDoc(
+      'local-only file',
+      'attachLocalOnlyFile',
+      { label: { type: 'string', default: 'file' }, content_type: { type: 'string', description: 'MIME type; sniffed when omitted.' } },
+      { validation_failed: 'Invalid label or content_type.' },
+    ),
+    handler: (ex, ctx) => upload(ex, ctx, 'local_only'),
+  },
   {
     method: 'post',
     path: '/v2/events/:event_id/finalize',
+    doc: {
+      tag: 'events',
+      summary: 'Finalize a draft',
+      operationId: 'finalizeEvent',
+      description: 'Idempotent: a repeat call answers already_finalized true. Available even when the store is capacity-blocked.',
+      pathParams: { event_id: 'Event id (uuid).' },
+      responses: { 200: jsonResponse('FinalizeResponse', 'Finalized.') },
+      errors: { event_not_found: 'Event not found.', store_failure: 'Store failure.', disk_full: 'Disk full.' },
+    },
     handler: async (ex, ctx) => ({ status: 200, body: await finalize(ctx.store, ex.params[0]) }),
   },
-  { method: 'get', path: '/images/:image_id', gated: 'other', handler: (ex, ctx) => download(ex, ctx, 'image') },
-  { method: 'get', path: '/videos/:video_id', gated: 'other', handler: (ex, ctx) => download(ex, ctx, 'video') },
-  { method: 'get', path: '/local-only-files/:file_id', gated: 'other', handler: (ex, ctx) => download(ex, ctx, 'local_only') },
+  {
+    method: 'get',
+    path: '/images/:image_id',
+    gated: 'other',
+    doc: downloadDoc('image_id', 'image', 'downloadImage', 'No such image.'),
+    handler: (ex, ctx) => download(ex, ctx, 'image'),
+  },
+  {
+    method: 'get',
+    path: '/videos/:video_id',
+    gated: 'other',
+    doc: downloadDoc('video_id', 'video', 'downloadVideo', 'No such file, or the file is not a video.'),
+    handler: (ex, ctx) => download(ex, ctx, 'video'),
+  },
+  {
+    method: 'get',
+    path: '/local-only-files/:file_id',
+    gated: 'other',
+    doc: downloadDoc('file_id', 'local-only file', 'downloadLocalOnlyFile', 'No such file, or the file is not a local-only file.'),
+    handler: (ex, ctx) => download(ex, ctx, 'local_only'),
+  },
 ];

@@ -1,4 +1,5 @@
 /** Messages between the HTTP thread and the lifecycle worker. */
+import type { ErrorReport } from '../errors.js';
 import type { EventChange } from '../store/store-changes.js';
 import type { CleanupResult } from './cleanup.js';
 
@@ -11,7 +12,8 @@ export type ToWorker =
 export type ToMain =
   | { type: 'ready' }
   | { type: 'cleanup-done'; id: number; result: CleanupResult }
-  | { type: 'cleanup-failed'; id: number; message: string }
+  /** `cause`: the worker's error, as data (an Error's own fields do not survive postMessage). */
+  | { type: 'cleanup-failed'; id: number; message: string; cause: ErrorReport }
   /** Segment files deleted: the HTTP thread closes its handles so their space is freed. */
   | { type: 'reclaimed'; segments: number[] }
   /** The active segment holds no live blob: stop appending to it and seal it (EventStore.retireSegment). */

@@ -7,6 +7,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
+import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
 import { DiskReserve } from '../store/disk-reserve.js';
@@ -117,7 +118,7 @@ port.on('message', (message: ToWorker) => {
   } else if (message.type === 'cleanup') {
     cleanup('MANUAL').then(
       (result) => post({ type: 'cleanup-done', id: message.id, result }),
-      (err: unknown) => post({ type: 'cleanup-failed', id: message.id, message: (err as Error).message }),
+      (err: unknown) => post({ type: 'cleanup-failed', id: message.id, message: (err as Error).message, cause: errorReport(err) }),
     );
   } else if (message.type === 'stop') {
     stopping = true;

@@ -5,7 +5,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
-import { AppError } from '../errors.js';
+import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
 import { CapacityGate } from './capacity-gate.js';
@@ -87,7 +87,7 @@ export class Lifecycle {
       const waiting = this.pending.get(message.id);
       this.pending.delete(message.id);
       if (message.type === 'cleanup-done') waiting?.resolve(message.result);
-      else waiting?.reject(new AppError('store_failure', `Cleanup failed: ${message.message}`));
+      else waiting?.reject(new AppError('store_failure', `Cleanup failed: ${message.message}`, { cause: errorFromReport(message.cause) }));
     } else if (message.type === 'changes') {
       for (const change of message.changes) this.store.announceChange(change);
     } else if (message.type === 'reclaimed') {

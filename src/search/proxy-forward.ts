@@ -6,7 +6,7 @@
  * masked. No retries: the client decides (it sees Retry-After). Knows nothing of HTTP serving;
  * `src/http/search-proxy-routes.ts` writes the answer out.
  */
-import { AppError } from '../errors.js';
+import { AppError, errorFromReport, errorReport } from '../errors.js';
 import { REDACTED, redact, secretsRegex } from './redact.js';
 import { validateProjectSearchBody, validateQuery, validateWorkspaceSearchBody } from './request-validation.js';
 import { SearchArgumentError } from './errors.js';
@@ -102,7 +102,7 @@ export function validateSearchBody(kind: ProxiedSearch, body: unknown): void {
   try {
     HOSTED_CALLS[kind].validate?.(body as object);
   } catch (err) {
-    if (err instanceof SearchArgumentError) throw new AppError('search_request_invalid', err.message);
+    if (err instanceof SearchArgumentError) throw new AppError('search_request_invalid', err.message, { cause: err });
     throw err;
   }
 }
@@ -171,13 +171,30 @@ async function* maskedChunks(stream: ReadableStream<Uint8Array> | null, target: 
   }
 }
 
+/** The 502 of a hosted call that failed with `err`; `err`, masked of the key, is its cause. */
 function unreachable(err: unknown, target: HostedTarget, timeoutMs: number): AppError {
   const error = err as Error & { cause?: Error };
   const origin = new URL(target.baseUrl).origin;
   const message = error?.name === 'TimeoutError'
     ? `Hosted search API at ${origin} did not answer within ${timeoutMs} ms`
     : `Hosted search API at ${origin} unreachable: ${[error?.message, error?.cause?.message].filter(Boolean).join(': ')}`;
-  return new AppError('upstream_unreachable', redact(message, target.apiKey));
+  return new AppError('upstream_unreachable', redact(message, target.apiKey), { cause: maskedError(err, target.apiKey) });
+}
+
+/** How many causes deep `maskedError` copies (fetch's "fetch failed" -> the socket's error -> ...). */
+const MASKED_CAUSE_DEPTH = 4;
+
+/**
+ * A copy of `err` and its causes, fit for the log: messages, stacks and paths masked of the key
+ * (the hosted URL carries it as `api_key`), errno fields kept (`code`, `errno`, `syscall`).
+ */
+function maskedError(err: unknown, apiKey: string, depth = 0): Error {
+  const report = errorReport(err);
+  const mask = (text: string | undefined) => (text === undefined ? undefined : redact(text, apiKey));
+  const masked = errorFromReport({ ...report, message: redact(report.message, apiKey), stack: mask(report.stack), path: mask(report.path) });
+  const cause = (err as { cause?: unknown } | undefined)?.cause;
+  if (cause !== undefined && depth < MASKED_CAUSE_DEPTH) masked.cause = maskedError(cause, apiKey, depth + 1);
+  return masked;
 }
 
 /**

@@ -103,7 +103,8 @@ export class StagingFile {
    * @throws the fs error of any write (e.g. ENOSPC)
    */
   async finish(kind: FileKind): Promise<StagedBlob> {
-    await new Promise<void>((resolve, reject) => this.stream.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    // A stream that failed answers end() with ERR_STREAM_DESTROYED: the error is the first one (its errno).
+    await new Promise<void>((resolve, reject) => this.stream.end((err?: Error | null) => (err ? reject(this.failure ?? err) : resolve())));
     if (this.failure) throw this.failure;
     const handle = await fsp.open(this.path, 'r+');
     try {

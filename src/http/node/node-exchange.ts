@@ -63,7 +63,7 @@ export class NodeExchange extends Exchange {
   onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
     this.req.on('data', (chunk: Buffer) => handler(chunk, false));
     this.req.on('end', () => {
-      this.bodyPending = false;
+      this.markBodyRead();
       handler(EMPTY, true);
     });
   }
@@ -90,7 +90,7 @@ export class NodeExchange extends Exchange {
     this.head = undefined;
   }
 
-  write(chunk: Buffer, released?: () => void): boolean {
+  protected writeChunk(chunk: Buffer, released?: () => void): boolean {
     if (this.aborted || this.res.writableEnded) {
       released?.();
       return true;
@@ -102,7 +102,7 @@ export class NodeExchange extends Exchange {
     return released ? this.res.write(chunk, () => released()) : this.res.write(chunk);
   }
 
-  writable(): Promise<void> {
+  protected whenWritable(): Promise<void> {
     if (this.aborted || !this.res.writableNeedDrain) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
@@ -115,13 +115,13 @@ export class NodeExchange extends Exchange {
     });
   }
 
-  end(chunk?: Buffer): void {
+  protected endStream(chunk?: Buffer): void {
     if (this.aborted || this.res.writableEnded) return;
     this.writeHead();
     this.res.end(chunk ?? EMPTY);
   }
 
-  destroy(): void {
+  protected destroyConnection(): void {
     if (!this.aborted) this.res.destroy();
   }
 }

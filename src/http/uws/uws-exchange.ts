@@ -65,7 +65,7 @@ export class UwsExchange extends Exchange {
 
   onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
     this.res.onData((chunk, isLast) => {
-      if (isLast) this.bodyPending = false;
+      if (isLast) this.markBodyRead();
       handler(Buffer.from(chunk), isLast);
     });
   }
@@ -92,7 +92,7 @@ export class UwsExchange extends Exchange {
     this.head = undefined;
   }
 
-  write(chunk: Buffer, released?: () => void): boolean {
+  protected writeChunk(chunk: Buffer, released?: () => void): boolean {
     if (this.aborted) {
       released?.();
       return true;
@@ -138,17 +138,17 @@ export class UwsExchange extends Exchange {
     for (const wake of this.wakers.splice(0)) wake();
   }
 
-  writable(): Promise<void> {
+  protected whenWritable(): Promise<void> {
     if (!this.backpressured || this.aborted) return Promise.resolve();
     return new Promise((resolve) => this.wakers.push(resolve));
   }
 
-  end(chunk?: Buffer): void {
+  protected endStream(chunk?: Buffer): void {
     if (this.aborted) return;
     if (this.total !== undefined) {
       // The response completes when `total` bytes were taken by tryEnd.
-      if (chunk && chunk.length > 0) this.write(chunk);
-      else if (this.head) this.write(EMPTY);
+      if (chunk && chunk.length > 0) this.writeChunk(chunk);
+      else if (this.head) this.writeChunk(EMPTY);
       return;
     }
     this.res.cork(() => {
@@ -157,7 +157,7 @@ export class UwsExchange extends Exchange {
     });
   }
 
-  destroy(): void {
+  protected destroyConnection(): void {
     if (!this.aborted) this.res.close();
   }
 }
