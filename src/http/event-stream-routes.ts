@@ -1,15 +1,17 @@
 /**
  * `GET /v2/events/stream` (docs/API.md, "Live stream"): the live event stream as Server-Sent
  * Events over a streamed response, with the list's filters and a resume point (`since` or
- * `Last-Event-ID`). The key may come as `api_key` in the query, as a browser's `EventSource`
- * cannot set headers. The subscribers themselves live in src/stream.
+ * `Last-Event-ID`), and on the same path with an Upgrade, as a WebSocket (native engine). The key
+ * may come as `api_key` in the query, as a browser's `EventSource` or `WebSocket` cannot set
+ * headers. The subscribers themselves live in src/stream.
  */
 import { parseStreamQuery } from '../events/list-query.js';
 import { StreamMessage } from '../stream/stream-message.js';
 import type { HeartbeatTransport } from '../stream/stream-hub.js';
+import type { EngineWebSocket, WebSocketEndpoint, WebSocketSession } from './engine.js';
 import type { Exchange, ResponseStream } from './exchange.js';
 import { queryParam, STRING } from './route-docs.js';
-import type { Route, ServerContext } from './route-table.js';
+import type { Admission, Route, ServerContext } from './route-table.js';
 import { listParams } from './store-routes.js';
 
 /** An SSE comment: proxies see traffic, clients ignore it (HTML Living Standard, 9.2.6). */
@@ -54,6 +56,87 @@ class SseTransport implements HeartbeatTransport {
     this.ended = true;
     this.markDone();
   }
+}
+
+/** The live stream over one WebSocket: messages `{"type", "id"?, "data"}` (StreamMessage.ws). */
+class WebSocketTransport implements HeartbeatTransport {
+  private ended = false;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly socket: EngineWebSocket) {}
+
+  get closed(): boolean {
+    return this.ended;
+  }
+
+  send(message: StreamMessage): boolean {
+    return this.ended || this.socket.send(message.ws());
+  }
+
+  drained(): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    return new Promise((resolve) => { this.wake = resolve; });
+  }
+
+  /** The engine pings idle WebSockets itself. */
+  heartbeat(): void {}
+
+  end(last?: StreamMessage): void {
+    if (this.ended) return;
+    if (last) this.socket.send(last.ws());
+    this.ended = true;
+    this.socket.end(1000, last ? last.type : 'end');
+    this.drain();
+  }
+
+  /** The client caught up, or the socket closed. */
+  drain(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  /** The socket closed (either side). */
+  close(): void {
+    this.ended = true;
+    this.drain();
+  }
+}
+
+/**
+ * The stream's WebSocket endpoint: an upgrade passes the same checks as the SSE route, with a
+ * browser's cross-origin upgrade refused (a WebSocket is outside CORS's reach), and the same
+ * filters; refusals are answered as HTTP errors before any upgrade.
+ */
+export function eventStreamSocket(ctx: ServerContext, admit: Admission): WebSocketEndpoint {
+  const logError = (err: unknown) => ctx.log.error({ err }, 'request failed');
+  return {
+    upgrade(ex: Exchange): WebSocketSession | undefined {
+      let request: ReturnType<typeof parseStreamQuery>;
+      try {
+        const refused = admit(ex, eventStreamRoutes[0], true);
+        if (refused) throw refused;
+        request = parseStreamQuery(new URLSearchParams(ex.query), ex.headers.lastEventId);
+      } catch (err) {
+        ex.fail(err, logError);
+        return undefined;
+      }
+      let transport: WebSocketTransport | undefined;
+      let cancel: (() => void) | undefined;
+      return {
+        open(socket) {
+          transport = new WebSocketTransport(socket);
+          const subscription = ctx.stream.subscribe(request.filter, request.since, transport);
+          cancel = () => subscription.cancel();
+        },
+        drain: () => transport?.drain(),
+        close() {
+          transport?.close();
+          cancel?.();
+        },
+      };
+    },
+  };
 }
 
 /**

@@ -3,7 +3,7 @@
  * and stops gracefully (no new connections, in-flight writes finished, store closed).
  */
 import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
-import { eventStreamRoutes } from './event-stream-routes.js';
+import { eventStreamRoutes, eventStreamSocket } from './event-stream-routes.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Lifecycle } from '../operations/lifecycle-manager.js';
@@ -13,7 +13,7 @@ import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';
 import { createEngine } from './engine-choice.js';
 import type { RuntimeInfo } from './engine.js';
-import { registerRoutes, type Route } from './route-table.js';
+import { createAdmission, registerRoutes, type Route } from './route-table.js';
 import { gatewayMode, searchProxyRoutes } from './search-proxy-routes.js';
 import { storeRoutes } from './store-routes.js';
 
@@ -59,7 +59,10 @@ export interface RunningServer {
 export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
   const stream = new StreamHub(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
-  const inFlight = registerRoutes(engine, routesFor(config), { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream });
+  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream };
+  // Before the routes: the WebSocket route takes the path's upgrade requests first.
+  engine.webSocket?.('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
+  const inFlight = registerRoutes(engine, routesFor(config), ctx);
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
   warnAboutGateway(config, log);
