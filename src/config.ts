@@ -36,6 +36,11 @@ export interface Config {
   maxListScanRecords: number;
   /** Entries per image, summed over detections, segmentations, keypoint groups and classifications. */
   maxPredictionsPerImage: number;
+  /**
+   * Bytes of live-stream messages one subscriber may have waiting while it is behind; past it
+   * the store closes its stream with its resume point (docs/API.md, "Live stream").
+   */
+  streamSubscriberBufferBytes: number;
   /** Bytes kept free in DATA_DIR for cleanup's commits on a full disk (store/disk-reserve.ts); 0: none. */
   diskReserveBytes: number;
   defaultSolutionId: string | undefined;
@@ -162,6 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxListResponseBytes: number(env, 'MAX_LIST_RESPONSE_BYTES', 16 * MiB, { min: 1024, max: 1 * GiB }),
     maxListScanRecords: number(env, 'MAX_LIST_SCAN_RECORDS', 10_000, { min: 1 }),
     maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
+    streamSubscriberBufferBytes: number(env, 'STREAM_SUBSCRIBER_BUFFER_BYTES', 4 * MiB, { min: 64 * 1024 }),
     diskReserveBytes: number(env, 'DISK_RESERVE_BYTES', 8 * MiB, { min: 0 }),
     defaultSolutionId: text(env, 'DEFAULT_SOLUTION_ID'),
     cloudUploadUrl: url(env, 'CLOUD_UPLOAD_URL'),

@@ -109,6 +109,31 @@ export function parseListQuery(params: URLSearchParams): EventQuery {
   };
 }
 
+/**
+ * Parses the query of `GET /v2/events/stream` (docs/API.md, "Live stream"): the list's filters
+ * (`limit`, order and time bounds do not apply) and the resume point, `since` or else the
+ * `Last-Event-ID` header (an event's `created_at`).
+ * @param lastEventId the `Last-Event-ID` header ('' when absent)
+ * @returns the filter and the resume point (µs; undefined: live from now)
+ * @throws AppError invalid_query (400, E5) for a malformed filter or resume point, validation_failed (422, E7)
+ */
+export function parseStreamQuery(params: URLSearchParams, lastEventId: string): { filter: EventQuery; since: number | undefined } {
+  const filter: EventQuery = {
+    fields: parseFields(params, FIELD_PARAMS),
+    metadata: params.getAll('metadata_filter').map(parseMetadataFilter),
+    startTime: undefined,
+    endTime: undefined,
+    includeDrafts: parseBoolean(params, 'include_drafts', true),
+    direction: 'asc',
+    limit: 0,
+  };
+  const since = params.has('since') ? parseTime(params, 'since') : lastEventId === '' ? undefined : parseIsoMicros(lastEventId);
+  if (lastEventId !== '' && !params.has('since') && since === undefined) {
+    throw new AppError('invalid_query', `Invalid Last-Event-ID '${lastEventId}': expected an event's created_at`);
+  }
+  return { filter, since };
+}
+
 /** Parses the query of `GET /v2/events/latest/query`: `limit` and `include_drafts`, newest first. */
 export function parseLatestQuery(params: URLSearchParams): EventQuery {
   return {

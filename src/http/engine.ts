@@ -37,8 +37,42 @@ export interface HttpEngine {
    * @throws Error `cannot listen on host:port (in use?)`
    */
   listen(host: string, port: number): Promise<number>;
+  /**
+   * Serves WebSocket upgrades on `pattern` (the native engine; the node:http engine has none, and
+   * its requests on `pattern` reach the route of the same path). Register before that route.
+   */
+  webSocket?(pattern: string, endpoint: WebSocketEndpoint): void;
   /** Stops accepting connections; requests under way go on. */
   stopListening(): void;
   /** After a graceful stop: closes the connections left idle (keep-alive). */
   closeIdleConnections(): void;
+}
+
+/** A WebSocket as the engine gives it to an endpoint: valid from `open` to `close`. */
+export interface EngineWebSocket {
+  /**
+   * Sends one text message (copied by the engine).
+   * @returns false when the client is behind: wait for the session's `drain`
+   */
+  send(message: Buffer): boolean;
+  /** Closes with a close frame: `code` (1000 normal, 1001 going away), a short reason. */
+  end(code: number, reason: string): void;
+}
+
+/** What happens on one WebSocket, once accepted. */
+export interface WebSocketSession {
+  open(socket: EngineWebSocket): void;
+  /** The client took what was sent after `send` answered false. */
+  drain(): void;
+  /** The socket closed (either side); nothing may be sent on it any more. */
+  close(): void;
+}
+
+/** A WebSocket route: decides on each upgrade request. */
+export interface WebSocketEndpoint {
+  /**
+   * Runs when an upgrade request's head arrived, with an Exchange over it.
+   * @returns the session to open, or undefined after answering the refusal on `ex` (Exchange.fail)
+   */
+  upgrade(ex: Exchange): WebSocketSession | undefined;
 }

@@ -47,6 +47,8 @@ export interface RequestHeaders {
   contentType: string;
   contentLength: number | undefined;
   range: string;
+  /** `Last-Event-ID`: where a reconnecting event-stream client resumes (docs/API.md, "Live stream"). */
+  lastEventId: string;
   /** `Host`, `Origin` and `Sec-Fetch-Site`, for the browser guard (browser-guard.ts). */
   host: string;
   origin: string;

@@ -6,6 +6,7 @@
  * requests that a graceful stop waits for. A known path asked with another method answers 405
  * with `Allow` (an allowed origin's CORS preflight 204); an unknown path 404 (docs/API.md, "Errors").
  */
+import type { StreamHub } from '../stream/stream-hub.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -50,6 +51,8 @@ export interface ServerContext {
   resetTokens: ResetTokens;
   /** Node version and HTTP engine in use (reported by /stats). */
   runtime: RuntimeInfo;
+  /** Subscribers of the live event stream (src/stream/stream-hub.ts). */
+  stream: StreamHub;
 }
 
 export interface Route {
@@ -134,36 +137,47 @@ function routesByPath(routes: Route[]): Map<string, Route[]> {
  * catch-all 404.
  * @returns the in-flight counter of these routes
  */
-export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext): InFlight {
-  const inFlight = new InFlight();
+/**
+ * The checks a request passes before its route's handler runs, in order: the browser guard, the
+ * key, a JSON Content-Type where one is required, and the capacity gate (docs/API.md,
+ * "Authentication", "Browsers", "Capacity and 529"). Also sets the exchange's response defaults.
+ * @param changesState the request changes state, or (a WebSocket) reads outside CORS's reach: a
+ *   browser's cross-origin request is refused (default: the route's method is POST)
+ * @returns the refusal to answer, or undefined to go on
+ */
+export type Admission = (ex: Exchange, route: Route, changesState?: boolean) => AppError | undefined;
+
+/** The admission checks of a server with `ctx`'s settings. */
+export function createAdmission(ctx: ServerContext): Admission {
   const checkKey = createKeyChecker(ctx.config.apiKey);
-  const logError = (err: AppError) => ctx.log.error({ err }, 'request failed');
   const { gate } = ctx.lifecycle;
   const guard = createBrowserGuard(ctx.config);
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
+  return (ex, route, changesState = route.method === 'post') => {
+    ex.setResponseDefaults({ errorShape: route.errorShape ?? 'store', headers: corsHeaders(ex.headers.origin, allowedOrigins) });
+    const refused = guard(ex.headers, { changesState });
+    if (refused) return refused;
+    if (!route.public && !checkKey(presentedKey(ex, route))) return new AppError('unauthorized');
+    const notJson = route.body === 'json' || route.jsonBody === true ? jsonContentTypeProblem(ex.headers.contentType) : undefined;
+    if (notJson) return notJson;
+    if (route.gated && !gate.admit(route.gated)) return new AppError('capacity_blocked');
+    return undefined;
+  };
+}
+
+export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext): InFlight {
+  const inFlight = new InFlight();
+  const logError = (err: AppError) => ctx.log.error({ err }, 'request failed');
+  const { gate } = ctx.lifecycle;
+  const admit = createAdmission(ctx);
+  const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
 
   for (const route of routes) {
-    const shape = { changesState: route.method === 'post' };
-    const jsonBody = route.body === 'json' || route.jsonBody === true;
     // A refusal before the body was read closes the connection (Exchange.fail's default).
     const handle = (ex: Exchange) => {
-      ex.setResponseDefaults({ errorShape: route.errorShape ?? 'store', headers: corsHeaders(ex.headers.origin, allowedOrigins) });
-      const refused = guard(ex.headers, shape);
+      const refused = admit(ex, route);
       if (refused) {
         ex.fail(refused, logError);
-        return;
-      }
-      if (!route.public && !checkKey(presentedKey(ex, route))) {
-        ex.fail(new AppError('unauthorized'), logError);
-        return;
-      }
-      const notJson = jsonBody ? jsonContentTypeProblem(ex.headers.contentType) : undefined;
-      if (notJson) {
-        ex.fail(notJson, logError);
-        return;
-      }
-      if (route.gated && !gate.admit(route.gated)) {
-        ex.fail(new AppError('capacity_blocked'), logError);
         return;
       }
       inFlight.enter();

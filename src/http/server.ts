@@ -2,6 +2,8 @@
  * The HTTP server: picks the engine (engine-choice.ts), registers the route table on it, listens,
  * and stops gracefully (no new connections, in-flight writes finished, store closed).
  */
+import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
+import { eventStreamRoutes, eventStreamSocket } from './event-stream-routes.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Lifecycle } from '../operations/lifecycle-manager.js';
@@ -11,7 +13,7 @@ import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';
 import { createEngine } from './engine-choice.js';
 import type { RuntimeInfo } from './engine.js';
-import { registerRoutes, type Route } from './route-table.js';
+import { createAdmission, registerRoutes, type Route } from './route-table.js';
 import { gatewayMode, searchProxyRoutes } from './search-proxy-routes.js';
 import { storeRoutes } from './store-routes.js';
 
@@ -19,7 +21,7 @@ import { storeRoutes } from './store-routes.js';
  * Every route the server can answer: what it registers (`routesFor`), what /openapi.json
  * describes, and what the tests walk.
  */
-export const allRoutes: Route[] = [...storeRoutes, ...adminRoutes, ...docsRoutes(() => allRoutes), ...searchProxyRoutes];
+export const allRoutes: Route[] = [...eventStreamRoutes, ...storeRoutes, ...adminRoutes, ...docsRoutes(() => allRoutes), ...searchProxyRoutes];
 
 /**
  * The routes a store with `config` answers: the search gateway's only when it serves (modes
@@ -56,7 +58,11 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
-  const inFlight = registerRoutes(engine, routesFor(config), { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime });
+  const stream = new StreamHub(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
+  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream };
+  // Before the routes: the WebSocket route takes the path's upgrade requests first.
+  engine.webSocket?.('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
+  const inFlight = registerRoutes(engine, routesFor(config), ctx);
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
   warnAboutGateway(config, log);
@@ -65,6 +71,7 @@ export async function startServer(config: Config, store: EventStore, lifecycle: 
     runtime: engine.runtime,
     async close(graceMs = 10_000) {
       engine.stopListening();
+      stream.close(); // streams end with their resume point; in-flight writes finish
       await inFlight.drained(graceMs);
       engine.closeIdleConnections();
       await store.close();

@@ -60,7 +60,7 @@ const limitParam = queryParam('limit', { type: 'integer', minimum: 1, maximum: 1
 const includeDraftsParam = queryParam('include_drafts', { type: 'boolean', default: true }, 'false returns only finalized events.');
 
 /** Query parameters of `GET /v2/events` (docs/API.md, "Query parameters"). */
-const listParams: OpenApiObject[] = [
+export const listParams: OpenApiObject[] = [
   limitParam,
   queryParam('device_id', STRING, 'Exact match.'),
   queryParam('event_schema', STRING, `Exact match: one of ${EVENT_SCHEMAS.join(', ')}.`),

@@ -10,6 +10,7 @@ import { deleteFiles, deleteRecords, reclaimSegments, type FileRef } from '../st
 import { eventsOldestFirst, filesByAge, retentionCutoff } from '../store/lifecycle-queries.js';
 import type { StoreView } from '../store/store-view.js';
 import { isProtected } from '../store/upload-queue.js';
+import type { DeletionReason } from '../store/store-changes.js';
 import { checkConsistency } from './consistency.js';
 
 /**
@@ -80,11 +81,15 @@ function snapshot(store: StoreView): Snapshot {
   return { records: counters.events, files: counters.files, bytes: store.storageBytes() };
 }
 
+/** Why cleanup deletes records: the pass that deletes them (retention, over-limit, storage). */
+type CleanupReason = Exclude<DeletionReason, 'reset'>;
+
 /**
  * Deletes the oldest deletable records created before `before` (µs), `wanted` of them at most.
+ * @param reason the pass deleting them, announced to the live stream (docs/API.md, "Live stream")
  * @returns records, files and bytes deleted
  */
-async function deleteOldestRecords(store: StoreView, before: number, wanted: number) {
+async function deleteOldestRecords(store: StoreView, before: number, wanted: number, reason: CleanupReason) {
   const total = { records: 0, files: 0, bytes: 0 };
   let from = -Infinity;
   while (total.records < wanted) {
@@ -98,7 +103,7 @@ async function deleteOldestRecords(store: StoreView, before: number, wanted: num
     if (last === undefined) break;
     from = last + 1; // created_at is an integer of µs: the next one the walk may meet
     if (batch.length === 0) continue;
-    const tally = await deleteRecords(store, batch);
+    const tally = await deleteRecords(store, batch, reason);
     total.records += tally.records;
     total.files += tally.files;
     total.bytes += tally.bytes;
@@ -150,9 +155,9 @@ export async function runCleanup(
   const before = snapshot(store);
   const consistency = await checkConsistency(store, now);
 
-  const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays), Infinity);
+  const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays), Infinity, 'retention');
   const excess = store.counters().events - limits.maxRecords;
-  const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess) : { records: 0, files: 0, bytes: 0 };
+  const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess, 'max_records') : { records: 0, files: 0, bytes: 0 };
   const storageFiles = await deleteOldestFiles(store, limits.maxStorageBytes, hooks);
   const storageRecords = store.storageBytes() > limits.maxStorageBytes
     ? await deleteOldestRecordsUntil(store, limits.maxStorageBytes)
@@ -185,7 +190,7 @@ export async function runCleanup(
 async function deleteOldestRecordsUntil(store: StoreView, maxBytes: number) {
   const total = { records: 0, files: 0, bytes: 0 };
   while (store.storageBytes() > maxBytes) {
-    const tally = await deleteOldestRecords(store, Infinity, CLEANUP_BATCH);
+    const tally = await deleteOldestRecords(store, Infinity, CLEANUP_BATCH, 'storage');
     if (tally.records === 0) break;
     total.records += tally.records;
     total.files += tally.files;

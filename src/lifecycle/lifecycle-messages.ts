@@ -1,5 +1,6 @@
 /** Messages between the HTTP thread and the lifecycle worker. */
 import type { ErrorReport } from '../errors.js';
+import type { EventChange } from '../store/store-changes.js';
 import type { CleanupResult } from './cleanup.js';
 
 export type ToWorker =
@@ -19,4 +20,6 @@ export type ToMain =
   | { type: 'retire-segment'; id: number; segment: number }
   /** A segment's live share fell low: copy its live blobs forward (EventStore.compactSegment). */
   | { type: 'compact-segment'; id: number; segment: number }
+  /** Changes the worker made to events (auto-finalize, cleanup deletions), for the live stream. */
+  | { type: 'changes'; changes: EventChange[] }
   | { type: 'stopped' };

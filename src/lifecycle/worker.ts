@@ -13,6 +13,7 @@ import { createLogger } from '../logger.js';
 import { DiskReserve } from '../store/disk-reserve.js';
 import { setRecordPresenter } from '../store/record-codec.js';
 import { StoreView } from '../store/store-view.js';
+import type { EventChange, StoreChange } from '../store/store-changes.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
 import { runUploadLoop } from './cloud-uploader.js';
@@ -33,9 +34,16 @@ const port = parentPort!;
 const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]).child({ thread: 'lifecycle' });
 // The sweep's finalize and cleanup's file deletions rewrite records with their JSON.
 setRecordPresenter(presentEventJson);
-const store = StoreView.openView(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
-const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
 const post = (message: ToMain) => port.postMessage(message);
+/** Changes announced this turn, posted to the HTTP thread together (its live stream announces them). */
+const changes: EventChange[] = [];
+function forwardChange(change: StoreChange): void {
+  if (change.kind === 'reset') return; // resets are the HTTP thread's own
+  if (changes.length === 0) queueMicrotask(() => post({ type: 'changes', changes: changes.splice(0) }));
+  changes.push(change);
+}
+const store = StoreView.openView(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined, announce: forwardChange });
+const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
 
 /** The job under way; jobs run one at a time, in the order they were asked for. */
 let queue: Promise<unknown> = Promise.resolve();

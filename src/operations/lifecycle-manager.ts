@@ -88,6 +88,8 @@ export class Lifecycle {
       this.pending.delete(message.id);
       if (message.type === 'cleanup-done') waiting?.resolve(message.result);
       else waiting?.reject(new AppError('store_failure', `Cleanup failed: ${message.message}`, { cause: errorFromReport(message.cause) }));
+    } else if (message.type === 'changes') {
+      for (const change of message.changes) this.store.announceChange(change);
     } else if (message.type === 'reclaimed') {
       for (const segment of message.segments) void this.store.blobs.forget(segment);
     } else if (message.type === 'retire-segment' || message.type === 'compact-segment') {

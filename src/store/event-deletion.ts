@@ -9,7 +9,8 @@ import path from 'node:path';
 import { segmentFileName } from './blob-log.js';
 import { deadLetterKey, fileAgeKey, fileIdsOf, indexKeysOf, uploadKey } from './index-keys.js';
 import { addToCounters, type StoreDatabases } from './lmdb-env.js';
-import { encodeRecord } from './record-codec.js';
+import { encodeRecord, type EventRecord } from './record-codec.js';
+import type { DeletionReason } from './store-changes.js';
 import type { StoreView } from './store-view.js';
 
 /** Segments smaller than this (bytes) are not worth compacting. */
@@ -58,12 +59,15 @@ class DeadBlobs {
 }
 
 /**
- * Deletes whole records (and every file of theirs) created at `createdAts` (µs).
+ * Deletes whole records (and every file of theirs) created at `createdAts` (µs), and announces
+ * each once flushed (store-changes.ts).
+ * @param reason why they go (the cleanup pass deleting them)
  * @throws the lmdb error of a failed commit (nothing is deleted then)
  */
-export async function deleteRecords(store: StoreView, createdAts: number[]): Promise<DeletionTally> {
+export async function deleteRecords(store: StoreView, createdAts: number[], reason: Exclude<DeletionReason, 'reset'>): Promise<DeletionTally> {
   const { dbs } = store;
   const tally: DeletionTally = { records: 0, files: 0, bytes: 0 };
+  const deleted: EventRecord[] = [];
   await dbs.root.transaction(() => {
     const dead = new DeadBlobs();
     let images = 0;
@@ -79,6 +83,7 @@ export async function deleteRecords(store: StoreView, createdAts: number[]): Pro
       dbs.events.removeSync(createdAt);
       dbs.eventIds.removeSync(record.id);
       tally.records++;
+      deleted.push(record);
       images += record.images.length;
       if (record.draft) drafts++;
     }
@@ -90,6 +95,7 @@ export async function deleteRecords(store: StoreView, createdAts: number[]): Pro
     });
   });
   await store.flushed();
+  for (const record of deleted) store.announceChange({ kind: 'deleted', id: record.id, createdAt: record.created_at, reason, record });
   return tally;
 }
 

@@ -188,10 +188,10 @@ export interface ScanBudget {
 export interface PageSink {
   /**
    * Takes the presented JSON of a matching event (UTF-8 bytes, docs/API.md "Routes": stored
-   * event), valid only during the call: copy what must be kept. False when it did not fit;
-   * that event then starts the next page.
+   * event) and its created_at (µs), the JSON valid only during the call: copy what must be kept.
+   * False when it did not fit; that event then starts the next page.
    */
-  add(json: Uint8Array): boolean;
+  add(json: Uint8Array, createdAt: number): boolean;
 }
 
 /**
@@ -228,7 +228,7 @@ export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudg
         if (full) return ts;
       }
       const json = storedJson(value);
-      if (!sink.add(json)) return ts;
+      if (!sink.add(json, ts)) return ts;
       readBytes += json.length;
       taken++;
     }

@@ -15,9 +15,10 @@ import type { RecordImage, RecordImageResults } from './event-record.js';
 import { GroupCommitter } from './group-commit.js';
 import { timeOrderedId } from './ids.js';
 import { completeCounters, openDatabases, type FileKind, type StoreDatabases } from './lmdb-env.js';
-import { encodeRecord, type EventRecord } from './record-codec.js';
+import { encodeRecord, storedJson, type EventRecord } from './record-codec.js';
 import { encodeRecordFrame } from './record-frame.js';
 import { recoverStore } from './recovery.js';
+import { StoreChanges, type StoreChange } from './store-changes.js';
 import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
 import { countQueuedUploads } from './upload-queue.js';
@@ -89,6 +90,8 @@ export class EventStore extends StoreView {
   private cutEpoch = -1;
   /** How the open that made this store found it. */
   opened: OpenReport = { replayed: 0, ms: 0 };
+  /** Changes to events once durable and visible, in that order (store-changes.ts). */
+  readonly changes: StoreChanges;
 
   private constructor(
     dbs: StoreDatabases,
@@ -100,6 +103,7 @@ export class EventStore extends StoreView {
   ) {
     super(dbs, dataDir, options);
     this.nextSegment = lastSegment + 1;
+    this.changes = new StoreChanges((err) => options.onBackgroundError?.(err, 'change listener'));
     this.committer = new GroupCommitter((batch, release) => this.commitCreates(batch, release));
     this.indexer = new GroupCommitter((batches) => this.indexBatches(batches), MAX_BATCHES_PER_INDEX_COMMIT);
   }
@@ -151,6 +155,10 @@ export class EventStore extends StoreView {
     };
   }
 
+  override announceChange(change: StoreChange): void {
+    this.changes.announce(change);
+  }
+
   /** A segment number never used before in this store. */
   allocateSegment(): number {
     return this.nextSegment++;
@@ -172,6 +180,7 @@ export class EventStore extends StoreView {
         for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta]) db.clearSync();
         dbs.meta.putSync(LOG_POSITION_KEY, restart);
       });
+      this.announceChange({ kind: 'reset' });
       for (const name of await fsp.readdir(this.blobsDir)) await fsp.rm(path.join(this.blobsDir, name), { force: true, recursive: true });
     });
   }
@@ -368,6 +377,13 @@ export class EventStore extends StoreView {
       this.cutEpoch = live[0].appended.epoch;
       await this.appender.rollBack(live[0].appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));
       return batches.map(() => err as Error);
+    }
+    if (this.changes.listened) {
+      for (const { creates } of live) {
+        for (const { record, value } of creates) {
+          this.announceChange({ kind: 'created', id: record.id, createdAt: record.created_at, record, json: storedJson(value) });
+        }
+      }
     }
     return batches.map((b) => (live.includes(b) ? undefined : cut));
   }

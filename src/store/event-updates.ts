@@ -45,6 +45,7 @@ export async function finalizeEvent(store: StoreView, id: string, auto = false):
   const createdAt = store.getEvent(id)?.created_at;
   if (createdAt === undefined) throw new AppError('event_not_found', `Event ${id} not found`);
   let outcome: FinalizeOutcome | undefined;
+  let finalized: EventRecord | undefined;
   try {
     await store.dbs.root.transaction(() => {
       const record = store.getRecord(createdAt);
@@ -62,12 +63,14 @@ export async function finalizeEvent(store: StoreView, id: string, auto = false):
       if (store.trackUploads) store.dbs.index.putSync(uploadKey(record.created_at), EMPTY);
       addToCounters(store.dbs, { drafts: -1, uploadsPending: store.trackUploads ? 1 : 0 });
       outcome = { id, finalizedAt: now, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false };
+      finalized = record;
     });
     await store.flushed();
   } catch (err) {
     throw fromDiskError(err);
   }
   if (!outcome) throw new AppError('event_not_found', `Event ${id} not found`);
+  if (finalized) store.announceChange({ kind: 'finalized', id, createdAt, record: finalized });
   return outcome;
 }
 
@@ -89,6 +92,7 @@ export async function attachStagedBlob(store: EventStore, eventId: string, stage
   const segmentPath = path.join(store.blobsDir, segmentFileName(segment));
   const listed: RecordAttachment = { file_id: staged.fileId, label: attachment.label, content_type: attachment.contentType, size_bytes: staged.size };
   let refusal: AppError | undefined;
+  let attached: EventRecord | undefined;
   try {
     await fsp.rename(staged.path, segmentPath);
     await syncDirectory(store.blobsDir);
@@ -106,6 +110,7 @@ export async function attachStagedBlob(store: EventStore, eventId: string, stage
       record.original_file_count++;
       record.current_file_count++;
       putRecord(store, record);
+      attached = record;
       store.dbs.files.putSync(staged.fileId, {
         segment, offset: FRAME_HEADER_BYTES, length: staged.size, kind: attachment.kind,
         contentType: attachment.contentType, event: record.created_at, crc: staged.crc,
@@ -123,5 +128,6 @@ export async function attachStagedBlob(store: EventStore, eventId: string, stage
     await fsp.rm(segmentPath, { force: true });
     throw refusal;
   }
+  if (attached) store.announceChange({ kind: 'files_attached', id: eventId, createdAt: attached.created_at, record: attached });
   return listed;
 }

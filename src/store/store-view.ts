@@ -5,6 +5,7 @@
  * environment (LMDB is safe across threads).
  */
 import path from 'node:path';
+import type { StoreChange } from './store-changes.js';
 import { BlobReader } from './blob-reader.js';
 import { openDatabases, readCounters, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
@@ -13,6 +14,11 @@ import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
 export interface StoreOptions {
   /** Cloud upload is on (CLOUD_UPLOAD_URL set): keep the upload queue. */
   trackUploads: boolean;
+  /**
+   * Where this thread's changes to events go once durable (store-changes.ts): the HTTP thread's
+   * EventStore announces them itself; the lifecycle worker forwards them to the HTTP thread.
+   */
+  announce?: (change: StoreChange) => void;
 }
 
 /** Longest id the store ever issues (a uuid); longer lookups miss without touching LMDB. */
@@ -25,11 +31,11 @@ export class StoreView {
   /** Cloud upload is on: finalized events enter the upload queue (index `U`). */
   readonly trackUploads: boolean;
 
-  constructor(readonly dbs: StoreDatabases, readonly dataDir: string, options: StoreOptions) {
+  constructor(readonly dbs: StoreDatabases, readonly dataDir: string, private readonly storeOptions: StoreOptions) {
     this.blobsDir = path.join(dataDir, 'blobs');
     this.stagingDir = path.join(dataDir, 'staging');
     this.blobs = new BlobReader(this.blobsDir);
-    this.trackUploads = options.trackUploads;
+    this.trackUploads = storeOptions.trackUploads;
   }
 
   /**
@@ -39,6 +45,11 @@ export class StoreView {
    */
   async flushed(): Promise<void> {
     await this.dbs.root.flushed;
+  }
+
+  /** Announces a durable change to events (store-changes.ts); changes with no announcer are dropped. */
+  announceChange(change: StoreChange): void {
+    this.storeOptions.announce?.(change);
   }
 
   /** Opens a view on an existing store (no lock: for the lifecycle worker). */

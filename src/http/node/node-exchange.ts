@@ -37,6 +37,7 @@ export class NodeExchange extends Exchange {
         contentType: header(req, 'content-type'),
         contentLength: length === '' ? undefined : Number(length),
         range: header(req, 'range'),
+        lastEventId: header(req, 'last-event-id'),
         host: header(req, 'host'),
         origin: header(req, 'origin'),
         fetchSite: header(req, 'sec-fetch-site'),

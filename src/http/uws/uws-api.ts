@@ -20,6 +20,8 @@ export interface UwsResponse {
   /** Writes a chunk (chunked encoding); false when backpressure built up (uWS keeps the chunk). */
   write(chunk: Uint8Array | string): boolean;
   end(body?: Uint8Array | string, closeConnection?: boolean): UwsResponse;
+  /** Upgrades to a WebSocket (in the upgrade handler, synchronously or corked). */
+  upgrade<UserData>(userData: UserData, secWebSocketKey: string, secWebSocketProtocol: string, secWebSocketExtensions: string, context: unknown): void;
   /** Writes as much of `chunk` as fits, for a body of `totalSize` bytes: [accepted, finished]. */
   tryEnd(chunk: Uint8Array | string, totalSize: number): [boolean, boolean];
   cork(fn: () => void): UwsResponse;
@@ -44,7 +46,30 @@ export interface UwsRequest {
 export type UwsHandler = (res: UwsResponse, req: UwsRequest) => void;
 
 /** `uWS.TemplatedApp`. */
+/** `uWS.WebSocket`: valid from `open` to `close`. */
+export interface UwsWebSocket<UserData> {
+  /** 1: sent; 0: sent, backpressure built up (wait for `drain`); 2: dropped (over maxBackpressure). */
+  send(message: Uint8Array, isBinary?: boolean, compress?: boolean): number;
+  getBufferedAmount(): number;
+  /** Closes with a close frame (`close` handler runs at once). */
+  end(code?: number, shortMessage?: string): void;
+  getUserData(): UserData;
+}
+
+/** `uWS.WebSocketBehavior`: settings and handlers of a WebSocket route. */
+export interface UwsWebSocketBehavior<UserData> {
+  maxPayloadLength?: number;
+  idleTimeout?: number;
+  maxBackpressure?: number;
+  sendPingsAutomatically?: boolean;
+  upgrade?: (res: UwsResponse, req: UwsRequest, context: unknown) => void;
+  open?: (ws: UwsWebSocket<UserData>) => void;
+  drain?: (ws: UwsWebSocket<UserData>) => void;
+  close?: (ws: UwsWebSocket<UserData>, code: number, message: ArrayBuffer) => void;
+}
+
 export interface UwsApp {
+  ws<UserData>(pattern: string, behavior: UwsWebSocketBehavior<UserData>): UwsApp;
   get(pattern: string, handler: UwsHandler): UwsApp;
   post(pattern: string, handler: UwsHandler): UwsApp;
   any(pattern: string, handler: UwsHandler): UwsApp;

@@ -1,5 +1,5 @@
 /** The HttpEngine on a loaded native uWebSockets.js build. */
-import type { HttpEngine, RuntimeInfo } from '../engine.js';
+import type { HttpEngine, RuntimeInfo, WebSocketSession } from '../engine.js';
 import type { Exchange } from '../exchange.js';
 import type { UwsApp, UwsHandler, UwsListenSocket } from './uws-api.js';
 import type { LoadedUws } from './uws-loader.js';
@@ -32,6 +32,30 @@ export function createUwsEngine(loaded: LoadedUws, runtime: RuntimeInfo): HttpEn
         // The body's end is unknown: answer and close, whatever the route.
         if (refused) ex.fail(refused, () => undefined, true);
         else handler(ex);
+      });
+    },
+    webSocket(pattern, endpoint) {
+      const paramCount = pattern.split('/').filter((s) => s.startsWith(':')).length;
+      app.ws<{ session: WebSocketSession }>(pattern, {
+        // Clients only listen; uWS pings idle sockets, and our own bound (the stream's queue)
+        // decides when a client is too slow, so uWS's backpressure limit is set above it.
+        maxPayloadLength: 4 * 1024,
+        idleTimeout: 120,
+        sendPingsAutomatically: true,
+        maxBackpressure: 1024 * 1024 * 1024,
+        upgrade: (res, req, context) => {
+          const key = req.getHeader('sec-websocket-key');
+          const protocol = req.getHeader('sec-websocket-protocol');
+          const extensions = req.getHeader('sec-websocket-extensions');
+          const session = endpoint.upgrade(new UwsExchange(res, req, paramCount));
+          if (session) res.upgrade({ session }, key, protocol, extensions, context);
+        },
+        open: (ws) => ws.getUserData().session.open({
+          send: (message) => ws.send(message, false, false) === 1,
+          end: (code, reason) => ws.end(code, reason),
+        }),
+        drain: (ws) => ws.getUserData().session.drain(),
+        close: (ws) => ws.getUserData().session.close(),
       });
     },
     listen(host, port) {

@@ -38,6 +38,7 @@ export class UwsExchange extends Exchange {
         contentType: req.getHeader('content-type'),
         contentLength: length === '' ? undefined : Number(length),
         range: req.getHeader('range'),
+        lastEventId: req.getHeader('last-event-id'),
         host: req.getHeader('host'),
         origin: req.getHeader('origin'),
         fetchSite: req.getHeader('sec-fetch-site'),

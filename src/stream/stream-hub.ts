@@ -1,0 +1,103 @@
+/**
+ * The live event stream's subscribers (docs/API.md, "Live stream"): listens to the store's
+ * change feed (src/store/store-changes.ts), turns each change into one message, and offers it to
+ * every subscriber, which sends it when it matches its filter. A slow subscriber never slows
+ * ingest: its messages queue up to a bound, then it is closed with its resume point
+ * (subscription.ts). Heartbeats keep proxies from closing idle streams.
+ */
+import { matchesQuery, type EventQuery } from '../store/event-query.js';
+import type { EventRecord } from '../store/event-record.js';
+import type { EventStore } from '../store/event-store.js';
+import type { StoreChange } from '../store/store-changes.js';
+import { StreamMessage } from './stream-message.js';
+import { Subscription, type OfferedChange, type StreamTransport, type SubscriptionLimits } from './subscription.js';
+
+/** Settings of the hub; bytes and ms. */
+export interface StreamHubOptions extends SubscriptionLimits {
+  /** Pause between heartbeats of an idle stream (ms). */
+  heartbeatMs: number;
+}
+
+export const DEFAULT_STREAM_OPTIONS: StreamHubOptions = {
+  maxQueuedBytes: 4 * 1024 * 1024,
+  catchUpPage: 100,
+  catchUpScanRecords: 10_000,
+  heartbeatMs: 15_000,
+};
+
+/** A transport that can also carry a heartbeat (an SSE comment; WebSockets ping by themselves). */
+export interface HeartbeatTransport extends StreamTransport {
+  heartbeat(): void;
+}
+
+export class StreamHub {
+  private readonly subscriptions = new Map<Subscription, HeartbeatTransport>();
+  private readonly stopListening: () => void;
+  private readonly heartbeats: NodeJS.Timeout;
+  /** Subscribers closed for falling too far behind, since start. */
+  dropped = 0;
+
+  constructor(private readonly store: EventStore, private readonly options: StreamHubOptions = DEFAULT_STREAM_OPTIONS) {
+    this.stopListening = store.changes.listen((change) => this.offer(change));
+    this.heartbeats = setInterval(() => {
+      for (const transport of this.subscriptions.values()) transport.heartbeat();
+    }, options.heartbeatMs);
+    this.heartbeats.unref();
+  }
+
+  /** Subscribers connected now. */
+  get subscribers(): number {
+    return this.subscriptions.size;
+  }
+
+  /**
+   * Adds a subscriber and starts its catch-up from the store (docs/API.md, "Live stream").
+   * @param filter the list filters (limit, order and time bounds are not used)
+   * @param since created_at (µs) of the last event the client has; undefined: live from now
+   * @returns the subscription; `cancel()` it when the client goes away
+   */
+  subscribe(filter: EventQuery, since: number | undefined, transport: HeartbeatTransport): Subscription {
+    const subscription = new Subscription(this.store, filter, since, transport, this.options, (ended, overflowed) => {
+      this.subscriptions.delete(ended);
+      if (overflowed) this.dropped++;
+    });
+    this.subscriptions.set(subscription, transport);
+    subscription.start().catch(() => subscription.close('shutdown'));
+    return subscription;
+  }
+
+  /** Ends every stream with a last `closed` message naming its resume point (graceful stop). */
+  close(): void {
+    this.stopListening();
+    clearInterval(this.heartbeats);
+    for (const subscription of [...this.subscriptions.keys()]) subscription.close('shutdown');
+  }
+
+  private offer(change: StoreChange): void {
+    if (this.subscriptions.size === 0) return;
+    const offered = this.messageOf(change);
+    if (!offered) return;
+    for (const subscription of this.subscriptions.keys()) subscription.offer(offered);
+  }
+
+  private messageOf(change: StoreChange): OfferedChange | undefined {
+    if (change.kind === 'reset') {
+      return { message: StreamMessage.of('deleted', { id: null, reason: 'reset' }), matches: undefined };
+    }
+    if (change.kind === 'deleted') {
+      const { record } = change;
+      return {
+        message: StreamMessage.of('deleted', { id: change.id, reason: change.reason }),
+        matches: record ? (query) => matchesQuery(record, query) : undefined,
+      };
+    }
+    const record: EventRecord | undefined = change.record ?? this.store.getRecord(change.createdAt);
+    const json = change.json ?? this.store.getEventJson(change.id);
+    if (!record || !json) return undefined; // deleted since
+    return {
+      message: new StreamMessage(change.kind, json, change.kind === 'created' ? change.createdAt : undefined),
+      matches: (query) => matchesQuery(record, query),
+    };
+  }
+}
+
