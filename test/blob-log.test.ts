@@ -10,25 +10,15 @@ import path from 'node:path';
 import t from 'tap';
 import { SegmentAppender, segmentFileName, writeAll } from '../src/store/blob-log.js';
 import { timeOrderedId } from '../src/store/ids.js';
-import { blobCrcMatches, checksum, FRAME_HEADER_BYTES, frameHeader, scanFrames, type ScannedFrame } from '../src/store/segment-frames.js';
+import { blobCrcMatches, checksum, FRAME_HEADER_BYTES, frameHeader } from '../src/store/segment-frames.js';
 import { tempDataDir } from './support/store-server.js';
+import { scan } from './support/segment-scan.js';
 
 /** writev's cap on buffers per call (IOV_MAX on Linux), which writeAll must respect. */
 const IOV_MAX = 1024;
 /** The largest record frame a scan accepts (segment-frames.ts: records are bounded by MAX_RECORD_SIZE_BYTES). */
 const MAX_RECORD_FRAME_BYTES = 64 * 1024 * 1024;
 const MiB = 1024 * 1024;
-
-async function scan(file: string, start = 0): Promise<ScannedFrame[]> {
-  const handle = await fsp.open(file, 'r');
-  try {
-    const frames: ScannedFrame[] = [];
-    for await (const frame of scanFrames(handle, start)) frames.push(frame);
-    return frames;
-  } finally {
-    await handle.close();
-  }
-}
 
 /** Deterministic bytes (a linear congruential sequence), so a misplaced byte shows. */
 function pattern(length: number, seed: number): Buffer {

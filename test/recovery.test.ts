@@ -16,6 +16,13 @@ import { startStore, tempDataDir } from './support/store-server.js';
 /** No cleanup pass within a test. */
 const QUIET = { CLEANUP_INTERVAL_SECONDS: '3600' };
 
+/** The fields of a plain create handed to `EventStore.create` directly (no HTTP). */
+const NEW_EVENT_FIELDS = {
+  solution: null, workflow_id: null, workflow_version: null, inference_timestamp: '2026-11-22T01:00:00Z',
+  device_id: 'cam-1', stream_id: null, image_id: null, event_schema: 'custom', event_data: {}, custom_metadata: {},
+  display_image_position: null, draft: false,
+};
+
 async function kill(store: SpawnedStore): Promise<void> {
   const exited = once(store.child, 'exit');
   store.child.kill('SIGKILL');
@@ -154,15 +161,10 @@ t.test('an index commit that fails cuts its batch from the log: refused creates 
   });
   const dataDir = tempDataDir();
   const store = await FaultyStore.open(dataDir);
-  const fields = {
-    solution: null, workflow_id: null, workflow_version: null, inference_timestamp: '2026-11-22T01:00:00Z',
-    device_id: 'cam-1', stream_id: null, image_id: null, event_schema: 'custom', event_data: {}, custom_metadata: {},
-    display_image_position: null, draft: false,
-  };
-  const first = await store.create({ fields, images: [] });
-  const refused = await store.create({ fields, images: [] }).catch((err: Error) => err);
+  const first = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
+  const refused = await store.create({ fields: NEW_EVENT_FIELDS, images: [] }).catch((err: Error) => err);
   t.ok(refused instanceof Error, 'the create whose index commit failed is refused');
-  const third = await store.create({ fields, images: [] });
+  const third = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   t.ok(store.getEvent(third.id), 'the store keeps taking creates');
   await store.close();
 
@@ -204,23 +206,18 @@ t.test('a failed index commit over several appended batches refuses them all and
   });
   const dataDir = tempDataDir();
   const store = await FaultyStore.open(dataDir);
-  const fields = {
-    solution: null, workflow_id: null, workflow_version: null, inference_timestamp: '2026-11-22T01:00:00Z',
-    device_id: 'cam-1', stream_id: null, image_id: null, event_schema: 'custom', event_data: {}, custom_metadata: {},
-    display_image_position: null, draft: false,
-  };
-  const first = store.create({ fields, images: [] });
+  const first = store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   const waiting: Promise<unknown>[] = [];
   for (let batch = 0; batch < 3; batch++) {
     await new Promise((resolve) => setTimeout(resolve, 20)); // each create its own log batch
-    waiting.push(store.create({ fields, images: [] }).catch((err: Error) => err));
+    waiting.push(store.create({ fields: NEW_EVENT_FIELDS, images: [] }).catch((err: Error) => err));
   }
   await new Promise((resolve) => setTimeout(resolve, 20));
   releaseFirst();
   const kept = await first;
   const refused = await Promise.all(waiting);
   t.ok(refused.every((r) => r instanceof Error), 'every create of the failed commit is refused');
-  const later = await store.create({ fields, images: [] });
+  const later = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   await store.close();
 
   const dbs = openDatabases(dataDir);

@@ -109,7 +109,7 @@ t.test('with API_KEY set, no route of the table is reachable without the key', a
   // With the key, the same requests reach the routes (so the walk above met real handlers).
   for (const route of allRoutes) {
     const res = await send(route.method, fill(route.path), withKey);
-    await res.arrayBuffer();
+    await res.body?.cancel(); // the status is all that is asked; the live stream never ends by itself
     t.not(res.status, 401, `${route.method.toUpperCase()} ${route.path} answers ${res.status} with the key`);
   }
 });

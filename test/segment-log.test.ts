@@ -9,10 +9,11 @@ import path from 'node:path';
 import t from 'tap';
 import { SegmentAppender, segmentFileName } from '../src/store/blob-log.js';
 import { decodeRecordFrame, encodeRecordFrame } from '../src/store/record-frame.js';
-import { blobCrcMatches, FRAME_HEADER_BYTES, scanFrames, type ScannedFrame } from '../src/store/segment-frames.js';
+import { blobCrcMatches, FRAME_HEADER_BYTES } from '../src/store/segment-frames.js';
 import { timeOrderedId } from '../src/store/ids.js';
 import { fixture } from './support/events.js';
 import { tempDataDir } from './support/store-server.js';
+import { scan } from './support/segment-scan.js';
 
 const image = fixture('cat.jpg');
 const eventId = timeOrderedId();
@@ -29,17 +30,6 @@ async function oneCreate(): Promise<{ file: string; end: number }> {
   ]);
   await appender.close();
   return { file: path.join(dir, segmentFileName(1)), end: appended.end };
-}
-
-async function scan(file: string, start = 0): Promise<ScannedFrame[]> {
-  const handle = await fsp.open(file, 'r');
-  try {
-    const frames: ScannedFrame[] = [];
-    for await (const frame of scanFrames(handle, start)) frames.push(frame);
-    return frames;
-  } finally {
-    await handle.close();
-  }
 }
 
 t.test('an append reads back: kinds, ids, places and record data', async (t) => {

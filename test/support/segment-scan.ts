@@ -1,0 +1,15 @@
+/** Reads a segment file's frames with the store's own scan (src/store/segment-frames.ts `scanFrames`). */
+import fsp from 'node:fs/promises';
+import { scanFrames, type ScannedFrame } from '../../src/store/segment-frames.js';
+
+/** Every frame `scanFrames` finds in `file` from byte `start`, until the first bad or torn one. */
+export async function scan(file: string, start = 0): Promise<ScannedFrame[]> {
+  const handle = await fsp.open(file, 'r');
+  try {
+    const frames: ScannedFrame[] = [];
+    for await (const frame of scanFrames(handle, start)) frames.push(frame);
+    return frames;
+  } finally {
+    await handle.close();
+  }
+}
