@@ -188,6 +188,8 @@ t.test('upload state survives a restart; a refused event is dead-lettered and th
   cloud.refuseEvent(b.id);
   const second = await startStore(cloudEnv(cloud, { DATA_DIR: first.dataDir }));
   await until('a and c in the cloud', () => cloud.events.has(a.id) && cloud.events.has(c.id));
+  // The cloud has them before the store has recorded them shipped: wait for that too.
+  await until('the upload queue recorded empty', async () => (await getJson(`${second.url}/stats`)).body.capacity.uploads_pending === 0);
   await second.stop();
   t.same(cloud.order, [a.id, c.id], 'in created_at order');
   t.same([...cloud.deliveries.values()], [1, 1], 'each event delivered once');
