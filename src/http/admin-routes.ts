@@ -7,6 +7,23 @@ import type { Route } from './route-table.js';
 export const adminRoutes: Route[] = [
   {
     method: 'get',
+    path: '/metrics',
+    // Prometheus sends no custom header: its scrape config passes the key as a parameter.
+    keyInQuery: true,
+    doc: {
+      tag: 'admin',
+      summary: 'Prometheus metrics',
+      operationId: 'getMetrics',
+      description: 'The text exposition format, every name prefixed edge_events_ (docs/OPERATIONS.md, "Metrics").',
+      responses: { 200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    },
+    handler: async (_ex, ctx) => {
+      const { text, contentType } = await ctx.metrics!.scrape();
+      return { status: 200, bytes: text, headers: { 'Content-Type': contentType } };
+    },
+  },
+  {
+    method: 'get',
     path: '/stats',
     doc: {
       tag: 'admin',

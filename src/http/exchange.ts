@@ -127,6 +127,7 @@ export abstract class Exchange {
   readonly headers: RequestHeaders;
   private clientGone = false;
   private started = false;
+  private sentStatus = 0;
   private bodyLeft: boolean;
   private stream: ResponseStream | undefined;
   private defaults: ResponseDefaults = { errorShape: 'store', headers: [] };
@@ -144,6 +145,11 @@ export abstract class Exchange {
   /** True once the client went away; nothing may be written then. */
   get aborted(): boolean {
     return this.clientGone;
+  }
+
+  /** The status of the response sent or started; 0 while there is none. */
+  get status(): number {
+    return this.sentStatus;
   }
 
   /** True once a response was sent, or started by a handler that took the response over. */
@@ -196,6 +202,7 @@ export abstract class Exchange {
   send(status: number, body: string | Buffer, headers: Record<string, string> = {}, closeConnection = false): void {
     if (this.clientGone || this.started) return;
     this.started = true;
+    this.sentStatus = status;
     this.sendWhole(status, body, [...Object.entries(headers), ...this.defaults.headers], closeConnection);
   }
 
@@ -237,6 +244,7 @@ export abstract class Exchange {
       start: (status, headers, totalBytes, reason) => {
         if (this.clientGone || this.started) return false;
         this.started = true;
+        this.sentStatus = status;
         this.beginStream(status, reason ?? statusText(status), [...headers, ...this.defaults.headers], totalBytes);
         return true;
       },

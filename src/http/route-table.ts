@@ -6,6 +6,7 @@
  * requests that a graceful stop waits for. A known path asked with another method answers 405
  * with `Allow` (an allowed origin's CORS preflight 204); an unknown path 404 (docs/API.md, "Errors").
  */
+import type { StoreMetrics } from '../operations/metrics.js';
 import type { StreamHub } from '../stream/stream-hub.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
@@ -53,6 +54,8 @@ export interface ServerContext {
   runtime: RuntimeInfo;
   /** Subscribers of the live event stream (src/stream/stream-hub.ts). */
   stream: StreamHub;
+  /** The Prometheus metrics (src/operations/metrics.ts); absent in a bench ceiling's bare server. */
+  metrics?: StoreMetrics;
 }
 
 export interface Route {
@@ -171,13 +174,20 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
   const { gate } = ctx.lifecycle;
   const admit = createAdmission(ctx);
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
+  /** Counts an answered request in /metrics (the route pattern, not the path: bounded labels). */
+  const observeRequest = (ex: Exchange, route: string, started: number): void => {
+    ctx.metrics?.observeRequest(route, ex.method, ex.status, (performance.now() - started) / 1000, ex.headers.contentLength);
+  };
 
   for (const route of routes) {
     // A refusal before the body was read closes the connection (Exchange.fail's default).
     const handle = (ex: Exchange) => {
+      const started = performance.now();
+      const observe = () => observeRequest(ex, route.path, started);
       const refused = admit(ex, route);
       if (refused) {
         ex.fail(refused, logError);
+        observe();
         return;
       }
       inFlight.enter();
@@ -185,6 +195,7 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
       const leave = () => {
         if (counted) inFlight.leave();
         if (counted && route.gated === 'create') gate.settle();
+        if (counted) observe();
         counted = false;
       };
       // A client gone mid-body never completes its request: it must not hold up a graceful stop.
@@ -221,12 +232,14 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
         return;
       }
       ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { headers: { Allow: allow } }), logError);
+      observeRequest(ex, path, performance.now());
     };
     engine.route('any', path, notAllowed);
     if (path !== '/') engine.route('any', `${path}/`, notAllowed);
   }
   engine.route('any', '/*', (ex) => {
     ex.fail(new AppError('not_found'), logError);
+    observeRequest(ex, 'unmatched', performance.now());
   });
   return inFlight;
 }

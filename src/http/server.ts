@@ -2,6 +2,7 @@
  * The HTTP server: picks the engine (engine-choice.ts), registers the route table on it, listens,
  * and stops gracefully (no new connections, in-flight writes finished, store closed).
  */
+import { StoreMetrics } from '../operations/metrics.js';
 import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
 import { eventStreamRoutes, eventStreamSocket } from './event-stream-routes.js';
 import type { Config } from '../config.js';
@@ -59,7 +60,8 @@ export interface RunningServer {
 export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
   const stream = new StreamHub(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
-  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream };
+  const metrics = new StoreMetrics({ config, store, lifecycle, stream });
+  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics };
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
   engine.webSocket?.('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
   const inFlight = registerRoutes(engine, routesFor(config), ctx);

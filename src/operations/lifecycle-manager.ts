@@ -25,6 +25,8 @@ export class Lifecycle {
   private current: Worker | undefined;
   private stopping = false;
   private restarts = 0;
+  /** Times the worker was restarted after a crash, since start (for /metrics). */
+  crashRestarts = 0;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: CleanupResult) => void; reject: (e: unknown) => void }>();
 
@@ -114,6 +116,7 @@ export class Lifecycle {
     }
     if (this.stopping) return;
     const delay = Math.min(RESTART_MIN_MS * 2 ** this.restarts++, RESTART_MAX_MS);
+    this.crashRestarts++;
     this.log.error({ code, restartInMs: delay }, 'lifecycle worker crashed; restarting it');
     setTimeout(() => {
       if (!this.stopping) this.start().catch((err: unknown) => this.log.error({ err }, 'lifecycle worker restart failed'));

@@ -90,6 +90,11 @@ export class EventStore extends StoreView {
   private cutEpoch = -1;
   /** How the open that made this store found it. */
   opened: OpenReport = { replayed: 0, ms: 0 };
+  /**
+   * Told how long each round of a create stage took (docs/OPERATIONS.md, "Metrics"): the log
+   * stage's append + fdatasync, the index stage's commit; with the batches and events of the round.
+   */
+  stageTimer: ((stage: 'log' | 'index', batches: number, events: number, seconds: number) => void) | undefined;
   /** Changes to events once durable and visible, in that order (store-changes.ts). */
   readonly changes: StoreChanges;
 
@@ -338,8 +343,10 @@ export class EventStore extends StoreView {
       creates.push({ record, value, files: [] });
     }
     let appended: Appended;
+    const appendStarted = performance.now();
     try {
       appended = await this.appender.append(frames);
+      this.stageTimer?.('log', 1, batch.length, (performance.now() - appendStarted) / 1000);
     } catch (err) {
       throw fromDiskError(err);
     } finally {
@@ -371,8 +378,11 @@ export class EventStore extends StoreView {
     const live = batches.filter((b) => b.appended.epoch > this.cutEpoch);
     if (live.length === 0) return batches.map(() => cut);
     const last = live[live.length - 1].appended;
+    const creates = live.flatMap((b) => b.creates);
+    const commitStarted = performance.now();
     try {
-      await indexCreates(this.dbs, live.flatMap((b) => b.creates), { segment: last.segment, offset: last.end }, this.trackUploads);
+      await indexCreates(this.dbs, creates, { segment: last.segment, offset: last.end }, this.trackUploads);
+      this.stageTimer?.('index', live.length, creates.length, (performance.now() - commitStarted) / 1000);
     } catch (err) {
       this.cutEpoch = live[0].appended.epoch;
       await this.appender.rollBack(live[0].appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));

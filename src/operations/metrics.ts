@@ -1,0 +1,115 @@
+/**
+ * Prometheus metrics of the store (docs/OPERATIONS.md, "Metrics"), served by `GET /metrics` in
+ * the text exposition format through prom-client, every name prefixed `edge_events_`.
+ *
+ * Counted as things happen: HTTP requests and their latency by route pattern, method and status;
+ * ingested events, images and request bytes; the group commit's rounds (events per round, log
+ * append + fdatasync and index commit latency); deletions by reason (from the store's change
+ * feed). Read from the store's state at each scrape: stored events, images and bytes, capacity
+ * used, the cloud upload backlog and the age of its oldest event, 529 refusals, lifecycle worker
+ * restarts, live-stream subscribers. Plus prom-client's default process metrics.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { EventStore } from '../store/event-store.js';
+import { uploadQueue } from '../store/upload-queue.js';
+import type { StreamHub } from '../stream/stream-hub.js';
+import type { Lifecycle } from './lifecycle-manager.js';
+
+const PREFIX = 'edge_events_';
+
+/** Latency buckets (seconds): 0.5 ms to 10 s, for requests and commit stages alike. */
+const SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+/** Events per commit round. */
+const BATCH_BUCKETS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000];
+
+/** What the metrics read at each scrape. */
+export interface MetricSources {
+  config: Config;
+  store: EventStore;
+  lifecycle: Lifecycle;
+  stream: StreamHub;
+}
+
+export class StoreMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly requestSeconds: Histogram<'route' | 'method' | 'status'>;
+  private readonly ingestedBytes: Counter;
+
+  constructor(sources: MetricSources) {
+    const { config, store, lifecycle, stream } = sources;
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+
+    this.requests = new Counter({ name: `${PREFIX}http_requests_total`, help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers });
+    this.requestSeconds = new Histogram({ name: `${PREFIX}http_request_duration_seconds`, help: 'Time from a request\'s head to its answer, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], buckets: SECONDS_BUCKETS, registers });
+    this.ingestedBytes = new Counter({ name: `${PREFIX}ingested_bytes_total`, help: 'Bytes of create request bodies stored (POST /v2/events answered 201).', registers });
+
+    const ingestedEvents = new Counter({ name: `${PREFIX}ingested_events_total`, help: 'Events created.', registers });
+    const ingestedImages = new Counter({ name: `${PREFIX}ingested_images_total`, help: 'Images stored with created events.', registers });
+    const deleted = new Counter({ name: `${PREFIX}deleted_events_total`, help: 'Events deleted by cleanup, by reason (retention, max_records, storage).', labelNames: ['reason'], registers });
+    const resets = new Counter({ name: `${PREFIX}resets_total`, help: 'Resets (every event deleted).', registers });
+    store.changes.listen((change) => {
+      if (change.kind === 'created') {
+        ingestedEvents.inc();
+        if (change.record) ingestedImages.inc(change.record.images.length);
+      } else if (change.kind === 'deleted') deleted.inc({ reason: change.reason });
+      else if (change.kind === 'reset') resets.inc();
+    });
+
+    const roundEvents = new Histogram({ name: `${PREFIX}commit_batch_events`, help: 'Events per round of a create stage (log: one append; index: one LMDB commit).', labelNames: ['stage'], buckets: BATCH_BUCKETS, registers });
+    const roundSeconds = new Histogram({ name: `${PREFIX}commit_duration_seconds`, help: 'Time of a round of a create stage: log append + fdatasync, or index commit.', labelNames: ['stage'], buckets: SECONDS_BUCKETS, registers });
+    store.stageTimer = (stage, _batches, events, seconds) => {
+      roundEvents.observe({ stage }, events);
+      roundSeconds.observe({ stage }, seconds);
+    };
+
+    const counters = () => store.counters();
+    new Gauge({ name: `${PREFIX}stored_events`, help: 'Events stored.', registers, collect() { this.set(counters().events); } });
+    new Gauge({ name: `${PREFIX}stored_images`, help: 'Images stored.', registers, collect() { this.set(counters().images); } });
+    new Gauge({ name: `${PREFIX}stored_bytes`, help: 'Bytes the store takes: live blob bytes and LMDB pages in use (total_storage_bytes of /stats).', registers, collect() { this.set(store.storageBytes()); } });
+    new Gauge({
+      name: `${PREFIX}capacity_used_ratio`,
+      help: 'Share of a capacity in use: records of MAX_RECORDS, storage of MAX_STORAGE_BYTES.',
+      labelNames: ['capacity'],
+      registers,
+      collect() {
+        this.set({ capacity: 'records' }, counters().events / config.maxRecords);
+        this.set({ capacity: 'storage' }, store.storageBytes() / config.maxStorageBytes);
+      },
+    });
+    new Gauge({ name: `${PREFIX}upload_queue_events`, help: 'Finalized events waiting for cloud upload.', registers, collect() { this.set(counters().uploadsPending); } });
+    new Gauge({
+      name: `${PREFIX}upload_oldest_age_seconds`,
+      help: 'Age of the oldest event waiting for cloud upload (0 when none waits).',
+      registers,
+      collect() {
+        const [oldest] = uploadQueue(store, 1);
+        this.set(oldest === undefined ? 0 : Math.max(0, Date.now() / 1000 - oldest / 1e6));
+      },
+    });
+    new Counter({ name: `${PREFIX}capacity_refusals_total`, help: 'Requests answered 529 while the store was capacity-blocked.', registers, collect() { this.reset(); this.inc(lifecycle.gate.refusedTotal); } });
+    new Counter({ name: `${PREFIX}lifecycle_worker_restarts_total`, help: 'Restarts of the lifecycle worker after a crash.', registers, collect() { this.reset(); this.inc(lifecycle.crashRestarts); } });
+    new Gauge({ name: `${PREFIX}stream_subscribers`, help: 'Live-stream subscribers connected.', registers, collect() { this.set(stream.subscribers); } });
+    new Counter({ name: `${PREFIX}stream_subscribers_dropped_total`, help: 'Live-stream subscribers closed for falling too far behind.', registers, collect() { this.reset(); this.inc(stream.dropped); } });
+  }
+
+  /**
+   * Counts one answered request.
+   * @param route the route pattern (`/v2/events/:event_id`), or `unmatched`
+   * @param seconds from the request's head to its answer
+   * @param bodyBytes the request body's declared length, counted as ingested for a stored create
+   */
+  observeRequest(route: string, method: string, status: number, seconds: number, bodyBytes?: number): void {
+    const labels = { route, method, status: String(status) };
+    this.requests.inc(labels);
+    this.requestSeconds.observe(labels, seconds);
+    if (route === '/v2/events' && method === 'POST' && status === 201 && bodyBytes) this.ingestedBytes.inc(bodyBytes);
+  }
+
+  /** The text exposition of every metric, with its Content-Type. */
+  async scrape(): Promise<{ text: string; contentType: string }> {
+    return { text: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+}

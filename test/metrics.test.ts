@@ -1,0 +1,61 @@
+/**
+ * `GET /metrics` (docs/OPERATIONS.md, "Metrics") over real HTTP: the output passes Prometheus's
+ * own parser and linter (`promtool check metrics`, Debian's `prometheus` package; .ci/run
+ * installs it), and counters move as events are created and deleted.
+ */
+import { spawnSync } from 'node:child_process';
+import t from 'tap';
+import { imageEvent, postJson, smallEvent } from './support/events.js';
+import { startStore } from './support/store-server.js';
+
+/** The value of the sample `name{labels}` as the exposition writes it (labels in prom-client's order). */
+function sample(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  if (!line) throw new Error(`no sample ${series}`);
+  return Number(line.slice(series.length + 1));
+}
+
+t.test('the exposition passes promtool, and counters move with creates and deletions', async (t) => {
+  const store = await startStore({ CLEANUP_INTERVAL_SECONDS: '3600', MAX_RECORDS: '1' });
+  t.teardown(() => store.stop());
+  const bodies = [imageEvent(), smallEvent()];
+  for (const body of bodies) t.equal((await postJson(`${store.url}/v2/events`, body)).status, 201);
+  await fetch(`${store.url}/no-such-route`).then((res) => res.arrayBuffer());
+
+  const res = await fetch(`${store.url}/metrics`);
+  t.equal(res.status, 200);
+  t.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
+  const text = await res.text();
+
+  const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+  if (check.error) throw new Error(`promtool is needed for this test (apt-get install prometheus): ${check.error.message}`);
+  // Exit 1: the text does not parse; 3: lint problems. prom-client's own process metrics name
+  // gauges `nodejs_active_*_total`, which the linter flags; the store's own must pass.
+  t.not(check.status, 1, `promtool parses it: ${check.stderr}`);
+  const lint = `${check.stdout}${check.stderr}`.split('\n').filter((l) => l.trim() !== '');
+  t.same(lint.filter((l) => !l.startsWith('edge_events_nodejs_')), [], 'no lint problem but prom-client\'s default gauges');
+
+  t.equal(sample(text, 'edge_events_ingested_events_total'), 2);
+  t.equal(sample(text, 'edge_events_ingested_images_total'), 1);
+  t.equal(sample(text, 'edge_events_ingested_bytes_total'), bodies.reduce((sum, body) => sum + Buffer.byteLength(JSON.stringify(body)), 0), 'the bytes of both create bodies');
+  t.equal(sample(text, 'edge_events_stored_events'), 2);
+  t.equal(sample(text, 'edge_events_http_requests_total{route="/v2/events",method="POST",status="201"}'), 2);
+  t.equal(sample(text, 'edge_events_http_requests_total{route="unmatched",method="GET",status="404"}'), 1);
+  t.ok(sample(text, 'edge_events_commit_duration_seconds_count{stage="log"}') >= 1, 'log appends timed');
+  t.ok(sample(text, 'edge_events_commit_duration_seconds_count{stage="index"}') >= 1, 'index commits timed');
+  t.equal(sample(text, 'edge_events_capacity_used_ratio{capacity="records"}'), 2, 'two records of MAX_RECORDS=1');
+  t.ok(sample(text, 'edge_events_process_resident_memory_bytes') > 0, 'prom-client\'s process metrics');
+
+  await postJson(`${store.url}/admin/cleanup`, '');
+  const after = await fetch(`${store.url}/metrics`).then((r) => r.text());
+  t.equal(sample(after, 'edge_events_deleted_events_total{reason="max_records"}'), 1, 'the deletion is counted by reason');
+  t.equal(sample(after, 'edge_events_stored_events'), 1);
+});
+
+t.test('with API_KEY set, /metrics takes the key as X-API-Key or as api_key (Prometheus params)', async (t) => {
+  const store = await startStore({ API_KEY: 'scrape-key' });
+  t.teardown(() => store.stop());
+  t.equal((await fetch(`${store.url}/metrics`)).status, 401);
+  t.equal((await fetch(`${store.url}/metrics`, { headers: { 'x-api-key': 'scrape-key' } })).status, 200);
+  t.equal((await fetch(`${store.url}/metrics?api_key=scrape-key`)).status, 200);
+});
