@@ -200,3 +200,12 @@ export function loadConfig(env: Env = process.env): Config {
     httpEngine: httpEngine(env),
   };
 }
+
+/**
+ * The settings' secrets, which the logger masks (src/logger.ts): the hosted search's and the
+ * cloud's keys, and the MQTT password when MQTT_URL carries one.
+ */
+export function secretsOf(config: Config): (string | undefined)[] {
+  const mqttPassword = config.mqttUrl === undefined ? '' : decodeURIComponent(new URL(config.mqttUrl).password);
+  return [config.searchApiKey, config.cloudApiKey, mqttPassword || undefined];
+}

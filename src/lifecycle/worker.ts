@@ -6,7 +6,7 @@
  * (see lifecycle-messages.ts) and one shared flag (the capacity state).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Config } from '../config.js';
+import { secretsOf, type Config } from '../config.js';
 import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
@@ -31,7 +31,7 @@ const SWEEP_MAX_INTERVAL_MS = 30_000;
 
 const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
 const port = parentPort!;
-const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]).child({ thread: 'lifecycle' });
+const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
 // The sweep's finalize and cleanup's file deletions rewrite records with their JSON.
 setRecordPresenter(presentEventJson);
 const post = (message: ToMain) => port.postMessage(message);

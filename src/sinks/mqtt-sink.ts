@@ -36,6 +36,8 @@ const MAX_IN_FLIGHT = 1000;
 export const MAX_OFFLINE_CHANGES = 10_000;
 /** Pause between writes of the cursor to the store (ms). */
 const CURSOR_WRITE_MS = 1000;
+/** Pause before a subscription that ended is started again, and between looks at what is in flight (ms). */
+const RESUBSCRIBE_PAUSE_MS = 100;
 /** Retry after a refused publish: 1 s doubling to 60 s. */
 const RETRY = { baseMs: 1000, capMs: 60_000, random: Math.random };
 
@@ -163,18 +165,22 @@ export class MqttSink {
     current.subscription.cancel();
   }
 
-  /** The subscription fell behind (its queue passed its bound): resume from the cursor once the broker acknowledged what is in flight. */
+  /**
+   * The subscription ended (fell behind its bound, or could not read the store): resume from the
+   * cursor once the broker acknowledged what is in flight, after a pause, so a subscription that
+   * keeps failing never spins.
+   */
   private resubscribeWhenIdle(transport: MqttTransport): void {
-    const waitForAcks = () => {
+    const resume = () => {
       if (this.current?.transport !== transport) return;
       if (transport.busy && this.client.connected) {
-        setTimeout(waitForAcks, 10);
+        setTimeout(resume, RESUBSCRIBE_PAUSE_MS).unref();
         return;
       }
       this.unfollow();
       this.follow();
     };
-    waitForAcks();
+    setTimeout(resume, RESUBSCRIBE_PAUSE_MS).unref();
   }
 
   /** The broker refused a message (e.g. not authorized): retry from the cursor with a growing pause. */
@@ -188,7 +194,7 @@ export class MqttSink {
 
   /** Keeps, while no subscription publishes, the finalizes and deletions of events already published. */
   private keepWhileOffline(change: StoreChange): void {
-    if (this.current || this.stopped) return;
+    if ((this.current && !this.current.transport.closed) || this.stopped) return;
     if (change.kind === 'created' || change.kind === 'files_attached') return; // the catch-up brings the event as it is then
     // An event not published yet comes from the catch-up too (or not at all once deleted).
     if (change.kind !== 'reset' && change.createdAt > this.cursor) return;

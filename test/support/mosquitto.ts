@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { tempDataDir } from './store-server.js';
 
@@ -54,6 +55,9 @@ export async function startBroker(): Promise<Broker> {
     `persistence_location ${dir}/`,
     'max_queued_messages 0', // a persistent subscriber's queue is not cut while it reconnects
     'log_dest none',
+    // Run as root, mosquitto drops to user `mosquitto` by default, which cannot write the
+    // persistence file in this process's temp dir: stay the user we are (mosquitto.conf(5), `user`).
+    `user ${os.userInfo().username}`,
   ].join('\n'));
   let child: ChildProcess | undefined;
   const broker: Broker = {
