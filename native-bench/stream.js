@@ -149,11 +149,11 @@ export async function runPhase(store, requests, { name, subscribers, stalled, se
   probe.start();
   const wrk = await runWrk({ url: store.url, file: requests.file, mode: 'post', connections: INGEST_CONNECTIONS, seconds }).result;
   scraper.loaded = false;
+  const usage1 = store.usage();
+  const cpu1 = { store: usage1.cpuSeconds, storeMain: usage1.mainThreadCpuSeconds, clients: clients ? statCpuSeconds(`/proc/${clients.pid}/stat`) : 0, machine: machineBusySeconds(), at: performance.now() };
   await probe.stop();
   await sleep(GRACE_MS);
   await scraper.stop();
-  const usage1 = store.usage();
-  const cpu1 = { store: usage1.cpuSeconds, storeMain: usage1.mainThreadCpuSeconds, clients: clients ? statCpuSeconds(`/proc/${clients.pid}/stat`) : 0, machine: machineBusySeconds(), at: performance.now() };
 
   const tallies = clients ? await clients.report() : [];
   const stalledResult = stalledSubscriber && await stalledSubscriber.finish();

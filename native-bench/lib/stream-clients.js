@@ -23,7 +23,7 @@ const SUBSCRIBERS = fileURLToPath(new URL('./stream-subscribers.js', import.meta
  * @property {boolean} seesProbes whether its filter lets the probe events through
  */
 
-/** Messages `child` sends of `type` (the next one), or its error/exit as a rejection. */
+/** The next message of `type` that `child` sends; its error message or exit rejects. */
 function nextMessage(child, type) {
   return new Promise((resolve, reject) => {
     const onMessage = (message) => {
@@ -68,14 +68,21 @@ export async function startStreamClients({ url, subscribers, threads }) {
   };
 }
 
-/** Posts the first message of `type` that `worker` sends (or its error) as a promise. */
+/** The next message of `type` that `worker` sends, or its error, as a promise. */
 function fromWorker(worker, type) {
   return new Promise((resolve, reject) => {
-    worker.on('message', (message) => {
-      if (message.type === type) resolve(message);
-      else if (message.type === 'error') reject(new Error(message.message));
-    });
-    worker.once('error', reject);
+    const onMessage = (message) => {
+      if (message.type === type) done(() => resolve(message));
+      else if (message.type === 'error') done(() => reject(new Error(message.message)));
+    };
+    const onError = (err) => done(() => reject(err));
+    const done = (settle) => {
+      worker.off('message', onMessage);
+      worker.off('error', onError);
+      settle();
+    };
+    worker.on('message', onMessage);
+    worker.on('error', onError);
   });
 }
 
