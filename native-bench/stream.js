@@ -147,15 +147,21 @@ export async function runPhase(store, requests, { name, subscribers, stalled, se
   const usage0 = store.usage();
   const cpu0 = { store: usage0.cpuSeconds, storeMain: usage0.mainThreadCpuSeconds, clients: clients ? statCpuSeconds(`/proc/${clients.pid}/stat`) : 0, machine: machineBusySeconds(), at: performance.now() };
 
+  let wrk;
+  let cpu1;
   scraper.loaded = true;
   probe.start();
-  const wrk = await runWrk({ url: store.url, file: requests.file, mode: 'post', connections: INGEST_CONNECTIONS, seconds }).result;
-  scraper.loaded = false;
-  const usage1 = store.usage();
-  const cpu1 = { store: usage1.cpuSeconds, storeMain: usage1.mainThreadCpuSeconds, clients: clients ? statCpuSeconds(`/proc/${clients.pid}/stat`) : 0, machine: machineBusySeconds(), at: performance.now() };
-  await probe.stop();
-  await sleep(GRACE_MS);
-  await scraper.stop();
+  try {
+    wrk = await runWrk({ url: store.url, file: requests.file, mode: 'post', connections: INGEST_CONNECTIONS, seconds }).result;
+    scraper.loaded = false;
+    const usage1 = store.usage();
+    cpu1 = { store: usage1.cpuSeconds, storeMain: usage1.mainThreadCpuSeconds, clients: clients ? statCpuSeconds(`/proc/${clients.pid}/stat`) : 0, machine: machineBusySeconds(), at: performance.now() };
+  } finally {
+    // Stopped whatever happened, or their loops would keep the bench from exiting.
+    await probe.stop();
+    await sleep(GRACE_MS);
+    await scraper.stop();
+  }
 
   const tallies = clients ? await clients.report() : [];
   const stalledResult = stalledSubscriber && await stalledSubscriber.finish();
