@@ -30,8 +30,13 @@ export interface HeartbeatTransport extends StreamTransport {
   heartbeat(): void;
 }
 
+/** Distinct filters remembered for sharing; past it the oldest is forgotten (its subscribers keep working). */
+const MAX_SHARED_FILTERS = 1000;
+
 export class StreamHub {
   private readonly subscriptions = new Map<Subscription, HeartbeatTransport>();
+  /** Distinct filters of subscriptions, by their JSON (see `shared`). */
+  private readonly filters = new Map<string, EventQuery>();
   private readonly stopListening: () => void;
   private readonly heartbeats: NodeJS.Timeout;
   /** Subscribers closed for falling too far behind, since start. */
@@ -57,7 +62,7 @@ export class StreamHub {
    * @returns the subscription; `cancel()` it when the client goes away
    */
   subscribe(filter: EventQuery, since: number | undefined, transport: HeartbeatTransport): Subscription {
-    const subscription = new Subscription(this.store, filter, since, transport, this.options, (ended, overflowed) => {
+    const subscription = new Subscription(this.store, this.shared(filter), since, transport, this.options, (ended, overflowed) => {
       this.subscriptions.delete(ended);
       if (overflowed) this.dropped++;
     });
@@ -73,10 +78,34 @@ export class StreamHub {
     for (const subscription of [...this.subscriptions.keys()]) subscription.close('shutdown');
   }
 
+  /**
+   * The one object standing for filters equal to `filter`, so that a change is matched once per
+   * distinct filter (`offer`), not once per subscriber: dashboards tend to share their filters.
+   */
+  private shared(filter: EventQuery): EventQuery {
+    const key = JSON.stringify([filter.fields, filter.metadata, filter.includeDrafts]);
+    let known = this.filters.get(key);
+    if (!known) {
+      known = filter;
+      this.filters.set(key, known);
+      if (this.filters.size > MAX_SHARED_FILTERS) this.filters.delete(this.filters.keys().next().value!);
+    }
+    return known;
+  }
+
   private offer(change: StoreChange): void {
     if (this.subscriptions.size === 0) return;
     const offered = this.messageOf(change);
     if (!offered) return;
+    const { matches } = offered;
+    if (matches) {
+      const matched = new Map<EventQuery, boolean>();
+      offered.matches = (query) => {
+        let result = matched.get(query);
+        if (result === undefined) matched.set(query, (result = matches(query)));
+        return result;
+      };
+    }
     for (const subscription of this.subscriptions.keys()) subscription.offer(offered);
   }
 
