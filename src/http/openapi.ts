@@ -113,6 +113,7 @@ const TAGS = [
   { name: 'files' },
   { name: 'admin' },
   { name: 'docs' },
+  { name: 'operator page', description: 'The page at / for an operator on the LAN (docs/USAGE.md, "The operator page").' },
   { name: 'search gateway', description: 'The hosted search API through the device (docs/API.md, "Search gateway").' },
 ];
 
