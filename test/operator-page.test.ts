@@ -56,6 +56,25 @@ async function createEvent(url: string, body: unknown): Promise<string> {
   return created.body.id as string;
 }
 
+t.test('the page and its files open without the key, with their types; nothing else is served', async (t) => {
+  const store = await startStore({ API_KEY: KEY });
+  t.teardown(store.stop);
+  const types: Record<string, RegExp> = { '/': /^text\/html/, '/operator/page.css': /^text\/css/, '/operator/main.js': /^text\/javascript/, '/operator/thumbnail.js': /^text\/javascript/ };
+  for (const [path, type] of Object.entries(types)) {
+    const answer = await fetch(store.url + path);
+    t.equal(answer.status, 200, `${path} without the key`);
+    t.match(answer.headers.get('content-type'), type, `${path}: its type`);
+    t.equal(answer.headers.get('x-content-type-options'), 'nosniff');
+    await answer.arrayBuffer();
+  }
+  for (const path of ['/operator/index.html', '/operator/main.ts', '/operator/..%2Fpackage.json', '/operator/constructor']) {
+    const answer = await fetch(store.url + path);
+    t.equal(answer.status, 404, `${path}: not a file of the page`);
+    await answer.arrayBuffer();
+  }
+  t.equal((await fetch(`${store.url}/stats`)).status, 401, 'the data still needs the key');
+});
+
 t.test('the operator page: key, live events with their boxes, device filter, gauges, reset', async (t) => {
   // Cloud upload to a port nobody listens on: finalized events wait in the upload backlog.
   const store = await startStore({ API_KEY: KEY, MAX_RECORDS: '40', RETENTION_DAYS: '30', CLOUD_UPLOAD_URL: 'http://127.0.0.1:9/', DEFAULT_SOLUTION_ID: 'operator-test' });
@@ -63,6 +82,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
   const browser = await launchChromium();
   t.teardown(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(10_000);
   const failedRequests: string[] = [];
   page.on('requestfailed', (request) => failedRequests.push(request.url()));
   const pageErrors: string[] = [];
@@ -95,7 +115,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
       image('cat.jpg', [CAT_BOX, detection('ear', 150, 60, 50, 40)]),
       image('rocket.jpg', [detection('rocket', 320, 213, 120, 380)]),
     ], 'fail'));
-    otherDevice = await createEvent(store.url, event('cam-2', [image('camera.jpg', [detection('person', 256, 200, 140, 300)])]));
+    otherDevice = await createEvent(store.url, { ...event('cam-2', [image('camera.jpg', [detection('person', 256, 200, 140, 300)])]), draft: true });
 
     t.same(await eventually(() => listedIds(page), (ids) => ids.length === 2), [otherDevice, catEvent], 'both listed, newest first');
     const catItem = page.locator(`li.event[data-id="${catEvent}"]`);
@@ -103,6 +123,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.same(await eventually(() => boxesPerThumbnail(catItem), (counts) => counts.join() === '2,1'), [2, 1], 'two boxes on the cat, one on the rocket');
     t.same(await eventually(() => boxesPerThumbnail(otherItem), (counts) => counts.join() === '1'), [1], 'one box on the other device\'s image');
     t.match(await catItem.locator('.event-head').innerText(), /cam-1[\s\S]*quality_check[\s\S]*result: fail/, 'time, device, schema and data shown');
+    t.equal(await otherItem.locator('.draft').count(), 1, 'a draft says so');
 
     const thumb = catItem.locator('.thumb').first();
     const img = (await thumb.locator('img').boundingBox())!;
@@ -153,9 +174,17 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.equal(seen.storage, String(stats.capacity.storage.percent_used), 'storage percent');
     t.ok(seen.storageText.endsWith(`${stats.capacity.storage.bytes_used_formatted} of ${stats.capacity.storage.bytes_limit_formatted}`), `storage figures: ${seen.storageText}`);
     t.match(seen.daysText, / of 30 days$/, 'days of data of RETENTION_DAYS');
-    t.equal(stats.capacity.uploads_pending, 2, 'the unreachable cloud leaves both events waiting');
-    t.equal(seen.uploads, '2', 'cloud upload backlog');
+    t.equal(stats.capacity.uploads_pending, 1, 'the unreachable cloud leaves the finalized event waiting (a draft is not shipped)');
+    t.equal(seen.uploads, '1', 'cloud upload backlog');
     t.notOk(await page.locator('#mqtt').isVisible(), 'no MQTT figures: its card is hidden');
+  });
+
+  await t.test('a finalized draft is updated in place', async (t) => {
+    t.equal((await postJson(`${store.url}/v2/events/${otherDevice}/finalize`, undefined, auth)).status, 200);
+    const item = page.locator(`li.event[data-id="${otherDevice}"]`);
+    t.equal(await eventually(() => item.locator('.draft').count(), (count) => count === 0), 0, 'no longer marked draft');
+    t.same(await boxesPerThumbnail(item), [1], 'its thumbnail and box still there');
+    t.same(await listedIds(page), [otherDevice, catEvent], 'in its place');
   });
 
   await t.test('a device filter leaves other devices\' events out, listed and live', async (t) => {
