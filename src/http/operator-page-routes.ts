@@ -1,6 +1,6 @@
 /**
  * The operator page (docs/USAGE.md, "The operator page"): `GET /` answers its HTML and
- * `GET /operator/{asset}` its stylesheet and scripts. The HTML and the stylesheet are served from
+ * `GET /operator/{file}` its stylesheet and scripts. The HTML and the stylesheet are served from
  * `page/` as written; the scripts as `npm run build` compiled them from `page/*.ts`
  * (tsconfig.page.json, to `dist/page/`). No CDN, no framework: the files are read once and kept.
  *
@@ -78,13 +78,13 @@ export const operatorPageRoutes: Route[] = [
   },
   {
     method: 'get',
-    path: '/operator/:asset',
+    path: '/operator/:file',
     public: true,
     doc: {
       tag: 'operator page',
       summary: 'A file of the operator page',
       operationId: 'operatorPageAsset',
-      pathParams: { asset: 'page.css, or one of its scripts (main.js and the modules it imports).' },
+      pathParams: { file: 'page.css, or one of its scripts (main.js and the modules it imports).' },
       responses: { 200: { description: 'The file.', content: { 'text/css': { schema: STRING }, 'text/javascript': { schema: STRING } } } },
       errors: { not_found: 'No such file.' },
     },
