@@ -47,6 +47,10 @@ export interface Config {
   /** Unset: cloud upload off. */
   cloudUploadUrl: string | undefined;
   cloudApiKey: string | undefined;
+  /** Unset: MQTT publishing off (docs/OPERATIONS.md, "MQTT"). mqtt://, mqtts://, ws:// or wss://, credentials in the URL. */
+  mqttUrl: string | undefined;
+  /** First topic level of published events: `<prefix>/<device_id>/<event_schema>`. */
+  mqttTopicPrefix: string;
   /** Unset: the search proxy routes answer 404 and the search CLI asks for --base-url. */
   searchBaseUrl: string | undefined;
   /** Unset: the search proxy routes answer 404. */
@@ -95,16 +99,28 @@ function number(env: Env, name: string, fallback: number, opts: { integer?: bool
   return value;
 }
 
-function url(env: Env, name: string, fallback?: string): string | undefined {
+const HTTP_SCHEMES = ['http:', 'https:'];
+const MQTT_SCHEMES = ['mqtt:', 'mqtts:', 'ws:', 'wss:'];
+
+function url(env: Env, name: string, fallback?: string, schemes = HTTP_SCHEMES, expected = 'an http(s) URL'): string | undefined {
   const raw = text(env, name) ?? fallback;
   if (raw === undefined) return undefined;
   try {
     const parsed = new URL(raw);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
+    if (!schemes.includes(parsed.protocol)) throw new Error('scheme');
   } catch {
-    throw new ConfigError(name, 'an http(s) URL', raw);
+    throw new ConfigError(name, expected, raw);
   }
   return raw.replace(/\/+$/, '');
+}
+
+/** A topic prefix: one or more levels, none empty, without the wildcards `+` and `#` (MQTT 5, 4.7). */
+function topicPrefix(env: Env, name: string, fallback: string): string {
+  const raw = text(env, name) ?? fallback;
+  if (/[+#\u0000]/.test(raw) || raw.split('/').some((level) => level === '')) {
+    throw new ConfigError(name, 'topic levels separated by /, none empty, without + or #', raw);
+  }
+  return raw;
 }
 
 function list(env: Env, name: string): string[] {
@@ -172,6 +188,8 @@ export function loadConfig(env: Env = process.env): Config {
     defaultSolutionId: text(env, 'DEFAULT_SOLUTION_ID'),
     cloudUploadUrl: url(env, 'CLOUD_UPLOAD_URL'),
     cloudApiKey: text(env, 'CLOUD_API_KEY'),
+    mqttUrl: url(env, 'MQTT_URL', undefined, MQTT_SCHEMES, 'an mqtt://, mqtts://, ws:// or wss:// URL'),
+    mqttTopicPrefix: topicPrefix(env, 'MQTT_TOPIC_PREFIX', 'edge-events'),
     searchBaseUrl: url(env, 'SEARCH_BASE_URL'),
     searchApiKey: text(env, 'SEARCH_API_KEY'),
     searchWorkspace: text(env, 'SEARCH_WORKSPACE'),
@@ -181,4 +199,13 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     httpEngine: httpEngine(env),
   };
+}
+
+/**
+ * The settings' secrets, which the logger masks (src/logger.ts): the hosted search's and the
+ * cloud's keys, and the MQTT password when MQTT_URL carries one.
+ */
+export function secretsOf(config: Config): (string | undefined)[] {
+  const mqttPassword = config.mqttUrl === undefined ? '' : decodeURIComponent(new URL(config.mqttUrl).password);
+  return [config.searchApiKey, config.cloudApiKey, mqttPassword || undefined];
 }

@@ -1,7 +1,7 @@
 /** Settings (docs/OPERATIONS.md, "Settings"): defaults, parsing, and errors that name the setting. */
 import path from 'node:path';
 import t from 'tap';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig, secretsOf } from '../src/config.js';
 
 t.test('defaults', async (t) => {
   const config = loadConfig({});
@@ -19,6 +19,16 @@ t.test('defaults', async (t) => {
   t.equal(config.maxLocalOnlyFileUploadBytes, 100 * 1024 * 1024);
   t.equal(config.cloudUploadUrl, undefined);
   t.equal(config.httpEngine, undefined, 'HTTP_ENGINE unset: the best engine that loads');
+  t.equal(config.mqttUrl, undefined, 'MQTT off');
+  t.equal(config.mqttTopicPrefix, 'edge-events');
+});
+
+t.test('MQTT settings, and the MQTT password among the masked secrets', async (t) => {
+  const config = loadConfig({ MQTT_URL: 'mqtts://edge:s%40cret-pass@broker:8883', MQTT_TOPIC_PREFIX: 'site-4/edge' });
+  t.equal(config.mqttUrl, 'mqtts://edge:s%40cret-pass@broker:8883');
+  t.equal(config.mqttTopicPrefix, 'site-4/edge');
+  t.ok(secretsOf(config).includes('s@cret-pass'), 'decoded, as the client sends it');
+  t.notOk(secretsOf(loadConfig({ MQTT_URL: 'mqtt://broker' })).includes(''), 'no password: nothing to mask');
 });
 
 t.test('HTTP_ENGINE forces an engine', async (t) => {
@@ -40,6 +50,7 @@ t.test('values are parsed and validated', async (t) => {
     ['PORT', 'eighty'], ['PORT', '65536'], ['RETENTION_DAYS', '0'], ['MAX_RECORDS', '1.5'],
     ['MAX_STORAGE_BYTES', '10GB'], ['CLEANUP_INTERVAL_SECONDS', '0'], ['SEARCH_BASE_URL', 'not a url'], ['LOG_LEVEL', 'loud'],
     ['HTTP_ENGINE', 'fastify'], ['HTTP_ENGINE', 'UWS'],
+    ['MQTT_URL', 'http://broker:1883'], ['MQTT_URL', 'broker:1883'], ['MQTT_TOPIC_PREFIX', 'site/#'], ['MQTT_TOPIC_PREFIX', 'a//b'], ['MQTT_TOPIC_PREFIX', '/edge'],
   ];
   for (const [name, value] of bad) {
     const err = (() => {

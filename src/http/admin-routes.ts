@@ -32,7 +32,10 @@ export const adminRoutes: Route[] = [
       responses: { 200: jsonResponse('Stats', 'Statistics.') },
       errors: { store_failure: 'Store failure.' },
     },
-    handler: (_ex, ctx) => ({ status: 200, body: { ...storeStats(ctx.store, ctx.config, ctx.lifecycle.gate), runtime: ctx.runtime } }),
+    handler: (_ex, ctx) => {
+      const live = { gate: ctx.lifecycle.gate, lastCleanup: ctx.lifecycle.lastCleanup, mqtt: ctx.mqtt?.status() };
+      return { status: 200, body: { ...storeStats(ctx.store, ctx.config, live), runtime: ctx.runtime } };
+    },
   },
   {
     method: 'post',

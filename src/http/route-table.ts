@@ -7,6 +7,7 @@
  * with `Allow` (an allowed origin's CORS preflight 204); an unknown path 404 (docs/API.md, "Errors").
  */
 import type { StoreMetrics } from '../operations/metrics.js';
+import type { MqttSink } from '../sinks/mqtt-sink.js';
 import type { StreamHub } from '../stream/stream-hub.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
@@ -56,6 +57,8 @@ export interface ServerContext {
   stream: StreamHub;
   /** The Prometheus metrics (src/operations/metrics.ts); absent in a bench ceiling's bare server. */
   metrics?: StoreMetrics;
+  /** The MQTT publisher (src/sinks/mqtt-sink.ts); absent unless MQTT_URL is set. */
+  mqtt?: MqttSink;
 }
 
 export interface Route {

@@ -3,6 +3,7 @@
  * and stops gracefully (no new connections, in-flight writes finished, store closed).
  */
 import { StoreMetrics } from '../operations/metrics.js';
+import { MqttSink } from '../sinks/mqtt-sink.js';
 import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
 import { eventStreamRoutes, eventStreamSocket } from './event-stream-routes.js';
 import type { Config } from '../config.js';
@@ -61,8 +62,9 @@ export interface RunningServer {
 export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
   const stream = new StreamHub(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
-  const metrics = new StoreMetrics({ config, store, lifecycle, stream });
-  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics };
+  const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
+  const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt });
+  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt };
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
   engine.webSocket?.('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
   const inFlight = registerRoutes(engine, routesFor(config), ctx);
@@ -74,6 +76,7 @@ export async function startServer(config: Config, store: EventStore, lifecycle: 
     runtime: engine.runtime,
     async close(graceMs = 10_000) {
       engine.stopListening();
+      await mqtt?.stop(); // its cursor written; what it had not published is published at the next start
       stream.close(); // streams end with their resume point; in-flight writes finish
       await inFlight.drained(graceMs);
       engine.closeIdleConnections();

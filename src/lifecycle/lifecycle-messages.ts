@@ -12,6 +12,8 @@ export type ToWorker =
 export type ToMain =
   | { type: 'ready' }
   | { type: 'cleanup-done'; id: number; result: CleanupResult }
+  /** Every cleanup run, automatic or manual, once it ended (/stats `last_cleanup`, /metrics); `finishedAt` in ms since the epoch. */
+  | { type: 'cleanup-ran'; result: CleanupResult; finishedAt: number }
   /** `cause`: the worker's error, as data (an Error's own fields do not survive postMessage). */
   | { type: 'cleanup-failed'; id: number; message: string; cause: ErrorReport }
   /** Segment files deleted: the HTTP thread closes its handles so their space is freed. */

@@ -6,7 +6,7 @@
  * (see lifecycle-messages.ts) and one shared flag (the capacity state).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Config } from '../config.js';
+import { secretsOf, type Config } from '../config.js';
 import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
@@ -31,7 +31,7 @@ const SWEEP_MAX_INTERVAL_MS = 30_000;
 
 const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
 const port = parentPort!;
-const log = createLogger(config.logLevel, [config.searchApiKey, config.cloudApiKey]).child({ thread: 'lifecycle' });
+const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
 // The sweep's finalize and cleanup's file deletions rewrite records with their JSON.
 setRecordPresenter(presentEventJson);
 const post = (message: ToMain) => port.postMessage(message);
@@ -80,6 +80,7 @@ function cleanup(trigger: CleanupTrigger) {
   return enqueue(async () => {
     if (await reserve.releaseIfLow()) log.warn({ bytes: reserve.bytes }, 'disk almost full: disk reserve given back so cleanup can commit');
     const result = await runCleanup(store, config, trigger, hooks);
+    post({ type: 'cleanup-ran', result, finishedAt: Date.now() });
     monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0);
     if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
     await reserve.take().catch((err: unknown) => log.warn({ err }, 'disk reserve not taken'));

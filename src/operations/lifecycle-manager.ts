@@ -9,7 +9,7 @@ import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
 import { CapacityGate } from './capacity-gate.js';
-import type { CleanupResult } from '../lifecycle/cleanup.js';
+import type { CleanupResult, CleanupTrigger } from '../lifecycle/cleanup.js';
 import type { ToMain, ToWorker } from '../lifecycle/lifecycle-messages.js';
 
 const RESTART_MIN_MS = 500;
@@ -27,6 +27,10 @@ export class Lifecycle {
   private restarts = 0;
   /** Times the worker was restarted after a crash, since start (for /metrics). */
   crashRestarts = 0;
+  /** Cleanup runs since start, by trigger (for /metrics). */
+  readonly cleanupRuns: Record<CleanupTrigger, number> = { AUTOMATIC: 0, MANUAL: 0 };
+  /** The latest cleanup run since start, with when it ended (ms since the epoch); /stats `last_cleanup`. */
+  lastCleanup: { result: CleanupResult; finishedAt: number } | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: CleanupResult) => void; reject: (e: unknown) => void }>();
 
@@ -90,6 +94,9 @@ export class Lifecycle {
       this.pending.delete(message.id);
       if (message.type === 'cleanup-done') waiting?.resolve(message.result);
       else waiting?.reject(new AppError('store_failure', `Cleanup failed: ${message.message}`, { cause: errorFromReport(message.cause) }));
+    } else if (message.type === 'cleanup-ran') {
+      this.cleanupRuns[message.result.trigger]++;
+      this.lastCleanup = { result: message.result, finishedAt: message.finishedAt };
     } else if (message.type === 'changes') {
       for (const change of message.changes) this.store.announceChange(change);
     } else if (message.type === 'reclaimed') {

@@ -13,6 +13,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Config } from '../config.js';
 import type { EventStore } from '../store/event-store.js';
 import { uploadQueue } from '../store/upload-queue.js';
+import type { MqttSink } from '../sinks/mqtt-sink.js';
+import { PUBLISHED_TYPES } from '../sinks/mqtt-transport.js';
 import type { StreamHub } from '../stream/stream-hub.js';
 import type { Lifecycle } from './lifecycle-manager.js';
 
@@ -29,6 +31,8 @@ export interface MetricSources {
   store: EventStore;
   lifecycle: Lifecycle;
   stream: StreamHub;
+  /** The MQTT publisher, when MQTT_URL is set. */
+  mqtt?: MqttSink;
 }
 
 export class StoreMetrics {
@@ -38,7 +42,7 @@ export class StoreMetrics {
   private readonly ingestedBytes: Counter;
 
   constructor(sources: MetricSources) {
-    const { config, store, lifecycle, stream } = sources;
+    const { config, store, lifecycle, stream, mqtt } = sources;
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
 
@@ -91,8 +95,19 @@ export class StoreMetrics {
     });
     new Counter({ name: `${PREFIX}capacity_refusals_total`, help: 'Requests answered 529 while the store was capacity-blocked.', registers, collect() { this.reset(); this.inc(lifecycle.gate.refusedTotal); } });
     new Counter({ name: `${PREFIX}lifecycle_worker_restarts_total`, help: 'Restarts of the lifecycle worker after a crash.', registers, collect() { this.reset(); this.inc(lifecycle.crashRestarts); } });
+    new Counter({
+      name: `${PREFIX}cleanup_runs_total`,
+      help: 'Cleanup runs ended, by trigger (AUTOMATIC: schedule or a crossed limit; MANUAL: POST /admin/cleanup).',
+      labelNames: ['trigger'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [trigger, runs] of Object.entries(lifecycle.cleanupRuns)) this.inc({ trigger }, runs);
+      },
+    });
     new Gauge({ name: `${PREFIX}stream_subscribers`, help: 'Live-stream subscribers connected.', registers, collect() { this.set(stream.subscribers); } });
     new Counter({ name: `${PREFIX}stream_subscribers_dropped_total`, help: 'Live-stream subscribers closed for falling too far behind.', registers, collect() { this.reset(); this.inc(stream.dropped); } });
+    if (mqtt) mqttMetrics(mqtt, registers);
   }
 
   /**
@@ -112,4 +127,26 @@ export class StoreMetrics {
   async scrape(): Promise<{ text: string; contentType: string }> {
     return { text: await this.registry.metrics(), contentType: this.registry.contentType };
   }
+}
+
+/** The MQTT publisher's metrics (docs/OPERATIONS.md, "MQTT"). */
+function mqttMetrics(mqtt: MqttSink, registers: Registry[]): void {
+  new Gauge({ name: `${PREFIX}mqtt_connected`, help: '1 while connected to the MQTT broker, else 0.', registers, collect() { this.set(mqtt.status().connected ? 1 : 0); } });
+  new Counter({
+    name: `${PREFIX}mqtt_published_total`,
+    help: 'Messages the MQTT broker acknowledged, by type (created, finalized, deleted).',
+    labelNames: ['type'],
+    registers,
+    collect() {
+      this.reset();
+      for (const type of PUBLISHED_TYPES) this.inc({ type }, mqtt.published[type]);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}mqtt_oldest_unpublished_age_seconds`,
+    help: 'Age of the oldest event not yet published to MQTT (0 when none waits).',
+    registers,
+    collect() { this.set(mqtt.status().oldest_unpublished_age_seconds ?? 0); },
+  });
+  new Counter({ name: `${PREFIX}mqtt_changes_skipped_total`, help: 'Finalizes and deletions not published: too many while the broker was away.', registers, collect() { this.reset(); this.inc(mqtt.changesSkipped); } });
 }

@@ -7,6 +7,8 @@
  */
 import prettyBytes from 'pretty-bytes';
 import type { Config } from '../config.js';
+import type { CleanupResult } from '../lifecycle/cleanup.js';
+import type { MqttSinkStatus } from '../sinks/mqtt-sink.js';
 import { oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff } from '../store/lifecycle-queries.js';
 import type { StoreView } from '../store/store-view.js';
 import { DAY_MICROS, formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
@@ -21,11 +23,21 @@ export interface GateState {
   refusedTotal: number;
 }
 
+/** What the HTTP thread knows besides the store: the gate, the latest cleanup, the MQTT sink. */
+export interface LiveState {
+  gate: GateState;
+  /** The latest cleanup run and when it ended (ms since the epoch); undefined before the first. */
+  lastCleanup: { result: CleanupResult; finishedAt: number } | undefined;
+  /** undefined: MQTT publishing off. */
+  mqtt: MqttSinkStatus | undefined;
+}
+
 /**
  * The statistics of a store under `config` (docs/API.md, "Statistics").
  * @param now the time (µs since the epoch)
  */
-export function storeStats(store: StoreView, config: Config, gate: GateState, now = Date.now() * 1000) {
+export function storeStats(store: StoreView, config: Config, live: LiveState, now = Date.now() * 1000) {
+  const { gate, lastCleanup } = live;
   const counters = store.counters();
   const storageBytes = store.storageBytes();
   const { oldest, newest } = oldestAndNewest(store);
@@ -86,5 +98,14 @@ export function storeStats(store: StoreView, config: Config, gate: GateState, no
       excess_bytes_over_limit: excessBytes,
       excess_bytes_formatted: format(excessBytes),
     },
+    last_cleanup: lastCleanup === undefined ? null : {
+      trigger: lastCleanup.result.trigger,
+      finished_at: new Date(lastCleanup.finishedAt).toISOString(),
+      duration_seconds: lastCleanup.result.duration_seconds,
+      records_deleted: lastCleanup.result.records_deleted.total,
+      files_deleted: lastCleanup.result.files_deleted.total,
+      bytes_freed: lastCleanup.result.bytes_freed,
+    },
+    mqtt: live.mqtt ?? null,
   };
 }

@@ -9,7 +9,7 @@ import { matchesQuery, type EventQuery } from '../store/event-query.js';
 import type { EventRecord } from '../store/event-record.js';
 import type { EventStore } from '../store/event-store.js';
 import type { StoreChange } from '../store/store-changes.js';
-import { StreamMessage } from './stream-message.js';
+import { sourceOf, StreamMessage } from './stream-message.js';
 import { Subscription, type OfferedChange, type StreamTransport, type SubscriptionLimits } from './subscription.js';
 
 /** Settings of the hub; bytes and ms. */
@@ -87,7 +87,7 @@ export class StreamHub {
     if (change.kind === 'deleted') {
       const { record } = change;
       return {
-        message: StreamMessage.of('deleted', { id: change.id, reason: change.reason }),
+        message: StreamMessage.of('deleted', { id: change.id, reason: change.reason }, record && sourceOf(record)),
         matches: record ? (query) => matchesQuery(record, query) : undefined,
       };
     }
@@ -95,9 +95,8 @@ export class StreamHub {
     const json = change.json ?? this.store.getEventJson(change.id);
     if (!record || !json) return undefined; // deleted since
     return {
-      message: new StreamMessage(change.kind, json, change.kind === 'created' ? change.createdAt : undefined),
+      message: new StreamMessage(change.kind, json, change.kind === 'created' ? change.createdAt : undefined, sourceOf(record)),
       matches: (query) => matchesQuery(record, query),
     };
   }
 }
-

@@ -1,0 +1,24 @@
+/**
+ * Durable cursors of the sinks that publish the store's events elsewhere (docs/OPERATIONS.md,
+ * "MQTT"): per sink, the created_at (µs) of the newest event it has shipped with every older one
+ * shipped too, kept in the `meta` database so that a restarted store resumes where its sink
+ * stopped. A cursor is written after what it names was acknowledged, so a crash between the two
+ * re-ships (at least once), never skips.
+ */
+import type { StoreView } from './store-view.js';
+
+const key = (sink: string) => `sink:${sink}`;
+
+/** The cursor of `sink`, µs; undefined when it never shipped (or a reset cleared it). */
+export function readSinkCursor(store: StoreView, sink: string): number | undefined {
+  const value = store.dbs.meta.get(key(sink));
+  return typeof value === 'number' ? value : undefined;
+}
+
+/**
+ * Records `createdAt` (µs) as the cursor of `sink`; resolves once the write is committed (not
+ * necessarily flushed: a cursor lost to a power cut only means re-shipping).
+ */
+export async function writeSinkCursor(store: StoreView, sink: string, createdAt: number): Promise<void> {
+  await store.dbs.meta.put(key(sink), createdAt);
+}
