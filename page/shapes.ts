@@ -41,19 +41,25 @@ export interface EventPage {
   next_timestamp: string | null;
 }
 
-/** MQTT publishing, null when MQTT is off. */
+/** MQTT publishing (docs/OPERATIONS.md, "MQTT"), null when MQTT_URL is unset. */
 export interface MqttStats {
   connected: boolean;
+  /** Messages the broker acknowledged since the store started. */
   published_total: number;
   resume_point: string | null;
+  /** Age of the oldest event not yet published (s); null when none waits. */
   oldest_unpublished_age_seconds: number | null;
+  /** Finalizes and deletions not published because too many happened while the broker was away. */
+  changes_skipped: number;
+  last_error: string | null;
 }
 
-/** The latest cleanup, null before the first one ran. */
+/** The latest cleanup run since the store started, null before the first. */
 export interface LastCleanup {
+  trigger: 'MANUAL' | 'AUTOMATIC';
   finished_at: string;
-  duration_ms: number;
-  events_deleted: number;
+  duration_seconds: number;
+  records_deleted: number;
   files_deleted: number;
   bytes_freed: number;
 }
@@ -68,8 +74,8 @@ export interface Stats {
     blocked: boolean;
     uploads_pending: number;
   };
-  /** Absent on a store without MQTT support. */
+  /** Absent on a store older than MQTT publishing. */
   mqtt?: MqttStats | null;
-  /** Absent on a store that does not report it. */
+  /** Absent on a store older than this field. */
   last_cleanup?: LastCleanup | null;
 }

@@ -9,7 +9,17 @@ import type { LastCleanup, MqttStats, Stats } from './shapes.js';
 
 const count = new Intl.NumberFormat('en');
 const decimal = new Intl.NumberFormat('en', { maximumFractionDigits: 2 });
-const timeFormat = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium', hour12: false });
+const timeOfDay = new Intl.DateTimeFormat('en-GB', { timeStyle: 'medium', hour12: false });
+const dayAndTime = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', hour12: false });
+
+/** A moment as the time of day when it is today, else with its day (`04:51:05`, `22 Nov, 23:10`). */
+function formatMoment(iso: string): string {
+  const moment = new Date(iso);
+  return moment.toDateString() === new Date().toDateString() ? timeOfDay.format(moment) : dayAndTime.format(moment);
+}
+
+/** A duration in seconds, in ms below one second. */
+const formatDuration = (seconds: number): string => (seconds < 1 ? `${Math.round(seconds * 1000)} ms` : `${decimal.format(seconds)} s`);
 
 /** Bytes in binary units, as /stats' `*_formatted` fields write them (`1.5 MiB`). */
 export function formatBytes(bytes: number): string {
@@ -52,7 +62,9 @@ function renderMqtt(mqtt: MqttStats | null | undefined): void {
   element('#mqtt .figure').textContent = mqtt.connected ? 'connected' : 'disconnected';
   card.classList.toggle('alarm', !mqtt.connected);
   const backlog = mqtt.oldest_unpublished_age_seconds === null ? 'nothing waiting' : `oldest unpublished ${formatAge(mqtt.oldest_unpublished_age_seconds)}`;
-  element('#mqtt .note').textContent = `${count.format(mqtt.published_total)} published; ${backlog}`;
+  const skipped = mqtt.changes_skipped > 0 ? `; ${count.format(mqtt.changes_skipped)} changes skipped` : '';
+  const error = mqtt.last_error === null ? '' : `; ${mqtt.last_error}`;
+  element('#mqtt .note').textContent = `${count.format(mqtt.published_total)} published; ${backlog}${skipped}${error}`;
 }
 
 function renderCleanup(cleanup: LastCleanup | null | undefined): void {
@@ -61,9 +73,9 @@ function renderCleanup(cleanup: LastCleanup | null | undefined): void {
   if (!cleanup) return;
   const finished = element<HTMLTimeElement>('#last-cleanup time');
   finished.dateTime = cleanup.finished_at;
-  finished.textContent = timeFormat.format(new Date(cleanup.finished_at));
-  element('#last-cleanup .note').textContent = `${count.format(cleanup.events_deleted)} events, ${count.format(cleanup.files_deleted)} files deleted; `
-    + `${formatBytes(cleanup.bytes_freed)} freed in ${count.format(cleanup.duration_ms)} ms`;
+  finished.textContent = formatMoment(cleanup.finished_at);
+  element('#last-cleanup .note').textContent = `${cleanup.trigger.toLowerCase()}: ${count.format(cleanup.records_deleted)} records, `
+    + `${count.format(cleanup.files_deleted)} files deleted; ${formatBytes(cleanup.bytes_freed)} freed in ${formatDuration(cleanup.duration_seconds)}`;
 }
 
 /** Shows `stats` in the page's gauges and cards. */

@@ -10,6 +10,7 @@ import type { Locator, Page } from 'playwright-core';
 import t from 'tap';
 import { launchChromium } from '../scripts/lib/browser.js';
 import { fixture, getJson, postJson } from './support/events.js';
+import { startBroker } from './support/mosquitto.js';
 import { startStore } from './support/store-server.js';
 
 const KEY = 'operator-key-7c2a';
@@ -176,7 +177,16 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.match(seen.daysText, / of 30 days$/, 'days of data of RETENTION_DAYS');
     t.equal(stats.capacity.uploads_pending, 1, 'the unreachable cloud leaves the finalized event waiting (a draft is not shipped)');
     t.equal(seen.uploads, '1', 'cloud upload backlog');
-    t.notOk(await page.locator('#mqtt').isVisible(), 'no MQTT figures: its card is hidden');
+    t.notOk(await page.locator('#mqtt').isVisible(), 'MQTT off (mqtt null): its card is hidden');
+
+    // The store runs a cleanup of its own at start-up; a manual one comes after it.
+    t.equal((await postJson(`${store.url}/admin/cleanup`, undefined, auth)).status, 200);
+    const { body: after } = await getJson(`${store.url}/stats`, auth);
+    t.equal(after.last_cleanup.trigger, 'MANUAL');
+    const finished = await eventually(() => page.locator('#last-cleanup time').getAttribute('datetime'), (at) => at === after.last_cleanup.finished_at);
+    t.equal(finished, after.last_cleanup.finished_at, 'the latest cleanup, when it finished');
+    t.ok(await page.locator('#last-cleanup').isVisible());
+    t.match(await page.locator('#last-cleanup .note').innerText(), new RegExp(`^manual: ${after.last_cleanup.records_deleted} records, ${after.last_cleanup.files_deleted} files deleted; `));
   });
 
   await t.test('a finalized draft is updated in place', async (t) => {
@@ -221,4 +231,30 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
 
   t.same(pageErrors, [], 'no script error on the page');
   t.same(failedRequests.filter((url) => !url.includes('/v2/events/stream')), [], 'no request failed (a stream ends by design)');
+});
+
+t.test('with MQTT_URL set, the page shows whether the store publishes', async (t) => {
+  const broker = await startBroker();
+  t.teardown(() => broker.stop());
+  const store = await startStore({ MQTT_URL: broker.url });
+  t.teardown(store.stop);
+  const browser = await launchChromium();
+  t.teardown(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(10_000);
+  await page.goto(`${store.url}/`);
+  await page.locator('#connection[data-state="live"]').waitFor();
+  t.notOk(await page.locator('#key-form').isVisible(), 'no API_KEY: no key asked for');
+  const created = await postJson(`${store.url}/v2/events`, event('cam-9', [image('cat.jpg', [CAT_BOX])]));
+  t.equal(created.status, 201);
+
+  const card = page.locator('#mqtt');
+  const published = await eventually(async () => (await card.isVisible()) ? await card.locator('.note').innerText() : '', (text) => text.startsWith('1 published'));
+  t.match(published, /^1 published; nothing waiting/, 'the created event published, none waiting');
+  t.equal(await card.locator('.figure').innerText(), 'connected');
+  t.equal((await getJson(`${store.url}/stats`)).body.mqtt.published_total, 1, 'as /stats says');
+
+  await broker.stop();
+  t.equal(await eventually(() => card.locator('.figure').innerText(), (text) => text === 'disconnected'), 'disconnected', 'the broker gone: disconnected');
+  t.ok(await card.evaluate((element) => element.classList.contains('alarm')), 'marked as an alarm');
 });
