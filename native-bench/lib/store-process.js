@@ -14,7 +14,7 @@ const CLI = path.join(repoRoot, 'dist', 'src', 'cli.js');
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
 /** CPU seconds (user + system) in a /proc stat file: all threads of a process, or one task. */
-function statCpuSeconds(file) {
+export function statCpuSeconds(file) {
   // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
   const stat = fs.readFileSync(file, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

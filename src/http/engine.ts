@@ -51,10 +51,10 @@ export interface HttpEngine {
 /** A WebSocket as the engine gives it to an endpoint: valid from `open` to `close`. */
 export interface EngineWebSocket {
   /**
-   * Sends one text message (copied by the engine).
+   * Sends text messages, in order, in one write (copied by the engine).
    * @returns false when the client is behind: wait for the session's `drain`
    */
-  send(message: Buffer): boolean;
+  sendAll(messages: Buffer[]): boolean;
   /** Closes with a close frame: `code` (1000 normal, 1001 going away), a short reason. */
   end(code: number, reason: string): void;
 }

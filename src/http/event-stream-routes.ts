@@ -13,19 +13,22 @@ import type { Exchange, ResponseStream } from './exchange.js';
 import { queryParam, STRING } from './route-docs.js';
 import type { Admission, Route, ServerContext } from './route-table.js';
 import { listParams } from './store-routes.js';
+import { WriteCoalescer } from './write-coalescer.js';
 
 /** An SSE comment: proxies see traffic, clients ignore it (HTML Living Standard, 9.2.6). */
 const HEARTBEAT = Buffer.from(':\n\n');
 
-/** The live stream over one SSE response. */
+/** The live stream over one SSE response; the frames of one turn go out in one write. */
 class SseTransport implements HeartbeatTransport {
   private ended = false;
+  private readonly writes: WriteCoalescer;
   /** Resolves when the stream ends, by the store or because the client went away. */
   readonly done: Promise<void>;
   private markDone!: () => void;
 
   constructor(ex: Exchange, private readonly response: ResponseStream) {
     this.done = new Promise((resolve) => { this.markDone = resolve; });
+    this.writes = new WriteCoalescer((frames) => this.closed || response.write(frames.length === 1 ? frames[0]! : Buffer.concat(frames)));
     ex.onAbort(() => this.finish());
   }
 
@@ -34,20 +37,22 @@ class SseTransport implements HeartbeatTransport {
   }
 
   send(message: StreamMessage): boolean {
-    if (this.closed) return true;
-    return this.response.write(message.sse());
+    return this.closed || this.writes.add(message.sse());
   }
 
-  drained(): Promise<void> {
-    return this.closed ? Promise.resolve() : this.response.writable();
+  async drained(): Promise<void> {
+    if (this.closed) return;
+    await this.response.writable();
+    this.writes.caughtUp();
   }
 
   heartbeat(): void {
-    if (!this.closed) this.response.write(HEARTBEAT);
+    if (!this.closed) this.writes.add(HEARTBEAT);
   }
 
   end(last?: StreamMessage): void {
     if (this.closed) return;
+    this.writes.flush();
     this.response.end(last?.sse());
     this.finish();
   }
@@ -58,19 +63,25 @@ class SseTransport implements HeartbeatTransport {
   }
 }
 
-/** The live stream over one WebSocket: messages `{"type", "id"?, "data"}` (StreamMessage.ws). */
+/**
+ * The live stream over one WebSocket: messages `{"type", "id"?, "data"}` (StreamMessage.ws); the
+ * messages of one turn go out in one write.
+ */
 class WebSocketTransport implements HeartbeatTransport {
   private ended = false;
   private wake: (() => void) | undefined;
+  private readonly writes: WriteCoalescer;
 
-  constructor(private readonly socket: EngineWebSocket) {}
+  constructor(private readonly socket: EngineWebSocket) {
+    this.writes = new WriteCoalescer((messages) => this.ended || socket.sendAll(messages));
+  }
 
   get closed(): boolean {
     return this.ended;
   }
 
   send(message: StreamMessage): boolean {
-    return this.ended || this.socket.send(message.ws());
+    return this.ended || this.writes.add(message.ws());
   }
 
   drained(): Promise<void> {
@@ -83,7 +94,8 @@ class WebSocketTransport implements HeartbeatTransport {
 
   end(last?: StreamMessage): void {
     if (this.ended) return;
-    if (last) this.socket.send(last.ws());
+    this.writes.flush();
+    if (last) this.socket.sendAll([last.ws()]);
     this.ended = true;
     this.socket.end(1000, last ? last.type : 'end');
     this.drain();
@@ -91,6 +103,7 @@ class WebSocketTransport implements HeartbeatTransport {
 
   /** The client caught up, or the socket closed. */
   drain(): void {
+    this.writes.caughtUp();
     const wake = this.wake;
     this.wake = undefined;
     wake?.();

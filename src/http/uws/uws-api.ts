@@ -51,6 +51,8 @@ export interface UwsWebSocket<UserData> {
   /** 1: sent; 0: sent, backpressure built up (wait for `drain`); 2: dropped (over maxBackpressure). */
   send(message: Uint8Array, isBinary?: boolean, compress?: boolean): number;
   getBufferedAmount(): number;
+  /** Runs `cb` with the socket corked: its sends leave in one syscall. */
+  cork(cb: () => void): UwsWebSocket<UserData>;
   /** Closes with a close frame (`close` handler runs at once). */
   end(code?: number, shortMessage?: string): void;
   getUserData(): UserData;

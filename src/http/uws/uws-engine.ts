@@ -51,7 +51,14 @@ export function createUwsEngine(loaded: LoadedUws, runtime: RuntimeInfo): HttpEn
           if (session) res.upgrade({ session }, key, protocol, extensions, context);
         },
         open: (ws) => ws.getUserData().session.open({
-          send: (message) => ws.send(message, false, false) === 1,
+          sendAll(messages) {
+            // One cork: the messages leave in one syscall (uWebSockets.js docs/index.d.ts, WebSocket.cork).
+            let accepted = true;
+            ws.cork(() => {
+              for (const message of messages) accepted = ws.send(message, false, false) === 1 && accepted;
+            });
+            return accepted;
+          },
           end: (code, reason) => ws.end(code, reason),
         }),
         drain: (ws) => ws.getUserData().session.drain(),
