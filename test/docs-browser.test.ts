@@ -1,29 +1,18 @@
 /**
  * The interactive docs in a real browser (docs/API.md, "Authentication"): with API_KEY set,
  * /docs opens without the key, and Swagger UI's "Authorize" with the X-API-Key scheme makes
- * "Try it out" calls succeed. Debian's Chromium (`apt-get install chromium`, as .ci/run does),
- * driven by playwright-core; CHROMIUM_PATH overrides where it is.
+ * "Try it out" calls succeed. Debian's Chromium, driven by playwright-core (scripts/lib/browser.ts).
  */
-import fs from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
 import t from 'tap';
+import { launchChromium } from '../scripts/lib/browser.js';
 import { startStore } from './support/store-server.js';
 
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const KEY = 'docs-key-5e1c';
-
-async function launch(): Promise<Browser> {
-  if (!fs.existsSync(executablePath)) throw new Error(`no Chromium at ${executablePath}: apt-get install chromium, or set CHROMIUM_PATH`);
-  return chromium.launch({
-    executablePath,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-}
 
 t.test('Swagger UI opens without the key and its Authorize button makes calls with X-API-Key', async (t) => {
   const store = await startStore({ API_KEY: KEY });
   t.teardown(store.stop);
-  const browser = await launch();
+  const browser = await launchChromium();
   t.teardown(() => browser.close());
   const page = await browser.newPage();
   const statuses: number[] = [];

@@ -35,7 +35,7 @@ async function populatedStore(t: Test, env: Record<string, string>) {
   const file = (await postFile(`${store.url}/v2/events/${draft.id}/local-only-files`, Buffer.from('a,b\n'), {}, 'text/csv', headers)).body;
   const ids: Record<string, string> = {
     event_id: draft.id, image_id: event.image_ids[0], video_id: video.file_id, file_id: file.file_id,
-    asset: 'swagger-ui.css', workspace: 'acme', project: 'parking-lot', export_id: 'exp-1',
+    asset: 'swagger-ui.css', file: 'page.css', workspace: 'acme', project: 'parking-lot', export_id: 'exp-1',
   };
   return { store, ids, eventId: event.id as string, draftId: draft.id as string };
 }
@@ -177,7 +177,7 @@ t.test('ids cannot reach outside DATA_DIR', async (t) => {
   const routes: [string, (id: string) => string][] = allRoutes
     .filter((route) => route.errorShape !== 'hosted' && route.path.split(':').length === 2)
     .map((route) => [route.method.toUpperCase(), (id: string) => route.path.replace(/:[a-z_]+/, id)]);
-  t.equal(routes.length, 8, 'one event, three downloads, a Swagger UI file, finalize and two attachments');
+  t.equal(routes.length, 9, 'one event, three downloads, a Swagger UI file, an operator page file, finalize and two attachments');
   const port = Number(new URL(store.url).port);
   let answered404 = 0;
   for (const [method, route] of routes) {

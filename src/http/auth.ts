@@ -1,4 +1,4 @@
-/** X-API-Key authentication (docs/API.md, "Authentication"): when API_KEY is set, every route but the public ones (/health, /docs and its assets, /openapi.json). */
+/** X-API-Key authentication (docs/API.md, "Authentication"): when API_KEY is set, every route but the public ones (/health, /docs and its assets, /openapi.json, the operator page and its files). */
 import { createHash, timingSafeEqual } from 'node:crypto';
 
 const digest = (text: string): Buffer => createHash('sha256').update(text).digest();

@@ -113,6 +113,7 @@ const TAGS = [
   { name: 'files' },
   { name: 'admin' },
   { name: 'docs' },
+  { name: 'operator page', description: 'The page at / for an operator on the LAN (docs/USAGE.md, "The operator page").' },
   { name: 'search gateway', description: 'The hosted search API through the device (docs/API.md, "Search gateway").' },
 ];
 
@@ -227,7 +228,7 @@ function build(routes: readonly Route[]): Json {
     paths: pathsOf(routes),
     components: {
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Required on every route but /health, /docs and /openapi.json when the service has API_KEY set; authentication is off otherwise.' },
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Required on every route but /health, /docs, /openapi.json and the operator page when the service has API_KEY set; authentication is off otherwise.' },
         ApiKeyQuery: API_KEY_QUERY_SCHEME,
       },
       schemas: schemaComponents(),

@@ -15,6 +15,7 @@ import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';
 import { createEngine } from './engine-choice.js';
 import type { RuntimeInfo } from './engine.js';
+import { operatorPageRoutes } from './operator-page-routes.js';
 import { createAdmission, registerRoutes, type Route } from './route-table.js';
 import { gatewayMode, searchProxyRoutes } from './search-proxy-routes.js';
 import { storeRoutes } from './store-routes.js';
@@ -23,7 +24,7 @@ import { storeRoutes } from './store-routes.js';
  * Every route the server can answer: what it registers (`routesFor`), what /openapi.json
  * describes, and what the tests walk.
  */
-export const allRoutes: Route[] = [...eventStreamRoutes, ...storeRoutes, ...adminRoutes, ...docsRoutes(() => allRoutes), ...searchProxyRoutes];
+export const allRoutes: Route[] = [...eventStreamRoutes, ...storeRoutes, ...adminRoutes, ...docsRoutes(() => allRoutes), ...operatorPageRoutes, ...searchProxyRoutes];
 
 /**
  * The routes a store with `config` answers: the search gateway's only when it serves (modes

@@ -1,0 +1,81 @@
+/**
+ * The parts of the store's answers the operator page reads (docs/API.md, "Response shapes",
+ * "Statistics"; the full shapes are schemas/responses/*.json). Fields the page does not use are
+ * left out.
+ */
+
+/** A box: centre (`x`, `y`) and full size (`width`, `height`), in pixels of its image. */
+export interface Box {
+  class: string;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  confidence: number;
+}
+
+/** A stored image entry; `file_id` is null once cleanup removed the file. */
+export interface StoredImage {
+  file_id: string | null;
+  label: string | null;
+  object_detections: Box[];
+  /** Instance segmentations and keypoint groups carry a detection's box too. */
+  instance_segmentations: Box[];
+  keypoints: Box[];
+}
+
+/** A stored event, as `created`, `finalized` and `files_attached` messages carry it. */
+export interface StoredEvent {
+  id: string;
+  device_id: string | null;
+  event_schema: string;
+  event_data: Record<string, unknown>;
+  images: StoredImage[];
+  created_at: string;
+  draft: boolean;
+}
+
+/** A page of `GET /v2/events`. */
+export interface EventPage {
+  events: StoredEvent[];
+  next_timestamp: string | null;
+}
+
+/** MQTT publishing (docs/OPERATIONS.md, "MQTT"), null when MQTT_URL is unset. */
+export interface MqttStats {
+  connected: boolean;
+  /** Messages the broker acknowledged since the store started. */
+  published_total: number;
+  resume_point: string | null;
+  /** Age of the oldest event not yet published (s); null when none waits. */
+  oldest_unpublished_age_seconds: number | null;
+  /** Finalizes and deletions not published because too many happened while the broker was away. */
+  changes_skipped: number;
+  last_error: string | null;
+}
+
+/** The latest cleanup run since the store started, null before the first. */
+export interface LastCleanup {
+  trigger: 'MANUAL' | 'AUTOMATIC';
+  finished_at: string;
+  duration_seconds: number;
+  records_deleted: number;
+  files_deleted: number;
+  bytes_freed: number;
+}
+
+/** `GET /stats`. */
+export interface Stats {
+  current: { total_events: number; days_of_data_stored: number };
+  configuration: { retention_days: number };
+  capacity: {
+    records: { used: number; limit: number; percent_used: number };
+    storage: { bytes_used_formatted: string; bytes_limit_formatted: string; percent_used: number };
+    blocked: boolean;
+    uploads_pending: number;
+  };
+  /** Absent on a store older than MQTT publishing. */
+  mqtt?: MqttStats | null;
+  /** Absent on a store older than this field. */
+  last_cleanup?: LastCleanup | null;
+}

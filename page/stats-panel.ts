@@ -1,0 +1,93 @@
+/**
+ * The capacity gauges and backlogs, from `GET /stats` (docs/API.md, "Statistics"): records
+ * (`capacity.records`), storage (`capacity.storage`), days of data (`current.days_of_data_stored`
+ * of `configuration.retention_days`), the cloud upload backlog (`capacity.uploads_pending`), MQTT
+ * (`mqtt`, hidden when null or absent) and the latest cleanup (`last_cleanup`, hidden when null or
+ * absent). Each gauge is a `<meter>` (0..100 percent) and a line of figures.
+ */
+import type { LastCleanup, MqttStats, Stats } from './shapes.js';
+
+const count = new Intl.NumberFormat('en');
+const decimal = new Intl.NumberFormat('en', { maximumFractionDigits: 2 });
+const timeOfDay = new Intl.DateTimeFormat('en-GB', { timeStyle: 'medium', hour12: false });
+const dayAndTime = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', hour12: false });
+
+/** A moment as the time of day when it is today, else with its day (`04:51:05`, `22 Nov, 23:10`). */
+function formatMoment(iso: string): string {
+  const moment = new Date(iso);
+  return moment.toDateString() === new Date().toDateString() ? timeOfDay.format(moment) : dayAndTime.format(moment);
+}
+
+/** A duration in seconds, in ms below one second. */
+const formatDuration = (seconds: number): string => (seconds < 1 ? `${Math.round(seconds * 1000)} ms` : `${decimal.format(seconds)} s`);
+
+/** Bytes in binary units, as /stats' `*_formatted` fields write them (`1.5 MiB`). */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toPrecision(3)} ${units[unit]}`;
+}
+
+/** A duration in seconds, in the largest unit that keeps it readable (`45 s`, `12 min`, `3.5 h`). */
+export function formatAge(seconds: number): string {
+  if (seconds < 120) return `${Math.round(seconds)} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172_800) return `${decimal.format(seconds / 3600)} h`;
+  return `${decimal.format(seconds / 86_400)} days`;
+}
+
+function element<T extends HTMLElement = HTMLElement>(selector: string): T {
+  const found = document.querySelector<T>(selector);
+  if (!found) throw new Error(`the page has no ${selector}`);
+  return found;
+}
+
+/** Sets a gauge: its meter to `percent` (the text says more than 100 when it is) and its figures. */
+function setGauge(id: string, percent: number, figures: string): void {
+  const meter = element<HTMLMeterElement>(`#${id} meter`);
+  meter.value = percent;
+  meter.dataset.percent = String(percent);
+  element(`#${id} .gauge-value`).textContent = `${decimal.format(percent)}% · ${figures}`;
+}
+
+function renderMqtt(mqtt: MqttStats | null | undefined): void {
+  const card = element('#mqtt');
+  card.hidden = mqtt === null || mqtt === undefined;
+  if (!mqtt) return;
+  element('#mqtt .figure').textContent = mqtt.connected ? 'connected' : 'disconnected';
+  card.classList.toggle('alarm', !mqtt.connected);
+  const backlog = mqtt.oldest_unpublished_age_seconds === null ? 'nothing waiting' : `oldest unpublished ${formatAge(mqtt.oldest_unpublished_age_seconds)}`;
+  const skipped = mqtt.changes_skipped > 0 ? `; ${count.format(mqtt.changes_skipped)} changes skipped` : '';
+  const error = mqtt.last_error === null ? '' : `; ${mqtt.last_error}`;
+  element('#mqtt .note').textContent = `${count.format(mqtt.published_total)} published; ${backlog}${skipped}${error}`;
+}
+
+function renderCleanup(cleanup: LastCleanup | null | undefined): void {
+  const card = element('#last-cleanup');
+  card.hidden = cleanup === null || cleanup === undefined;
+  if (!cleanup) return;
+  const finished = element<HTMLTimeElement>('#last-cleanup time');
+  finished.dateTime = cleanup.finished_at;
+  finished.textContent = formatMoment(cleanup.finished_at);
+  element('#last-cleanup .note').textContent = `${cleanup.trigger.toLowerCase()}: ${count.format(cleanup.records_deleted)} records, `
+    + `${count.format(cleanup.files_deleted)} files deleted; ${formatBytes(cleanup.bytes_freed)} freed in ${formatDuration(cleanup.duration_seconds)}`;
+}
+
+/** Shows `stats` in the page's gauges and cards. */
+export function renderStats(stats: Stats): void {
+  const { records, storage } = stats.capacity;
+  setGauge('gauge-records', records.percent_used, `${count.format(records.used)} of ${count.format(records.limit)}`);
+  setGauge('gauge-storage', storage.percent_used, `${storage.bytes_used_formatted} of ${storage.bytes_limit_formatted}`);
+  const days = stats.current.days_of_data_stored;
+  const retention = stats.configuration.retention_days;
+  setGauge('gauge-days', Number(((100 * days) / retention).toFixed(2)), `${decimal.format(days)} of ${decimal.format(retention)} days`);
+  element('#uploads-pending').textContent = count.format(stats.capacity.uploads_pending);
+  element('#blocked').hidden = !stats.capacity.blocked;
+  renderMqtt(stats.mqtt);
+  renderCleanup(stats.last_cleanup);
+}

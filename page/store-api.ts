@@ -1,0 +1,74 @@
+/**
+ * The page's calls to the store, with its key (docs/API.md, "Authentication"). The key is asked
+ * for once and kept in localStorage; it travels as `X-API-Key` on every fetch, and as `api_key`
+ * in the query only for the live stream, as an EventSource cannot set headers (docs/API.md,
+ * "Live stream"). The page is served by the store itself, so every call is same-origin and passes
+ * the store's browser guard (docs/API.md, "Browsers"); the page only reads (GET).
+ */
+
+const KEY_ITEM = 'edge-event-store.api_key';
+
+/** The store answered 401: no key, or not the store's key. */
+export class Unauthorized extends Error {
+  constructor() {
+    super('the store refused the key (401)');
+  }
+}
+
+/** The key kept in localStorage, '' when none (or when storage is unavailable). */
+export function storedKey(): string {
+  try {
+    return localStorage.getItem(KEY_ITEM) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** Keeps `key` in localStorage for the next visits. */
+export function saveKey(key: string): void {
+  try {
+    localStorage.setItem(KEY_ITEM, key);
+  } catch {
+    // Private windows may refuse storage: the key then lasts as long as the page.
+    sessionKey = key;
+  }
+}
+
+/** The key of this page when localStorage refused it. */
+let sessionKey = '';
+
+const currentKey = (): string => storedKey() || sessionKey;
+
+/**
+ * GETs `path` with the key.
+ * @throws Unauthorized on 401; Error naming the status and the store's `detail` on any other
+ *   non-2xx answer
+ */
+async function get(path: string): Promise<Response> {
+  const key = currentKey();
+  const response = await fetch(path, { headers: key === '' ? {} : { 'X-API-Key': key } });
+  if (response.status === 401) throw new Unauthorized();
+  if (!response.ok) {
+    const detail = await response.json().then((body: { detail?: unknown }) => body.detail, () => undefined);
+    throw new Error(`${path}: ${response.status}${typeof detail === 'string' ? ` ${detail}` : ''}`);
+  }
+  return response;
+}
+
+/** GETs the JSON answer of `path` (see `get` for the errors). */
+export async function getJson<T>(path: string): Promise<T> {
+  return (await get(path)).json() as Promise<T>;
+}
+
+/** GETs the bytes of `path` (a file download) as a Blob (see `get` for the errors). */
+export async function getBlob(path: string): Promise<Blob> {
+  return (await get(path)).blob();
+}
+
+/** The URL of the live stream with `params` and, when there is one, the key as `api_key`. */
+export function streamUrl(params: URLSearchParams): string {
+  const query = new URLSearchParams(params);
+  const key = currentKey();
+  if (key !== '') query.set('api_key', key);
+  return `/v2/events/stream?${query}`;
+}

@@ -1,0 +1,260 @@
+/**
+ * The operator page in a real browser (docs/USAGE.md, "The operator page"): Debian's Chromium
+ * driven by playwright-core opens `/` on a real store with API_KEY set; the page asks for the
+ * key (and again when the store refuses it), events posted over real HTTP with real photos appear
+ * newest first with their detections drawn as boxes where the detections say, a device filter
+ * leaves another device's events out, the gauges show what /stats says, and a reset empties the
+ * list (a `deleted` message).
+ */
+import type { Locator, Page } from 'playwright-core';
+import t from 'tap';
+import { launchChromium } from '../scripts/lib/browser.js';
+import { fixture, getJson, postJson } from './support/events.js';
+import { startBroker } from './support/mosquitto.js';
+import { startStore } from './support/store-server.js';
+
+const KEY = 'operator-key-7c2a';
+const auth = { 'X-API-Key': KEY };
+
+/** A detection: centre, size (pixels of the image), class. */
+const detection = (name: string, x: number, y: number, width: number, height: number) => ({ class: name, x, y, width, height, confidence: 0.9 });
+
+/** cat.jpg is 451x300, rocket.jpg 640x427, camera.jpg 512x512 (test/fixtures). */
+const CAT = { width: 451, height: 300 };
+const CAT_BOX = detection('cat', 225, 150, 200, 180);
+
+const image = (name: string, detections: unknown[]) => ({ label: name, base64Image: fixture(name).toString('base64'), objectDetections: detections });
+
+/** An event of `device` with `images`. */
+const event = (device: string, images: unknown[], result = 'pass') => ({
+  inferenceTimestamp: new Date().toISOString(),
+  eventSchema: 'quality_check',
+  eventData: { result },
+  deviceId: device,
+  images,
+});
+
+/** Reads `read` until `done` says yes or `ms` pass; answers the last value read (to assert on). */
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let value = await read();
+  while (!done(value) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    value = await read();
+  }
+  return value;
+}
+
+/** The ids of the listed events, top to bottom. */
+const listedIds = (page: Page): Promise<string[]> => page.locator('#events > li.event').evaluateAll((items) => items.map((item) => (item as HTMLElement).dataset.id!));
+
+/** How many boxes each thumbnail of `item` shows. */
+const boxesPerThumbnail = (item: Locator): Promise<number[]> => item.locator('.thumb').evaluateAll((thumbs) => thumbs.map((thumb) => thumb.querySelectorAll('.box').length));
+
+async function createEvent(url: string, body: unknown): Promise<string> {
+  const created = await postJson(`${url}/v2/events`, body, auth);
+  if (created.status !== 201) throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body)}`);
+  return created.body.id as string;
+}
+
+t.test('the page and its files open without the key, with their types; nothing else is served', async (t) => {
+  const store = await startStore({ API_KEY: KEY });
+  t.teardown(store.stop);
+  const types: Record<string, RegExp> = { '/': /^text\/html/, '/operator/page.css': /^text\/css/, '/operator/main.js': /^text\/javascript/, '/operator/thumbnail.js': /^text\/javascript/ };
+  for (const [path, type] of Object.entries(types)) {
+    const answer = await fetch(store.url + path);
+    t.equal(answer.status, 200, `${path} without the key`);
+    t.match(answer.headers.get('content-type'), type, `${path}: its type`);
+    t.equal(answer.headers.get('x-content-type-options'), 'nosniff');
+    await answer.arrayBuffer();
+  }
+  for (const path of ['/operator/index.html', '/operator/main.ts', '/operator/..%2Fpackage.json', '/operator/constructor']) {
+    const answer = await fetch(store.url + path);
+    t.equal(answer.status, 404, `${path}: not a file of the page`);
+    await answer.arrayBuffer();
+  }
+  t.equal((await fetch(`${store.url}/stats`)).status, 401, 'the data still needs the key');
+});
+
+t.test('the operator page: key, live events with their boxes, device filter, gauges, reset', async (t) => {
+  // Cloud upload to a port nobody listens on: finalized events wait in the upload backlog.
+  const store = await startStore({ API_KEY: KEY, MAX_RECORDS: '40', RETENTION_DAYS: '30', CLOUD_UPLOAD_URL: 'http://127.0.0.1:9/', DEFAULT_SOLUTION_ID: 'operator-test' });
+  t.teardown(store.stop);
+  const browser = await launchChromium();
+  t.teardown(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(10_000);
+  const failedRequests: string[] = [];
+  page.on('requestfailed', (request) => failedRequests.push(request.url()));
+  const pageErrors: string[] = [];
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+
+  const opened = await page.goto(`${store.url}/`);
+  t.equal(opened?.status(), 200, '/ opens without the key');
+  t.match(opened?.headers()['content-type'], /^text\/html/);
+  t.match(opened?.headers()['content-security-policy'], /script-src 'self'/);
+
+  await t.test('the key is asked for, again when the store refuses it, and kept', async (t) => {
+    await page.locator('#key-form').waitFor({ state: 'visible' });
+    t.notOk(await page.locator('#key-refused').isVisible(), 'no key yet: none refused');
+    await page.fill('#key-input', 'not-the-key');
+    await page.click('#key-form button[type="submit"]');
+    await page.locator('#key-refused').waitFor({ state: 'visible' });
+    t.ok(await page.locator('#key-form').isVisible(), 'a wrong key (401): the form again, saying so');
+
+    await page.fill('#key-input', KEY);
+    await page.click('#key-form button[type="submit"]');
+    await page.locator('#key-form').waitFor({ state: 'hidden' });
+    await page.locator('#connection[data-state="live"]').waitFor();
+    t.equal(await page.evaluate(() => localStorage.getItem('edge-event-store.api_key')), KEY, 'kept in localStorage');
+  });
+
+  let catEvent = '';
+  let otherDevice = '';
+  await t.test('posted events appear newest first, with their detections as boxes', async (t) => {
+    catEvent = await createEvent(store.url, event('cam-1', [
+      image('cat.jpg', [CAT_BOX, detection('ear', 150, 60, 50, 40)]),
+      image('rocket.jpg', [detection('rocket', 320, 213, 120, 380)]),
+    ], 'fail'));
+    otherDevice = await createEvent(store.url, { ...event('cam-2', [image('camera.jpg', [detection('person', 256, 200, 140, 300)])]), draft: true });
+
+    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 2), [otherDevice, catEvent], 'both listed, newest first');
+    const catItem = page.locator(`li.event[data-id="${catEvent}"]`);
+    const otherItem = page.locator(`li.event[data-id="${otherDevice}"]`);
+    t.same(await eventually(() => boxesPerThumbnail(catItem), (counts) => counts.join() === '2,1'), [2, 1], 'two boxes on the cat, one on the rocket');
+    t.same(await eventually(() => boxesPerThumbnail(otherItem), (counts) => counts.join() === '1'), [1], 'one box on the other device\'s image');
+    t.match(await catItem.locator('.event-head').innerText(), /cam-1[\s\S]*quality_check[\s\S]*result: fail/, 'time, device, schema and data shown');
+    t.equal(await otherItem.locator('.draft').count(), 1, 'a draft says so');
+
+    const thumb = catItem.locator('.thumb').first();
+    const img = (await thumb.locator('img').boundingBox())!;
+    const box = (await thumb.locator('.box').first().boundingBox())!;
+    const scaleX = img.width / CAT.width;
+    const scaleY = img.height / CAT.height;
+    t.ok(Math.abs(scaleX - scaleY) < 0.01, `the thumbnail keeps the image's proportions (${img.width}x${img.height})`);
+    const expected = {
+      x: img.x + (CAT_BOX.x - CAT_BOX.width / 2) * scaleX,
+      y: img.y + (CAT_BOX.y - CAT_BOX.height / 2) * scaleY,
+      width: CAT_BOX.width * scaleX,
+      height: CAT_BOX.height * scaleY,
+    };
+    for (const side of ['x', 'y', 'width', 'height'] as const) {
+      t.ok(Math.abs(box[side] - expected[side]) <= 1.5, `the cat's box ${side}: ${box[side].toFixed(1)}, expected ${expected[side].toFixed(1)}`);
+    }
+    t.match(await thumb.locator('.box').first().innerText(), /cat/, 'labelled with its class');
+    const src = await thumb.locator('img').getAttribute('src');
+    t.match(src, /^blob:/, 'the image is shown from a blob URL: the key stays out of URLs');
+
+    // Shown once a second.
+    const rate = await eventually(async () => Number(await page.locator('#rate').innerText()), (value) => value > 0, 3000);
+    t.ok(rate > 0, `events per second counted (${rate})`);
+  });
+
+  await t.test('the gauges show what /stats says', async (t) => {
+    const shown = async () => {
+      const { body: stats } = await getJson(`${store.url}/stats`, auth);
+      const gauge = (id: string) => page.locator(`#${id}`);
+      return {
+        stats,
+        records: await gauge('gauge-records').locator('meter').getAttribute('data-percent'),
+        recordsText: await gauge('gauge-records').locator('.gauge-value').innerText(),
+        storage: await gauge('gauge-storage').locator('meter').getAttribute('data-percent'),
+        storageText: await gauge('gauge-storage').locator('.gauge-value').innerText(),
+        daysText: await gauge('gauge-days').locator('.gauge-value').innerText(),
+        uploads: await page.locator('#uploads-pending').innerText(),
+      };
+    };
+    // /stats is read every 5 s; storage may move a little between two reads (LMDB pages).
+    const seen = await eventually(shown, (s) => s.records === String(s.stats.capacity.records.percent_used)
+      && s.storage === String(s.stats.capacity.storage.percent_used)
+      && s.uploads === String(s.stats.capacity.uploads_pending));
+    const { stats } = seen;
+    t.equal(stats.capacity.records.used, 2);
+    t.equal(seen.records, '5', 'records: 2 of MAX_RECORDS 40 is 5%');
+    t.match(seen.recordsText, /^5% · 2 of 40$/);
+    t.equal(seen.storage, String(stats.capacity.storage.percent_used), 'storage percent');
+    t.ok(seen.storageText.endsWith(`${stats.capacity.storage.bytes_used_formatted} of ${stats.capacity.storage.bytes_limit_formatted}`), `storage figures: ${seen.storageText}`);
+    t.match(seen.daysText, / of 30 days$/, 'days of data of RETENTION_DAYS');
+    t.equal(stats.capacity.uploads_pending, 1, 'the unreachable cloud leaves the finalized event waiting (a draft is not shipped)');
+    t.equal(seen.uploads, '1', 'cloud upload backlog');
+    t.notOk(await page.locator('#mqtt').isVisible(), 'MQTT off (mqtt null): its card is hidden');
+
+    // The store runs a cleanup of its own at start-up; a manual one comes after it.
+    t.equal((await postJson(`${store.url}/admin/cleanup`, undefined, auth)).status, 200);
+    const { body: after } = await getJson(`${store.url}/stats`, auth);
+    t.equal(after.last_cleanup.trigger, 'MANUAL');
+    const finished = await eventually(() => page.locator('#last-cleanup time').getAttribute('datetime'), (at) => at === after.last_cleanup.finished_at);
+    t.equal(finished, after.last_cleanup.finished_at, 'the latest cleanup, when it finished');
+    t.ok(await page.locator('#last-cleanup').isVisible());
+    t.match(await page.locator('#last-cleanup .note').innerText(), new RegExp(`^manual: ${after.last_cleanup.records_deleted} records, ${after.last_cleanup.files_deleted} files deleted; `));
+  });
+
+  await t.test('a finalized draft is updated in place', async (t) => {
+    t.equal((await postJson(`${store.url}/v2/events/${otherDevice}/finalize`, undefined, auth)).status, 200);
+    const item = page.locator(`li.event[data-id="${otherDevice}"]`);
+    t.equal(await eventually(() => item.locator('.draft').count(), (count) => count === 0), 0, 'no longer marked draft');
+    t.same(await boxesPerThumbnail(item), [1], 'its thumbnail and box still there');
+    t.same(await listedIds(page), [otherDevice, catEvent], 'in its place');
+  });
+
+  await t.test('a device filter leaves other devices\' events out, listed and live', async (t) => {
+    await page.fill('#filter-device', 'cam-1');
+    await page.press('#filter-device', 'Enter');
+    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 1), [catEvent], 'only cam-1\'s event listed');
+    await page.locator('#connection[data-state="live"]').waitFor();
+    t.equal(new URL(page.url()).searchParams.get('device_id'), 'cam-1', 'the filter is in the page\'s URL');
+
+    const hidden = await createEvent(store.url, event('cam-2', [image('camera.jpg', [])]));
+    const shown = await createEvent(store.url, event('cam-1', [image('cat.jpg', [CAT_BOX])]));
+    // Messages come in created_at order: once cam-1's later event is listed, cam-2's was left out.
+    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 2), [shown, catEvent], 'the new cam-1 event listed');
+    t.notOk(await page.locator(`li.event[data-id="${hidden}"]`).count(), 'the cam-2 event is not');
+
+    await page.fill('#filter-device', '');
+    await page.press('#filter-device', 'Enter');
+    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 4), [shown, hidden, otherDevice, catEvent], 'no filter: every event');
+  });
+
+  await t.test('a reset empties the list', async (t) => {
+    const { body: token } = await postJson(`${store.url}/reset/request`, {}, auth);
+    t.equal((await postJson(`${store.url}/reset/confirm`, { reset_token: token.reset_token }, auth)).status, 200);
+    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 0), [], 'deleted (reset): nothing listed');
+  });
+
+  await t.test('a stored key the store refuses brings the form back', async (t) => {
+    await page.evaluate(() => localStorage.setItem('edge-event-store.api_key', 'an-old-key'));
+    await page.reload();
+    await page.locator('#key-form').waitFor({ state: 'visible' });
+    t.ok(await page.locator('#key-refused').isVisible(), 'says the key was refused');
+    t.equal(await page.locator('#connection').getAttribute('data-state'), 'no key');
+  });
+
+  t.same(pageErrors, [], 'no script error on the page');
+  t.same(failedRequests.filter((url) => !url.includes('/v2/events/stream')), [], 'no request failed (a stream ends by design)');
+});
+
+t.test('with MQTT_URL set, the page shows whether the store publishes', async (t) => {
+  const broker = await startBroker();
+  t.teardown(() => broker.stop());
+  const store = await startStore({ MQTT_URL: broker.url });
+  t.teardown(store.stop);
+  const browser = await launchChromium();
+  t.teardown(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(10_000);
+  await page.goto(`${store.url}/`);
+  await page.locator('#connection[data-state="live"]').waitFor();
+  t.notOk(await page.locator('#key-form').isVisible(), 'no API_KEY: no key asked for');
+  const created = await postJson(`${store.url}/v2/events`, event('cam-9', [image('cat.jpg', [CAT_BOX])]));
+  t.equal(created.status, 201);
+
+  const card = page.locator('#mqtt');
+  const published = await eventually(async () => (await card.isVisible()) ? await card.locator('.note').innerText() : '', (text) => text.startsWith('1 published'));
+  t.match(published, /^1 published; nothing waiting/, 'the created event published, none waiting');
+  t.equal(await card.locator('.figure').innerText(), 'connected');
+  t.equal((await getJson(`${store.url}/stats`)).body.mqtt.published_total, 1, 'as /stats says');
+
+  await broker.stop();
+  t.equal(await eventually(() => card.locator('.figure').innerText(), (text) => text === 'disconnected'), 'disconnected', 'the broker gone: disconnected');
+  t.ok(await card.evaluate((element) => element.classList.contains('alarm')), 'marked as an alarm');
+});
