@@ -41,7 +41,7 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'list-page-'));
 const config = loadConfig({ DATA_DIR: dataDir });
 // Builds with stored JSON (record layout 3) need the presenter set, as serve.ts does.
 codec.setRecordPresenter?.(present.presentEventJson);
-const store = await EventStore.open(dataDir, { trackUploads: false });
+const store = await EventStore.open(dataDir, { sinks: [] });
 try {
   const random = seeded(1);
   const started = performance.now();

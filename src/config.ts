@@ -201,6 +201,11 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
+/** The sinks the settings configure (docs/OPERATIONS.md, "Sinks"): `cloud` with CLOUD_UPLOAD_URL. */
+export function configuredSinks(config: Config): string[] {
+  return config.cloudUploadUrl === undefined ? [] : ['cloud'];
+}
+
 /**
  * The settings' secrets, which the logger masks (src/logger.ts): the hosted search's and the
  * cloud's keys, and the MQTT password when MQTT_URL carries one.

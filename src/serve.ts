@@ -2,7 +2,7 @@
  * `edge-events serve`: loads the settings, opens the store, starts the HTTP server, and stops
  * gracefully on SIGTERM/SIGINT (systemd's stop): no new requests, in-flight writes finished.
  */
-import { ConfigError, loadConfig, secretsOf, type Config } from './config.js';
+import { configuredSinks, ConfigError, loadConfig, secretsOf, type Config } from './config.js';
 import { presentEventJson } from './events/present.js';
 import type { RuntimeInfo } from './http/engine.js';
 import { startServer, type RunningServer } from './http/server.js';
@@ -33,7 +33,7 @@ export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel, secretsOf(config));
   setRecordPresenter(presentEventJson);
   const store = await EventStore.open(config.dataDir, {
-    trackUploads: config.cloudUploadUrl !== undefined,
+    sinks: configuredSinks(config),
     onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
   });
   log.info({ store: store.opened }, 'store opened');

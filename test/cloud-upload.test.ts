@@ -5,13 +5,14 @@
  */
 import t, { type Test } from 'tap';
 import { loadConfig } from '../src/config.js';
-import { runUploadPass } from '../src/lifecycle/cloud-uploader.js';
+import { CloudSink, type CloudSinkDeps } from '../src/lifecycle/cloud-uploader.js';
+import { shipNextBatch } from '../src/lifecycle/sink-runner.js';
 import { createLogger } from '../src/logger.js';
 import { deleteFiles } from '../src/store/event-deletion.js';
 import { EventStore } from '../src/store/event-store.js';
-import { deadLetterKey, EMPTY, uploadKey } from '../src/store/index-keys.js';
+import { deadLetterKey } from '../src/store/index-keys.js';
 import { StoreView } from '../src/store/store-view.js';
-import { isProtected } from '../src/store/upload-queue.js';
+import { enterLedger, isProtected } from '../src/store/sink-ledger.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { BATCH_PATH, FakeCloud, UPLOAD_PATH } from './support/fake-cloud.js';
 import { postFile } from './support/multipart.js';
@@ -168,7 +169,7 @@ t.test('a wrong key (401) is retried, never dead-lettered: the events stay queue
   await store.stop();
   t.equal(cloud.events.size, 0);
 
-  const view = StoreView.openView(store.dataDir, { trackUploads: true });
+  const view = StoreView.openView(store.dataDir, { sinks: ['cloud'] });
   t.teardown(() => view.close());
   const createdAt = view.getEvent(event.id)!.created_at;
   t.same(queues(view), { queued: [createdAt], dead: [] });
@@ -190,21 +191,26 @@ t.test('upload state survives a restart; a refused event is dead-lettered and th
   await until('a and c in the cloud', () => cloud.events.has(a.id) && cloud.events.has(c.id));
   // The cloud has them before the store has recorded them shipped: wait for that too.
   await until('the upload queue recorded empty', async () => (await getJson(`${second.url}/stats`)).body.capacity.uploads_pending === 0);
+  const { cloud: status } = (await getJson(`${second.url}/stats`)).body.sinks;
+  t.match(status, { backlog_events: 0, oldest_unshipped_age_seconds: null, shipped_total: 2, dead_lettered_total: 1, stalled: false }, '/stats sinks.cloud');
+  const metrics = await (await fetch(`${second.url}/metrics`)).text();
+  t.match(metrics, /edge_events_sink_shipped_total\{sink="cloud"\} 2/);
+  t.match(metrics, /edge_events_sink_dead_lettered_total\{sink="cloud"\} 1/);
   await second.stop();
   t.same(cloud.order, [a.id, c.id], 'in created_at order');
   t.same([...cloud.deliveries.values()], [1, 1], 'each event delivered once');
   t.same(cloud.images.map((i) => i.bytes), [fixture('cat.jpg'), fixture('rocket.jpg')], 'each image uploaded once');
   t.same(cloud.seen(BATCH_PATH, 400).map((r) => r.eventIds), [[a.id, b.id, c.id], [a.id, b.id], [b.id]], 'the refused batch is halved down to the bad event');
 
-  const view = StoreView.openView(first.dataDir, { trackUploads: true });
+  const view = StoreView.openView(first.dataDir, { sinks: ['cloud'] });
   t.teardown(() => view.close());
   const createdAtB = view.getEvent(b.id)!.created_at;
   t.same(queues(view), { queued: [], dead: [createdAtB] }, 'queue empty; the refused event is a dead letter');
-  t.ok(view.dbs.index.doesExist(deadLetterKey(createdAtB)));
+  t.ok(view.dbs.index.doesExist(deadLetterKey(createdAtB, 'cloud')));
   t.equal(isProtected(view, createdAtB), false, 'a dead letter is no longer protected from cleanup');
 });
 
-t.test('runUploadPass: hung and dropped requests are retried, a vanished image is left out, stop aborts', async (t) => {
+t.test('the cloud sink: hung and dropped requests are retried, a vanished image is left out, stop aborts', async (t) => {
   const cloud = await startCloud(t);
   cloud.inject({ status: 500 });
   const store = await startStore(cloudEnv(cloud));
@@ -215,15 +221,16 @@ t.test('runUploadPass: hung and dropped requests are retried, a vanished image i
   cloud.heal();
 
   const config = loadConfig({ DATA_DIR: store.dataDir, ...cloudEnv(cloud) });
-  const view = await EventStore.open(store.dataDir, { trackUploads: true }); // it deletes a file: a writer
+  const view = await EventStore.open(store.dataDir, { sinks: ['cloud'] }); // it deletes a file: a writer
   t.teardown(() => view.close());
   const record = view.getEvent(event.id)!;
   await deleteFiles(view, [{ createdAt: record.created_at, fileId: record.images[0].input_file_id! }]);
   const deps = { log: createLogger('silent'), backoff: { baseMs: 5, capMs: 20 }, requestTimeoutMs: 300 };
+  const pass = (options: CloudSinkDeps, signal = new AbortController().signal) => shipNextBatch(view, new CloudSink(view, config, options), ['cloud'], signal);
 
   cloud.inject('hang', { path: UPLOAD_PATH, times: 1 });
   cloud.inject('close', { path: BATCH_PATH, times: 1 });
-  t.same(await runUploadPass(view, config, { ...deps, signal: new AbortController().signal }), { shipped: 1, deadLettered: 0 });
+  t.same(await pass(deps), { shipped: 1, deadLettered: 0 });
   t.equal(cloud.seen(UPLOAD_PATH, 'hang').length, 1, 'the hung upload timed out and was retried');
   t.equal(cloud.seen(BATCH_PATH, 'close').length, 1);
   const shipped = cloud.events.get(event.id)!;
@@ -231,15 +238,15 @@ t.test('runUploadPass: hung and dropped requests are retried, a vanished image i
   t.notOk('inputSourceId' in shipped.images[0], 'the vanished input image is left out');
   t.equal(cloud.images.length, 1);
   t.same(queues(view).queued, []);
-  t.same(await runUploadPass(view, config, { ...deps, signal: new AbortController().signal }), { shipped: 0, deadLettered: 0 }, 'empty queue');
+  t.equal(await pass(deps), undefined, 'nothing left to ship');
 
-  await view.dbs.index.put(uploadKey(record.created_at), EMPTY);
+  await view.dbs.root.transaction(() => enterLedger(view.dbs, record.created_at)); // ship it again
   cloud.inject('hang');
   const stop = new AbortController();
-  const pass = runUploadPass(view, config, { ...deps, requestTimeoutMs: 60_000, signal: stop.signal });
+  const hung = pass({ ...deps, requestTimeoutMs: 60_000 }, stop.signal);
   await until('a hung request', () => cloud.seen(UPLOAD_PATH, 'hang').length === 2);
   stop.abort();
-  await t.rejects(pass, { name: 'AbortError' }, 'stop ends a hung request at once');
+  await t.rejects(hung, { name: 'AbortError' }, 'stop ends a hung request at once');
   t.same(queues(view).queued, [record.created_at], 'the event stays queued');
 });
 

@@ -162,7 +162,7 @@ t.test('records of layouts 1, 2 and 3 in one store are returned by queries side 
     dbs.events.putSync(record2.created_at, layout2Value(record2));
     for (const record of [record1, record2]) {
       dbs.eventIds.putSync(record.id, record.created_at);
-      for (const key of indexKeysOf(record, false)) dbs.index.putSync(key, Buffer.alloc(0));
+      for (const key of indexKeysOf(record)) dbs.index.putSync(key, Buffer.alloc(0));
     }
   });
   await dbs.root.close();

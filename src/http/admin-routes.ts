@@ -33,7 +33,7 @@ export const adminRoutes: Route[] = [
       errors: { store_failure: 'Store failure.' },
     },
     handler: (_ex, ctx) => {
-      const live = { gate: ctx.lifecycle.gate, lastCleanup: ctx.lifecycle.lastCleanup, mqtt: ctx.mqtt?.status() };
+      const live = { gate: ctx.lifecycle.gate, lastCleanup: ctx.lifecycle.lastCleanup, mqtt: ctx.mqtt?.status(), sinkProgress: ctx.lifecycle.sinkProgress };
       return { status: 200, body: { ...storeStats(ctx.store, ctx.config, live), runtime: ctx.runtime } };
     },
   },

@@ -104,12 +104,12 @@ export class CapacityMonitor {
     const usage = this.usage();
     this.warn(usage);
     const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
-    const blocked = (this.store.trackUploads && over && !deleted) || this.createWouldOverfill();
+    const blocked = (this.store.shipping && over && !deleted) || this.createWouldOverfill();
     this.publish(blocked);
   }
 
   private createWouldOverfill(): boolean {
-    return this.store.trackUploads && createWouldOverfill(this.store.counters(), () => this.store.storageBytes(), this.limits);
+    return this.store.shipping && createWouldOverfill(this.store.counters(), () => this.store.storageBytes(), this.limits);
   }
 
   /** Sets the flag, logging a change (a closing by the HTTP thread is logged there). */

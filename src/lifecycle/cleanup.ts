@@ -9,7 +9,7 @@
 import { deleteFiles, deleteRecords, reclaimSegments, type FileRef } from '../store/event-deletion.js';
 import { eventsOldestFirst, filesByAge, retentionCutoff } from '../store/lifecycle-queries.js';
 import type { StoreView } from '../store/store-view.js';
-import { isProtected } from '../store/upload-queue.js';
+import { isProtected } from '../store/sink-ledger.js';
 import type { DeletionReason } from '../store/store-changes.js';
 import { checkConsistency } from './consistency.js';
 

@@ -2,6 +2,7 @@
 import type { ErrorReport } from '../errors.js';
 import type { EventChange } from '../store/store-changes.js';
 import type { CleanupResult } from './cleanup.js';
+import type { SinkProgress } from './sink-runner.js';
 
 export type ToWorker =
   | { type: 'cleanup'; id: number }
@@ -22,6 +23,8 @@ export type ToMain =
   | { type: 'retire-segment'; id: number; segment: number }
   /** A segment's live share fell low: copy its live blobs forward (EventStore.compactSegment). */
   | { type: 'compact-segment'; id: number; segment: number }
+  /** A sink shipped, failed, stalled or moved again (/stats `sinks`, /metrics). */
+  | { type: 'sink-progress'; progress: SinkProgress }
   /** Changes the worker made to events (auto-finalize, cleanup deletions), for the live stream. */
   | { type: 'changes'; changes: EventChange[] }
   | { type: 'stopped' };

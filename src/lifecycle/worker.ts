@@ -6,7 +6,7 @@
  * (see lifecycle-messages.ts) and one shared flag (the capacity state).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { secretsOf, type Config } from '../config.js';
+import { configuredSinks, secretsOf, type Config } from '../config.js';
 import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
@@ -16,7 +16,8 @@ import { StoreView } from '../store/store-view.js';
 import type { EventChange, StoreChange } from '../store/store-changes.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
-import { runUploadLoop } from './cloud-uploader.js';
+import { CloudSink } from './cloud-uploader.js';
+import { runSink, type Sink, type SinkProgress } from './sink-runner.js';
 import { sweepDrafts } from './draft-sweeper.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
 
@@ -42,7 +43,7 @@ function forwardChange(change: StoreChange): void {
   if (changes.length === 0) queueMicrotask(() => post({ type: 'changes', changes: changes.splice(0) }));
   changes.push(change);
 }
-const store = StoreView.openView(config.dataDir, { trackUploads: config.cloudUploadUrl !== undefined, announce: forwardChange });
+const store = StoreView.openView(config.dataDir, { sinks: configuredSinks(config), announce: forwardChange });
 const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
 
 /** The job under way; jobs run one at a time, in the order they were asked for. */
@@ -106,11 +107,12 @@ const timers = [
   })),
 ];
 
-// With cloud upload on, finalized events are shipped while the worker runs (cloud-uploader.ts).
-const uploads = new AbortController();
-const uploading = config.cloudUploadUrl === undefined
-  ? Promise.resolve()
-  : runUploadLoop(store, config, { log: log.child({ task: 'cloud-upload' }), signal: uploads.signal });
+// Each configured sink ships the ledger while the worker runs (sink-runner.ts), beside the job
+// queue: shipping is network-bound.
+const shipping = new AbortController();
+const sinkDeps = { sinks: store.sinks, signal: shipping.signal, onProgress: (progress: SinkProgress) => post({ type: 'sink-progress', progress }) };
+const sinks: Sink[] = config.cloudUploadUrl === undefined ? [] : [new CloudSink(store, config, { log: log.child({ task: 'cloud-upload' }) })];
+const shipped = Promise.all(sinks.map((sink) => runSink(store, sink, { ...sinkDeps, log: log.child({ sink: sink.name }) })));
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'writer-done') {
@@ -124,8 +126,8 @@ port.on('message', (message: ToWorker) => {
   } else if (message.type === 'stop') {
     stopping = true;
     for (const timer of timers) clearInterval(timer);
-    uploads.abort();
-    void Promise.all([queue, uploading]).then(() => store.close()).then(() => post({ type: 'stopped' }));
+    shipping.abort();
+    void Promise.all([queue, shipped]).then(() => store.close()).then(() => post({ type: 'stopped' }));
   }
 });
 

@@ -39,7 +39,7 @@ export class CapacityGate {
    * @returns true when the request may go on; false when it must answer 529
    */
   admit(use: GateUse): boolean {
-    if (!this.blocked && use === 'create' && this.store.trackUploads
+    if (!this.blocked && use === 'create' && this.store.shipping
       && createWouldOverfill(this.store.counters(), () => this.store.storageBytes(), this.limits, this.admitted)) {
       closeGate(this.flag);
     }

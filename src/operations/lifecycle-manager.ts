@@ -10,6 +10,7 @@ import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
 import { CapacityGate } from './capacity-gate.js';
 import type { CleanupResult, CleanupTrigger } from '../lifecycle/cleanup.js';
+import type { SinkProgress } from '../lifecycle/sink-runner.js';
 import type { ToMain, ToWorker } from '../lifecycle/lifecycle-messages.js';
 
 const RESTART_MIN_MS = 500;
@@ -31,6 +32,8 @@ export class Lifecycle {
   readonly cleanupRuns: Record<CleanupTrigger, number> = { AUTOMATIC: 0, MANUAL: 0 };
   /** The latest cleanup run since start, with when it ended (ms since the epoch); /stats `last_cleanup`. */
   lastCleanup: { result: CleanupResult; finishedAt: number } | undefined;
+  /** Each sink's progress as the worker last reported it, by sink name. */
+  readonly sinkProgress = new Map<string, SinkProgress>();
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: CleanupResult) => void; reject: (e: unknown) => void }>();
 
@@ -51,7 +54,13 @@ export class Lifecycle {
     worker.on('error', (err) => this.log.error({ err }, 'lifecycle worker failed'));
     worker.on('exit', (code) => this.exited(worker, code));
     return new Promise((resolve, reject) => {
-      worker.once('message', (message: ToMain) => (message.type === 'ready' ? resolve() : undefined));
+      // Other messages may come first (a sink's first progress report).
+      const ready = (message: ToMain) => {
+        if (message.type !== 'ready') return;
+        worker.off('message', ready);
+        resolve();
+      };
+      worker.on('message', ready);
       worker.once('exit', (code) => reject(new Error(`lifecycle worker exited with ${code} before it was ready`)));
     });
   }
@@ -97,6 +106,8 @@ export class Lifecycle {
     } else if (message.type === 'cleanup-ran') {
       this.cleanupRuns[message.result.trigger]++;
       this.lastCleanup = { result: message.result, finishedAt: message.finishedAt };
+    } else if (message.type === 'sink-progress') {
+      this.sinkProgress.set(message.progress.name, message.progress);
     } else if (message.type === 'changes') {
       for (const change of message.changes) this.store.announceChange(change);
     } else if (message.type === 'reclaimed') {

@@ -12,8 +12,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { EventStore } from '../store/event-store.js';
-import { uploadQueue } from '../store/upload-queue.js';
 import type { MqttSink } from '../sinks/mqtt-sink.js';
+import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-transport.js';
 import type { StreamHub } from '../stream/stream-hub.js';
 import type { Lifecycle } from './lifecycle-manager.js';
@@ -83,16 +83,7 @@ export class StoreMetrics {
         this.set({ capacity: 'storage' }, store.storageBytes() / config.maxStorageBytes);
       },
     });
-    new Gauge({ name: `${PREFIX}upload_queue_events`, help: 'Finalized events waiting for cloud upload.', registers, collect() { this.set(counters().uploadsPending); } });
-    new Gauge({
-      name: `${PREFIX}upload_oldest_age_seconds`,
-      help: 'Age of the oldest event waiting for cloud upload (0 when none waits).',
-      registers,
-      collect() {
-        const [oldest] = uploadQueue(store, 1);
-        this.set(oldest === undefined ? 0 : Math.max(0, Date.now() / 1000 - oldest / 1e6));
-      },
-    });
+    if (store.shipping) sinkMetrics(store, lifecycle, registers);
     new Counter({ name: `${PREFIX}capacity_refusals_total`, help: 'Requests answered 529 while the store was capacity-blocked.', registers, collect() { this.reset(); this.inc(lifecycle.gate.refusedTotal); } });
     new Counter({ name: `${PREFIX}lifecycle_worker_restarts_total`, help: 'Restarts of the lifecycle worker after a crash.', registers, collect() { this.reset(); this.inc(lifecycle.crashRestarts); } });
     new Counter({
@@ -149,4 +140,27 @@ function mqttMetrics(mqtt: MqttSink, registers: Registry[]): void {
     collect() { this.set(mqtt.status().oldest_unpublished_age_seconds ?? 0); },
   });
   new Counter({ name: `${PREFIX}mqtt_changes_skipped_total`, help: 'Finalizes and deletions not published: too many while the broker was away.', registers, collect() { this.reset(); this.inc(mqtt.changesSkipped); } });
+}
+
+/** Per configured sink (docs/OPERATIONS.md, "Sinks"): backlog, its oldest event's age, stalls, shipped, dead letters. */
+function sinkMetrics(store: EventStore, lifecycle: Lifecycle, registers: Registry[]): void {
+  const statuses = () => Object.entries(sinkStatuses(store, lifecycle.sinkProgress));
+  const gauge = (name: string, help: string, read: (status: SinkStatus) => number) => new Gauge({
+    name: `${PREFIX}${name}`, help, labelNames: ['sink'], registers,
+    collect() {
+      for (const [sink, status] of statuses()) this.set({ sink }, read(status));
+    },
+  });
+  const counter = (name: string, help: string, read: (status: SinkStatus) => number) => new Counter({
+    name: `${PREFIX}${name}`, help, labelNames: ['sink'], registers,
+    collect() {
+      this.reset();
+      for (const [sink, status] of statuses()) this.inc({ sink }, read(status));
+    },
+  });
+  gauge('sink_backlog_events', 'Finalized events a sink has not shipped.', (s) => s.backlog_events);
+  gauge('sink_oldest_unshipped_age_seconds', 'Age of the oldest event a sink has not shipped (0 when none waits).', (s) => s.oldest_unshipped_age_seconds ?? 0);
+  gauge('sink_stalled', '1 while a sink made no progress for a minute with events waiting.', (s) => (s.stalled ? 1 : 0));
+  counter('sink_shipped_total', 'Events a sink shipped (acknowledged by its destination) since the store started.', (s) => s.shipped_total);
+  counter('sink_dead_lettered_total', 'Events a sink\'s destination refused for good since the store started.', (s) => s.dead_lettered_total);
 }

@@ -8,7 +8,9 @@
 import prettyBytes from 'pretty-bytes';
 import type { Config } from '../config.js';
 import type { CleanupResult } from '../lifecycle/cleanup.js';
+import type { SinkProgress } from '../lifecycle/sink-runner.js';
 import type { MqttSinkStatus } from '../sinks/mqtt-sink.js';
+import { sinkStatuses } from './sink-status.js';
 import { oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff } from '../store/lifecycle-queries.js';
 import type { StoreView } from '../store/store-view.js';
 import { DAY_MICROS, formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
@@ -30,6 +32,8 @@ export interface LiveState {
   lastCleanup: { result: CleanupResult; finishedAt: number } | undefined;
   /** undefined: MQTT publishing off. */
   mqtt: MqttSinkStatus | undefined;
+  /** Each configured sink's progress as the lifecycle worker last reported it. */
+  sinkProgress: ReadonlyMap<string, SinkProgress>;
 }
 
 /**
@@ -106,6 +110,7 @@ export function storeStats(store: StoreView, config: Config, live: LiveState, no
       files_deleted: lastCleanup.result.files_deleted.total,
       bytes_freed: lastCleanup.result.bytes_freed,
     },
+    sinks: sinkStatuses(store, live.sinkProgress, now / 1000),
     mqtt: live.mqtt ?? null,
   };
 }

@@ -6,6 +6,7 @@
  */
 import type { AppendedFrame } from './blob-log.js';
 import { EMPTY, indexKeysOf } from './index-keys.js';
+import { enterLedger } from './sink-ledger.js';
 import { addToCounters, type FileKind, type StoreDatabases } from './lmdb-env.js';
 import type { EventRecord } from './record-codec.js';
 
@@ -44,14 +45,13 @@ export function indexedLogPosition(dbs: StoreDatabases): LogPosition | undefined
  * counters and the log position `logEnd` they bring the index to. Records and index entries
  * go as plain puts (lmdb-js encodes them here and applies them on its write thread, in the same
  * transaction as the read-modify-write of the accounting, which must see every earlier commit).
- * @param trackUploads cloud upload is on: finalized creates join the upload queue
+ * @param shipping sinks are configured: finalized creates enter the shipping ledger
  * @throws the lmdb error of a failed commit (the batch's counters and position are then not in
  *   the index; some of its puts may be: replay applies them again)
  */
-export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[], logEnd: LogPosition, trackUploads: boolean): Promise<void> {
+export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[], logEnd: LogPosition, shipping: boolean): Promise<void> {
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
   let drafts = 0;
-  let uploads = 0;
   let images = 0;
   let files = 0;
   let liveBytes = 0;
@@ -72,9 +72,8 @@ export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[],
     files += own.length;
     void dbs.events.put(record.created_at, value);
     void dbs.eventIds.put(record.id, record.created_at);
-    for (const key of indexKeysOf(record, trackUploads)) void dbs.index.put(key, EMPTY);
+    for (const key of indexKeysOf(record)) void dbs.index.put(key, EMPTY);
     if (record.draft) drafts++;
-    else if (trackUploads) uploads++; // indexKeysOf queued it for upload
     images += record.images.length;
   }
   const logged = bySegment.get(logEnd.segment) ?? { end: 0, bytes: 0, blobs: 0 };
@@ -94,6 +93,7 @@ export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[],
     if (!position || position.segment < logEnd.segment || (position.segment === logEnd.segment && position.offset < logEnd.offset)) {
       dbs.meta.putSync(LOG_POSITION_KEY, logEnd);
     }
-    addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes, uploadsPending: uploads });
+    addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes });
+    if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
   });
 }

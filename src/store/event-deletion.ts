@@ -7,7 +7,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { segmentFileName } from './blob-log.js';
-import { deadLetterKey, fileAgeKey, fileIdsOf, indexKeysOf, uploadKey } from './index-keys.js';
+import { deadLetterRange, fileAgeKey, fileIdsOf, indexKeysOf, pendingKey } from './index-keys.js';
 import { addToCounters, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, type EventRecord } from './record-codec.js';
 import type { DeletionReason } from './store-changes.js';
@@ -77,9 +77,10 @@ export async function deleteRecords(store: StoreView, createdAts: number[], reas
       const record = store.getRecord(createdAt);
       if (!record) continue;
       for (const fileId of fileIdsOf(record)) dead.remove(dbs, fileId);
-      for (const key of indexKeysOf(record, false)) dbs.index.removeSync(key);
-      if (dbs.index.removeSync(uploadKey(createdAt))) uploads++;
-      dbs.index.removeSync(deadLetterKey(createdAt));
+      for (const key of indexKeysOf(record)) dbs.index.removeSync(key);
+      // Its ledger entry, if any, stays: sinks pass over entries whose event is gone.
+      if (dbs.index.removeSync(pendingKey(createdAt))) uploads++;
+      for (const key of dbs.index.getKeys(deadLetterRange(createdAt))) dbs.index.removeSync(key);
       dbs.events.removeSync(createdAt);
       dbs.eventIds.removeSync(record.id);
       tally.records++;

@@ -21,7 +21,7 @@ import { recoverStore } from './recovery.js';
 import { StoreChanges, type StoreChange } from './store-changes.js';
 import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
-import { countQueuedUploads } from './upload-queue.js';
+import { countPending, migrateToLedger, startCursors } from './sink-ledger.js';
 
 /** An image of a create, decoded: its bytes and sniffed content type. */
 export interface DecodedImage {
@@ -120,14 +120,16 @@ export class EventStore extends StoreView {
    * @throws DataDirLocked when another running store holds `dataDir`
    * @throws the fs or lmdb error when the data directory is unusable
    */
-  static async open(dataDir: string, options: EventStoreOptions = { trackUploads: false }): Promise<EventStore> {
+  static async open(dataDir: string, options: EventStoreOptions = { sinks: [] }): Promise<EventStore> {
     const started = performance.now();
     const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
     const unlock = lockDataDir(dataDir);
     try {
       const dbs = openDatabases(dataDir);
-      const { lastSegment, activeSegment, lastCreatedAt, replayed } = await recoverStore(dbs, blobsDir, stagingDir, options.trackUploads);
-      await completeCounters(dbs, () => countQueuedUploads(dbs));
+      await migrateToLedger(dbs);
+      const { lastSegment, activeSegment, lastCreatedAt, replayed } = await recoverStore(dbs, blobsDir, stagingDir, options.sinks.length > 0);
+      await completeCounters(dbs, () => countPending(dbs));
+      await startCursors(dbs, options.sinks);
       await dbs.root.flushed;
       nextUniqueMicros(lastCreatedAt);
       let store: EventStore | undefined;
@@ -381,7 +383,7 @@ export class EventStore extends StoreView {
     const creates = live.flatMap((b) => b.creates);
     const commitStarted = performance.now();
     try {
-      await indexCreates(this.dbs, creates, { segment: last.segment, offset: last.end }, this.trackUploads);
+      await indexCreates(this.dbs, creates, { segment: last.segment, offset: last.end }, this.shipping);
       this.stageTimer?.('index', live.length, creates.length, (performance.now() - commitStarted) / 1000);
     } catch (err) {
       this.cutEpoch = live[0].appended.epoch;

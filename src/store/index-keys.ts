@@ -7,8 +7,9 @@
  *   d device_id, s event_schema, w workflow_id, x external_id (event_data),
  *   r related_event_id (event_data), m custom_metadata (key: [m, name, value, created_at]),
  *   D drafts ([D, created_at]: the auto-finalize sweep walks these),
- *   U finalized events waiting for cloud upload ([U, created_at]; only with cloud upload on),
- *   X events the cloud refused for good ([X, created_at]: dead letters, no longer protected),
+ *   Q the shipping ledger ([Q, seq, created_at]; only with sinks configured; sink-ledger.ts),
+ *   U finalized events some sink has not shipped ([U, created_at]: cleanup keeps them),
+ *   X events a sink refused for good ([X, created_at, sink]: dead letters),
  *   F files by age ([F, created_at of the event, file id]: storage cleanup deletes oldest first).
  */
 import { createHash } from 'node:crypto';
@@ -75,10 +76,10 @@ export function indexedValue(record: EventRecord, field: IndexedField): string |
 }
 
 /**
- * Every index key a record owns; put on create, removed on delete.
- * @param trackUploads cloud upload is on: a finalized record waits in the upload queue
+ * Every index key a record owns by its fields; put on create, removed on delete. (Ledger
+ * entries are put by sink-ledger.ts.)
  */
-export function indexKeysOf(record: EventRecord, trackUploads: boolean): Key[][] {
+export function indexKeysOf(record: EventRecord): Key[][] {
   const keys: Key[][] = [];
   const ts = record.created_at;
   for (const field of Object.keys(INDEXED_FIELDS) as IndexedField[]) {
@@ -89,7 +90,6 @@ export function indexKeysOf(record: EventRecord, trackUploads: boolean): Key[][]
     keys.push([...metadataPrefix(name, value), ts]);
   }
   if (record.draft) keys.push(draftKey(ts));
-  else if (trackUploads) keys.push(uploadKey(ts));
   for (const fileId of fileIdsOf(record)) keys.push(fileAgeKey(ts, fileId));
   return keys;
 }
@@ -122,8 +122,8 @@ export function fileIdsOf(record: EventRecord): string[] {
   return ids;
 }
 
-/** The upload-queue key of a finalized event created at `createdAt` (µs). */
-export function uploadKey(createdAt: number): Key[] {
+/** The key saying some sink has not shipped the finalized event created at `createdAt` (µs). */
+export function pendingKey(createdAt: number): Key[] {
   return ['U', createdAt];
 }
 
@@ -135,9 +135,24 @@ export function fileAgeKey(createdAt: number, fileId: string): Key[] {
 /** The value of every index entry: the key says it all. */
 export const EMPTY = Buffer.alloc(0);
 
-/** The dead-letter key of an event the cloud refused for good, created at `createdAt` (µs). */
-export function deadLetterKey(createdAt: number): Key[] {
-  return ['X', createdAt];
+/** The dead-letter key of an event created at `createdAt` (µs) that `sink` refused for good. */
+export function deadLetterKey(createdAt: number, sink: string): Key[] {
+  return ['X', createdAt, sink];
+}
+
+/** Every dead-letter entry of the event created at `createdAt` (µs), whichever sink refused it. */
+export function deadLetterRange(createdAt: number): IndexRange {
+  return { start: ['X', createdAt], end: ['X', createdAt + 1] };
+}
+
+/** The ledger key of the event created at `createdAt` (µs), finalized as number `seq`. */
+export function ledgerKey(seq: number, createdAt: number): Key[] {
+  return ['Q', seq, createdAt];
+}
+
+/** The ledger entries from seq `from` (inclusive) to `before` (exclusive; default: the end). */
+export function ledgerRange(from: number, before = Infinity): IndexRange {
+  return { start: ['Q', from], end: ['Q', before] };
 }
 
 /** The drafts-index key of a draft created at `createdAt` (µs). */
@@ -152,11 +167,6 @@ export function draftKey(createdAt: number): Key[] {
 export interface IndexRange {
   start: Key[];
   end: Key[];
-}
-
-/** Every entry of the upload queue (`['U', created_at]`), oldest first. */
-export function uploadQueueRange(): IndexRange {
-  return { start: uploadKey(-Infinity), end: uploadKey(Infinity) };
 }
 
 /** The drafts-index entries of drafts created before `before` (µs, exclusive; default: every draft). */
@@ -175,7 +185,7 @@ export function fileAgeRange(before = Infinity): IndexRange {
 
 /**
  * The created_at (µs) of an index entry of any kind but files-by-age: its last element (a field,
- * metadata, draft, upload-queue or dead-letter entry).
+ * metadata, draft or pending entry).
  */
 export function createdAtOfKey(key: Key): number {
   const parts = key as Key[];

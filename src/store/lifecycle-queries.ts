@@ -13,7 +13,7 @@ import type { FileRef } from './event-deletion.js';
 import type { FileEntry, SegmentEntry } from './lmdb-env.js';
 import type { StoreView } from './store-view.js';
 import { DAY_MICROS } from './timestamps.js';
-import { isProtected } from './upload-queue.js';
+import { isProtected } from './sink-ledger.js';
 
 /** The `meta` entry holding the file id the next scrub starts at (docs/STORAGE.md, "The index"). */
 const SCRUB_CURSOR_KEY = 'scrubCursor';
@@ -97,7 +97,7 @@ export function retentionCutoff(nowMicros: number, retentionDays: number): numbe
  */
 export function retentionBacklog(store: StoreView, cutoff: number): RetentionBacklog {
   let records = 0;
-  if (!store.trackUploads) {
+  if (!store.shipping) {
     // Nothing is protected with cloud upload off: LMDB counts the range without a walk.
     records = store.dbs.events.getKeysCount({ end: cutoff });
   } else {

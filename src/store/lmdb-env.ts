@@ -46,11 +46,13 @@ export interface Counters {
   drafts: number;
   files: number;
   liveBlobBytes: number;
-  /** Events in the cloud upload queue (index `U`): neither uploaded nor refused yet. */
+  /** Finalized events some configured sink has not shipped (index `U`; sink-ledger.ts). */
   uploadsPending: number;
+  /** The seq of the last entry of the shipping ledger (sink-ledger.ts). */
+  ledgerSeq: number;
 }
 
-export const EMPTY_COUNTERS: Counters = { events: 0, images: 0, drafts: 0, files: 0, liveBlobBytes: 0, uploadsPending: 0 };
+export const EMPTY_COUNTERS: Counters = { events: 0, images: 0, drafts: 0, files: 0, liveBlobBytes: 0, uploadsPending: 0, ledgerSeq: 0 };
 
 export interface StoreDatabases {
   root: RootDatabase;

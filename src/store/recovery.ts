@@ -49,7 +49,7 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
  * appends are sequential, so nothing after it was acknowledged.
  * @returns how many creates were indexed
  */
-async function replaySegment(dbs: StoreDatabases, file: string, segment: number, start: number, trackUploads: boolean): Promise<number> {
+async function replaySegment(dbs: StoreDatabases, file: string, segment: number, start: number, shipping: boolean): Promise<number> {
   const handle = await fsp.open(file, 'r');
   let replayed = 0;
   try {
@@ -58,7 +58,7 @@ async function replaySegment(dbs: StoreDatabases, file: string, segment: number,
     let end = start;
     const flush = async () => {
       if (batch.length === 0) return;
-      await indexCreates(dbs, batch, { segment, offset: end }, trackUploads);
+      await indexCreates(dbs, batch, { segment, offset: end }, shipping);
       replayed += batch.length;
       batch = [];
     };
@@ -97,7 +97,7 @@ async function replaySegment(dbs: StoreDatabases, file: string, segment: number,
  * starts its log after every segment it has.
  * @returns creates replayed and the position's segment
  */
-async function replayLog(dbs: StoreDatabases, blobsDir: string, trackUploads: boolean): Promise<{ replayed: number; positionSegment: number }> {
+async function replayLog(dbs: StoreDatabases, blobsDir: string, shipping: boolean): Promise<{ replayed: number; positionSegment: number }> {
   const onDisk = await segmentsOnDisk(blobsDir);
   const position: LogPosition | undefined = indexedLogPosition(dbs);
   if (!position) {
@@ -110,18 +110,18 @@ async function replayLog(dbs: StoreDatabases, blobsDir: string, trackUploads: bo
   let replayed = 0;
   for (const segment of onDisk.filter((n) => n >= position.segment)) {
     const from = segment === position.segment ? position.offset : 0;
-    replayed += await replaySegment(dbs, path.join(blobsDir, segmentFileName(segment)), segment, from, trackUploads);
+    replayed += await replaySegment(dbs, path.join(blobsDir, segmentFileName(segment)), segment, from, shipping);
   }
   return { replayed, positionSegment: position.segment };
 }
 
 /**
  * Brings the index up to the log, then DATA_DIR's files in line with the index.
- * @param trackUploads cloud upload is on: replayed finalized creates join the upload queue
+ * @param shipping sinks are configured: replayed finalized creates enter the shipping ledger
  * @throws the fs error when blobs/ or staging/ cannot be read, the lmdb error of a failed commit
  */
-export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagingDir: string, trackUploads: boolean): Promise<RecoveryResult> {
-  const { replayed, positionSegment } = await replayLog(dbs, blobsDir, trackUploads);
+export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagingDir: string, shipping: boolean): Promise<RecoveryResult> {
+  const { replayed, positionSegment } = await replayLog(dbs, blobsDir, shipping);
 
   const stagingFiles = await fsp.readdir(stagingDir);
   await Promise.all(stagingFiles.map((f) => fsp.rm(path.join(stagingDir, f), { force: true, recursive: true })));

@@ -12,8 +12,11 @@ import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
 
 /** How a store is run. */
 export interface StoreOptions {
-  /** Cloud upload is on (CLOUD_UPLOAD_URL set): keep the upload queue. */
-  trackUploads: boolean;
+  /**
+   * The sinks configured (`cloud`, `nats`): finalized events enter the shipping ledger
+   * (sink-ledger.ts); empty, no ledger is kept.
+   */
+  sinks: readonly string[];
   /**
    * Where this thread's changes to events go once durable (store-changes.ts): the HTTP thread's
    * EventStore announces them itself; the lifecycle worker forwards them to the HTTP thread.
@@ -28,14 +31,19 @@ export class StoreView {
   readonly blobs: BlobReader;
   readonly blobsDir: string;
   readonly stagingDir: string;
-  /** Cloud upload is on: finalized events enter the upload queue (index `U`). */
-  readonly trackUploads: boolean;
+  /** The sinks configured (StoreOptions.sinks). */
+  readonly sinks: readonly string[];
 
   constructor(readonly dbs: StoreDatabases, readonly dataDir: string, private readonly storeOptions: StoreOptions) {
     this.blobsDir = path.join(dataDir, 'blobs');
     this.stagingDir = path.join(dataDir, 'staging');
     this.blobs = new BlobReader(this.blobsDir);
-    this.trackUploads = storeOptions.trackUploads;
+    this.sinks = storeOptions.sinks;
+  }
+
+  /** Some sink is configured: finalized events enter the shipping ledger, and cleanup keeps what it holds. */
+  get shipping(): boolean {
+    return this.sinks.length > 0;
   }
 
   /**

@@ -4,7 +4,7 @@
  * `sweepDrafts`'s cutoff) instead of sleeping until it comes. Events are created through the
  * same `createEvent` the HTTP route calls, into a real LMDB and segment log in a temp dir.
  */
-import { loadConfig, type Config } from '../../src/config.js';
+import { configuredSinks, loadConfig, type Config } from '../../src/config.js';
 import { createEvent, type CreateResponse } from '../../src/events/create-event.js';
 import { presentEventJson } from '../../src/events/present.js';
 import type { CleanupHooks } from '../../src/lifecycle/cleanup.js';
@@ -28,12 +28,13 @@ export interface LocalStore {
 /**
  * Opens a store on a fresh data directory.
  * @param env settings as environment strings on top of the defaults, e.g. `{ RETENTION_DAYS: '1' }`
+ * @param sinks the sinks it keeps the shipping ledger for (default: those `env` configures)
  */
-export async function openLocalStore(env: Record<string, string> = {}): Promise<LocalStore> {
+export async function openLocalStore(env: Record<string, string> = {}, sinks?: string[]): Promise<LocalStore> {
   setRecordPresenter(presentEventJson); // as startService does: records keep their JSON
   const dataDir = env.DATA_DIR ?? tempDataDir();
   const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
-  const store = await EventStore.open(dataDir, { trackUploads: config.cloudUploadUrl !== undefined });
+  const store = await EventStore.open(dataDir, { sinks: sinks ?? configuredSinks(config) });
   return {
     store,
     config,
