@@ -3,6 +3,7 @@
  * typed. A bad value throws `ConfigError` naming the setting; `edge-events serve` prints it and
  * exits 1.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 
 const MiB = 1024 * 1024;
@@ -51,6 +52,16 @@ export interface Config {
   mqttUrl: string | undefined;
   /** First topic level of published events: `<prefix>/<device_id>/<event_schema>`. */
   mqttTopicPrefix: string;
+  /** NATS servers (nats:// or tls:// URLs); empty: the JetStream sink is off (docs/OPERATIONS.md, "NATS JetStream"). */
+  natsServers: string[];
+  /** A NATS credentials file (JWT and NKey seed); unset: none. */
+  natsCreds: string | undefined;
+  /** The JetStream stream events are published to (created when absent). */
+  natsStream: string;
+  /** Subject prefix: events go to `<prefix>.<device_id>.<event_schema>`. */
+  natsSubjectPrefix: string;
+  /** The JetStream object store bucket images and videos go to (created when absent). */
+  natsObjectBucket: string;
   /** Unset: the search proxy routes answer 404 and the search CLI asks for --base-url. */
   searchBaseUrl: string | undefined;
   /** Unset: the search proxy routes answer 404. */
@@ -112,6 +123,48 @@ function url(env: Env, name: string, fallback?: string, schemes = HTTP_SCHEMES, 
     throw new ConfigError(name, expected, raw);
   }
   return raw.replace(/\/+$/, '');
+}
+
+function natsServers(env: Env, name: string): string[] {
+  const servers = list(env, name);
+  for (const server of servers) {
+    let scheme: string | undefined;
+    try {
+      scheme = new URL(server).protocol;
+    } catch {
+      scheme = undefined;
+    }
+    if (scheme !== 'nats:' && scheme !== 'tls:') throw new ConfigError(name, 'comma-separated nats:// or tls:// URLs', server);
+  }
+  return servers;
+}
+
+/** A JetStream stream or bucket name: letters, digits, `-` and `_` (NATS docs, "Naming"). */
+function natsName(env: Env, name: string, fallback: string): string {
+  const raw = text(env, name) ?? fallback;
+  if (!/^[A-Za-z0-9_-]+$/.test(raw)) throw new ConfigError(name, 'letters, digits, - and _', raw);
+  return raw;
+}
+
+/** A NATS subject prefix: tokens separated by `.`, none empty, no wildcard or whitespace. */
+function subjectPrefix(env: Env, name: string, fallback: string): string {
+  const raw = text(env, name) ?? fallback;
+  if (raw.split('.').some((token) => token === '' || /[*>\s]/.test(token))) {
+    throw new ConfigError(name, 'tokens separated by ., none empty, without *, > or spaces', raw);
+  }
+  return raw;
+}
+
+/** A file that exists and can be read. */
+function readableFile(env: Env, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  try {
+    fs.accessSync(raw, fs.constants.R_OK);
+  } catch {
+    throw new ConfigError(name, 'a readable file', raw);
+  }
+  return path.resolve(raw);
 }
 
 /** A topic prefix: one or more levels, none empty, without the wildcards `+` and `#` (MQTT 5, 4.7). */
@@ -190,6 +243,11 @@ export function loadConfig(env: Env = process.env): Config {
     cloudApiKey: text(env, 'CLOUD_API_KEY'),
     mqttUrl: url(env, 'MQTT_URL', undefined, MQTT_SCHEMES, 'an mqtt://, mqtts://, ws:// or wss:// URL'),
     mqttTopicPrefix: topicPrefix(env, 'MQTT_TOPIC_PREFIX', 'edge-events'),
+    natsServers: natsServers(env, 'NATS_URL'),
+    natsCreds: readableFile(env, 'NATS_CREDS'),
+    natsStream: natsName(env, 'NATS_STREAM', 'EDGE_EVENTS'),
+    natsSubjectPrefix: subjectPrefix(env, 'NATS_SUBJECT_PREFIX', 'edge.events'),
+    natsObjectBucket: natsName(env, 'NATS_OBJECT_BUCKET', 'edge-events-files'),
     searchBaseUrl: url(env, 'SEARCH_BASE_URL'),
     searchApiKey: text(env, 'SEARCH_API_KEY'),
     searchWorkspace: text(env, 'SEARCH_WORKSPACE'),
@@ -201,16 +259,19 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
-/** The sinks the settings configure (docs/OPERATIONS.md, "Sinks"): `cloud` with CLOUD_UPLOAD_URL. */
+/**
+ * The sinks the settings configure (docs/OPERATIONS.md, "Sinks"): `cloud` with CLOUD_UPLOAD_URL,
+ * `nats` with NATS_URL.
+ */
 export function configuredSinks(config: Config): string[] {
-  return config.cloudUploadUrl === undefined ? [] : ['cloud'];
+  return [...(config.cloudUploadUrl === undefined ? [] : ['cloud']), ...(config.natsServers.length === 0 ? [] : ['nats'])];
 }
 
 /**
  * The settings' secrets, which the logger masks (src/logger.ts): the hosted search's and the
- * cloud's keys, and the MQTT password when MQTT_URL carries one.
+ * cloud's keys, and the passwords MQTT_URL and NATS_URL carry.
  */
 export function secretsOf(config: Config): (string | undefined)[] {
-  const mqttPassword = config.mqttUrl === undefined ? '' : decodeURIComponent(new URL(config.mqttUrl).password);
-  return [config.searchApiKey, config.cloudApiKey, mqttPassword || undefined];
+  const passwords = [config.mqttUrl, ...config.natsServers].flatMap((url) => (url === undefined ? [] : [decodeURIComponent(new URL(url).password)]));
+  return [config.searchApiKey, config.cloudApiKey, ...passwords.filter((password) => password !== '')];
 }

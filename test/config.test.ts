@@ -1,7 +1,7 @@
 /** Settings (docs/OPERATIONS.md, "Settings"): defaults, parsing, and errors that name the setting. */
 import path from 'node:path';
 import t from 'tap';
-import { ConfigError, loadConfig, secretsOf } from '../src/config.js';
+import { ConfigError, configuredSinks, loadConfig, secretsOf } from '../src/config.js';
 
 t.test('defaults', async (t) => {
   const config = loadConfig({});
@@ -21,6 +21,18 @@ t.test('defaults', async (t) => {
   t.equal(config.httpEngine, undefined, 'HTTP_ENGINE unset: the best engine that loads');
   t.equal(config.mqttUrl, undefined, 'MQTT off');
   t.equal(config.mqttTopicPrefix, 'edge-events');
+});
+
+t.test('NATS settings: servers, names, defaults; a NATS password is masked too', async (t) => {
+  const defaults = loadConfig({});
+  t.same(defaults.natsServers, [], 'NATS off');
+  t.same(configuredSinks(defaults), []);
+  t.same([defaults.natsStream, defaults.natsSubjectPrefix, defaults.natsObjectBucket], ['EDGE_EVENTS', 'edge.events', 'edge-events-files']);
+  const config = loadConfig({ NATS_URL: 'nats://edge:n4ts-secret@hub-1:4222, tls://hub-2:4222', NATS_SUBJECT_PREFIX: 'site4.edge', CLOUD_UPLOAD_URL: 'https://cloud.example' });
+  t.same(config.natsServers, ['nats://edge:n4ts-secret@hub-1:4222', 'tls://hub-2:4222']);
+  t.equal(config.natsSubjectPrefix, 'site4.edge');
+  t.same(configuredSinks(config), ['cloud', 'nats']);
+  t.ok(secretsOf(config).includes('n4ts-secret'));
 });
 
 t.test('MQTT settings, and the MQTT password among the masked secrets', async (t) => {
@@ -50,6 +62,8 @@ t.test('values are parsed and validated', async (t) => {
     ['PORT', 'eighty'], ['PORT', '65536'], ['RETENTION_DAYS', '0'], ['MAX_RECORDS', '1.5'],
     ['MAX_STORAGE_BYTES', '10GB'], ['CLEANUP_INTERVAL_SECONDS', '0'], ['SEARCH_BASE_URL', 'not a url'], ['LOG_LEVEL', 'loud'],
     ['HTTP_ENGINE', 'fastify'], ['HTTP_ENGINE', 'UWS'],
+    ['NATS_URL', 'http://hub:4222'], ['NATS_URL', 'nats://a:4222,hub'], ['NATS_STREAM', 'EDGE.EVENTS'], ['NATS_SUBJECT_PREFIX', 'edge.>'],
+    ['NATS_SUBJECT_PREFIX', 'edge..events'], ['NATS_OBJECT_BUCKET', 'files bucket'], ['NATS_CREDS', '/no/such/file.creds'],
     ['MQTT_URL', 'http://broker:1883'], ['MQTT_URL', 'broker:1883'], ['MQTT_TOPIC_PREFIX', 'site/#'], ['MQTT_TOPIC_PREFIX', 'a//b'], ['MQTT_TOPIC_PREFIX', '/edge'],
   ];
   for (const [name, value] of bad) {

@@ -10,9 +10,6 @@ import type { BlobReader } from '../store/blob-reader.js';
 import type { FileEntry } from '../store/lmdb-env.js';
 import type { EventRecord } from '../store/record-codec.js';
 
-/** Bytes read from the blob log per chunk of an image upload. */
-const READ_CHUNK_BYTES = 256 * 1024;
-
 /** An image of a cloud event: the ids the upload route answered, and the model's results. */
 export interface CloudImage {
   sourceId?: string;
@@ -99,8 +96,8 @@ export function imageName(fileId: string, contentType: string): string {
 
 /**
  * The `multipart/form-data` body of `POST /vision-events/upload`: the `name` field, then the
- * `file` part with the image's bytes and content type, read from the blob log in chunks of
- * READ_CHUNK_BYTES as the request is sent. Its length is known, so it goes with a Content-Length.
+ * `file` part with the image's bytes and content type, read from the blob log in chunks
+ * (BlobReader.stream) as the request is sent. Its length is known, so it goes with a Content-Length.
  * A read that fails or comes back short errors the stream (and so the request).
  */
 export function imageUploadForm(blobs: BlobReader, file: FileEntry, name: string): RequestParts {
@@ -111,22 +108,22 @@ export function imageUploadForm(blobs: BlobReader, file: FileEntry, name: string
     + `Content-Type: ${file.contentType}\r\n\r\n`,
   );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  let sent = 0;
+  const blob = blobs.stream(file).getReader();
+  let ended = false;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(head);
     },
     async pull(controller) {
-      if (sent === file.length) {
-        controller.enqueue(tail);
-        controller.close();
+      if (ended) return;
+      const { done, value } = await blob.read();
+      if (!done) {
+        controller.enqueue(value);
         return;
       }
-      const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, file.length - sent));
-      const read = await blobs.read(file.segment, file.offset + sent, chunk);
-      if (read !== chunk.length) throw new Error(`blob of segment ${file.segment} is shorter than its entry`);
-      sent += read;
-      controller.enqueue(chunk);
+      ended = true;
+      controller.enqueue(tail);
+      controller.close();
     },
   });
   return {

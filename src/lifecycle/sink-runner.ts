@@ -38,6 +38,8 @@ export interface Sink {
    * @throws when the batch must be shipped again (network, destination down, `signal` aborted)
    */
   ship(events: Outgoing[], signal: AbortSignal): Promise<number[]>;
+  /** Lets go of its connections once the runner stopped. */
+  close?(): Promise<void>;
 }
 
 /** What a sink did and how it stands, since the worker started (times in ms since the epoch). */
@@ -140,5 +142,6 @@ export async function runSink(store: StoreView, sink: Sink, deps: SinkRunDeps): 
     }
   } finally {
     clearInterval(watchdog);
+    await sink.close?.().catch((err: unknown) => log.warn({ err, sink: sink.name }, 'sink did not close cleanly'));
   }
 }

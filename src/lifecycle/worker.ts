@@ -16,6 +16,7 @@ import { StoreView } from '../store/store-view.js';
 import type { EventChange, StoreChange } from '../store/store-changes.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
+import { NatsSink } from '../sinks/nats-sink.js';
 import { CloudSink } from './cloud-uploader.js';
 import { runSink, type Sink, type SinkProgress } from './sink-runner.js';
 import { sweepDrafts } from './draft-sweeper.js';
@@ -111,7 +112,10 @@ const timers = [
 // queue: shipping is network-bound.
 const shipping = new AbortController();
 const sinkDeps = { sinks: store.sinks, signal: shipping.signal, onProgress: (progress: SinkProgress) => post({ type: 'sink-progress', progress }) };
-const sinks: Sink[] = config.cloudUploadUrl === undefined ? [] : [new CloudSink(store, config, { log: log.child({ task: 'cloud-upload' }) })];
+const sinks: Sink[] = [
+  ...(config.cloudUploadUrl === undefined ? [] : [new CloudSink(store, config, { log: log.child({ task: 'cloud-upload' }) })]),
+  ...(config.natsServers.length === 0 ? [] : [new NatsSink(store, config, log.child({ sink: 'nats' }))]),
+];
 const shipped = Promise.all(sinks.map((sink) => runSink(store, sink, { ...sinkDeps, log: log.child({ sink: sink.name }) })));
 
 port.on('message', (message: ToWorker) => {
