@@ -62,6 +62,16 @@ export interface Config {
   natsSubjectPrefix: string;
   /** The JetStream object store bucket images and videos go to (created when absent). */
   natsObjectBucket: string;
+  /** Hub mode (docs/OPERATIONS.md, "Hub mode"): the servers of the fleet's stream; empty: off. */
+  natsSourceServers: string[];
+  /** The stream a hub consumes. */
+  natsSourceStream: string;
+  /** The subjects it takes (one filter subject, wildcards allowed): several hubs split a fleet by it. */
+  natsSourceSubjects: string;
+  /** Its durable consumer's name (created when absent). */
+  natsSourceDurable: string;
+  /** The bucket it fetches the events' files from. */
+  natsSourceBucket: string;
   /** Unset: the search proxy routes answer 404 and the search CLI asks for --base-url. */
   searchBaseUrl: string | undefined;
   /** Unset: the search proxy routes answer 404. */
@@ -152,6 +162,15 @@ function subjectPrefix(env: Env, name: string, fallback: string): string {
   if (raw.split('.').some((token) => token === '' || /[*>\s]/.test(token))) {
     throw new ConfigError(name, 'tokens separated by ., none empty, without *, > or spaces', raw);
   }
+  return raw;
+}
+
+/** A NATS filter subject: tokens separated by `.`, none empty; `*` a whole token, `>` only the last. */
+function filterSubject(env: Env, name: string, fallback: string): string {
+  const raw = text(env, name) ?? fallback;
+  const tokens = raw.split('.');
+  const bad = tokens.some((token, i) => token === '' || /\s/.test(token) || (/[*>]/.test(token) && token.length > 1) || (token === '>' && i < tokens.length - 1));
+  if (bad) throw new ConfigError(name, 'a NATS filter subject such as edge.events.> or edge.events.*.person', raw);
   return raw;
 }
 
@@ -248,6 +267,11 @@ export function loadConfig(env: Env = process.env): Config {
     natsStream: natsName(env, 'NATS_STREAM', 'EDGE_EVENTS'),
     natsSubjectPrefix: subjectPrefix(env, 'NATS_SUBJECT_PREFIX', 'edge.events'),
     natsObjectBucket: natsName(env, 'NATS_OBJECT_BUCKET', 'edge-events-files'),
+    natsSourceServers: natsServers(env, 'NATS_SOURCE_URL'),
+    natsSourceStream: natsName(env, 'NATS_SOURCE_STREAM', 'EDGE_EVENTS'),
+    natsSourceSubjects: filterSubject(env, 'NATS_SOURCE_SUBJECTS', 'edge.events.>'),
+    natsSourceDurable: natsName(env, 'NATS_SOURCE_DURABLE', 'edge-events-hub'),
+    natsSourceBucket: natsName(env, 'NATS_SOURCE_BUCKET', 'edge-events-files'),
     searchBaseUrl: url(env, 'SEARCH_BASE_URL'),
     searchApiKey: text(env, 'SEARCH_API_KEY'),
     searchWorkspace: text(env, 'SEARCH_WORKSPACE'),
@@ -272,6 +296,6 @@ export function configuredSinks(config: Config): string[] {
  * cloud's keys, and the passwords MQTT_URL and NATS_URL carry.
  */
 export function secretsOf(config: Config): (string | undefined)[] {
-  const passwords = [config.mqttUrl, ...config.natsServers].flatMap((url) => (url === undefined ? [] : [decodeURIComponent(new URL(url).password)]));
+  const passwords = [config.mqttUrl, ...config.natsServers, ...config.natsSourceServers].flatMap((url) => (url === undefined ? [] : [decodeURIComponent(new URL(url).password)]));
   return [config.searchApiKey, config.cloudApiKey, ...passwords.filter((password) => password !== '')];
 }

@@ -4,6 +4,7 @@
  */
 import { configuredSinks, ConfigError, loadConfig, secretsOf, type Config } from './config.js';
 import { presentEventJson } from './events/present.js';
+import { NatsSource } from './hub/nats-source.js';
 import type { RuntimeInfo } from './http/engine.js';
 import { startServer, type RunningServer } from './http/server.js';
 import { createLogger, type Logger } from './logger.js';
@@ -50,6 +51,9 @@ export async function startService(config: Config): Promise<StoreService> {
     await store.close();
     throw err;
   }
+  // Hub mode: consume a fleet's stream into this store (docs/OPERATIONS.md, "Hub mode").
+  const hub = config.natsSourceServers.length === 0 ? undefined : new NatsSource(store, config, lifecycle.gate, log.child({ hub: config.natsSourceDurable }));
+  hub?.start();
   return {
     config,
     port: server.port,
@@ -57,6 +61,7 @@ export async function startService(config: Config): Promise<StoreService> {
     lifecycle,
     runtime: server.runtime,
     async stop(graceMs) {
+      await hub?.stop(); // the event under way stored and acknowledged
       await lifecycle.stop();
       await server.close(graceMs);
     },

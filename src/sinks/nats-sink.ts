@@ -9,11 +9,10 @@
  * stored whole is not put again. Local-only files never leave the device.
  *
  * The stream and the bucket are created only when absent (file storage); found, they are used as
- * they are, never reconfigured. The connection retries for ever (nats.js `maxReconnectAttempts:
- * -1`, `waitOnFirstConnect`); while the server is away, a batch fails and is shipped again.
+ * they are, never reconfigured. The connection retries for ever (nats-connection.ts); while the
+ * server is away, a batch fails and is shipped again.
  */
-import fs from 'node:fs';
-import { connect, credsAuthenticator, InvalidArgumentError, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { InvalidArgumentError, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiCodes, JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { Config } from '../config.js';
@@ -22,6 +21,7 @@ import type { Logger } from '../logger.js';
 import { fileIdsOf } from '../store/index-keys.js';
 import type { EventRecord } from '../store/record-codec.js';
 import type { StoreView } from '../store/store-view.js';
+import { connectNats } from './nats-connection.js';
 import { NATS_RESERVED, subjectToken } from './subject-tokens.js';
 
 /** Most events per batch: their publishes are in flight together. */
@@ -104,14 +104,7 @@ export class NatsSink implements Sink {
 
   private async open(): Promise<Connected> {
     const { natsServers, natsCreds, natsStream, natsSubjectPrefix, natsObjectBucket } = this.settings;
-    const nc = await connect({
-      servers: natsServers,
-      name: 'edge-event-store',
-      maxReconnectAttempts: -1,
-      waitOnFirstConnect: true,
-      reconnectTimeWait: 1000,
-      ...(natsCreds ? { authenticator: credsAuthenticator(fs.readFileSync(natsCreds)) } : {}),
-    });
+    const nc = await connectNats(natsServers, natsCreds, 'edge-event-store sink');
     try {
       const jsm = await jetstreamManager(nc);
       try {

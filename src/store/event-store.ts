@@ -34,6 +34,12 @@ export interface NewEvent {
   fields: Omit<EventRecord, 'id' | 'created_at' | 'images' | 'videos' | 'local_only_files' |
     'original_file_count' | 'current_file_count' | 'finalized_at' | 'auto_finalized_at'>;
   images: { results: RecordImageResults; image: DecodedImage | null; input: DecodedImage | null }[];
+  /**
+   * Ids to keep instead of new ones: an event a hub consumes from a fleet's stream keeps its
+   * device-side event and file ids (docs/OPERATIONS.md, "Hub mode"); per image, its file and
+   * input file ids (null where it has none).
+   */
+  ids?: { event: string; images: { file: string | null; input: string | null }[] };
 }
 
 /** What a durable create returns. `created_at` in µs. */
@@ -280,17 +286,17 @@ export class EventStore extends StoreView {
 
   private prepare(event: NewEvent): PreparedCreate {
     const blobs: PreparedCreate['blobs'] = [];
-    const addBlob = (image: DecodedImage | null): string | null => {
+    const addBlob = (image: DecodedImage | null, keptId: string | null | undefined): string | null => {
       if (!image) return null;
-      const fileId = timeOrderedId();
+      const fileId = keptId ?? timeOrderedId();
       blobs.push({ fileId, kind: 'image', bytes: image.bytes, contentType: image.contentType });
       return fileId;
     };
     // Built field by field: spreading the validated input here made every record a slow
     // dictionary-mode object (measured: 40 µs per event more CPU).
-    const images: RecordImage[] = event.images.map(({ results, image, input }) => ({
-      file_id: addBlob(image),
-      input_file_id: addBlob(input),
+    const images: RecordImage[] = event.images.map(({ results, image, input }, i) => ({
+      file_id: addBlob(image, event.ids?.images[i]?.file),
+      input_file_id: addBlob(input, event.ids?.images[i]?.input),
       label: results.label,
       object_detections: results.object_detections,
       classifications: results.classifications,
@@ -300,7 +306,7 @@ export class EventStore extends StoreView {
     }));
     const f = event.fields;
     const record: EventRecord = {
-      id: timeOrderedId(),
+      id: event.ids?.event ?? timeOrderedId(),
       created_at: 0, // assigned at commit, in commit order
       solution: f.solution,
       workflow_id: f.workflow_id,

@@ -30,7 +30,6 @@ const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
 
 /** Writes one upload into the staging directory. */
 export class StagingFile {
-  readonly fileId = randomUUID();
   readonly path: string;
   private readonly stream: fs.WriteStream;
   private size = 0;
@@ -42,8 +41,11 @@ export class StagingFile {
   /** Callers of `drained()` woken by a write error too (a failed stream never drains). */
   private readonly waiting: (() => void)[] = [];
 
-  /** Opens `stagingDir/<file id>.part`, reserving room for the frame header. */
-  constructor(stagingDir: string) {
+  /**
+   * Opens `stagingDir/<file id>.part`, reserving room for the frame header.
+   * @param fileId the id the file keeps (a hub keeps a device's; docs/OPERATIONS.md, "Hub mode"); default: a new one
+   */
+  constructor(stagingDir: string, readonly fileId: string = randomUUID()) {
     this.path = path.join(stagingDir, `${this.fileId}.part`);
     this.stream = fs.createWriteStream(this.path, { flags: 'w', start: FRAME_HEADER_BYTES, highWaterMark: 1024 * 1024 });
     this.stream.on('error', (err) => {

@@ -1,0 +1,81 @@
+/**
+ * Stores an event consumed from a fleet's stream (docs/OPERATIONS.md, "Hub mode"): the event's
+ * JSON as its device's store presented it, its files fetched from wherever the caller keeps them.
+ * The event keeps its device-side id and file ids; its created_at is this store's (when it was
+ * stored here). Idempotent by id, so a re-delivered message changes nothing: an event already
+ * stored and finalized is left as it is; one stored as a draft by an import that stopped half-way
+ * (it had videos) gets its missing videos and is finalized.
+ */
+import { validationError } from '../errors.js';
+import { validateCreateBody } from '../events/validate.js';
+import type { DecodedImage, EventStore } from '../store/event-store.js';
+import { attachStagedBlob, finalizeEvent } from '../store/event-updates.js';
+import { StagingFile } from '../store/staging-file.js';
+
+/** Where an imported event's files come from (the fleet's object store). */
+export interface FileSource {
+  /** A file's bytes and content type; null when the source no longer has it. */
+  bytes(fileId: string): Promise<DecodedImage | null>;
+  /** A file's bytes as chunks; null when the source no longer has it. */
+  chunks(fileId: string): Promise<AsyncIterable<Uint8Array> | null>;
+}
+
+interface ConsumedImage {
+  file_id?: string | null;
+  input_file_id?: string | null;
+}
+
+interface ConsumedVideo {
+  file_id: string;
+  label: string;
+  content_type: string;
+}
+
+/**
+ * Stores `event` unless it is already stored whole.
+ * @param event the event's JSON object as `GET /v2/events/{id}` returns it on its device
+ * @returns `stored`, or `present` when it was already stored whole
+ * @throws AppError validation_failed (422) or another create refusal for an event this store
+ *   cannot take; the fs or lmdb error of a failed write (nothing half-stored stays visible as
+ *   finalized: a retry completes it)
+ */
+export async function importEvent(store: EventStore, event: Record<string, unknown>, files: FileSource): Promise<'stored' | 'present'> {
+  const id = event.id;
+  if (typeof id !== 'string' || id === '') throw validationError(['body', 'id'], 'a consumed event has no id', 'value_error.missing');
+  const videos = Array.isArray(event.videos) ? (event.videos as ConsumedVideo[]) : [];
+  let stored = store.getEvent(id);
+  if (stored && !stored.draft) return 'present';
+  if (!stored) {
+    // Read before validation: it drops the keys a create does not take (ajv's removeAdditional).
+    const consumed = (Array.isArray(event.images) ? event.images : []).map((image: ConsumedImage) => ({ file_id: image.file_id, input_file_id: image.input_file_id }));
+    const input = validateCreateBody(event);
+    const images = await Promise.all(input.images.map(async ({ base64_image: _image, input_base64_image: _input, ...results }, i) => ({
+      results,
+      image: consumed[i]?.file_id ? await files.bytes(consumed[i]!.file_id!) : null,
+      input: consumed[i]?.input_file_id ? await files.bytes(consumed[i]!.input_file_id!) : null,
+    })));
+    await store.create({
+      // With videos, a draft until they are attached: never finalized with files missing.
+      fields: { ...input, draft: videos.length > 0 },
+      images,
+      ids: { event: id, images: images.map((image, i) => ({ file: image.image ? consumed[i]!.file_id! : null, input: image.input ? consumed[i]!.input_file_id! : null })) },
+    });
+    stored = store.getEvent(id)!;
+  }
+  for (const video of videos) {
+    if (stored.videos.some((attached) => attached.file_id === video.file_id)) continue;
+    const chunks = await files.chunks(video.file_id);
+    if (!chunks) continue; // gone from the source: the event is stored without it
+    const staging = new StagingFile(store.stagingDir, video.file_id);
+    try {
+      for await (const chunk of chunks) if (!staging.write(Buffer.from(chunk))) await staging.drained();
+      const staged = await staging.finish('video');
+      await attachStagedBlob(store, id, staged, { kind: 'video', label: video.label, contentType: video.content_type });
+    } catch (err) {
+      await staging.discard();
+      throw err;
+    }
+  }
+  if (videos.length > 0) await finalizeEvent(store, id);
+  return 'stored';
+}

@@ -1,0 +1,177 @@
+/**
+ * Hub mode (docs/OPERATIONS.md, "Hub mode"): with NATS_SOURCE_URL set, the store consumes a
+ * fleet's stream (NATS_SOURCE_STREAM, the subjects NATS_SOURCE_SUBJECTS) with a durable pull
+ * consumer (NATS_SOURCE_DURABLE, created when absent) into its own store, on the HTTP thread (the
+ * store's writer). Each message is one event as its device's JetStream sink published it; its
+ * images and videos are fetched from the bucket NATS_SOURCE_BUCKET. A message is acknowledged
+ * only once the event and its files are durable here (event-import.ts); a re-delivered one
+ * changes nothing (idempotent by event id), so a hub killed mid-consume loses and repeats nothing.
+ *
+ * A message that is not an event this store can take (malformed JSON, refused by validation) is
+ * logged and terminated (never redelivered); a failure here (disk full, a file that cannot be
+ * read) is retried after a pause. While the store is capacity-blocked, consuming waits.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { Objm, type ObjectStore } from '@nats-io/obj';
+import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import { exponentialBackoff } from '../backoff.js';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { CapacityGate } from '../operations/capacity-gate.js';
+import type { EventStore } from '../store/event-store.js';
+import { connectNats } from '../sinks/nats-connection.js';
+import { importEvent, type FileSource } from './event-import.js';
+
+/**
+ * How long a delivered message may wait for its ack before JetStream delivers it again (ms): what
+ * a hub restarted after a crash waits for the messages its last run had pulled. A message being
+ * stored is kept from redelivery by `working()` every half of it.
+ */
+const ACK_WAIT_MS = 10_000;
+/** Messages pulled ahead of the one being stored. */
+const PULL_AHEAD = 16;
+/** Pause before a message that failed here is delivered again (ms). */
+const RETRY_DELAY_MS = 5000;
+const RECONNECT = { baseMs: 500, capMs: 30_000, random: Math.random };
+/** Missed heartbeats after which a consume is started again. */
+const MISSED_HEARTBEATS = 3;
+
+/** The settings hub mode reads. */
+export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket'>;
+
+export class NatsSource {
+  private connection: NatsConnection | undefined;
+  private messages: ConsumerMessages | undefined;
+  private stopped = false;
+  private running: Promise<void> | undefined;
+  /** Events stored from the stream since start (re-deliveries of stored ones not counted). */
+  consumed = 0;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly settings: NatsSourceSettings,
+    private readonly gate: Pick<CapacityGate, 'blocked'>,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts consuming in the background (connecting first, however long the servers take). */
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  /** Stops after the message being stored (its ack sent), and closes the connection. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.messages?.stop();
+    await this.running;
+    await this.connection?.close();
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        const { messages, bucket } = await this.subscribe();
+        failures = 0;
+        for await (const message of messages) {
+          await this.take(message, bucket);
+          if (this.stopped) break;
+        }
+      } catch (err) {
+        if (this.stopped) break;
+        this.log.error({ err }, 'consuming the fleet stream failed; retrying');
+        await sleep(exponentialBackoff(failures++, RECONNECT));
+      }
+    }
+  }
+
+  /** Connects (once), makes the durable consumer when absent, and starts pulling. */
+  private async subscribe(): Promise<{ messages: ConsumerMessages; bucket: ObjectStore }> {
+    const { natsSourceServers, natsCreds, natsSourceStream, natsSourceSubjects, natsSourceDurable, natsSourceBucket } = this.settings;
+    this.connection ??= await connectNats(natsSourceServers, natsCreds, 'edge-event-store hub');
+    const nc = this.connection;
+    const jsm = await jetstreamManager(nc);
+    try {
+      await jsm.consumers.info(natsSourceStream, natsSourceDurable);
+    } catch (err) {
+      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err;
+      await jsm.consumers.add(natsSourceStream, {
+        durable_name: natsSourceDurable,
+        filter_subject: natsSourceSubjects,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ack_wait: nanos(ACK_WAIT_MS),
+      });
+      this.log.info({ stream: natsSourceStream, consumer: natsSourceDurable, subjects: natsSourceSubjects }, 'durable consumer created');
+    }
+    const bucket = await new Objm(nc).open(natsSourceBucket);
+    const consumer = await jetstream(nc).consumers.get(natsSourceStream, natsSourceDurable);
+    // consume() re-requests messages as it yields them, until stopped, and recovers from most
+    // server restarts by itself (@nats-io/jetstream README, "Consuming messages", "Heartbeats").
+    const messages = await consumer.consume({ max_messages: PULL_AHEAD });
+    this.messages = messages;
+    // "If it doesn't [recover] and starts reporting HeartbeatsMissed statuses, stop() the
+    // ConsumerMessages and recreate it" (same README): run() then subscribes again.
+    void (async () => {
+      for await (const status of messages.status()) {
+        if (status.type === 'heartbeats_missed' && status.count >= MISSED_HEARTBEATS) messages.stop();
+      }
+    })();
+    this.log.info({ stream: natsSourceStream, consumer: natsSourceDurable }, 'consuming the fleet stream');
+    return { messages, bucket };
+  }
+
+  /** Stores one message's event, then acknowledges it; or terminates it, or asks for it again later. */
+  private async take(message: JsMsg, bucket: ObjectStore): Promise<void> {
+    let event: Record<string, unknown>;
+    try {
+      event = message.json<Record<string, unknown>>();
+    } catch (err) {
+      this.log.error({ err, subject: message.subject, seq: message.seq }, 'a fleet message is not JSON; terminated');
+      message.term();
+      return;
+    }
+    while (this.gate.blocked && !this.stopped) {
+      message.working(); // capacity-blocked: hold it, do not let it be redelivered meanwhile
+      await sleep(1000);
+    }
+    const working = setInterval(() => message.working(), ACK_WAIT_MS / 2); // a long video
+    try {
+      if ((await importEvent(this.store, event, filesOf(bucket))) === 'stored') this.consumed++;
+      await message.ackAck();
+    } catch (err) {
+      if (err instanceof AppError && err.status < 500) {
+        this.log.error({ err, eventId: event.id, subject: message.subject }, 'a fleet event this store cannot take; terminated');
+        message.term();
+        return;
+      }
+      this.log.error({ err, eventId: event.id }, 'storing a fleet event failed; it is delivered again');
+      message.nak(RETRY_DELAY_MS);
+    } finally {
+      clearInterval(working);
+    }
+  }
+}
+
+/** The bucket as the source of imported events' files (event-import.ts); the content type is the object's description. */
+function filesOf(bucket: ObjectStore): FileSource {
+  return {
+    async bytes(fileId) {
+      const info = await bucket.info(fileId);
+      if (!info || info.deleted) return null;
+      const data = await bucket.getBlob(fileId);
+      return data && { bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength), contentType: info.description || 'application/octet-stream' };
+    },
+    async chunks(fileId) {
+      const result = await bucket.get(fileId);
+      if (!result) return null;
+      return (async function* () {
+        for await (const chunk of result.data) yield chunk;
+        const error = await result.error; // a digest that does not match, a chunk missing
+        if (error) throw error;
+      })();
+    },
+  };
+}
