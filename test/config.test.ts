@@ -33,6 +33,10 @@ t.test('NATS settings: servers, names, defaults; a NATS password is masked too',
   t.equal(config.natsSubjectPrefix, 'site4.edge');
   t.same(configuredSinks(config), ['cloud', 'nats']);
   t.ok(secretsOf(config).includes('n4ts-secret'));
+  const hub = loadConfig({ NATS_SOURCE_URL: 'nats://hub:4222', NATS_SOURCE_SUBJECTS: 'edge.events.*.safety_alert' });
+  t.same([hub.natsSourceServers, hub.natsSourceStream, hub.natsSourceSubjects, hub.natsSourceDurable, hub.natsSourceBucket],
+    [['nats://hub:4222'], 'EDGE_EVENTS', 'edge.events.*.safety_alert', 'edge-events-hub', 'edge-events-files']);
+  t.same(configuredSinks(hub), [], 'a hub ships nothing unless NATS_URL or cloud upload is set too');
 });
 
 t.test('MQTT settings, and the MQTT password among the masked secrets', async (t) => {
@@ -63,6 +67,7 @@ t.test('values are parsed and validated', async (t) => {
     ['MAX_STORAGE_BYTES', '10GB'], ['CLEANUP_INTERVAL_SECONDS', '0'], ['SEARCH_BASE_URL', 'not a url'], ['LOG_LEVEL', 'loud'],
     ['HTTP_ENGINE', 'fastify'], ['HTTP_ENGINE', 'UWS'],
     ['NATS_URL', 'http://hub:4222'], ['NATS_URL', 'nats://a:4222,hub'], ['NATS_STREAM', 'EDGE.EVENTS'], ['NATS_SUBJECT_PREFIX', 'edge.>'],
+    ['NATS_SOURCE_URL', 'hub:4222'], ['NATS_SOURCE_SUBJECTS', 'edge.>.person'], ['NATS_SOURCE_SUBJECTS', 'edge.cam*'], ['NATS_SOURCE_DURABLE', 'hub.1'],
     ['NATS_SUBJECT_PREFIX', 'edge..events'], ['NATS_OBJECT_BUCKET', 'files bucket'], ['NATS_CREDS', '/no/such/file.creds'],
     ['MQTT_URL', 'http://broker:1883'], ['MQTT_URL', 'broker:1883'], ['MQTT_TOPIC_PREFIX', 'site/#'], ['MQTT_TOPIC_PREFIX', 'a//b'], ['MQTT_TOPIC_PREFIX', '/edge'],
   ];

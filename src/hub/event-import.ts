@@ -12,6 +12,14 @@ import type { DecodedImage, EventStore } from '../store/event-store.js';
 import { attachStagedBlob, finalizeEvent } from '../store/event-updates.js';
 import { StagingFile } from '../store/staging-file.js';
 
+/** A file the event names is not in its source (yet, when the files travel apart from the events). */
+export class FileMissing extends Error {
+  constructor(readonly fileId: string) {
+    super(`file ${fileId} is not in the source`);
+    this.name = 'FileMissing';
+  }
+}
+
 /** Where an imported event's files come from (the fleet's object store). */
 export interface FileSource {
   /** A file's bytes and content type; null when the source no longer has it. */
@@ -34,12 +42,20 @@ interface ConsumedVideo {
 /**
  * Stores `event` unless it is already stored whole.
  * @param event the event's JSON object as `GET /v2/events/{id}` returns it on its device
+ * @param missingFiles what a file absent from `files` means: `wait` (it may come: throw
+ *   FileMissing, nothing is stored) or `skip` (it is gone: store the event without it)
  * @returns `stored`, or `present` when it was already stored whole
  * @throws AppError validation_failed (422) or another create refusal for an event this store
  *   cannot take; the fs or lmdb error of a failed write (nothing half-stored stays visible as
- *   finalized: a retry completes it)
+ *   finalized: a retry completes it); FileMissing (with `wait`)
  */
-export async function importEvent(store: EventStore, event: Record<string, unknown>, files: FileSource): Promise<'stored' | 'present'> {
+export async function importEvent(store: EventStore, event: Record<string, unknown>, files: FileSource, missingFiles: 'wait' | 'skip'): Promise<'stored' | 'present'> {
+  const fetch = async (fileId: string | null | undefined): Promise<DecodedImage | null> => {
+    if (!fileId) return null;
+    const file = await files.bytes(fileId);
+    if (!file && missingFiles === 'wait') throw new FileMissing(fileId);
+    return file;
+  };
   const id = event.id;
   if (typeof id !== 'string' || id === '') throw validationError(['body', 'id'], 'a consumed event has no id', 'value_error.missing');
   const videos = Array.isArray(event.videos) ? (event.videos as ConsumedVideo[]) : [];
@@ -51,8 +67,8 @@ export async function importEvent(store: EventStore, event: Record<string, unkno
     const input = validateCreateBody(event);
     const images = await Promise.all(input.images.map(async ({ base64_image: _image, input_base64_image: _input, ...results }, i) => ({
       results,
-      image: consumed[i]?.file_id ? await files.bytes(consumed[i]!.file_id!) : null,
-      input: consumed[i]?.input_file_id ? await files.bytes(consumed[i]!.input_file_id!) : null,
+      image: await fetch(consumed[i]?.file_id),
+      input: await fetch(consumed[i]?.input_file_id),
     })));
     await store.create({
       // With videos, a draft until they are attached: never finalized with files missing.
@@ -65,6 +81,7 @@ export async function importEvent(store: EventStore, event: Record<string, unkno
   for (const video of videos) {
     if (stored.videos.some((attached) => attached.file_id === video.file_id)) continue;
     const chunks = await files.chunks(video.file_id);
+    if (!chunks && missingFiles === 'wait') throw new FileMissing(video.file_id);
     if (!chunks) continue; // gone from the source: the event is stored without it
     const staging = new StagingFile(store.stagingDir, video.file_id);
     try {

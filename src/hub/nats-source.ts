@@ -22,7 +22,7 @@ import type { Logger } from '../logger.js';
 import type { CapacityGate } from '../operations/capacity-gate.js';
 import type { EventStore } from '../store/event-store.js';
 import { connectNats } from '../sinks/nats-connection.js';
-import { importEvent, type FileSource } from './event-import.js';
+import { FileMissing, importEvent, type FileSource } from './event-import.js';
 
 /**
  * How long a delivered message may wait for its ack before JetStream delivers it again (ms): what
@@ -34,6 +34,12 @@ const ACK_WAIT_MS = 10_000;
 const PULL_AHEAD = 16;
 /** Pause before a message that failed here is delivered again (ms). */
 const RETRY_DELAY_MS = 5000;
+/**
+ * Deliveries of an event whose files are not in the bucket yet (they travel apart from the
+ * events when the bucket is sourced) before it is stored without them (they are gone: the
+ * bucket's limits removed them).
+ */
+const DELIVERIES_AWAITING_FILES = 5;
 const RECONNECT = { baseMs: 500, capMs: 30_000, random: Math.random };
 /** Missed heartbeats after which a consume is started again. */
 const MISSED_HEARTBEATS = 3;
@@ -81,7 +87,8 @@ export class NatsSource {
         }
       } catch (err) {
         if (this.stopped) break;
-        this.log.error({ err }, 'consuming the fleet stream failed; retrying');
+        if (notMadeYet(err)) this.log.warn({ reason: (err as Error).message }, 'the fleet stream or bucket does not exist yet (no device has shipped); waiting');
+        else this.log.error({ err }, 'consuming the fleet stream failed; retrying');
         await sleep(exponentialBackoff(failures++, RECONNECT));
       }
     }
@@ -139,7 +146,8 @@ export class NatsSource {
     }
     const working = setInterval(() => message.working(), ACK_WAIT_MS / 2); // a long video
     try {
-      if ((await importEvent(this.store, event, filesOf(bucket))) === 'stored') this.consumed++;
+      const missingFiles = message.info.deliveryCount >= DELIVERIES_AWAITING_FILES ? 'skip' : 'wait';
+      if ((await importEvent(this.store, event, filesOf(bucket), missingFiles)) === 'stored') this.consumed++;
       await message.ackAck();
     } catch (err) {
       if (err instanceof AppError && err.status < 500) {
@@ -147,12 +155,18 @@ export class NatsSource {
         message.term();
         return;
       }
-      this.log.error({ err, eventId: event.id }, 'storing a fleet event failed; it is delivered again');
+      if (err instanceof FileMissing) this.log.warn({ eventId: event.id, fileId: err.fileId, delivery: message.info.deliveryCount }, 'a fleet event\'s file is not in the bucket yet; it is delivered again');
+      else this.log.error({ err, eventId: event.id }, 'storing a fleet event failed; it is delivered again');
       message.nak(RETRY_DELAY_MS);
     } finally {
       clearInterval(working);
     }
   }
+}
+
+/** The stream or the bucket is absent: the first device's sink makes them. */
+function notMadeYet(err: unknown): boolean {
+  return (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) || (err as Error).message === 'object store not found';
 }
 
 /** The bucket as the source of imported events' files (event-import.ts); the content type is the object's description. */
