@@ -30,8 +30,10 @@ import { FileMissing, importEvent, type FileSource } from './event-import.js';
  * stored is kept from redelivery by `working()` every half of it.
  */
 const ACK_WAIT_MS = 10_000;
-/** Messages pulled ahead of the one being stored. */
-const PULL_AHEAD = 16;
+/** Events stored at once. */
+const IMPORTS_AT_ONCE = 32;
+/** Messages pulled ahead of those being stored. */
+const PULL_AHEAD = 64;
 /** Pause before a message that failed here is delivered again (ms). */
 const RETRY_DELAY_MS = 5000;
 /**
@@ -52,6 +54,8 @@ export class NatsSource {
   private messages: ConsumerMessages | undefined;
   private stopped = false;
   private running: Promise<void> | undefined;
+  /** Imports under way, by event id. */
+  private readonly importing = new Map<string, Promise<unknown>>();
   /** Events stored from the stream since start (re-deliveries of stored ones not counted). */
   consumed = 0;
 
@@ -81,10 +85,16 @@ export class NatsSource {
       try {
         const { messages, bucket } = await this.subscribe();
         failures = 0;
+        // IMPORTS_AT_ONCE events are stored together (their creates share commits); the next
+        // message is taken when one of them is done.
+        const taking = new Set<Promise<void>>();
         for await (const message of messages) {
-          await this.take(message, bucket);
+          const taken = this.take(message, bucket).finally(() => taking.delete(taken));
+          taking.add(taken);
+          if (taking.size >= IMPORTS_AT_ONCE) await Promise.race(taking);
           if (this.stopped) break;
         }
+        await Promise.all(taking);
       } catch (err) {
         if (this.stopped) break;
         if (notMadeYet(err)) this.log.warn({ reason: (err as Error).message }, 'the fleet stream or bucket does not exist yet (no device has shipped); waiting');
@@ -130,6 +140,19 @@ export class NatsSource {
     return { messages, bucket };
   }
 
+  /** Imports `event`, after any import of the same id under way (a re-delivery taken meanwhile) ended: each id is stored once. */
+  private async importOnce(event: Record<string, unknown>, bucket: ObjectStore, missingFiles: 'wait' | 'skip'): Promise<'stored' | 'present'> {
+    const id = String(event.id);
+    await this.importing.get(id)?.catch(() => undefined);
+    const work = importEvent(this.store, event, filesOf(bucket), missingFiles);
+    this.importing.set(id, work);
+    try {
+      return await work;
+    } finally {
+      if (this.importing.get(id) === work) this.importing.delete(id);
+    }
+  }
+
   /** Stores one message's event, then acknowledges it; or terminates it, or asks for it again later. */
   private async take(message: JsMsg, bucket: ObjectStore): Promise<void> {
     let event: Record<string, unknown>;
@@ -147,7 +170,7 @@ export class NatsSource {
     const working = setInterval(() => message.working(), ACK_WAIT_MS / 2); // a long video
     try {
       const missingFiles = message.info.deliveryCount >= DELIVERIES_AWAITING_FILES ? 'skip' : 'wait';
-      if ((await importEvent(this.store, event, filesOf(bucket), missingFiles)) === 'stored') this.consumed++;
+      if ((await this.importOnce(event, bucket, missingFiles)) === 'stored') this.consumed++;
       await message.ackAck();
     } catch (err) {
       if (err instanceof AppError && err.status < 500) {

@@ -15,6 +15,7 @@
 import { InvalidArgumentError, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiCodes, JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
+import pLimit from 'p-limit';
 import type { Config } from '../config.js';
 import type { Outgoing, Sink } from '../lifecycle/sink-runner.js';
 import type { Logger } from '../logger.js';
@@ -26,6 +27,8 @@ import { NATS_RESERVED, subjectToken } from './subject-tokens.js';
 
 /** Most events per batch: their publishes are in flight together. */
 const BATCH_EVENTS = 100;
+/** Files put at once: each put is a few round trips, so a batch's puts overlap. */
+const FILE_PUTS = 32;
 /** Longest wait for one publish's acknowledgement (ms); then the batch is shipped again. */
 const PUBLISH_TIMEOUT_MS = 10_000;
 /** The duplicate window of a stream the sink creates: a batch shipped again within it is stored once. */
@@ -49,6 +52,8 @@ export class NatsSink implements Sink {
   readonly name = 'nats';
   readonly batchSize = BATCH_EVENTS;
   private connection: Promise<Connected> | undefined;
+  /** The last ledger seq a batch tried since start (undefined: none yet). */
+  private lastAttempted: number | undefined;
 
   constructor(private readonly store: StoreView, private readonly settings: NatsSettings, private readonly log: Logger) {}
 
@@ -60,10 +65,18 @@ export class NatsSink implements Sink {
    */
   async ship(events: Outgoing[], signal: AbortSignal): Promise<number[]> {
     const { js, bucket } = await unlessAborted(this.connected(), signal);
+    // Re-shipped (a failure, or a restart): objects already stored whole are not put again.
+    const again = this.lastAttempted !== undefined && events[0]!.seq <= this.lastAttempted;
+    this.lastAttempted = events[events.length - 1]!.seq;
+    // Every file of the batch is put, FILE_PUTS at a time; each event is published, in ledger
+    // order, once its own files are stored; the acks are awaited together.
+    const put = pLimit(FILE_PUTS);
+    const stored = events.map(({ record }) => Promise.all(fileIdsOf(record).map((fileId) => put(() => this.putFile(bucket, fileId, again)))));
+    for (const done of stored) done.catch(() => undefined); // awaited in order below
     const refused: number[] = [];
     const acks: Promise<unknown>[] = [];
-    for (const { createdAt, record } of events) {
-      for (const fileId of fileIdsOf(record)) await unlessAborted(this.putFile(bucket, fileId), signal);
+    for (const [i, { createdAt, record }] of events.entries()) {
+      await unlessAborted(stored[i]!, signal);
       const json = this.store.getEventJson(record.id);
       if (!json) continue; // deleted since: nothing to publish
       const publish = js.publish(eventSubject(this.settings.natsSubjectPrefix, record), json, { msgID: record.id, timeout: PUBLISH_TIMEOUT_MS });
@@ -84,12 +97,17 @@ export class NatsSink implements Sink {
     if (connection) await connection.then(({ nc }) => nc.close(), () => undefined);
   }
 
-  /** Puts file `fileId` in the bucket unless it is there whole; a file gone from the store (local-only, or deleted) is passed. */
-  private async putFile(bucket: ObjectStore, fileId: string): Promise<void> {
+  /**
+   * Puts file `fileId` in the bucket; with `unlessStored`, not when it is there whole already.
+   * A file gone from the store (deleted) or local-only is passed.
+   */
+  private async putFile(bucket: ObjectStore, fileId: string, unlessStored: boolean): Promise<void> {
     const file = this.store.getFile(fileId);
     if (!file || file.kind === 'local_only') return;
-    const stored = await bucket.info(fileId);
-    if (stored && !stored.deleted && stored.size === file.length) return;
+    if (unlessStored) {
+      const stored = await bucket.info(fileId);
+      if (stored && !stored.deleted && stored.size === file.length) return;
+    }
     await bucket.put({ name: fileId, description: file.contentType }, this.store.blobs.stream(file));
   }
 
