@@ -62,6 +62,10 @@ export interface Config {
   natsSubjectPrefix: string;
   /** The JetStream object store bucket images and videos go to (created when absent). */
   natsObjectBucket: string;
+  /** Limits of the stream and bucket the sink creates (when absent): replicas, age (s; 0: none), bytes (0: none). */
+  natsReplicas: number;
+  natsMaxAgeSeconds: number;
+  natsMaxBytes: number;
   /** Hub mode (docs/OPERATIONS.md, "Hub mode"): the servers of the fleet's stream; empty: off. */
   natsSourceServers: string[];
   /** The stream a hub consumes. */
@@ -267,6 +271,9 @@ export function loadConfig(env: Env = process.env): Config {
     natsStream: natsName(env, 'NATS_STREAM', 'EDGE_EVENTS'),
     natsSubjectPrefix: subjectPrefix(env, 'NATS_SUBJECT_PREFIX', 'edge.events'),
     natsObjectBucket: natsName(env, 'NATS_OBJECT_BUCKET', 'edge-events-files'),
+    natsReplicas: number(env, 'NATS_REPLICAS', 1, { min: 1, max: 5 }),
+    natsMaxAgeSeconds: number(env, 'NATS_MAX_AGE_SECONDS', 0),
+    natsMaxBytes: number(env, 'NATS_MAX_BYTES', 0),
     natsSourceServers: natsServers(env, 'NATS_SOURCE_URL'),
     natsSourceStream: natsName(env, 'NATS_SOURCE_STREAM', 'EDGE_EVENTS'),
     natsSourceSubjects: filterSubject(env, 'NATS_SOURCE_SUBJECTS', 'edge.events.>'),

@@ -9,6 +9,7 @@ import t from 'tap';
 import { startBroker, type Broker } from './support/mosquitto.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 interface Received {
   topic: string;
@@ -29,14 +30,6 @@ async function subscribe(broker: Broker, clientId: string): Promise<{ client: Mq
   });
   await client.subscribeAsync('edge-events/#', { qos: 1 });
   return { client, received };
-}
-
-async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 async function create(store: TestStore, overrides: Record<string, unknown> = {}): Promise<string> {

@@ -13,18 +13,11 @@ import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { natsSkipReason, startNatsCluster, startNatsServer } from './support/nats-server.js';
+import { until } from './support/waiting.js';
 
 const skip = natsSkipReason();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
 /** A connection that keeps reconnecting (the sink's and the hub's settings). */
 function connectTo(servers: string[]): Promise<NatsConnection> {

@@ -11,17 +11,10 @@ import { fixture, getJson, imageEvent, postJson } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { natsSkipReason, startNatsServer } from './support/nats-server.js';
 import { startStore, tempDataDir, type TestStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 const skip = natsSkipReason();
 const PER_DEVICE = 40;
-
-async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 60_000, everyMs = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
 
 async function create(store: TestStore, body: Record<string, unknown>): Promise<string> {
   const res = await postJson(`${store.url}/v2/events`, body);
@@ -68,7 +61,7 @@ t.test('a hub consumes two devices\' events, is killed mid-consume and restarted
     return totalEvents(restarted.url);
   })();
   t.ok(atKill < shipped.length, `killed mid-consume (${atKill} of ${shipped.length} stored when it restarted)`);
-  await until('every event on the hub', async () => (await totalEvents(hub.url)) === shipped.length);
+  await until('every event on the hub', async () => (await totalEvents(hub.url)) === shipped.length, 60_000);
 
   for (const { device, id } of shipped) {
     const there = (await getJson(`${device.url}/v2/events/${id}`)).body;

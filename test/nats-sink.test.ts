@@ -20,18 +20,11 @@ import { openLocalStore } from './support/local-store.js';
 import { postFile } from './support/multipart.js';
 import { natsSkipReason, startNatsCluster, startNatsServer } from './support/nats-server.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 const skip = natsSkipReason();
 const STREAM = 'EDGE_EVENTS';
 const BUCKET = 'edge-events-files';
-
-async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function create(store: TestStore, body: Record<string, unknown>): Promise<string> {
   const res = await postJson(`${store.url}/v2/events`, body);
@@ -60,7 +53,7 @@ async function client(urls: string[]): Promise<{ nc: NatsConnection; jsm: JetStr
 t.test('finalized events go to <prefix>.<device_id>.<event_schema> with Nats-Msg-Id, after their images and videos', { skip }, async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
-  const store = await startStore({ NATS_URL: server.url });
+  const store = await startStore({ NATS_URL: server.url, NATS_MAX_AGE_SECONDS: '86400', NATS_MAX_BYTES: String(2 ** 30) });
   t.teardown(store.stop);
   const cat = await create(store, imageEvent({ deviceId: 'dock.2 west' }, 'cat.jpg'));
   const draft = await create(store, smallEvent({ draft: true }));
@@ -75,6 +68,7 @@ t.test('finalized events go to <prefix>.<device_id>.<event_schema> with Nats-Msg
   const info = await jsm.streams.info(STREAM);
   t.same(info.config.subjects, ['edge.events.>'], 'the stream the store created when absent');
   t.equal(info.config.storage, StorageType.File);
+  t.match(info.config, { max_age: 86_400 * 1e9, max_bytes: 2 ** 30, duplicate_window: 600 * 1e9 }, 'with the limits of the settings');
   const messages = await streamMessages(jsm);
   t.same(messages.map((m) => [m.subject, m.msgId]), [['edge.events.dock%2E2%20west.quality_check', cat], ['edge.events.cam-1.custom', draft]], 'finalize order; one token per value');
   t.same(messages[0]!.event, (await getJson(`${store.url}/v2/events/${cat}`)).body, 'the event as GET /v2/events/{id} returns it');
@@ -84,6 +78,7 @@ t.test('finalized events go to <prefix>.<device_id>.<event_schema> with Nats-Msg
   const imageId = messages[0]!.event.images[0].file_id as string;
   t.same(Buffer.from((await bucket.getBlob(imageId))!), fixture('cat.jpg'), 'the image, byte-identical, under its file id');
   t.equal((await bucket.info(imageId))?.description, 'image/jpeg');
+  t.match((await bucket.status()).streamInfo.config, { max_age: 86_400 * 1e9, max_bytes: 2 ** 30 }, 'the bucket too');
   t.same(Buffer.from((await bucket.getBlob(video.body.file_id))!), fixture('cat-zoom.mp4'), 'the video too');
 });
 

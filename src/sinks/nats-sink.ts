@@ -35,7 +35,7 @@ const PUBLISH_TIMEOUT_MS = 10_000;
 const DUPLICATE_WINDOW_MS = 10 * 60_000;
 
 /** The settings the sink reads. */
-export type NatsSettings = Pick<Config, 'natsServers' | 'natsCreds' | 'natsStream' | 'natsSubjectPrefix' | 'natsObjectBucket'>;
+export type NatsSettings = Pick<Config, 'natsServers' | 'natsCreds' | 'natsStream' | 'natsSubjectPrefix' | 'natsObjectBucket' | 'natsReplicas' | 'natsMaxAgeSeconds' | 'natsMaxBytes'>;
 
 interface Connected {
   nc: NatsConnection;
@@ -121,7 +121,9 @@ export class NatsSink implements Sink {
   }
 
   private async open(): Promise<Connected> {
-    const { natsServers, natsCreds, natsStream, natsSubjectPrefix, natsObjectBucket } = this.settings;
+    const { natsServers, natsCreds, natsStream, natsSubjectPrefix, natsObjectBucket, natsReplicas, natsMaxAgeSeconds, natsMaxBytes } = this.settings;
+    // Limits of what the sink creates: 0 is "none" in JetStream's max_age; -1 in its max_bytes.
+    const limits = { num_replicas: natsReplicas, max_age: nanos(natsMaxAgeSeconds * 1000), max_bytes: natsMaxBytes === 0 ? -1 : natsMaxBytes };
     const nc = await connectNats(natsServers, natsCreds, 'edge-event-store sink');
     try {
       const jsm = await jetstreamManager(nc);
@@ -129,12 +131,16 @@ export class NatsSink implements Sink {
         await jsm.streams.info(natsStream);
       } catch (err) {
         if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
-        await jsm.streams.add({ name: natsStream, subjects: [`${natsSubjectPrefix}.>`], storage: StorageType.File, duplicate_window: nanos(DUPLICATE_WINDOW_MS) });
+        // The duplicate window may not be longer than the stream keeps messages.
+        const window = natsMaxAgeSeconds === 0 ? DUPLICATE_WINDOW_MS : Math.min(DUPLICATE_WINDOW_MS, natsMaxAgeSeconds * 1000);
+        await jsm.streams.add({ name: natsStream, subjects: [`${natsSubjectPrefix}.>`], storage: StorageType.File, duplicate_window: nanos(window), ...limits });
         this.log.info({ stream: natsStream }, 'JetStream stream created');
       }
       // Objm.create adds the bucket's stream only when its info says not found (@nats-io/obj,
       // ObjectStoreImpl.init): a bucket that exists is used as it is.
-      const bucket = await new Objm(nc).create(natsObjectBucket, { storage: StorageType.File });
+      const bucket = await new Objm(nc).create(natsObjectBucket, {
+        storage: StorageType.File, replicas: limits.num_replicas, ttl: limits.max_age, max_bytes: limits.max_bytes,
+      });
       this.log.info({ servers: natsServers, stream: natsStream, bucket: natsObjectBucket }, 'NATS connected');
       return { nc, js: jetstream(nc, { timeout: PUBLISH_TIMEOUT_MS }), bucket };
     } catch (err) {

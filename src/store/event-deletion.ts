@@ -155,13 +155,24 @@ export async function reclaimSegments(
   for (const { key, value } of dbs.segments.getRange()) if (!value.sealed) newestUnsealed = Math.max(newestUnsealed, key);
   // Old segments whose live share fell below COMPACT_MAX_LIVE_SHARE are compacted first
   // (docs/STORAGE.md, "Reclaiming space").
+  let compacted = false;
   for (const { key, value } of dbs.segments.getRange()) {
     const sparse = value.liveBlobs > 0 && value.committed >= COMPACT_MIN_BYTES && value.liveBytes < value.committed * COMPACT_MAX_LIVE_SHARE;
-    if (compact && sparse && key !== newestUnsealed) await compact(key);
+    if (compact && sparse && key !== newestUnsealed) {
+      await compact(key);
+      compacted = true;
+    }
   }
+  // The writer moved the blobs in its own commits, on another thread: see them (below).
+  if (compacted) dbs.root.resetReadTxn();
   const empty: number[] = [];
   for (const { key, value } of dbs.segments.getRange()) if (value.liveBlobs <= 0) empty.push(key);
-  if (retire && empty.includes(newestUnsealed)) await retire(newestUnsealed);
+  if (retire && empty.includes(newestUnsealed)) {
+    await retire(newestUnsealed);
+    // The writer sealed it in its own commit, on another thread: read from the latest snapshot,
+    // not the one this thread's read transaction may still hold (lmdb-js README, "resetReadTxn").
+    dbs.root.resetReadTxn();
+  }
   const doomed = empty.filter((segment) => segment !== newestUnsealed || dbs.segments.get(segment)?.sealed);
   if (doomed.length === 0) return [];
   const removed: number[] = [];

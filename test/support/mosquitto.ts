@@ -10,6 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { tempDataDir } from './store-server.js';
+import { freePort } from './waiting.js';
 
 const executable = process.env.MOSQUITTO_PATH ?? '/usr/sbin/mosquitto';
 
@@ -19,14 +20,6 @@ export interface Broker {
   stop(): Promise<void>;
   /** Starts it again on the same port with the same persistence. */
   start(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function accepting(port: number, timeoutMs = 10_000): Promise<void> {

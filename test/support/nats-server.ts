@@ -18,9 +18,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { tempDataDir } from './store-server.js';
+import { freePort } from './waiting.js';
 
 /** Where `nats-server` is: NATS_SERVER_PATH, else the first on the usual paths and PATH; undefined when absent. */
 export function natsServerPath(): string | undefined {
@@ -102,14 +102,6 @@ const children = new Set<ChildProcess>();
 
 function killChildren(): void {
   for (const child of children) child.kill('SIGKILL');
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** GET `url`; its status, or 0 when nothing answers. */
