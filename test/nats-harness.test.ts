@@ -8,9 +8,9 @@
  * once. Skipped, with the reason, where `nats-server` is absent.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { natsSkipReason, startNatsCluster, startNatsServer } from './support/nats-server.js';
 import { until } from './support/waiting.js';
@@ -19,9 +19,14 @@ const skip = natsSkipReason();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A connection that keeps reconnecting (the sink's and the hub's settings). */
-function connectTo(servers: string[]): Promise<NatsConnection> {
-  return connect({ servers, maxReconnectAttempts: -1, waitOnFirstConnect: true, reconnectTimeWait: 250 });
+/**
+ * A connection to `servers` that keeps reconnecting (the sink's and the hub's settings), closed
+ * when the test ends, with its JetStream manager and client.
+ */
+async function session(t: Test, servers: string[]): Promise<{ nc: NatsConnection; jsm: JetStreamManager; js: JetStreamClient }> {
+  const nc = await connect({ servers, maxReconnectAttempts: -1, waitOnFirstConnect: true, reconnectTimeWait: 250 });
+  t.teardown(() => nc.close());
+  return { nc, jsm: await jetstreamManager(nc), js: jetstream(nc, { timeout: 2000 }) };
 }
 
 /** The stream `name` as it is, or created (file storage, `edge.events.>`, 2 min dedup window) when absent. */
@@ -38,10 +43,7 @@ async function ensureStream(jsm: JetStreamManager, name: string, replicas = 1): 
 t.test('one node: a stream is created only when absent, and a re-sent msgID is stored once, also after a restart', { skip }, async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
-  const nc = await connectTo(server.urls);
-  t.teardown(() => nc.close());
-  const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc, { timeout: 2000 });
+  const { jsm, js } = await session(t, server.urls);
 
   const first = await ensureStream(jsm, 'EDGE');
   t.equal(first.created, true, 'absent: StreamNotFound (10059), then created');
@@ -80,8 +82,7 @@ t.test('one node: a stream is created only when absent, and a re-sent msgID is s
 t.test('one node: a 50 KB object put under a UUID comes back byte-identical; the bucket is created only when absent', { skip }, async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
-  const nc = await connectTo(server.urls);
-  t.teardown(() => nc.close());
+  const { nc } = await session(t, server.urls);
   const objm = new Objm(nc);
   const bucket = await objm.create('edge-files', { storage: StorageType.File });
   await objm.create('edge-files', { storage: StorageType.File }); // present: opened as it is
@@ -108,10 +109,7 @@ t.test('one node: a 50 KB object put under a UUID comes back byte-identical; the
 t.test('one node: a durable pull consumer redelivers what is not acked and keeps consuming across a server restart', { skip }, async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
-  const nc = await connectTo(server.urls);
-  t.teardown(() => nc.close());
-  const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc, { timeout: 2000 });
+  const { jsm, js } = await session(t, server.urls);
   await ensureStream(jsm, 'EDGE');
   await js.publish('edge.events.cam-0.person', 'm0', { msgID: 'm0' });
   await jsm.consumers.add('EDGE', { durable_name: 'hub', ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, filter_subject: 'edge.events.>', ack_wait: nanos(1000), max_ack_pending: 100 });
@@ -159,10 +157,7 @@ t.test('one node: a durable pull consumer redelivers what is not acked and keeps
 t.test('3 nodes: an R3 stream whose leader is killed mid-run keeps every acked message exactly once', { skip }, async (t) => {
   const cluster = await startNatsCluster(3);
   t.teardown(() => cluster.stop());
-  const nc = await connectTo(cluster.urls);
-  t.teardown(() => nc.close());
-  const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc, { timeout: 2000 });
+  const { nc, jsm, js } = await session(t, cluster.urls);
   const { info } = await ensureStream(jsm, 'EDGE', 3);
   t.equal(info.config.num_replicas, 3);
   const leaderName = info.cluster?.leader;

@@ -42,18 +42,9 @@ function probeBody(device, n) {
  * Posts one probe event every `intervalMs` (one at a time; a late answer delays the next) and
  * notes, for each, its id and the monotonic time its 201 arrived.
  */
-export class LatencyProbe {
-  /** @param {{ url: string, device: string, intervalMs?: number }} options */
-  constructor({ url, device, intervalMs = 20 }) {
-    Object.assign(this, { url, device, intervalMs });
-    /** @type {{ id: string, ackNs: number }[]} */
-    this.events = [];
-    /** ms from sending each probe to its 201 (the probe's own ingest latency). */
-    this.ackMs = [];
-    this.failures = 0;
-    this.running = false;
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  }
+/** Work repeated in the background from `start()` until `stop()`: a subclass's `run()` loops while `running`. */
+class BackgroundLoop {
+  running = false;
 
   start() {
     this.running = true;
@@ -61,10 +52,29 @@ export class LatencyProbe {
     return this;
   }
 
-  /** Stops after the probe in flight; resolves once it is answered. */
+  /** Ends the loop after the round in flight; resolves once it has. */
   async stop() {
     this.running = false;
     await this.loop;
+  }
+}
+
+export class LatencyProbe extends BackgroundLoop {
+  /** @param {{ url: string, device: string, intervalMs?: number }} options */
+  constructor({ url, device, intervalMs = 20 }) {
+    super();
+    Object.assign(this, { url, device, intervalMs });
+    /** @type {{ id: string, ackNs: number }[]} */
+    this.events = [];
+    /** ms from sending each probe to its 201 (the probe's own ingest latency). */
+    this.ackMs = [];
+    this.failures = 0;
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  }
+
+  /** Stops after the probe in flight; resolves once it is answered. */
+  async stop() {
+    await super.stop();
     this.agent.destroy();
   }
 
@@ -122,9 +132,10 @@ export function metricValue(text, name) {
  * Scrapes GET /metrics every `intervalMs`, timing each scrape (request to last body byte), and
  * watches the stream's subscriber gauge and dropped counter.
  */
-export class MetricsScraper {
+export class MetricsScraper extends BackgroundLoop {
   /** @param {{ url: string, intervalMs?: number }} options */
   constructor({ url, intervalMs = 250 }) {
+    super();
     Object.assign(this, { url, intervalMs });
     /** @type {{ ms: number, bytes: number, loaded: boolean }[]} */
     this.scrapes = [];
@@ -135,17 +146,6 @@ export class MetricsScraper {
     /** Monotonic ns of the first scrape that saw the dropped counter above its first value. */
     this.droppedAtNs = undefined;
     this.failures = 0;
-  }
-
-  start() {
-    this.running = true;
-    this.loop = this.run();
-    return this;
-  }
-
-  async stop() {
-    this.running = false;
-    await this.loop;
   }
 
   async run() {
