@@ -5,7 +5,7 @@
  * store restarted while the broker is away resumes from its stored cursor.
  */
 import mqtt, { type MqttClient } from 'mqtt';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { startBroker, type Broker } from './support/mosquitto.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
@@ -32,6 +32,22 @@ async function subscribe(broker: Broker, clientId: string): Promise<{ client: Mq
   return { client, received };
 }
 
+/** A broker for the test and a persistent subscriber to it (both ended with the test). */
+async function brokerWithSubscriber(t: Test, clientId: string): Promise<{ broker: Broker; received: Received[] }> {
+  const broker = await startBroker();
+  t.teardown(() => broker.stop());
+  const { client, received } = await subscribe(broker, clientId);
+  t.teardown(() => client.endAsync());
+  return { broker, received };
+}
+
+/** A store publishing to `broker`, once it is connected. */
+async function publishingStore(broker: Broker, env: Record<string, string> = {}): Promise<TestStore> {
+  const store = await startStore({ MQTT_URL: broker.url, ...env });
+  await until('the store connected', async () => (await getJson(`${store.url}/stats`)).body.mqtt.connected);
+  return store;
+}
+
 async function create(store: TestStore, overrides: Record<string, unknown> = {}): Promise<string> {
   const res = await postJson(`${store.url}/v2/events`, smallEvent(overrides));
   if (res.status !== 201) throw new Error(`create answered ${res.status}: ${JSON.stringify(res.body)}`);
@@ -42,13 +58,9 @@ async function create(store: TestStore, overrides: Record<string, unknown> = {})
 const createdIds = (received: Received[]) => received.filter((m) => m.type === 'created').map((m) => m.body.id as string);
 
 t.test('created, finalized and deleted events are published to <prefix>/<device_id>/<event_schema> with the stream\'s data', async (t) => {
-  const broker = await startBroker();
-  t.teardown(() => broker.stop());
-  const { client, received } = await subscribe(broker, 'mqtt-test-topics');
-  t.teardown(() => client.endAsync());
-  const store = await startStore({ MQTT_URL: broker.url, MAX_RECORDS: '3' });
+  const { broker, received } = await brokerWithSubscriber(t, 'mqtt-test-topics');
+  const store = await publishingStore(broker, { MAX_RECORDS: '3' });
   t.teardown(store.stop);
-  await until('the store connected', async () => (await getJson(`${store.url}/stats`)).body.mqtt.connected);
 
   const plain = await create(store, { device_id: 'cam-1' });
   const slashed = await create(store, { device_id: 'line/3+#' });
@@ -88,13 +100,9 @@ t.test('created, finalized and deleted events are published to <prefix>/<device_
 });
 
 t.test('a broker restart in the middle of a run: creates keep answering 201, every created event is published afterwards', async (t) => {
-  const broker = await startBroker();
-  t.teardown(() => broker.stop());
-  const { client, received } = await subscribe(broker, 'mqtt-test-restart');
-  t.teardown(() => client.endAsync());
-  const store = await startStore({ MQTT_URL: broker.url });
+  const { broker, received } = await brokerWithSubscriber(t, 'mqtt-test-restart');
+  const store = await publishingStore(broker);
   t.teardown(store.stop);
-  await until('the store connected', async () => (await getJson(`${store.url}/stats`)).body.mqtt.connected);
   const ids: string[] = [];
   const writeSome = async (count: number, device: string) => {
     for (let i = 0; i < count; i++) ids.push(await create(store, { device_id: device }));
@@ -119,12 +127,8 @@ t.test('a broker restart in the middle of a run: creates keep answering 201, eve
 });
 
 t.test('a store restarted while the broker is away resumes from its stored cursor', async (t) => {
-  const broker = await startBroker();
-  t.teardown(() => broker.stop());
-  const { client, received } = await subscribe(broker, 'mqtt-test-cursor');
-  t.teardown(() => client.endAsync());
-  const first = await startStore({ MQTT_URL: broker.url });
-  await until('the store connected', async () => (await getJson(`${first.url}/stats`)).body.mqtt.connected);
+  const { broker, received } = await brokerWithSubscriber(t, 'mqtt-test-cursor');
+  const first = await publishingStore(broker);
   const published = [await create(first), await create(first)];
   await until('the first two', () => createdIds(received).length === 2);
 
@@ -140,13 +144,9 @@ t.test('a store restarted while the broker is away resumes from its stored curso
 });
 
 t.test('a finalize and a deletion of published events while the broker is away are published when it is back', async (t) => {
-  const broker = await startBroker();
-  t.teardown(() => broker.stop());
-  const { client, received } = await subscribe(broker, 'mqtt-test-away');
-  t.teardown(() => client.endAsync());
-  const store = await startStore({ MQTT_URL: broker.url, MAX_RECORDS: '2' });
+  const { broker, received } = await brokerWithSubscriber(t, 'mqtt-test-away');
+  const store = await publishingStore(broker, { MAX_RECORDS: '2' });
   t.teardown(store.stop);
-  await until('the store connected', async () => (await getJson(`${store.url}/stats`)).body.mqtt.connected);
   const oldest = await create(store);
   const draft = await create(store, { draft: true });
   await until('both created', () => createdIds(received).length === 2);
