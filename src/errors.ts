@@ -33,6 +33,7 @@ const registry = {
   image_decode_failed: { status: 400, message: 'Image could not be decoded from base64' }, // E3
   unknown_event_schema: { status: 422, message: 'Unknown event_schema' }, // E4
   invalid_query: { status: 400, message: 'Invalid query filter' }, // E5
+  invalid_search_query: { status: 400, message: 'Invalid search query' }, // a query of GET /v2/events/search or /v2/export that does not parse
   validation_failed: { status: 422, message: 'Request validation failed' }, // E6, E7
   malformed_multipart: { status: 400, message: 'Malformed multipart body' },
   event_finalized: { status: 409, message: 'Event is finalized; attachments are closed' }, // E8

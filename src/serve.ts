@@ -10,6 +10,8 @@ import { startServer, type RunningServer } from './http/server.js';
 import { createLogger, type Logger } from './logger.js';
 import { Lifecycle } from './operations/lifecycle-manager.js';
 import { EventStore } from './store/event-store.js';
+import type { BackfillProgress } from './store/search-index.js';
+import { formatMicros, formatMicrosOrNull } from './store/timestamps.js';
 import { setRecordPresenter } from './store/record-codec.js';
 
 /** A started store. */
@@ -26,6 +28,24 @@ export interface StoreService {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** Seconds between two log lines of the search index backfill. */
+const BACKFILL_LOG_SECONDS = 5;
+
+/** Logs the search index backfill (docs/STORAGE.md, "The search index"): every few seconds, and when done. */
+function searchIndexLogger(log: Logger): (progress: BackfillProgress, done: boolean) => void {
+  let lastLog = 0;
+  const started = performance.now();
+  return (progress, done) => {
+    const now = performance.now();
+    if (done) {
+      log.info({ seconds: Math.round((now - started) / 100) / 10 }, 'search index backfill done');
+    } else if (now - lastLog >= BACKFILL_LOG_SECONDS * 1000) {
+      lastLog = now;
+      log.info({ indexed: progress.indexed, at: formatMicrosOrNull(progress.last), until: formatMicros(progress.until) }, 'search index backfill under way');
+    }
+  };
+}
+
 /**
  * Opens the store under `config.dataDir` and serves it.
  * @throws NativeServerUnavailable, or the error that prevented opening or listening
@@ -36,6 +56,7 @@ export async function startService(config: Config): Promise<StoreService> {
   const store = await EventStore.open(config.dataDir, {
     sinks: configuredSinks(config),
     onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
+    onSearchIndexProgress: searchIndexLogger(log),
   });
   log.info({ store: store.opened }, 'store opened');
   const lifecycle = new Lifecycle(config, store, log);

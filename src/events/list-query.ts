@@ -50,7 +50,11 @@ export function parseMetadataFilter(text: string): MetadataCondition {
   return condition;
 }
 
-function parseLimit(params: URLSearchParams): number {
+/**
+ * `limit`: 1..1000, default 100 (docs/API.md, "Query parameters").
+ * @throws AppError validation_failed (422, E6) otherwise
+ */
+export function parseLimit(params: URLSearchParams): number {
   const raw = params.get('limit');
   if (raw === null) return DEFAULT_LIMIT;
   const limit = Number(raw);

@@ -4,10 +4,13 @@
  * (`GET /events/count/stats`). Events are answered with their stored JSON (record-codec.ts).
  */
 import { AppError } from '../errors.js';
-import { countEvents, scanEvents, type EventQuery, type PageSink } from '../store/event-query.js';
+import { countEvents, scanEvents, scanPlan, type EventQuery, type PageSink } from '../store/event-query.js';
+import { planSearch } from '../store/event-search.js';
 import type { EventStore } from '../store/event-store.js';
 import { formatMicrosOrNull } from '../store/timestamps.js';
-import { parseCountQuery, parseLatestQuery, parseListQuery } from './list-query.js';
+import { parseCountQuery, parseLatestQuery, parseLimit, parseListQuery } from './list-query.js';
+import { compileEventQuery } from './search-conditions.js';
+import { parseSearchCursor, requiredQuery, searchCursor } from './search-cursor.js';
 import type { StoredEvent } from './types.js';
 
 /** Event list (schemas/responses/event-list.json); `next_timestamp` null when nothing follows. */
@@ -37,7 +40,7 @@ const OPEN = Buffer.from('{"events":[');
 const COMMA = 0x2c;
 /**
  * Bytes kept for the tail `],"count":N,"next_timestamp":"<ISO µs>"}`: 62 at most (a count of
- * four digits, a 27-character timestamp).
+ * four digits, a 27-character timestamp); `"next_cursor"` with its cursor is shorter.
  */
 const TAIL_RESERVE = 64;
 /** First size of a page's buffer (bytes); it doubles as events are added. */
@@ -68,9 +71,12 @@ class JsonPage implements PageSink {
     return true;
   }
 
-  /** The whole body, `{"events": [...], "count": N, "next_timestamp": ...}`. */
-  finish(next: number | null): Buffer {
-    this.append(Buffer.from(`],"count":${this.count},"next_timestamp":${JSON.stringify(formatMicrosOrNull(next))}}`));
+  /**
+   * The whole body, `{"events": [...], "count": N, "<nextName>": next}`.
+   * @param next the continuation, a string of at most 40 characters, or null
+   */
+  finish(nextName: 'next_timestamp' | 'next_cursor', next: string | null): Buffer {
+    this.append(Buffer.from(`],"count":${this.count},"${nextName}":${JSON.stringify(next)}}`));
     return this.buffer.subarray(0, this.length);
   }
 
@@ -95,7 +101,7 @@ class JsonPage implements PageSink {
 function page(store: EventStore, query: EventQuery, limits: ListLimits): Buffer {
   const sink = new JsonPage(limits.maxResponseBytes);
   const next = scanEvents(store, query, { records: limits.maxScanRecords, bytes: limits.maxResponseBytes }, sink);
-  return sink.finish(next);
+  return sink.finish('next_timestamp', formatMicrosOrNull(next));
 }
 
 /**
@@ -131,6 +137,26 @@ export function getEventBody(store: EventStore, id: string): Buffer {
   const json = store.getEventJson(id);
   if (!json) throw new AppError('event_not_found', `Event ${id} not found`);
   return json;
+}
+
+/**
+ * Events matching a query of the query language, newest first (docs/API.md, "Event search"), as
+ * the JSON body `{"events": [...], "count": n, "next_cursor": string | null}`, bounded as
+ * `listEventsBody`; `next_cursor` passed back as `cursor` continues without skipping or repeating.
+ * @param params `q`, `limit` (1..1000, default 100), `cursor`
+ * @param searchIndexReady the search index covers every event (EventStore.searchIndexReady)
+ * @returns the body, UTF-8 JSON (bytes)
+ * @throws AppError invalid_search_query (400) for a query that does not parse, invalid_query
+ *   (400) for a malformed cursor, validation_failed (422) for `limit` or a missing `q`
+ */
+export function searchEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Buffer {
+  const condition = compileEventQuery(requiredQuery(params));
+  const limit = parseLimit(params);
+  const before = parseSearchCursor(params.get('cursor'));
+  const plan = planSearch(store, condition, { before, searchIndexReady: store.searchIndexReady, direction: 'desc' });
+  const sink = new JsonPage(limits.maxResponseBytes);
+  const next = scanPlan(store, plan, 'desc', limit, { records: limits.maxScanRecords, bytes: limits.maxResponseBytes }, sink);
+  return sink.finish('next_cursor', next === null ? null : searchCursor(next));
 }
 
 /** Total and filtered counts with the oldest and newest created_at of the filtered events. */

@@ -328,6 +328,7 @@ export const RESPONSE_SCHEMA_NAMES = [
   'create-response',
   'stored-event',
   'event-list',
+  'event-search-page',
   'count-stats',
   'attach-response',
   'finalize-response',

@@ -2,7 +2,7 @@
 import { AppError } from '../errors.js';
 import { assertAttachable, attachUpload, finalize } from '../events/attach-file.js';
 import { createEvent, type EventWriter } from '../events/create-event.js';
-import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, type ListLimits } from '../events/read-events.js';
+import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, searchEventsBody, type ListLimits } from '../events/read-events.js';
 import { EVENT_SCHEMAS } from '../events/types.js';
 import type { FileKind } from '../store/lmdb-env.js';
 import { sendFile } from './file-download.js';
@@ -210,6 +210,34 @@ export const storeRoutes: Route[] = [
       },
     },
     handler: (ex, ctx) => jsonBytes(listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
+  },
+  {
+    method: 'get',
+    path: '/v2/events/search',
+    gated: 'other',
+    doc: {
+      tag: 'events',
+      summary: 'Search events with the query language',
+      operationId: 'searchEvents',
+      description:
+        'Filters class:C, class:C>=N, min-confidence:X, device:, stream:, schema:, workflow:, solution:, external-id:, meta.KEY:V, '
+        + 'meta.KEY>N, date:YYYY-MM-DD (and date>= date<...), min-annotations:, max-annotations:, has:image|video|file, draft:true|false, '
+        + 'combined with AND, OR, NOT, a leading minus and parentheses (docs/API.md, "Event search"). Newest first. Paging: pass '
+        + 'next_cursor back as cursor with the same q and limit until it is null. Pages are bounded as GET /v2/events: one may hold '
+        + 'fewer events than limit, even none, while next_cursor is set.',
+      parameters: [
+        { ...queryParam('q', STRING, 'The query, e.g. class:person>=2 device:cam-1 -has:video.'), required: true },
+        limitParam,
+        queryParam('cursor', STRING, 'next_cursor of the previous page.'),
+      ],
+      responses: { 200: jsonResponse('EventSearchPage', 'Matching events, newest first.') },
+      errors: {
+        invalid_search_query: 'The query does not parse, or holds free text (semantic search needs the hosted API); the detail gives the column and the reason.',
+        invalid_query: 'A cursor that no page gave.',
+        validation_failed: 'q missing, or limit out of range (E6).',
+      },
+    },
+    handler: (ex, ctx) => jsonBytes(searchEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
   },
   {
     method: 'get',

@@ -24,17 +24,22 @@ export const FILTER_KEYS = [
 ] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
 
-/** Both sides of a boolean operator, in source order; juxtaposition is an `and`. */
-export interface AndNode { type: 'and'; children: QueryNode[]; span: Span }
-export interface OrNode { type: 'or'; children: QueryNode[]; span: Span }
+/**
+ * Both sides of a boolean operator, in source order; juxtaposition is an `and`. Nodes are generic
+ * over the filters of a dialect: the hosted search's (`FilterNode`, the default) or the store's
+ * own events (event-filters.ts).
+ */
+export interface AndNode<F extends FilterBase = FilterNode> { type: 'and'; children: QueryNode<F>[]; span: Span }
+export interface OrNode<F extends FilterBase = FilterNode> { type: 'or'; children: QueryNode<F>[]; span: Span }
 /** `NOT x` or a leading minus `-x`. */
-export interface NotNode { type: 'not'; child: QueryNode; span: Span }
+export interface NotNode<F extends FilterBase = FilterNode> { type: 'not'; child: QueryNode<F>; span: Span }
 /** Free text: semantic search. Adjacent words and quoted phrases are joined by one space. */
 export interface TextNode { type: 'text'; text: string; span: Span }
 /** The bare query `*`: every image. */
 export interface AllNode { type: 'all'; span: Span }
 
-interface FilterBase { type: 'filter'; span: Span }
+/** What every filter node of any dialect has. */
+export interface FilterBase { type: 'filter'; span: Span }
 export interface LikeImageFilter extends FilterBase { key: 'like-image'; imageId: string }
 export interface TagFilter extends FilterBase { key: 'tag'; tag: string }
 /**
@@ -70,4 +75,4 @@ export type FilterNode =
   | LikeImageFilter | TagFilter | FilenameFilter | SplitFilter | JobFilter
   | RangeFilter | ClassFilter | DateFilter | ProjectFilter;
 
-export type QueryNode = AndNode | OrNode | NotNode | TextNode | AllNode | FilterNode;
+export type QueryNode<F extends FilterBase = FilterNode> = AndNode<F> | OrNode<F> | NotNode<F> | TextNode | AllNode | F;

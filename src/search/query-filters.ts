@@ -10,19 +10,7 @@ import { FILTER_KEYS, SPLITS } from './query-ast.js';
 import type { Comparison, FilterKey, FilterNode, RangeFilter, Split } from './query-ast.js';
 import { wordText } from './query-lexer.js';
 import type { WordChar } from './query-lexer.js';
-
-const SELECTOR = /^([a-z]+(?:-[a-z]+)*)(>=|<=|:|>|<|=)/;
-const COMPARISONS: Comparison[] = ['>=', '<=', '=', '>', '<'];
-const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const WHOLE_NUMBER = /^\d+$/;
-
-/** A filter value with the source offset of each character, for error positions. */
-interface Value {
-  chars: WordChar[];
-  text: string;
-  /** Offset where the value starts (just after the separator), even when it is empty. */
-  start: number;
-}
+import { calendarDay, classValue, requiredValue, SELECTOR, unquotedHead, valueAfter, wholeNumber, type Value } from './query-values.js';
 
 /**
  * Parses `chars` (one word token) as a filter.
@@ -31,20 +19,19 @@ interface Value {
  *   value the filter does not accept (empty, non-numeric, bad date, unknown split)
  */
 export function parseFilterWord(query: string, chars: WordChar[], start: number, end: number): FilterNode | null {
-  const unquotedHead = wordText(chars.slice(0, firstQuotedIndex(chars)));
-  const match = SELECTOR.exec(unquotedHead);
+  const headText = unquotedHead(chars);
+  const match = SELECTOR.exec(headText);
   if (!match) return null;
   const [head, selector, separator] = match;
   if (!isFilterKey(selector)) {
-    const isUrl = unquotedHead.startsWith(`${selector}://`);
+    const isUrl = headText.startsWith(`${selector}://`);
     if (separator !== ':' || isUrl) return null;
     throw new QuerySyntaxError(query, start, `Unknown filter "${selector}:"; known filters: ${FILTER_KEYS.map((k) => `${k}:`).join(' ')}`);
   }
   if (separator !== ':' && selector !== 'date') {
     throw new QuerySyntaxError(query, start + selector.length, `${selector} takes ":" (only date takes a comparison such as date>=2024-01-01)`);
   }
-  const valueChars = chars.slice(head.length);
-  const value: Value = { chars: valueChars, text: wordText(valueChars), start: start + head.length };
+  const value = valueAfter(chars, head.length, start);
   const span = { start, end };
   const ctx = { query, selector, value };
   switch (selector) {
@@ -62,9 +49,9 @@ export function parseFilterWord(query: string, chars: WordChar[], start: number,
     case 'filename':
       return { type: 'filter', key: selector, ...filename(ctx), span };
     case 'class':
-      return { type: 'filter', key: selector, ...classValue(ctx), span };
+      return { type: 'filter', key: selector, ...classValue(query, value), span };
     case 'date':
-      return { type: 'filter', key: selector, op: separator === ':' ? '=' : (separator as Comparison), date: day(query, value), span };
+      return { type: 'filter', key: selector, op: separator === ':' ? '=' : (separator as Comparison), date: calendarDay(query, value), span };
     default:
       return rangeFilter(ctx, selector, span);
   }
@@ -80,14 +67,8 @@ function isFilterKey(selector: string): selector is FilterKey {
   return (FILTER_KEYS as readonly string[]).includes(selector);
 }
 
-function firstQuotedIndex(chars: WordChar[]): number {
-  const index = chars.findIndex((ch) => ch.quoted);
-  return index === -1 ? chars.length : index;
-}
-
 function required({ query, selector, value }: FilterContext): string {
-  if (value.text === '') throw new QuerySyntaxError(query, value.start, `${selector}: needs a value`);
-  return value.text;
+  return requiredValue(query, selector, value);
 }
 
 function split(ctx: FilterContext): Split {
@@ -110,50 +91,8 @@ function filename(ctx: FilterContext): { pattern: string; match: 'exact' | 'pref
   return { pattern, match };
 }
 
-/** `class:NAME` or `class:NAME<op>N`; the operator is the first unquoted comparison. */
-function classValue(ctx: FilterContext): { className: string; count?: { op: Comparison; value: number } } {
-  const { query, value } = ctx;
-  required(ctx);
-  for (let i = 0; i < value.chars.length; i += 1) {
-    if (value.chars[i].quoted) continue;
-    const rest = wordText(value.chars.slice(i, i + 2));
-    const op = COMPARISONS.find((candidate) => rest.startsWith(candidate));
-    if (op === undefined) continue;
-    const className = wordText(value.chars.slice(0, i));
-    if (className === '') throw new QuerySyntaxError(query, value.start, `class: needs a class name before ${op}`);
-    const countChars = value.chars.slice(i + op.length);
-    const countStart = i + op.length < value.chars.length ? value.chars[i + op.length].pos : value.chars[i].pos + op.length;
-    return { className, count: { op, value: wholeNumber(query, countChars, countStart, `class:${className}${op}`) } };
-  }
-  return { className: value.text };
-}
-
 function rangeFilter(ctx: FilterContext, selector: RangeFilter['key'], span: { start: number; end: number }): RangeFilter {
   const [bound, measure] = selector.split('-') as [RangeFilter['bound'], RangeFilter['measure']];
   const value = wholeNumber(ctx.query, ctx.value.chars, ctx.value.start, `${selector}:`);
   return { type: 'filter', key: selector, measure, bound, value, span };
-}
-
-function wholeNumber(query: string, chars: WordChar[], start: number, what: string): number {
-  const text = wordText(chars);
-  if (!WHOLE_NUMBER.test(text)) {
-    const shown = text === '' ? 'nothing' : `"${text}"`;
-    throw new QuerySyntaxError(query, start, `${what} expects a whole number (0 or more), got ${shown}`);
-  }
-  return Number(text);
-}
-
-/** `YYYY-MM-DD`, a real calendar day. */
-function day(query: string, value: Value): string {
-  const match = DAY.exec(value.text);
-  if (!match) {
-    const shown = value.text === '' ? 'nothing' : `"${value.text}"`;
-    throw new QuerySyntaxError(query, value.start, `date expects a day as YYYY-MM-DD, got ${shown}`);
-  }
-  const [, year, month, dayOfMonth] = match.map(Number);
-  const parsed = new Date(Date.UTC(year, month - 1, dayOfMonth));
-  if (parsed.getUTCFullYear() !== year || parsed.getUTCMonth() !== month - 1 || parsed.getUTCDate() !== dayOfMonth) {
-    throw new QuerySyntaxError(query, value.start, `${value.text} is not a calendar day`);
-  }
-  return value.text;
 }

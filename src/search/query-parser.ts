@@ -12,7 +12,7 @@
  * free-text words of one AND sequence merge into one text node (one semantic-search phrase).
  */
 import { QuerySyntaxError } from './errors.js';
-import type { QueryNode, Span, TextNode } from './query-ast.js';
+import type { FilterBase, FilterNode, QueryNode, Span, TextNode } from './query-ast.js';
 import { parseFilterWord } from './query-filters.js';
 import { isBareWord, tokenize, wordText } from './query-lexer.js';
 import type { Token, WordChar } from './query-lexer.js';
@@ -31,21 +31,39 @@ export const MAX_QUERY_LENGTH = 4096;
 export const MAX_QUERY_DEPTH = 64;
 
 /**
- * Parses a query into its syntax tree.
+ * Turns one word of a query into a filter of a dialect, or `null` when the word is free text.
+ * @param chars the word's characters; `start`, `end` its offsets in `query`
+ * @throws QuerySyntaxError for an unknown filter or a bad value
+ */
+export type FilterWordParser<F extends FilterBase> = (query: string, chars: WordChar[], start: number, end: number) => F | null;
+
+/**
+ * Parses a query of the hosted search into its syntax tree (`parseQueryWith` and the hosted
+ * filters of query-filters.ts).
  * @param query the query string, e.g. `class:car>=2 -split:test (tag:day OR tag:dusk)`
+ * @returns the root node; every node carries its source span
+ * @throws QuerySyntaxError as `parseQueryWith`
+ */
+export function parseQuery(query: string): QueryNode<FilterNode> {
+  return parseQueryWith(query, parseFilterWord);
+}
+
+/**
+ * Parses a query into its syntax tree, reading filter words with `parseFilter`: the grammar and
+ * its errors are every dialect's, the filters each one's own.
  * @returns the root node; every node carries its source span
  * @throws QuerySyntaxError pointing at the offending character: empty query, unbalanced
  *   parenthesis, dangling operator or minus, unterminated quote, unknown filter, bad filter value,
  *   a query longer than MAX_QUERY_LENGTH (pointing at the first character past it) or nested
  *   deeper than MAX_QUERY_DEPTH (pointing at the "(", NOT or minus that opens one level too many)
  */
-export function parseQuery(query: string): QueryNode {
+export function parseQueryWith<F extends FilterBase>(query: string, parseFilter: FilterWordParser<F>): QueryNode<F> {
   if (query.length > MAX_QUERY_LENGTH) {
     throw new QuerySyntaxError(query, MAX_QUERY_LENGTH, `The query is longer than ${MAX_QUERY_LENGTH} characters (${query.length})`);
   }
   const tokens = tokenize(query);
   if (tokens.length === 0) throw new QuerySyntaxError(query, 0, 'The query is empty');
-  const parser = new Parser(query, tokens);
+  const parser = new Parser(query, tokens, parseFilter);
   const root = parser.parseOr();
   const extra = parser.peek();
   if (extra !== undefined) {
@@ -55,17 +73,17 @@ export function parseQuery(query: string): QueryNode {
   return root;
 }
 
-class Parser {
+class Parser<F extends FilterBase> {
   private index = 0;
   private depth = 0;
 
-  constructor(private readonly query: string, private readonly tokens: Token[]) {}
+  constructor(private readonly query: string, private readonly tokens: Token[], private readonly parseFilter: FilterWordParser<F>) {}
 
   peek(): Token | undefined {
     return this.tokens[this.index];
   }
 
-  parseOr(): QueryNode {
+  parseOr(): QueryNode<F> {
     const children = [this.parseAnd()];
     for (let token = this.peek(); token !== undefined && isBareWord(token, 'OR'); token = this.peek()) {
       this.index += 1;
@@ -76,13 +94,13 @@ class Parser {
   }
 
   /** One AND sequence; free-text words next to each other (no explicit AND) merge. */
-  private parseAnd(): QueryNode {
+  private parseAnd(): QueryNode<F> {
     const first = this.peek() as Token;
     if (!this.startsTerm(first)) {
       const reason = first.kind === ')' ? 'Unmatched ")": no "(" opens it' : `${wordText(wordChars(first))} needs a term before it`;
       throw new QuerySyntaxError(this.query, first.start, reason);
     }
-    const children: QueryNode[] = [];
+    const children: QueryNode<F>[] = [];
     let previousIsWordText = false;
     let explicitAnd = false;
     for (let token = this.peek(); token !== undefined; token = this.peek()) {
@@ -107,7 +125,7 @@ class Parser {
     return children.length === 1 ? children[0] : { type: 'and', children, span: spanOf(children) };
   }
 
-  private parseUnary(): QueryNode {
+  private parseUnary(): QueryNode<F> {
     const token = this.peek() as Token;
     if (token.kind === '-' || isBareWord(token, 'NOT')) {
       this.index += 1;
@@ -120,7 +138,7 @@ class Parser {
   }
 
   /** Parses one nesting level opened by `opener`; throws when it is one too many. */
-  private nested(opener: Token, parse: () => QueryNode): QueryNode {
+  private nested(opener: Token, parse: () => QueryNode<F>): QueryNode<F> {
     if (this.depth >= MAX_QUERY_DEPTH) {
       throw new QuerySyntaxError(this.query, opener.start, `Nested more than ${MAX_QUERY_DEPTH} levels deep (parentheses, NOT and minus)`);
     }
@@ -133,7 +151,7 @@ class Parser {
   }
 
   /** After "(": a non-empty OR expression and its ")". Errors point at the "(". */
-  private parseGroup(open: Token): QueryNode {
+  private parseGroup(open: Token): QueryNode<F> {
     const next = this.peek();
     if (next?.kind === ')') throw new QuerySyntaxError(this.query, open.start, 'Empty parentheses');
     if (next === undefined) throw new QuerySyntaxError(this.query, open.start, 'Unclosed parenthesis: add the matching ")"');
@@ -145,10 +163,10 @@ class Parser {
     return inner;
   }
 
-  private parseWord(token: Token): QueryNode {
+  private parseWord(token: Token): QueryNode<F> {
     const chars = wordChars(token);
     const span = { start: token.start, end: token.end };
-    const filter = parseFilterWord(this.query, chars, token.start, token.end);
+    const filter = this.parseFilter(this.query, chars, token.start, token.end);
     if (filter) return filter;
     if (isBareWord(token, '*')) return { type: 'all', span };
     const text = wordText(chars);
@@ -175,7 +193,7 @@ function wordChars(token: Token): WordChar[] {
   return token.kind === 'word' ? token.chars : [];
 }
 
-function spanOf(children: QueryNode[]): Span {
+function spanOf<F extends FilterBase>(children: QueryNode<F>[]): Span {
   return { start: children[0].span.start, end: children[children.length - 1].span.end };
 }
 

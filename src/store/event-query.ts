@@ -49,6 +49,16 @@ export interface EventCounts {
   newest: number | null;
 }
 
+/**
+ * True when the record carries custom_metadata `condition.key` and its value passes the
+ * comparison (numeric when both sides read as numbers; docs/API.md, "Query parameters").
+ */
+export function metadataMatches(record: EventRecord, condition: MetadataCondition): boolean {
+  // A filter on a key matches only events that carry that key (`ne` included); own keys only (a
+  // filter on `toString` must not find Object.prototype's).
+  return Object.hasOwn(record.custom_metadata, condition.key) && compareMetadata(record.custom_metadata[condition.key], condition);
+}
+
 function compareMetadata(stored: RecordMetadataValue, condition: MetadataCondition): boolean {
   const left = comparableMetadataValue(stored);
   const right = comparableMetadataValue(condition.value);
@@ -72,13 +82,7 @@ export function matchesQuery(record: EventRecord, query: EventQuery): boolean {
     const value = indexedValue(record, field);
     if (value === null || !values.includes(value)) return false;
   }
-  for (const condition of query.metadata) {
-    // A filter on a key matches only events that carry that key (`ne` included; docs/API.md,
-    // "Query parameters"); own keys only (a filter on `toString` must not find Object.prototype's).
-    if (!Object.hasOwn(record.custom_metadata, condition.key)) return false;
-    if (!compareMetadata(record.custom_metadata[condition.key], condition)) return false;
-  }
-  return true;
+  return query.metadata.every((condition) => metadataMatches(record, condition));
 }
 
 /** An indexed condition: the key prefixes of its accepted values (an entry under any matches). */
@@ -101,7 +105,7 @@ function indexedConditions(query: EventQuery): IndexedCondition[] {
  * (index-keys.ts `indexableString`), which a record's other value may share, and a short value
  * written as a digest (`\u0000sha256:...`) meets the digests of long ones.
  */
-function indexedAsItself(value: string): boolean {
+export function indexedAsItself(value: string): boolean {
   return indexableString(value) === value && !value.startsWith(DIGEST_PREFIX);
 }
 
@@ -112,21 +116,25 @@ function indexedAsItself(value: string): boolean {
  */
 export function planIsExact(query: EventQuery): boolean {
   for (const values of Object.values(query.fields)) if (!values.every(indexedAsItself)) return false;
-  return query.metadata.every((condition) => {
-    if (condition.op !== 'eq' || !indexedAsItself(condition.key)) return false;
-    const value = indexableMetadataValue(condition.value);
-    return typeof value === 'number' || indexedAsItself(value);
-  });
+  return query.metadata.every(metadataIndexedExactly);
+}
+
+/** True when the index entries of an `eq` metadata condition decide it alone (`planIsExact`). */
+export function metadataIndexedExactly(condition: MetadataCondition): boolean {
+  if (condition.op !== 'eq' || !indexedAsItself(condition.key)) return false;
+  const value = indexableMetadataValue(condition.value);
+  return typeof value === 'number' || indexedAsItself(value);
 }
 
 /** Index entries sampled per condition to estimate how many it holds. */
 const SAMPLE = 128;
 
 /**
- * Estimates the entries of a condition within [lo, hi]: exact when it has fewer than SAMPLE,
- * else SAMPLE scaled by how little of the window its first SAMPLE entries cover.
+ * Estimates the entries of a condition (index entries under any of `prefixes`) with created_at
+ * in [lo, hi] (µs): exact when it has fewer than SAMPLE, else SAMPLE scaled by how little of the
+ * window its first SAMPLE entries cover.
  */
-function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo: number, hi: number): number {
+export function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo: number, hi: number): number {
   let total = 0;
   for (const prefix of prefixes) {
     let count = 0;
@@ -195,27 +203,53 @@ export interface PageSink {
 }
 
 /**
+ * What a scan walks: the created_at values of a plan's cursor, each one's record checked with
+ * `matches` unless the plan is exact (its index entries decide every condition).
+ */
+export interface ScanPlan {
+  cursor: CreatedAtCursor;
+  /** Every value the cursor yields matches: no record is decoded to check it. */
+  exact: boolean;
+  /** True when a decoded record passes every condition (asked only when not `exact`). */
+  matches(record: EventRecord): boolean;
+}
+
+/**
  * Walks the records of `query` in created_at order and hands the stored JSON of up to
- * `query.limit` matching ones to `sink`, reading each record once. A record is decoded only when
- * the plan is not exact (`planIsExact`: a metadata operator other than `eq`, or a value indexed
- * as a digest), to check it, within `budget`, so a filter that matches little never reads the
- * whole store in one request: the page then ends early, possibly empty, with `next` set.
+ * `query.limit` matching ones to `sink` (`scanPlan` over the list's plan).
+ * @returns as `scanPlan`
+ * @throws as `scanPlan`
+ */
+export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudget, sink: PageSink): number | null {
+  const plan: ScanPlan = {
+    cursor: planCursor(store, query, query.direction),
+    exact: planIsExact(query),
+    matches: (record) => matchesQuery(record, query),
+  };
+  return scanPlan(store, plan, query.direction, query.limit, budget, sink);
+}
+
+/**
+ * Walks the records `plan` yields, in `direction`, and hands the stored JSON of up to `limit`
+ * matching ones to `sink`, reading each record once. A record is decoded only when the plan is
+ * not exact, to check it, within `budget`, so a filter that matches little never reads the whole
+ * store in one request: the page then ends early, possibly empty, with the next value set.
+ * The plan's cursor is closed on return.
  * @returns the created_at (µs) of the first record not handed over (the page ended at the
  *   limit, when the sink was full, or when the budget was spent), or null when nothing follows;
  *   passed back as the inclusive bound (`start_time` ascending, `end_time` descending) it
  *   continues without skipping or repeating an event
  * @throws Error from the record codec for a record it cannot decode
  */
-export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudget, sink: PageSink): number | null {
-  const exact = planIsExact(query);
-  const cursor = planCursor(store, query, query.direction);
+export function scanPlan(store: StoreView, plan: ScanPlan, direction: Direction, limit: number, budget: ScanBudget, sink: PageSink): number | null {
+  const { cursor, exact } = plan;
   let taken = 0;
   let readRecords = 0;
   let readBytes = 0;
   try {
-    for (let ts = cursor.seek(origin(query.direction)); ts !== undefined; ts = cursor.seek(step(ts, query.direction))) {
+    for (let ts = cursor.seek(origin(direction)); ts !== undefined; ts = cursor.seek(step(ts, direction))) {
       // Once the page is full, `next` is the first matching record after it (null when none).
-      const full = taken === query.limit;
+      const full = taken === limit;
       if (full && exact) return ts;
       // Valid until the next LMDB read: checked, and copied by the sink, before the cursor moves.
       const value = store.dbs.events.getBinaryFast(ts);
@@ -224,7 +258,7 @@ export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudg
       readRecords++;
       if (!exact) {
         readBytes += recordByteLength(value);
-        if (!matchesQuery(decodeRecord(value), query)) continue;
+        if (!plan.matches(decodeRecord(value))) continue;
         if (full) return ts;
       }
       const json = storedJson(value);

@@ -22,6 +22,7 @@ import { StoreChanges, type StoreChange } from './store-changes.js';
 import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
 import { countPending, migrateToLedger, startCursors } from './sink-ledger.js';
+import { backfillSearchIndex, markSearchIndexCurrentSync, prepareSearchIndex, type BackfillProgress } from './search-index.js';
 
 /** An image of a create, decoded: its bytes and sniffed content type. */
 export interface DecodedImage {
@@ -80,6 +81,8 @@ export interface OpenReport {
 export interface EventStoreOptions extends StoreOptions {
   /** Reports a failure of background work (cutting a failed batch from the log); the store keeps serving. */
   onBackgroundError?: (err: unknown, task: string) => void;
+  /** Told as the search index backfill advances (search-index.ts), and when it is done. */
+  onSearchIndexProgress?: (progress: BackfillProgress, done: boolean) => void;
 }
 
 /** The on-disk store under one DATA_DIR. */
@@ -103,6 +106,14 @@ export class EventStore extends StoreView {
   stageTimer: ((stage: 'log' | 'index', batches: number, events: number, seconds: number) => void) | undefined;
   /** Changes to events once durable and visible, in that order (store-changes.ts). */
   readonly changes: StoreChanges;
+  /**
+   * The search index covers every event (search-index.ts); false while its backfill runs, when
+   * searches check classes, streams and solutions on records.
+   */
+  searchIndexReady = false;
+  /** The search index backfill started at open; settles when it is done, stopped or failed. */
+  private backfill: Promise<void> = Promise.resolve();
+  private closing = false;
 
   private constructor(
     dbs: StoreDatabases,
@@ -133,6 +144,7 @@ export class EventStore extends StoreView {
     try {
       const dbs = openDatabases(dataDir);
       await migrateToLedger(dbs);
+      const searchIndexReady = await prepareSearchIndex(dbs);
       const { lastSegment, activeSegment, lastCreatedAt, replayed } = await recoverStore(dbs, blobsDir, stagingDir, options.sinks.length > 0);
       await completeCounters(dbs, () => countPending(dbs));
       await startCursors(dbs, options.sinks);
@@ -143,6 +155,8 @@ export class EventStore extends StoreView {
       store = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
       if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
       store.opened = { replayed, ms: Math.round(performance.now() - started) };
+      store.searchIndexReady = searchIndexReady;
+      if (!searchIndexReady) store.backfill = store.runSearchIndexBackfill();
       return store;
     } catch (err) {
       unlock();
@@ -166,6 +180,19 @@ export class EventStore extends StoreView {
       created_at: record.created_at,
       draft: record.draft,
     };
+  }
+
+  /** Runs the search index backfill in the background; a failure is reported, and the next start resumes. */
+  private async runSearchIndexBackfill(): Promise<void> {
+    const { onSearchIndexProgress, onBackgroundError } = this.options;
+    try {
+      const done = await backfillSearchIndex(this.dbs, () => this.closing, (progress) => onSearchIndexProgress?.(progress, false));
+      if (!done) return;
+      this.searchIndexReady = true;
+      onSearchIndexProgress?.({ indexed: 0, last: null, until: 0 }, true);
+    } catch (err) {
+      onBackgroundError?.(err, 'search index backfill');
+    }
   }
 
   override announceChange(change: StoreChange): void {
@@ -192,7 +219,9 @@ export class EventStore extends StoreView {
       await this.commitDurably(() => {
         for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta]) db.clearSync();
         dbs.meta.putSync(LOG_POSITION_KEY, restart);
+        markSearchIndexCurrentSync(dbs);
       });
+      this.searchIndexReady = true;
       this.announceChange({ kind: 'reset' });
       for (const name of await fsp.readdir(this.blobsDir)) await fsp.rm(path.join(this.blobsDir, name), { force: true, recursive: true });
     });
@@ -278,6 +307,8 @@ export class EventStore extends StoreView {
 
   /** Waits for queued creates, then closes files and the LMDB environment. */
   override async close(): Promise<void> {
+    this.closing = true;
+    await this.backfill;
     await this.committer.whenIdle();
     await this.appender.close();
     await super.close();

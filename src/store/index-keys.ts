@@ -5,7 +5,9 @@
  *
  * Field codes are one letter to keep keys short (LMDB keys are at most ~1978 bytes):
  *   d device_id, s event_schema, w workflow_id, x external_id (event_data),
- *   r related_event_id (event_data), m custom_metadata (key: [m, name, value, created_at]),
+ *   r related_event_id (event_data), t stream_id, o solution,
+ *   m custom_metadata (key: [m, name, value, created_at]),
+ *   c prediction classes ([c, class, created_at]: one entry per class the event's images predict),
  *   D drafts ([D, created_at]: the auto-finalize sweep walks these),
  *   Q the shipping ledger ([Q, seq, created_at]; only with sinks configured; sink-ledger.ts),
  *   U finalized events some sink has not shipped ([U, created_at]: cleanup keeps them),
@@ -16,13 +18,15 @@ import { createHash } from 'node:crypto';
 import type { Key } from 'lmdb';
 import type { EventRecord, RecordMetadataValue } from './event-record.js';
 
-/** The exact-match fields the list and count routes filter on, with their index codes. */
+/** The exact-match fields the list, count and search routes filter on, with their index codes. */
 export const INDEXED_FIELDS = {
   device_id: 'd',
   event_schema: 's',
   workflow_id: 'w',
   external_id: 'x',
   related_event_id: 'r',
+  stream_id: 't',
+  solution: 'o',
 } as const;
 
 export type IndexedField = keyof typeof INDEXED_FIELDS;
@@ -83,14 +87,33 @@ export function indexKeysOf(record: EventRecord): Key[][] {
   const keys: Key[][] = [];
   const ts = record.created_at;
   for (const field of Object.keys(INDEXED_FIELDS) as IndexedField[]) {
+    if (SEARCH_INDEX_FIELDS.includes(field)) continue;
     const value = indexedValue(record, field);
     if (value !== null) keys.push([...fieldPrefix(field, value), ts]);
   }
   for (const [name, value] of Object.entries(record.custom_metadata)) {
     keys.push([...metadataPrefix(name, value), ts]);
   }
+  keys.push(...searchIndexKeysOf(record));
   if (record.draft) keys.push(draftKey(ts));
   for (const fileId of fileIdsOf(record)) keys.push(fileAgeKey(ts, fileId));
+  return keys;
+}
+
+/**
+ * Fields whose entries came with the search index (search-index.ts backfills them, with the
+ * classes, into stores written before).
+ */
+export const SEARCH_INDEX_FIELDS: readonly IndexedField[] = ['stream_id', 'solution'];
+
+/** The entries of a record that came with the search index: its stream, solution and classes. */
+export function searchIndexKeysOf(record: EventRecord): Key[][] {
+  const keys: Key[][] = [];
+  for (const field of SEARCH_INDEX_FIELDS) {
+    const value = indexedValue(record, field);
+    if (value !== null) keys.push([...fieldPrefix(field, value), record.created_at]);
+  }
+  for (const className of predictedClasses(record)) keys.push([...classPrefix(className), record.created_at]);
   return keys;
 }
 
@@ -109,6 +132,37 @@ export function fieldPrefix(field: IndexedField, value: string): Key[] {
  */
 export function metadataPrefix(name: string, value: RecordMetadataValue): Key[] {
   return ['m', indexableString(name), indexableMetadataValue(value)];
+}
+
+/**
+ * The prefix of the index entries of records some of whose images predict `className` (an object
+ * detection, classification, instance segmentation or keypoint group of that class): `['c', class]`;
+ * an entry is the prefix and the record's created_at (µs).
+ */
+export function classPrefix(className: string): Key[] {
+  return ['c', indexableString(className)];
+}
+
+/** A prediction of any kind, as far as the index and search look at it. */
+interface Prediction {
+  class: string;
+  confidence: number;
+}
+
+/** Every prediction of a record's images: object detections, classifications, segmentations, keypoint groups. */
+export function* predictionsOf(record: EventRecord): Generator<Prediction> {
+  for (const image of record.images) {
+    for (const list of [image.object_detections, image.classifications, image.instance_segmentations, image.keypoints]) {
+      yield* list as Prediction[];
+    }
+  }
+}
+
+/** The distinct classes a record's images predict. */
+export function predictedClasses(record: EventRecord): Set<string> {
+  const classes = new Set<string>();
+  for (const prediction of predictionsOf(record)) classes.add(prediction.class);
+  return classes;
 }
 
 /** The ids of every file of a record: images, input images, videos, local-only files. */
@@ -155,9 +209,12 @@ export function ledgerRange(from: number, before = Infinity): IndexRange {
   return { start: ['Q', from], end: ['Q', before] };
 }
 
+/** The prefix of every drafts-index key. */
+export const DRAFTS_PREFIX: readonly Key[] = ['D'];
+
 /** The drafts-index key of a draft created at `createdAt` (µs). */
 export function draftKey(createdAt: number): Key[] {
-  return ['D', createdAt];
+  return [...DRAFTS_PREFIX, createdAt];
 }
 
 /**

@@ -1,0 +1,155 @@
+/**
+ * The search index backfill (docs/STORAGE.md, "The search index") on a real LMDB: a store whose
+ * class, stream and solution entries are missing (as one written before they existed) answers
+ * searches correctly while the backfill runs and once it is done, gains exactly the entries a
+ * create writes, and resumes from its recorded step after a stop.
+ */
+import t from 'tap';
+import type { Key } from 'lmdb';
+import { searchEventsBody } from '../src/events/read-events.js';
+import { searchIndexKeysOf } from '../src/store/index-keys.js';
+import { openDatabases, type StoreDatabases } from '../src/store/lmdb-env.js';
+import { decodeRecord } from '../src/store/record-codec.js';
+import { searchIndexCurrent } from '../src/store/search-index.js';
+import { until } from './support/waiting.js';
+import { openLocalStore, type LocalStore } from './support/local-store.js';
+import { smallEvent } from './support/events.js';
+
+const CLASSES = ['person', 'car', 'dog', 'bicycle'];
+const NEW_CODES = new Set(['c', 't', 'o']);
+const LIMITS = { maxResponseBytes: 16 * 1024 * 1024, maxScanRecords: 10_000 };
+
+/** Event i: detections of two classes, a stream and a solution on some. */
+function eventNumber(i: number): Record<string, unknown> {
+  const detection = (cls: string) => ({ class: cls, x: 5, y: 5, width: 2, height: 2, confidence: 0.5 });
+  return smallEvent({
+    stream_id: `s-${i % 3}`,
+    ...(i % 2 === 0 && { solution: 'sol' }),
+    images: [{ object_detections: [detection(CLASSES[i % 4]), detection(CLASSES[(i + 1) % 4])] }],
+  });
+}
+
+/** Every index key of the search index, as strings, sorted. */
+function searchKeys(dbs: StoreDatabases): string[] {
+  const keys: string[] = [];
+  for (const key of dbs.index.getKeys()) if (NEW_CODES.has((key as Key[])[0] as string)) keys.push(JSON.stringify(key));
+  return keys.sort();
+}
+
+/** The search index entries every stored record should have. */
+function expectedKeys(dbs: StoreDatabases): string[] {
+  const keys: string[] = [];
+  for (const { value } of dbs.events.getRange()) for (const key of searchIndexKeysOf(decodeRecord(value))) keys.push(JSON.stringify(key));
+  return keys.sort();
+}
+
+/**
+ * Removes the search index from a closed store's LMDB, leaving it as a store written before the
+ * index existed (or, with `resumeAt`, as one whose backfill stopped before that created_at).
+ */
+async function stripSearchIndex(dataDir: string, resumeAt?: { next: number; until: number }): Promise<void> {
+  const dbs = openDatabases(dataDir);
+  await dbs.root.transaction(() => {
+    for (const key of dbs.index.getKeys()) {
+      const parts = key as Key[];
+      if (NEW_CODES.has(parts[0] as string) && (resumeAt === undefined || (parts[parts.length - 1] as number) >= resumeAt.next)) dbs.index.removeSync(key);
+    }
+    if (resumeAt) dbs.meta.putSync('searchIndex', { version: 0, building: { version: 1, ...resumeAt } });
+    else dbs.meta.removeSync('searchIndex');
+  });
+  await dbs.root.close();
+}
+
+/** Creates events 0..n-1, 250 at a time; returns them newest first with their numbers. */
+async function fill(local: LocalStore, n: number): Promise<{ id: string; i: number }[]> {
+  const made: { id: string; i: number; createdAt: number }[] = [];
+  for (let from = 0; from < n; from += 250) {
+    const batch = Array.from({ length: Math.min(250, n - from) }, (_, k) => from + k);
+    const created = await Promise.all(batch.map((i) => local.create(eventNumber(i))));
+    created.forEach(({ id }, k) => made.push({ id, i: batch[k], createdAt: local.createdAt(id) }));
+  }
+  return made.sort((a, b) => b.createdAt - a.createdAt);
+}
+
+function searchIds(local: LocalStore, q: string): string[] {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const params = new URLSearchParams({ q, limit: '1000', ...(cursor && { cursor }) });
+    const page = JSON.parse(searchEventsBody(local.store, params, LIMITS).toString());
+    ids.push(...page.events.map((e: { id: string }) => e.id));
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor);
+  return ids;
+}
+
+t.test('an old store gains the entries a create writes, and answers right before and after', async (t) => {
+  let local = await openLocalStore();
+  const newest = await fill(local, 20_000);
+  t.ok(local.store.searchIndexReady, 'a new store is current from the start');
+  const written = searchKeys(local.store.dbs);
+  t.same(written, expectedKeys(local.store.dbs), 'creates write the search index entries');
+  await local.close();
+
+  await stripSearchIndex(local.dataDir);
+  local = await openLocalStore({ DATA_DIR: local.dataDir });
+  t.teardown(() => local.close());
+  t.notOk(local.store.searchIndexReady, 'reopened without the entries: the backfill runs');
+  const matching = (predicate: (i: number) => boolean) => newest.filter(({ i }) => predicate(i)).map(({ id }) => id);
+  const expectations: [string, string[]][] = [
+    ['class:person', matching((i) => i % 4 === 0 || i % 4 === 3)],
+    ['stream:s-1 class:dog', matching((i) => i % 3 === 1 && (i % 4 === 2 || i % 4 === 1))],
+    ['solution:sol', matching((i) => i % 2 === 0)],
+  ];
+  for (const [q, expected] of expectations) t.same(searchIds(local, q), expected, `${q}, while the backfill runs: checked on records`);
+  // A create during the backfill indexes itself.
+  const late = await local.create(eventNumber(3)); // person and bicycle, stream s-0, no solution
+  await until('the backfill is done', () => local.store.searchIndexReady, 60_000);
+  t.ok(searchIndexCurrent(local.store.dbs), 'meta says the index is current');
+  t.same(searchKeys(local.store.dbs), expectedKeys(local.store.dbs), 'every event has exactly its entries');
+  t.same(searchIds(local, 'class:person')[0], late.id, 'the event created during the backfill is found');
+  for (const [q, expected] of expectations.slice(1)) t.same(searchIds(local, q), expected, `${q}, from the index`);
+});
+
+t.test('a backfill resumes from its last recorded step', async (t) => {
+  let local = await openLocalStore();
+  await fill(local, 500);
+  const keys = [...local.store.dbs.events.getKeys()] as number[];
+  await local.close();
+
+  // As if the backfill had committed its steps up to event 200 and then stopped.
+  await stripSearchIndex(local.dataDir, { next: keys[200], until: keys[keys.length - 1] });
+  // Event 10's entries go too: a backfill that started over would write them again.
+  const dbs = openDatabases(local.dataDir);
+  const skipped = searchIndexKeysOf(decodeRecord(dbs.events.get(keys[10])!)).map((key) => JSON.stringify(key));
+  await dbs.root.transaction(() => {
+    for (const key of skipped) dbs.index.removeSync(JSON.parse(key));
+  });
+  t.ok(searchKeys(dbs).length > 0, 'the first steps\' entries are there');
+  await dbs.root.close();
+
+  local = await openLocalStore({ DATA_DIR: local.dataDir });
+  t.teardown(() => local.close());
+  await until('the backfill is done', () => local.store.searchIndexReady, 60_000);
+  const expected = expectedKeys(local.store.dbs).filter((key) => !skipped.includes(key));
+  t.same(searchKeys(local.store.dbs), expected, 'resumed at event 200 and completed: every event from there has its entries, none before was walked again');
+});
+
+t.test('a store closed during its backfill resumes at the next open', async (t) => {
+  let local = await openLocalStore();
+  await fill(local, 20_000);
+  await local.close();
+  await stripSearchIndex(local.dataDir);
+  local = await openLocalStore({ DATA_DIR: local.dataDir });
+  await local.close(); // stops after the step under way
+  const dbs = openDatabases(local.dataDir);
+  const state = dbs.meta.get('searchIndex') as { version: number; building?: unknown };
+  await dbs.root.close();
+  t.equal(state.version, 0, 'not current yet');
+  t.ok(state.building, 'the backfill recorded where it stands');
+
+  local = await openLocalStore({ DATA_DIR: local.dataDir });
+  t.teardown(() => local.close());
+  await until('the backfill is done', () => local.store.searchIndexReady, 60_000);
+  t.same(searchKeys(local.store.dbs), expectedKeys(local.store.dbs), 'every event has its entries');
+});
