@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** `edge-events`: the one binary of the package, with its subcommands. */
 import { Command } from 'commander';
+import { registerEventsCommand } from './client/events-command.js';
 import { registerMcpCommand } from './search/mcp-command.js';
 import { registerSearchCommand } from './search/search-command.js';
 import { serveUntilStopped } from './serve.js';
@@ -14,6 +15,7 @@ program
   .description('run the event store (settings from the environment; see README)')
   .action(serveUntilStopped);
 
+registerEventsCommand(program);
 registerSearchCommand(program);
 registerMcpCommand(program);
 

@@ -38,10 +38,10 @@ async function session(t: Test, env?: Record<string, string | undefined>): Promi
   };
 }
 
-t.test('lists both tools, read-only and idempotent, with the parameters docs/SEARCH.md lists', async (t) => {
+t.test('lists the three tools, read-only and idempotent, with the parameters docs/SEARCH.md lists', async (t) => {
   const { client } = await session(t);
   const { tools } = await client.listTools();
-  t.same(tools.map((tool) => tool.name).sort(), ['images_search', 'images_workspace_search']);
+  t.same(tools.map((tool) => tool.name).sort(), ['events_search', 'images_search', 'images_workspace_search']);
   const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
   for (const tool of tools) {
     t.equal(tool.annotations?.readOnlyHint, true, `${tool.name} readOnlyHint`);
@@ -187,5 +187,5 @@ t.test('the commands register on a commander program', async (t) => {
   registerMcpCommand(program);
   t.same(program.commands.map((command) => command.name()), ['search', 'mcp']);
   const mcp = program.commands[1];
-  t.same(mcp.options.map((option) => option.long), ['--api-key', '--workspace', '--base-url']);
+  t.same(mcp.options.map((option) => option.long), ['--api-key', '--workspace', '--base-url', '--store', '--store-api-key']);
 });

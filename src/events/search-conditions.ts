@@ -36,11 +36,19 @@ const MICROS_PER_DAY = 86_400_000_000;
  */
 export function compileEventQuery(q: string): SearchCondition {
   try {
-    return compile(q, parseEventQuery(q));
+    return eventSearchConditions(q);
   } catch (err) {
     if (err instanceof QuerySyntaxError) throw new AppError('invalid_search_query', err.message, { cause: err });
     throw err;
   }
+}
+
+/**
+ * Parses and compiles a query over events, for a client that checks a query before sending it.
+ * @throws QuerySyntaxError pointing at the error (as `compileEventQuery` words it)
+ */
+export function eventSearchConditions(q: string): SearchCondition {
+  return compile(q, parseEventQuery(q));
 }
 
 function compile(query: string, node: EventQueryNode): SearchCondition {

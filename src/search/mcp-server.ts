@@ -1,7 +1,8 @@
 /**
  * MCP server `edge-events mcp` (docs/SEARCH.md, "MCP server: `edge-events mcp`"): a stdio server
  * with `images_search` (project search) and `images_workspace_search` (workspace search in the
- * query language), both read-only and idempotent. A failure comes back as a tool error (`isError`)
+ * query language) on the hosted API, and `events_search` (the query language over a store's own
+ * events, docs/API.md "Event search"), all read-only and idempotent. A failure comes back as a tool error (`isError`)
  * whose text carries the hosted message and a hint.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -12,7 +13,10 @@ import { z } from 'zod';
 import { loadConfig } from '../config.js';
 import { SearchClient } from './client.js';
 import type { SearchClientOptions } from './client.js';
-import { describeFailure } from './failure.js';
+import { StoreClient, type StoreFlags } from '../client/store-client.js';
+import { describeStoreFailure } from '../client/store-failure.js';
+import { eventSearchConditions } from '../events/search-conditions.js';
+import { describeFailure, type Failure } from './failure.js';
 import { resolveConnection } from './settings.js';
 import type { ConnectionFlags } from './settings.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MEDIA_TYPES, PROJECT_SEARCH_FIELDS, WORKSPACE_SEARCH_FIELDS } from './types.js';
@@ -20,6 +24,8 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MEDIA_TYPES, PROJECT_SEARCH_FIELDS, W
 export interface SearchMcpOptions {
   /** `--base-url`, `-k/--api-key`, `-w/--workspace`; each wins over its environment variable. */
   flags: ConnectionFlags;
+  /** `--store` and `--store-api-key` of `events_search`; each wins over STORE_URL and API_KEY. */
+  store?: StoreFlags;
   /** SEARCH_BASE_URL, SEARCH_API_KEY, SEARCH_WORKSPACE are read from here at each call. */
   env: Record<string, string | undefined>;
   /** Client overrides (tests: a recording `sleep`, fast `retry`; the command: a stderr logger). */
@@ -32,7 +38,7 @@ const READ_ONLY = { readOnlyHint: true, idempotentHint: true, destructiveHint: f
 const mediaTypes = z.array(z.enum(MEDIA_TYPES)).min(1).optional().describe('Media to return: image, video or both (default image)');
 
 /**
- * Builds the MCP server with its two tools; connect it to a transport to serve. Settings are
+ * Builds the MCP server with its three tools; connect it to a transport to serve. Settings are
  * resolved at each call, so a missing key or workspace is reported as a tool error rather than
  * keeping the server from starting. Arguments are strict: an unknown one is a tool error naming
  * it (dropping it would answer an unfiltered page as if it had been applied).
@@ -96,26 +102,43 @@ export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
     return { total: page.total, results: page.results, continuation_token: page.continuationToken ?? null };
   }));
 
+  server.registerTool('events_search', {
+    title: 'Search the events of an edge event store',
+    description: 'Searches the inference events stored on a device with the query language: class:NAME, class:NAME>=N, '
+      + 'min-confidence:X, device:, stream:, schema:, workflow:, solution:, external-id:, meta.KEY:V, meta.KEY>N, date:YYYY-MM-DD, '
+      + 'date>=DAY, min-/max-annotations:, has:image|video|file, draft:true|false, combined with AND, OR, NOT, parentheses and a '
+      + 'leading minus (no free text). Newest first. Answers {events, count, next_cursor}; pass next_cursor back as cursor for the next page.',
+    inputSchema: z.strictObject({
+      query: z.string().trim().min(1).describe('Query in the search language, e.g. class:person>=2 device:cam-1'),
+      limit: z.number().int().min(1).max(1000).default(100).describe('Events per page, 1 to 1000'),
+      cursor: z.string().min(1).optional().describe('next_cursor of the previous page of the same query'),
+    }),
+    annotations: { title: 'Search the events of an edge event store', ...READ_ONLY, openWorldHint: false },
+  }, async (args) => toolResult(async () => {
+    eventSearchConditions(args.query);
+    return new StoreClient(options.store ?? {}, options.env).searchEvents(args.query, { limit: args.limit, cursor: args.cursor });
+  }, describeStoreFailure));
+
   return server;
 }
 
-/** Runs `call` and answers its result as JSON text, or its failure as a tool error. */
-async function toolResult(call: () => Promise<object>): Promise<CallToolResult> {
+/** Runs `call` and answers its result as JSON text, or its failure (as `describe` words it) as a tool error. */
+async function toolResult(call: () => Promise<object>, describe: (error: unknown) => Failure = describeFailure): Promise<CallToolResult> {
   try {
     return { content: [{ type: 'text', text: JSON.stringify(await call()) }] };
   } catch (error) {
-    const failure = describeFailure(error);
+    const failure = describe(error);
     return { isError: true, content: [{ type: 'text', text: `${failure.message}\nHint: ${failure.hint}` }] };
   }
 }
 
 /**
- * Serves the two tools over stdio until stdin closes (`edge-events mcp`, see mcp-command.ts).
+ * Serves the three tools over stdio until stdin closes (`edge-events mcp`, see mcp-command.ts).
  * Logs (retries, at LOG_LEVEL, default info) go to stderr, as stdout carries the protocol.
  */
-export async function runMcpServer(flags: ConnectionFlags): Promise<void> {
+export async function runMcpServer(flags: ConnectionFlags, store: StoreFlags = {}): Promise<void> {
   const { logLevel } = loadConfig({ LOG_LEVEL: process.env.LOG_LEVEL });
   const logger = pino({ name: 'edge-events-mcp', level: logLevel }, pino.destination(2));
-  const server = createSearchMcpServer({ flags, env: process.env, client: { logger } });
+  const server = createSearchMcpServer({ flags, store, env: process.env, client: { logger } });
   await server.connect(new StdioServerTransport());
 }
