@@ -65,6 +65,21 @@ export async function readZip(zipPath: string): Promise<{ name: string; method: 
   return entries;
 }
 
+/** The entries' names and sizes from the zip's central directory (nothing is decompressed). */
+export async function listZip(zipPath: string): Promise<{ name: string; size: number }[]> {
+  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => {
+    yauzl.open(zipPath, { lazyEntries: false }, (err, opened) => (err ? reject(err) : resolve(opened)));
+  });
+  const entries: { name: string; size: number }[] = [];
+  await new Promise<void>((resolve, reject) => {
+    zip.on('error', reject);
+    zip.on('entry', (entry: yauzl.Entry) => entries.push({ name: entry.fileName, size: entry.uncompressedSize }));
+    zip.on('end', () => resolve());
+  });
+  zip.close();
+  return entries;
+}
+
 /**
  * Problems of a COCO object-detection/keypoint document, per the format's description on
  * cocodataset.org ("Data format"): images {id, file_name, width, height}, annotations {id,
