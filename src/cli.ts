@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** `edge-events`: the one binary of the package, with its subcommands. */
 import { Command } from 'commander';
+import { registerExportCommand } from './export/export-command.js';
 import { registerMcpCommand } from './search/mcp-command.js';
 import { registerSearchCommand } from './search/search-command.js';
 import { serveUntilStopped } from './serve.js';
@@ -15,6 +16,7 @@ program
   .action(serveUntilStopped);
 
 registerSearchCommand(program);
+registerExportCommand(program);
 registerMcpCommand(program);
 
 await program.parseAsync(process.argv);
