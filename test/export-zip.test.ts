@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { finished } from 'node:stream/promises';
 import { AppError } from '../src/errors.js';
+import type { ResponseStream } from '../src/http/exchange.js';
 import { DatasetZip, writableSink } from '../src/export/dataset-zip.js';
 import type { ByteSink } from '../src/export/dataset-zip.js';
 import { writeDataset } from '../src/export/dataset-writer.js';
@@ -41,6 +42,9 @@ function events() {
     storedEvent('ev-4', [{ fileId: 'retina', results: results() }], { workflow_id: null, workflow_version: null }),
   ];
 }
+
+/** The route hands a started response to writeDataset as its sink: the shapes must stay compatible. */
+export const responseIsASink = (response: ResponseStream): ByteSink => response;
 
 const readImage = async (fileId: string) => photos[fileId] ?? null;
 
