@@ -2,6 +2,7 @@
 /** `edge-events`: the one binary of the package, with its subcommands. */
 import { Command } from 'commander';
 import { registerEventsCommand } from './client/events-command.js';
+import { registerExportCommand } from './export/export-command.js';
 import { registerMcpCommand } from './search/mcp-command.js';
 import { registerSearchCommand } from './search/search-command.js';
 import { serveUntilStopped } from './serve.js';
@@ -16,6 +17,7 @@ program
   .action(serveUntilStopped);
 
 registerEventsCommand(program);
+registerExportCommand(program);
 registerSearchCommand(program);
 registerMcpCommand(program);
 
