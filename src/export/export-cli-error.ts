@@ -1,10 +1,10 @@
 /**
- * Failures of `edge-events export` (docs/API.md, "Dataset export", "CLI"), with the exit code
- * the CLI ends with: 2 when the store refused the API key (401), 1 for everything else (a query
- * the store refused, a network failure, a broken download). The message is what the user reads.
+ * Failures of `edge-events export` of its own (docs/API.md, "Dataset export", "CLI"): a download
+ * that ends before a complete zip, a failed write or extraction; exit code 1. The store's
+ * refusals and a store that does not answer are the client's (src/client/store-failure.ts).
  */
 export class ExportCliError extends Error {
-  constructor(message: string, readonly exitCode: 1 | 2, readonly hint: string, options?: { cause?: unknown }) {
+  constructor(message: string, readonly exitCode: 1, readonly hint: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'ExportCliError';
   }

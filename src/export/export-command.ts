@@ -6,9 +6,14 @@
  * Output: a progress line on stderr when it is a TTY (bytes and rate: the size is not known
  * ahead), then one summary line on stdout; failures print `error: ...` (a refused query: the
  * store's detail, with a caret under the bad column) and `hint: ...` on stderr. Exit codes, as
- * `edge-events search`'s: 0 success, 2 API key refused (401), 1 anything else.
+ * `edge-events events` (src/client/store-failure.ts): 0 success, 2 API key refused (401), 3 no
+ * event store at --store, 1 anything else. A malformed query exits 1 before anything is sent.
  */
 import { Command, CommanderError, Option } from 'commander';
+import { DEFAULT_STORE_URL, StoreClient } from '../client/store-client.js';
+import { describeStoreFailure } from '../client/store-failure.js';
+import { eventSearchConditions } from '../events/search-conditions.js';
+import type { ExitCode } from '../search/failure.js';
 import type { ProgressStream } from '../search/download-progress.js';
 import { formatBytes } from '../search/download-progress.js';
 import { extractZip } from '../search/zip-extract.js';
@@ -25,8 +30,6 @@ export interface ExportCliIo {
   env: Record<string, string | undefined>;
 }
 
-export type ExportExitCode = 0 | 1 | 2;
-
 interface ExportOptions {
   format: ExportFormat;
   output: string;
@@ -34,9 +37,6 @@ interface ExportOptions {
   apiKey?: string;
   extract?: string;
 }
-
-/** The store asked when neither --store nor STORE_URL is given. */
-export const DEFAULT_STORE_URL = 'http://localhost:8001';
 
 /**
  * Adds the `export` subcommand to `program`. Its action sets `process.exitCode`; `cli.ts` must
@@ -51,11 +51,11 @@ export function registerExportCommand(program: Command): void {
 /**
  * Runs `edge-events export` in-process, for tests and embedding.
  * @param argv the arguments after `export`, e.g. `['device_id:cam-1', '-f', 'yolo', '-o', 'd.zip']`
- * @returns the exit code (0, 1 or 2)
+ * @returns the exit code (0, 1, 2 or 3)
  */
-export async function runExportCli(argv: string[], io: ExportCliIo): Promise<ExportExitCode> {
+export async function runExportCli(argv: string[], io: ExportCliIo): Promise<ExitCode> {
   const program = new Command('edge-events').exitOverride();
-  let exitCode: ExportExitCode = 0;
+  let exitCode: ExitCode = 0;
   addExportCommand(program, io, (code) => {
     exitCode = code;
   });
@@ -68,7 +68,7 @@ export async function runExportCli(argv: string[], io: ExportCliIo): Promise<Exp
   return exitCode;
 }
 
-function addExportCommand(program: Command, io: ExportCliIo, setExitCode: (code: ExportExitCode) => void): void {
+function addExportCommand(program: Command, io: ExportCliIo, setExitCode: (code: ExitCode) => void): void {
   const command = program
     .command('export')
     .description('Export the events a query matches from a store, as a dataset zip of their images and annotations.')
@@ -90,16 +90,11 @@ function addExportCommand(program: Command, io: ExportCliIo, setExitCode: (code:
   });
 }
 
-async function executeExport(query: string, options: ExportOptions, io: ExportCliIo): Promise<ExportExitCode> {
+async function executeExport(query: string, options: ExportOptions, io: ExportCliIo): Promise<ExitCode> {
   try {
-    const { zipPath, summary } = await downloadExport({
-      storeUrl: options.store ?? io.env.STORE_URL ?? DEFAULT_STORE_URL,
-      query,
-      format: options.format,
-      apiKey: options.apiKey ?? io.env.API_KEY,
-      output: options.output,
-      progress: io.stderr,
-    });
+    eventSearchConditions(query);
+    const client = new StoreClient(options, io.env);
+    const { zipPath, summary } = await downloadExport(client, { query, format: options.format, output: options.output, progress: io.stderr });
     io.stdout.write(`Saved ${zipPath} (${options.format}): ${summary.entries} entries, ${summary.images} images, ${formatBytes(summary.bytes)}\n`);
     if (options.extract !== undefined) {
       const files = await extractZip(zipPath, options.extract).catch((err: Error) => {
@@ -109,9 +104,7 @@ async function executeExport(query: string, options: ExportOptions, io: ExportCl
     }
     return 0;
   } catch (error) {
-    const failure = error instanceof ExportCliError
-      ? error
-      : new ExportCliError(error instanceof Error ? error.message : String(error), 1, 'Retry; if it persists, report it with the message above.');
+    const failure = error instanceof ExportCliError ? error : describeStoreFailure(error);
     io.stderr.write(`error: ${failure.message}\nhint: ${failure.hint}\n`);
     return failure.exitCode;
   }

@@ -8,6 +8,7 @@ import { rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { StoreClient } from '../client/store-client.js';
 import type { ProgressStream } from '../search/download-progress.js';
 import { ExportCliError } from './export-cli-error.js';
 import type { ExportFormat } from './export-types.js';
@@ -16,12 +17,8 @@ import { zipSummary } from './zip-summary.js';
 import type { ZipSummary } from './zip-summary.js';
 
 export interface ExportDownload {
-  /** Base URL of the store, e.g. `http://localhost:8001`. */
-  storeUrl: string;
   query: string;
   format: ExportFormat;
-  /** Sent as `X-API-Key` when set. */
-  apiKey?: string;
   /** Where the zip goes; replaced only once the download is complete. */
   output: string;
   /** Where the progress line is drawn (only on a TTY). */
@@ -29,20 +26,17 @@ export interface ExportDownload {
 }
 
 /**
- * Downloads one export.
+ * Downloads one export from the store `client` asks.
  * @returns the zip's path and its summary (entries, images, bytes)
- * @throws ExportCliError: exit code 2 for a 401; 1 for another refusal (its message the store's
- *   `detail`, e.g. the query error with a caret under the bad column), a network failure, or a
- *   body that ends before a complete zip; the temporary file is removed and `output` untouched
+ * @throws StoreRequestError for a refusal (a 400's detail is the query error with its caret),
+ *   StoreNetworkError when the store does not answer; ExportCliError (exit code 1) for a body
+ *   that ends before a complete zip or a failed write; the temporary file is then removed and
+ *   `output` untouched
  */
-export async function downloadExport(request: ExportDownload): Promise<{ zipPath: string; summary: ZipSummary }> {
-  const url = new URL('v2/export', request.storeUrl.endsWith('/') ? request.storeUrl : `${request.storeUrl}/`);
-  url.searchParams.set('q', request.query);
-  url.searchParams.set('format', request.format);
-  const response = await fetch(url, { headers: request.apiKey ? { 'X-API-Key': request.apiKey } : {} }).catch((err: Error) => {
-    throw new ExportCliError(`Store unreachable at ${request.storeUrl}: ${err.cause instanceof Error ? err.cause.message : err.message}`, 1, 'Check --store (or STORE_URL) and that the store is running.', { cause: err });
-  });
-  if (!response.ok || response.body === null) throw await refusal(response);
+export async function downloadExport(client: StoreClient, request: ExportDownload): Promise<{ zipPath: string; summary: ZipSummary }> {
+  const params = new URLSearchParams({ q: request.query, format: request.format });
+  const response = await client.get(`/v2/export?${params}`);
+  if (response.body === null) throw new ExportCliError('The store answered without a body', 1, 'Check --store: it must be the event store\'s base URL.');
 
   const zipPath = path.resolve(request.output);
   const temporary = path.join(path.dirname(zipPath), `.${path.basename(zipPath)}.${process.pid}-${Date.now()}.partial`);
@@ -67,22 +61,4 @@ export async function downloadExport(request: ExportDownload): Promise<{ zipPath
   } finally {
     progress.stop();
   }
-}
-
-/** The error of a non-2xx answer, its message the store's `detail`. */
-async function refusal(response: Response): Promise<ExportCliError> {
-  const text = await response.text().catch(() => '');
-  let detail: unknown = text;
-  try {
-    detail = (JSON.parse(text) as { detail?: unknown }).detail ?? text;
-  } catch {
-    // not JSON: the text as it came
-  }
-  const message = typeof detail === 'string'
-    ? detail
-    : Array.isArray(detail) ? detail.map((issue: { msg?: unknown }) => String(issue.msg ?? JSON.stringify(issue))).join('; ') : JSON.stringify(detail);
-  const shown = message === '' ? `HTTP ${response.status}` : message;
-  if (response.status === 401) return new ExportCliError(shown, 2, 'Pass --api-key or set API_KEY to the store\'s API_KEY.');
-  if (response.status === 400) return new ExportCliError(shown, 1, 'Fix the query at the caret.');
-  return new ExportCliError(`The store answered ${response.status}: ${shown}`, 1, 'Check --store and the store\'s log.');
 }

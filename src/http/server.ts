@@ -6,6 +6,7 @@ import { StoreMetrics } from '../operations/metrics.js';
 import { MqttSink } from '../sinks/mqtt-sink.js';
 import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
 import { eventStreamRoutes, eventStreamSocket } from './event-stream-routes.js';
+import { exportRoutes } from './export-routes.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Lifecycle } from '../operations/lifecycle-manager.js';
@@ -24,7 +25,7 @@ import { storeRoutes } from './store-routes.js';
  * Every route the server can answer: what it registers (`routesFor`), what /openapi.json
  * describes, and what the tests walk.
  */
-export const allRoutes: Route[] = [...eventStreamRoutes, ...storeRoutes, ...adminRoutes, ...docsRoutes(() => allRoutes), ...operatorPageRoutes, ...searchProxyRoutes];
+export const allRoutes: Route[] = [...eventStreamRoutes, ...storeRoutes, ...exportRoutes, ...adminRoutes, ...docsRoutes(() => allRoutes), ...operatorPageRoutes, ...searchProxyRoutes];
 
 /**
  * The routes a store with `config` answers: the search gateway's only when it serves (modes

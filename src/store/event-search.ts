@@ -227,8 +227,9 @@ class SearchPlanner {
     plans.forEach((p, i) => {
       if (p.access && (driver === -1 || p.access.estimate < plans[driver].access!.estimate)) driver = i;
     });
-    if (driver === -1) return { access: null, probe };
-    const driving = plans[driver].access!;
+    // No child has entries to drive from: the AND walks every event in the window and probes.
+    if (driver === -1 && !probes.some((p) => p !== null)) return { access: null, probe };
+    const driving = driver === -1 ? this.timeRange(-Infinity, Infinity) : plans[driver].access!;
     const others = plans.filter((_, i) => i !== driver);
     const checks = others.map((p) => p.probe).filter((p): p is Probe => p !== null);
     const access: Access = {
@@ -278,7 +279,10 @@ export function planSearch(store: StoreView, condition: SearchCondition, options
   };
   if (oldest === undefined || window.lo > window.hi) return { cursor: NOTHING, exact: true, matches };
   const planner = new SearchPlanner(store, window, options);
-  const { access } = planner.plan(times.rest);
+  const { access, probe } = planner.plan(times.rest);
   if (access) return { cursor: access.open(), exact: access.exact, matches };
-  return { cursor: new KeyRangeCursor(events, [], window.lo, window.hi, options.direction), exact: false, matches };
+  const every = new KeyRangeCursor(events, [], window.lo, window.hi, options.direction);
+  // A condition only probes answer (draft:false, -device:cam-1): every event, probed, none decoded.
+  if (probe) return { cursor: new ProbeCursor(every, [probe], options.direction), exact: true, matches };
+  return { cursor: every, exact: false, matches };
 }

@@ -1,0 +1,71 @@
+/**
+ * The dataset export of a search (docs/API.md, "Dataset export"): the events a query matches,
+ * with their image files, written by src/export/dataset-writer.ts into any byte sink. Knows
+ * nothing of HTTP: the route checks the request with `prepareExport`, starts its response, and
+ * hands it to `writeExport` as the sink.
+ */
+import { validationError } from '../errors.js';
+import type { ByteSink } from '../export/dataset-zip.js';
+import { writeDataset } from '../export/dataset-writer.js';
+import { exportEventOf } from '../export/export-event.js';
+import { EXPORT_FORMATS, isExportFormat, type ExportEvent, type ExportFormat, type ExportSummary } from '../export/export-types.js';
+import type { EventStore } from '../store/event-store.js';
+import { matchingEvents } from './matching-events.js';
+import type { ListLimits } from './read-events.js';
+import { compileEventQuery } from './search-conditions.js';
+import { requiredQuery } from './search-cursor.js';
+import type { SearchCondition } from '../store/event-search.js';
+
+/** A checked export request. */
+export interface ExportRequest {
+  condition: SearchCondition;
+  format: ExportFormat;
+}
+
+/**
+ * Checks the parameters of `GET /v2/export`: `q` (required) and `format` (default `coco`).
+ * @throws AppError invalid_search_query (400) for a query that does not parse,
+ *   validation_failed (422) for a missing `q` or an unknown `format`
+ */
+export function prepareExport(params: URLSearchParams): ExportRequest {
+  const condition = compileEventQuery(requiredQuery(params));
+  const format = params.get('format') ?? 'coco';
+  if (!isExportFormat(format)) {
+    throw validationError(['query', 'format'], `format must be one of ${EXPORT_FORMATS.join(', ')}`, 'type_error.enum');
+  }
+  return { condition, format };
+}
+
+/**
+ * Reads the bytes of stored image `fileId` whole (images are at most MAX_RECORD_SIZE_BYTES).
+ * @returns null when the file is gone (storage cleanup) or is no image
+ * @throws the fs error of a failed read other than a vanished segment
+ */
+async function readImage(store: EventStore, fileId: string): Promise<Buffer | null> {
+  const file = store.getFile(fileId);
+  if (!file || file.kind !== 'image') return null;
+  const bytes = Buffer.allocUnsafe(file.length);
+  try {
+    const read = await store.blobs.read(file.segment, file.offset, bytes);
+    return read === file.length ? bytes : null;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+async function* exportEvents(store: EventStore, condition: SearchCondition, limits: ListLimits): AsyncGenerator<ExportEvent> {
+  for await (const event of matchingEvents(store, condition, limits)) {
+    yield exportEventOf(event, (fileId) => store.getFile(fileId)?.contentType);
+  }
+}
+
+/**
+ * Writes the export of `request` into `sink` and ends it (dataset-writer.ts `writeDataset`).
+ * @returns the summary; `aborted` when the sink went away first
+ * @throws AppError disk_full or store_failure, as `writeDataset`, with the sink neither written
+ *   further nor ended
+ */
+export function writeExport(store: EventStore, request: ExportRequest, sink: ByteSink, limits: ListLimits): Promise<ExportSummary> {
+  return writeDataset(request.format, exportEvents(store, request.condition, limits), (fileId) => readImage(store, fileId), sink);
+}
