@@ -38,7 +38,7 @@ function searchIndexLogger(log: Logger): (progress: BackfillProgress, done: bool
   return (progress, done) => {
     const now = performance.now();
     if (done) {
-      log.info({ seconds: Math.round((now - started) / 100) / 10 }, 'search index backfill done');
+      log.info({ indexed: progress.indexed, seconds: Math.round((now - started) / 100) / 10 }, 'search index backfill done');
     } else if (now - lastLog >= BACKFILL_LOG_SECONDS * 1000) {
       lastLog = now;
       log.info({ indexed: progress.indexed, at: formatMicrosOrNull(progress.last), until: formatMicros(progress.until) }, 'search index backfill under way');

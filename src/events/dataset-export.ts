@@ -37,11 +37,13 @@ export function prepareExport(params: URLSearchParams): ExportRequest {
 }
 
 /**
- * Reads the bytes of stored image `fileId` whole (images are at most MAX_RECORD_SIZE_BYTES).
+ * Reads the bytes of stored image `fileId` whole (images are at most MAX_RECORD_SIZE_BYTES). A
+ * segment that vanished under the read was compacted or reclaimed meanwhile (docs/STORAGE.md,
+ * "Reclaiming space"): the file is looked up again, once, at its new place.
  * @returns null when the file is gone (storage cleanup) or is no image
  * @throws the fs error of a failed read other than a vanished segment
  */
-async function readImage(store: EventStore, fileId: string): Promise<Buffer | null> {
+async function readImage(store: EventStore, fileId: string, retried = false): Promise<Buffer | null> {
   const file = store.getFile(fileId);
   if (!file || file.kind !== 'image') return null;
   const bytes = Buffer.allocUnsafe(file.length);
@@ -49,8 +51,8 @@ async function readImage(store: EventStore, fileId: string): Promise<Buffer | nu
     const read = await store.blobs.read(file.segment, file.offset, bytes);
     return read === file.length ? bytes : null;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return retried ? null : readImage(store, fileId, true);
   }
 }
 

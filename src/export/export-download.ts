@@ -13,6 +13,7 @@ import type { ProgressStream } from '../search/download-progress.js';
 import { ExportCliError } from './export-cli-error.js';
 import type { ExportFormat } from './export-types.js';
 import { startExportProgress } from './export-progress.js';
+import { ZipEntryCounter } from './zip-entry-counter.js';
 import { zipSummary } from './zip-summary.js';
 import type { ZipSummary } from './zip-summary.js';
 
@@ -42,9 +43,11 @@ export async function downloadExport(client: StoreClient, request: ExportDownloa
   const temporary = path.join(path.dirname(zipPath), `.${path.basename(zipPath)}.${process.pid}-${Date.now()}.partial`);
   const progress = startExportProgress(request.progress, `Export (${request.format})`);
   try {
+    const entries = new ZipEntryCounter();
     const count = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
-        progress.advance(chunk.length);
+        entries.push(chunk);
+        progress.advance(chunk.length, entries.images);
         callback(null, chunk);
       },
     });

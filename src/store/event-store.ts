@@ -189,7 +189,7 @@ export class EventStore extends StoreView {
       const done = await backfillSearchIndex(this.dbs, () => this.closing, (progress) => onSearchIndexProgress?.(progress, false));
       if (!done) return;
       this.searchIndexReady = true;
-      onSearchIndexProgress?.({ indexed: 0, last: null, until: 0 }, true);
+      onSearchIndexProgress?.(done, true);
     } catch (err) {
       onBackgroundError?.(err, 'search index backfill');
     }

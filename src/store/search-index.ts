@@ -117,24 +117,24 @@ async function backfillStep(dbs: StoreDatabases): Promise<{ indexed: number; las
 /**
  * Runs the backfill `prepareSearchIndex` asked for to its end, one step per turn of the event
  * loop, until done or `stopped()` says to stop (a later start resumes).
- * @param onProgress told after each step
- * @returns true when the index is current, false when stopped first
+ * @param onProgress told after each step but the last
+ * @returns how far this run got once the index is current, or null when stopped first
  * @throws the lmdb error of a failed step (the steps committed before it stay)
  */
 export async function backfillSearchIndex(
   dbs: StoreDatabases,
   stopped: () => boolean,
   onProgress?: (progress: BackfillProgress) => void,
-): Promise<boolean> {
+): Promise<BackfillProgress | null> {
   const progress: BackfillProgress = { indexed: 0, last: null, until: 0 };
   for (;;) {
-    if (stopped()) return false;
+    if (stopped()) return null;
     const step = await backfillStep(dbs);
     progress.indexed += step.indexed;
     progress.last = step.last ?? progress.last;
     progress.until = step.until;
+    if (step.done) return progress;
     onProgress?.(progress);
-    if (step.done) return true;
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
