@@ -1,11 +1,12 @@
 /**
  * Do the store's derived answers agree with its records? Given every record (listed with
- * paging), checks the `/stats` and `/events/count/stats` counters, and the list route's filters
+ * paging), checks the `/stats` and `/events/count/stats` counters, the list route's filters
  * (exact, multi-value, metadata with each kind of operator, drafts, time bounds, both sort
- * directions) against the same filters applied to the records here.
+ * directions) and queries of the event search (classes, alone and with other conditions) against
+ * the same filters applied to the records here.
  */
 import type { StoreClient } from './http-client.js';
-import { listAllEvents, type ListedEvent } from './store-reads.js';
+import { listAllEvents, searchAllEvents, type ListedEvent } from './store-reads.js';
 
 type Filter = [query: string, matches: (event: ListedEvent) => boolean];
 
@@ -66,5 +67,25 @@ export async function checkAgreement(client: StoreClient, events: ListedEvent[])
       problems.push(`GET /v2/events?${query}: ${got.length} events (${missing} missing, ${extra} extra${missing + extra === 0 ? ', order differs' : ''}), records say ${want.length}`);
     }
   }
+  for (const [q, matches] of searchesFor()) {
+    const want = events.filter(matches).map((e) => e.id).reverse();
+    const got = (await searchAllEvents(client, q)).map((e) => e.id);
+    if (got.length !== want.length || got.some((id, i) => id !== want[i])) {
+      const missing = want.filter((id) => !got.includes(id)).length;
+      const extra = got.filter((id) => !want.includes(id)).length;
+      problems.push(`GET /v2/events/search?q=${q}: ${got.length} events (${missing} missing, ${extra} extra${missing + extra === 0 ? ', order differs' : ''}), records say ${want.length}`);
+    }
+  }
   return problems;
+}
+
+/** Queries of the event search over the harness's events (detections of cat, box, person). */
+function searchesFor(): Filter[] {
+  const classes = (e: ListedEvent) => e.images.flatMap((image) => (image.object_detections as { class: string }[]).map((d) => d.class));
+  return [
+    ['class:cat', (e) => classes(e).includes('cat')],
+    ['class:person device:cam-1', (e) => classes(e).includes('person') && e.device_id === 'cam-1'],
+    ['class:box>=2 OR (class:cat -draft:true)', (e) => classes(e).filter((c) => c === 'box').length >= 2 || (classes(e).includes('cat') && !e.draft)],
+    ['meta.line:B -class:person', (e) => e.custom_metadata.line === 'B' && !classes(e).includes('person')],
+  ];
 }

@@ -61,6 +61,28 @@ export async function listAllEvents(client: StoreClient, query = ''): Promise<Li
   }
 }
 
+/**
+ * Every event a query of the event search matches (docs/API.md, "Event search"), newest first,
+ * following next_cursor.
+ * @throws Error when an event is listed twice or paging does not end
+ */
+export async function searchAllEvents(client: StoreClient, q: string): Promise<ListedEvent[]> {
+  const events: ListedEvent[] = [];
+  const seen = new Set<string>();
+  const params = new URLSearchParams({ q, limit: String(PAGE) });
+  for (let pages = 0; ; pages++) {
+    if (pages > 10_000) throw new Error(`GET /v2/events/search?q=${q}: paging does not end`);
+    const page = await client.getJson<{ events: ListedEvent[]; next_cursor: string | null }>(`/v2/events/search?${params}`);
+    for (const event of page.events) {
+      if (seen.has(event.id)) throw new Error(`GET /v2/events/search?q=${q}: event ${event.id} listed twice`);
+      seen.add(event.id);
+      events.push(event);
+    }
+    if (page.next_cursor === null) return events;
+    params.set('cursor', page.next_cursor);
+  }
+}
+
 /** What a download of a file gave compared with the bytes expected. */
 export type FileCheck = 'ok' | 'missing' | 'different';
 
