@@ -8,7 +8,8 @@
  * stdout, `error: ...` and `hint: ...` to stderr. Exit codes: store-failure.ts. A malformed query
  * exits 1 before anything is sent.
  */
-import { Command, CommanderError } from 'commander';
+import type { Command } from 'commander';
+import { registerCommand, runCommand } from '../command-runner.js';
 import { eventSearchConditions } from '../events/search-conditions.js';
 import type { ExitCode, Failure } from '../search/failure.js';
 import { renderEventTable } from './event-table.js';
@@ -32,9 +33,7 @@ const MAX_LIMIT = 1000;
 
 /** Adds `events` to `program`; its action sets `process.exitCode`. */
 export function registerEventsCommand(program: Command): void {
-  addEventsCommand(program, { stdout: process.stdout, stderr: process.stderr, env: process.env }, (code) => {
-    process.exitCode = code;
-  });
+  registerCommand(program, addEventsCommand, { stdout: process.stdout, stderr: process.stderr, env: process.env });
 }
 
 /**
@@ -42,19 +41,8 @@ export function registerEventsCommand(program: Command): void {
  * @param argv the arguments after `events`, e.g. `['class:person', '--json']`
  * @returns the exit code (0, 1, 2 or 3)
  */
-export async function runEventsCli(argv: string[], io: StoreCliIo): Promise<ExitCode> {
-  const program = new Command('edge-events').exitOverride();
-  let exitCode: ExitCode = 0;
-  addEventsCommand(program, io, (code) => {
-    exitCode = code;
-  });
-  try {
-    await program.parseAsync(['events', ...argv], { from: 'user' });
-  } catch (error) {
-    if (!(error instanceof CommanderError)) throw error;
-    return error.exitCode === 0 ? 0 : 1;
-  }
-  return exitCode;
+export function runEventsCli(argv: string[], io: StoreCliIo): Promise<ExitCode> {
+  return runCommand('events', addEventsCommand, argv, io);
 }
 
 function addEventsCommand(program: Command, io: StoreCliIo, setExitCode: (code: ExitCode) => void): void {

@@ -25,6 +25,7 @@
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import ZipStream from 'zip-stream';
+import { drained } from './stream-drain.js';
 
 /**
  * Where the zip's bytes go; the shape of the HTTP layer's ResponseStream (write, writable, end,
@@ -51,16 +52,7 @@ export function writableSink(stream: Writable): ByteSink {
       return stream.destroyed && !stream.writableFinished;
     },
     write: (chunk) => stream.write(chunk),
-    writable: () => new Promise<void>((resolve) => {
-      if (!stream.writableNeedDrain || stream.destroyed) return resolve();
-      const done = (): void => {
-        stream.off('drain', done);
-        stream.off('close', done);
-        resolve();
-      };
-      stream.on('drain', done);
-      stream.on('close', done);
-    }),
+    writable: () => drained(stream),
     end: () => stream.end(),
   };
 }

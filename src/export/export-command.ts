@@ -9,7 +9,8 @@
  * `edge-events events` (src/client/store-failure.ts): 0 success, 2 API key refused (401), 3 no
  * event store at --store, 1 anything else. A malformed query exits 1 before anything is sent.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Option, type Command } from 'commander';
+import { registerCommand, runCommand } from '../command-runner.js';
 import { DEFAULT_STORE_URL, StoreClient } from '../client/store-client.js';
 import { describeStoreFailure } from '../client/store-failure.js';
 import { eventSearchConditions } from '../events/search-conditions.js';
@@ -43,9 +44,7 @@ interface ExportOptions {
  * run the program with `await program.parseAsync(process.argv)`.
  */
 export function registerExportCommand(program: Command): void {
-  addExportCommand(program, { stdout: process.stdout, stderr: process.stderr, env: process.env }, (code) => {
-    process.exitCode = code;
-  });
+  registerCommand(program, addExportCommand, { stdout: process.stdout, stderr: process.stderr, env: process.env });
 }
 
 /**
@@ -53,19 +52,8 @@ export function registerExportCommand(program: Command): void {
  * @param argv the arguments after `export`, e.g. `['device_id:cam-1', '-f', 'yolo', '-o', 'd.zip']`
  * @returns the exit code (0, 1, 2 or 3)
  */
-export async function runExportCli(argv: string[], io: ExportCliIo): Promise<ExitCode> {
-  const program = new Command('edge-events').exitOverride();
-  let exitCode: ExitCode = 0;
-  addExportCommand(program, io, (code) => {
-    exitCode = code;
-  });
-  try {
-    await program.parseAsync(['export', ...argv], { from: 'user' });
-  } catch (error) {
-    if (!(error instanceof CommanderError)) throw error;
-    return error.exitCode === 0 ? 0 : 1;
-  }
-  return exitCode;
+export function runExportCli(argv: string[], io: ExportCliIo): Promise<ExitCode> {
+  return runCommand('export', addExportCommand, argv, io);
 }
 
 function addExportCommand(program: Command, io: ExportCliIo, setExitCode: (code: ExitCode) => void): void {

@@ -13,6 +13,7 @@ import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import path from 'node:path';
 import readline from 'node:readline';
+import { drained } from './stream-drain.js';
 
 const CHUNK_BYTES = 64 * 1024;
 const NEWLINE = 0x0a;
@@ -52,7 +53,7 @@ export class JsonSpool {
     const text = `${values.map((value) => JSON.stringify(value)).join('\n')}\n`;
     this.elements += values.length;
     this.written += Buffer.byteLength(text);
-    if (!this.out.write(text)) await drainedOrFailed(this.out);
+    if (!this.out.write(text)) await drained(this.out);
     if (this.failure) throw this.failure;
   }
 
@@ -82,17 +83,4 @@ export class JsonSpool {
     const reader = readline.createInterface({ input: createReadStream(this.path, { highWaterMark: CHUNK_BYTES }), crlfDelay: Infinity });
     for await (const line of reader) if (line !== '') yield line;
   }
-}
-
-/** Resolves on the stream's next `drain` or `error`, leaving no listener behind. */
-function drainedOrFailed(stream: WriteStream): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      stream.off('drain', done);
-      stream.off('error', done);
-      resolve();
-    };
-    stream.on('drain', done);
-    stream.on('error', done);
-  });
 }

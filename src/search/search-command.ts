@@ -8,7 +8,8 @@
  * go to stdout, `error: ...` and `hint: ...` lines to stderr. Exit codes: `failure.ts`.
  * A malformed query exits 1 before anything is sent.
  */
-import { Command, CommanderError } from 'commander';
+import type { Command } from 'commander';
+import { registerCommand, runCommand } from '../command-runner.js';
 import { SearchClient } from './client.js';
 import type { SearchClientOptions } from './client.js';
 import { describeFailure } from './failure.js';
@@ -62,9 +63,7 @@ const LISTING_ONLY: [keyof SearchOptions, string][] = [['limit', '--limit'], ['c
  * run the program with `await program.parseAsync(process.argv)`.
  */
 export function registerSearchCommand(program: Command): void {
-  addSearchCommand(program, { stdout: process.stdout, stderr: process.stderr, env: process.env }, (code) => {
-    process.exitCode = code;
-  });
+  registerCommand(program, addSearchCommand, { stdout: process.stdout, stderr: process.stderr, env: process.env });
 }
 
 /**
@@ -72,19 +71,8 @@ export function registerSearchCommand(program: Command): void {
  * @param argv the arguments after `search`, e.g. `['class:car', '--json', '--limit', '10']`
  * @returns the exit code (0, 1, 2 or 3)
  */
-export async function runSearchCli(argv: string[], io: SearchCliIo): Promise<ExitCode> {
-  const program = new Command('edge-events').exitOverride();
-  let exitCode: ExitCode = 0;
-  addSearchCommand(program, io, (code) => {
-    exitCode = code;
-  });
-  try {
-    await program.parseAsync(['search', ...argv], { from: 'user' });
-  } catch (error) {
-    if (!(error instanceof CommanderError)) throw error;
-    return error.exitCode === 0 ? 0 : 1;
-  }
-  return exitCode;
+export function runSearchCli(argv: string[], io: SearchCliIo): Promise<ExitCode> {
+  return runCommand('search', addSearchCommand, argv, io);
 }
 
 function addSearchCommand(program: Command, io: SearchCliIo, setExitCode: (code: ExitCode) => void): void {
