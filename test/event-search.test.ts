@@ -235,4 +235,7 @@ t.test('the search asks for the API key like the list', async (t) => {
   const ok = await getJson(`${store.url}/v2/events/search?q=*`, { 'X-API-Key': 'secret' });
   t.equal(ok.status, 200, 'with the key: 200');
   t.same(ok.body, { events: [], count: 0, next_cursor: null }, 'an empty store answers an empty page');
+  const stats = await getJson(`${store.url}/stats`, { 'X-API-Key': 'secret' });
+  t.same(responseProblems('stats', stats.body), [], '/stats keeps its shape');
+  t.same(stats.body.search_index, { ready: true, backfill_indexed: null, backfill_until: null }, 'a new store\'s search index is ready, no backfill ran');
 });

@@ -106,6 +106,7 @@ t.test('an old store gains the entries a create writes, and answers right before
   const late = await local.create(eventNumber(3)); // person and bicycle, stream s-0, no solution
   await until('the backfill is done', () => local.store.searchIndexReady, 60_000);
   t.ok(searchIndexCurrent(local.store.dbs), 'meta says the index is current');
+  t.match(local.store.searchIndexBackfill, { indexed: 20_000, until: local.createdAt(newest[0].id) }, 'the backfill indexed the 20,000 events there were (what /stats shows)');
   t.same(searchKeys(local.store.dbs), expectedKeys(local.store.dbs), 'every event has exactly its entries');
   t.same(searchIds(local, 'class:person')[0], late.id, 'the event created during the backfill is found');
   for (const [q, expected] of expectations.slice(1)) t.same(searchIds(local, q), expected, `${q}, from the index`);

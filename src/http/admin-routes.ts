@@ -33,7 +33,10 @@ export const adminRoutes: Route[] = [
       errors: { store_failure: 'Store failure.' },
     },
     handler: (_ex, ctx) => {
-      const live = { gate: ctx.lifecycle.gate, lastCleanup: ctx.lifecycle.lastCleanup, mqtt: ctx.mqtt?.status(), sinkProgress: ctx.lifecycle.sinkProgress };
+      const live = {
+        gate: ctx.lifecycle.gate, lastCleanup: ctx.lifecycle.lastCleanup, mqtt: ctx.mqtt?.status(), sinkProgress: ctx.lifecycle.sinkProgress,
+        searchIndex: { ready: ctx.store.searchIndexReady, backfill: ctx.store.searchIndexBackfill },
+      };
       return { status: 200, body: { ...storeStats(ctx.store, ctx.config, live), runtime: ctx.runtime } };
     },
   },

@@ -13,6 +13,7 @@ import type { MqttSinkStatus } from '../sinks/mqtt-sink.js';
 import { sinkStatuses } from './sink-status.js';
 import { oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff } from '../store/lifecycle-queries.js';
 import type { StoreView } from '../store/store-view.js';
+import type { BackfillProgress } from '../store/search-index.js';
 import { DAY_MICROS, formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
 
 const format = (bytes: number): string => prettyBytes(bytes, { binary: true });
@@ -25,7 +26,7 @@ export interface GateState {
   refusedTotal: number;
 }
 
-/** What the HTTP thread knows besides the store: the gate, the latest cleanup, the MQTT sink. */
+/** What the HTTP thread knows besides the store's databases: the gate, the latest cleanup, the MQTT sink, the search index. */
 export interface LiveState {
   gate: GateState;
   /** The latest cleanup run and when it ended (ms since the epoch); undefined before the first. */
@@ -34,6 +35,8 @@ export interface LiveState {
   mqtt: MqttSinkStatus | undefined;
   /** Each configured sink's progress as the lifecycle worker last reported it. */
   sinkProgress: ReadonlyMap<string, SinkProgress>;
+  /** The search index: ready, and how far its start-up backfill got (EventStore.searchIndexBackfill). */
+  searchIndex: { ready: boolean; backfill: Readonly<BackfillProgress> | null };
 }
 
 /**
@@ -112,5 +115,10 @@ export function storeStats(store: StoreView, config: Config, live: LiveState, no
     },
     sinks: sinkStatuses(store, live.sinkProgress, now / 1000),
     mqtt: live.mqtt ?? null,
+    search_index: {
+      ready: live.searchIndex.ready,
+      backfill_indexed: live.searchIndex.backfill?.indexed ?? null,
+      backfill_until: live.searchIndex.backfill ? formatMicros(live.searchIndex.backfill.until) : null,
+    },
   };
 }

@@ -111,6 +111,8 @@ export class EventStore extends StoreView {
    * searches check classes, streams and solutions on records.
    */
   searchIndexReady = false;
+  /** How far the search index backfill got (after its latest step); null when none ran. */
+  searchIndexBackfill: Readonly<BackfillProgress> | null = null;
   /** The search index backfill started at open; settles when it is done, stopped or failed. */
   private backfill: Promise<void> = Promise.resolve();
   private closing = false;
@@ -186,8 +188,12 @@ export class EventStore extends StoreView {
   private async runSearchIndexBackfill(): Promise<void> {
     const { onSearchIndexProgress, onBackgroundError } = this.options;
     try {
-      const done = await backfillSearchIndex(this.dbs, () => this.closing, (progress) => onSearchIndexProgress?.(progress, false));
+      const done = await backfillSearchIndex(this.dbs, () => this.closing, (progress) => {
+        this.searchIndexBackfill = { ...progress };
+        onSearchIndexProgress?.(progress, false);
+      });
       if (!done) return;
+      this.searchIndexBackfill = done;
       this.searchIndexReady = true;
       onSearchIndexProgress?.(done, true);
     } catch (err) {
