@@ -1,7 +1,8 @@
 /**
  * The read routes (docs/API.md, "Routes"): list (`GET /v2/events`), latest
- * (`GET /v2/events/latest/query`), one event (`GET /v2/events/{event_id}`) and count statistics
- * (`GET /events/count/stats`). Events are answered with their stored JSON (record-codec.ts).
+ * (`GET /v2/events/latest/query`), search (`GET /v2/events/search`), one event
+ * (`GET /v2/events/{event_id}`) and count statistics (`GET /events/count/stats`). Events are
+ * answered with their stored JSON (record-codec.ts).
  */
 import { AppError } from '../errors.js';
 import { countEvents, scanEvents, scanPlan, type EventQuery, type PageSink } from '../store/event-query.js';
@@ -144,7 +145,6 @@ export function getEventBody(store: EventStore, id: string): Buffer {
  * the JSON body `{"events": [...], "count": n, "next_cursor": string | null}`, bounded as
  * `listEventsBody`; `next_cursor` passed back as `cursor` continues without skipping or repeating.
  * @param params `q`, `limit` (1..1000, default 100), `cursor`
- * @param searchIndexReady the search index covers every event (EventStore.searchIndexReady)
  * @returns the body, UTF-8 JSON (bytes)
  * @throws AppError invalid_search_query (400) for a query that does not parse, invalid_query
  *   (400) for a malformed cursor, validation_failed (422) for `limit` or a missing `q`
