@@ -1,20 +1,21 @@
 /**
  * The operator page (docs/USAGE.md, "The operator page"): the newest events live, with their
- * images and boxes, filtered by device and schema; events per second; capacity and backlogs from
- * /stats. Its parts: store-api.ts (the key and the calls), live-stream.ts (the stream),
+ * images and boxes, filtered by device and schema, or the answer of a query of the event search
+ * (docs/API.md, "Event search"); events per second; capacity and backlogs from /stats. Its parts: store-api.ts (the key and the calls), live-stream.ts (the stream),
  * event-list.ts and thumbnail.ts (the list), event-rate.ts (events per second),
  * stats-panel.ts (the gauges).
  *
  * On start, and whenever the filters change: the newest `LIST_LIMIT` matching events are read
  * with `GET /v2/events`, then the stream is opened with the same filters and `since` = the
  * newest of them, so no event is missed or shown twice in between (docs/API.md, "Live stream").
- * A 401 from any call shows the key form.
+ * With a query, its newest `LIST_LIMIT` events are listed instead, once, without the stream; a
+ * malformed query's error, with its caret, is shown. A 401 from any call shows the key form.
  */
 import { EventList } from './event-list.js';
 import { EventRate } from './event-rate.js';
 import { LiveStream } from './live-stream.js';
-import { getJson, saveKey, storedKey, Unauthorized } from './store-api.js';
-import type { EventPage, Stats } from './shapes.js';
+import { getJson, RequestFailed, saveKey, storedKey, Unauthorized } from './store-api.js';
+import type { EventPage, EventSearchPage, Stats } from './shapes.js';
 import { renderStats } from './stats-panel.js';
 
 /** Events the list keeps. */
@@ -34,8 +35,10 @@ const keyForm = element<HTMLFormElement>('#key-form');
 const filterForm = element<HTMLFormElement>('#filters');
 const deviceInput = element<HTMLInputElement>('#filter-device');
 const schemaInput = element<HTMLInputElement>('#filter-schema');
+const queryInput = element<HTMLInputElement>('#filter-query');
 const connection = element('#connection');
 const problem = element('#problem');
+const queryProblem = element('#query-problem');
 
 const rate = new EventRate();
 let stream: LiveStream | undefined;
@@ -85,6 +88,27 @@ function filters(): URLSearchParams {
   return params;
 }
 
+/** Lists the newest events `q` matches (no stream: a query's answer is not live). */
+async function showSearch(q: string, current: number): Promise<void> {
+  history.replaceState(null, '', `?${new URLSearchParams({ q })}`);
+  try {
+    const page = await getJson<EventSearchPage>(`/v2/events/search?${new URLSearchParams({ q, limit: String(LIST_LIMIT) })}`);
+    if (current !== generation) return;
+    for (const event of [...page.events].reverse()) list.upsert(event);
+    setConnection('search');
+  } catch (err) {
+    if (current !== generation) return;
+    setConnection('search');
+    if (err instanceof Unauthorized) {
+      askForKey();
+      return;
+    }
+    // The store's detail: the reason, the query and a caret under the column (docs/API.md, "Event search").
+    queryProblem.textContent = err instanceof RequestFailed && err.detail !== undefined ? err.detail : String(err instanceof Error ? err.message : err);
+    queryProblem.hidden = false;
+  }
+}
+
 async function refreshStats(): Promise<void> {
   const current = generation;
   try {
@@ -105,13 +129,19 @@ async function start(): Promise<void> {
   list.clear();
   rate.reset();
   report(undefined);
+  queryProblem.hidden = true;
   setConnection('connecting');
-  const params = filters();
-  history.replaceState(null, '', params.size > 0 ? `?${params}` : location.pathname);
   if (statsTimer === undefined) {
     statsTimer = setInterval(() => void refreshStats(), STATS_EVERY_MS);
     void refreshStats();
   }
+  const q = queryInput.value.trim();
+  if (q !== '') {
+    await showSearch(q, current);
+    return;
+  }
+  const params = filters();
+  history.replaceState(null, '', params.size > 0 ? `?${params}` : location.pathname);
   let page: EventPage;
   try {
     page = await getJson<EventPage>(`/v2/events?${new URLSearchParams({ ...Object.fromEntries(params), limit: String(LIST_LIMIT) })}`);
@@ -147,7 +177,7 @@ keyForm.addEventListener('submit', (submitted) => {
 
 // A filter applies when its input changes (Enter, or leaving the field).
 filterForm.addEventListener('submit', (submitted) => submitted.preventDefault());
-for (const input of [deviceInput, schemaInput]) input.addEventListener('change', () => void start());
+for (const input of [deviceInput, schemaInput, queryInput]) input.addEventListener('change', () => void start());
 
 setInterval(() => {
   element('#rate').textContent = rate.perSecond().toFixed(1);
@@ -156,5 +186,6 @@ setInterval(() => {
 const initial = new URLSearchParams(location.search);
 deviceInput.value = initial.get('device_id') ?? '';
 schemaInput.value = initial.get('event_schema') ?? '';
+queryInput.value = initial.get('q') ?? '';
 element('#loading').remove();
 void start();

@@ -41,6 +41,12 @@ export interface EventPage {
   next_timestamp: string | null;
 }
 
+/** A page of `GET /v2/events/search`. */
+export interface EventSearchPage {
+  events: StoredEvent[];
+  next_cursor: string | null;
+}
+
 /** MQTT publishing (docs/OPERATIONS.md, "MQTT"), null when MQTT_URL is unset. */
 export interface MqttStats {
   connected: boolean;

@@ -15,6 +15,13 @@ export class Unauthorized extends Error {
   }
 }
 
+/** The store answered another error status; `detail` is its body's `detail` when a string. */
+export class RequestFailed extends Error {
+  constructor(path: string, readonly status: number, readonly detail: string | undefined) {
+    super(`${path}: ${status}${detail === undefined ? '' : ` ${detail}`}`);
+  }
+}
+
 /** The key kept in localStorage, '' when none (or when storage is unavailable). */
 export function storedKey(): string {
   try {
@@ -41,8 +48,8 @@ const currentKey = (): string => storedKey() || sessionKey;
 
 /**
  * GETs `path` with the key.
- * @throws Unauthorized on 401; Error naming the status and the store's `detail` on any other
- *   non-2xx answer
+ * @throws Unauthorized on 401; RequestFailed, naming the status and the store's `detail`, on any
+ *   other non-2xx answer
  */
 async function get(path: string): Promise<Response> {
   const key = currentKey();
@@ -50,7 +57,7 @@ async function get(path: string): Promise<Response> {
   if (response.status === 401) throw new Unauthorized();
   if (!response.ok) {
     const detail = await response.json().then((body: { detail?: unknown }) => body.detail, () => undefined);
-    throw new Error(`${path}: ${response.status}${typeof detail === 'string' ? ` ${detail}` : ''}`);
+    throw new RequestFailed(path, response.status, typeof detail === 'string' ? detail : undefined);
   }
   return response;
 }

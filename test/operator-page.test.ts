@@ -111,6 +111,8 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
 
   let catEvent = '';
   let otherDevice = '';
+  let hidden = '';
+  let shown = '';
   await t.test('posted events appear newest first, with their detections as boxes', async (t) => {
     catEvent = await createEvent(store.url, event('cam-1', [
       image('cat.jpg', [CAT_BOX, detection('ear', 150, 60, 50, 40)]),
@@ -204,8 +206,8 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     await page.locator('#connection[data-state="live"]').waitFor();
     t.equal(new URL(page.url()).searchParams.get('device_id'), 'cam-1', 'the filter is in the page\'s URL');
 
-    const hidden = await createEvent(store.url, event('cam-2', [image('camera.jpg', [])]));
-    const shown = await createEvent(store.url, event('cam-1', [image('cat.jpg', [CAT_BOX])]));
+    hidden = await createEvent(store.url, event('cam-2', [image('camera.jpg', [])]));
+    shown = await createEvent(store.url, event('cam-1', [image('cat.jpg', [CAT_BOX])]));
     // Messages come in created_at order: once cam-1's later event is listed, cam-2's was left out.
     t.same(await eventually(() => listedIds(page), (ids) => ids.length === 2), [shown, catEvent], 'the new cam-1 event listed');
     t.notOk(await page.locator(`li.event[data-id="${hidden}"]`).count(), 'the cam-2 event is not');
@@ -213,6 +215,27 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     await page.fill('#filter-device', '');
     await page.press('#filter-device', 'Enter');
     t.same(await eventually(() => listedIds(page), (ids) => ids.length === 4), [shown, hidden, otherDevice, catEvent], 'no filter: every event');
+  });
+
+  await t.test('a query lists what the event search answers; a malformed one shows where it is wrong', async (t) => {
+    await page.fill('#filter-query', 'class:cat device:cam-1');
+    await page.press('#filter-query', 'Enter');
+    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 2), [shown, catEvent], 'the two cam-1 events with a cat');
+    await page.locator('#connection[data-state="search"]').waitFor();
+    t.equal(new URL(page.url()).searchParams.get('q'), 'class:cat device:cam-1', 'the query is in the page\'s URL');
+
+    await page.fill('#filter-query', 'class:person OR');
+    await page.press('#filter-query', 'Enter');
+    const problem = page.locator('#query-problem');
+    await problem.waitFor({ state: 'visible' });
+    t.match(await problem.textContent(), /^Invalid query at column 14: OR needs a term after it, but the query ends\n  class:person OR\n {15}\^/, 'the store\'s reason, with its caret under the column');
+    t.same(await listedIds(page), [], 'nothing listed');
+
+    await page.fill('#filter-query', '');
+    await page.press('#filter-query', 'Enter');
+    await page.locator('#connection[data-state="live"]').waitFor();
+    t.ok(await problem.isHidden(), 'the query\'s error is gone with it');
+    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 4), [shown, hidden, otherDevice, catEvent], 'no query: live again, every event');
   });
 
   await t.test('a reset empties the list', async (t) => {
