@@ -31,7 +31,7 @@ interface SearchIndexState {
  * Most time one backfill step holds the write transaction (ms): the HTTP thread runs it, and
  * creates' index commits wait for it.
  */
-const STEP_MS = 10;
+const STEP_MS = 4;
 /** Most events one step indexes. */
 const STEP_EVENTS = 5000;
 
