@@ -9,7 +9,7 @@
  *    median and p99 of `pages` calls after a warm-up.
  * 2. Strips the search index entries (classes, streams, solutions) and its meta state, as a
  *    store written before them, reopens, and times the start-up backfill: events/s, and the
- *    latency of creates made while it runs (each backfill step holds the write lock <= 10 ms).
+ *    latency of creates made while it runs (each backfill step holds the write lock <= 4 ms).
  *
  *   npm run build && node native-bench/search-page.js [events=1000000] [pages=500]
  *
