@@ -29,7 +29,8 @@ interface SearchIndexState {
 
 /**
  * Most time one backfill step holds the write transaction (ms): the HTTP thread runs it, and
- * creates' index commits wait for it.
+ * creates' index commits wait for it. 4 ms keeps a create under ~10 ms meanwhile for a backfill
+ * of ~78,000 events/s; 10 ms gave 94,000/s and 24 ms creates (native-bench/RESULTS.search.md).
  */
 const STEP_MS = 4;
 /** Most events one step indexes. */
