@@ -14,22 +14,12 @@
  * A minute or two: state the load with the figures (printed).
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fillStore, loadAverage, openBenchStore } from './lib/in-process-store.js';
 import { StoreProcess } from './lib/store-process.js';
-
-const dist = new URL('../dist/src/', import.meta.url);
-const load = (module) => import(new URL(module, dist).href);
-const { loadConfig } = await load('config.js');
-const { EventStore } = await load('store/event-store.js');
-const { createEvent } = await load('events/create-event.js');
-const present = await load('events/present.js');
-const codec = await load('store/record-codec.js');
 
 const events = Number(process.argv[2] ?? 10_000);
 const IMAGE_BYTES = 50_000;
-const loadAverage = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 
 /** rocket.jpg with a COM segment after SOI, so the file is IMAGE_BYTES long. */
 function paddedJpeg() {
@@ -66,18 +56,13 @@ function rss(pid) {
   return { total: kib('VmRSS'), anon: kib('RssAnon'), file: kib('RssFile') };
 }
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'export-route-'));
+const bench = await openBenchStore('export-route');
+const { dataDir } = bench;
 try {
-  codec.setRecordPresenter(present.presentEventJson);
-  const config = loadConfig({ DATA_DIR: dataDir });
-  const store = await EventStore.open(dataDir, { sinks: [] });
   const base64 = paddedJpeg().toString('base64');
-  const filled = performance.now();
-  for (let i = 0; i < events; i += 100) {
-    await Promise.all(Array.from({ length: Math.min(100, events - i) }, (_, j) => createEvent(store, config, imageEvent(base64, i + j))));
-  }
-  await store.close();
-  console.log(`${events} events of one ${IMAGE_BYTES}-byte JPEG stored in ${((performance.now() - filled) / 1000).toFixed(1)} s; node ${process.version}; load average ${loadAverage()}`);
+  const fillSeconds = await fillStore(bench, events, (i) => imageEvent(base64, i), 100);
+  await bench.store.close();
+  console.log(`${events} events of one ${IMAGE_BYTES}-byte JPEG stored in ${fillSeconds.toFixed(1)} s; node ${process.version}; load average ${loadAverage()}`);
 
   const server = await StoreProcess.start(dataDir);
   try {

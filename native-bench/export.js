@@ -9,19 +9,19 @@
  *
  *   npm run build && node native-bench/export.js [events=10000] [formats=coco,yolo,labelstudio]
  *
- * STORE_DIST=<dir> measures another build (its `dist/src`). Still to come: the same through
- * `GET /v2/export` against a filled store, once the route exists.
+ * STORE_DIST=<dir> measures another build (its `dist/src`). The same through `GET /v2/export`
+ * against a filled store: export-route.js.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { loadModule } from './lib/in-process-store.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const dist = process.env.STORE_DIST ? pathToFileURL(`${path.resolve(process.env.STORE_DIST)}/`) : new URL('../dist/src/', import.meta.url);
-const { writeDataset } = await import(new URL('export/dataset-writer.js', dist).href);
+const { writeDataset } = await loadModule('export/dataset-writer.js');
 
 const events = Number(process.argv[2] ?? 10_000);
 const formats = (process.argv[3] ?? 'coco,yolo,labelstudio').split(',');

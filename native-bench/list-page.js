@@ -13,20 +13,10 @@
  * and bytes of one page.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
+import { fillStore, loadAverage, loadModule, openBenchStore, timeCalls } from './lib/in-process-store.js';
 import { seeded, smallEvent } from './lib/payloads.js';
 
-const dist = process.env.STORE_DIST ? pathToFileURL(`${path.resolve(process.env.STORE_DIST)}/`) : new URL('../dist/src/', import.meta.url);
-const load = (module) => import(new URL(module, dist).href);
-const { loadConfig } = await load('config.js');
-const { EventStore } = await load('store/event-store.js');
-const { createEvent } = await load('events/create-event.js');
-const { listEventsBody } = await load('events/read-events.js');
-const present = await load('events/present.js');
-const codec = await load('store/record-codec.js');
+const { listEventsBody } = await loadModule('events/read-events.js');
 
 const events = Number(process.argv[2] ?? 100_000);
 const pages = Number(process.argv[3] ?? 2000);
@@ -37,38 +27,22 @@ const QUERIES = [
   'device_id=cam-7&metadata_filter=temperature_c:gt:35&limit=100',
 ];
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'list-page-'));
-const config = loadConfig({ DATA_DIR: dataDir });
-// Builds with stored JSON (record layout 3) need the presenter set, as serve.ts does.
-codec.setRecordPresenter?.(present.presentEventJson);
-const store = await EventStore.open(dataDir, { sinks: [] });
+const bench = await openBenchStore('list-page');
+const { store, config, dataDir } = bench;
 try {
   const random = seeded(1);
-  const started = performance.now();
-  const CONCURRENT = 500;
-  for (let i = 0; i < events; i += CONCURRENT) {
-    const batch = Array.from({ length: Math.min(CONCURRENT, events - i) }, (_, j) => smallEvent(random, i + j));
-    await Promise.all(batch.map((body) => createEvent(store, config, body)));
-  }
-  const fillSeconds = (performance.now() - started) / 1000;
-  console.log(`${events} events stored in ${fillSeconds.toFixed(1)} s; LMDB ${(store.lmdbBytes() / 1048576).toFixed(0)} MiB; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const fillSeconds = await fillStore(bench, events, (i) => smallEvent(random, i));
+  console.log(`${events} events stored in ${fillSeconds.toFixed(1)} s; LMDB ${(store.lmdbBytes() / 1048576).toFixed(0)} MiB; load average ${loadAverage()}`);
   const limits = { maxResponseBytes: config.maxListResponseBytes, maxScanRecords: config.maxListScanRecords };
   for (const query of QUERIES) {
     const params = new URLSearchParams(query);
     const body = listEventsBody(store, params, limits);
     const count = JSON.parse(body.toString()).count;
-    for (let i = 0; i < Math.min(200, pages); i++) listEventsBody(store, params, limits);
-    const times = [];
-    for (let i = 0; i < pages; i++) {
-      const t0 = performance.now();
-      listEventsBody(store, params, limits);
-      times.push((performance.now() - t0) * 1000);
-    }
-    times.sort((a, b) => a - b);
+    const times = timeCalls(() => listEventsBody(store, params, limits), { warmUp: Math.min(200, pages), calls: pages }).map((ms) => ms * 1000);
     const mean = times.reduce((a, b) => a + b, 0) / times.length;
     console.log(`${query}: median ${times[times.length >> 1].toFixed(0)} µs, mean ${mean.toFixed(0)} µs per page; ${count} events, ${body.length} bytes`);
   }
-  console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`load average after: ${loadAverage()}`);
 } finally {
   await store.close();
   fs.rmSync(dataDir, { recursive: true, force: true });

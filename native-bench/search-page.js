@@ -16,26 +16,17 @@
  * Minutes for a million events: state the load with the figures (`os.loadavg()` is printed).
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createOne, EventStore, fillStore, loadAverage, loadModule, openBenchStore, timeCalls } from './lib/in-process-store.js';
 import { seeded } from './lib/payloads.js';
 
-const dist = new URL('../dist/src/', import.meta.url);
-const load = (module) => import(new URL(module, dist).href);
-const { loadConfig } = await load('config.js');
-const { EventStore } = await load('store/event-store.js');
-const { openDatabases } = await load('store/lmdb-env.js');
-const { createEvent } = await load('events/create-event.js');
-const { searchEventsBody } = await load('events/read-events.js');
-const present = await load('events/present.js');
-const codec = await load('store/record-codec.js');
+const { openDatabases } = await loadModule('store/lmdb-env.js');
+const { searchEventsBody } = await loadModule('events/read-events.js');
 
 const events = Number(process.argv[2] ?? 1_000_000);
 const pages = Number(process.argv[3] ?? 500);
 /** Classes with the share of events that hold at least one. */
 const CLASSES = [['person', 0.4], ['car', 0.25], ['truck', 0.08], ['bicycle', 0.05], ['dog', 0.03], ['forklift', 0.01]];
-const load_ = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 
 /** One camera event: detections of the classes its dice give, at least one box. */
 function cameraEvent(random, i) {
@@ -77,41 +68,28 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 }
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'search-page-'));
-const config = loadConfig({ DATA_DIR: dataDir });
-codec.setRecordPresenter(present.presentEventJson);
+const bench = await openBenchStore('search-page');
+const { config, dataDir } = bench;
 const limits = { maxResponseBytes: config.maxListResponseBytes, maxScanRecords: config.maxListScanRecords };
 try {
-  let store = await EventStore.open(dataDir, { sinks: [] });
+  let { store } = bench;
   const random = seeded(7);
-  const started = performance.now();
-  const CONCURRENT = 500;
-  for (let i = 0; i < events; i += CONCURRENT) {
-    const batch = Array.from({ length: Math.min(CONCURRENT, events - i) }, (_, j) => cameraEvent(random, i + j));
-    await Promise.all(batch.map((body) => createEvent(store, config, body)));
-  }
-  console.log(`${events} events stored in ${((performance.now() - started) / 1000).toFixed(1)} s; LMDB ${(store.lmdbBytes() / 1048576).toFixed(0)} MiB; load average ${load_()}`);
+  const fillSeconds = await fillStore(bench, events, (i) => cameraEvent(random, i));
+  console.log(`${events} events stored in ${fillSeconds.toFixed(1)} s; LMDB ${(store.lmdbBytes() / 1048576).toFixed(0)} MiB; load average ${loadAverage()}`);
 
   console.log('\n| Query (page of 100) | Events in page | Median | p99 |\n|---|---|---|---|');
   for (const q of QUERIES) {
     const params = new URLSearchParams({ q, limit: '100' });
     const body = searchEventsBody(store, params, limits);
     const count = JSON.parse(body.toString()).count;
-    for (let i = 0; i < Math.min(100, pages); i++) searchEventsBody(store, params, limits);
-    const times = [];
-    for (let i = 0; i < pages; i++) {
-      const t0 = performance.now();
-      searchEventsBody(store, params, limits);
-      times.push(performance.now() - t0);
-    }
-    times.sort((a, b) => a - b);
+    const times = timeCalls(() => searchEventsBody(store, params, limits), { warmUp: Math.min(100, pages), calls: pages });
     console.log(`| \`${q}\` | ${count} | ${percentile(times, 0.5).toFixed(2)} ms | ${percentile(times, 0.99).toFixed(2)} ms |`);
   }
-  console.log(`load average after the queries: ${load_()}`);
+  console.log(`load average after the queries: ${loadAverage()}`);
   const baseline = [];
   for (let k = 0; k < 200; k++) {
     const t0 = performance.now();
-    await createEvent(store, config, cameraEvent(random, events + k));
+    await createOne({ store, config }, cameraEvent(random, events + k));
     baseline.push(performance.now() - t0);
   }
   baseline.sort((a, b) => a - b);
@@ -150,14 +128,14 @@ try {
   let i = events + 200;
   while (!store.searchIndexReady) {
     const t0 = performance.now();
-    await createEvent(store, config, cameraEvent(random, i++));
+    await createOne({ store, config }, cameraEvent(random, i++));
     createTimes.push(performance.now() - t0);
   }
   const seconds = (performance.now() - reopened) / 1000;
   createTimes.sort((a, b) => a - b);
   console.log(`backfill of ${events + 200} events: ${seconds.toFixed(1)} s (open ${openMs.toFixed(0)} ms), ${((events + 200) / seconds).toFixed(0)} events/s; `
     + `indexed ${lastProgress} by its last report; ${createTimes.length} creates meanwhile, one at a time: p50 ${percentile(createTimes, 0.5).toFixed(1)} ms, `
-    + `p99 ${percentile(createTimes, 0.99).toFixed(1)} ms, max ${createTimes[createTimes.length - 1]?.toFixed(1)} ms; load average ${load_()}`);
+    + `p99 ${percentile(createTimes, 0.99).toFixed(1)} ms, max ${createTimes[createTimes.length - 1]?.toFixed(1)} ms; load average ${loadAverage()}`);
   const params = new URLSearchParams({ q: 'class:person', limit: '100' });
   const check = JSON.parse(searchEventsBody(store, params, limits).toString());
   console.log(`after the backfill, class:person answers ${check.count} events from the index`);

@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../src/paths.js';
+import { Random } from './lib/random.js';
 
 const STORE_URL = (process.env.STORE_URL ?? 'http://127.0.0.1:8001').replace(/\/+$/, '');
 const API_KEY = process.env.API_KEY;
@@ -93,16 +94,9 @@ function loadFixture(name: string): Fixture {
   return { name, bytes, base64: bytes.toString('base64'), ...jpegSize(bytes) };
 }
 
-/** Deterministic pseudo-random numbers (mulberry32), so every run posts the same stream. */
-function seeded(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = seeded(8001);
+/** Deterministic pseudo-random numbers, so every run posts the same stream. */
+const rng = new Random(8001);
+const random = (): number => rng.next();
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
 const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
 

@@ -7,6 +7,7 @@
  */
 import fc from 'fast-check';
 import t from 'tap';
+import { Random } from '../scripts/lib/random.js';
 import { searchEventsBody } from '../src/events/read-events.js';
 import { eventSearchConditions } from '../src/events/search-conditions.js';
 import { matchesCondition } from '../src/store/event-search.js';
@@ -16,19 +17,11 @@ import { openLocalStore, type LocalStore } from './support/local-store.js';
 const CLASSES = ['a', 'b', 'c', 'd'];
 const LIMITS = { maxResponseBytes: 16 * 1024 * 1024, maxScanRecords: 10_000 };
 
-/** A deterministic generator (mulberry32), so the data is the same on every run. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 async function seed(local: LocalStore): Promise<void> {
-  const rnd = random(42);
-  const pick = <T>(values: T[]): T => values[Math.floor(rnd() * values.length)];
+  // A fixed seed: the data is the same on every run.
+  const random = new Random(42);
+  const rnd = () => random.next();
+  const pick = <T>(values: T[]): T => random.pick(values);
   const box = () => ({ class: pick(CLASSES), x: 10, y: 10, width: 4, height: 4, confidence: Math.round(rnd() * 100) / 100 });
   for (let i = 0; i < 400; i++) {
     const images = Array.from({ length: pick([0, 1, 1, 2]) }, () => ({

@@ -23,23 +23,33 @@ const SUBSCRIBERS = fileURLToPath(new URL('./stream-subscribers.js', import.meta
  * @property {boolean} seesProbes whether its filter lets the probe events through
  */
 
-/** The next message of `type` that `child` sends; its error message or exit rejects. */
-function nextMessage(child, type) {
+/**
+ * The next message of `type` that `source` (a child process or a worker) sends, as a promise;
+ * an `error` message rejects it, and so does `stop` (the child's `exit`, the worker's `error`),
+ * with the error `stopped` makes of that event's argument.
+ */
+function nextMessage(source, type, stop, stopped) {
   return new Promise((resolve, reject) => {
     const onMessage = (message) => {
       if (message.type === type) done(() => resolve(message));
       else if (message.type === 'error') done(() => reject(new Error(`stream clients: ${message.message}`)));
     };
-    const onExit = (code) => done(() => reject(new Error(`stream clients exited (code ${code}) before '${type}'`)));
+    const onStop = (arg) => done(() => reject(stopped(arg)));
     const done = (settle) => {
-      child.off('message', onMessage);
-      child.off('exit', onExit);
+      source.off('message', onMessage);
+      source.off(stop, onStop);
       settle();
     };
-    child.on('message', onMessage);
-    child.on('exit', onExit);
+    source.on('message', onMessage);
+    source.on(stop, onStop);
   });
 }
+
+/** The next message of `type` that the clients process sends; its exit first rejects. */
+const fromChild = (child, type) => nextMessage(child, type, 'exit', (code) => new Error(`stream clients exited (code ${code}) before '${type}'`));
+
+/** The next message of `type` that a worker sends; its error rejects. */
+const fromWorker = (worker, type) => nextMessage(worker, type, 'error', (err) => err);
 
 /**
  * Forks the clients process and connects `subscribers` to the store at `url` over `threads`
@@ -53,37 +63,19 @@ export async function startStreamClients({ url, subscribers, threads }) {
   const kill = () => child.kill('SIGKILL');
   process.once('exit', kill);
   child.once('exit', () => process.off('exit', kill));
-  const ready = nextMessage(child, 'ready');
+  const ready = fromChild(child, 'ready');
   child.send({ type: 'start', url, subscribers, threads });
   await ready;
   return {
     pid: child.pid,
     async report() {
-      const reported = nextMessage(child, 'report');
+      const reported = fromChild(child, 'report');
       child.send({ type: 'report' });
       const { subscribers: tallies } = await reported;
       await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve()));
       return tallies;
     },
   };
-}
-
-/** The next message of `type` that `worker` sends, or its error, as a promise. */
-function fromWorker(worker, type) {
-  return new Promise((resolve, reject) => {
-    const onMessage = (message) => {
-      if (message.type === type) done(() => resolve(message));
-      else if (message.type === 'error') done(() => reject(new Error(message.message)));
-    };
-    const onError = (err) => done(() => reject(err));
-    const done = (settle) => {
-      worker.off('message', onMessage);
-      worker.off('error', onError);
-      settle();
-    };
-    worker.on('message', onMessage);
-    worker.on('error', onError);
-  });
 }
 
 /** The clients process: workers with a share of the subscribers each, driven over IPC. */
