@@ -19,6 +19,7 @@ import {
 } from './index-keys.js';
 import type { RecordMetadataValue } from './event-record.js';
 import { decodeRecord, recordByteLength, storedJson, type EventRecord } from './record-codec.js';
+import { readEventValue } from './lmdb-env.js';
 
 export type MetadataOperator = 'eq' | 'ne' | 'gt' | 'lt' | 'gte' | 'lte';
 
@@ -252,7 +253,7 @@ export function scanPlan(store: StoreView, plan: ScanPlan, direction: Direction,
       const full = taken === limit;
       if (full && exact) return ts;
       // Valid until the next LMDB read: checked, and copied by the sink, before the cursor moves.
-      const value = store.dbs.events.getBinaryFast(ts);
+      const value = readEventValue(store.dbs, ts);
       if (!value) continue;
       if (readRecords > 0 && (readRecords >= budget.records || readBytes >= budget.bytes)) return ts;
       readRecords++;

@@ -88,6 +88,22 @@ export function openDatabases(dataDir: string): StoreDatabases {
   };
 }
 
+/**
+ * The stored value at `createdAt` in `events` as a view of lmdb-js's shared read buffer, no copy,
+ * or undefined when there is none. Valid until the next read on this thread: copy what outlives it.
+ *
+ * `getBinaryFast` answers that shared buffer itself, its `length` an own property set to the
+ * value's size while the typed array underneath spans the whole 16 MiB buffer (lmdb-js read.js,
+ * `makeReusableBuffer`). Methods that read the typed array's own length (`subarray(start)` on
+ * Node 24 and later, `Buffer.concat`, `toString`) then see 16 MiB; the view made here has the
+ * value's true length, so nothing derived from it can run past the value (docs/STORAGE.md,
+ * "Reading values without a copy").
+ */
+export function readEventValue(dbs: StoreDatabases, createdAt: number): Buffer | undefined {
+  const shared = dbs.events.getBinaryFast(createdAt);
+  return shared && Buffer.from(shared.buffer, shared.byteOffset, shared.length);
+}
+
 /** The counters as last committed (reads inside a write transaction see that transaction). */
 export function readCounters(dbs: StoreDatabases): Counters {
   return { ...EMPTY_COUNTERS, ...(dbs.meta.get('counters') as Partial<Counters> | undefined) };

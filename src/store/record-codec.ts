@@ -213,5 +213,5 @@ export function recordByteLength(value: Uint8Array): number {
  */
 export function storedJson(value: Buffer): Buffer {
   const record = layout3Record(value);
-  return record ? value.subarray(HEADER_BYTES + record.length) : present(decodeRecord(value));
+  return record ? value.subarray(HEADER_BYTES + record.length, value.length) : present(decodeRecord(value));
 }

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { StoreChange } from './store-changes.js';
 import { BlobReader } from './blob-reader.js';
-import { openDatabases, readCounters, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
+import { openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
 
 /** How a store is run. */
@@ -85,7 +85,7 @@ export class StoreView {
 
   /** The record created at `createdAt` (µs), or undefined. */
   getRecord(createdAt: number): EventRecord | undefined {
-    const bytes = this.dbs.events.getBinaryFast(createdAt);
+    const bytes = readEventValue(this.dbs, createdAt);
     return bytes ? decodeRecord(bytes) : undefined;
   }
 
