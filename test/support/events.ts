@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { exactJsonBody } from './exact-json.js';
 
 export const fixturesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
 
@@ -40,22 +41,20 @@ export function smallEvent(overrides: Record<string, unknown> = {}): Record<stri
   };
 }
 
-/** POSTs JSON and returns status and parsed body. */
+/** POSTs JSON and returns status and parsed body (read whole and checked to the byte: exact-json.ts). */
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  return { status: res.status, body: await exactJsonBody(res, `${res.status} from ${url}`) };
 }
 
-/** GETs JSON and returns status and parsed body. */
+/** GETs JSON and returns status and parsed body (read whole and checked to the byte: exact-json.ts). */
 export async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const res = await fetch(url, { headers });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  return { status: res.status, body: await exactJsonBody(res, `${res.status} from ${url}`) };
 }
 
 /** Base64 as Python's `base64.encodebytes` and `openssl base64` write it: 76-column lines, each ending in `eol`. */
