@@ -1,5 +1,5 @@
 /**
- * The built store under Node 22 and 24 (official builds from the npm registry, cached outside the
+ * The built store under Node 22, 24 and 26 (official builds from the npm registry, cached outside the
  * repository, see support/node-release.ts): it serves on this machine on the engine the builds'
  * declared needs predict. Where no native uWebSockets.js fits (Node 24 on glibc < 2.38, as on
  * Debian 12), that is the node:http engine, announced once in the log, and HTTP_ENGINE=uws
@@ -18,9 +18,9 @@ import { refusedStart, spawnStore } from '../scripts/lib/spawned-store.js';
 import { tempDataDir } from './support/store-server.js';
 
 const run = promisify(execFile);
-t.setTimeout(600_000); // the first run installs two Node releases
+t.setTimeout(600_000); // the first run installs three Node releases
 
-for (const major of [22, 24]) {
+for (const major of [22, 24, 26]) {
   t.test(`Node ${major}: the built store serves on this machine and names its engine`, async (t) => {
     const node = await nodeRelease(major);
     const [version, abi] = (await run(node, ['-p', 'process.version + " " + process.versions.modules'])).stdout.trim().split(' ');

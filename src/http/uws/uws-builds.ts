@@ -40,7 +40,7 @@ export interface UwsBuild {
 }
 
 /** Node major version of each Node ABI the builds cover, for messages. */
-export const NODE_OF_ABI: Record<number, number> = { 93: 16, 108: 18, 115: 20, 127: 22, 137: 24, 141: 25 };
+export const NODE_OF_ABI: Record<number, number> = { 93: 16, 108: 18, 115: 20, 127: 22, 137: 24, 141: 25, 147: 26 };
 
 /** The builds, by id. */
 export const UWS_BUILDS: Record<UwsBuildId, UwsBuild> = {
