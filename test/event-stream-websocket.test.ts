@@ -1,7 +1,8 @@
 /**
- * The live event stream as a WebSocket on the native engine (docs/API.md, "Live stream"):
- * messages `{"type", "id", "data"}` carrying what the SSE stream carries, resumable with `since`,
- * the key as `api_key`, and a browser's cross-origin upgrade refused before any upgrade.
+ * The live event stream as a WebSocket (docs/API.md, "Live stream"), on the process's engine
+ * (test/node-engine/ runs it again on node:http): messages `{"type", "id", "data"}` carrying what
+ * the SSE stream carries, resumable with `since`, the key as `api_key`, a browser's cross-origin
+ * upgrade refused before any upgrade, and an Upgrade on another path answered as that path.
  */
 import t from 'tap';
 import WebSocket from 'ws';
@@ -51,7 +52,7 @@ function refusal(url: string, headers: Record<string, string> = {}): Promise<num
 }
 
 t.test('a WebSocket subscriber gets matching creates and finalizes, and resumes with since', async (t) => {
-  const store = await startStore({ CLEANUP_INTERVAL_SECONDS: '3600', HTTP_ENGINE: 'uws' });
+  const store = await startStore({ CLEANUP_INTERVAL_SECONDS: '3600' });
   t.teardown(() => store.stop());
   const wsUrl = store.url.replace('http:', 'ws:');
   const { socket, next } = await open(`${wsUrl}/v2/events/stream?device_id=cam-1`);
@@ -76,7 +77,7 @@ t.test('a WebSocket subscriber gets matching creates and finalizes, and resumes 
 });
 
 t.test('an upgrade passes the checks of the SSE route: key, filters, and no cross-origin browser', async (t) => {
-  const store = await startStore({ CLEANUP_INTERVAL_SECONDS: '3600', HTTP_ENGINE: 'uws', API_KEY: 'ws-key' });
+  const store = await startStore({ CLEANUP_INTERVAL_SECONDS: '3600', API_KEY: 'ws-key' });
   t.teardown(() => store.stop());
   const wsUrl = store.url.replace('http:', 'ws:');
   t.equal(await refusal(`${wsUrl}/v2/events/stream`), 401, 'no key');
@@ -87,4 +88,12 @@ t.test('an upgrade passes the checks of the SSE route: key, filters, and no cros
   t.teardown(() => socket.terminate());
   const created = await postJson(`${store.url}/v2/events`, smallEvent(), { 'x-api-key': 'ws-key' });
   t.equal((await next()).id, created.body.created_at, 'api_key in the query is the key');
+});
+
+t.test('an Upgrade on a path with no WebSocket route gets that path\'s ordinary answer', async (t) => {
+  const store = await startStore({ CLEANUP_INTERVAL_SECONDS: '3600' });
+  t.teardown(() => store.stop());
+  const wsUrl = store.url.replace('http:', 'ws:');
+  t.equal(await refusal(`${wsUrl}/health`), 200, '/health answers as it does to a GET');
+  t.equal(await refusal(`${wsUrl}/v2/events/not-an-event`), 404, 'an unknown event, 404');
 });

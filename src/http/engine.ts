@@ -38,10 +38,10 @@ export interface HttpEngine {
    */
   listen(host: string, port: number): Promise<number>;
   /**
-   * Serves WebSocket upgrades on `pattern` (the native engine; the node:http engine has none, and
-   * its requests on `pattern` reach the route of the same path). Register before that route.
+   * Serves WebSocket upgrades on `pattern` (an exact path on the node:http engine); requests
+   * without an Upgrade reach the route of the same path. Register before that route.
    */
-  webSocket?(pattern: string, endpoint: WebSocketEndpoint): void;
+  webSocket(pattern: string, endpoint: WebSocketEndpoint): void;
   /** Stops accepting connections; requests under way go on. */
   stopListening(): void;
   /** After a graceful stop: closes the connections left idle (keep-alive). */

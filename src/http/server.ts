@@ -67,7 +67,7 @@ export async function startServer(config: Config, store: EventStore, lifecycle: 
   const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt });
   const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt };
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
-  engine.webSocket?.('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
+  engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
   const inFlight = registerRoutes(engine, routesFor(config), ctx);
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');

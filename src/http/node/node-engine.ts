@@ -8,11 +8,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpEngine, RuntimeInfo } from '../engine.js';
-import type { Exchange } from '../exchange.js';
 import { NodeExchange } from './node-exchange.js';
+import { NodeWebSockets, splitTarget, type RequestHandler } from './node-websocket.js';
 import { RouteMatcher } from './route-match.js';
-
-type Handler = (ex: Exchange) => void;
 
 /**
  * Largest request head (bytes): about what uWebSockets.js 20.30 parses (127,973 bytes measured
@@ -25,12 +23,10 @@ export const MAX_HEAD_BYTES = 128 * 1024;
  * @param runtime what /stats reports (http_engine `node`)
  */
 export function createNodeEngine(runtime: RuntimeInfo): HttpEngine {
-  const routes = new RouteMatcher<Handler>();
+  const routes = new RouteMatcher<RequestHandler>();
+  const webSockets = new NodeWebSockets(routes);
   const server = http.createServer({ requestTimeout: 0, maxHeaderSize: MAX_HEAD_BYTES }, (req, res) => {
-    const target = req.url ?? '/';
-    const mark = target.indexOf('?');
-    const url = mark < 0 ? target : target.slice(0, mark);
-    const query = mark < 0 ? '' : target.slice(mark + 1);
+    const { url, query } = splitTarget(req.url ?? '/');
     const found = routes.match(req.method ?? 'GET', url);
     // The route table registers a catch-all; without one, close like a server with no route.
     if (!found) return void res.destroy();
@@ -41,6 +37,9 @@ export function createNodeEngine(runtime: RuntimeInfo): HttpEngine {
     runtime,
     route(method, pattern, handler) {
       routes.add(method, pattern, handler);
+    },
+    webSocket(pattern, endpoint) {
+      if (webSockets.add(pattern, endpoint) === 0) server.on('upgrade', webSockets.onUpgrade);
     },
     listen(host, port) {
       return new Promise((resolve, reject) => {
