@@ -57,7 +57,8 @@ function report(err: unknown): void {
 }
 
 // A thumbnail says itself that its image is gone; only a refused key concerns the whole page.
-const list = new EventList(element<HTMLOListElement>('#events'), LIST_LIMIT, (err) => err instanceof Unauthorized && askForKey());
+const listElement = element<HTMLOListElement>('#events');
+const list = new EventList(listElement, LIST_LIMIT, (err) => err instanceof Unauthorized && askForKey());
 
 /** Stops everything and shows the key form, saying whether a key was refused. */
 function askForKey(): void {
@@ -95,6 +96,7 @@ async function showSearch(q: string, current: number): Promise<void> {
     const page = await getJson<EventSearchPage>(`/v2/events/search?${new URLSearchParams({ q, limit: String(LIST_LIMIT) })}`);
     if (current !== generation) return;
     for (const event of [...page.events].reverse()) list.upsert(event);
+    listElement.dataset.answered = ''; // an empty list now says that nothing matches (page.css)
     setConnection('search');
   } catch (err) {
     if (current !== generation) return;
@@ -127,6 +129,7 @@ async function start(): Promise<void> {
   stream?.close();
   stream = undefined;
   list.clear();
+  delete listElement.dataset.answered;
   rate.reset();
   report(undefined);
   queryProblem.hidden = true;
@@ -147,12 +150,19 @@ async function start(): Promise<void> {
     page = await getJson<EventPage>(`/v2/events?${new URLSearchParams({ ...Object.fromEntries(params), limit: String(LIST_LIMIT) })}`);
   } catch (err) {
     if (current !== generation) return;
+    if (err instanceof RequestFailed && err.status === 400) {
+      // A filter the store refuses (an unknown event_schema): its reason, and no retry.
+      queryProblem.textContent = err.detail ?? err.message;
+      queryProblem.hidden = false;
+      return;
+    }
     report(err);
     if (!(err instanceof Unauthorized)) setTimeout(() => current === generation && void start(), 5000);
     return;
   }
   if (current !== generation) return;
   for (const event of [...page.events].reverse()) list.upsert(event);
+  listElement.dataset.answered = '';
   stream = new LiveStream(params, page.events[0]?.created_at ?? BEFORE_EVERYTHING, {
     created(event) {
       rate.add();

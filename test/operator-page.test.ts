@@ -238,6 +238,25 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.same(await eventually(() => listedIds(page), (ids) => ids.length === 4), [shown, hidden, otherDevice, catEvent], 'no query: live again, every event');
   });
 
+  await t.test('a filter nothing matches says so; an unknown schema shows the store\'s reason', async (t) => {
+    const empty = page.locator('#events[data-answered]:empty');
+    await page.fill('#filter-device', 'cam-nobody');
+    await page.press('#filter-device', 'Enter');
+    await empty.waitFor();
+    t.equal(await empty.evaluate((list) => getComputedStyle(list, '::before').content), '"No events match these filters."', 'an empty answer says nothing matches');
+
+    await page.fill('#filter-device', '');
+    await page.fill('#filter-schema', 'detection');
+    await page.press('#filter-schema', 'Enter');
+    const problem = page.locator('#query-problem');
+    await problem.waitFor({ state: 'visible' });
+    t.match(await problem.textContent(), "Invalid event_schema 'detection': expected one of quality_check", 'the store\'s reason for the schema');
+    await page.fill('#filter-schema', '');
+    await page.press('#filter-schema', 'Enter');
+    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 4), [shown, hidden, otherDevice, catEvent], 'no filter: every event again');
+    t.ok(await problem.isHidden(), 'and the reason is gone');
+  });
+
   await t.test('a reset empties the list', async (t) => {
     const { body: token } = await postJson(`${store.url}/reset/request`, {}, auth);
     t.equal((await postJson(`${store.url}/reset/confirm`, { reset_token: token.reset_token }, auth)).status, 200);

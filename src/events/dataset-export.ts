@@ -11,6 +11,7 @@ import { exportEventOf } from '../export/export-event.js';
 import { EXPORT_FORMATS, isExportFormat, type ExportEvent, type ExportFormat, type ExportSummary } from '../export/export-types.js';
 import type { EventStore } from '../store/event-store.js';
 import { matchingEvents } from './matching-events.js';
+import { assertKnownParams } from './query-params.js';
 import type { ListLimits } from './read-events.js';
 import { compileEventQuery } from './search-conditions.js';
 import { requiredQuery } from './search-cursor.js';
@@ -24,10 +25,11 @@ export interface ExportRequest {
 
 /**
  * Checks the parameters of `GET /v2/export`: `q` (required) and `format` (default `coco`).
- * @throws AppError invalid_search_query (400) for a query that does not parse,
- *   validation_failed (422) for a missing `q` or an unknown `format`
+ * @throws AppError invalid_search_query (400) for a query that does not parse, invalid_query
+ *   (400) for a parameter the route does not take (query-params.ts), validation_failed (422) for a missing `q` or an unknown `format`
  */
 export function prepareExport(params: URLSearchParams): ExportRequest {
+  assertKnownParams(params, 'export');
   const condition = compileEventQuery(requiredQuery(params));
   const format = params.get('format') ?? 'coco';
   if (!isExportFormat(format)) {

@@ -1,12 +1,15 @@
 /**
- * Query-string parsing of the list, latest and count routes (docs/API.md, "Query parameters").
- * Errors: E5 (400) for a malformed timestamp, `sort_direction` or `metadata_filter`; E6/E7 (422)
+ * Query-string parsing of the list, latest, count and stream routes (docs/API.md, "Query
+ * parameters"). Errors: E5 (400) for a parameter the route does not take, an `event_schema` that
+ * is none of the five, a malformed timestamp, `sort_direction` or `metadata_filter`; E6/E7 (422)
  * for `limit` and booleans.
  */
 import { AppError, validationError } from '../errors.js';
 import type { EventQuery, MetadataCondition, MetadataOperator } from '../store/event-query.js';
 import type { IndexedField } from '../store/index-keys.js';
 import { parseIsoMicros } from '../store/timestamps.js';
+import { assertKnownParams } from './query-params.js';
+import { EVENT_SCHEMAS } from './types.js';
 
 const OPERATORS = new Set<MetadataOperator>(['eq', 'ne', 'gt', 'lt', 'gte', 'lte']);
 const MAX_LIMIT = 1000;
@@ -81,12 +84,26 @@ function parseTime(params: URLSearchParams, name: string): number | undefined {
   return micros;
 }
 
+/**
+ * Refuses an `event_schema` (or one of `event_schemas`) that is none of the five: it could
+ * match nothing, and a typo must not look like an empty store (the search's `schema:` likewise).
+ * @throws AppError invalid_query (400)
+ */
+function assertKnownSchemas(name: string, values: string[]): void {
+  const unknown = values.find((value) => !(EVENT_SCHEMAS as readonly string[]).includes(value));
+  if (unknown !== undefined) throw new AppError('invalid_query', `Invalid ${name} '${unknown.slice(0, 64)}': expected one of ${EVENT_SCHEMAS.join(', ')}`);
+}
+
 function parseFields(params: URLSearchParams, names: typeof FIELD_PARAMS): EventQuery['fields'] {
   const fields: EventQuery['fields'] = {};
   for (const [field, single, multi] of names) {
     const one = params.get(single);
     const many = multi === undefined ? null : params.get(multi);
     const listed = many === null ? undefined : many.split(',').map((v) => v.trim()).filter((v) => v !== '');
+    if (field === 'event_schema') {
+      if (one !== null) assertKnownSchemas(single, [one]);
+      if (listed !== undefined) assertKnownSchemas(multi!, listed);
+    }
     if (one !== null) fields[field] = listed === undefined || listed.includes(one) ? [one] : [];
     else if (listed !== undefined && listed.length > 0) fields[field] = listed;
   }
@@ -98,6 +115,7 @@ function parseFields(params: URLSearchParams, names: typeof FIELD_PARAMS): Event
  * @throws AppError invalid_query (400, E5), validation_failed (422, E6/E7)
  */
 export function parseListQuery(params: URLSearchParams): EventQuery {
+  assertKnownParams(params, 'list');
   const direction = params.get('sort_direction') ?? 'desc';
   if (direction !== 'asc' && direction !== 'desc') {
     throw new AppError('invalid_query', `Invalid sort_direction '${direction}': expected asc or desc`);
@@ -122,6 +140,7 @@ export function parseListQuery(params: URLSearchParams): EventQuery {
  * @throws AppError invalid_query (400, E5) for a malformed filter or resume point, validation_failed (422, E7)
  */
 export function parseStreamQuery(params: URLSearchParams, lastEventId: string): { filter: EventQuery; since: number | undefined } {
+  assertKnownParams(params, 'stream');
   const filter: EventQuery = {
     fields: parseFields(params, FIELD_PARAMS),
     metadata: params.getAll('metadata_filter').map(parseMetadataFilter),
@@ -140,6 +159,7 @@ export function parseStreamQuery(params: URLSearchParams, lastEventId: string): 
 
 /** Parses the query of `GET /v2/events/latest/query`: `limit` and `include_drafts`, newest first. */
 export function parseLatestQuery(params: URLSearchParams): EventQuery {
+  assertKnownParams(params, 'latest');
   return {
     fields: {},
     metadata: [],
@@ -153,6 +173,7 @@ export function parseLatestQuery(params: URLSearchParams): EventQuery {
 
 /** Parses the query of `GET /events/count/stats`: `device_id`, `event_schema`, `workflow_id`. */
 export function parseCountQuery(params: URLSearchParams): EventQuery {
+  assertKnownParams(params, 'count');
   return {
     fields: parseFields(params, FIELD_PARAMS.filter(([f]) => f === 'device_id' || f === 'event_schema' || f === 'workflow_id').map(([f, s]) => [f, s, undefined])),
     metadata: [],

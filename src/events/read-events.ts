@@ -12,6 +12,7 @@ import { formatMicrosOrNull } from '../store/timestamps.js';
 import { parseCountQuery, parseLatestQuery, parseLimit, parseListQuery } from './list-query.js';
 import { compileEventQuery } from './search-conditions.js';
 import { parseSearchCursor, requiredQuery, searchCursor } from './search-cursor.js';
+import { assertKnownParams } from './query-params.js';
 import type { StoredEvent } from './types.js';
 
 /** Event list (schemas/responses/event-list.json); `next_timestamp` null when nothing follows. */
@@ -147,9 +148,10 @@ export function getEventBody(store: EventStore, id: string): Buffer {
  * @param params `q`, `limit` (1..1000, default 100), `cursor`
  * @returns the body, UTF-8 JSON (bytes)
  * @throws AppError invalid_search_query (400) for a query that does not parse, invalid_query
- *   (400) for a malformed cursor, validation_failed (422) for `limit` or a missing `q`
+ *   (400) for a malformed cursor or a parameter the route does not take (query-params.ts), validation_failed (422) for `limit` or a missing `q`
  */
 export function searchEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Buffer {
+  assertKnownParams(params, 'search');
   const condition = compileEventQuery(requiredQuery(params));
   const limit = parseLimit(params);
   const before = parseSearchCursor(params.get('cursor'));

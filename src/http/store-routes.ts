@@ -205,7 +205,7 @@ export const storeRoutes: Route[] = [
       parameters: listParams,
       responses: { 200: jsonResponse('EventList', 'Matching events.') },
       errors: {
-        invalid_query: 'Invalid filter (E5): malformed timestamp, bad sort_direction, unparseable metadata_filter.',
+        invalid_query: 'Invalid filter (E5): a parameter the route does not take, an unknown event_schema, a malformed timestamp, a bad sort_direction, an unparseable metadata_filter.',
         validation_failed: 'limit out of range (E6) or other invalid parameter.',
       },
     },
