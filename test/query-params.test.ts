@@ -5,6 +5,7 @@
  * `q` and `sort` on the list answered 200 with every event.
  */
 import t from 'tap';
+import { ROUTE_PARAMS, type ReadRoute } from '../src/events/query-params.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { SseClient } from './support/sse-client.js';
 import { startStore } from './support/store-server.js';
@@ -54,4 +55,18 @@ t.test('an event_schema that is none of the five answers 400 on lists, counts an
   t.teardown(() => stream.close());
   t.equal(stream.status, 400, 'the stream too');
   t.equal((await getJson(`${store.url}/v2/events?event_schemas=custom,quality_check`)).body.count, 1, 'known schemas still answer');
+});
+
+t.test('each route takes exactly the parameters /openapi.json documents for it (api_key aside)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const { paths } = (await getJson(`${store.url}/openapi.json`)).body;
+  const routes: Record<ReadRoute, string> = {
+    list: '/v2/events', latest: '/v2/events/latest/query', count: '/events/count/stats',
+    stream: '/v2/events/stream', search: '/v2/events/search', export: '/v2/export',
+  };
+  for (const [route, path] of Object.entries(routes) as [ReadRoute, string][]) {
+    const documented = (paths[path].get.parameters as { name: string; in: string }[]).filter((p) => p.in === 'query').map((p) => p.name);
+    t.same([...documented].sort(), ROUTE_PARAMS[route].filter((name) => name !== 'api_key').sort(), `${path}: the same names`);
+  }
 });
