@@ -70,6 +70,16 @@ export interface LastCleanup {
   bytes_freed: number;
 }
 
+/** What the store wrote against what it accepted since it started (docs/API.md, "Statistics"). */
+export interface DiskWriteStats {
+  source: string | null;
+  bytes_written: number | null;
+  bytes_accepted: number;
+  write_amplification: number | null;
+  bytes_written_per_event: number | null;
+  bytes_written_per_day: number | null;
+}
+
 /** `GET /stats`. */
 export interface Stats {
   current: { total_events: number; days_of_data_stored: number };
@@ -84,4 +94,6 @@ export interface Stats {
   mqtt?: MqttStats | null;
   /** Absent on a store older than this field. */
   last_cleanup?: LastCleanup | null;
+  /** Absent on a store older than this field. */
+  disk_writes?: DiskWriteStats | null;
 }

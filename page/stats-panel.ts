@@ -3,9 +3,10 @@
  * (`capacity.records`), storage (`capacity.storage`), days of data (`current.days_of_data_stored`
  * of `configuration.retention_days`), the cloud upload backlog (`capacity.uploads_pending`), MQTT
  * (`mqtt`, hidden when null or absent) and the latest cleanup (`last_cleanup`, hidden when null or
- * absent). Each gauge is a `<meter>` (0..100 percent) and a line of figures.
+ * absent), and the disk writes (`disk_writes`: a day's bytes, per event, the write amplification).
+ * Each gauge is a `<meter>` (0..100 percent) and a line of figures.
  */
-import type { LastCleanup, MqttStats, Stats } from './shapes.js';
+import type { DiskWriteStats, LastCleanup, MqttStats, Stats } from './shapes.js';
 
 const count = new Intl.NumberFormat('en');
 const decimal = new Intl.NumberFormat('en', { maximumFractionDigits: 2 });
@@ -78,6 +79,17 @@ function renderCleanup(cleanup: LastCleanup | null | undefined): void {
     + `${count.format(cleanup.files_deleted)} files deleted; ${formatBytes(cleanup.bytes_freed)} freed in ${formatDuration(cleanup.duration_seconds)}`;
 }
 
+/** Bytes written a day (the flash's wear), per event, and the write amplification; hidden where the kernel does not report writes. */
+function renderDiskWrites(writes: DiskWriteStats | null | undefined): void {
+  const card = element('#disk-writes');
+  card.hidden = !writes || writes.bytes_written === null || writes.bytes_written_per_day === null;
+  if (card.hidden) return;
+  element('#disk-writes .figure').textContent = `${formatBytes(writes!.bytes_written_per_day!)}/day`;
+  const perEvent = writes!.bytes_written_per_event === null ? 'no event yet' : `${formatBytes(writes!.bytes_written_per_event)} per event`;
+  const amplification = writes!.write_amplification === null ? '' : `, ${decimal.format(writes!.write_amplification)}× what was accepted`;
+  element('#disk-writes .note').textContent = `${perEvent}${amplification}; ${formatBytes(writes!.bytes_written!)} since the start`;
+}
+
 /** Shows `stats` in the page's gauges and cards. */
 export function renderStats(stats: Stats): void {
   const { records, storage } = stats.capacity;
@@ -90,4 +102,5 @@ export function renderStats(stats: Stats): void {
   element('#blocked').hidden = !stats.capacity.blocked;
   renderMqtt(stats.mqtt);
   renderCleanup(stats.last_cleanup);
+  renderDiskWrites(stats.disk_writes);
 }

@@ -129,6 +129,7 @@ export abstract class Exchange {
   private started = false;
   private sentStatus = 0;
   private bodyLeft: boolean;
+  private bodyBytes = 0;
   private stream: ResponseStream | undefined;
   private defaults: ResponseDefaults = { errorShape: 'store', headers: [] };
   private readonly abortHandlers: (() => void)[] = [];
@@ -177,6 +178,16 @@ export abstract class Exchange {
     if (this.clientGone) return;
     this.clientGone = true;
     for (const handler of this.abortHandlers.splice(0)) handler();
+  }
+
+  /** Bytes of the request body received so far (what the engine handed to `onBody`). */
+  get bodyBytesRead(): number {
+    return this.bodyBytes;
+  }
+
+  /** Engines call this with each body chunk's length as it arrives (bytes). */
+  protected countBody(bytes: number): void {
+    this.bodyBytes += bytes;
   }
 
   /** Engines call this when the request body's last chunk arrived. */

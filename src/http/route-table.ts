@@ -13,6 +13,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { GateUse } from '../operations/capacity-gate.js';
+import type { DiskWrites } from '../operations/disk-writes.js';
 import type { Lifecycle } from '../operations/lifecycle-manager.js';
 import type { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/event-store.js';
@@ -59,6 +60,8 @@ export interface ServerContext {
   metrics?: StoreMetrics;
   /** The MQTT publisher (src/sinks/mqtt-sink.ts); absent unless MQTT_URL is set. */
   mqtt?: MqttSink;
+  /** Bytes written against bytes accepted (src/operations/disk-writes.ts); absent in a bench ceiling's bare server. */
+  diskWrites?: DiskWrites;
 }
 
 export interface Route {
@@ -69,6 +72,11 @@ export interface Route {
   doc: RouteDoc;
   /** Reachable without X-API-Key (/health and the interactive docs). */
   public?: boolean;
+  /**
+   * The body is data the store keeps: `event` for a create, `file` for an attachment. A 2xx
+   * answer counts its body as accepted (/stats `disk_writes`, /metrics `ingested_bytes_total`).
+   */
+  stores?: 'event' | 'file';
   /**
    * The store's key may come as the `api_key` query parameter too (the search proxy: hosted
    * clients send their key that way and cannot send X-API-Key).
@@ -178,15 +186,17 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
   const admit = createAdmission(ctx);
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
   /** Counts an answered request in /metrics (the route pattern, not the path: bounded labels). */
-  const observeRequest = (ex: Exchange, route: string, started: number): void => {
-    ctx.metrics?.observeRequest(route, ex.method, ex.status, (performance.now() - started) / 1000, ex.headers.contentLength);
+  const observeRequest = (ex: Exchange, route: Pick<Route, 'path' | 'stores'>, started: number): void => {
+    const stored = route.stores !== undefined && ex.status >= 200 && ex.status < 300 ? ex.bodyBytesRead : 0;
+    if (stored > 0) ctx.diskWrites?.accept(stored, route.stores === 'event' ? 1 : 0);
+    ctx.metrics?.observeRequest(route.path, ex.method, ex.status, (performance.now() - started) / 1000, stored);
   };
 
   for (const route of routes) {
     // A refusal before the body was read closes the connection (Exchange.fail's default).
     const handle = (ex: Exchange) => {
       const started = performance.now();
-      const observe = () => observeRequest(ex, route.path, started);
+      const observe = () => observeRequest(ex, route, started);
       const refused = admit(ex, route);
       if (refused) {
         ex.fail(refused, logError);
@@ -235,14 +245,14 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
         return;
       }
       ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { headers: { Allow: allow } }), logError);
-      observeRequest(ex, path, performance.now());
+      observeRequest(ex, { path }, performance.now());
     };
     engine.route('any', path, notAllowed);
     if (path !== '/') engine.route('any', `${path}/`, notAllowed);
   }
   engine.route('any', '/*', (ex) => {
     ex.fail(new AppError('not_found'), logError);
-    observeRequest(ex, 'unmatched', performance.now());
+    observeRequest(ex, { path: 'unmatched' }, performance.now());
   });
   return inFlight;
 }

@@ -2,6 +2,7 @@
  * The HTTP server: picks the engine (engine-choice.ts), registers the route table on it, listens,
  * and stops gracefully (no new connections, in-flight writes finished, store closed).
  */
+import { DiskWrites } from '../operations/disk-writes.js';
 import { StoreMetrics } from '../operations/metrics.js';
 import { MqttSink } from '../sinks/mqtt-sink.js';
 import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
@@ -64,8 +65,9 @@ export async function startServer(config: Config, store: EventStore, lifecycle: 
   const engine = createEngine(config.httpEngine, log);
   const stream = new StreamHub(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
   const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
-  const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt });
-  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt };
+  const diskWrites = new DiskWrites();
+  const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites });
+  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt, diskWrites };
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
   engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
   const inFlight = registerRoutes(engine, routesFor(config), ctx);

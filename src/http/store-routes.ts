@@ -169,6 +169,7 @@ export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Rout
     path: '/v2/events',
     body: 'json',
     gated: 'create',
+    stores: 'event',
     doc: createDoc,
     handler: async (_ex, ctx, body) => ({ status: 201, body: await createEvent(writerOf(ctx), ctx.config, body) }),
   };
@@ -286,6 +287,7 @@ export const storeRoutes: Route[] = [
     method: 'post',
     path: '/v2/events/:event_id/videos',
     gated: 'other',
+    stores: 'file',
     doc: attachDoc('video', 'attachVideo', { label: { type: 'string', default: 'video' } }, {
       unsupported_video: 'Content is not a supported video format (detected from the bytes).',
       validation_failed: 'Invalid label.',
@@ -296,6 +298,7 @@ export const storeRoutes: Route[] = [
     method: 'post',
     path: '/v2/events/:event_id/local-only-files',
     gated: 'other',
+    stores: 'file',
     doc: attachDoc(
       'local-only file',
       'attachLocalOnlyFile',

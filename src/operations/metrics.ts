@@ -16,6 +16,7 @@ import type { MqttSink } from '../sinks/mqtt-sink.js';
 import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-transport.js';
 import type { StreamHub } from '../stream/stream-hub.js';
+import { WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { Lifecycle } from './lifecycle-manager.js';
 
 const PREFIX = 'edge_events_';
@@ -33,6 +34,8 @@ export interface MetricSources {
   stream: StreamHub;
   /** The MQTT publisher, when MQTT_URL is set. */
   mqtt?: MqttSink;
+  /** Bytes written against bytes accepted. */
+  diskWrites: DiskWrites;
 }
 
 export class StoreMetrics {
@@ -42,13 +45,13 @@ export class StoreMetrics {
   private readonly ingestedBytes: Counter;
 
   constructor(sources: MetricSources) {
-    const { config, store, lifecycle, stream, mqtt } = sources;
+    const { config, store, lifecycle, stream, mqtt, diskWrites } = sources;
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
 
     this.requests = new Counter({ name: `${PREFIX}http_requests_total`, help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers });
     this.requestSeconds = new Histogram({ name: `${PREFIX}http_request_duration_seconds`, help: 'Time from a request\'s head to its answer, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], buckets: SECONDS_BUCKETS, registers });
-    this.ingestedBytes = new Counter({ name: `${PREFIX}ingested_bytes_total`, help: 'Bytes of create request bodies stored (POST /v2/events answered 201).', registers });
+    this.ingestedBytes = new Counter({ name: `${PREFIX}ingested_bytes_total`, help: 'Bytes of request bodies the store kept: creates and attachments answered 2xx.', registers });
 
     const ingestedEvents = new Counter({ name: `${PREFIX}ingested_events_total`, help: 'Events created.', registers });
     const ingestedImages = new Counter({ name: `${PREFIX}ingested_images_total`, help: 'Images stored with created events.', registers });
@@ -68,6 +71,24 @@ export class StoreMetrics {
       roundEvents.observe({ stage }, events);
       roundSeconds.observe({ stage }, seconds);
     };
+
+    let writtenSoFar = 0;
+    new Counter({
+      name: `${PREFIX}disk_written_bytes_total`,
+      help: `Bytes the store process caused to be written to storage since it started (${WRITES_SOURCE}; absent where the kernel does not report it).`,
+      registers,
+      collect() {
+        const written = diskWrites.written();
+        if (written !== undefined && written > writtenSoFar) this.inc(written - writtenSoFar);
+        writtenSoFar = Math.max(writtenSoFar, written ?? 0);
+      },
+    });
+    new Gauge({
+      name: `${PREFIX}write_amplification_ratio`,
+      help: 'Bytes written to storage over bytes of request bodies accepted, since the store started (0 before anything was accepted).',
+      registers,
+      collect() { this.set(diskWrites.report().write_amplification ?? 0); },
+    });
 
     const counters = () => store.counters();
     new Gauge({ name: `${PREFIX}stored_events`, help: 'Events stored.', registers, collect() { this.set(counters().events); } });
@@ -105,13 +126,14 @@ export class StoreMetrics {
    * Counts one answered request.
    * @param route the route pattern (`/v2/events/:event_id`), or `unmatched`
    * @param seconds from the request's head to its answer
-   * @param bodyBytes the request body's declared length, counted as ingested for a stored create
+   * @param storedBodyBytes the body of a create or attachment answered 2xx (bytes, as received),
+   *   counted as ingested; 0 for any other request
    */
-  observeRequest(route: string, method: string, status: number, seconds: number, bodyBytes?: number): void {
+  observeRequest(route: string, method: string, status: number, seconds: number, storedBodyBytes = 0): void {
     const labels = { route, method, status: String(status) };
     this.requests.inc(labels);
     this.requestSeconds.observe(labels, seconds);
-    if (route === '/v2/events' && method === 'POST' && status === 201 && bodyBytes) this.ingestedBytes.inc(bodyBytes);
+    if (storedBodyBytes > 0) this.ingestedBytes.inc(storedBodyBytes);
   }
 
   /** The text exposition of every metric, with its Content-Type. */

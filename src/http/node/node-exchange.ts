@@ -61,7 +61,10 @@ export class NodeExchange extends Exchange {
   }
 
   onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
-    this.req.on('data', (chunk: Buffer) => handler(chunk, false));
+    this.req.on('data', (chunk: Buffer) => {
+      this.countBody(chunk.length);
+      handler(chunk, false);
+    });
     this.req.on('end', () => {
       this.markBodyRead();
       handler(EMPTY, true);

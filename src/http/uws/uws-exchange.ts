@@ -65,6 +65,7 @@ export class UwsExchange extends Exchange {
 
   onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
     this.res.onData((chunk, isLast) => {
+      this.countBody(chunk.byteLength);
       if (isLast) this.markBodyRead();
       handler(Buffer.from(chunk), isLast);
     });
