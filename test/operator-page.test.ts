@@ -180,6 +180,9 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.equal(stats.capacity.uploads_pending, 1, 'the unreachable cloud leaves the finalized event waiting (a draft is not shipped)');
     t.equal(seen.uploads, '1', 'cloud upload backlog');
     t.notOk(await page.locator('#mqtt').isVisible(), 'MQTT off (mqtt null): its card is hidden');
+    t.ok(await page.locator('#disk-writes').isVisible(), 'the disk writes card');
+    t.match(await page.locator('#disk-writes .figure').innerText(), /^[\d.]+ (B|KiB|MiB|GiB|TiB)\/day$/, 'bytes a day');
+    t.match(await page.locator('#disk-writes .note').innerText(), /^[\d.]+ (B|KiB|MiB) per event, [\d.,]+× what was accepted; /, 'per event and the amplification');
 
     // The store runs a cleanup of its own at start-up; a manual one comes after it.
     t.equal((await postJson(`${store.url}/admin/cleanup`, undefined, auth)).status, 200);
