@@ -72,8 +72,16 @@ function writeLines(file, lines) {
  * @returns {{ file: string, count: number, meanBytes: number }}
  */
 export function writeSmallEvents(dir, count = 2000) {
+  return writeLines(path.join(dir, 'small-events.txt'), smallEventBodies(count));
+}
+
+/**
+ * `count` distinct small create bodies (no image), as JSON: the ones writeSmallEvents writes.
+ * @returns {string[]}
+ */
+export function smallEventBodies(count = 2000) {
   const random = seeded(1);
-  return writeLines(path.join(dir, 'small-events.txt'), Array.from({ length: count }, (_, i) => JSON.stringify(smallEvent(random, i))));
+  return Array.from({ length: count }, (_, i) => JSON.stringify(smallEvent(random, i)));
 }
 
 /** Where requests.lua's post-ids mode puts an id unique to each request. */
@@ -118,15 +126,24 @@ export function writeVariedEvents(dir, count = 10_000) {
  * @returns {{ file: string, count: number, meanBytes: number, imageBytes: number }}
  */
 export function writeImageEvents(dir, count = 50) {
+  const { bodies, imageBytes } = imageEventBodies(count);
+  return { ...writeLines(path.join(dir, 'image-events.txt'), bodies), imageBytes };
+}
+
+/**
+ * `count` create bodies carrying IMAGE_FIXTURE, as JSON: the ones writeImageEvents writes.
+ * @returns {{ bodies: string[], imageBytes: number }} imageBytes: the JPEG's size (41,501)
+ */
+export function imageEventBodies(count = 50) {
   const random = seeded(2);
   const image = fs.readFileSync(path.join(repoRoot, 'test', 'fixtures', IMAGE_FIXTURE));
   const base64 = image.toString('base64');
-  const lines = Array.from({ length: count }, (_, i) => {
+  const bodies = Array.from({ length: count }, (_, i) => {
     const event = smallEvent(random, i);
     event.images[0].base64Image = base64;
     return JSON.stringify(event);
   });
-  return { ...writeLines(path.join(dir, 'image-events.txt'), lines), imageBytes: image.length };
+  return { bodies, imageBytes: image.length };
 }
 
 /**

@@ -40,7 +40,7 @@ function peakRssBytes(pid) {
 }
 
 /** `pid` and its live descendants (uvicorn's workers, for one), from /proc/<pid>/task/<tid>/children. */
-function processTree(pid) {
+export function processTree(pid) {
   const tree = [pid];
   for (let i = 0; i < tree.length; i++) {
     let tasks = [];

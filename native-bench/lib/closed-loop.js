@@ -1,0 +1,95 @@
+/**
+ * A closed-loop HTTP client (sweep.js): exactly `inFlight` requests outstanding at any time, as
+ * `inFlight` devices each posting an event and waiting for its 201 before posting the next.
+ * node:http with a keep-alive Agent of `inFlight` sockets, so each loop keeps its connection.
+ */
+import http from 'node:http';
+
+/**
+ * @typedef {object} ClosedLoopRun
+ * @property {number} requests answered 201 within the run
+ * @property {number} seconds from the first post to the last answer (the loops finish the request
+ *   they have in flight when the time is up)
+ * @property {number} rate requests / seconds
+ * @property {number} p50Ms median latency, ms (post to the answer's last byte)
+ * @property {number} p99Ms 99th percentile latency, ms (nearest rank over every request)
+ * @property {number} clientCpuSeconds this process's user + system CPU over the run, s
+ */
+
+/** A keep-alive Agent of `inFlight` sockets, each kept open between a loop's requests. */
+export function closedLoopAgent(inFlight) {
+  return new http.Agent({ keepAlive: true, maxSockets: inFlight, maxFreeSockets: inFlight });
+}
+
+/** The `q` quantile (0..1) of ascending `sorted`, by nearest rank. */
+export function quantile(sorted, q) {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+/**
+ * POSTs one body; resolves with the latency in ms once the whole answer is read.
+ * @throws Error on a status other than 201 (the run fails: an error is not a figure)
+ */
+function post(agent, url, body) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const request = http.request(url, {
+      method: 'POST',
+      agent,
+      headers: { 'content-type': 'application/json', 'content-length': body.length },
+    }, (response) => {
+      const chunks = [];
+      response.on('data', (chunk) => chunks.push(chunk));
+      response.on('end', () => {
+        if (response.statusCode === 201) return resolve(performance.now() - started);
+        reject(new Error(`POST ${url} answered ${response.statusCode}: ${Buffer.concat(chunks).toString().slice(0, 300)}`));
+      });
+      response.on('error', reject);
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+/**
+ * Runs `inFlight` loops posting `bodies` (in turn, each loop from its own offset) to `url` for
+ * `seconds`.
+ * @param {{ url: string, bodies: Buffer[], inFlight: number, seconds: number, agent: http.Agent }} options
+ *   url: the create route, e.g. http://127.0.0.1:18001/v2/events; agent: from closedLoopAgent(inFlight),
+ *   shared by the warm-up and the measured run so the measured one starts on open connections
+ * @returns {Promise<ClosedLoopRun>}
+ * @throws Error on the first non-201 answer or connection error (the agent is destroyed then)
+ */
+export async function runClosedLoop({ url, bodies, inFlight, seconds, agent }) {
+  const latencies = [];
+  const cpu0 = process.cpuUsage();
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  let failed = null;
+  const loop = async (index) => {
+    for (let i = index; performance.now() < deadline && !failed; i += inFlight) {
+      latencies.push(await post(agent, url, bodies[i % bodies.length]));
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: inFlight }, (_, i) => loop(i).catch((error) => {
+      failed ??= error;
+      throw error;
+    })));
+  } catch (error) {
+    agent.destroy();
+    throw error;
+  }
+  const elapsed = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  latencies.sort((a, b) => a - b);
+  return {
+    requests: latencies.length,
+    seconds: elapsed,
+    rate: latencies.length / elapsed,
+    p50Ms: quantile(latencies, 0.5),
+    p99Ms: quantile(latencies, 0.99),
+    clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
+  };
+}

@@ -1,0 +1,151 @@
+/** Renders the concurrency sweep's figures (sweep.js) as RESULTS.sweep.md. */
+
+const int = (n) => Math.round(n).toLocaleString('en-US');
+const ms = (n) => `${n.toFixed(2)} ms`;
+const times = (ratio) => `${ratio.toFixed(2)}x`;
+const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
+const us = (seconds) => `${int(seconds * 1e6)} µs`;
+
+/**
+ * @typedef {object} SweepCell one system at one concurrency on one workload (sweep.js `measureCell`)
+ * @property {number} inFlight requests in flight
+ * @property {number} requests answered 201 in the measured window
+ * @property {number} seconds length of the window, s
+ * @property {number} rate events/s
+ * @property {number} p50Ms
+ * @property {number} p99Ms
+ * @property {number} serverCpuSeconds utime + stime of the server's process tree over the window, s
+ * @property {number} clientCpuSeconds the client's (this process's) CPU over the window, s
+ * @property {number} otherCpuSeconds the machine's busy CPU over the window minus server and client, s
+ * @property {number} load1 1-minute load average at the window's end
+ * @property {number} processWrittenBytes write_bytes of the server's tree, window + tail
+ * @property {number | null} deviceWrittenBytes sectors written x 512 on the data directory's device,
+ *   window + tail (null when it has no block device)
+ * @property {number} lateProcessBytes process bytes written after the tail, up to the late check
+ * @property {number | null} lateDeviceBytes device bytes written after the tail, up to the late check
+ */
+
+/**
+ * The systems as the report reads them: edge-event-store on its first engine (`ours`, whose
+ * rate is divided by each peer's), and the peers.
+ */
+function roles(systems) {
+  const ours = systems.find((s) => s.engine);
+  return { ours, peers: ours ? systems.filter((s) => !s.engine) : [] };
+}
+
+const cellOf = (system, workload, inFlight) => system.cells[workload].find((c) => c.inFlight === inFlight);
+const perEvent = (bytes, c) => (bytes === null ? 'n/a' : kib(bytes / c.requests));
+
+function rateTable(res, workload) {
+  const { ours, peers } = roles(res.systems);
+  const head = ['In flight', ...res.systems.flatMap((s) => [`${s.name} events/s`, 'p50 / p99']), ...peers.map((p) => `${ours.name} / ${p.name}`)];
+  const rows = res.inFlight.map((n) => [
+    n,
+    ...res.systems.flatMap((s) => {
+      const c = cellOf(s, workload, n);
+      return [int(c.rate), `${ms(c.p50Ms)} / ${ms(c.p99Ms)}`];
+    }),
+    ...peers.map((p) => times(cellOf(ours, workload, n).rate / cellOf(p, workload, n).rate)),
+  ]);
+  return table(head, rows);
+}
+
+/** A markdown table, every column right-aligned. */
+function table(head, rows) {
+  const line = (cells) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map(() => '---:')).replaceAll(' ', ''), ...rows.map(line)];
+}
+
+function costTable(res, workload) {
+  const head = ['In flight', ...res.systems.flatMap((s) => [`${s.name} CPU / event`, 'written / event, process / device'])];
+  const rows = res.inFlight.map((n) => [n, ...res.systems.flatMap((s) => {
+    const c = cellOf(s, workload, n);
+    return [us(c.serverCpuSeconds / c.requests), `${perEvent(c.processWrittenBytes, c)} / ${perEvent(c.deviceWrittenBytes, c)}`];
+  })]);
+  return table(head, rows);
+}
+
+function besideTable(res, workload) {
+  const rows = res.inFlight.map((n) => [n, ...res.systems.map((s) => {
+    const c = cellOf(s, workload, n);
+    return `other ${(c.otherCpuSeconds / c.seconds).toFixed(2)} cores, load ${c.load1.toFixed(2)}; client ${us(c.clientCpuSeconds / c.requests)}; `
+      + `late +${perEvent(c.lateProcessBytes, c)} / +${perEvent(c.lateDeviceBytes, c)}`;
+  })]);
+  return table(['In flight', ...res.systems.map((s) => s.name)], rows);
+}
+
+/**
+ * RESULTS.sweep.md from the sweep's results object.
+ * @param {{ machine: object, systems: Array<{ name: string, engine?: string, stack: string,
+ *   cells: Record<string, SweepCell[]> }>, workloads: Array<{ name: string, label: string }>,
+ *   inFlight: number[], plan: object, device: { name: string, majorMinor: string } | null,
+ *   quick: boolean, minutes: number }} res
+ * @returns {string} markdown
+ */
+export function renderSweep(res) {
+  const { machine, plan } = res;
+  const all = res.systems.flatMap((s) => Object.values(s.cells).flat());
+  const otherCores = all.reduce((n, c) => n + c.otherCpuSeconds, 0) / all.reduce((n, c) => n + c.seconds, 0);
+  const lines = [
+    `# Concurrency sweep${res.quick ? ' (quick run: short windows, not for comparison)' : ''}`,
+    '',
+    `Written by \`npm run sweep\` (native-bench/sweep.js) on ${new Date().toISOString().slice(0, 10)} in ${res.minutes.toFixed(1)} min, store ${machine.store}.`,
+    'Every figure below comes from that one run; none is edited by hand. For each workload, each number of requests in flight',
+    'and each system in turn, the system was started on a fresh data directory, warmed up for',
+    `${plan.warmupSeconds} s, then driven for ${plan.seconds} s by a closed-loop client (node:http, keep-alive, one socket per loop; each`,
+    'loop posts an event and waits for its 201 before the next: what a device pipeline does). Every write is durable before',
+    'its answer (RESULTS.md says how each system makes it so).',
+    '',
+    '- **events/s, p50 / p99**: 201 answers over the window, and latency from the post to the answer\'s last byte (every',
+    '  request, nearest rank). The ratio columns divide edge-event-store\'s rate by each peer\'s: above 1, it is ahead.',
+    '- **CPU / event**: utime + stime of the server (every thread of every process of its tree: uvicorn runs a supervisor',
+    '  and two workers) over the window, per event answered.',
+    `- **written / event**: the server tree's \`write_bytes\` (/proc/<pid>/io) and the data directory's block device's sectors`,
+    `  written (/proc/diskstats, ${res.device ? `\`${res.device.name}\`, ${res.device.majorMinor}` : 'no block device found'}) from the window's start to ${plan.tailSeconds} s after its end,`,
+    '  per event answered. The device counts every writer on it: the filesystem journal, and any other work on the machine.',
+    `- **Beside each run**: the machine's busy CPU over the window minus the server's and the client's (other work), the`,
+    '  1-minute load average at the window\'s end, the client\'s own CPU per event, and what was written after the tail',
+    `  (from ${plan.tailSeconds} s to ${plan.lateCheckSeconds} s after the window; not counted above): when it is not near zero, the tail was too short.`,
+    '',
+    ...(otherCores < 0.25 ? [] : [
+      `**The machine was not quiet:** other work used ${otherCores.toFixed(2)} of its ${machine.cores} cores on average during the measured windows;`,
+      'every system competed with it, so every figure understates what it does on a quiet machine.',
+      '',
+    ]),
+  ];
+  for (const workload of res.workloads) {
+    lines.push(
+      `## ${workload.label}`,
+      '',
+      ...rateTable(res, workload.name),
+      '',
+      ...costTable(res, workload.name),
+      '',
+      'Beside each run:',
+      '',
+      ...besideTable(res, workload.name),
+      '',
+    );
+  }
+  lines.push(
+    '## The systems',
+    '',
+    ...res.systems.map((s) => `- **${s.name}**: ${s.stack}.`),
+    '',
+    '## Machine',
+    '',
+    '| | |',
+    '|---|---|',
+    `| CPU | ${machine.cpu} |`,
+    `| Cores | ${machine.cores} |`,
+    `| RAM | ${machine.ramGiB} GiB |`,
+    `| Kernel | ${machine.kernel} |`,
+    `| Node | ${machine.node} |`,
+    `| Disk (data directories) | ${machine.disk} |`,
+    `| Disk sync | ${machine.fdatasync} |`,
+    `| Other CPU during measured windows | ${otherCores.toFixed(2)} cores on average |`,
+    '',
+  );
+  return lines.join('\n');
+}

@@ -1,0 +1,191 @@
+/**
+ * Concurrency sweep (issue #28, item 5): edge-event-store and the peers side by side in one run,
+ * at 1, 4, 16 and 50 requests in flight, with small events (~850 B of JSON) and image events
+ * (the small events plus the base64 of rocket.jpg, 41,501 bytes). A device pipeline posts one
+ * event and waits for the 201; bench.js's 50 wrk connections hide what that costs.
+ *
+ * For each workload, each number of requests in flight and each system in turn (so a row's
+ * figures come from the same minutes): a fresh data directory, the system started, a short
+ * warm-up, then a closed-loop client (lib/closed-loop.js: node:http, keep-alive, exactly N
+ * requests in flight; a non-201 fails the run) for a fixed window. Reported per cell: events/s,
+ * p50 and p99, the server's CPU per event (utime + stime over its whole process tree), bytes
+ * written per event by the server's tree (`write_bytes`) and by the data directory's block device
+ * (/proc/diskstats), both up to TAIL_SECONDS after the window so a background flush is counted,
+ * and what else used the machine meanwhile.
+ *
+ * Run: `npm run sweep` (setup.sh, then `node sweep.js`), or `node sweep.js [--quick]
+ * [--seconds=N] [--systems=edge-event-store,fastify-sqlite] [--in-flight=1,4] [--workloads=small]
+ * [--late-check=N]`.
+ * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes
+ * and writes RESULTS.sweep.md; --quick (3 s windows, no wait for a quiet machine) writes
+ * .data/RESULTS.sweep.quick.md instead, so a noisy check never replaces measured figures.
+ * Both print the report and keep the raw figures in .data/sweep.json.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { closedLoopAgent, runClosedLoop } from './lib/closed-loop.js';
+import { machineBusySeconds, machineDetails, waitForQuiet } from './lib/machine.js';
+import { imageEventBodies, smallEventBodies } from './lib/payloads.js';
+import { repoRoot, ServerProcess } from './lib/store-process.js';
+import { renderSweep } from './lib/sweep-report.js';
+import { SYSTEMS } from './lib/systems.js';
+import { blockDeviceOf, deviceWrittenBytes, treeWriteBytes } from './lib/write-counters.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const workDir = path.join(here, '.data');
+const option = (name) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+const list = (name) => option(name)?.split(',');
+const quick = process.argv.includes('--quick');
+
+/** Seconds after the window until bytes written stop being counted (lmdb-js syncs on a thread of its own). */
+const TAIL_SECONDS = 1.5;
+/**
+ * Seconds after the window of the second reading (`--late-check=N`), which checks that the tail
+ * was long enough; 35 covers the kernel's writeback of dirty pages nobody synced (30 s).
+ */
+const LATE_CHECK_SECONDS = Number(option('late-check') ?? 5);
+const PORT = Number(process.env.BENCH_PORT ?? 18001);
+
+/**
+ * @type {{ seconds: number, warmupSeconds: number, quietWaitSeconds: number, tailSeconds: number,
+ *   lateCheckSeconds: number }} seconds: each measured window; quietWaitSeconds: how long each
+ *   cell waits for a quiet machine before it starts anyway (0: it does not wait)
+ */
+const plan = {
+  seconds: Number(option('seconds') ?? (quick ? 3 : 8)),
+  warmupSeconds: quick ? 0.5 : 2,
+  quietWaitSeconds: quick ? 0 : 30,
+  tailSeconds: TAIL_SECONDS,
+  lateCheckSeconds: LATE_CHECK_SECONDS,
+};
+if (!(plan.lateCheckSeconds >= TAIL_SECONDS)) throw new Error(`--late-check=${option('late-check')}: at least ${TAIL_SECONDS} s`);
+if (!(plan.seconds > 0)) throw new Error(`--seconds=${option('seconds')}: a number of seconds above 0`);
+const inFlight = (list('in-flight') ?? ['1', '4', '16', '50']).map(Number);
+if (inFlight.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--in-flight=${option('in-flight')}: whole numbers from 1`);
+const only = list('systems');
+const systems = SYSTEMS.filter((s) => !only || only.includes(s.name));
+const unknown = (only ?? []).filter((name) => !SYSTEMS.some((s) => s.name === name));
+if (unknown.length > 0 || systems.length === 0) throw new Error(`--systems: unknown ${unknown.join(', ') || '(none given)'}; known: ${SYSTEMS.map((s) => s.name).join(', ')}`);
+
+const log = (message) => console.log(`[sweep ${new Date().toISOString().slice(11, 19)}] ${message}`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The workloads: a name, a label for the report and the request bodies (posted in turn).
+ * @returns {Array<{ name: string, label: string, bodies: Buffer[] }>}
+ */
+function workloads() {
+  const small = smallEventBodies(2000).map((body) => Buffer.from(body));
+  const images = imageEventBodies(50);
+  const mean = (bodies) => bodies.reduce((n, b) => n + b.length, 0) / bodies.length;
+  const all = [
+    { name: 'small', label: `Small events (~${Math.round(mean(small))} B)`, bodies: small },
+    {
+      name: 'image',
+      label: `Image events (one JPEG of ${images.imageBytes.toLocaleString('en-US')} B, bodies of ~${Math.round(mean(images.bodies.map((b) => Buffer.from(b)))).toLocaleString('en-US')} B)`,
+      bodies: images.bodies.map((body) => Buffer.from(body)),
+    },
+  ];
+  const chosen = list('workloads');
+  return chosen ? all.filter((w) => chosen.includes(w.name)) : all;
+}
+
+/**
+ * One cell: `system` started fresh, warmed up, then `n` requests in flight for plan.seconds.
+ * @returns {Promise<import('./lib/sweep-report.js').SweepCell>}
+ * @throws Error when a request fails, fewer events are stored than were acknowledged, or the
+ *   server does not stop gracefully
+ */
+async function measureCell(system, workload, n, device) {
+  const label = `${system.name} ${workload.name} x${n}`;
+  const dataDir = path.join(workDir, 'sweep', `${system.name}-${workload.name}-${n}`);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  if (plan.quietWaitSeconds > 0 && !(await waitForQuiet({ timeoutSeconds: plan.quietWaitSeconds }))) {
+    log(`${label}: the machine stayed busy with other work; measuring anyway`);
+  }
+  const running = await ServerProcess.start(system.server, dataDir, { port: PORT });
+  const agent = closedLoopAgent(n);
+  const load = { url: `${running.url}/v2/events`, bodies: workload.bodies, inFlight: n, agent };
+  const warm = await runClosedLoop({ ...load, seconds: plan.warmupSeconds });
+
+  const cpu0 = running.usage().cpuSeconds;
+  const busy0 = machineBusySeconds();
+  const process0 = treeWriteBytes(running.pid);
+  const device0 = device ? deviceWrittenBytes(device.name) : null;
+  const run = await runClosedLoop({ ...load, seconds: plan.seconds });
+  const serverCpuSeconds = running.usage().cpuSeconds - cpu0;
+  const busy = machineBusySeconds() - busy0;
+  const [load1] = os.loadavg();
+  await sleep(plan.tailSeconds * 1000);
+  const process1 = treeWriteBytes(running.pid);
+  const device1 = device ? deviceWrittenBytes(device.name) : null;
+  await sleep((plan.lateCheckSeconds - plan.tailSeconds) * 1000);
+  const process2 = treeWriteBytes(running.pid);
+  const device2 = device ? deviceWrittenBytes(device.name) : null;
+  agent.destroy();
+
+  const stored = await running.eventCount();
+  if (stored < warm.requests + run.requests) throw new Error(`${label}: ${warm.requests + run.requests} acknowledged, ${stored} stored`);
+  const stopped = await running.stop();
+  if (stopped.code !== 0) throw new Error(`${label}: the server did not stop gracefully: ${JSON.stringify(stopped)}\n${running.output}`);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+
+  const cell = {
+    inFlight: n,
+    requests: run.requests,
+    seconds: run.seconds,
+    rate: run.rate,
+    p50Ms: run.p50Ms,
+    p99Ms: run.p99Ms,
+    serverCpuSeconds,
+    clientCpuSeconds: run.clientCpuSeconds,
+    otherCpuSeconds: Math.max(0, busy - serverCpuSeconds - run.clientCpuSeconds),
+    load1,
+    processWrittenBytes: process1 - process0,
+    deviceWrittenBytes: device ? device1 - device0 : null,
+    lateProcessBytes: process2 - process1,
+    lateDeviceBytes: device ? device2 - device1 : null,
+  };
+  const kib = (bytes) => (bytes === null ? 'n/a' : `${(bytes / cell.requests / 1024).toFixed(1)} KiB`);
+  log(`${label}: ${cell.rate.toFixed(0)} events/s, p50 ${cell.p50Ms.toFixed(2)} ms, p99 ${cell.p99Ms.toFixed(2)} ms, `
+    + `CPU ${((1e6 * serverCpuSeconds) / cell.requests).toFixed(0)} µs/event, written ${kib(cell.processWrittenBytes)} / ${kib(cell.deviceWrittenBytes)} per event `
+    + `(late +${kib(cell.lateProcessBytes)} / +${kib(cell.lateDeviceBytes)}), other ${(cell.otherCpuSeconds / cell.seconds).toFixed(2)} cores, load ${load1.toFixed(2)}`);
+  return cell;
+}
+
+async function main() {
+  const started = performance.now();
+  fs.mkdirSync(path.join(workDir, 'sweep'), { recursive: true });
+  const machine = machineDetails(path.join(workDir, 'sweep'), repoRoot);
+  const device = blockDeviceOf(path.join(workDir, 'sweep'));
+  if (!device) log('the data directory has no block device of its own: device bytes are not reported');
+  const chosen = workloads();
+  log(`${systems.map((s) => s.name).join(', ')}; ${chosen.map((w) => w.name).join(', ')}; ${inFlight.join(', ')} in flight; `
+    + `${plan.seconds} s windows; device ${device ? `${device.name} (${device.majorMinor})` : 'n/a'}; store ${machine.store}`);
+  const results = systems.map((s) => ({ name: s.name, engine: s.engine, stack: s.stack, cells: Object.fromEntries(chosen.map((w) => [w.name, []])) }));
+  for (const workload of chosen) {
+    for (const n of inFlight) {
+      for (const [i, system] of systems.entries()) results[i].cells[workload.name].push(await measureCell(system, workload, n, device));
+    }
+  }
+  const res = {
+    machine,
+    systems: results,
+    workloads: chosen.map(({ name, label }) => ({ name, label })),
+    inFlight,
+    plan,
+    device,
+    quick,
+    minutes: (performance.now() - started) / 60_000,
+  };
+  fs.writeFileSync(path.join(workDir, 'sweep.json'), JSON.stringify(res, null, 2));
+  const report = renderSweep(res);
+  const file = quick ? path.join(workDir, 'RESULTS.sweep.quick.md') : path.join(here, 'RESULTS.sweep.md');
+  fs.writeFileSync(file, report);
+  console.log(`\n${report}`);
+  log(`written to ${path.relative(here, file)}`);
+}
+
+await main();
