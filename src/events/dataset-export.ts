@@ -39,28 +39,25 @@ export function prepareExport(params: URLSearchParams): ExportRequest {
 }
 
 /**
- * Reads the bytes of stored image `fileId` whole (images are at most MAX_RECORD_SIZE_BYTES). A
- * segment that vanished under the read was compacted or reclaimed meanwhile (docs/STORAGE.md,
- * "Reclaiming space"): the file is looked up again, once, at its new place.
- * @returns null when the file is gone (storage cleanup) or is no image
- * @throws the fs error of a failed read other than a vanished segment
+ * Reads the bytes of stored image `fileId` whole (images are at most MAX_RECORD_SIZE_BYTES; a file
+ * compaction moved meanwhile is found at its new place: StoredFile.read).
+ * @returns null when the file is gone (storage cleanup deleted it meanwhile) or is no image
+ * @throws the fs error of a failed read other than a deleted file
  */
-async function readImage(store: EventStore, fileId: string, retried = false): Promise<Buffer | null> {
-  const file = store.getFile(fileId);
+async function readImage(store: EventStore, fileId: string): Promise<Buffer | null> {
+  const file = store.openFile(fileId);
   if (!file || file.kind !== 'image') return null;
-  const bytes = Buffer.allocUnsafe(file.length);
   try {
-    const read = await store.blobs.read(file.segment, file.offset, bytes);
-    return read === file.length ? bytes : null;
+    return await file.readAll();
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    return retried ? null : readImage(store, fileId, true);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || !store.openFile(fileId)) return null;
+    throw err;
   }
 }
 
 async function* exportEvents(store: EventStore, condition: SearchCondition, limits: ListLimits): AsyncGenerator<ExportEvent> {
   for await (const event of matchingEvents(store, condition, limits)) {
-    yield exportEventOf(event, (fileId) => store.getFile(fileId)?.contentType);
+    yield exportEventOf(event, (fileId) => store.openFile(fileId)?.contentType);
   }
 }
 

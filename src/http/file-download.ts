@@ -6,8 +6,7 @@
  * let it go (ResponseStream.write's `released`).
  */
 import { AppError } from '../errors.js';
-import type { FileEntry } from '../store/lmdb-env.js';
-import type { BlobReader } from '../store/blob-reader.js';
+import type { StoredFile } from '../store/stored-file.js';
 import { BufferPool } from './buffer-pool.js';
 import { downloadSafetyHeaders } from './download-headers.js';
 import type { Exchange } from './exchange.js';
@@ -22,10 +21,10 @@ const MAX_POOLED_BUFFERS = 16;
 const pool = new BufferPool(READ_CHUNK_BYTES, MAX_POOLED_BUFFERS);
 
 /** Reads `length` bytes of `file` at `position` (bytes into the file) into a pooled buffer. */
-async function readChunk(blobs: BlobReader, file: FileEntry, position: number, length: number): Promise<{ buffer: Buffer; read: number }> {
+async function readChunk(file: StoredFile, position: number, length: number): Promise<{ buffer: Buffer; read: number }> {
   const buffer = pool.acquire();
   try {
-    return { buffer, read: await blobs.read(file.segment, file.offset + position, buffer, length) };
+    return { buffer, read: await file.read(position, buffer, length) };
   } catch (err) {
     pool.release(buffer);
     throw err;
@@ -39,21 +38,21 @@ async function readChunk(blobs: BlobReader, file: FileEntry, position: number, l
  *   vanished under the index (the consistency pass will drop the entry), before anything is
  *   written; once streaming has begun a read failure closes the connection instead
  */
-export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry, fileId: string): Promise<void> {
-  const range = resolveRange(ex.headers.range, file.length);
+export async function sendFile(ex: Exchange, file: StoredFile): Promise<void> {
+  const range = resolveRange(ex.headers.range, file.size);
   const first = range?.start ?? 0;
-  const total = range ? range.end - range.start + 1 : file.length;
+  const total = range ? range.end - range.start + 1 : file.size;
   const headers: [string, string][] = [
     ['Content-Type', file.contentType],
     ['Accept-Ranges', 'bytes'],
     ...downloadSafetyHeaders(file.contentType),
   ];
-  if (range) headers.push(['Content-Range', `bytes ${range.start}-${range.end}/${file.length}`]);
+  if (range) headers.push(['Content-Range', `bytes ${range.start}-${range.end}/${file.size}`]);
 
   // Read the first chunk before writing the status, so a vanished segment still answers an error.
   let length = Math.min(READ_CHUNK_BYTES, total);
-  const vanished = (cause?: unknown) => new AppError('file_not_found', `File ${fileId} not found`, { cause });
-  let chunk = await readChunk(blobs, file, first, length).catch((err: NodeJS.ErrnoException) => {
+  const vanished = (cause?: unknown) => new AppError('file_not_found', `File ${file.id} not found`, { cause });
+  let chunk = await readChunk(file, first, length).catch((err: NodeJS.ErrnoException) => {
     throw err.code === 'ENOENT' ? vanished(err) : err;
   });
   if (chunk.read !== length) {
@@ -75,12 +74,12 @@ export async function sendFile(ex: Exchange, blobs: BlobReader, file: FileEntry,
       if (sent >= total || response.aborted) break;
       // The next chunk goes into another buffer: the exchange may still hold this one.
       length = Math.min(READ_CHUNK_BYTES, total - sent);
-      const [next] = await Promise.all([readChunk(blobs, file, first + sent, length), writable ? undefined : response.writable()]);
+      const [next] = await Promise.all([readChunk(file, first + sent, length), writable ? undefined : response.writable()]);
       chunk = next;
       if (response.aborted || next.read !== length) {
         pool.release(next.buffer);
         if (response.aborted) return;
-        throw new Error(`segment ${file.segment} ended early`);
+        throw new Error(`file ${file.id} ended early in the log`);
       }
     }
     response.end();

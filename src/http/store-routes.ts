@@ -15,9 +15,9 @@ import type { Exchange } from './exchange.js';
 /** Sends file `ex.params[0]` when it exists and is of `kind` (docs/API.md, "Errors": E9). */
 async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promise<void> {
   const [fileId] = ex.params;
-  const file = ctx.store.getFile(fileId);
+  const file = ctx.store.openFile(fileId);
   if (!file || file.kind !== kind) throw new AppError('file_not_found', `File ${fileId} not found`);
-  await sendFile(ex, ctx.store.blobs, file, fileId);
+  await sendFile(ex, file);
 }
 
 /**

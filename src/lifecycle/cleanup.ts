@@ -11,7 +11,7 @@ import { eventsOldestFirst, filesByAge, retentionCutoff } from '../store/lifecyc
 import type { StoreView } from '../store/store-view.js';
 import { isProtected } from '../store/sink-ledger.js';
 import type { DeletionReason } from '../store/store-changes.js';
-import { checkConsistency } from './consistency.js';
+import { checkConsistency } from '../store/consistency.js';
 
 /**
  * Records or files per deletion transaction. A record is ~14 keys to remove, and every deletion

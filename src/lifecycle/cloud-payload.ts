@@ -6,8 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Classification, Detection, InstanceSegmentation, KeypointGroup, MetadataValue, StoredImage } from '../events/types.js';
-import type { BlobReader } from '../store/blob-reader.js';
-import type { FileEntry } from '../store/lmdb-env.js';
+import type { StoredFile } from '../store/stored-file.js';
 import type { EventRecord } from '../store/record-codec.js';
 
 /** An image of a cloud event: the ids the upload route answered, and the model's results. */
@@ -97,10 +96,10 @@ export function imageName(fileId: string, contentType: string): string {
 /**
  * The `multipart/form-data` body of `POST /vision-events/upload`: the `name` field, then the
  * `file` part with the image's bytes and content type, read from the blob log in chunks
- * (BlobReader.stream) as the request is sent. Its length is known, so it goes with a Content-Length.
+ * (StoredFile.stream) as the request is sent. Its length is known, so it goes with a Content-Length.
  * A read that fails or comes back short errors the stream (and so the request).
  */
-export function imageUploadForm(blobs: BlobReader, file: FileEntry, name: string): RequestParts {
+export function imageUploadForm(file: StoredFile, name: string): RequestParts {
   const boundary = `edge-events-${randomUUID()}`;
   const head = Buffer.from(
     `--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\n${name}\r\n`
@@ -108,7 +107,7 @@ export function imageUploadForm(blobs: BlobReader, file: FileEntry, name: string
     + `Content-Type: ${file.contentType}\r\n\r\n`,
   );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  const blob = blobs.stream(file).getReader();
+  const blob = file.stream().getReader();
   let ended = false;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -130,7 +129,7 @@ export function imageUploadForm(blobs: BlobReader, file: FileEntry, name: string
     body,
     headers: {
       'content-type': `multipart/form-data; boundary=${boundary}`,
-      'content-length': String(head.length + file.length + tail.length),
+      'content-length': String(head.length + file.size + tail.length),
     },
   };
 }

@@ -45,8 +45,8 @@ interface Prepared {
 /** Uploads one image file; its `sourceId`, or undefined when the file vanished or was refused. */
 async function uploadImage(store: StoreView, client: CloudClient, fileId: string, log: Logger): Promise<string | undefined> {
   const outcome = await client.post('/vision-events/upload', () => {
-    const file = store.getFile(fileId);
-    return file && imageUploadForm(store.blobs, file, imageName(fileId, file.contentType));
+    const file = store.openFile(fileId);
+    return file && imageUploadForm(file, imageName(fileId, file.contentType));
   });
   if (outcome.kind === 'gone') {
     log.warn({ fileId }, 'image removed before upload; its event ships without it');

@@ -111,7 +111,7 @@ export class Lifecycle {
     } else if (message.type === 'changes') {
       for (const change of message.changes) this.store.announceChange(change);
     } else if (message.type === 'reclaimed') {
-      for (const segment of message.segments) void this.store.blobs.forget(segment);
+      this.store.segmentsDeleted(message.segments);
     } else if (message.type === 'retire-segment' || message.type === 'compact-segment') {
       const reply = () => this.current?.postMessage({ type: 'writer-done', id: message.id } satisfies ToWorker);
       const work = message.type === 'retire-segment' ? this.store.retireSegment(message.segment) : this.store.compactSegment(message.segment);

@@ -102,13 +102,13 @@ export class NatsSink implements Sink {
    * A file gone from the store (deleted) or local-only is passed.
    */
   private async putFile(bucket: ObjectStore, fileId: string, unlessStored: boolean): Promise<void> {
-    const file = this.store.getFile(fileId);
+    const file = this.store.openFile(fileId);
     if (!file || file.kind === 'local_only') return;
     if (unlessStored) {
       const stored = await bucket.info(fileId);
-      if (stored && !stored.deleted && stored.size === file.length) return;
+      if (stored && !stored.deleted && stored.size === file.size) return;
     }
-    await bucket.put({ name: fileId, description: file.contentType }, this.store.blobs.stream(file));
+    await bucket.put({ name: fileId, description: file.contentType }, file.stream());
   }
 
   /** The connection, its JetStream client and the bucket, the stream and bucket made when absent. */

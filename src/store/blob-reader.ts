@@ -9,8 +9,6 @@ import path from 'node:path';
 import { segmentFileName } from './blob-log.js';
 
 const MAX_OPEN_SEGMENTS = 64;
-/** Bytes per chunk of a streamed blob (`stream`). */
-const STREAM_CHUNK_BYTES = 256 * 1024;
 
 interface OpenSegment {
   handle: Promise<fsp.FileHandle>;
@@ -44,28 +42,6 @@ export class BlobReader {
       entry.readers--;
       if (entry.closing && entry.readers === 0) await closeQuietly(entry);
     }
-  }
-
-  /**
-   * The bytes of one blob as a stream of chunks of at most `chunkBytes`, read as they are pulled.
-   * @param blob where the blob is: its segment, offset and length (bytes), as its file entry says
-   * @throws (through the stream) the fs error, or an Error when the segment is shorter than the entry
-   */
-  stream(blob: { segment: number; offset: number; length: number }, chunkBytes = STREAM_CHUNK_BYTES): ReadableStream<Uint8Array> {
-    let sent = 0;
-    return new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        if (sent === blob.length) {
-          controller.close();
-          return;
-        }
-        const chunk = Buffer.allocUnsafe(Math.min(chunkBytes, blob.length - sent));
-        const read = await this.read(blob.segment, blob.offset + sent, chunk);
-        if (read !== chunk.length) throw new Error(`blob of segment ${blob.segment} is shorter than its entry`);
-        sent += read;
-        controller.enqueue(chunk);
-      },
-    });
   }
 
   /** Drops the cached handle of a segment (before it is deleted or rewritten). */

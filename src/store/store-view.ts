@@ -9,6 +9,7 @@ import type { StoreChange } from './store-changes.js';
 import { BlobReader } from './blob-reader.js';
 import { openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
+import { StoredFile } from './stored-file.js';
 
 /** How a store is run. */
 export interface StoreOptions {
@@ -89,10 +90,24 @@ export class StoreView {
     return bytes ? decodeRecord(bytes) : undefined;
   }
 
-  /** Where file `fileId` lives, or undefined when there is no such file. */
+  /** Where file `fileId` lives in the log, or undefined when there is no such file (inside the store only). */
   getFile(fileId: string): FileEntry | undefined {
     if (fileId.length === 0 || fileId.length > MAX_ID_LENGTH) return undefined;
     return this.dbs.files.get(fileId);
+  }
+
+  /**
+   * File `fileId` to read (docs/STORAGE.md, "Reading files"): its kind, size, content type and
+   * bytes; undefined when there is no such file (any string is accepted).
+   */
+  openFile(fileId: string): StoredFile | undefined {
+    const entry = this.getFile(fileId);
+    return entry && new StoredFile(fileId, entry, this.blobs, (id) => this.getFile(id));
+  }
+
+  /** Closes the cached handles of segments the lifecycle worker deleted (their numbers, opaque outside the store). */
+  segmentsDeleted(segments: number[]): void {
+    for (const segment of segments) void this.blobs.forget(segment);
   }
 
   /** The maintained counters (events, images, drafts, files, live blob bytes). */

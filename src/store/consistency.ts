@@ -1,6 +1,6 @@
 /**
  * The consistency pass (docs/OPERATIONS.md, "Keeping the disk bounded"), run by the lifecycle
- * worker in every cleanup: abandoned staging files removed, files in blobs/ that no segment entry
+ * worker in every cleanup (src/lifecycle/cleanup.ts), here beside the log whose layout it checks: abandoned staging files removed, files in blobs/ that no segment entry
  * references removed (`orphaned_disk_files_removed`), and file entries whose bytes are missing,
  * short or fail their CRC removed with their event's `current_file_count` lowered
  * (`dangling_db_records_removed`). Tails beyond the committed length are truncated at start-up only
@@ -12,12 +12,12 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { segmentFileName, segmentNumberOf } from '../store/blob-log.js';
-import { checksum } from '../store/segment-frames.js';
-import { deleteFiles, type FileRef } from '../store/event-deletion.js';
-import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from '../store/lifecycle-queries.js';
-import type { FileEntry } from '../store/lmdb-env.js';
-import type { StoreView } from '../store/store-view.js';
+import { segmentFileName, segmentNumberOf } from './blob-log.js';
+import { checksum } from './segment-frames.js';
+import { deleteFiles, type FileRef } from './event-deletion.js';
+import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from './lifecycle-queries.js';
+import type { FileEntry } from './lmdb-env.js';
+import type { StoreView } from './store-view.js';
 
 /** A staging file untouched this long (ms) belongs to no upload under way. */
 const ABANDONED_STAGING_MS = 15 * 60 * 1000;
