@@ -63,17 +63,17 @@ export async function startService(config: Config): Promise<StoreService> {
   // The worker loads while the server already answers: start-up time is the HTTP side's.
   const workerReady = lifecycle.start();
   workerReady.catch(() => undefined); // handled below; never an unhandled rejection meanwhile
+  // Hub mode: consume a fleet's stream into this store (docs/OPERATIONS.md, "Hub mode"), once serving.
+  const hub = config.natsSourceServers.length === 0 ? undefined : new NatsSource(store, config, lifecycle.gate, log.child({ hub: config.natsSourceDurable }));
   let server: RunningServer;
   try {
-    server = await startServer(config, store, lifecycle, log);
+    server = await startServer(config, store, lifecycle, log, hub);
     await workerReady;
   } catch (err) {
     await lifecycle.stop();
     await store.close();
     throw err;
   }
-  // Hub mode: consume a fleet's stream into this store (docs/OPERATIONS.md, "Hub mode").
-  const hub = config.natsSourceServers.length === 0 ? undefined : new NatsSource(store, config, lifecycle.gate, log.child({ hub: config.natsSourceDurable }));
   hub?.start();
   return {
     config,

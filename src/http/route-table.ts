@@ -13,6 +13,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { GateUse } from '../operations/capacity-gate.js';
+import type { NatsSource } from '../hub/nats-source.js';
 import type { DiskWrites } from '../operations/disk-writes.js';
 import type { Lifecycle } from '../operations/lifecycle-manager.js';
 import type { ResetTokens } from '../operations/reset.js';
@@ -62,6 +63,8 @@ export interface ServerContext {
   mqtt?: MqttSink;
   /** Bytes written against bytes accepted (src/operations/disk-writes.ts); absent in a bench ceiling's bare server. */
   diskWrites?: DiskWrites;
+  /** Hub mode's consumer of the fleet stream (src/hub/nats-source.ts); absent unless NATS_SOURCE_URL is set. */
+  hub?: NatsSource;
 }
 
 export interface Route {

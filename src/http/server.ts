@@ -2,6 +2,7 @@
  * The HTTP server: picks the engine (engine-choice.ts), registers the route table on it, listens,
  * and stops gracefully (no new connections, in-flight writes finished, store closed).
  */
+import type { NatsSource } from '../hub/nats-source.js';
 import { DiskWrites } from '../operations/disk-writes.js';
 import { StoreMetrics } from '../operations/metrics.js';
 import { MqttSink } from '../sinks/mqtt-sink.js';
@@ -61,13 +62,13 @@ export interface RunningServer {
  * @throws UwsUnavailable when HTTP_ENGINE=uws and no native uWebSockets.js build loads
  * @throws Error when the port cannot be bound
  */
-export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger, hub?: NatsSource): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
   const stream = new StreamHub(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
   const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
   const diskWrites = new DiskWrites();
-  const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites });
-  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt, diskWrites };
+  const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });
+  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt, diskWrites, hub };
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
   engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
   const inFlight = registerRoutes(engine, routesFor(config), ctx);

@@ -58,6 +58,8 @@ export class NatsSource {
   private readonly importing = new Map<string, Promise<unknown>>();
   /** Events stored from the stream since start (re-deliveries of stored ones not counted). */
   consumed = 0;
+  /** Messages terminated since start: not a JSON object, or an event this store refuses. */
+  terminated = 0;
 
   constructor(
     private readonly store: EventStore,
@@ -89,7 +91,11 @@ export class NatsSource {
         // message is taken when one of them is done.
         const taking = new Set<Promise<void>>();
         for await (const message of messages) {
-          const taken = this.take(message, bucket).finally(() => taking.delete(taken));
+          // take() answers every message itself; a throw here would be a bug, never input's fault.
+          const taken = this.take(message, bucket).catch((err: unknown) => {
+            this.log.error({ err, subject: message.subject, seq: message.seq }, 'taking a fleet message failed; it is delivered again');
+            message.nak(RETRY_DELAY_MS);
+          }).finally(() => taking.delete(taken));
           taking.add(taken);
           if (taking.size >= IMPORTS_AT_ONCE) await Promise.race(taking);
           if (this.stopped) break;
@@ -153,14 +159,25 @@ export class NatsSource {
     }
   }
 
+  /** Terminates `message` for good (never redelivered), with a log line, and counts it. */
+  private terminate(message: JsMsg, reason: string, details: Record<string, unknown>): void {
+    this.terminated++;
+    this.log.error({ ...details, subject: message.subject, seq: message.seq }, `${reason}; terminated`);
+    message.term();
+  }
+
   /** Stores one message's event, then acknowledges it; or terminates it, or asks for it again later. */
   private async take(message: JsMsg, bucket: ObjectStore): Promise<void> {
     let event: Record<string, unknown>;
     try {
       event = message.json<Record<string, unknown>>();
     } catch (err) {
-      this.log.error({ err, subject: message.subject, seq: message.seq }, 'a fleet message is not JSON; terminated');
-      message.term();
+      this.terminate(message, 'a fleet message is not JSON', { err });
+      return;
+    }
+    // `null`, a number, a string or an array parse as JSON too: an event is an object.
+    if (event === null || typeof event !== 'object' || Array.isArray(event)) {
+      this.terminate(message, 'a fleet message is not a JSON object', { json: event === null ? 'null' : Array.isArray(event) ? 'array' : typeof event });
       return;
     }
     while (this.gate.blocked && !this.stopped) {
@@ -174,8 +191,7 @@ export class NatsSource {
       await message.ackAck();
     } catch (err) {
       if (err instanceof AppError && err.status < 500) {
-        this.log.error({ err, eventId: event.id, subject: message.subject }, 'a fleet event this store cannot take; terminated');
-        message.term();
+        this.terminate(message, 'a fleet event this store cannot take', { err, eventId: event.id });
         return;
       }
       if (err instanceof FileMissing) this.log.warn({ eventId: event.id, fileId: err.fileId, delivery: message.info.deliveryCount }, 'a fleet event\'s file is not in the bucket yet; it is delivered again');

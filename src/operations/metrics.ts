@@ -16,6 +16,7 @@ import type { MqttSink } from '../sinks/mqtt-sink.js';
 import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-transport.js';
 import type { StreamHub } from '../stream/stream-hub.js';
+import type { NatsSource } from '../hub/nats-source.js';
 import { WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { Lifecycle } from './lifecycle-manager.js';
 
@@ -36,6 +37,8 @@ export interface MetricSources {
   mqtt?: MqttSink;
   /** Bytes written against bytes accepted. */
   diskWrites: DiskWrites;
+  /** Hub mode's consumer, when NATS_SOURCE_URL is set. */
+  hub?: NatsSource;
 }
 
 export class StoreMetrics {
@@ -45,7 +48,7 @@ export class StoreMetrics {
   private readonly ingestedBytes: Counter;
 
   constructor(sources: MetricSources) {
-    const { config, store, lifecycle, stream, mqtt, diskWrites } = sources;
+    const { config, store, lifecycle, stream, mqtt, diskWrites, hub } = sources;
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
 
@@ -71,6 +74,16 @@ export class StoreMetrics {
       roundEvents.observe({ stage }, events);
       roundSeconds.observe({ stage }, seconds);
     };
+
+    if (hub) {
+      /** A counter that follows `read()`, a count kept elsewhere since the start. */
+      const following = (name: string, help: string, read: () => number) => {
+        let seen = 0;
+        new Counter({ name: `${PREFIX}${name}`, help, registers, collect() { const now = read(); if (now > seen) this.inc(now - seen); seen = now; } });
+      };
+      following('hub_imported_events_total', 'Hub mode: events stored from the fleet stream.', () => hub.consumed);
+      following('hub_terminated_messages_total', 'Hub mode: fleet messages terminated for good (not a JSON object, or an event this store refuses).', () => hub.terminated);
+    }
 
     let writtenSoFar = 0;
     new Counter({
