@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { MAX_RANGE_HEADER_LENGTH, resolveRange } from '../src/http/range.js';
-import { isPassiveContentType } from '../src/http/download-headers.js';
+import { downloadHeaders, isPassiveEssence, servedContentType } from '../src/http/download-headers.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { rawRequest } from '../scripts/lib/raw-http.js';
@@ -72,10 +72,10 @@ t.test('an uploaded HTML or SVG page downloads as a sandboxed attachment, never 
     t.equal(attached.status, 201, `${contentType} accepted`);
     const res = await fetch(`${store.url}/local-only-files/${attached.body.file_id}`);
     t.equal(res.status, 200);
-    t.equal(res.headers.get('content-type'), contentType, `${contentType}: the declared type is kept`);
+    t.equal(res.headers.get('content-type'), contentType.replace('TEXT/HTML', 'text/html'), `${contentType}: the declared type is kept (its essence lower-cased)`);
     t.equal(res.headers.get('x-content-type-options'), 'nosniff', `${contentType}: nosniff`);
     t.equal(res.headers.get('content-disposition'), inline ? null : 'attachment', `${contentType}: ${inline ? 'inline' : 'attachment'}`);
-    t.equal(res.headers.get('content-security-policy'), inline ? null : 'sandbox', `${contentType}: ${inline ? 'no' : 'a'} sandbox`);
+    t.equal(res.headers.get('content-security-policy'), 'sandbox', `${contentType}: a sandbox, inline or not`);
     t.same(Buffer.from(await res.arrayBuffer()), bytes, `${contentType}: bytes unchanged`);
   }
   const ranged = await postFile(`${store.url}/v2/events/${draft.id}/local-only-files`, page, { content_type: 'text/html' }, 'text/html');
@@ -98,9 +98,29 @@ t.test('images and videos stay inline, with nosniff', async (t) => {
   await clip.arrayBuffer();
 
   const passive = ['image/png', 'image/jpeg', 'video/webm', 'audio/ogg', 'text/plain; charset=utf-8', 'application/json', 'application/octet-stream'];
-  const active = ['text/html', 'image/svg+xml', 'IMAGE/SVG+XML', 'application/xml', 'application/rss+xml', 'text/javascript', 'application/ecmascript', 'application/x-shockwave-flash', 'multipart/x-mixed-replace', ''];
-  for (const type of passive) t.ok(isPassiveContentType(type), `${type} inline`);
-  for (const type of active) t.notOk(isPassiveContentType(type), `${JSON.stringify(type)} attachment`);
+  const active = ['text/html', 'image/svg+xml', 'IMAGE/SVG+XML', 'application/xml', 'application/rss+xml', 'text/javascript', 'application/ecmascript', 'application/x-shockwave-flash', 'multipart/x-mixed-replace'];
+  const essence = (type: string) => servedContentType(type).split(';', 1)[0];
+  for (const type of passive) t.ok(isPassiveEssence(essence(type)), `${type} inline`);
+  for (const type of active) t.notOk(isPassiveEssence(essence(type)), `${JSON.stringify(type)} attachment`);
+});
+
+t.test('a content_type that is not exactly one clean MIME type is refused at upload, and never served as stored', async (t) => {
+  // A quoted parameter that hides a second type: Chromium read the list and ran text/html.
+  const listed = 'image/png; a="x\\"; b=", text/html; c="';
+  const hostile = [listed, 'text/plain\r\nSet-Cookie: a=b', 'image/png\r\n\r\n<script>alert(1)</script>', 'text/html, image/png', 'image/png; a="b c"', 'image/png\u0000', 'a'.repeat(300) + '/b'];
+  const draft = (await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }))).body;
+  for (const contentType of hostile) {
+    const refused = await postFile(`${store.url}/v2/events/${draft.id}/local-only-files`, Buffer.from('<script>alert(1)</script>'), { content_type: contentType }, 'application/octet-stream');
+    t.equal(refused.status, 422, `${JSON.stringify(contentType.slice(0, 40))}: 422`);
+    t.match(refused.body.detail[0].msg, 'content_type must be one MIME type', 'says what it must be');
+  }
+  t.equal((await getJson(`${store.url}/v2/events/${draft.id}`)).body.local_only_files.length, 0, 'nothing stored');
+  // A store written before the check may hold such a type: it is served as opaque bytes.
+  for (const stored of ['text/plain\r\nSet-Cookie: a=b', 'text/html, image/png']) {
+    t.same(downloadHeaders(stored), [['Content-Type', 'application/octet-stream'], ['X-Content-Type-Options', 'nosniff'], ['Content-Security-Policy', 'sandbox']], `${JSON.stringify(stored.slice(0, 30))} served as octet-stream`);
+  }
+  t.same(downloadHeaders(listed)[0], ['Content-Type', 'image/png'], 'the listed one: only its essence reaches the header, never its parameters');
+  t.same(downloadHeaders('Text/CSV; charset=UTF-8; x=y')[0], ['Content-Type', 'text/csv; charset=UTF-8'], 'a clean type keeps its essence and charset');
 });
 
 t.test('/docs/<name> finds only its own assets: constructor, __proto__, toString answer 404', async (t) => {

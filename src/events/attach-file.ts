@@ -5,6 +5,7 @@
  */
 import { fileTypeFromBuffer } from 'file-type';
 import { AppError, fromDiskError, validationError } from '../errors.js';
+import { checkedContentType } from './content-type.js';
 import { attachStagedBlob, finalizeEvent, type Attachment } from '../store/event-updates.js';
 import type { EventStore } from '../store/event-store.js';
 import type { StagingFile } from '../store/staging-file.js';
@@ -36,7 +37,6 @@ export interface UploadedParts {
 }
 
 const LABEL = /^[^\u0000-\u001f\u007f]{1,256}$/;
-const MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9!#$&^_.+-]+=("[^"]*"|[a-z0-9!#$&^_.+-]+))*$/i;
 
 /**
  * Checks, before any body is read, that event `id` can take an attachment (docs/API.md, "Drafts and
@@ -63,10 +63,8 @@ async function describe(kind: Attachment['kind'], upload: UploadedParts): Promis
     return { kind, label: label(upload.fields, 'video'), contentType: sniffed.mime };
   }
   const declared = upload.fields.content_type;
-  if (declared !== undefined && !MIME_TYPE.test(declared)) {
-    throw validationError(['body', 'content_type'], 'content_type must be a MIME type such as text/csv');
-  }
-  return { kind, label: label(upload.fields, 'file'), contentType: declared ?? sniffed?.mime ?? 'application/octet-stream' };
+  const contentType = declared === undefined ? sniffed?.mime ?? 'application/octet-stream' : checkedContentType(declared, ['body', 'content_type']);
+  return { kind, label: label(upload.fields, 'file'), contentType };
 }
 
 /**

@@ -8,7 +8,7 @@
 import { AppError } from '../errors.js';
 import type { StoredFile } from '../store/stored-file.js';
 import { BufferPool } from './buffer-pool.js';
-import { downloadSafetyHeaders } from './download-headers.js';
+import { downloadHeaders } from './download-headers.js';
 import type { Exchange } from './exchange.js';
 import { resolveRange } from './range.js';
 
@@ -42,11 +42,7 @@ export async function sendFile(ex: Exchange, file: StoredFile): Promise<void> {
   const range = resolveRange(ex.headers.range, file.size);
   const first = range?.start ?? 0;
   const total = range ? range.end - range.start + 1 : file.size;
-  const headers: [string, string][] = [
-    ['Content-Type', file.contentType],
-    ['Accept-Ranges', 'bytes'],
-    ...downloadSafetyHeaders(file.contentType),
-  ];
+  const headers: [string, string][] = [...downloadHeaders(file.contentType), ['Accept-Ranges', 'bytes']];
   if (range) headers.push(['Content-Range', `bytes ${range.start}-${range.end}/${file.size}`]);
 
   // Read the first chunk before writing the status, so a vanished segment still answers an error.
