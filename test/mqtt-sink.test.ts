@@ -100,6 +100,30 @@ t.test('created, finalized and deleted events are published to <prefix>/<device_
   t.match(metrics, /edge_events_cleanup_runs_total\{trigger="MANUAL"\} 1/);
 });
 
+t.test('device ids with control characters, non-characters or lone surrogates are encoded: the broker keeps the store connected and every later event arrives', async (t) => {
+  // Found by a hostile-input probe: "\u0001cam" made mosquitto drop the store (DISCONNECT 0x81,
+  // malformed packet), and nothing was published after it.
+  const { broker, received } = await brokerWithSubscriber(t, 'mqtt-test-hostile-ids');
+  const store = await publishingStore(broker);
+  t.teardown(store.stop);
+  const hostile: [string, string][] = [
+    ['\u0001cam', '%01cam'], ['cam\u0085x', 'cam%C2%85x'], ['del\u007f', 'del%7F'], ['nc\ufffe', 'nc%EF%BF%BE'],
+    ['lone\ud800', 'lone%EF%BF%BD'], ['cr\r\nlf', 'cr%0D%0Alf'], ['ok-é-\u{1F600}', 'ok-é-\u{1F600}'],
+  ];
+  const ids: string[] = [];
+  for (const [deviceId] of hostile) ids.push(await create(store, { device_id: deviceId }));
+  for (let i = 0; i < 3; i++) ids.push(await create(store, { device_id: `cam-${i}` }));
+  await until('every event published', () => createdIds(received).length === ids.length);
+  t.same(createdIds(received), ids, 'every event, in order, the ordinary ones after the hostile ones included');
+  for (const [i, [deviceId, level]] of hostile.entries()) {
+    const message = received.find((m) => m.body.id === ids[i])!;
+    t.equal(message.topic, `edge-events/${level}/custom`, `${JSON.stringify(deviceId)}: one level, encoded`);
+    t.equal(decodeURIComponent(level), deviceId.replace('\ud800', '\ufffd'), 'decodeURIComponent gives it back (a lone surrogate as U+FFFD)');
+  }
+  const { mqtt: status } = (await getJson(`${store.url}/stats`)).body;
+  t.same([status.connected, status.last_error], [true, null], 'still connected, no error');
+});
+
 t.test('a broker restart in the middle of a run: creates keep answering 201, every created event is published afterwards', async (t) => {
   const { broker, received } = await brokerWithSubscriber(t, 'mqtt-test-restart');
   const store = await publishingStore(broker);

@@ -96,6 +96,8 @@ export class MqttSink {
     this.client.on('connect', (connack) => this.connected(connack));
     this.client.on('close', () => this.disconnected());
     this.client.on('error', (err) => this.note(err, 'MQTT connection failed'));
+    // MQTT 5: the broker says why it ends the connection (a malformed packet, a kick); mqtt.js then reconnects.
+    this.client.on('disconnect', (packet) => this.note(new Error(`the broker disconnected the store: reason code 0x${(packet.reasonCode ?? 0).toString(16).padStart(2, '0')}${packet.properties?.reasonString ? ` (${packet.properties.reasonString})` : ''}`), 'MQTT broker disconnected'));
   }
 
   /** The sink's state for `/stats` and `/metrics`. */

@@ -1,7 +1,7 @@
 /**
  * Topics of published events (docs/OPERATIONS.md, "MQTT"): `<prefix>/<device_id>/<event_schema>`,
- * each value one topic level (subject-tokens.ts: `/`, `+`, `#`, `%` and NUL percent-encoded; no
- * device id is `_`).
+ * each value one topic level (subject-tokens.ts: `/`, `+`, `#`, `%`, control characters,
+ * non-characters and lone surrogates percent-encoded; no device id is `_`).
  */
 import type { MessageSource } from '../stream/stream-message.js';
 import { MQTT_RESERVED, NO_VALUE, subjectToken } from './subject-tokens.js';
