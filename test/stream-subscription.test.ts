@@ -41,7 +41,7 @@ t.test('a slow subscriber catching up while events keep coming gets each once, i
   t.teardown(() => local.close());
   const before = [];
   for (let i = 0; i < 60; i++) before.push(await local.create(smallEvent({ event_data: { value: `before-${i}` } })));
-  const hub = new StreamHub(local.store, { maxQueuedBytes: 64 * 1024 * 1024, catchUpPage: 5, catchUpScanRecords: 10_000, heartbeatMs: 60_000 });
+  const hub = new StreamHub(local.store, { maxQueuedBytes: 64 * 1024 * 1024, catchUpPage: 5, catchUpScanRecords: 10_000, maxConcurrentCatchUps: 4, heartbeatMs: 60_000 });
   t.teardown(() => hub.close());
   const client = new SlowClient(2);
   const since = local.createdAt(before[0].id);

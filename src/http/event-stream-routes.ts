@@ -182,6 +182,7 @@ export const eventStreamRoutes: Route[] = [
     path: '/v2/events/stream',
     gated: 'other',
     keyInQuery: true,
+    refusesCrossOrigin: true,
     doc: {
       tag: 'events',
       summary: 'Live stream of event changes (Server-Sent Events)',

@@ -76,6 +76,12 @@ export interface Route {
   /** Reachable without X-API-Key (/health and the interactive docs). */
   public?: boolean;
   /**
+   * A browser's cross-origin request is refused (403) as if it changed state, though it is a GET:
+   * the live stream, which a page on the LAN could otherwise hold open to make the store buffer
+   * for it (docs/RELIABILITY.md, "Security").
+   */
+  refusesCrossOrigin?: boolean;
+  /**
    * The body is data the store keeps: `event` for a create, `file` for an attachment. A 2xx
    * answer counts its body as accepted (/stats `disk_writes`, /metrics `ingested_bytes_total`).
    */
@@ -170,7 +176,7 @@ export function createAdmission(ctx: ServerContext): Admission {
   const { gate } = ctx.lifecycle;
   const guard = createBrowserGuard(ctx.config);
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
-  return (ex, route, changesState = route.method === 'post') => {
+  return (ex, route, changesState = route.method === 'post' || route.refusesCrossOrigin === true) => {
     ex.setResponseDefaults({ errorShape: route.errorShape ?? 'store', headers: corsHeaders(ex.headers.origin, allowedOrigins) });
     const refused = guard(ex.headers, { changesState });
     if (refused) return refused;

@@ -5,6 +5,7 @@
  * ingest: its messages queue up to a bound, then it is closed with its resume point
  * (subscription.ts). Heartbeats keep proxies from closing idle streams.
  */
+import pLimit, { type LimitFunction } from 'p-limit';
 import { matchesQuery, type EventQuery } from '../store/event-query.js';
 import type { EventRecord } from '../store/event-record.js';
 import type { EventStore } from '../store/event-store.js';
@@ -22,6 +23,7 @@ export const DEFAULT_STREAM_OPTIONS: StreamHubOptions = {
   maxQueuedBytes: 4 * 1024 * 1024,
   catchUpPage: 100,
   catchUpScanRecords: 10_000,
+  maxConcurrentCatchUps: 4,
   heartbeatMs: 15_000,
 };
 
@@ -41,8 +43,11 @@ export class StreamHub {
   private readonly heartbeats: NodeJS.Timeout;
   /** Subscribers closed for falling too far behind, since start. */
   dropped = 0;
+  /** Runs catch-ups, at most `maxConcurrentCatchUps` at once (the others wait, in order). */
+  private readonly catchUps: LimitFunction;
 
   constructor(private readonly store: EventStore, private readonly options: StreamHubOptions = DEFAULT_STREAM_OPTIONS) {
+    this.catchUps = pLimit(options.maxConcurrentCatchUps);
     this.stopListening = store.changes.listen((change) => this.offer(change));
     this.heartbeats = setInterval(() => {
       for (const transport of this.subscriptions.values()) transport.heartbeat();
@@ -67,7 +72,7 @@ export class StreamHub {
       if (overflowed) this.dropped++;
     });
     this.subscriptions.set(subscription, transport);
-    subscription.start().catch(() => subscription.close('shutdown'));
+    this.catchUps(() => subscription.start()).catch(() => subscription.close('shutdown'));
     return subscription;
   }
 

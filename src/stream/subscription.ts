@@ -37,6 +37,12 @@ export interface SubscriptionLimits {
   catchUpPage: number;
   /** Records one catch-up step may read, matching or not (a filter no index covers). */
   catchUpScanRecords: number;
+  /**
+   * Subscribers catching up from the store at once; the others wait their turn. With
+   * `maxQueuedBytes`, what every catch-up holds together is bounded: a step reads at most
+   * `maxQueuedBytes` of events (and always one), and waits for the client before the next.
+   */
+  maxConcurrentCatchUps: number;
 }
 
 /** A change offered to subscribers: its message and, for filters, its event's record. */
@@ -88,7 +94,8 @@ export class Subscription {
       const next = scanEvents(
         this.store,
         { ...this.filter, startTime: from, endTime: undefined, direction: 'asc', limit: this.limits.catchUpPage },
-        { records: this.limits.catchUpScanRecords, bytes: Number.POSITIVE_INFINITY },
+        // A step holds at most maxQueuedBytes of events (one at least), whatever their size.
+        { records: this.limits.catchUpScanRecords, bytes: this.limits.maxQueuedBytes },
         { add: (json, createdAt) => (page.push({ json: Buffer.from(json), createdAt }), true) },
       );
       if (page.length === 0 && next === null) {
