@@ -31,11 +31,11 @@ t.test('an imported event keeps its ids; importing it again changes nothing', as
   const hub = await openLocalStore();
   t.teardown(hub.close);
   const files = source(new Map([[image.file_id, fixture('cat.jpg')], [image.input_file_id, fixture('rocket.jpg')]]));
-  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait'), 'stored');
+  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait', 10_000), 'stored');
   const stored = JSON.parse(hub.store.getEventJson(event.id)!.toString('utf8'));
   t.same({ ...stored, created_at: 0, finalized_at: 0 }, { ...event, created_at: 0, finalized_at: 0 }, 'the same event but for created_at and finalized_at (the hub\'s)');
   t.same(await hub.store.openFile(image.file_id)!.readAll(), fixture('cat.jpg'));
-  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait'), 'present');
+  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait', 10_000), 'present');
   t.equal(hub.store.counters().events, 1);
 });
 
@@ -45,9 +45,9 @@ t.test('a file not in the source: waited for (nothing stored), or at the last de
   const hub = await openLocalStore();
   t.teardown(hub.close);
   const onlyInput = source(new Map([[image.input_file_id, fixture('rocket.jpg')]]));
-  await t.rejects(importEvent(hub.store, structuredClone(event), onlyInput, 'wait'), new FileMissing(image.file_id));
+  await t.rejects(importEvent(hub.store, structuredClone(event), onlyInput, 'wait', 10_000), new FileMissing(image.file_id));
   t.equal(hub.store.getEvent(event.id), undefined, 'nothing stored');
-  t.equal(await importEvent(hub.store, structuredClone(event), onlyInput, 'skip'), 'stored');
+  t.equal(await importEvent(hub.store, structuredClone(event), onlyInput, 'skip', 10_000), 'stored');
   const stored = hub.store.getEvent(event.id)!;
   t.equal(stored.images[0]!.file_id, null, 'stored without the missing image');
   t.equal(stored.images[0]!.input_file_id, image.input_file_id);

@@ -7,7 +7,10 @@
  * (it had videos) gets its missing videos and is finalized.
  */
 import { validationError } from '../errors.js';
+import { checkedContentType } from '../events/content-type.js';
+import { assertPredictionLimit } from '../events/prediction-limit.js';
 import { validateCreateBody } from '../events/validate.js';
+import { isCanonicalId } from '../store/ids.js';
 import type { DecodedImage, EventStore } from '../store/event-store.js';
 import { attachStagedBlob, finalizeEvent } from '../store/event-updates.js';
 import { StagingFile } from '../store/staging-file.js';
@@ -36,7 +39,41 @@ interface ConsumedImage {
 interface ConsumedVideo {
   file_id: string;
   label: string;
-  content_type: string;
+  contentType: string;
+}
+
+/** Labels as attachments take them (docs/API.md, "Drafts and attachments"). */
+const LABEL = /^[^\u0000-\u001f\u007f-\u009f]{1,256}$/;
+
+/**
+ * The event's and its images' ids: canonical UUIDs (ids.ts), the only ids the log's frames hold.
+ * @throws AppError validation_failed (422) naming the first that is not
+ */
+function checkIds(id: string, images: unknown): void {
+  if (!isCanonicalId(id)) throw validationError(['body', 'id'], 'id must be a lower-case UUID');
+  for (const [i, image] of (Array.isArray(images) ? images : []).entries()) {
+    for (const key of ['file_id', 'input_file_id'] as const) {
+      const fileId = (image as ConsumedImage | null)?.[key];
+      if (fileId !== null && fileId !== undefined && !isCanonicalId(fileId)) throw validationError(['body', 'images', i, key], `${key} must be a lower-case UUID`);
+    }
+  }
+}
+
+/**
+ * The event's videos as an attachment takes them: a canonical UUID, a label of 1 to 256
+ * characters without control characters, one clean MIME type (content-type.ts).
+ * @throws AppError validation_failed (422) naming the first field that is not
+ */
+function checkedVideos(videos: unknown): ConsumedVideo[] {
+  if (videos === undefined || videos === null) return [];
+  if (!Array.isArray(videos)) throw validationError(['body', 'videos'], 'videos must be a list');
+  return videos.map((video: Record<string, unknown> | null, i) => {
+    if (!isCanonicalId(video?.file_id)) throw validationError(['body', 'videos', i, 'file_id'], 'file_id must be a lower-case UUID');
+    const label = video!.label ?? 'video';
+    if (typeof label !== 'string' || !LABEL.test(label)) throw validationError(['body', 'videos', i, 'label'], 'label must be 1 to 256 characters without control characters');
+    const contentType = typeof video!.content_type === 'string' ? checkedContentType(video!.content_type, ['body', 'videos', i, 'content_type']) : 'application/octet-stream';
+    return { file_id: video!.file_id as string, label, contentType };
+  });
 }
 
 /**
@@ -44,12 +81,13 @@ interface ConsumedVideo {
  * @param event the event's JSON object as `GET /v2/events/{id}` returns it on its device
  * @param missingFiles what a file absent from `files` means: `wait` (it may come: throw
  *   FileMissing, nothing is stored) or `skip` (it is gone: store the event without it)
+ * @param maxPredictionsPerImage MAX_PREDICTIONS_PER_IMAGE, as a create checks it
  * @returns `stored`, or `present` when it was already stored whole
  * @throws AppError validation_failed (422) or another create refusal for an event this store
  *   cannot take; the fs or lmdb error of a failed write (nothing half-stored stays visible as
  *   finalized: a retry completes it); FileMissing (with `wait`)
  */
-export async function importEvent(store: EventStore, event: Record<string, unknown>, files: FileSource, missingFiles: 'wait' | 'skip'): Promise<'stored' | 'present'> {
+export async function importEvent(store: EventStore, event: Record<string, unknown>, files: FileSource, missingFiles: 'wait' | 'skip', maxPredictionsPerImage: number): Promise<'stored' | 'present'> {
   const fetch = async (fileId: string | null | undefined): Promise<DecodedImage | null> => {
     if (!fileId) return null;
     const file = await files.bytes(fileId);
@@ -58,13 +96,15 @@ export async function importEvent(store: EventStore, event: Record<string, unkno
   };
   const id = event.id;
   if (typeof id !== 'string' || id === '') throw validationError(['body', 'id'], 'a consumed event has no id', 'value_error.missing');
-  const videos = Array.isArray(event.videos) ? (event.videos as ConsumedVideo[]) : [];
+  const videos = checkedVideos(event.videos);
+  checkIds(id, event.images);
   let stored = store.getEvent(id);
   if (stored && !stored.draft) return 'present';
   if (!stored) {
     // Read before validation: it drops the keys a create does not take (ajv's removeAdditional).
     const consumed = (Array.isArray(event.images) ? event.images : []).map((image: ConsumedImage) => ({ file_id: image.file_id, input_file_id: image.input_file_id }));
     const input = validateCreateBody(event);
+    assertPredictionLimit(input.images, maxPredictionsPerImage);
     const images = await Promise.all(input.images.map(async ({ base64_image: _image, input_base64_image: _input, ...results }, i) => ({
       results,
       image: await fetch(consumed[i]?.file_id),
@@ -87,7 +127,7 @@ export async function importEvent(store: EventStore, event: Record<string, unkno
     try {
       for await (const chunk of chunks) if (!staging.write(Buffer.from(chunk))) await staging.drained();
       const staged = await staging.finish('video');
-      await attachStagedBlob(store, id, staged, { kind: 'video', label: video.label, contentType: video.content_type });
+      await attachStagedBlob(store, id, staged, { kind: 'video', label: video.label, contentType: video.contentType });
     } catch (err) {
       await staging.discard();
       throw err;

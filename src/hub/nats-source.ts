@@ -17,7 +17,8 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { exponentialBackoff } from '../backoff.js';
 import type { Config } from '../config.js';
-import { AppError } from '../errors.js';
+import { AppError, validationError } from '../errors.js';
+import { checkedContentType } from '../events/content-type.js';
 import type { Logger } from '../logger.js';
 import type { CapacityGate } from '../operations/capacity-gate.js';
 import type { EventStore } from '../store/event-store.js';
@@ -47,7 +48,7 @@ const RECONNECT = { baseMs: 500, capMs: 30_000, random: Math.random };
 const MISSED_HEARTBEATS = 3;
 
 /** The settings hub mode reads. */
-export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket'>;
+export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket' | 'maxRecordSizeBytes' | 'maxVideoUploadBytes' | 'maxPredictionsPerImage'>;
 
 export class NatsSource {
   private connection: NatsConnection | undefined;
@@ -150,7 +151,7 @@ export class NatsSource {
   private async importOnce(event: Record<string, unknown>, bucket: ObjectStore, missingFiles: 'wait' | 'skip'): Promise<'stored' | 'present'> {
     const id = String(event.id);
     await this.importing.get(id)?.catch(() => undefined);
-    const work = importEvent(this.store, event, filesOf(bucket), missingFiles);
+    const work = importEvent(this.store, event, filesOf(bucket, this.settings), missingFiles, this.settings.maxPredictionsPerImage);
     this.importing.set(id, work);
     try {
       return await work;
@@ -208,16 +209,32 @@ function notMadeYet(err: unknown): boolean {
   return (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) || (err as Error).message === 'object store not found';
 }
 
-/** The bucket as the source of imported events' files (event-import.ts); the content type is the object's description. */
-function filesOf(bucket: ObjectStore): FileSource {
+/**
+ * The bucket as the source of imported events' files (event-import.ts); the content type is the
+ * object's description. Sizes are checked from the object's info before any byte is read: an
+ * image at most `maxRecordSizeBytes`, a video at most `maxVideoUploadBytes`, as a create's and
+ * an upload's (docs/API.md, "Limits").
+ * @throws (from its methods) AppError validation_failed (422) for an object over its limit or a
+ *   description that is not one clean MIME type
+ */
+function filesOf(bucket: ObjectStore, limits: Pick<Config, 'maxRecordSizeBytes' | 'maxVideoUploadBytes'>): FileSource {
+  const checkSize = (fileId: string, size: number, limit: number) => {
+    if (size > limit) throw validationError(['bucket', fileId], `the object is ${size} bytes, over this store's limit of ${limit}`);
+  };
   return {
     async bytes(fileId) {
       const info = await bucket.info(fileId);
       if (!info || info.deleted) return null;
+      checkSize(fileId, info.size, limits.maxRecordSizeBytes);
+      // A device chose the description: only one clean MIME type is kept (content-type.ts).
+      const contentType = checkedContentType(info.description || 'application/octet-stream', ['bucket', fileId, 'description']);
       const data = await bucket.getBlob(fileId);
-      return data && { bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength), contentType: info.description || 'application/octet-stream' };
+      return data && { bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength), contentType };
     },
     async chunks(fileId) {
+      const info = await bucket.info(fileId);
+      if (!info || info.deleted) return null;
+      checkSize(fileId, info.size, limits.maxVideoUploadBytes);
       const result = await bucket.get(fileId);
       if (!result) return null;
       return (async function* () {

@@ -4,6 +4,17 @@
  */
 import { randomUUID } from 'node:crypto';
 
+/** A UUID as the store writes ids: 8-4-4-4-12 lower-case hex digits (RFC 9562, section 4). */
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * True when `id` is a UUID in the form the store writes: the only ids the log's frames can hold
+ * (segment-frames.ts keeps an id as its 16 bytes) and the only ones used in a path.
+ */
+export function isCanonicalId(id: unknown): boolean {
+  return typeof id === 'string' && CANONICAL_UUID.test(id);
+}
+
 /**
  * A UUIDv7 string: the Unix time in ms (48 bits), version 7, then 74 random bits. Built from
  * a random (version 4) UUID from node:crypto, whose variant bits are already those of v7.

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { checksum, FRAME_HEADER_BYTES, frameHeader } from './segment-frames.js';
+import { isCanonicalId } from './ids.js';
 import type { FileKind } from './lmdb-env.js';
 
 /** A staged upload, complete and durable, waiting to be committed. Sizes in bytes. */
@@ -42,11 +43,14 @@ export class StagingFile {
   private readonly waiting: (() => void)[] = [];
 
   /**
-   * Opens `stagingDir/<file id>.part`, reserving room for the frame header.
+   * Opens `stagingDir/<a name of the store's>.part`, reserving room for the frame header. The
+   * name is never the file id: a hub's ids come from devices, and a path is the store's own.
    * @param fileId the id the file keeps (a hub keeps a device's; docs/OPERATIONS.md, "Hub mode"); default: a new one
+   * @throws Error when `fileId` is not a canonical UUID (ids.ts `isCanonicalId`): the log's frames hold ids as UUID bytes
    */
   constructor(stagingDir: string, readonly fileId: string = randomUUID()) {
-    this.path = path.join(stagingDir, `${this.fileId}.part`);
+    if (!isCanonicalId(fileId)) throw new Error(`file id ${JSON.stringify(String(fileId).slice(0, 64))} is not a canonical UUID`);
+    this.path = path.join(stagingDir, `${randomUUID()}.part`);
     this.stream = fs.createWriteStream(this.path, { flags: 'w', start: FRAME_HEADER_BYTES, highWaterMark: 1024 * 1024 });
     this.stream.on('error', (err) => {
       this.failure ??= err;
