@@ -5,7 +5,11 @@
  * the fleet's bucket (the bucket itself is exercised in test/nats-hub.test.ts).
  */
 import t from 'tap';
-import { FileMissing, importEvent, type FileSource } from '../src/hub/event-import.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { FileMissing, IdCollision, importEvent, type FileSource } from '../src/hub/event-import.js';
+import type { AppError, ValidationIssue } from '../src/errors.js';
 import { fixture, imageEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
 
@@ -51,4 +55,65 @@ t.test('a file not in the source: waited for (nothing stored), or at the last de
   const stored = hub.store.getEvent(event.id)!;
   t.equal(stored.images[0]!.file_id, null, 'stored without the missing image');
   t.equal(stored.images[0]!.input_file_id, image.input_file_id);
+});
+
+/** A source holding the event's images and one video (cat-zoom.mp4) under any id asked for. */
+function sourceWithVideo(files: Map<string, Buffer>): FileSource {
+  return { ...source(files), chunks: async () => (async function* () { yield fixture('cat-zoom.mp4'); })() };
+}
+
+t.test('an import never takes over an id stored here: another event\'s file, another device\'s event, a local draft (#31 item 6)', async (t) => {
+  const event = await deviceEvent();
+  const [image] = event.images;
+  const hub = await openLocalStore();
+  t.teardown(hub.close);
+  const files = source(new Map([[image.file_id, fixture('cat.jpg')], [image.input_file_id, fixture('rocket.jpg')]]));
+  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait', 10_000), 'stored');
+
+  const forgedFiles = source(new Map([[image.file_id, fixture('camera.jpg')], [image.input_file_id, fixture('camera.jpg')]]));
+  const reusesFile = { ...structuredClone(event), id: '01900000-0000-7000-8000-000000000001', device_id: 'intruder' };
+  await t.rejects(importEvent(hub.store, reusesFile, forgedFiles, 'wait', 10_000), IdCollision, 'a new event naming a stored image id is refused');
+  t.same(await hub.store.openFile(image.file_id)!.readAll(), fixture('cat.jpg'), 'the stored image keeps its bytes');
+  t.equal(hub.store.getEvent(reusesFile.id), undefined, 'nothing of it stored');
+
+  const otherDevice = { ...structuredClone(event), device_id: 'intruder' };
+  await t.rejects(importEvent(hub.store, otherDevice, files, 'wait', 10_000), IdCollision, 'the same event id from another device is refused');
+
+  const local = await hub.create(imageEvent({ draft: true }));
+  const draft = JSON.parse(hub.store.getEventJson(local.id)!.toString('utf8'));
+  const takeover = { ...draft, videos: [{ file_id: '01900000-0000-7000-8000-0000000000aa', label: 'forged', content_type: 'video/mp4' }], images: [] };
+  await t.rejects(importEvent(hub.store, takeover, sourceWithVideo(new Map()), 'wait', 10_000), IdCollision, 'a message carrying a local draft\'s id and other images is refused');
+  const after = hub.store.getEvent(local.id)!;
+  t.equal(after.draft, true, 'the local draft stays a draft');
+  t.same(after.videos, [], 'nothing attached to it');
+});
+
+t.test('imported ids, videos and predictions pass what a create and an attachment check (#31 items 3, 7, 10)', async (t) => {
+  const event = await deviceEvent();
+  const [image] = event.images;
+  const hub = await openLocalStore();
+  t.teardown(hub.close);
+  const files = sourceWithVideo(new Map([[image.file_id, fixture('cat.jpg')], [image.input_file_id, fixture('rocket.jpg')]]));
+  const video = { file_id: '01900000-0000-7000-8000-0000000000bb', label: 'clip', content_type: 'video/mp4' };
+  const outside = path.join(os.tmpdir(), `edge-events-traversal-${process.pid}`);
+  const refusals: [string, Record<string, unknown>, (string | number)[]][] = [
+    ['a video file_id that climbs out of the staging folder', { videos: [{ ...video, file_id: `../../../../..${outside}` }] }, ['body', 'videos', 0, 'file_id']],
+    ['an upper-case file id', { images: [{ ...image, file_id: image.file_id.toUpperCase() }] }, ['body', 'images', 0, 'file_id']],
+    ['an event id that is no UUID', { id: 'not-a-uuid' }, ['body', 'id']],
+    ['a video content_type with CR/LF', { videos: [{ ...video, content_type: 'video/mp4\r\nSet-Cookie: a=b' }] }, ['body', 'videos', 0, 'content_type']],
+    ['a video content_type listing two types', { videos: [{ ...video, content_type: 'image/png; a="x\\"; b=", text/html; c="' }] }, ['body', 'videos', 0, 'content_type']],
+    ['a label holding NUL and ESC', { videos: [{ ...video, label: 'clip\u0000\u001b[31m' }] }, ['body', 'videos', 0, 'label']],
+    ['more predictions than MAX_PREDICTIONS_PER_IMAGE', { images: [{ ...image, object_detections: Array.from({ length: 11 }, () => ({ class: 'cat', confidence: 0.9, x: 1, y: 1, width: 2, height: 2 })) }] }, ['body', 'images', 0]],
+  ];
+  for (const [what, change, loc] of refusals) {
+    const error = await importEvent(hub.store, { ...structuredClone(event), ...change }, files, 'wait', 10).then(() => null, (err: unknown) => err);
+    t.match(error, { code: 'validation_failed', status: 422 }, `${what}: refused as a create would be`);
+    t.same(((error as AppError).detail as ValidationIssue[])[0]?.loc, loc, `${what}: the issue names ${loc.join('.')}`);
+  }
+  t.equal(hub.store.counters().events, 0, 'nothing stored');
+  t.notOk(fs.existsSync(`${outside}.part`), 'no file opened outside the data directory');
+  t.same(fs.readdirSync(hub.store.stagingDir), [], 'no staging file left');
+
+  t.equal(await importEvent(hub.store, { ...structuredClone(event), videos: [video] }, files, 'wait', 10), 'stored', 'the same event with clean fields is stored');
+  t.same(hub.store.getEvent(event.id)!.videos.map((v) => [v.file_id, v.label]), [[video.file_id, 'clip']]);
 });

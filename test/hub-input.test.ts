@@ -5,10 +5,12 @@
  * /stats and /metrics, and the events around them are imported. Found by a hostile-input probe:
  * one `null` crash-looped a hub, as it was never acknowledged.
  */
+import { randomUUID } from 'node:crypto';
+import { Objm } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
-import { getJson, postJson, smallEvent } from './support/events.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startNatsServer } from './support/nats-server.js';
 import { startStore, type TestStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
@@ -52,3 +54,47 @@ t.test('messages that are no event are terminated and counted; the hub keeps imp
   t.match(metrics, `edge_events_hub_terminated_messages_total ${HOSTILE.length}\n`, '/metrics counts them');
   t.match(metrics, 'edge_events_hub_imported_events_total 2\n');
 });
+
+t.test('a forged fleet event cannot swap a stored image, inject a header through a description, or pass a size limit (#31 items 3, 6, 10)', async (t) => {
+  const server = await startNatsServer();
+  t.teardown(() => server.stop());
+  const device = await startStore({ NATS_URL: server.url });
+  t.teardown(device.stop);
+  const created = await postJson(`${device.url}/v2/events`, imageEvent());
+  await until('the device shipped its event', async () => (await getJson(`${device.url}/stats`)).body.sinks.nats.backlog_events === 0);
+  const real = (await getJson(`${device.url}/v2/events/${created.body.id}`)).body;
+  const realImage = real.images[0].file_id as string;
+
+  const nc = await connect({ servers: server.urls });
+  t.teardown(() => nc.close());
+  const js = jetstream(nc);
+  const bucket = await new Objm(nc).open('edge-events-files');
+  const forge = async (fileId: string, description: string, bytes: Buffer | null, deviceId = 'cam-1') => {
+    if (bytes) await bucket.put({ name: fileId, description }, readableStreamFrom(bytes));
+    const event = { ...real, id: randomUUID(), device_id: deviceId, images: [{ ...real.images[0], file_id: fileId, input_file_id: null }] };
+    await js.publish(`edge.events.${deviceId}.quality_check`, JSON.stringify(event));
+    return event.id as string;
+  };
+  const injected = await forge(randomUUID(), 'image/jpeg\r\nSet-Cookie: session=forged', fixture('cat.jpg'));
+  const oversize = await forge(randomUUID(), 'image/jpeg', Buffer.alloc(300 * 1024, 0xff)); // over the hub's MAX_RECORD_SIZE_BYTES
+  const swapped = await forge(realImage, 'image/jpeg', null, 'intruder'); // names the real event's image
+
+  const hub = await startStore({ NATS_SOURCE_URL: server.url, MAX_RECORD_SIZE_BYTES: String(200 * 1024) });
+  t.teardown(hub.stop);
+  await until('the hub imported the real event and refused the three forged ones', async () => {
+    const { hub: status } = (await getJson(`${hub.url}/stats`)).body;
+    return status.imported === 1 && status.terminated === 3;
+  });
+  t.equal((await getJson(`${hub.url}/stats`)).body.hub.collisions, 1, 'the swap is counted as an id collision');
+  for (const id of [injected, oversize, swapped]) t.equal((await getJson(`${hub.url}/v2/events/${id}`)).status, 404, `forged event ${id} not stored`);
+  const image = await fetch(`${hub.url}/images/${realImage}`);
+  t.equal(image.status, 200);
+  t.same(Buffer.from(await image.arrayBuffer()), fixture('cat.jpg'), 'the real event\'s image keeps its bytes');
+  t.equal((await getJson(`${hub.url}/stats`)).body.current.total_events, 1, 'nothing else stored');
+  t.match(await (await fetch(`${hub.url}/metrics`)).text(), 'edge_events_hub_id_collisions_total 1\n');
+});
+
+/** `bytes` as the ReadableStream ObjectStore.put takes. */
+function readableStreamFrom(bytes: Buffer): ReadableStream<Uint8Array> {
+  return new ReadableStream({ start(controller) { controller.enqueue(new Uint8Array(bytes)); controller.close(); } });
+}

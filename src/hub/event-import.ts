@@ -10,6 +10,7 @@ import { validationError } from '../errors.js';
 import { checkedContentType } from '../events/content-type.js';
 import { assertPredictionLimit } from '../events/prediction-limit.js';
 import { validateCreateBody } from '../events/validate.js';
+import type { EventRecord } from '../store/event-record.js';
 import { isCanonicalId } from '../store/ids.js';
 import type { DecodedImage, EventStore } from '../store/event-store.js';
 import { attachStagedBlob, finalizeEvent } from '../store/event-updates.js';
@@ -20,6 +21,19 @@ export class FileMissing extends Error {
   constructor(readonly fileId: string) {
     super(`file ${fileId} is not in the source`);
     this.name = 'FileMissing';
+  }
+}
+
+/**
+ * An imported event names an id this store already holds for something else: an event of
+ * another device, or a file of another event. The import is refused, never merged: an import
+ * never replaces a stored file nor changes an event it did not make (docs/OPERATIONS.md,
+ * "Hub mode").
+ */
+export class IdCollision extends Error {
+  constructor(readonly id: string, what: string) {
+    super(`${what} ${id} is already stored here for another event or device`);
+    this.name = 'IdCollision';
   }
 }
 
@@ -57,6 +71,33 @@ function checkIds(id: string, images: unknown): void {
       if (fileId !== null && fileId !== undefined && !isCanonicalId(fileId)) throw validationError(['body', 'images', i, key], `${key} must be a lower-case UUID`);
     }
   }
+}
+
+/**
+ * Every id a consumed event would store under: its own, its images' and its videos' file ids.
+ * Imports that share one must run one after the other, so the second sees the first's files.
+ */
+export function claimedIds(event: Record<string, unknown>): string[] {
+  const videos = Array.isArray(event.videos) ? (event.videos as ({ file_id?: unknown } | null)[]).map((video) => video?.file_id) : [];
+  return [event.id, ...imageFileIds(event.images), ...videos].filter((id): id is string => typeof id === 'string');
+}
+
+/** The file ids of a consumed event's images (checked by checkIds first). */
+function imageFileIds(images: unknown): string[] {
+  return (Array.isArray(images) ? (images as (ConsumedImage | null)[]) : []).flatMap((image) => [image?.file_id, image?.input_file_id]).filter((fileId): fileId is string => typeof fileId === 'string');
+}
+
+/**
+ * An event stored under the consumed event's id must be the one an earlier delivery of it
+ * stored: the same device and the same image files. A draft of a local producer, or another
+ * device's event, is never continued nor finalized by an import.
+ * @throws IdCollision when it is not
+ */
+function assertSameOrigin(stored: EventRecord, event: Record<string, unknown>): void {
+  const files = imageFileIds(event.images);
+  const storedFiles = stored.images.flatMap((image) => [image.file_id, image.input_file_id]).filter((fileId): fileId is string => fileId !== null);
+  const same = stored.device_id === (event.device_id ?? null) && storedFiles.every((fileId) => files.includes(fileId));
+  if (!same) throw new IdCollision(String(event.id), 'event');
 }
 
 /**
@@ -99,8 +140,10 @@ export async function importEvent(store: EventStore, event: Record<string, unkno
   const videos = checkedVideos(event.videos);
   checkIds(id, event.images);
   let stored = store.getEvent(id);
+  if (stored) assertSameOrigin(stored, event);
   if (stored && !stored.draft) return 'present';
   if (!stored) {
+    for (const fileId of imageFileIds(event.images)) if (store.openFile(fileId)) throw new IdCollision(fileId, 'file');
     // Read before validation: it drops the keys a create does not take (ajv's removeAdditional).
     const consumed = (Array.isArray(event.images) ? event.images : []).map((image: ConsumedImage) => ({ file_id: image.file_id, input_file_id: image.input_file_id }));
     const input = validateCreateBody(event);
@@ -120,6 +163,7 @@ export async function importEvent(store: EventStore, event: Record<string, unkno
   }
   for (const video of videos) {
     if (stored.videos.some((attached) => attached.file_id === video.file_id)) continue;
+    if (store.openFile(video.file_id)) throw new IdCollision(video.file_id, 'file');
     const chunks = await files.chunks(video.file_id);
     if (!chunks && missingFiles === 'wait') throw new FileMissing(video.file_id);
     if (!chunks) continue; // gone from the source: the event is stored without it

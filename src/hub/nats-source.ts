@@ -23,7 +23,7 @@ import type { Logger } from '../logger.js';
 import type { CapacityGate } from '../operations/capacity-gate.js';
 import type { EventStore } from '../store/event-store.js';
 import { connectNats } from '../sinks/nats-connection.js';
-import { FileMissing, importEvent, type FileSource } from './event-import.js';
+import { claimedIds, FileMissing, IdCollision, importEvent, type FileSource } from './event-import.js';
 
 /**
  * How long a delivered message may wait for its ack before JetStream delivers it again (ms): what
@@ -61,6 +61,8 @@ export class NatsSource {
   consumed = 0;
   /** Messages terminated since start: not a JSON object, or an event this store refuses. */
   terminated = 0;
+  /** Of those, events refused for an id stored here for another event or device (IdCollision). */
+  collisions = 0;
 
   constructor(
     private readonly store: EventStore,
@@ -147,16 +149,24 @@ export class NatsSource {
     return { messages, bucket };
   }
 
-  /** Imports `event`, after any import of the same id under way (a re-delivery taken meanwhile) ended: each id is stored once. */
+  /**
+   * Imports `event` after every import under way that shares one of its ids (claimedIds: the
+   * event's or a file's; a re-delivery, or another message naming the same file) has ended, so
+   * each id is stored once and a collision is seen as one.
+   */
   private async importOnce(event: Record<string, unknown>, bucket: ObjectStore, missingFiles: 'wait' | 'skip'): Promise<'stored' | 'present'> {
-    const id = String(event.id);
-    await this.importing.get(id)?.catch(() => undefined);
+    const ids = claimedIds(event);
+    let earlier = ids.map((id) => this.importing.get(id)).filter((work) => work !== undefined);
+    while (earlier.length > 0) {
+      await Promise.allSettled(earlier);
+      earlier = ids.map((id) => this.importing.get(id)).filter((work) => work !== undefined);
+    }
     const work = importEvent(this.store, event, filesOf(bucket, this.settings), missingFiles, this.settings.maxPredictionsPerImage);
-    this.importing.set(id, work);
+    for (const id of ids) this.importing.set(id, work);
     try {
       return await work;
     } finally {
-      if (this.importing.get(id) === work) this.importing.delete(id);
+      for (const id of ids) if (this.importing.get(id) === work) this.importing.delete(id);
     }
   }
 
@@ -191,6 +201,11 @@ export class NatsSource {
       if ((await this.importOnce(event, bucket, missingFiles)) === 'stored') this.consumed++;
       await message.ackAck();
     } catch (err) {
+      if (err instanceof IdCollision) {
+        this.collisions++;
+        this.terminate(message, 'a fleet event names an id stored here for another event or device', { reason: err.message, eventId: event.id });
+        return;
+      }
       if (err instanceof AppError && err.status < 500) {
         this.terminate(message, 'a fleet event this store cannot take', { err, eventId: event.id });
         return;

@@ -83,6 +83,7 @@ export class StoreMetrics {
       };
       following('hub_imported_events_total', 'Hub mode: events stored from the fleet stream.', () => hub.consumed);
       following('hub_terminated_messages_total', 'Hub mode: fleet messages terminated for good (not a JSON object, or an event this store refuses).', () => hub.terminated);
+      following('hub_id_collisions_total', 'Hub mode: fleet events refused because an id they name is stored here for another event or device (counted in terminated too).', () => hub.collisions);
     }
 
     let writtenSoFar = 0;
