@@ -139,9 +139,17 @@ t.test('model_version leaves null pieces out', async (t) => {
 });
 
 t.test('images are named by file id and content type and measured from their headers', async (t) => {
-  t.equal(imageFileName('abc', 'image/jpeg'), 'images/abc.jpg');
-  t.equal(imageFileName('abc', 'image/png'), 'images/abc.png');
-  t.equal(imageFileName('abc', 'application/x-unknown-thing'), 'images/abc.bin');
+  const id = '01a21826-5363-7be8-a9c6-bc9bde0e703e';
+  t.equal(imageFileName(id, 'image/jpeg'), `images/${id}.jpg`);
+  t.equal(imageFileName(id, 'image/png'), `images/${id}.png`);
+  t.equal(imageFileName(id, 'application/x-unknown-thing'), `images/${id}.bin`);
+  // #31 item 9: an id a hub stored unchecked never reaches an entry name.
+  for (const forged of ['../../../../tmp/x', '/etc/passwd', 'a\\..\\b', id.toUpperCase()]) {
+    const name = imageFileName(forged, 'image/jpeg');
+    t.match(name, /^images\/id-[0-9a-f]{32}\.jpg$/, `${JSON.stringify(forged)} becomes ${name}`);
+    t.equal(imageFileName(forged, 'image/jpeg'), name, 'the same name every time');
+  }
+  t.not(imageFileName('../a', 'image/jpeg'), imageFileName('../b', 'image/jpeg'), 'two ids, two names');
   t.same(imageDimensions(fixture('cat.jpg')), { width: 451, height: 300 });
   t.same(imageDimensions(fixture('rocket.jpg')), { width: 640, height: 427 });
   t.equal(imageDimensions(Buffer.from('not an image')), undefined);

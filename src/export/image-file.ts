@@ -4,12 +4,20 @@
  * `bin` when the type has none), and width and height come from the file's header, read with
  * image-size (no decoding; JPEG, PNG, WebP, GIF, BMP, TIFF, HEIF/AVIF and more).
  */
+import { createHash } from 'node:crypto';
 import { imageSize } from 'image-size';
 import mime from 'mime-types';
+import { isCanonicalId } from '../store/ids.js';
 
-/** `images/<fileId>.<ext>` for a file of `contentType`. */
+/**
+ * `images/<fileId>.<ext>` for a file of `contentType`. The name is built from checked parts
+ * only: a file id that is not a canonical UUID (one a hub stored before imports were checked,
+ * say `../../tmp/x`) becomes `id-<SHA-256 of it, 32 hex digits>`, so no entry name holds a
+ * separator or `..`; an extension comes from mime-types' table, never from the stored type.
+ */
 export function imageFileName(fileId: string, contentType: string): string {
-  return `images/${fileId}.${mime.extension(contentType) || 'bin'}`;
+  const base = isCanonicalId(fileId) ? fileId : `id-${createHash('sha256').update(fileId).digest('hex').slice(0, 32)}`;
+  return `images/${base}.${mime.extension(contentType) || 'bin'}`;
 }
 
 /**
