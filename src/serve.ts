@@ -59,6 +59,7 @@ export async function startService(config: Config): Promise<StoreService> {
     onSearchIndexProgress: searchIndexLogger(log),
   });
   log.info({ store: store.opened }, 'store opened');
+  for (const skipped of store.opened.skipped) log.warn(skipped, 'the log replay went past a create naming a file no frame holds; it is not in the index (docs/STORAGE.md, "Recovery")');
   const lifecycle = new Lifecycle(config, store, log);
   // The worker loads while the server already answers: start-up time is the HTTP side's.
   const workerReady = lifecycle.start();

@@ -6,7 +6,7 @@
  */
 import { once } from 'node:events';
 import t from 'tap';
-import { EventStore } from '../src/store/event-store.js';
+import { EventStore, type CreatedEvent } from '../src/store/event-store.js';
 import { LOG_POSITION_KEY } from '../src/store/create-index.js';
 import { openDatabases } from '../src/store/lmdb-env.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
@@ -231,4 +231,43 @@ t.test('a failed index commit over several appended batches refuses them all and
   t.equal(reopened.opened.replayed, 2, 'the log holds the first and the later create only');
   t.same([reopened.dbs.events.getCount(), Boolean(reopened.getEvent(kept.id)), Boolean(reopened.getEvent(later.id))], [2, true, true]);
   await reopened.close();
+});
+
+t.test('a replay goes past a create whose file id was no UUID, reports it, and replays the creates after it (#31 item 8)', async (t) => {
+  // A hub stored device-chosen ids unchecked before imports were checked (ids.ts): a blob frame
+  // keeps an id as 16 bytes, so `not-a-uuid-file` reads back as another string.
+  const dataDir = tempDataDir();
+  const store = await EventStore.open(dataDir);
+  const images = [{
+    results: { label: null, object_detections: [], classifications: [], instance_segmentations: [], keypoints: [], metadata: {} },
+    image: { bytes: fixture('cat.jpg'), contentType: 'image/jpeg' },
+    input: null,
+  }];
+  const legacy = await store.create({ fields: NEW_EVENT_FIELDS, images, ids: { event: '01900000-0000-7000-8000-00000000000a', images: [{ file: 'not-a-uuid-file', input: null }] } });
+  const after: CreatedEvent[] = [];
+  for (let i = 0; i < 3; i++) after.push(await store.create({ fields: NEW_EVENT_FIELDS, images }));
+  await store.close();
+
+  // As after a power cut before LMDB flushed any of them: the log position at the segment's start.
+  const dbs = openDatabases(dataDir);
+  const position = dbs.meta.get(LOG_POSITION_KEY) as { segment: number; offset: number };
+  await dbs.root.transaction(() => {
+    dbs.meta.putSync(LOG_POSITION_KEY, { segment: position.segment, offset: 0 });
+    for (const { id } of [legacy, ...after]) dbs.eventIds.removeSync(id);
+    dbs.events.clearSync();
+    dbs.meta.removeSync('counters');
+    dbs.segments.removeSync(position.segment);
+  });
+  await dbs.root.close();
+
+  const reopened = await EventStore.open(dataDir);
+  t.teardown(() => reopened.close());
+  t.equal(reopened.opened.replayed, 3, 'the three acknowledged creates after it are replayed');
+  t.match(reopened.opened.skipped, [{ segment: position.segment, eventId: legacy.id, missingFiles: ['not-a-uuid-file'] }], 'the skipped create is reported');
+  for (const { id } of after) {
+    const record = reopened.getEvent(id);
+    t.ok(record, `event ${id} is back`);
+    t.same(await reopened.openFile(record!.images[0]!.file_id!)!.readAll(), fixture('cat.jpg'), 'with its image');
+  }
+  t.equal(reopened.getEvent(legacy.id), undefined, 'the skipped create is not half-indexed');
 });

@@ -17,7 +17,7 @@ import { timeOrderedId } from './ids.js';
 import { completeCounters, openDatabases, type FileKind, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, storedJson, type EventRecord } from './record-codec.js';
 import { encodeRecordFrame } from './record-frame.js';
-import { recoverStore } from './recovery.js';
+import { recoverStore, type SkippedCreate } from './recovery.js';
 import { StoreChanges, type StoreChange } from './store-changes.js';
 import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
@@ -73,6 +73,8 @@ interface PreparedCreate {
 export interface OpenReport {
   /** Creates replayed from the log into the index. */
   replayed: number;
+  /** Creates the replay went past (recovery.ts SkippedCreate): whole frames it could not index. */
+  skipped: SkippedCreate[];
   /** Time the open took (ms). */
   ms: number;
 }
@@ -98,7 +100,7 @@ export class EventStore extends StoreView {
   /** Appends of this epoch or older were cut from the log after a failed index commit. */
   private cutEpoch = -1;
   /** How the open that made this store found it. */
-  opened: OpenReport = { replayed: 0, ms: 0 };
+  opened: OpenReport = { replayed: 0, skipped: [], ms: 0 };
   /**
    * Told how long each round of a create stage took (docs/OPERATIONS.md, "Metrics"): the log
    * stage's append + fdatasync, the index stage's commit; with the batches and events of the round.
@@ -147,7 +149,7 @@ export class EventStore extends StoreView {
       const dbs = openDatabases(dataDir);
       await migrateToLedger(dbs);
       const searchIndexReady = await prepareSearchIndex(dbs);
-      const { lastSegment, activeSegment, lastCreatedAt, replayed } = await recoverStore(dbs, blobsDir, stagingDir, options.sinks.length > 0);
+      const { lastSegment, activeSegment, lastCreatedAt, replayed, skipped } = await recoverStore(dbs, blobsDir, stagingDir, options.sinks.length > 0);
       await completeCounters(dbs, () => countPending(dbs));
       await startCursors(dbs, options.sinks);
       await dbs.root.flushed;
@@ -156,7 +158,7 @@ export class EventStore extends StoreView {
       const appender = new SegmentAppender(blobsDir, () => store!.allocateSegment());
       store = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
       if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
-      store.opened = { replayed, ms: Math.round(performance.now() - started) };
+      store.opened = { replayed, skipped, ms: Math.round(performance.now() - started) };
       store.searchIndexReady = searchIndexReady;
       if (!searchIndexReady) store.backfill = store.runSearchIndexBackfill();
       return store;

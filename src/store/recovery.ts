@@ -27,9 +27,25 @@ export interface RecoveryResult {
   lastCreatedAt: number;
   /** Creates found in the log beyond the index's position and indexed (again) now. */
   replayed: number;
+  /** Creates skipped by the replay: whole frames naming a file no frame before them holds. */
+  skipped: SkippedCreate[];
   stagingFilesRemoved: number;
   tailsTruncated: number;
   orphanedDiskFilesRemoved: number;
+}
+
+/**
+ * A create the replay could not index and went past: its record frame is whole, but a file it
+ * names is in no frame before it (an id that was not a UUID, so its blob frame's 16-byte id
+ * does not read back the same). Nothing of it is indexed; the creates after it are.
+ */
+export interface SkippedCreate {
+  segment: number;
+  /** Byte offset of the record frame in the segment. */
+  offset: number;
+  eventId: string;
+  /** The file ids no frame holds. */
+  missingFiles: string[];
 }
 
 /** Segment numbers of the files in blobs/, ascending. */
@@ -46,12 +62,14 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
  * and the counters and segment accounting of a create are never in the index before the
  * position passes it, so replaying it again counts it exactly once.
  * Stops at the first torn frame, or at the first create one of whose blobs fails its CRC:
- * appends are sequential, so nothing after it was acknowledged.
- * @returns how many creates were indexed
+ * appends are sequential, so nothing after it was acknowledged. A whole create naming a file no
+ * frame holds is skipped and reported, never a reason to stop (SkippedCreate).
+ * @returns how many creates were indexed, and those skipped
  */
-async function replaySegment(dbs: StoreDatabases, file: string, segment: number, start: number, shipping: boolean): Promise<number> {
+async function replaySegment(dbs: StoreDatabases, file: string, segment: number, start: number, shipping: boolean): Promise<{ replayed: number; skipped: SkippedCreate[] }> {
   const handle = await fsp.open(file, 'r');
   let replayed = 0;
+  const skipped: SkippedCreate[] = [];
   try {
     const blobs = new Map<string, ScannedFrame>();
     let batch: LoggedCreate[] = [];
@@ -70,7 +88,14 @@ async function replaySegment(dbs: StoreDatabases, file: string, segment: number,
       const { value, files } = decodeRecordFrame(frame.data!);
       const record = decodeRecord(value);
       const placed = files.map(({ fileId, contentType }) => ({ fileId, contentType, frame: blobs.get(fileId) }));
-      const whole = await Promise.all(placed.map(({ frame: blob }) => (blob ? blobCrcMatches(handle, blob) : false)));
+      const missingFiles = placed.filter(({ frame: blob }) => !blob).map(({ fileId }) => fileId);
+      if (missingFiles.length > 0) {
+        skipped.push({ segment, offset: frame.offset, eventId: record.id, missingFiles });
+        end = frame.offset + frame.length;
+        blobs.clear();
+        continue;
+      }
+      const whole = await Promise.all(placed.map(({ frame: blob }) => blobCrcMatches(handle, blob!)));
       if (whole.includes(false)) break;
       end = frame.offset + frame.length;
       blobs.clear();
@@ -88,7 +113,7 @@ async function replaySegment(dbs: StoreDatabases, file: string, segment: number,
   } finally {
     await handle.close();
   }
-  return replayed;
+  return { replayed, skipped };
 }
 
 /**
@@ -97,7 +122,7 @@ async function replaySegment(dbs: StoreDatabases, file: string, segment: number,
  * starts its log after every segment it has.
  * @returns creates replayed and the position's segment
  */
-async function replayLog(dbs: StoreDatabases, blobsDir: string, shipping: boolean): Promise<{ replayed: number; positionSegment: number }> {
+async function replayLog(dbs: StoreDatabases, blobsDir: string, shipping: boolean): Promise<{ replayed: number; skipped: SkippedCreate[]; positionSegment: number }> {
   const onDisk = await segmentsOnDisk(blobsDir);
   const position: LogPosition | undefined = indexedLogPosition(dbs);
   if (!position) {
@@ -105,14 +130,17 @@ async function replayLog(dbs: StoreDatabases, blobsDir: string, shipping: boolea
     for (const key of dbs.segments.getKeys()) last = Math.max(last, key);
     const start = { segment: last + 1, offset: 0 };
     await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, start));
-    return { replayed: 0, positionSegment: start.segment };
+    return { replayed: 0, skipped: [], positionSegment: start.segment };
   }
   let replayed = 0;
+  const skipped: SkippedCreate[] = [];
   for (const segment of onDisk.filter((n) => n >= position.segment)) {
     const from = segment === position.segment ? position.offset : 0;
-    replayed += await replaySegment(dbs, path.join(blobsDir, segmentFileName(segment)), segment, from, shipping);
+    const result = await replaySegment(dbs, path.join(blobsDir, segmentFileName(segment)), segment, from, shipping);
+    replayed += result.replayed;
+    skipped.push(...result.skipped);
   }
-  return { replayed, positionSegment: position.segment };
+  return { replayed, skipped, positionSegment: position.segment };
 }
 
 /**
@@ -121,7 +149,7 @@ async function replayLog(dbs: StoreDatabases, blobsDir: string, shipping: boolea
  * @throws the fs error when blobs/ or staging/ cannot be read, the lmdb error of a failed commit
  */
 export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagingDir: string, shipping: boolean): Promise<RecoveryResult> {
-  const { replayed, positionSegment } = await replayLog(dbs, blobsDir, shipping);
+  const { replayed, skipped, positionSegment } = await replayLog(dbs, blobsDir, shipping);
 
   const stagingFiles = await fsp.readdir(stagingDir);
   await Promise.all(stagingFiles.map((f) => fsp.rm(path.join(stagingDir, f), { force: true, recursive: true })));
@@ -162,6 +190,7 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
     activeSegment,
     lastCreatedAt: lastKey ?? 0,
     replayed,
+    skipped,
     stagingFilesRemoved: stagingFiles.length,
     tailsTruncated,
     orphanedDiskFilesRemoved,
