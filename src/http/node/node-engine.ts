@@ -1,9 +1,17 @@
 /**
  * The HttpEngine on Node's own `node:http`, for where no native uWebSockets.js build loads. Its
  * limits follow the native engine's where Node lets them (Node's reference, `http.createServer`
- * options): a request head up to MAX_HEAD_BYTES (a larger one answers 431, a malformed one 400,
- * and the connection is closed), and no `requestTimeout`, as uWebSockets.js has none: a large
- * upload over a slow link may take longer than Node's default 5 minutes.
+ * options and `server.timeout`):
+ * - a request head up to MAX_HEAD_BYTES (a larger one answers 431, a malformed one 400, and the
+ *   connection is closed), received within IDLE_TIMEOUT_MS (`headersTimeout`);
+ * - a connection on which nothing is read or written for IDLE_TIMEOUT_MS is closed
+ *   (`server.timeout`): an idle keep-alive, an upload that stalls (its staging file is then
+ *   removed, as for any cut upload), a download the client stopped reading. uWebSockets.js
+ *   closes the same connections after 10 s (its HTTP_IDLE_TIMEOUT_S);
+ * - a stream of unknown length (the live stream's SSE, idle between heartbeats for longer) is
+ *   closed only when a write waits IDLE_TIMEOUT_MS for the client to read (node-exchange.ts);
+ * - no `requestTimeout`, as uWebSockets.js has none: a large upload over a slow but moving link
+ *   may take longer than Node's default 5 minutes.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,20 +26,31 @@ import { RouteMatcher } from './route-match.js';
  */
 export const MAX_HEAD_BYTES = 128 * 1024;
 
+/** How long a connection may go without a byte read or written (ms): uWebSockets.js's 10 s. */
+export const IDLE_TIMEOUT_MS = 10_000;
+
 /**
  * An engine serving through a `node:http` server.
  * @param runtime what /stats reports (http_engine `node`)
  */
 export function createNodeEngine(runtime: RuntimeInfo): HttpEngine {
   const routes = new RouteMatcher<RequestHandler>();
-  const webSockets = new NodeWebSockets(routes);
-  const server = http.createServer({ requestTimeout: 0, maxHeaderSize: MAX_HEAD_BYTES }, (req, res) => {
+  const webSockets = new NodeWebSockets(routes, IDLE_TIMEOUT_MS);
+  const server = http.createServer({
+    requestTimeout: 0,
+    headersTimeout: IDLE_TIMEOUT_MS,
+    keepAliveTimeout: IDLE_TIMEOUT_MS,
+    connectionsCheckingInterval: 1000, // how often headersTimeout is checked (default 30 s)
+    maxHeaderSize: MAX_HEAD_BYTES,
+  }, (req, res) => {
     const { url, query } = splitTarget(req.url ?? '/');
     const found = routes.match(req.method ?? 'GET', url);
     // The route table registers a catch-all; without one, close like a server with no route.
     if (!found) return void res.destroy();
-    found.value(new NodeExchange(req, res, url, query, found.params));
+    found.value(new NodeExchange(req, res, url, query, found.params, IDLE_TIMEOUT_MS));
   });
+  // With no 'timeout' listener on the server, Node destroys a socket idle this long.
+  server.timeout = IDLE_TIMEOUT_MS;
   return {
     name: 'node',
     runtime,

@@ -18,14 +18,20 @@ function header(req: IncomingMessage, name: string): string {
 
 export class NodeExchange extends Exchange {
   private head: { status: number; reason: string; headers: (readonly [string, string])[]; total: number | undefined } | undefined;
+  /** A stream of unknown length: closed when a write stalls, not when the socket idles. */
+  private watchStalls = false;
+  /** Armed while such a stream's write waits for the client to read. */
+  private stalled: NodeJS.Timeout | undefined;
 
   /**
    * Copies what the exchange needs from `req` and attaches the abort handling.
    * @param url the path as sent, without the query
    * @param query the query string without `?`
    * @param rawParams route parameters as sent (percent-encoded)
+   * @param stallMs how long a write of a stream of unknown length may wait for the client to
+   *   read before the connection is closed (ms; node-engine.ts IDLE_TIMEOUT_MS)
    */
-  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, url: string, query: string, rawParams: string[]) {
+  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, url: string, query: string, rawParams: string[], private readonly stallMs: number) {
     const length = header(req, 'content-length');
     super({
       method: (req.method ?? 'GET').toUpperCase(),
@@ -47,6 +53,7 @@ export class NodeExchange extends Exchange {
     // A body cut short errors the request stream; the response's 'close' reports the abort.
     req.on('error', () => undefined);
     res.on('close', () => {
+      clearTimeout(this.stalled);
       if (!res.writableEnded) this.markAborted();
     });
   }
@@ -81,6 +88,15 @@ export class NodeExchange extends Exchange {
 
   protected beginStream(status: number, reason: string, headers: (readonly [string, string])[], totalBytes: number | undefined): void {
     this.head = { status, reason, headers, total: totalBytes };
+    if (totalBytes !== undefined) return;
+    // A stream of unknown length may be idle for longer than the socket's idle timeout (the
+    // live stream between heartbeats): it is closed when a write stalls instead (writeChunk).
+    this.watchStalls = true;
+    this.req.socket.setTimeout(0);
+    this.res.on('drain', () => {
+      clearTimeout(this.stalled);
+      this.stalled = undefined;
+    });
   }
 
   /** Writes the recorded head once, before the first body bytes. */
@@ -102,7 +118,9 @@ export class NodeExchange extends Exchange {
     // The callback runs once the socket wrote the chunk or gave up on it (Node's reference,
     // "writable.write": it runs with an error then); Node drops it when the socket is already
     // destroyed, and the chunk is then left to the garbage collector.
-    return released ? this.res.write(chunk, () => released()) : this.res.write(chunk);
+    const written = released ? this.res.write(chunk, () => released()) : this.res.write(chunk);
+    if (!written && this.watchStalls) this.stalled ??= setTimeout(() => this.res.destroy(), this.stallMs);
+    return written;
   }
 
   protected whenWritable(): Promise<void> {

@@ -39,8 +39,9 @@ export class NodeWebSockets {
 
   /**
    * @param routes the engine's request routes, which answer upgrade requests on other paths
+   * @param stallMs handed to each NodeExchange (node-engine.ts IDLE_TIMEOUT_MS)
    */
-  constructor(private readonly routes: RouteMatcher<RequestHandler>) {}
+  constructor(private readonly routes: RouteMatcher<RequestHandler>, private readonly stallMs: number) {}
 
   /**
    * Serves upgrades on the exact path `pattern` (no parameters) with `endpoint`.
@@ -66,9 +67,9 @@ export class NodeWebSockets {
     if (!endpoint) {
       const found = this.routes.match(req.method ?? 'GET', url);
       if (!found) return void socket.destroy();
-      return found.value(new NodeExchange(req, res, url, query, found.params));
+      return found.value(new NodeExchange(req, res, url, query, found.params, this.stallMs));
     }
-    const session = endpoint.upgrade(new NodeExchange(req, res, url, query, []));
+    const session = endpoint.upgrade(new NodeExchange(req, res, url, query, [], this.stallMs));
     if (!session) return; // refused through `res`
     res.detachSocket(socket as Parameters<typeof res.detachSocket>[0]);
     this.server.handleUpgrade(req, socket, head, (ws) => open(ws, session));
