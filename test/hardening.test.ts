@@ -140,3 +140,29 @@ t.test('/docs/<name> finds only its own assets: constructor, __proto__, toString
   t.equal((await fetch(`${spawned.url}/health`)).status, 200);
   t.notMatch(spawned.output(), /swagger-ui-dist|node_modules|ENOENT|"level":50/, 'no error and no install path in the log');
 });
+
+t.test('small holes in validation and headers (#31 item 12)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  for (const limit of ['0x10', '1e3', '%205', '5.0', '+5', '-1', '0', '1001', '']) {
+    const res = await getJson(`${store.url}/v2/events?limit=${limit}`);
+    t.equal(res.status, 422, `limit=${limit} is refused: decimal digits only`);
+  }
+  t.equal((await getJson(`${store.url}/v2/events?limit=0010`)).status, 200, 'limit=0010 is ten');
+  for (const time of ['2026-02-30T00:00:00Z', '2026-04-31', '2025-02-29T12:00:00Z']) {
+    const res = await getJson(`${store.url}/v2/events?start_time=${encodeURIComponent(time)}`);
+    t.equal(res.status, 400, `start_time=${time} is refused, not rolled over to the next month`);
+  }
+  t.equal((await getJson(`${store.url}/v2/events?start_time=2024-02-29T00:00:00Z`)).status, 200, 'a leap day is a day');
+  const proto = await postJson(`${store.url}/v2/events`, JSON.parse('{"inference_timestamp":"2026-01-01T00:00:00Z","event_schema":"custom","event_data":{},"custom_metadata":{"__proto__":1}}'));
+  t.equal(proto.status, 422);
+  t.same(proto.body.detail, [{ loc: ['body', 'custom_metadata', '__proto__'], msg: 'the key __proto__ is not allowed', type: 'value_error.key' }], 'the message names the refused key, not its length');
+  const docs = await fetch(`${store.url}/docs`);
+  await docs.arrayBuffer();
+  t.match(docs.headers.get('content-security-policy'), /frame-ancestors 'none'/, '/docs cannot be framed');
+  t.match(docs.headers.get('content-security-policy'), /script-src 'self'/, 'and runs only its own scripts');
+  t.equal(docs.headers.get('x-content-type-options'), 'nosniff');
+  const bundle = await fetch(`${store.url}/docs/swagger-ui-bundle.js`);
+  await bundle.arrayBuffer();
+  t.equal(bundle.headers.get('x-content-type-options'), 'nosniff', 'Swagger UI\'s files too');
+});

@@ -60,8 +60,9 @@ export function parseMetadataFilter(text: string): MetadataCondition {
 export function parseLimit(params: URLSearchParams): number {
   const raw = params.get('limit');
   if (raw === null) return DEFAULT_LIMIT;
-  const limit = Number(raw);
-  if (raw.trim() === '' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+  // Decimal digits only: Number() would also take 0x10, 1e3, ' 5' and '5.0'.
+  const limit = /^[0-9]{1,4}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
     throw validationError(['query', 'limit'], `limit must be an integer from 1 to ${MAX_LIMIT}`, 'value_error.number');
   }
   return limit;

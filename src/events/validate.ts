@@ -13,6 +13,7 @@ import { Ajv2020, type AnySchemaObject, type ErrorObject, type ValidateFunction 
 import addFormatsPlugin from 'ajv-formats';
 import { AppError, type ValidationIssue } from '../errors.js';
 import { schemasDir } from '../paths.js';
+import { isCalendarDate } from '../store/timestamps.js';
 import { EVENT_SCHEMAS, type CreateEventInput, type EventSchemaName, type ImageInput } from './types.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -127,6 +128,8 @@ function toIssue(err: ErrorObject): ValidationIssue {
   if (err.propertyName !== undefined) {
     // propertyNames (custom_metadata keys): ajv reports the inner error with the key.
     loc.push(err.propertyName);
+    // The schema refuses `__proto__` (a key that would set an object's prototype once read back).
+    if (err.propertyName === '__proto__') return { loc, msg: 'the key __proto__ is not allowed', type: 'value_error.key' };
     return { loc, msg: 'ensure this key has 1 to 256 characters', type: 'value_error.key' };
   }
   switch (err.keyword) {
@@ -212,15 +215,6 @@ function eventDataMessage(schema: EventSchemaName, err: ErrorObject): string {
 
 // ---------------------------------------------------------------------------------------------
 // Normalisation
-
-/** True when the date part of a pattern-checked timestamp exists (no 2025-02-30). */
-function isCalendarDate(ts: string): boolean {
-  const day = Number(ts.slice(8, 10));
-  if (day <= 28) return true;
-  const year = Number(ts.slice(0, 4));
-  const month = Number(ts.slice(5, 7));
-  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate(); // day 0 of the next month
-}
 
 /** Copies the fields of `raw` that are not null (or undefined) onto `target` under their snake_case names. */
 function renameInto(target: Record<string, unknown>, raw: Record<string, unknown>, names: Map<string, string>): void {

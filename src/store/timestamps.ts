@@ -10,13 +10,26 @@ export const DAY_MICROS = 86_400_000_000;
 const ISO = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d{1,9}))?)?\s*(Z|z|[+-]\d{2}:?\d{2})?$/;
 
 /**
+ * True when the `YYYY-MM-DD` that `text` starts with is a day of the calendar (no 2026-02-30:
+ * Date.parse would roll it over to March 2).
+ */
+export function isCalendarDate(text: string): boolean {
+  const day = Number(text.slice(8, 10));
+  if (day <= 28) return true;
+  const year = Number(text.slice(0, 4));
+  const month = Number(text.slice(5, 7));
+  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate(); // day 0 of the next month
+}
+
+/**
  * Parses an ISO 8601 date or date-time to µs since the epoch; a missing offset means UTC.
- * @returns undefined when the text is not an ISO 8601 timestamp
+ * @returns undefined when the text is not an ISO 8601 timestamp of a calendar day
  */
 export function parseIsoMicros(text: string): number | undefined {
   const match = ISO.exec(text.trim());
   if (!match) return undefined;
   const [, date, time = '00:00:00', fraction = '', zone = 'Z'] = match;
+  if (!isCalendarDate(date!)) return undefined;
   const offset = zone === 'z' ? 'Z' : zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone;
   const ms = Date.parse(`${date}T${time.length === 5 ? `${time}:00` : time}${offset}`);
   if (Number.isNaN(ms)) return undefined;
