@@ -14,6 +14,9 @@ import { getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
+// About 100 MiB of large creates and their lists: 2 minutes on 2 busy cores, over tap's 120 s.
+t.setTimeout(300_000);
+
 const MiB = 1024 * 1024;
 
 /** `count` detections, about 63 bytes of JSON each. */
