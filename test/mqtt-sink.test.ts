@@ -32,9 +32,9 @@ async function subscribe(broker: Broker, clientId: string): Promise<{ client: Mq
   return { client, received };
 }
 
-/** A broker for the test and a persistent subscriber to it (both ended with the test). */
-async function brokerWithSubscriber(t: Test, clientId: string): Promise<{ broker: Broker; received: Received[] }> {
-  const broker = await startBroker();
+/** A broker for the test (`settings`: more mosquitto.conf lines) and a persistent subscriber to it (both ended with the test). */
+async function brokerWithSubscriber(t: Test, clientId: string, settings: string[] = []): Promise<{ broker: Broker; received: Received[] }> {
+  const broker = await startBroker(settings);
   t.teardown(() => broker.stop());
   const { client, received } = await subscribe(broker, clientId);
   t.teardown(() => client.endAsync());
@@ -122,6 +122,25 @@ t.test('device ids with control characters, non-characters or lone surrogates ar
   }
   const { mqtt: status } = (await getJson(`${store.url}/stats`)).body;
   t.same([status.connected, status.last_error], [true, null], 'still connected, no error');
+});
+
+t.test('an event over the broker\'s Maximum Packet Size is dead-lettered, counted and logged; every later event is published (#31 item 4)', async (t) => {
+  // Before: mosquitto dropped the store for the oversize PUBLISH (DISCONNECT 0x95), mqtt.js sent
+  // it again after every reconnect, and nothing behind it was ever published.
+  const { broker, received } = await brokerWithSubscriber(t, 'mqtt-test-dead-letter', ['max_packet_size 4096']);
+  const store = await publishingStore(broker);
+  t.teardown(store.stop);
+  const before = await create(store);
+  const oversize = await create(store, { custom_metadata: { note: 'x'.repeat(900), a: 'y'.repeat(900), b: 'z'.repeat(900), c: 'w'.repeat(900), d: 'v'.repeat(900) } });
+  const after = [await create(store), await create(store)];
+  await until('the events around it are published', () => createdIds(received).length === 3);
+  t.same(createdIds(received), [before, ...after], 'every event but the oversize one, in order');
+  await until('the oversize event is dead-lettered', async () => (await getJson(`${store.url}/stats`)).body.mqtt.dead_lettered_total === 1);
+  const { mqtt: status } = (await getJson(`${store.url}/stats`)).body;
+  t.match(status.dead_letters, [{ event_id: oversize, type: 'created', reason: /Maximum Packet Size of 4096/ }], '/stats names it and why');
+  t.same([status.connected, status.last_error], [true, null], 'the broker never dropped the store');
+  t.equal((await getJson(`${store.url}/v2/events/${oversize}`)).status, 200, 'the event stays in the store');
+  t.match(await (await fetch(`${store.url}/metrics`)).text(), 'edge_events_mqtt_dead_lettered_messages_total 1\n');
 });
 
 t.test('a broker restart in the middle of a run: creates keep answering 201, every created event is published afterwards', async (t) => {

@@ -176,6 +176,7 @@ function mqttMetrics(mqtt: MqttSink, registers: Registry[]): void {
     collect() { this.set(mqtt.status().oldest_unpublished_age_seconds ?? 0); },
   });
   new Counter({ name: `${PREFIX}mqtt_changes_skipped_total`, help: 'Finalizes and deletions not published: too many while the broker was away.', registers, collect() { this.reset(); this.inc(mqtt.changesSkipped); } });
+  new Counter({ name: `${PREFIX}mqtt_dead_lettered_messages_total`, help: 'Messages no broker would take (over its Maximum Packet Size, or refused for their topic or payload), dropped instead of retried.', registers, collect() { this.reset(); this.inc(mqtt.deadLetteredTotal); } });
 }
 
 /** Per configured sink (docs/OPERATIONS.md, "Sinks"): backlog, its oldest event's age, stalls, shipped, dead letters. */

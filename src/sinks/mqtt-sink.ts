@@ -54,8 +54,25 @@ export interface MqttSinkStatus {
   oldest_unpublished_age_seconds: number | null;
   /** Finalizes and deletions not published because more than MAX_OFFLINE_CHANGES happened while the broker was away. */
   changes_skipped: number;
+  /** Messages no broker would take, dropped instead of retried (mqtt-transport.ts), since start. */
+  dead_lettered_total: number;
+  /** The newest of them (at most MAX_DEAD_LETTERS), oldest first. */
+  dead_letters: DeadLetter[];
   last_error: string | null;
 }
+
+/** A message the sink dropped because no broker would take it; the event stays in the store. */
+export interface DeadLetter {
+  /** The event's id; null for a reset's message. */
+  event_id: string | null;
+  type: StreamMessageType;
+  reason: string;
+  /** When it was dropped (ISO 8601). */
+  at: string;
+}
+
+/** Dead letters kept for /stats (each also logged). */
+const MAX_DEAD_LETTERS = 100;
 
 export class MqttSink {
   private readonly client: MqttClient;
@@ -63,6 +80,11 @@ export class MqttSink {
   private cursor: number;
   private writtenCursor: number | undefined;
   private window = MAX_IN_FLIGHT;
+  /** The broker's Maximum Packet Size (CONNACK; bytes), undefined when it sets none. */
+  private maxPacketBytes: number | undefined;
+  private readonly deadLetters: DeadLetter[] = [];
+  /** Messages dead-lettered since start. */
+  deadLetteredTotal = 0;
   /** Finalizes, deletions and resets while no subscription publishes (records are held by reference). */
   private offline: StoreChange[] = [];
   private failures = 0;
@@ -110,6 +132,8 @@ export class MqttSink {
       resume_point: cursor > 0 ? formatMicrosOrNull(cursor) : null,
       oldest_unpublished_age_seconds: oldest === undefined ? null : Math.max(0, Math.round(Date.now() / 1000 - oldest / 1e6)),
       changes_skipped: this.changesSkipped,
+      dead_lettered_total: this.deadLetteredTotal,
+      dead_letters: [...this.deadLetters],
       last_error: this.lastError ?? null,
     };
   }
@@ -127,6 +151,7 @@ export class MqttSink {
 
   private connected(connack: IConnackPacket): void {
     this.window = Math.min(connack.properties?.receiveMaximum ?? MAX_IN_FLIGHT, MAX_IN_FLIGHT);
+    this.maxPacketBytes = connack.properties?.maximumPacketSize;
     this.lastError = undefined;
     this.log.info({ window: this.window, resumePoint: formatMicrosOrNull(this.cursor) }, 'MQTT connected');
     this.follow();
@@ -146,10 +171,11 @@ export class MqttSink {
         this.failures = 0;
         this.cursor = Math.max(this.cursor, transport.acknowledgedThrough);
       },
+      deadLettered: (message, reason) => this.deadLetter(message, reason),
       // A detached transport's late answers still move the cursor, never the current subscription.
       failed: (err) => this.current?.transport === transport && this.refused(err),
       ended: () => this.current?.transport === transport && this.resubscribeWhenIdle(transport),
-    });
+    }, this.maxPacketBytes);
     for (const change of this.offline.splice(0)) {
       const message = this.offlineMessage(change);
       if (message) transport.send(message);
@@ -183,6 +209,17 @@ export class MqttSink {
       this.follow();
     };
     setTimeout(resume, RESUBSCRIBE_PAUSE_MS).unref();
+  }
+
+  /** Counts, logs and keeps a message dropped because no broker would take it. */
+  private deadLetter(message: StreamMessage, reason: string): void {
+    this.deadLetteredTotal++;
+    this.failures = 0;
+    const id = (JSON.parse(Buffer.from(message.data).toString('utf8')) as { id?: string | null }).id ?? null;
+    const letter: DeadLetter = { event_id: id, type: message.type, reason, at: new Date().toISOString() };
+    this.log.error(letter, 'MQTT message dead-lettered: no broker will take it; the event stays in the store');
+    this.deadLetters.push(letter);
+    if (this.deadLetters.length > MAX_DEAD_LETTERS) this.deadLetters.shift();
   }
 
   /** The broker refused a message (e.g. not authorized): retry from the cursor with a growing pause. */

@@ -6,8 +6,15 @@
  * never skips. In-flight messages are bounded by a count (at most the broker's Receive Maximum)
  * and by bytes; past either, the subscription waits (`drained`) and, waiting too long, queues
  * until its own bound closes it (src/stream/subscription.ts).
+ *
+ * A message no broker will ever take is dead-lettered, never retried: one larger than the
+ * Maximum Packet Size the broker announced in CONNACK (sending it would make the broker drop the
+ * connection, and mqtt.js would send it again after every reconnect), or one the broker refuses
+ * with a reason code about the message itself (MQTT 5, 3.4.2.1: 0x90 topic name invalid, 0x95
+ * packet too large, 0x99 payload format invalid). It counts as acknowledged for the cursor, so
+ * the messages behind it are published.
  */
-import type { MqttClient } from 'mqtt';
+import { ErrorWithReasonCode, type MqttClient } from 'mqtt';
 import type { HeartbeatTransport } from '../stream/stream-hub.js';
 import type { StreamMessage, StreamMessageType } from '../stream/stream-message.js';
 import { eventTopic, resetTopic } from './mqtt-topic.js';
@@ -21,10 +28,18 @@ export interface PublishWindow {
   bytes: number;
 }
 
+/** PUBACK reason codes about the message itself: sending it again can never succeed. */
+const UNPUBLISHABLE = new Set([0x90, 0x95, 0x99]);
+
+/** Bytes of a QoS 1 PUBLISH around its topic and payload: headers, packet id, the two properties; an upper bound. */
+const PUBLISH_OVERHEAD_BYTES = 64;
+
 /** What the sink hears from its transport. */
 export interface TransportEvents {
   /** The broker acknowledged a message of `type`. */
   acknowledged(type: StreamMessageType): void;
+  /** A message no broker will take was dropped (see above); `reason` says why. */
+  deadLettered(message: StreamMessage, reason: string): void;
   /** The broker refused a message (MQTT 5 reason code), or the client dropped it. */
   failed(err: Error): void;
   /** The subscription ended the stream (too far behind, or the store stopping). */
@@ -46,6 +61,7 @@ export class MqttTransport implements HeartbeatTransport {
 
   /**
    * @param cursor created_at (µs) the subscription resumes after: every create up to it is acknowledged
+   * @param maxPacketBytes the Maximum Packet Size of the broker's CONNACK (bytes); undefined: none
    */
   constructor(
     private readonly client: MqttClient,
@@ -53,6 +69,7 @@ export class MqttTransport implements HeartbeatTransport {
     private readonly window: PublishWindow,
     private cursor: number,
     private readonly events: TransportEvents,
+    private readonly maxPacketBytes: number | undefined,
   ) {}
 
   /** created_at (µs) of the newest acknowledged create with every older one acknowledged. */
@@ -76,8 +93,14 @@ export class MqttTransport implements HeartbeatTransport {
     this.inFlight++;
     this.inFlightBytes += message.data.byteLength;
     const payload = Buffer.from(message.data.buffer, message.data.byteOffset, message.data.byteLength);
+    const topic = this.topicOf(message);
+    const packetBytes = payload.byteLength + Buffer.byteLength(topic) + PUBLISH_OVERHEAD_BYTES;
+    if (this.maxPacketBytes !== undefined && packetBytes > this.maxPacketBytes) {
+      queueMicrotask(() => this.settled(message, create, undefined, `about ${packetBytes} bytes, over the broker's Maximum Packet Size of ${this.maxPacketBytes}`));
+      return !this.full();
+    }
     this.client.publish(
-      this.topicOf(message),
+      topic,
       payload,
       { qos: 1, retain: false, properties: { contentType: 'application/json', userProperties: { type: message.type } } },
       (err) => this.settled(message, create, err),
@@ -110,10 +133,15 @@ export class MqttTransport implements HeartbeatTransport {
     return this.inFlight >= this.window.messages || this.inFlightBytes >= this.window.bytes;
   }
 
-  private settled(message: StreamMessage, create: InFlightCreate | undefined, err: Error | undefined): void {
+  /**
+   * A message is done: acknowledged, refused (`err`), or dead-lettered (`deadLetter`, the reason,
+   * or a refusal about the message itself), which moves the cursor as an acknowledgement does.
+   */
+  private settled(message: StreamMessage, create: InFlightCreate | undefined, err: Error | undefined, deadLetter?: string): void {
     this.inFlight--;
     this.inFlightBytes -= message.data.byteLength;
-    if (err) {
+    if (err instanceof ErrorWithReasonCode && UNPUBLISHABLE.has(err.code)) deadLetter = err.message;
+    if (err && deadLetter === undefined) {
       this.events.failed(err);
     } else {
       if (create) {
@@ -122,7 +150,8 @@ export class MqttTransport implements HeartbeatTransport {
         while (through < this.creates.length && this.creates[through]!.acknowledged) through++;
         if (through > 0) this.cursor = this.creates.splice(0, through).at(-1)!.createdAt;
       }
-      this.events.acknowledged(message.type);
+      if (deadLetter === undefined) this.events.acknowledged(message.type);
+      else this.events.deadLettered(message, deadLetter);
     }
     if (!this.full()) this.wake();
   }

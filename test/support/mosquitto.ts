@@ -35,8 +35,11 @@ async function accepting(port: number, timeoutMs = 10_000): Promise<void> {
   }
 }
 
-/** Starts a broker; stop it in the test's teardown. */
-export async function startBroker(): Promise<Broker> {
+/**
+ * Starts a broker; stop it in the test's teardown.
+ * @param settings more lines of mosquitto.conf, e.g. `max_packet_size 4096`
+ */
+export async function startBroker(settings: string[] = []): Promise<Broker> {
   if (!fs.existsSync(executable)) throw new Error(`no mosquitto at ${executable}: apt-get install mosquitto, or set MOSQUITTO_PATH`);
   const dir = tempDataDir();
   const port = await freePort();
@@ -51,6 +54,7 @@ export async function startBroker(): Promise<Broker> {
     // Run as root, mosquitto drops to user `mosquitto` by default, which cannot write the
     // persistence file in this process's temp dir: stay the user we are (mosquitto.conf(5), `user`).
     `user ${os.userInfo().username}`,
+    ...settings,
   ].join('\n'));
   let child: ChildProcess | undefined;
   const broker: Broker = {
