@@ -82,8 +82,8 @@ export function claimedIds(event: Record<string, unknown>): string[] {
   return [event.id, ...imageFileIds(event.images), ...videos].filter((id): id is string => typeof id === 'string');
 }
 
-/** The file ids of a consumed event's images (checked by checkIds first). */
-function imageFileIds(images: unknown): string[] {
+/** The file ids of a consumed event's images (strings only; importEvent checks them as UUIDs). */
+export function imageFileIds(images: unknown): string[] {
   return (Array.isArray(images) ? (images as (ConsumedImage | null)[]) : []).flatMap((image) => [image?.file_id, image?.input_file_id]).filter((fileId): fileId is string => typeof fileId === 'string');
 }
 

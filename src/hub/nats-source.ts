@@ -12,6 +12,7 @@
  * read) is retried after a pause. While the store is capacity-blocked, consuming waits.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Semaphore } from 'async-mutex';
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
@@ -22,8 +23,9 @@ import { checkedContentType } from '../events/content-type.js';
 import type { Logger } from '../logger.js';
 import type { CapacityGate } from '../operations/capacity-gate.js';
 import type { EventStore } from '../store/event-store.js';
+import { isCanonicalId } from '../store/ids.js';
 import { connectNats } from '../sinks/nats-connection.js';
-import { claimedIds, FileMissing, IdCollision, importEvent, type FileSource } from './event-import.js';
+import { claimedIds, FileMissing, IdCollision, imageFileIds, importEvent, type FileSource } from './event-import.js';
 
 /**
  * How long a delivered message may wait for its ack before JetStream delivers it again (ms): what
@@ -33,6 +35,12 @@ import { claimedIds, FileMissing, IdCollision, importEvent, type FileSource } fr
 const ACK_WAIT_MS = 10_000;
 /** Events stored at once. */
 const IMPORTS_AT_ONCE = 32;
+/**
+ * Image bytes the imports under way may hold at once (an image is read whole from the bucket;
+ * videos are streamed): an import waits until its images' sizes fit. One import larger than
+ * this runs alone.
+ */
+export const IMPORT_MEMORY_BYTES = 64 * 1024 * 1024;
 /** Messages pulled ahead of those being stored. */
 const PULL_AHEAD = 64;
 /** Pause before a message that failed here is delivered again (ms). */
@@ -57,6 +65,11 @@ export class NatsSource {
   private running: Promise<void> | undefined;
   /** Imports under way, by event id. */
   private readonly importing = new Map<string, Promise<unknown>>();
+  /**
+   * IMPORT_MEMORY_BYTES in KiB, weighted by each import's images (async-mutex). KiB, not bytes:
+   * its release walks every value from the free weight down to 1 (Semaphore._drainUnlockWaiters).
+   */
+  private readonly memory = new Semaphore(IMPORT_MEMORY_BYTES / 1024);
   /** Events stored from the stream since start (re-deliveries of stored ones not counted). */
   consumed = 0;
   /** Messages terminated since start: not a JSON object, or an event this store refuses. */
@@ -161,13 +174,25 @@ export class NatsSource {
       await Promise.allSettled(earlier);
       earlier = ids.map((id) => this.importing.get(id)).filter((work) => work !== undefined);
     }
-    const work = importEvent(this.store, event, filesOf(bucket, this.settings), missingFiles, this.settings.maxPredictionsPerImage);
+    const work = this.withImageMemory(event, bucket, () => importEvent(this.store, event, filesOf(bucket, this.settings), missingFiles, this.settings.maxPredictionsPerImage));
     for (const id of ids) this.importing.set(id, work);
     try {
       return await work;
     } finally {
       for (const id of ids) if (this.importing.get(id) === work) this.importing.delete(id);
     }
+  }
+
+  /**
+   * Runs `work` once the sizes of `event`'s images in the bucket (read from the objects' info)
+   * fit in IMPORT_MEMORY_BYTES beside the other imports' (at most all of it: a larger import
+   * runs alone).
+   */
+  private async withImageMemory<T>(event: Record<string, unknown>, bucket: ObjectStore, work: () => Promise<T>): Promise<T> {
+    // An id that is no UUID is refused by importEvent before any read: nothing to weigh.
+    const sizes = await Promise.all(imageFileIds(event.images).filter(isCanonicalId).map(async (fileId) => (await bucket.info(fileId))?.size ?? 0));
+    const kib = Math.ceil(sizes.reduce((sum, size) => sum + size, 0) / 1024);
+    return this.memory.runExclusive(work, Math.min(Math.max(1, kib), IMPORT_MEMORY_BYTES / 1024));
   }
 
   /** Terminates `message` for good (never redelivered), with a log line, and counts it. */
