@@ -13,6 +13,7 @@ import { isProtected, markShipped, sinkBacklog, unshipped } from '../src/store/s
 import { finalizeEvent } from '../src/store/event-updates.js';
 import { smallEvent } from './support/events.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
+import { until } from './support/waiting.js';
 
 const SINKS = ['cloud', 'nats'];
 
@@ -144,12 +145,6 @@ t.test('runSink: ships as events come, reports a stall while the destination hol
     log: createLogger('silent'), signal: stop.signal, sinks: ['cloud'], stallMs: 1500, backoff: { baseMs: 5, capMs: 10 },
     onProgress: (progress) => reports.push(progress),
   });
-  const until = async (what: string, test: () => boolean) => {
-    for (let i = 0; !test(); i++) {
-      if (i > 400) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  };
   const first = await createAll(local, 3);
   await until('three shipped', () => sink.received.length === 3);
   t.same(sink.received, first, 'in ledger order');
@@ -167,7 +162,9 @@ t.test('runSink: ships as events come, reports a stall while the destination hol
   await createAll(local, 1);
   await until('the error reported', () => reports.some((r) => r.lastError === 'refused'));
   await until('shipped after the retry', () => sink.received.length === 5);
-  t.equal(reports.at(-1)!.lastError, null);
+  // The progress report that clears the error follows the acknowledgement: wait for it.
+  await until('the error cleared', () => reports.at(-1)!.lastError === null);
+  t.equal(reports.at(-1)!.shipped, 5, 'reported with every event shipped');
   stop.abort();
   await running;
 });
