@@ -4,14 +4,14 @@
  * or, at the last delivery, left out. The files come from a map of fixture bytes standing for
  * the fleet's bucket (the bucket itself is exercised in test/nats-hub.test.ts).
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FileMissing, IdCollision, importEvent, type FileSource } from '../src/hub/event-import.js';
 import type { AppError, ValidationIssue } from '../src/errors.js';
 import { fixture, imageEvent } from './support/events.js';
-import { openLocalStore } from './support/local-store.js';
+import { openLocalStore, type LocalStore } from './support/local-store.js';
 
 /** A device's event as its store presents it (GET /v2/events/{id}). */
 async function deviceEvent(): Promise<Record<string, any>> {
@@ -29,13 +29,19 @@ function source(files: Map<string, Buffer>): FileSource {
   };
 }
 
-t.test('an imported event keeps its ids; importing it again changes nothing', async (t) => {
+/** A device's event imported into a new hub store (closed with the test), and the source it came from. */
+async function importedOnHub(t: Test): Promise<{ event: Record<string, any>; image: Record<string, any>; hub: LocalStore; files: FileSource }> {
   const event = await deviceEvent();
   const [image] = event.images;
   const hub = await openLocalStore();
   t.teardown(hub.close);
   const files = source(new Map([[image.file_id, fixture('cat.jpg')], [image.input_file_id, fixture('rocket.jpg')]]));
   t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait', 10_000), 'stored');
+  return { event, image, hub, files };
+}
+
+t.test('an imported event keeps its ids; importing it again changes nothing', async (t) => {
+  const { event, image, hub, files } = await importedOnHub(t);
   const stored = JSON.parse(hub.store.getEventJson(event.id)!.toString('utf8'));
   t.same({ ...stored, created_at: 0, finalized_at: 0 }, { ...event, created_at: 0, finalized_at: 0 }, 'the same event but for created_at and finalized_at (the hub\'s)');
   t.same(await hub.store.openFile(image.file_id)!.readAll(), fixture('cat.jpg'));
@@ -63,12 +69,7 @@ function sourceWithVideo(files: Map<string, Buffer>): FileSource {
 }
 
 t.test('an import never takes over an id stored here: another event\'s file, another device\'s event, a local draft (#31 item 6)', async (t) => {
-  const event = await deviceEvent();
-  const [image] = event.images;
-  const hub = await openLocalStore();
-  t.teardown(hub.close);
-  const files = source(new Map([[image.file_id, fixture('cat.jpg')], [image.input_file_id, fixture('rocket.jpg')]]));
-  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait', 10_000), 'stored');
+  const { event, image, hub, files } = await importedOnHub(t);
 
   const forgedFiles = source(new Map([[image.file_id, fixture('camera.jpg')], [image.input_file_id, fixture('camera.jpg')]]));
   const reusesFile = { ...structuredClone(event), id: '01900000-0000-7000-8000-000000000001', device_id: 'intruder' };

@@ -144,6 +144,29 @@ function timeoutLines(systems, list) {
 }
 
 /**
+ * The "## Machine" section of a results file: CPU, cores, RAM, kernel and Node, then `more`
+ * rows ([label, value]) as each bench measured them.
+ * @param {Record<string, string | number>} machine what the bench read of the machine
+ * @param {[string, string][]} more
+ * @returns {string[]} markdown lines
+ */
+export function machineSection(machine, more) {
+  return [
+    '## Machine',
+    '',
+    '| | |',
+    '|---|---|',
+    `| CPU | ${machine.cpu} |`,
+    `| Cores | ${machine.cores} |`,
+    `| RAM | ${machine.ramGiB} GiB |`,
+    `| Kernel | ${machine.kernel} |`,
+    `| Node | ${machine.node} |`,
+    ...more.map(([label, value]) => `| ${label} | ${value} |`),
+    '',
+  ];
+}
+
+/**
  * RESULTS.md from the bench's results object.
  * @returns {string} markdown
  */
@@ -250,19 +273,11 @@ export function renderResults(res) {
     'every acknowledged event is stored; before each Range run that a 206 carries the right bytes; before each no-storage ceiling',
     'that it answers a create as the store does (201, an id, an image id per image).',
     '',
-    '## Machine',
-    '',
-    '| | |',
-    '|---|---|',
-    `| CPU | ${machine.cpu} |`,
-    `| Cores | ${machine.cores} |`,
-    `| RAM | ${machine.ramGiB} GiB |`,
-    `| Kernel | ${machine.kernel} |`,
-    `| Node | ${machine.node} |`,
-    `| Load generator | ${machine.wrk} |`,
-    `| Disk (data directories) | ${machine.disk} |`,
-    `| Other CPU during measured runs | ${otherCores.toFixed(2)} cores on average |`,
-    '',
+    ...machineSection(machine, [
+      ['Load generator', machine.wrk],
+      ['Disk (data directories)', machine.disk],
+      ['Other CPU during measured runs', `${otherCores.toFixed(2)} cores on average`],
+    ]),
   ];
   return lines.join('\n');
 }

@@ -1,4 +1,5 @@
 /** Renders the concurrency sweep's figures (sweep.js) as RESULTS.sweep.md. */
+import { machineSection } from './report.js';
 
 const int = (n) => Math.round(n).toLocaleString('en-US');
 const ms = (n) => `${n.toFixed(2)} ms`;
@@ -133,19 +134,11 @@ export function renderSweep(res) {
     '',
     ...res.systems.map((s) => `- **${s.name}**: ${s.stack}.`),
     '',
-    '## Machine',
-    '',
-    '| | |',
-    '|---|---|',
-    `| CPU | ${machine.cpu} |`,
-    `| Cores | ${machine.cores} |`,
-    `| RAM | ${machine.ramGiB} GiB |`,
-    `| Kernel | ${machine.kernel} |`,
-    `| Node | ${machine.node} |`,
-    `| Disk (data directories) | ${machine.disk} |`,
-    `| Disk sync | ${machine.fdatasync} |`,
-    `| Other CPU during measured windows | ${otherCores.toFixed(2)} cores on average |`,
-    '',
+    ...machineSection(machine, [
+      ['Disk (data directories)', machine.disk],
+      ['Disk sync', machine.fdatasync],
+      ['Other CPU during measured windows', `${otherCores.toFixed(2)} cores on average`],
+    ]),
   );
   return lines.join('\n');
 }
