@@ -63,7 +63,7 @@ export class NatsSource {
   private messages: ConsumerMessages | undefined;
   private stopped = false;
   private running: Promise<void> | undefined;
-  /** Imports under way, by event id. */
+  /** Imports under way, under every id each claims (claimedIds). */
   private readonly importing = new Map<string, Promise<unknown>>();
   /**
    * IMPORT_MEMORY_BYTES in KiB, weighted by each import's images (async-mutex). KiB, not bytes:
