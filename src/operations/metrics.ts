@@ -51,6 +51,9 @@ export class StoreMetrics {
     const { config, store, lifecycle, stream, mqtt, diskWrites, hub } = sources;
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+    // prom-client names three gauges `*_total`, which `promtool check metrics` flags (exit 3); the
+    // same counts stay exposed by type as `nodejs_active_handles`, `_requests` and `_resources`.
+    for (const kind of ['handles', 'requests', 'resources']) this.registry.removeSingleMetric(`${PREFIX}nodejs_active_${kind}_total`);
 
     this.requests = new Counter({ name: `${PREFIX}http_requests_total`, help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers });
     this.requestSeconds = new Histogram({ name: `${PREFIX}http_request_duration_seconds`, help: 'Time from a request\'s head to its answer, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], buckets: SECONDS_BUCKETS, registers });
