@@ -70,3 +70,14 @@ t.test('each route takes exactly the parameters /openapi.json documents for it (
     t.same([...documented].sort(), ROUTE_PARAMS[route].filter((name) => name !== 'api_key').sort(), `${path}: the same names`);
   }
 });
+
+t.test('the create example /openapi.json gives Swagger UI uses one spelling and is created as is (#27 item 7)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const spec = (await getJson(`${store.url}/openapi.json`)).body;
+  const example = spec.paths['/v2/events'].post.requestBody.content['application/json'].example;
+  t.ok(example, 'the create body has an example');
+  t.notOk(Object.keys(example).some((key) => /[A-Z]/.test(key)), 'snake_case names only');
+  const created = await postJson(`${store.url}/v2/events`, example);
+  t.equal(created.status, 201, `"Try it out" with the example creates an event: ${JSON.stringify(created.body)}`);
+});

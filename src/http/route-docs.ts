@@ -48,10 +48,13 @@ export const jsonResponse = (schema: string, description: string): OpenApiObject
   content: { 'application/json': { schema: schemaRef(schema) } },
 });
 
-/** A required JSON request body, the component `schema`. */
-export const jsonRequest = (schema: string): OpenApiObject => ({
+/**
+ * A required JSON request body, the component `schema`, with `example` when given (Swagger UI
+ * builds its "Try it out" body from it instead of from every property of the schema).
+ */
+export const jsonRequest = (schema: string, example?: unknown): OpenApiObject => ({
   required: true,
-  content: { 'application/json': { schema: schemaRef(schema) } },
+  content: { 'application/json': { schema: schemaRef(schema), ...(example === undefined ? {} : { example }) } },
 });
 
 /** An optional query parameter. */

@@ -88,7 +88,17 @@ const createDoc: RouteDoc = {
   operationId: 'createEvent',
   description: 'draft true keeps the event open for attachments until finalized; omitted or false finalizes it on creation. '
     + `event_data must conform to the schema named by event_schema (components ${EVENT_SCHEMAS.map((schema) => schemaComponentName(`event-data/${schema}.json`)).join(', ')}).`,
-  requestBody: jsonRequest('CreateEvent'),
+  // One spelling only: built from the schema, Swagger UI filled both snake_case and camelCase
+  // names, and a create with both spellings of a field answers 422 (docs/API.md, "Create an event").
+  requestBody: jsonRequest('CreateEvent', {
+    inference_timestamp: '2026-11-22T01:00:00Z',
+    event_schema: 'quality_check',
+    event_data: { result: 'pass', external_id: 'lot-1' },
+    device_id: 'cam-1',
+    workflow_id: 'wf-inspect',
+    custom_metadata: { line: 'A' },
+    images: [],
+  }),
   responses: { 201: jsonResponse('CreateResponse', 'Created; durable before the answer.') },
   errors: {
     solution_required: 'solution required (E1).',
