@@ -97,7 +97,9 @@ export function renderStats(stats: Stats): void {
   setGauge('gauge-storage', storage.percent_used, `${storage.bytes_used_formatted} of ${storage.bytes_limit_formatted}`);
   const days = stats.current.days_of_data_stored;
   const retention = stats.configuration.retention_days;
-  setGauge('gauge-days', Number(((100 * days) / retention).toFixed(2)), `${decimal.format(days)} of ${decimal.format(retention)} days`);
+  // A retention under a day reads in hours: "0 of 0 days" said nothing.
+  const [amount, unit] = retention < 1 ? [(d: number) => d * 24, 'hours'] as const : [(d: number) => d, 'days'] as const;
+  setGauge('gauge-days', Number(((100 * days) / retention).toFixed(2)), `${decimal.format(amount(days))} of ${decimal.format(amount(retention))} ${unit}`);
   element('#uploads-pending').textContent = count.format(stats.capacity.uploads_pending);
   element('#blocked').hidden = !stats.capacity.blocked;
   renderMqtt(stats.mqtt);

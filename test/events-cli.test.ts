@@ -64,6 +64,7 @@ t.test('a table, JSON, and paging with --cursor', async (t) => {
   const second = JSON.parse((await run(['*', '--store', store.url, '--limit', '2', '--cursor', first.next_cursor, '--json'])).stdout);
   t.same(second.events.map((e: { id: string }) => e.id), [ids[2], ids[1]], 'the cursor continues where the first page ended');
   t.equal((await run(['class:zebra', '--store', store.url])).stdout, 'No events.\n');
+  t.match((await run(['*', '--store', store.url, '--limit', '1'])).stdout, /\n1 event\.\nNext page: /, 'one event, in the singular');
 });
 
 t.test('failures: a malformed query before any request, the store\'s key, no store, a bad limit', async (t) => {

@@ -96,7 +96,7 @@ function humanPage(page: EventSearchPage): string {
   if (page.events.length === 0 && page.next_cursor === null) return 'No events.\n';
   const next = page.next_cursor === null ? 'No more events.\n' : `Next page: --cursor ${page.next_cursor}\n`;
   const table = page.events.length === 0 ? '' : renderEventTable(page.events);
-  return `${table}${page.count} events.\n${next}`;
+  return `${table}${page.count} ${page.count === 1 ? 'event' : 'events'}.\n${next}`;
 }
 
 function renderFailure(failure: Failure, json: boolean): string {

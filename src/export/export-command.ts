@@ -83,7 +83,7 @@ async function executeExport(query: string, options: ExportOptions, io: ExportCl
     eventSearchConditions(query);
     const client = new StoreClient(options, io.env);
     const { zipPath, summary } = await downloadExport(client, { query, format: options.format, output: options.output, progress: io.stderr });
-    io.stdout.write(`Saved ${zipPath} (${options.format}): ${summary.entries} entries, ${summary.images} images, ${formatBytes(summary.bytes)}\n`);
+    io.stdout.write(`Saved ${zipPath} (${options.format}): ${summary.entries} ${summary.entries === 1 ? 'entry' : 'entries'}, ${summary.images} ${summary.images === 1 ? 'image' : 'images'}, ${formatBytes(summary.bytes)}\n`);
     if (options.extract !== undefined) {
       const files = await extractZip(zipPath, options.extract).catch((err: Error) => {
         throw new ExportCliError(err.message, 1, 'The zip is kept; extract it again, or into another directory.', { cause: err });
