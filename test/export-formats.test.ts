@@ -144,7 +144,7 @@ t.test('images are named by file id and content type and measured from their hea
   t.equal(imageFileName(id, 'image/png'), `images/${id}.png`);
   t.equal(imageFileName(id, 'application/x-unknown-thing'), `images/${id}.bin`);
   // #31 item 9: an id a hub stored unchecked never reaches an entry name.
-  for (const forged of ['../../../../tmp/x', '/etc/passwd', 'a\\..\\b', id.toUpperCase()]) {
+  for (const forged of ['../../../../tmp/x', '/etc/passwd', 'a\\..\\b', 'x.jpg', 'a b', 'é', 'x'.repeat(65)]) {
     const name = imageFileName(forged, 'image/jpeg');
     t.match(name, /^images\/id-[0-9a-f]{32}\.jpg$/, `${JSON.stringify(forged)} becomes ${name}`);
     t.equal(imageFileName(forged, 'image/jpeg'), name, 'the same name every time');

@@ -7,16 +7,18 @@
 import { createHash } from 'node:crypto';
 import { imageSize } from 'image-size';
 import mime from 'mime-types';
-import { isCanonicalId } from '../store/ids.js';
+
+/** A file id that is safe as a name as it is: letters, digits, `-` and `_` (a UUID is). */
+const SAFE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * `images/<fileId>.<ext>` for a file of `contentType`. The name is built from checked parts
- * only: a file id that is not a canonical UUID (one a hub stored before imports were checked,
- * say `../../tmp/x`) becomes `id-<SHA-256 of it, 32 hex digits>`, so no entry name holds a
- * separator or `..`; an extension comes from mime-types' table, never from the stored type.
+ * only: a file id with any other character (one a hub stored before imports were checked, say
+ * `../../tmp/x`) becomes `id-<SHA-256 of it, 32 hex digits>`, so no entry name holds a
+ * separator, a dot or `..`; an extension comes from mime-types' table, never from the stored type.
  */
 export function imageFileName(fileId: string, contentType: string): string {
-  const base = isCanonicalId(fileId) ? fileId : `id-${createHash('sha256').update(fileId).digest('hex').slice(0, 32)}`;
+  const base = SAFE_NAME.test(fileId) ? fileId : `id-${createHash('sha256').update(fileId).digest('hex').slice(0, 32)}`;
   return `images/${base}.${mime.extension(contentType) || 'bin'}`;
 }
 
