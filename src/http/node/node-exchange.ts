@@ -140,6 +140,11 @@ export class NodeExchange extends Exchange {
     if (this.aborted || this.res.writableEnded) return;
     this.writeHead();
     this.res.end(chunk ?? EMPTY);
+    if (!this.watchStalls) return;
+    // Ended (its last message says where to resume): no longer a stall to cut short, but a
+    // client that reads nothing of the tail for the idle timeout is dropped, like any socket.
+    clearTimeout(this.stalled);
+    this.req.socket.setTimeout(this.stallMs);
   }
 
   protected destroyConnection(): void {
