@@ -3,6 +3,8 @@
  * that once went wrong (docs/RELIABILITY.md, "Security"): a Range header built to backtrack, an
  * uploaded HTML page served as HTML, `/docs/<name>` looked up as an object property.
  */
+import { once } from 'node:events';
+import net from 'node:net';
 import t from 'tap';
 import { MAX_RANGE_HEADER_LENGTH, resolveRange } from '../src/http/range.js';
 import { downloadHeaders, isPassiveEssence, servedContentType } from '../src/http/download-headers.js';
@@ -11,6 +13,7 @@ import { postFile } from './support/multipart.js';
 import { rawRequest } from '../scripts/lib/raw-http.js';
 import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 const store = await startStore();
 t.teardown(store.stop);
@@ -165,4 +168,35 @@ t.test('small holes in validation and headers (#31 item 12)', async (t) => {
   const bundle = await fetch(`${store.url}/docs/swagger-ui-bundle.js`);
   await bundle.arrayBuffer();
   t.equal(bundle.headers.get('x-content-type-options'), 'nosniff', 'Swagger UI\'s files too');
+});
+
+t.test('HEAD / and HEAD /health answer the GET head without a body (#31 item 12)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  for (const path of ['/', '/health']) {
+    const get = await fetch(`${store.url}${path}`);
+    const length = (await get.arrayBuffer()).byteLength;
+    // HEAD, then (once its head is in) a GET on the same connection: the GET's status line must
+    // follow the HEAD's head at once, with no body between them; or the store closes the
+    // connection after the head (uWebSockets.js does after a head-only answer), sending nothing more.
+    const socket = net.connect(Number(new URL(store.url).port), '127.0.0.1');
+    await once(socket, 'connect');
+    let text = '';
+    let closed = false;
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => (closed = true));
+    socket.write(`HEAD ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+    await until(`the head of HEAD ${path}`, () => text.includes('\r\n\r\n'));
+    if (!closed) socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await until(`the next answer, or the close, after HEAD ${path}`, () => closed || ((text.match(/HTTP\/1\.1 /g) ?? []).length === 2 && text.endsWith('}')));
+    socket.destroy();
+    const end = text.indexOf('\r\n\r\n') + 4;
+    const [head, rest] = [text.slice(0, end), text.slice(end)];
+    t.match(head, /^HTTP\/1\.1 200/, `HEAD ${path}: 200`);
+    t.match(head, new RegExp(`\\r\\ncontent-length: ${length}\\r\\n`, 'i'), `HEAD ${path}: the GET's Content-Length`);
+    t.ok(rest === '' || rest.startsWith('HTTP/1.1 200'), `HEAD ${path}: no body after the head (${rest === '' ? 'the connection then closed' : 'the next answer follows'})`);
+  }
+  const other = await fetch(`${store.url}/v2/events`, { method: 'HEAD' });
+  t.equal(other.status, 405, 'other routes keep answering 405 to HEAD');
 });

@@ -62,6 +62,7 @@ export const operatorPageRoutes: Route[] = [
     method: 'get',
     path: '/',
     public: true,
+    head: true,
     doc: {
       tag: 'operator page',
       summary: 'The operator page',

@@ -76,6 +76,11 @@ export interface Route {
   /** Reachable without X-API-Key (/health and the interactive docs). */
   public?: boolean;
   /**
+   * A GET answered whole that HEAD answers too: the same head, no body (RFC 9110, 9.3.2), for
+   * monitors and browsers that probe with HEAD (`/`, `/health`).
+   */
+  head?: true;
+  /**
    * A browser's cross-origin request is refused (403) as if it changed state, though it is a GET:
    * the live stream, which a page on the LAN could otherwise hold open to make the store buffer
    * for it (docs/RELIABILITY.md, "Security").
@@ -240,12 +245,14 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
         .catch((err: unknown) => ex.fail(err, logError))
         .finally(leave);
     };
-    engine.route(route.method, route.path, handle);
-    if (route.path !== '/') engine.route(route.method, `${route.path}/`, handle);
+    for (const method of route.head ? [route.method, 'head'] : [route.method]) {
+      engine.route(method, route.path, handle);
+      if (route.path !== '/') engine.route(method, `${route.path}/`, handle);
+    }
   }
 
   for (const [path, sharing] of routesByPath(routes)) {
-    const allow = sharing.map((route) => route.method.toUpperCase()).join(', ');
+    const allow = sharing.flatMap((route) => (route.head ? [route.method, 'head'] : [route.method])).map((method) => method.toUpperCase()).join(', ');
     const notAllowed = (ex: Exchange) => {
       ex.setResponseDefaults({ errorShape: sharing[0].errorShape ?? 'store', headers: [] });
       const preflight = ex.method === 'OPTIONS' ? preflightHeaders(ex.headers.origin, allowedOrigins, allow) : undefined;

@@ -190,6 +190,7 @@ export const storeRoutes: Route[] = [
     method: 'get',
     path: '/health',
     public: true,
+    head: true,
     doc: {
       tag: 'admin',
       summary: 'Health',

@@ -20,6 +20,8 @@ export interface UwsResponse {
   /** Writes a chunk (chunked encoding); false when backpressure built up (uWS keeps the chunk). */
   write(chunk: Uint8Array | string): boolean;
   end(body?: Uint8Array | string, closeConnection?: boolean): UwsResponse;
+  /** Ends with a head only, its Content-Length `reportedContentLength` (the answer to HEAD). */
+  endWithoutBody(reportedContentLength?: number, closeConnection?: boolean): UwsResponse;
   /** Upgrades to a WebSocket (in the upgrade handler, synchronously or corked). */
   upgrade<UserData>(userData: UserData, secWebSocketKey: string, secWebSocketProtocol: string, secWebSocketExtensions: string, context: unknown): void;
   /** Writes as much of `chunk` as fits, for a body of `totalSize` bytes: [accepted, finished]. */

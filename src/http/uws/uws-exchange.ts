@@ -59,7 +59,10 @@ export class UwsExchange extends Exchange {
     this.res.cork(() => {
       this.res.writeStatus(statusLine(status));
       for (const [name, value] of headers) this.res.writeHeader(name, value);
-      this.res.end(body, closeConnection);
+      // uWebSockets.js writes a body even for HEAD: the head alone, with the body's length. Its
+      // 20.30 then reads no further request on the connection: close it rather than leave it hanging.
+      if (this.method === 'HEAD') this.res.endWithoutBody(Buffer.byteLength(body), true);
+      else this.res.end(body, closeConnection);
     });
   }
 
