@@ -123,9 +123,9 @@ t.test('other methods and unknown paths are never answered with data', async (t)
     for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD']) {
       const res = await fetch(`${store.url}${url}`, { method });
       const text = await res.text();
-      const isPublic = allRoutes.some((route) => route.public && route.method.toUpperCase() === method
+      const isPublic = allRoutes.some((route) => route.public && (route.method.toUpperCase() === method || (route.head && method === 'HEAD'))
         && url === route.path.replace(/:([a-z_]+)/g, (_, name: string) => ids[name]));
-      if (isPublic) continue; // /health, /docs and /openapi.json (docs/API.md, "Authentication")
+      if (isPublic) continue; // /health, /docs and /openapi.json, and HEAD of / and /health (docs/API.md, "Authentication")
       const notAllowed = res.status === 405 && res.headers.get('allow') !== null && (method === 'HEAD' ? text === '' : /^\{"detail":"Method \w+ not allowed on /.test(text));
       const refused = res.status === 401 || res.status === 404 || notAllowed;
       checked++;

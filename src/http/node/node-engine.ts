@@ -4,9 +4,11 @@
  * options and `server.timeout`):
  * - a request head up to MAX_HEAD_BYTES (a larger one answers 431, a malformed one 400, and the
  *   connection is closed), received within IDLE_TIMEOUT_MS (`headersTimeout`);
- * - a connection on which nothing is read or written for IDLE_TIMEOUT_MS is closed
- *   (`server.timeout`): an idle keep-alive, an upload that stalls (its staging file is then
- *   removed, as for any cut upload), a download the client stopped reading. uWebSockets.js
+ * - a connection idle between requests for IDLE_TIMEOUT_MS is closed (`keepAliveTimeout`), and
+ *   so is one on which a request body or a download moves no byte for that long (the socket's
+ *   timeout, set by NodeExchange while it reads a body or streams a file): an upload that
+ *   stalls (its staging file is then removed, as for any cut upload), a download the client
+ *   stopped reading. The time the store takes to answer is never cut short. uWebSockets.js
  *   closes the same connections after 10 s (its HTTP_IDLE_TIMEOUT_S);
  * - a stream of unknown length (the live stream's SSE, idle between heartbeats for longer) is
  *   closed only when a write waits IDLE_TIMEOUT_MS for the client to read (node-exchange.ts);
@@ -49,8 +51,6 @@ export function createNodeEngine(runtime: RuntimeInfo): HttpEngine {
     if (!found) return void res.destroy();
     found.value(new NodeExchange(req, res, url, query, found.params, IDLE_TIMEOUT_MS));
   });
-  // With no 'timeout' listener on the server, Node destroys a socket idle this long.
-  server.timeout = IDLE_TIMEOUT_MS;
   return {
     name: 'node',
     runtime,

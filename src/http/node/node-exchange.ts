@@ -28,8 +28,10 @@ export class NodeExchange extends Exchange {
    * @param url the path as sent, without the query
    * @param query the query string without `?`
    * @param rawParams route parameters as sent (percent-encoded)
-   * @param stallMs how long a write of a stream of unknown length may wait for the client to
-   *   read before the connection is closed (ms; node-engine.ts IDLE_TIMEOUT_MS)
+   * @param stallMs how long a request body or a streamed response may move no byte, and a write
+   *   of a stream of unknown length wait for the client to read, before the connection is closed
+   *   (ms; node-engine.ts IDLE_TIMEOUT_MS). With no 'timeout' listener, Node's server destroys a
+   *   socket whose timeout passes (Node's reference, "server.timeout").
    */
   constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, url: string, query: string, rawParams: string[], private readonly stallMs: number) {
     const length = header(req, 'content-length');
@@ -52,6 +54,8 @@ export class NodeExchange extends Exchange {
     });
     // A body cut short errors the request stream; the response's 'close' reports the abort.
     req.on('error', () => undefined);
+    // A body that stops coming: the socket's idle timeout closes it (until the body is read).
+    if (Number(length) > 0 || header(req, 'transfer-encoding') !== '') req.socket.setTimeout(stallMs);
     res.on('close', () => {
       clearTimeout(this.stalled);
       if (!res.writableEnded) this.markAborted();
@@ -73,6 +77,7 @@ export class NodeExchange extends Exchange {
       handler(chunk, false);
     });
     this.req.on('end', () => {
+      this.req.socket.setTimeout(0); // the body is in: the answer may take its time
       this.markBodyRead();
       handler(EMPTY, true);
     });
@@ -88,7 +93,10 @@ export class NodeExchange extends Exchange {
 
   protected beginStream(status: number, reason: string, headers: (readonly [string, string])[], totalBytes: number | undefined): void {
     this.head = { status, reason, headers, total: totalBytes };
-    if (totalBytes !== undefined) return;
+    if (totalBytes !== undefined) {
+      this.req.socket.setTimeout(this.stallMs); // a download the client stopped reading
+      return;
+    }
     // A stream of unknown length may be idle for longer than the socket's idle timeout (the
     // live stream between heartbeats): it is closed when a write stalls instead (writeChunk).
     this.watchStalls = true;
