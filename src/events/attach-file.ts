@@ -36,7 +36,6 @@ export interface UploadedParts {
   fields: Record<string, string>;
 }
 
-const LABEL = /^[^\u0000-\u001f\u007f]{1,256}$/;
 
 /**
  * Checks, before any body is read, that event `id` can take an attachment (docs/API.md, "Drafts and
@@ -49,10 +48,21 @@ export function assertAttachable(store: EventStore, id: string): void {
   if (record.finalized_at !== null) throw new AppError('event_finalized', `Event ${id} is finalized; attachments are closed`);
 }
 
-function label(fields: Record<string, string>, fallback: string): string {
-  const value = fields.label ?? fallback;
-  if (!LABEL.test(value)) throw validationError(['body', 'label'], 'label must be 1 to 256 characters without control characters');
+const LABEL = /^[^\u0000-\u001f\u007f]{1,256}$/;
+
+/**
+ * An attachment's label: 1 to 256 characters, no control character (docs/API.md, "Drafts and
+ * attachments"). The hub checks imported videos' labels with it too.
+ * @param loc where the label was, for the issue
+ * @throws AppError validation_failed (422) otherwise
+ */
+export function checkedLabel(value: unknown, loc: (string | number)[]): string {
+  if (typeof value !== 'string' || !LABEL.test(value)) throw validationError(loc, 'label must be 1 to 256 characters without control characters');
   return value;
+}
+
+function label(fields: Record<string, string>, fallback: string): string {
+  return checkedLabel(fields.label ?? fallback, ['body', 'label']);
 }
 
 async function describe(kind: Attachment['kind'], upload: UploadedParts): Promise<Attachment> {

@@ -7,6 +7,7 @@
  * (it had videos) gets its missing videos and is finalized.
  */
 import { validationError } from '../errors.js';
+import { checkedLabel } from '../events/attach-file.js';
 import { checkedContentType } from '../events/content-type.js';
 import { assertPredictionLimit } from '../events/prediction-limit.js';
 import { validateCreateBody } from '../events/validate.js';
@@ -55,9 +56,6 @@ interface ConsumedVideo {
   label: string;
   contentType: string;
 }
-
-/** Labels as attachments take them (docs/API.md, "Drafts and attachments"). */
-const LABEL = /^[^\u0000-\u001f\u007f-\u009f]{1,256}$/;
 
 /**
  * The event's and its images' ids: canonical UUIDs (ids.ts), the only ids the log's frames hold.
@@ -110,8 +108,7 @@ function checkedVideos(videos: unknown): ConsumedVideo[] {
   if (!Array.isArray(videos)) throw validationError(['body', 'videos'], 'videos must be a list');
   return videos.map((video: Record<string, unknown> | null, i) => {
     if (!isCanonicalId(video?.file_id)) throw validationError(['body', 'videos', i, 'file_id'], 'file_id must be a lower-case UUID');
-    const label = video!.label ?? 'video';
-    if (typeof label !== 'string' || !LABEL.test(label)) throw validationError(['body', 'videos', i, 'label'], 'label must be 1 to 256 characters without control characters');
+    const label = checkedLabel(video!.label ?? 'video', ['body', 'videos', i, 'label']);
     const contentType = typeof video!.content_type === 'string' ? checkedContentType(video!.content_type, ['body', 'videos', i, 'content_type']) : 'application/octet-stream';
     return { file_id: video!.file_id as string, label, contentType };
   });

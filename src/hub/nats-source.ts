@@ -14,7 +14,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Semaphore } from 'async-mutex';
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import { Objm, type ObjectStore } from '@nats-io/obj';
+import { Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { exponentialBackoff } from '../backoff.js';
 import type { Config } from '../config.js';
@@ -174,7 +174,8 @@ export class NatsSource {
       await Promise.allSettled(earlier);
       earlier = ids.map((id) => this.importing.get(id)).filter((work) => work !== undefined);
     }
-    const work = this.withImageMemory(event, bucket, () => importEvent(this.store, event, filesOf(bucket, this.settings), missingFiles, this.settings.maxPredictionsPerImage));
+    const files = filesOf(bucket, this.settings);
+    const work = this.withImageMemory(event, files, () => importEvent(this.store, event, files, missingFiles, this.settings.maxPredictionsPerImage));
     for (const id of ids) this.importing.set(id, work);
     try {
       return await work;
@@ -188,9 +189,9 @@ export class NatsSource {
    * fit in IMPORT_MEMORY_BYTES beside the other imports' (at most all of it: a larger import
    * runs alone).
    */
-  private async withImageMemory<T>(event: Record<string, unknown>, bucket: ObjectStore, work: () => Promise<T>): Promise<T> {
+  private async withImageMemory<T>(event: Record<string, unknown>, files: BucketFiles, work: () => Promise<T>): Promise<T> {
     // An id that is no UUID is refused by importEvent before any read: nothing to weigh.
-    const sizes = await Promise.all(imageFileIds(event.images).filter(isCanonicalId).map(async (fileId) => (await bucket.info(fileId))?.size ?? 0));
+    const sizes = await Promise.all(imageFileIds(event.images).filter(isCanonicalId).map((fileId) => files.size(fileId)));
     const kib = Math.ceil(sizes.reduce((sum, size) => sum + size, 0) / 1024);
     return this.memory.runExclusive(work, Math.min(Math.max(1, kib), IMPORT_MEMORY_BYTES / 1024));
   }
@@ -249,6 +250,11 @@ function notMadeYet(err: unknown): boolean {
   return (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) || (err as Error).message === 'object store not found';
 }
 
+/** An import's view of the bucket: its files (event-import.ts), and an object's size in bytes (0 when absent). */
+interface BucketFiles extends FileSource {
+  size(fileId: string): Promise<number>;
+}
+
 /**
  * The bucket as the source of imported events' files (event-import.ts); the content type is the
  * object's description. Sizes are checked from the object's info before any byte is read: an
@@ -257,13 +263,24 @@ function notMadeYet(err: unknown): boolean {
  * @throws (from its methods) AppError validation_failed (422) for an object over its limit or a
  *   description that is not one clean MIME type
  */
-function filesOf(bucket: ObjectStore, limits: Pick<Config, 'maxRecordSizeBytes' | 'maxVideoUploadBytes'>): FileSource {
+function filesOf(bucket: ObjectStore, limits: Pick<Config, 'maxRecordSizeBytes' | 'maxVideoUploadBytes'>): BucketFiles {
   const checkSize = (fileId: string, size: number, limit: number) => {
     if (size > limit) throw validationError(['bucket', fileId], `the object is ${size} bytes, over this store's limit of ${limit}`);
   };
+  // Each object's info is asked once per import: weighing it and reading it share the answer.
+  const infos = new Map<string, Promise<ObjectInfo | null>>();
+  const infoOf = (fileId: string): Promise<ObjectInfo | null> => {
+    let info = infos.get(fileId);
+    if (!info) infos.set(fileId, (info = bucket.info(fileId)));
+    return info;
+  };
   return {
+    async size(fileId) {
+      const info = await infoOf(fileId);
+      return info && !info.deleted ? info.size : 0;
+    },
     async bytes(fileId) {
-      const info = await bucket.info(fileId);
+      const info = await infoOf(fileId);
       if (!info || info.deleted) return null;
       checkSize(fileId, info.size, limits.maxRecordSizeBytes);
       // A device chose the description: only one clean MIME type is kept (content-type.ts).
@@ -272,7 +289,7 @@ function filesOf(bucket: ObjectStore, limits: Pick<Config, 'maxRecordSizeBytes' 
       return data && { bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength), contentType };
     },
     async chunks(fileId) {
-      const info = await bucket.info(fileId);
+      const info = await infoOf(fileId);
       if (!info || info.deleted) return null;
       checkSize(fileId, info.size, limits.maxVideoUploadBytes);
       const result = await bucket.get(fileId);
