@@ -6,6 +6,14 @@
  */
 import type { Exchange } from './exchange.js';
 
+/**
+ * Largest request head (bytes) either engine parses, instead of Node's default 16 KiB, so long
+ * query strings pass (docs/RELIABILITY.md, "Limits"). node:http answers a larger head 431;
+ * uWebSockets.js builds from 20.50 on take it from UWS_HTTP_MAX_HEADERS_SIZE (uws-loader.ts sets
+ * it), while 20.30 keeps at most 4 KiB of a head that arrives in more than one read.
+ */
+export const MAX_HEAD_BYTES = 128 * 1024;
+
 /** The engines: native uWebSockets.js, or the fallback on Node's own `node:http`. */
 export type EngineName = 'uws' | 'node';
 

@@ -17,16 +17,10 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { HttpEngine, RuntimeInfo } from '../engine.js';
+import { MAX_HEAD_BYTES, type HttpEngine, type RuntimeInfo } from '../engine.js';
 import { NodeExchange } from './node-exchange.js';
 import { NodeWebSockets, splitTarget, type RequestHandler } from './node-websocket.js';
 import { RouteMatcher } from './route-match.js';
-
-/**
- * Largest request head (bytes): about what uWebSockets.js 20.30 parses (127,973 bytes measured
- * here), instead of Node's default 16 KiB, so long query strings pass on both engines.
- */
-export const MAX_HEAD_BYTES = 128 * 1024;
 
 /** How long a connection may go without a byte read or written (ms): uWebSockets.js's 10 s. */
 export const IDLE_TIMEOUT_MS = 10_000;

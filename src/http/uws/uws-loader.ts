@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import detectLibc from 'detect-libc';
+import { MAX_HEAD_BYTES } from '../engine.js';
 import { assertNativeServer } from '../native-check.js';
 import type { UwsModule } from './uws-api.js';
 import { chooseUwsBuilds, UWS_BUILDS, type InstalledBuilds, type UwsBuild, type UwsChoice, type UwsHost } from './uws-builds.js';
@@ -74,6 +75,10 @@ export function loadUws(): UwsLoadReport {
   const { versions, dirs } = installedBuilds();
   const choice = chooseUwsBuilds(host, versions);
   const failures: UwsLoadReport['failures'] = [];
+  // uWebSockets.js parses a head that arrives in one read whole, but keeps at most this many bytes
+  // of one split across reads, read once when the binary loads (HttpParser.h, MAX_FALLBACK_SIZE,
+  // 4 KiB unless set; builds before 20.50 ignore it). An operator's own value wins.
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= String(MAX_HEAD_BYTES);
   for (const { build, entry } of choice.candidates) {
     try {
       const uws = require(path.join(dirs[build.id]!, entry)) as UwsModule;
