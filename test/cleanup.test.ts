@@ -97,6 +97,28 @@ t.test('storage: oldest files go first and their records stay with current_file_
   t.equal(newest.current_file_count, 1);
   t.equal(await status(`${store.url}/images/${created[5].image_ids[0]}`), 200, 'the newest image stays');
   t.equal((await getJson(`${store.url}/events/count/stats`)).body.total_count, 6, 'no record deleted');
+  const removed = (await Promise.all(created.map(async (c) => (await getJson(`${store.url}/v2/events/${c.id}`)).body.current_file_count))).filter((n) => n === 0).length;
+  t.ok(removed > 0, `${removed} image files removed by the storage cap`);
+  t.equal((await getJson(`${store.url}/stats`)).body.current.total_images, 6 - removed, 'total_images counts the image files still stored');
+});
+
+t.test('total_images follows file deletions, then record deletions, down to zero and never below', async (t) => {
+  const local = await openLocalStore({ RETENTION_DAYS: '1', MAX_STORAGE_BYTES: String(1024 * 1024) });
+  t.teardown(local.close);
+  const created = [];
+  for (let i = 0; i < 6; i++) created.push(await local.create(imageEvent({}, 'retina.jpg')));
+  await local.create({ ...smallEvent(), images: [{ label: 'results only', object_detections: [] }] });
+  t.equal(local.store.counters().images, 7, 'six image files and one image entry without a file');
+  const now = Math.floor(local.createdAt(created[5].id) / 1000) + 1;
+
+  const storage = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, now);
+  t.ok(storage.files_deleted.storage > 0, `the storage cap removed ${storage.files_deleted.storage} files`);
+  t.equal(storage.records_deleted.total, 0, 'their records stay');
+  t.equal(local.store.counters().images, 7 - storage.files_deleted.storage, 'lowered by each image file removed');
+
+  const retention = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, now + 2 * 86_400_000);
+  t.equal(retention.records_deleted.retention, 7, 'retention deletes every record');
+  t.same([local.store.counters().events, local.store.counters().images], [0, 0], 'no image counted twice');
 });
 
 t.test('consistency: missing and corrupt blobs are dropped, stray files removed, never a 500', async (t) => {

@@ -76,6 +76,9 @@ export async function deleteRecords(store: StoreView, createdAts: number[], reas
     for (const createdAt of createdAts) {
       const record = store.getRecord(createdAt);
       if (!record) continue;
+      // An image counts in `images` until its file goes (deleteFiles lowers it then), or, with no
+      // file stored, until its record goes (docs/API.md, "Statistics": total_images).
+      for (const image of record.images) if (image.file_id === null || dead.remove(dbs, image.file_id)) images++;
       for (const fileId of fileIdsOf(record)) dead.remove(dbs, fileId);
       for (const key of indexKeysOf(record)) dbs.index.removeSync(key);
       // Its ledger entry, if any, stays: sinks pass over entries whose event is gone.
@@ -85,7 +88,6 @@ export async function deleteRecords(store: StoreView, createdAts: number[], reas
       dbs.eventIds.removeSync(record.id);
       tally.records++;
       deleted.push(record);
-      images += record.images.length;
       if (record.draft) drafts++;
     }
     dead.apply(dbs);
@@ -107,9 +109,10 @@ export interface FileRef {
 }
 
 /**
- * Deletes files but keeps their records, lowering `current_file_count` (docs/API.md, "Cleanup
- * and reset": storage). File ids stay listed on the record; their entries are gone, so a download
- * of one finds no file (`file_not_found`) from then on.
+ * Deletes files but keeps their records, lowering `current_file_count`, and `total_images` for
+ * each image file among them (docs/API.md, "Cleanup and reset": storage; "Statistics"). File ids
+ * stay listed on the record; their entries are gone, so a download of one finds no file
+ * (`file_not_found`) from then on.
  * @throws the lmdb error of a failed commit (nothing is deleted then)
  */
 export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<DeletionTally> {
@@ -117,21 +120,23 @@ export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<D
   const tally: DeletionTally = { records: 0, files: 0, bytes: 0 };
   await dbs.root.transaction(() => {
     const dead = new DeadBlobs();
-    const lowered = new Map<number, number>();
+    const lowered = new Map<number, string[]>();
     for (const { createdAt, fileId } of files) {
       dbs.index.removeSync(fileAgeKey(createdAt, fileId));
-      if (dead.remove(dbs, fileId)) lowered.set(createdAt, (lowered.get(createdAt) ?? 0) + 1);
+      if (dead.remove(dbs, fileId)) lowered.set(createdAt, [...(lowered.get(createdAt) ?? []), fileId]);
     }
-    for (const [createdAt, count] of lowered) {
+    let images = 0;
+    for (const [createdAt, fileIds] of lowered) {
       const record = store.getRecord(createdAt);
       if (!record) continue;
-      record.current_file_count = Math.max(0, record.current_file_count - count);
+      record.current_file_count = Math.max(0, record.current_file_count - fileIds.length);
+      images += record.images.filter((image) => image.file_id !== null && fileIds.includes(image.file_id)).length;
       dbs.events.putSync(createdAt, encodeRecord(record));
     }
     dead.apply(dbs);
     tally.files = dead.files;
     tally.bytes = dead.bytes;
-    addToCounters(dbs, { files: -dead.files, liveBlobBytes: -dead.bytes });
+    addToCounters(dbs, { images: -images, files: -dead.files, liveBlobBytes: -dead.bytes });
   });
   await store.flushed();
   return tally;
