@@ -28,6 +28,7 @@ export interface SpawnOptions {
 /**
  * Runs `edge-events serve` with `env` and waits for its "listening" log line.
  * @param node the Node binary to run it with (default: this test's)
+ * @param prefix a command and arguments that run it, e.g. `['setpriv', '--reuid=65534', ...]`
  */
 export async function spawnStore(env: Record<string, string>, node = process.execPath, options: SpawnOptions = {}): Promise<SpawnedStore> {
   const [command, ...args] = [...(options.prefix ?? []), node, cliPath, 'serve'];
@@ -52,9 +53,11 @@ export async function spawnStore(env: Record<string, string>, node = process.exe
 /**
  * Runs `edge-events serve` expecting it to refuse to start; resolves with exit code and stderr.
  * @param node the Node binary to run it with (default: this test's)
+ * @param prefix a command and arguments that run it, e.g. `['setpriv', '--reuid=65534', ...]`
  */
-export async function refusedStart(env: Record<string, string>, node = process.execPath): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(node, [cliPath, 'serve'], { env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+export async function refusedStart(env: Record<string, string>, node = process.execPath, prefix: string[] = []): Promise<{ code: number | null; stderr: string }> {
+  const [command, ...args] = [...prefix, node, cliPath, 'serve'];
+  const child = spawn(command, args, { env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const [code] = (await once(child, 'exit')) as [number | null];

@@ -42,7 +42,7 @@ export interface HttpEngine {
   /**
    * Listens on `host:port` exclusively (a second server on the same port fails).
    * @returns the port listened on (useful with port 0)
-   * @throws Error `cannot listen on host:port (in use?)`
+   * @throws Error `cannot listen on host:port: <cause and fix>` (listen-failure.ts)
    */
   listen(host: string, port: number): Promise<number>;
   /**

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fromDiskError } from '../errors.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
 import { indexCreates, LOG_POSITION_KEY, type LoggedCreate, type LogPosition } from './create-index.js';
+import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { RecordImage, RecordImageResults } from './event-record.js';
 import { GroupCommitter } from './group-commit.js';
@@ -139,10 +140,12 @@ export class EventStore extends StoreView {
    * "Recovery"): LMDB opens at its last flushed commit and the log after the position it
    * covers is replayed; staging is emptied and segment tails the index does not cover are cut.
    * @throws DataDirLocked when another running store holds `dataDir`
-   * @throws the fs or lmdb error when the data directory is unusable
+   * @throws DataDirUnusable naming why `dataDir` cannot be written (data-dir-check.ts)
+   * @throws the fs or lmdb error when the data directory is unusable otherwise
    */
   static async open(dataDir: string, options: EventStoreOptions = { sinks: [] }): Promise<EventStore> {
     const started = performance.now();
+    prepareDataDir(dataDir);
     const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
     const unlock = lockDataDir(dataDir);
     try {

@@ -18,6 +18,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MAX_HEAD_BYTES, type HttpEngine, type RuntimeInfo } from '../engine.js';
+import { listenFailure } from '../listen-failure.js';
 import { NodeExchange } from './node-exchange.js';
 import { NodeWebSockets, splitTarget, type RequestHandler } from './node-websocket.js';
 import { RouteMatcher } from './route-match.js';
@@ -56,7 +57,7 @@ export function createNodeEngine(runtime: RuntimeInfo): HttpEngine {
     },
     listen(host, port) {
       return new Promise((resolve, reject) => {
-        const failed = (err: Error) => reject(new Error(`cannot listen on ${host}:${port} (in use?): ${err.message}`));
+        const failed = (err: NodeJS.ErrnoException) => void listenFailure(host, port, err).then(reject);
         server.once('error', failed);
         // Node binds without SO_REUSEPORT: a second server on the port fails with EADDRINUSE.
         server.listen({ host, port, exclusive: true }, () => {

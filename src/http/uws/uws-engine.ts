@@ -1,6 +1,7 @@
 /** The HttpEngine on a loaded native uWebSockets.js build. */
 import type { HttpEngine, RuntimeInfo, WebSocketSession } from '../engine.js';
 import type { Exchange } from '../exchange.js';
+import { listenFailure } from '../listen-failure.js';
 import type { UwsApp, UwsHandler, UwsListenSocket } from './uws-api.js';
 import type { LoadedUws } from './uws-loader.js';
 import { UwsExchange } from './uws-exchange.js';
@@ -69,7 +70,7 @@ export function createUwsEngine(loaded: LoadedUws, runtime: RuntimeInfo): HttpEn
       return new Promise((resolve, reject) => {
         // Exclusive: without it, uWS binds with SO_REUSEPORT and a second store shares the port.
         app.listen(host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
-          if (!socket) return reject(new Error(`cannot listen on ${host}:${port} (in use?)`));
+          if (!socket) return void listenFailure(host, port).then(reject);
           listenSocket = socket;
           resolve(uws.us_socket_local_port(socket));
         });
