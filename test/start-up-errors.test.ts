@@ -11,13 +11,14 @@ import t from 'tap';
 import { refusedStart } from '../scripts/lib/spawned-store.js';
 import { tempDataDir } from './support/store-server.js';
 
-const isRoot = process.getuid?.() === 0;
-/** Runs the store as an unprivileged user: `nobody` when the test runs as root, else as itself. */
-// tap's process-info hook (NODE_OPTIONS, which it adds to every spawn) writes under the
-// checkout, where `nobody` may not: env(1) drops it.
-const unprivileged = isRoot ? ['env', '-u', 'NODE_OPTIONS', 'setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+/**
+ * Runs the store without privileges, in a user namespace of its own (unshare(1)): files keep
+ * their owner (so a checkout under a private folder stays readable), but no capability holds
+ * outside it, root's included: no writing past a folder's mode, no port below 1024.
+ */
+const unprivileged = ['unshare', '--user'];
 
-/** A folder `nobody` may enter but, when `writable` is false, not write (root writes anywhere). */
+/** A folder the store may enter but, when `writable` is false, not write. */
 function folderFor(writable: boolean): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edge-start-'));
   fs.chmodSync(dir, writable ? 0o777 : 0o555);
