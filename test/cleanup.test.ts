@@ -12,20 +12,13 @@ import { FRAME_HEADER_BYTES } from '../src/store/segment-frames.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { clockPast, openLocalStore } from './support/local-store.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 const cleanup = async (store: TestStore) => {
   const res = await postJson(`${store.url}/admin/cleanup`, '');
   if (res.status !== 200) throw new Error(`cleanup answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body;
 };
-
-async function until(what: string, check: () => Promise<boolean>, tries = 100): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const status = async (url: string) => {
   const res = await fetch(url);

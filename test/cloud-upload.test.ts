@@ -17,19 +17,11 @@ import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/ev
 import { BATCH_PATH, FakeCloud, UPLOAD_PATH } from './support/fake-cloud.js';
 import { postFile } from './support/multipart.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 const KEY = 'cloud-key';
 
 /** Polls `probe` every 50 ms until it returns a truthy value; fails after `timeoutMs`. */
-async function until<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 15_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function startCloud(t: Test): Promise<FakeCloud> {
   const cloud = await FakeCloud.start(KEY);
@@ -278,9 +270,11 @@ t.test('protection and back-pressure: un-uploaded events are kept, the store blo
 
   cloud.heal();
   await until('every event in the cloud', () => cloud.events.size === 5); // none was deleted un-uploaded
-  const reopened = await until('the gate to reopen', async () => {
+  let reopened: { count?: number } = {};
+  await until('the gate to reopen', async () => {
     const res = await getJson(`${store.url}/v2/events?limit=100`);
-    return res.status === 200 && res.body;
+    reopened = res.body;
+    return res.status === 200;
   });
   t.equal(reopened.count, 5, 'every record is still there');
   t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201, 'create works again');

@@ -12,10 +12,9 @@ import t, { type Test } from 'tap';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
-import { natsSkipReason, startNatsCluster, startNatsServer } from './support/nats-server.js';
+import { startNatsCluster, startNatsServer } from './support/nats-server.js';
 import { until } from './support/waiting.js';
 
-const skip = natsSkipReason();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -40,7 +39,7 @@ async function ensureStream(jsm: JetStreamManager, name: string, replicas = 1): 
   return { created: true, info };
 }
 
-t.test('one node: a stream is created only when absent, and a re-sent msgID is stored once, also after a restart', { skip }, async (t) => {
+t.test('one node: a stream is created only when absent, and a re-sent msgID is stored once, also after a restart', async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
   const { jsm, js } = await session(t, server.urls);
@@ -79,7 +78,7 @@ t.test('one node: a stream is created only when absent, and a re-sent msgID is s
   t.equal((await jsm.streams.info('EDGE')).state.messages, 1);
 });
 
-t.test('one node: a 50 KB object put under a UUID comes back byte-identical; the bucket is created only when absent', { skip }, async (t) => {
+t.test('one node: a 50 KB object put under a UUID comes back byte-identical; the bucket is created only when absent', async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
   const { nc } = await session(t, server.urls);
@@ -106,7 +105,7 @@ t.test('one node: a 50 KB object put under a UUID comes back byte-identical; the
   t.equal(await bucket.info(randomUUID()), null, 'never put: info answers null');
 });
 
-t.test('one node: a durable pull consumer redelivers what is not acked and keeps consuming across a server restart', { skip }, async (t) => {
+t.test('one node: a durable pull consumer redelivers what is not acked and keeps consuming across a server restart', async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
   const { jsm, js } = await session(t, server.urls);
@@ -154,7 +153,7 @@ t.test('one node: a durable pull consumer redelivers what is not acked and keeps
   t.same(seen.sort(), ['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8', 'm9']);
 });
 
-t.test('3 nodes: an R3 stream whose leader is killed mid-run keeps every acked message exactly once', { skip }, async (t) => {
+t.test('3 nodes: an R3 stream whose leader is killed mid-run keeps every acked message exactly once', async (t) => {
   const cluster = await startNatsCluster(3);
   t.teardown(() => cluster.stop());
   const { nc, jsm, js } = await session(t, cluster.urls);

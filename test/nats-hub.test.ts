@@ -9,11 +9,10 @@ import t from 'tap';
 import { launchStore, type StoreProcess } from '../scripts/lib/store-process.js';
 import { fixture, getJson, imageEvent, postJson } from './support/events.js';
 import { postFile } from './support/multipart.js';
-import { natsSkipReason, startNatsServer } from './support/nats-server.js';
+import { startNatsServer } from './support/nats-server.js';
 import { startStore, tempDataDir, type TestStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
 
-const skip = natsSkipReason();
 const PER_DEVICE = 40;
 
 async function create(store: TestStore, body: Record<string, unknown>): Promise<string> {
@@ -31,7 +30,7 @@ function kept(event: Record<string, any>) {
   return rest;
 }
 
-t.test('a hub consumes two devices\' events, is killed mid-consume and restarted: every event once, files byte-identical', { skip }, async (t) => {
+t.test('a hub consumes two devices\' events, is killed mid-consume and restarted: every event once, files byte-identical', async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
   const devices = [await startStore({ NATS_URL: server.url }), await startStore({ NATS_URL: server.url })];

@@ -12,6 +12,13 @@ import { openDatabases } from '../src/store/lmdb-env.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
+import { until } from './support/waiting.js';
+import { presentEventJson } from '../src/events/present.js';
+import { setRecordPresenter } from '../src/store/record-codec.js';
+
+// The stores opened in this process directly (below, without startStore) keep records' JSON as
+// the service does; set here so a test run alone (--grep) does not rely on an earlier one.
+setRecordPresenter(presentEventJson);
 
 /** No cleanup pass within a test. */
 const QUIET = { CLEANUP_INTERVAL_SECONDS: '3600' };
@@ -206,13 +213,19 @@ t.test('a failed index commit over several appended batches refuses them all and
   });
   const dataDir = tempDataDir();
   const store = await FaultyStore.open(dataDir);
+  // The store's stage timer reports each log append: each create is sent once the one before is
+  // in the log, so each is its own batch.
+  let appends = 0;
+  store.stageTimer = (stage) => {
+    if (stage === 'log') appends++;
+  };
   const first = store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   const waiting: Promise<unknown>[] = [];
-  for (let batch = 0; batch < 3; batch++) {
-    await new Promise((resolve) => setTimeout(resolve, 20)); // each create its own log batch
+  for (let batch = 1; batch <= 3; batch++) {
+    await until(`log batch ${batch} appended`, () => appends >= batch); // each create its own log batch
     waiting.push(store.create({ fields: NEW_EVENT_FIELDS, images: [] }).catch((err: Error) => err));
   }
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await until('the three batches appended while the first commit is held', () => appends >= 4);
   releaseFirst();
   const kept = await first;
   const refused = await Promise.all(waiting);

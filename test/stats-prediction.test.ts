@@ -10,6 +10,7 @@ import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/ev
 import { FakeCloud } from './support/fake-cloud.js';
 import { postFile } from './support/multipart.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 /** RETENTION_DAYS of these tests: 2.592 s. */
 const RETENTION_DAYS = '0.00003';
@@ -21,13 +22,6 @@ async function create(store: TestStore, body: Record<string, unknown>): Promise<
   const res = await postJson(`${store.url}/v2/events`, body);
   if (res.status !== 201) throw new Error(`create answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body;
-}
-
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; !(await probe());) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 const waitUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));

@@ -13,20 +13,13 @@ import { decodeRecord, storedJson } from '../src/store/record-codec.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 /** The event `id` as the list by its device answers it, and as GET answers it. */
 async function listedAndGot(store: TestStore, id: string, device: string): Promise<{ listed: any; got: any }> {
   const list = await getJson(`${store.url}/v2/events?device_id=${device}&limit=1000`);
   const got = await getJson(`${store.url}/v2/events/${id}`);
   return { listed: list.body.events.find((e: { id: string }) => e.id === id), got: got.body };
-}
-
-async function until(what: string, check: () => Promise<boolean>, tries = 200): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 t.test('finalize, attach and a file deletion rewrite the JSON that lists and GET answer', async (t) => {

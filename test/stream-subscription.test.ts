@@ -10,6 +10,7 @@ import { StreamHub, type HeartbeatTransport } from '../src/stream/stream-hub.js'
 import type { StreamMessage } from '../src/stream/stream-message.js';
 import { smallEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
+import { until } from './support/waiting.js';
 
 const EVERY_EVENT: EventQuery = { fields: {}, metadata: [], startTime: undefined, endTime: undefined, includeDrafts: true, direction: 'asc', limit: 0 };
 
@@ -50,10 +51,11 @@ t.test('a slow subscriber catching up while events keep coming gets each once, i
   // While it catches up (60 events, 5 a page, 2 ms a message), 40 more are created and announced.
   const during = [];
   for (let i = 0; i < 40; i++) during.push(await local.create(smallEvent({ event_data: { value: `during-${i}` } })));
-  const expected = [...before.slice(1), ...during].map((e) => e.id);
-  const deadline = Date.now() + 30_000;
-  while (client.received.length < expected.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  await new Promise((resolve) => setTimeout(resolve, 100)); // anything repeated would arrive by now
+  await until('the catch-up and the events created during it', () => client.received.length >= before.length - 1 + during.length);
+  // Messages arrive in order: a repeat of anything sent so far would come before this last one.
+  const last = await local.create(smallEvent({ event_data: { value: 'last' } }));
+  const expected = [...before.slice(1), ...during, last].map((e) => e.id);
+  await until('the last event', () => client.received.some((m) => m.type === 'created' && JSON.parse(Buffer.from(m.data).toString()).id === last.id));
 
   const ids = client.received.filter((m) => m.type === 'created').map((m) => JSON.parse(Buffer.from(m.data).toString()).id);
   t.ok(during.length > 0 && local.createdAt(during[0].id) > since, 'events were created during the catch-up');

@@ -44,11 +44,6 @@ function absentMessage(): string {
   return `no nats-server (${where}): apt-get install nats-server, or set NATS_SERVER_PATH`;
 }
 
-/** Why a NATS test is skipped, or undefined when `nats-server` is there (for `t.test(name, { skip: natsSkipReason() }, ...)`). */
-export function natsSkipReason(): string | undefined {
-  return natsServerPath() ? undefined : absentMessage();
-}
-
 function requireExecutable(): string {
   const executable = natsServerPath();
   if (!executable) throw new Error(absentMessage());
