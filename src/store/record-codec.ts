@@ -30,8 +30,6 @@ import { parseIsoMicros } from './timestamps.js';
 
 export type { EventRecord } from './event-record.js';
 
-export const CURRENT_LAYOUT = 3;
-
 /**
  * Turns a record into the JSON text the API answers for it (docs/API.md, "Routes": stored
  * event). Supplied by the layer that owns the wire shape (src/events/present.ts).
