@@ -1,6 +1,7 @@
 /**
- * `edge-events serve`: loads the settings, opens the store, starts the HTTP server, and stops
- * gracefully on SIGTERM/SIGINT (systemd's stop): no new requests, in-flight writes finished.
+ * `edge-events serve`: loads the settings, opens the store, starts the HTTP server, tells systemd
+ * when it is ready (docs/OPERATIONS.md, "Supervision by systemd"), and stops gracefully on
+ * SIGTERM/SIGINT (systemd's stop): no new requests, in-flight writes finished.
  */
 import { configuredSinks, ConfigError, loadConfig, secretsOf, type Config } from './config.js';
 import { presentEventJson } from './events/present.js';
@@ -13,6 +14,8 @@ import { EventStore } from './store/event-store.js';
 import type { BackfillProgress } from './store/search-index.js';
 import { formatMicros, formatMicrosOrNull } from './store/timestamps.js';
 import { setRecordPresenter } from './store/record-codec.js';
+import { superviseStore, type Supervision } from './supervision/service-supervision.js';
+import { openSystemdNotifier, watchdogIntervalMs } from './supervision/systemd-notify.js';
 
 /** A started store. */
 export interface StoreService {
@@ -24,6 +27,8 @@ export interface StoreService {
   lifecycle: Lifecycle;
   /** Node version and HTTP engine in use. */
   runtime: RuntimeInfo;
+  /** Events stored, bytes taken (live blobs and LMDB pages: /stats' total_storage_bytes), and whether the store answers 529 (E10). */
+  figures(): { events: number; storageBytes: number; capacityBlocked: boolean };
   /** Graceful stop: background work ended, no new requests, in-flight ones finished (up to `graceMs`), store closed. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -82,6 +87,7 @@ export async function startService(config: Config): Promise<StoreService> {
     log,
     lifecycle,
     runtime: server.runtime,
+    figures: () => ({ events: store.counters().events, storageBytes: store.storageBytes(), capacityBlocked: lifecycle.gate.blocked }),
     async stop(graceMs) {
       await hub?.stop(); // the event under way stored and acknowledged
       await lifecycle.stop();
@@ -105,6 +111,7 @@ export async function serveUntilStopped(): Promise<void> {
   // Signals are caught from the start: one that arrives while the store starts (it answers
   // before its worker is ready) stops it gracefully once started.
   let service: StoreService | undefined;
+  let supervision: Supervision | undefined;
   let pendingSignal: string | undefined;
   let stopping = false;
   const stop = (signal: string) => {
@@ -116,10 +123,15 @@ export async function serveUntilStopped(): Promise<void> {
     stopping = true;
     const running = service;
     running.log.info({ signal }, 'stopping');
+    supervision?.stopping();
     running.stop().then(
-      () => process.exit(0),
+      () => {
+        supervision?.close();
+        process.exit(0);
+      },
       (err: unknown) => {
         running.log.error({ err }, 'graceful stop failed');
+        supervision?.close();
         process.exit(1);
       },
     );
@@ -131,6 +143,13 @@ export async function serveUntilStopped(): Promise<void> {
   } catch (err) {
     console.error(`edge-events: cannot start: ${(err as Error).message}`);
     process.exit(1);
+  }
+  // Open and listening: READY=1 for systemd's Type=notify, then status and watchdog pings.
+  const notifier = openSystemdNotifier(service.log);
+  if (notifier) {
+    const watchdogMs = watchdogIntervalMs();
+    supervision = superviseStore(service, notifier, watchdogMs);
+    service.log.info({ notifySocket: notifier.socketPath, watchdogMs: watchdogMs ?? null }, 'systemd notified: ready');
   }
   if (pendingSignal) stop(pendingSignal);
 }

@@ -23,6 +23,10 @@ export interface SpawnOptions {
   spawned?: (child: ChildProcess) => void;
   /** A command that execs its arguments (`node cli.js serve`) in place, e.g. in a namespace of its own: the pid stays the store's. */
   prefix?: string[];
+  /** The program and its arguments before `serve` (default: `node` and `cliPath`), e.g. an installed `edge-events` found on PATH. */
+  command?: string[];
+  /** The working directory (default: this process's). */
+  cwd?: string;
 }
 
 /**
@@ -31,9 +35,10 @@ export interface SpawnOptions {
  * @param prefix a command and arguments that run it, e.g. `['setpriv', '--reuid=65534', ...]`
  */
 export async function spawnStore(env: Record<string, string>, node = process.execPath, options: SpawnOptions = {}): Promise<SpawnedStore> {
-  const [command, ...args] = [...(options.prefix ?? []), node, cliPath, 'serve'];
+  const [command, ...args] = [...(options.prefix ?? []), ...(options.command ?? [node, cliPath]), 'serve'];
   const child = spawn(command, args, {
     env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    cwd: options.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   options.spawned?.(child);

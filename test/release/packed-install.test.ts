@@ -1,0 +1,111 @@
+/**
+ * The release artifact (docs/OPERATIONS.md, "Install on a device"): `npm pack` on a copy of the
+ * sources (its prepack builds dist/), then `npm install -g` of the tarball into a temporary prefix
+ * with the registry's packages (from npm's cache when there), as a user installs it. The installed
+ * `edge-events` serves from another working directory on a temporary DATA_DIR: /health, the
+ * operator page, /docs with Swagger UI's assets, a create read back, and `edge-events events`.
+ * Nothing of TypeScript nor any other dev dependency is installed, and only the host's
+ * uWebSockets.js binaries are left. `systemd-analyze verify` passes on the shipped unit.
+ *
+ * Slow (a whole build and an install, about a minute): not part of `npm test`; `npm run
+ * test:release` runs it, and .ci/run runs that.
+ */
+import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import t from 'tap';
+import { spawnStore } from '../../scripts/lib/spawned-store.js';
+import { packageRoot } from '../../src/paths.js';
+import { getJson, imageEvent, postJson } from '../support/events.js';
+
+const run = promisify(execFile);
+
+/** What `npm pack` copies from: the sources and what the build needs, never dist/. */
+const SOURCES = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.page.json', 'README.md', 'src', 'scripts', 'page', 'schemas', 'systemd', 'docs'];
+
+/** This process's environment without npm's own variables (an `npm run` sets npm_config_*; they would steer the child npm). */
+function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.toLowerCase().startsWith('npm_')) env[name] = value;
+  // The npm and the node of this test's Node line, first on PATH (the bin's `#!/usr/bin/env node`).
+  env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${env.PATH ?? ''}`;
+  return { ...env, ...extra };
+}
+
+/** Every file under `dir`, relative to it. */
+function filesUnder(dir: string): string[] {
+  return (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)));
+}
+
+t.test('the packed tarball installs globally and serves without TypeScript', async (t) => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-release-'));
+  t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
+  const source = path.join(work, 'source');
+  for (const name of SOURCES) fs.cpSync(path.join(packageRoot, name), path.join(source, name), { recursive: true });
+  fs.symlinkSync(fs.realpathSync(path.join(packageRoot, 'node_modules')), path.join(source, 'node_modules'));
+  const env = cleanEnv();
+
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: source, env, maxBuffer: 64 << 20 });
+  const [manifest] = JSON.parse(packed.stdout) as { filename: string; version: string; files: { path: string }[] }[];
+  const packedFiles = manifest.files.map((file) => file.path);
+  for (const needed of ['dist/src/cli.js', 'dist/src/lifecycle/worker.js', 'dist/page/main.js', 'page/index.html', 'page/page.css', 'schemas/create-event.json', 'systemd/edge-events.service', 'systemd/edge-events.env.example', 'scripts/prune-uws-binaries.mjs']) {
+    t.ok(packedFiles.includes(needed), `the tarball holds ${needed}`);
+  }
+  t.same(packedFiles.filter((file) => file.endsWith('.ts') || file.startsWith('test/') || file.startsWith('src/')), [], 'no TypeScript source, no test');
+
+  const prefix = path.join(work, 'prefix');
+  await run('npm', ['install', '--global', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', path.join(work, manifest.filename)], { cwd: work, env, maxBuffer: 64 << 20 });
+  const bin = path.join(prefix, 'bin', 'edge-events');
+  const installed = path.join(prefix, 'lib', 'node_modules', 'edge-event-store');
+  t.ok(fs.existsSync(bin), 'edge-events is in the prefix\'s bin/');
+  for (const devDependency of ['typescript', 'tap', '@types/busboy', 'fast-check', 'playwright-core']) {
+    t.notOk(fs.existsSync(path.join(installed, 'node_modules', devDependency)), `${devDependency} is not installed`);
+  }
+  const binaries = ['@btc-vision/uwebsockets.js', '@trufflesuite/uws-js-unofficial']
+    .map((name) => path.join(installed, 'node_modules', name))
+    .filter((dir) => fs.existsSync(dir))
+    .flatMap((dir) => filesUnder(dir).filter((file) => file.endsWith('.node')).map((file) => path.basename(file)));
+  t.ok(binaries.length > 0, 'uWebSockets.js binaries are installed');
+  t.same(binaries.filter((file) => !file.startsWith(`uws_${process.platform}_${process.arch}_`)), [], `only ${process.platform}_${process.arch} binaries are left`);
+
+  // Served from elsewhere: the assets are found from the installed files, not the working directory.
+  const elsewhere = fs.mkdtempSync(path.join(work, 'cwd-'));
+  const store = await spawnStore({ PORT: '0', DATA_DIR: path.join(work, 'data'), PATH: env.PATH }, process.execPath, { command: [bin], cwd: elsewhere });
+  t.teardown(() => store.child.kill('SIGKILL'));
+
+  t.equal((await getJson(`${store.url}/health`)).status, 200, '/health');
+  const page = await fetch(`${store.url}/`);
+  t.equal(page.status, 200, 'the operator page');
+  t.match(await page.text(), '/operator/main.js');
+  for (const file of ['main.js', 'page.css']) t.equal((await fetch(`${store.url}/operator/${file}`)).status, 200, `/operator/${file}`);
+  const docs = await fetch(`${store.url}/docs`);
+  t.equal(docs.status, 200, '/docs');
+  await docs.arrayBuffer();
+  const bundle = await fetch(`${store.url}/docs/swagger-ui-bundle.js`);
+  t.equal(bundle.status, 200, 'Swagger UI\'s bundle');
+  t.ok((await bundle.arrayBuffer()).byteLength > 100_000, 'the whole bundle');
+  t.equal((await getJson(`${store.url}/openapi.json`)).body.info.version, manifest.version, '/openapi.json names the package\'s version');
+
+  const created = await postJson(`${store.url}/v2/events`, imageEvent({ deviceId: 'cam-release' }));
+  t.equal(created.status, 201, 'a create');
+  t.equal((await getJson(`${store.url}/v2/events/${created.body.id}`)).body.id, created.body.id, 'read back');
+  const listed = await run(bin, ['events', 'device:cam-release', '--store', store.url, '--json'], { cwd: elsewhere, env });
+  t.same((JSON.parse(listed.stdout) as { events: { id: string }[] }).events.map((event) => event.id), [created.body.id], 'edge-events events finds it');
+
+  store.child.kill('SIGTERM');
+  const [code] = (await once(store.child, 'exit')) as [number | null];
+  t.equal(code, 0, 'a graceful stop');
+
+  // The shipped unit, with the installed command where systemd's search path would find it.
+  const unit = fs.readFileSync(path.join(installed, 'systemd', 'edge-events.service'), 'utf8');
+  t.match(unit, /^ExecStart=edge-events serve$/m, 'the unit runs edge-events from the search path');
+  const unitFile = path.join(work, 'edge-events.service');
+  fs.writeFileSync(unitFile, unit.replace(/^ExecStart=edge-events /m, `ExecStart=${bin} `));
+  const verified = await run('systemd-analyze', ['verify', unitFile], { env }).then(({ stderr }) => ({ code: 0, stderr }), (err: { code: number; stderr: string }) => err);
+  t.same({ code: verified.code, stderr: verified.stderr }, { code: 0, stderr: '' }, 'systemd-analyze verify passes');
+});
