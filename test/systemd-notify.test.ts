@@ -78,7 +78,6 @@ t.test('READY=1 with a status once listening, WATCHDOG=1 at half the timeout, ST
   // on average, which a flood of pings would break whatever the load.
   const span = pings[pings.length - 1] - pings[0];
   t.ok(pings.length - 1 <= span / 200 + 1, `${pings.length} pings in ${Math.round(span)} ms: at most one per 200 ms`);
-  t.ok(gaps.sort((a, b) => a - b)[Math.floor(gaps.length / 2)] < 400, 'the median gap is about 200 ms, within the timeout');
 
   store.child.kill('SIGTERM');
   const [code] = (await once(store.child, 'exit')) as [number | null];
