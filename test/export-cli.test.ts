@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import type { Test } from 'tap';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -99,6 +99,57 @@ t.test('without a TTY no progress is drawn; API_KEY and STORE_URL come from the 
   t.same(readdirSync(target).sort(), ['images', 'labeling-config.xml', 'tasks.json']);
   t.equal(JSON.parse(readFileSync(path.join(target, 'tasks.json'), 'utf8')).length, 3);
   t.ok(existsSync(output), 'the zip is kept');
+});
+
+/** Every file under `dir`, relative with `/`, sorted. */
+function filesUnder(dir: string): string[] {
+  return (readdirSync(dir, { recursive: true, withFileTypes: true }) as import('node:fs').Dirent[])
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'))
+    .sort();
+}
+
+t.test('--extract: a non-empty folder is refused before any download; --force replaces it whole; an empty one is filled', async (t) => {
+  const { store, fileIds } = await seededStore(t);
+  const dir = workDir(t);
+  const target = path.join(dir, 'ds');
+  const first = await run(['*', '-f', 'yolo', '-o', path.join(dir, 'all.zip'), '--store', store.url, '-k', API_KEY, '--extract', target]);
+  t.equal(first.code, 0, first.stderr);
+  const yolo = filesUnder(target);
+  t.equal(yolo.length, 9, 'four images, four label files, data.yaml');
+
+  // A second export into the same folder would mix two datasets: refused before any request.
+  const refused = await run(['device:cam-2', '-o', path.join(dir, 'cam2.zip'), '--store', `http://127.0.0.1:${await freePort()}`, '--extract', target]);
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, new RegExp(`^error: --extract ${target.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is not empty \\(3 entries: data\\.yaml, images, labels\\)`), 'names the folder and what it holds');
+  t.match(refused.stderr, /\nhint: .*--force to replace .* whole/, 'the hint names --force');
+  t.notOk(existsSync(path.join(dir, 'cam2.zip')), 'nothing downloaded (no store listens there either)');
+  t.same(filesUnder(target), yolo, 'the folder untouched');
+
+  // --force: the folder ends up holding exactly the new export.
+  const forced = await run(['device:cam-2', '-o', path.join(dir, 'cam2.zip'), '--store', store.url, '-k', API_KEY, '--extract', target, '--force']);
+  t.equal(forced.code, 0, forced.stderr);
+  t.match(forced.stdout, `Extracted 2 files to ${target} (replacing what it held)\n`);
+  t.same(filesUnder(target), ['annotations.coco.json', `images/${fileIds[3]}.jpg`]);
+  t.equal(JSON.parse(readFileSync(path.join(target, 'annotations.coco.json'), 'utf8')).images.length, 1);
+  t.same(readdirSync(dir).sort(), ['all.zip', 'cam2.zip', 'ds'], 'no staging folder or old copy left beside it');
+
+  // An empty existing folder is filled; it stays the same folder.
+  const empty = path.join(dir, 'empty');
+  mkdirSync(empty);
+  const filled = await run(['device:cam-2', '-f', 'labelstudio', '-o', path.join(dir, 'ls.zip'), '--store', store.url, '-k', API_KEY, '--extract', empty]);
+  t.equal(filled.code, 0, filled.stderr);
+  t.same(filesUnder(empty), [`images/${fileIds[3]}.jpg`, 'labeling-config.xml', 'tasks.json']);
+
+  // The zip inside the folder would make it non-empty (or, replaced, vanish): refused too.
+  const inside = await run(['*', '-o', path.join(target, 'd.zip'), '--store', store.url, '-k', API_KEY, '--extract', target, '--force']);
+  t.equal(inside.code, 1);
+  t.match(inside.stderr, /^error: -o .*d\.zip lies inside --extract .*ds, which must hold the export alone\nhint: Write the zip beside the folder/);
+  const file = path.join(dir, 'all.zip');
+  const onFile = await run(['*', '-o', path.join(dir, 'x.zip'), '--store', store.url, '-k', API_KEY, '--extract', file]);
+  t.equal(onFile.code, 1);
+  t.match(onFile.stderr, /is a file, not a folder/);
+  t.notOk(existsSync(path.join(dir, 'x.zip')));
 });
 
 t.test('a malformed query exits 1 with its caret before any request; a refused key exits 2', async (t) => {

@@ -17,9 +17,9 @@ import { eventSearchConditions } from '../events/search-conditions.js';
 import type { ExitCode } from '../search/failure.js';
 import type { ProgressStream } from '../search/download-progress.js';
 import { formatBytes } from '../search/download-progress.js';
-import { extractZip } from '../search/zip-extract.js';
 import { ExportCliError } from './export-cli-error.js';
 import { downloadExport } from './export-download.js';
+import { extractExport, planExtract } from './extract-target.js';
 import { EXPORT_FORMATS } from './export-types.js';
 import type { ExportFormat } from './export-types.js';
 
@@ -37,6 +37,7 @@ interface ExportOptions {
   store?: string;
   apiKey?: string;
   extract?: string;
+  force?: boolean;
 }
 
 /**
@@ -65,7 +66,8 @@ function addExportCommand(program: Command, io: ExportCliIo, setExitCode: (code:
     .option('-o, --output <file>', 'the zip to write (replaced only when the download is complete)', './dataset.zip')
     .option('--store <url>', `base URL of the store (env STORE_URL; default ${DEFAULT_STORE_URL})`)
     .option('-k, --api-key <key>', 'the store\'s API key, sent as X-API-Key (env API_KEY)')
-    .option('--extract <dir>', 'also extract the zip into this directory (all or nothing)')
+    .option('--extract <dir>', 'also extract the zip into this folder, all or nothing; it must be new or empty')
+    .option('--force', 'with --extract: replace a non-empty folder whole with this export')
     .action(async (query: string, options: ExportOptions) => {
       setExitCode(await executeExport(query, options, io));
     });
@@ -82,13 +84,12 @@ async function executeExport(query: string, options: ExportOptions, io: ExportCl
   try {
     eventSearchConditions(query);
     const client = new StoreClient(options, io.env);
+    if (options.extract !== undefined) await planExtract(options.extract, options.force === true, options.output);
     const { zipPath, summary } = await downloadExport(client, { query, format: options.format, output: options.output, progress: io.stderr });
     io.stdout.write(`Saved ${zipPath} (${options.format}): ${summary.entries} ${summary.entries === 1 ? 'entry' : 'entries'}, ${summary.images} ${summary.images === 1 ? 'image' : 'images'}, ${formatBytes(summary.bytes)}\n`);
     if (options.extract !== undefined) {
-      const files = await extractZip(zipPath, options.extract).catch((err: Error) => {
-        throw new ExportCliError(err.message, 1, 'The zip is kept; extract it again, or into another directory.', { cause: err });
-      });
-      io.stdout.write(`Extracted ${files.length} files to ${options.extract}\n`);
+      const { files, plan } = await extractExport(zipPath, options.extract, options.force === true);
+      io.stdout.write(`Extracted ${files.length} files to ${options.extract}${plan === 'replace' ? ' (replacing what it held)' : ''}\n`);
     }
     return 0;
   } catch (error) {
