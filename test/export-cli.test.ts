@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import type { Test } from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -16,6 +16,7 @@ import { ZipEntryCounter } from '../src/export/zip-entry-counter.js';
 import { fixture, imageEvent, postJson } from './support/events.js';
 import { readZip } from './support/export-data.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { runCli, unprivileged } from './support/cli-process.js';
 import { freePort } from './support/waiting.js';
 
 const API_KEY = 'key-123';
@@ -150,6 +151,51 @@ t.test('--extract: a non-empty folder is refused before any download; --force re
   t.equal(onFile.code, 1);
   t.match(onFile.stderr, /is a file, not a folder/);
   t.notOk(existsSync(path.join(dir, 'x.zip')));
+});
+
+t.test('output paths are checked before any request: -o a folder, a missing or file parent, no permission', async (t) => {
+  const dir = workDir(t);
+  // No store listens here: each refusal comes before any request.
+  const store = `http://127.0.0.1:${await freePort()}`;
+  const file = path.join(dir, 'file');
+  writeFileSync(file, 'not a folder');
+
+  const folder = await run(['*', '-o', dir, '--store', store]);
+  t.equal(folder.code, 1);
+  t.equal(folder.stderr, `error: -o ${dir} is a folder, not a file\nhint: Name the zip to write, e.g. -o ${path.join(dir, 'dataset.zip')}.\n`);
+
+  const missing = path.join(dir, 'exports', 'today');
+  const noParent = await run(['*', '-o', path.join(missing, 'd.zip'), '--store', store]);
+  t.equal(noParent.code, 1);
+  t.equal(noParent.stderr, `error: -o ${path.join(missing, 'd.zip')}: the folder ${missing} does not exist\nhint: Create it first (mkdir -p ${missing}), or choose another path.\n`);
+
+  const fileParent = await run(['*', '-o', path.join(file, 'd.zip'), '--store', store]);
+  t.equal(fileParent.code, 1);
+  t.match(fileParent.stderr, `error: -o ${path.join(file, 'd.zip')}: ${file} is not a folder\nhint: Choose a path inside an existing folder.`);
+
+  const extractNoParent = await run(['*', '-o', path.join(dir, 'd.zip'), '--store', store, '--extract', path.join(missing, 'ds')]);
+  t.equal(extractNoParent.code, 1);
+  t.equal(extractNoParent.stderr, `error: --extract ${path.join(missing, 'ds')}: the folder ${missing} does not exist\nhint: Create it first (mkdir -p ${missing}), or choose another path.\n`);
+  t.same(readdirSync(dir), ['file'], 'nothing written, no hidden .partial');
+
+  // Permissions: the binary as a user who cannot write in `locked` (nobody, when the tests run as root).
+  const locked = path.join(dir, 'locked');
+  mkdirSync(locked);
+  mkdirSync(path.join(locked, 'empty'));
+  chmodSync(dir, 0o755);
+  chmodSync(locked, 0o555);
+  chmodSync(path.join(locked, 'empty'), 0o555);
+  t.teardown(() => chmodSync(locked, 0o755));
+  const asUser = { prefix: unprivileged() };
+  const zip = await runCli(['export', '*', '-o', path.join(locked, 'd.zip'), '--store', store], asUser);
+  t.equal(zip.code, 1, zip.stderr);
+  t.equal(zip.stderr, `error: -o ${path.join(locked, 'd.zip')}: no permission to write in ${locked}\nhint: Choose a folder you can write to, or ask its owner for write access.\n`);
+  const extractNew = await runCli(['export', '*', '--store', store, '-o', path.join(os.tmpdir(), `unused-${process.pid}.zip`), '--extract', path.join(locked, 'ds')], asUser);
+  t.equal(extractNew.code, 1, extractNew.stderr);
+  t.match(extractNew.stderr, `error: --extract ${path.join(locked, 'ds')}: no permission to write in ${locked}\n`);
+  const extractEmpty = await runCli(['export', '*', '--store', store, '-o', path.join(os.tmpdir(), `unused-${process.pid}.zip`), '--extract', path.join(locked, 'empty')], asUser);
+  t.equal(extractEmpty.code, 1, extractEmpty.stderr);
+  t.match(extractEmpty.stderr, `error: --extract ${path.join(locked, 'empty')}: no permission to write in ${path.join(locked, 'empty')}\n`);
 });
 
 t.test('a malformed query exits 1 with its caret before any request; a refused key exits 2', async (t) => {

@@ -20,6 +20,7 @@ import { formatBytes } from '../search/download-progress.js';
 import { ExportCliError } from './export-cli-error.js';
 import { downloadExport } from './export-download.js';
 import { extractExport, planExtract } from './extract-target.js';
+import { checkZipOutput } from './output-checks.js';
 import { EXPORT_FORMATS } from './export-types.js';
 import type { ExportFormat } from './export-types.js';
 
@@ -84,6 +85,7 @@ async function executeExport(query: string, options: ExportOptions, io: ExportCl
   try {
     eventSearchConditions(query);
     const client = new StoreClient(options, io.env);
+    await checkZipOutput(options.output);
     if (options.extract !== undefined) await planExtract(options.extract, options.force === true, options.output);
     const { zipPath, summary } = await downloadExport(client, { query, format: options.format, output: options.output, progress: io.stderr });
     io.stdout.write(`Saved ${zipPath} (${options.format}): ${summary.entries} ${summary.entries === 1 ? 'entry' : 'entries'}, ${summary.images} ${summary.images === 1 ? 'image' : 'images'}, ${formatBytes(summary.bytes)}\n`);

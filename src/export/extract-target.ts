@@ -11,6 +11,7 @@ import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { extractZip } from '../search/zip-extract.js';
 import { ExportCliError } from './export-cli-error.js';
+import { checkWritableFolder } from './output-checks.js';
 
 /**
  * What extracting into a folder will do: `create` it (absent), `fill` it (an empty folder), or
@@ -24,23 +25,36 @@ export type ExtractPlan = 'create' | 'fill' | 'replace';
  * @param zipPath the zip (`-o`); it must not lie inside `directory`, which it would turn
  *   non-empty (or, replaced, remove)
  * @throws ExportCliError (exit code 1) naming the folder when it is not empty and `force` is
- *   false, when `directory` is a file, or when it would hold the zip
+ *   false, when `directory` is a file, or when it would hold the zip; naming the cause when the
+ *   folder it goes into is missing, not a folder, or not writable (src/export/output-checks.ts;
+ *   to replace a folder or create one, its parent must be writable; to fill one, itself)
  */
 export async function planExtract(directory: string, force: boolean, zipPath?: string): Promise<ExtractPlan> {
   if (zipPath !== undefined && path.resolve(zipPath).startsWith(path.resolve(directory) + path.sep)) {
     throw new ExportCliError(`-o ${zipPath} lies inside --extract ${directory}, which must hold the export alone`, 1, `Write the zip beside the folder, e.g. -o ${path.resolve(directory)}.zip.`);
   }
+  const subject = `--extract ${directory}`;
+  const parent = path.dirname(path.resolve(directory));
   const found = await stat(directory).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return null;
+    if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return null;
     throw error;
   });
-  if (found === null) return 'create';
+  if (found === null) {
+    await checkWritableFolder(subject, parent);
+    return 'create';
+  }
   if (!found.isDirectory()) {
-    throw new ExportCliError(`--extract ${directory} is a file, not a folder`, 1, 'Name a new or empty folder to extract into.');
+    throw new ExportCliError(`${subject} is a file, not a folder`, 1, 'Name a new or empty folder to extract into.');
   }
   const entries = await readdir(directory);
-  if (entries.length === 0) return 'fill';
-  if (force) return 'replace';
+  if (entries.length === 0) {
+    await checkWritableFolder(subject, path.resolve(directory));
+    return 'fill';
+  }
+  if (force) {
+    await checkWritableFolder(subject, parent);
+    return 'replace';
+  }
   const shown = entries.sort().slice(0, 3).join(', ');
   throw new ExportCliError(
     `--extract ${directory} is not empty (${entries.length} ${entries.length === 1 ? 'entry' : 'entries'}: ${shown}${entries.length > 3 ? ', ...' : ''}); an export would mix with what it holds`,
