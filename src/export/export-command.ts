@@ -8,6 +8,8 @@
  * store's detail, with a caret under the bad column) and `hint: ...` on stderr. Exit codes, as
  * `edge-events events` (src/client/store-failure.ts): 0 success, 2 API key refused (401), 3 no
  * event store at --store, 1 anything else. A malformed query exits 1 before anything is sent.
+ * The binary, interrupted by SIGINT or SIGTERM, removes its temporary files, restores the
+ * terminal and exits 130 or 143 (docs/USAGE.md, "Exporting a dataset").
  */
 import { Option, type Command } from 'commander';
 import { registerCommand, runCommand } from '../command-runner.js';
@@ -20,6 +22,7 @@ import { formatBytes } from '../search/download-progress.js';
 import { ExportCliError } from './export-cli-error.js';
 import { downloadExport } from './export-download.js';
 import { extractExport, planExtract } from './extract-target.js';
+import { interruptCleanup } from './interrupt-cleanup.js';
 import { checkZipOutput } from './output-checks.js';
 import { EXPORT_FORMATS } from './export-types.js';
 import type { ExportFormat } from './export-types.js';
@@ -30,6 +33,12 @@ export interface ExportCliIo {
   /** When a TTY, the download's progress line is drawn here. */
   stderr: ProgressStream;
   env: Record<string, string | undefined>;
+  /**
+   * True for the binary: SIGINT and SIGTERM during the export remove its temporary files,
+   * restore the terminal and exit 130 or 143 (src/export/interrupt-cleanup.ts). In-process runs
+   * leave signals to their host.
+   */
+  exitOnSignal?: boolean;
 }
 
 interface ExportOptions {
@@ -46,7 +55,7 @@ interface ExportOptions {
  * run the program with `await program.parseAsync(process.argv)`.
  */
 export function registerExportCommand(program: Command): void {
-  registerCommand(program, addExportCommand, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+  registerCommand(program, addExportCommand, { stdout: process.stdout, stderr: process.stderr, env: process.env, exitOnSignal: true });
 }
 
 /**
@@ -82,15 +91,16 @@ function addExportCommand(program: Command, io: ExportCliIo, setExitCode: (code:
 }
 
 async function executeExport(query: string, options: ExportOptions, io: ExportCliIo): Promise<ExitCode> {
+  const cleanup = interruptCleanup(io.exitOnSignal === true);
   try {
     eventSearchConditions(query);
     const client = new StoreClient(options, io.env);
     await checkZipOutput(options.output);
     if (options.extract !== undefined) await planExtract(options.extract, options.force === true, options.output);
-    const { zipPath, summary } = await downloadExport(client, { query, format: options.format, output: options.output, progress: io.stderr });
+    const { zipPath, summary } = await downloadExport(client, { query, format: options.format, output: options.output, progress: io.stderr, cleanup });
     io.stdout.write(`Saved ${zipPath} (${options.format}): ${summary.entries} ${summary.entries === 1 ? 'entry' : 'entries'}, ${summary.images} ${summary.images === 1 ? 'image' : 'images'}, ${formatBytes(summary.bytes)}\n`);
     if (options.extract !== undefined) {
-      const { files, plan } = await extractExport(zipPath, options.extract, options.force === true);
+      const { files, plan } = await extractExport(zipPath, options.extract, options.force === true, cleanup);
       io.stdout.write(`Extracted ${files.length} files to ${options.extract}${plan === 'replace' ? ' (replacing what it held)' : ''}\n`);
     }
     return 0;
@@ -98,5 +108,7 @@ async function executeExport(query: string, options: ExportOptions, io: ExportCl
     const failure = error instanceof ExportCliError ? error : describeStoreFailure(error);
     io.stderr.write(`error: ${failure.message}\nhint: ${failure.hint}\n`);
     return failure.exitCode;
+  } finally {
+    cleanup.release();
   }
 }

@@ -7,10 +7,12 @@
  * place; with `--force` the old DIR is moved aside, the new one renamed in, and the old one removed
  * only then.
  */
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { extractZip } from '../search/zip-extract.js';
 import { ExportCliError } from './export-cli-error.js';
+import type { CleanupSteps } from './interrupt-cleanup.js';
 import { checkWritableFolder } from './output-checks.js';
 
 /**
@@ -67,18 +69,24 @@ export async function planExtract(directory: string, force: boolean, zipPath?: s
  * Extracts the export zip at `zipPath` into `directory` as `planExtract` decides (it is asked
  * again here, so a folder filled meanwhile is still refused).
  * @param force `--force` (see planExtract)
+ * @param cleanup where the staging folder's removal (and, mid-swap, the old folder's return) is
+ *   registered while it exists, for an interruption (SIGINT, SIGTERM)
  * @returns the extracted files, relative to `directory` with `/` separators, sorted, and the plan
  *   followed
  * @throws ExportCliError (exit code 1) for a refused folder (see planExtract), or a corrupt zip
  *   or failed write (its cause the underlying error); `directory` is then as it was and the
  *   staging folder removed
  */
-export async function extractExport(zipPath: string, directory: string, force: boolean): Promise<{ files: string[]; plan: ExtractPlan }> {
+export async function extractExport(zipPath: string, directory: string, force: boolean, cleanup?: CleanupSteps): Promise<{ files: string[]; plan: ExtractPlan }> {
   const plan = await planExtract(directory, force);
   const target = path.resolve(directory);
   const staging = await makeStaging(target, plan);
   const extracted = path.join(staging, 'export');
   const previous = path.join(staging, 'previous');
+  const unregister = cleanup?.add(() => {
+    if (existsSync(previous) && !existsSync(target)) renameSync(previous, target);
+    rmSync(staging, { recursive: true, force: true });
+  });
   try {
     const files = await extractZip(zipPath, extracted).catch((error: Error) => {
       throw new ExportCliError(error.message, 1, 'The zip is kept; extract it again, or into another folder.', { cause: error });
@@ -89,6 +97,7 @@ export async function extractExport(zipPath: string, directory: string, force: b
     return { files, plan };
   } finally {
     await rm(staging, { recursive: true, force: true });
+    unregister?.();
   }
 }
 
