@@ -1,16 +1,15 @@
 /**
  * `edge-events export` (docs/API.md, "Dataset export", "CLI") against a real store over HTTP:
- * the zip at `-o` (atomic), the summary and progress line, `--extract`, the environment, the
- * key, a malformed query refused before anything is sent. One behaviour the real store cannot be
- * made to show on demand, a body cut short mid-zip, is served by a throwaway node:http server.
+ * the zip at `-o` (atomic), the summary and progress line, `--extract` (one export per folder,
+ * `--force`), the environment, the key, a malformed query and refused output paths before anything
+ * is sent (permissions with the built binary run as another user). One behaviour the real store
+ * cannot be made to show on demand, a body cut short mid-zip, is served by a throwaway node:http
+ * server. Interrupted exports: export-interrupt.test.ts.
  */
 import t from 'tap';
 import type { Test } from 'tap';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,9 +18,8 @@ import { ZipEntryCounter } from '../src/export/zip-entry-counter.js';
 import { fixture, imageEvent, postJson } from './support/events.js';
 import { readZip } from './support/export-data.js';
 import { startStore, type TestStore } from './support/store-server.js';
-import { cliPath } from '../scripts/lib/spawned-store.js';
-import { runCli, startCli, unprivileged } from './support/cli-process.js';
-import { freePort, until } from './support/waiting.js';
+import { runCli, unprivileged } from './support/cli-process.js';
+import { freePort } from './support/waiting.js';
 
 const API_KEY = 'key-123';
 const PHOTOS = ['cat.jpg', 'rocket.jpg', 'camera.jpg'];
@@ -200,82 +198,6 @@ t.test('output paths are checked before any request: -o a folder, a missing or f
   const extractEmpty = await runCli(['export', '*', '--store', store, '-o', path.join(os.tmpdir(), `unused-${process.pid}.zip`), '--extract', path.join(locked, 'empty')], asUser);
   t.equal(extractEmpty.code, 1, extractEmpty.stderr);
   t.match(extractEmpty.stderr, `error: --extract ${path.join(locked, 'empty')}: no permission to write in ${path.join(locked, 'empty')}\n`);
-});
-
-/**
- * A TCP proxy to `store` that passes the first `passBytes` of each answer, then holds the rest:
- * the export is still downloading, for as long as the test needs, from the real store.
- */
-async function holdingProxy(t: Test, store: string, passBytes: number): Promise<string> {
-  const upstream = new URL(store);
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const origin = net.connect(Number(upstream.port), upstream.hostname);
-    sockets.add(client).add(origin);
-    client.pipe(origin);
-    let passed = 0;
-    origin.on('data', (chunk: Buffer) => {
-      const room = passBytes - passed;
-      if (room > 0) client.write(chunk.subarray(0, room));
-      passed += chunk.length;
-      if (passed >= passBytes) origin.pause();
-    });
-    client.on('error', () => origin.destroy());
-    origin.on('error', () => client.destroy());
-    client.on('close', () => origin.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-/** The hidden temporary file of a download to `<dir>/d.zip`, once it exists. */
-async function partialIn(dir: string): Promise<string> {
-  let found: string | undefined;
-  await until('the .partial download file', () => (found = readdirSync(dir).find((name) => /^\.d\.zip\.\d+-\d+\.partial$/.test(name))) !== undefined);
-  return found!;
-}
-
-t.test('SIGTERM mid-download removes the .partial and exits 143', async (t) => {
-  const { store } = await seededStore(t);
-  const proxy = await holdingProxy(t, store.url, 16 * 1024);
-  const dir = workDir(t);
-  const cli = startCli(['export', '*', '-o', path.join(dir, 'd.zip'), '--store', proxy, '-k', API_KEY]);
-  const partial = await partialIn(dir);
-  await until('the first bytes in the .partial', () => statSync(path.join(dir, partial)).size > 0);
-  cli.child.kill('SIGTERM');
-  t.same(await cli.exited, { code: 143, signal: null }, 'exit code 128 + 15');
-  t.same(readdirSync(dir), [], 'the .partial is removed, no zip written');
-});
-
-t.test('Ctrl-C (SIGINT) on a terminal removes the .partial, restores the cursor and line wrap, exits 130', async (t) => {
-  const { store } = await seededStore(t);
-  const proxy = await holdingProxy(t, store.url, 16 * 1024);
-  const dir = workDir(t);
-  // util-linux's script gives the binary a real terminal (a pty), whose output it copies to its
-  // stdout; -e answers the binary's exit code.
-  const command = [process.execPath, cliPath, 'export', '*', '-o', path.join(dir, 'd.zip'), '--store', proxy, '-k', API_KEY]
-    .map((arg) => `'${arg.replace(/'/g, "'\\''")}'`).join(' ');
-  const terminal = spawn('script', ['-qefc', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let screen = '';
-  terminal.stdout.on('data', (d) => (screen += d));
-  const exited = once(terminal, 'close');
-  const partial = await partialIn(dir);
-  await until('the progress line on the terminal', () => screen.includes('Export (coco)'));
-  const pid = Number(/\.(\d+)-\d+\.partial$/.exec(partial)![1]);
-  process.kill(pid, 'SIGINT');
-  const [code] = await exited;
-  t.equal(code, 130, 'exit code 128 + 2');
-  t.same(readdirSync(dir), [], 'the .partial is removed');
-  // cli-progress (lib/terminal.js) hides the cursor with ESC[?25l and turns line wrap off with
-  // ESC[?7l while the line is drawn; both must be turned back on after the last time.
-  for (const [what, off, on] of [['cursor', '\x1b[?25l', '\x1b[?25h'], ['line wrap', '\x1b[?7l', '\x1b[?7h']]) {
-    t.ok(screen.includes(off), `the progress line turned the ${what} off`);
-    t.ok(screen.lastIndexOf(on) > screen.lastIndexOf(off), `the ${what} is back on at the end`);
-  }
 });
 
 t.test('a malformed query exits 1 with its caret before any request; a refused key exits 2', async (t) => {
