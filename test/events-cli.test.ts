@@ -7,6 +7,8 @@ import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { runEventsCli } from '../src/client/events-command.js';
+import { StoreClient, StoreRequestError } from '../src/client/store-client.js';
+import { describeStoreFailure } from '../src/client/store-failure.js';
 import { createSearchMcpServer } from '../src/search/mcp-server.js';
 import { imageEvent, postJson } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
@@ -96,6 +98,29 @@ t.test('failures: a malformed query before any request, the store\'s key, no sto
   t.match((await run(['*', '--store', 'ftp://x'])).stderr, /--store must be an http\(s\) URL/);
 });
 
+t.test('a cursor no page gave: its own message and hint, no caret; before any request', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  await seed(store);
+  const hint = 'hint: A cursor is the next_cursor of the previous page of the same query, passed back as it was (edge-events events prints it as "Next page: --cursor <token>"); leave it out for the first page.\n';
+
+  const garbage = await run(['*', '--store', store.url, '--cursor', 'garbage']);
+  t.equal(garbage.code, 1);
+  t.equal(garbage.stdout, '');
+  t.equal(garbage.stderr, `error: Invalid cursor "garbage": not a next_cursor this store gave\n${hint}`);
+  const json = await run(['*', '--store', `http://127.0.0.1:${await freePort()}`, '--cursor', 'YzEuMTc2MzY4MjUzMTUxNjAyMg=', '--json']);
+  t.equal(json.code, 1, 'a cursor changed by one character, refused before any request (no store listens there)');
+  t.match(JSON.parse(json.stderr).error, { message: /^Invalid cursor "YzEuMTc2MzY4MjUzMTUxNjAyMg="/, hint: /next_cursor of the previous page/ });
+
+  // The store's own refusal of a cursor (a client that sends one unchecked) gets no caret hint either.
+  const refused = await new StoreClient({ store: store.url }, {}).get('/v2/events/search?q=*&cursor=garbage').catch((error: unknown) => error);
+  t.ok(refused instanceof StoreRequestError && refused.status === 400, 'the store answers 400');
+  const failure = describeStoreFailure(refused);
+  t.match(failure.message, /^Invalid cursor 'garbage'/);
+  t.notMatch(failure.hint, /caret/, 'no caret in its message, none in the hint');
+  t.match(describeStoreFailure(new StoreRequestError(400, 'Invalid query at column 7: class: needs a value\n  class:\n        ^')).hint, /Fix the query at the caret/, 'a query error keeps the caret hint');
+});
+
 t.test('the MCP tool events_search asks the same route', async (t) => {
   const store = await startStore();
   t.teardown(store.stop);
@@ -120,6 +145,9 @@ t.test('the MCP tool events_search asks the same route', async (t) => {
   const bad = await call({ query: 'class:' });
   t.ok(bad.isError, 'a malformed query is a tool error');
   t.match(bad.text, /Invalid query at column 7: class: needs a value/);
+  const cursor = await call({ query: 'class:dog', cursor: 'garbage' });
+  t.ok(cursor.isError, 'a bad cursor is a tool error');
+  t.match(cursor.text, /^Invalid cursor "garbage": not a next_cursor this store gave\nHint: A cursor is the next_cursor of the previous page/);
   const unknown = await client.callTool({ name: 'events_search', arguments: { query: '*', extra: 1 } });
   t.ok(unknown.isError, 'unknown arguments are refused');
 });

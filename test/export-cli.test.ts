@@ -1,12 +1,14 @@
 /**
  * `edge-events export` (docs/API.md, "Dataset export", "CLI") against a real store over HTTP:
- * the zip at `-o` (atomic), the summary and progress line, `--extract`, the environment, the
- * key, a malformed query refused before anything is sent. One behaviour the real store cannot be
- * made to show on demand, a body cut short mid-zip, is served by a throwaway node:http server.
+ * the zip at `-o` (atomic), the summary and progress line, `--extract` (one export per folder,
+ * `--force`), the environment, the key, a malformed query and refused output paths before anything
+ * is sent (permissions with the built binary run as another user). One behaviour the real store
+ * cannot be made to show on demand, a body cut short mid-zip, is served by a throwaway node:http
+ * server. Interrupted exports: export-interrupt.test.ts.
  */
 import t from 'tap';
 import type { Test } from 'tap';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -16,6 +18,7 @@ import { ZipEntryCounter } from '../src/export/zip-entry-counter.js';
 import { fixture, imageEvent, postJson } from './support/events.js';
 import { readZip } from './support/export-data.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { runCli, unprivileged } from './support/cli-process.js';
 import { freePort } from './support/waiting.js';
 
 const API_KEY = 'key-123';
@@ -99,6 +102,102 @@ t.test('without a TTY no progress is drawn; API_KEY and STORE_URL come from the 
   t.same(readdirSync(target).sort(), ['images', 'labeling-config.xml', 'tasks.json']);
   t.equal(JSON.parse(readFileSync(path.join(target, 'tasks.json'), 'utf8')).length, 3);
   t.ok(existsSync(output), 'the zip is kept');
+});
+
+/** Every file under `dir`, relative with `/`, sorted. */
+function filesUnder(dir: string): string[] {
+  return (readdirSync(dir, { recursive: true, withFileTypes: true }) as import('node:fs').Dirent[])
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'))
+    .sort();
+}
+
+t.test('--extract: a non-empty folder is refused before any download; --force replaces it whole; an empty one is filled', async (t) => {
+  const { store, fileIds } = await seededStore(t);
+  const dir = workDir(t);
+  const target = path.join(dir, 'ds');
+  const first = await run(['*', '-f', 'yolo', '-o', path.join(dir, 'all.zip'), '--store', store.url, '-k', API_KEY, '--extract', target]);
+  t.equal(first.code, 0, first.stderr);
+  const yolo = filesUnder(target);
+  t.equal(yolo.length, 9, 'four images, four label files, data.yaml');
+
+  // A second export into the same folder would mix two datasets: refused before any request.
+  const refused = await run(['device:cam-2', '-o', path.join(dir, 'cam2.zip'), '--store', `http://127.0.0.1:${await freePort()}`, '--extract', target]);
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, new RegExp(`^error: --extract ${target.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is not empty \\(3 entries: data\\.yaml, images, labels\\)`), 'names the folder and what it holds');
+  t.match(refused.stderr, /\nhint: .*--force to replace .* whole/, 'the hint names --force');
+  t.notOk(existsSync(path.join(dir, 'cam2.zip')), 'nothing downloaded (no store listens there either)');
+  t.same(filesUnder(target), yolo, 'the folder untouched');
+
+  // --force: the folder ends up holding exactly the new export.
+  const forced = await run(['device:cam-2', '-o', path.join(dir, 'cam2.zip'), '--store', store.url, '-k', API_KEY, '--extract', target, '--force']);
+  t.equal(forced.code, 0, forced.stderr);
+  t.match(forced.stdout, `Extracted 2 files to ${target} (replacing what it held)\n`);
+  t.same(filesUnder(target), ['annotations.coco.json', `images/${fileIds[3]}.jpg`]);
+  t.equal(JSON.parse(readFileSync(path.join(target, 'annotations.coco.json'), 'utf8')).images.length, 1);
+  t.same(readdirSync(dir).sort(), ['all.zip', 'cam2.zip', 'ds'], 'no staging folder or old copy left beside it');
+
+  // An empty existing folder is filled; it stays the same folder.
+  const empty = path.join(dir, 'empty');
+  mkdirSync(empty);
+  const filled = await run(['device:cam-2', '-f', 'labelstudio', '-o', path.join(dir, 'ls.zip'), '--store', store.url, '-k', API_KEY, '--extract', empty]);
+  t.equal(filled.code, 0, filled.stderr);
+  t.same(filesUnder(empty), [`images/${fileIds[3]}.jpg`, 'labeling-config.xml', 'tasks.json']);
+
+  // The zip inside the folder would make it non-empty (or, replaced, vanish): refused too.
+  const inside = await run(['*', '-o', path.join(target, 'd.zip'), '--store', store.url, '-k', API_KEY, '--extract', target, '--force']);
+  t.equal(inside.code, 1);
+  t.match(inside.stderr, /^error: -o .*d\.zip lies inside --extract .*ds, which must hold the export alone\nhint: Write the zip beside the folder/);
+  const file = path.join(dir, 'all.zip');
+  const onFile = await run(['*', '-o', path.join(dir, 'x.zip'), '--store', store.url, '-k', API_KEY, '--extract', file]);
+  t.equal(onFile.code, 1);
+  t.match(onFile.stderr, /is a file, not a folder/);
+  t.notOk(existsSync(path.join(dir, 'x.zip')));
+});
+
+t.test('output paths are checked before any request: -o a folder, a missing or file parent, no permission', async (t) => {
+  const dir = workDir(t);
+  // No store listens here: each refusal comes before any request.
+  const store = `http://127.0.0.1:${await freePort()}`;
+  const file = path.join(dir, 'file');
+  writeFileSync(file, 'not a folder');
+
+  const folder = await run(['*', '-o', dir, '--store', store]);
+  t.equal(folder.code, 1);
+  t.equal(folder.stderr, `error: -o ${dir} is a folder, not a file\nhint: Name the zip to write, e.g. -o ${path.join(dir, 'dataset.zip')}.\n`);
+
+  const missing = path.join(dir, 'exports', 'today');
+  const noParent = await run(['*', '-o', path.join(missing, 'd.zip'), '--store', store]);
+  t.equal(noParent.code, 1);
+  t.equal(noParent.stderr, `error: -o ${path.join(missing, 'd.zip')}: the folder ${missing} does not exist\nhint: Create it first (mkdir -p ${missing}), or choose another path.\n`);
+
+  const fileParent = await run(['*', '-o', path.join(file, 'd.zip'), '--store', store]);
+  t.equal(fileParent.code, 1);
+  t.match(fileParent.stderr, `error: -o ${path.join(file, 'd.zip')}: ${file} is not a folder\nhint: Choose a path inside an existing folder.`);
+
+  const extractNoParent = await run(['*', '-o', path.join(dir, 'd.zip'), '--store', store, '--extract', path.join(missing, 'ds')]);
+  t.equal(extractNoParent.code, 1);
+  t.equal(extractNoParent.stderr, `error: --extract ${path.join(missing, 'ds')}: the folder ${missing} does not exist\nhint: Create it first (mkdir -p ${missing}), or choose another path.\n`);
+  t.same(readdirSync(dir), ['file'], 'nothing written, no hidden .partial');
+
+  // Permissions: the binary as a user who cannot write in `locked` (nobody, when the tests run as root).
+  const locked = path.join(dir, 'locked');
+  mkdirSync(locked);
+  mkdirSync(path.join(locked, 'empty'));
+  chmodSync(dir, 0o755);
+  chmodSync(locked, 0o555);
+  chmodSync(path.join(locked, 'empty'), 0o555);
+  t.teardown(() => chmodSync(locked, 0o755));
+  const asUser = { prefix: unprivileged() };
+  const zip = await runCli(['export', '*', '-o', path.join(locked, 'd.zip'), '--store', store], asUser);
+  t.equal(zip.code, 1, zip.stderr);
+  t.equal(zip.stderr, `error: -o ${path.join(locked, 'd.zip')}: no permission to write in ${locked}\nhint: Choose a folder you can write to, or ask its owner for write access.\n`);
+  const extractNew = await runCli(['export', '*', '--store', store, '-o', path.join(os.tmpdir(), `unused-${process.pid}.zip`), '--extract', path.join(locked, 'ds')], asUser);
+  t.equal(extractNew.code, 1, extractNew.stderr);
+  t.match(extractNew.stderr, `error: --extract ${path.join(locked, 'ds')}: no permission to write in ${locked}\n`);
+  const extractEmpty = await runCli(['export', '*', '--store', store, '-o', path.join(os.tmpdir(), `unused-${process.pid}.zip`), '--extract', path.join(locked, 'empty')], asUser);
+  t.equal(extractEmpty.code, 1, extractEmpty.stderr);
+  t.match(extractEmpty.stderr, `error: --extract ${path.join(locked, 'empty')}: no permission to write in ${path.join(locked, 'empty')}\n`);
 });
 
 t.test('a malformed query exits 1 with its caret before any request; a refused key exits 2', async (t) => {

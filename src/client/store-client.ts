@@ -3,6 +3,7 @@
  * "Asking the store from a shell"): the store's URL and key from flags or the environment, one
  * request per call, failures as typed errors whose messages carry the store's own detail.
  */
+import { parseSearchCursor } from '../events/search-cursor.js';
 import type { StoredEvent } from '../events/types.js';
 
 /** Where the store is when neither `--store` nor STORE_URL says. */
@@ -34,6 +35,17 @@ export class StoreNetworkError extends Error {
   constructor(readonly url: string, options: { cause: unknown }) {
     super(`No answer from the store at ${url}: ${(options.cause as Error)?.message ?? String(options.cause)}`, options);
     this.name = 'StoreNetworkError';
+  }
+}
+
+/**
+ * A `cursor` no page of the store gave (docs/API.md, "Event search": a page's `next_cursor`,
+ * passed back as it was); found before any request, as the store would.
+ */
+export class StoreCursorError extends Error {
+  constructor(readonly cursor: string, options: { cause: unknown }) {
+    super(`Invalid cursor ${JSON.stringify(cursor.length > 64 ? `${cursor.slice(0, 64)}…` : cursor)}: not a next_cursor this store gave`, options);
+    this.name = 'StoreCursorError';
   }
 }
 
@@ -73,10 +85,18 @@ export class StoreClient {
   /**
    * One page of `GET /v2/events/search`.
    * @param q the query; `limit` 1..1000; `cursor` the previous page's next_cursor
-   * @throws StoreRequestError for an error status (400 carries the column and caret of a bad
-   *   query), StoreNetworkError when the store does not answer
+   * @throws StoreCursorError before any request for a cursor the store would refuse;
+   *   StoreRequestError for an error status (400 carries the column and caret of a bad query),
+   *   StoreNetworkError when the store does not answer
    */
   async searchEvents(q: string, options: { limit?: number; cursor?: string } = {}): Promise<EventSearchPage> {
+    if (options.cursor !== undefined) {
+      try {
+        parseSearchCursor(options.cursor);
+      } catch (cause) {
+        throw new StoreCursorError(options.cursor, { cause });
+      }
+    }
     const params = new URLSearchParams({ q });
     if (options.limit !== undefined) params.set('limit', String(options.limit));
     if (options.cursor !== undefined) params.set('cursor', options.cursor);

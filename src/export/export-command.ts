@@ -8,6 +8,8 @@
  * store's detail, with a caret under the bad column) and `hint: ...` on stderr. Exit codes, as
  * `edge-events events` (src/client/store-failure.ts): 0 success, 2 API key refused (401), 3 no
  * event store at --store, 1 anything else. A malformed query exits 1 before anything is sent.
+ * The binary, interrupted by SIGINT or SIGTERM, removes its temporary files, restores the
+ * terminal and exits 130 or 143 (docs/USAGE.md, "Exporting a dataset").
  */
 import { Option, type Command } from 'commander';
 import { registerCommand, runCommand } from '../command-runner.js';
@@ -17,9 +19,11 @@ import { eventSearchConditions } from '../events/search-conditions.js';
 import type { ExitCode } from '../search/failure.js';
 import type { ProgressStream } from '../search/download-progress.js';
 import { formatBytes } from '../search/download-progress.js';
-import { extractZip } from '../search/zip-extract.js';
 import { ExportCliError } from './export-cli-error.js';
 import { downloadExport } from './export-download.js';
+import { extractExport, planExtract } from './extract-target.js';
+import { interruptCleanup } from './interrupt-cleanup.js';
+import { checkZipOutput } from './output-checks.js';
 import { EXPORT_FORMATS } from './export-types.js';
 import type { ExportFormat } from './export-types.js';
 
@@ -29,6 +33,12 @@ export interface ExportCliIo {
   /** When a TTY, the download's progress line is drawn here. */
   stderr: ProgressStream;
   env: Record<string, string | undefined>;
+  /**
+   * True for the binary: SIGINT and SIGTERM during the export remove its temporary files,
+   * restore the terminal and exit 130 or 143 (src/export/interrupt-cleanup.ts). In-process runs
+   * leave signals to their host.
+   */
+  exitOnSignal?: boolean;
 }
 
 interface ExportOptions {
@@ -37,6 +47,7 @@ interface ExportOptions {
   store?: string;
   apiKey?: string;
   extract?: string;
+  force?: boolean;
 }
 
 /**
@@ -44,7 +55,7 @@ interface ExportOptions {
  * run the program with `await program.parseAsync(process.argv)`.
  */
 export function registerExportCommand(program: Command): void {
-  registerCommand(program, addExportCommand, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+  registerCommand(program, addExportCommand, { stdout: process.stdout, stderr: process.stderr, env: process.env, exitOnSignal: true });
 }
 
 /**
@@ -65,7 +76,8 @@ function addExportCommand(program: Command, io: ExportCliIo, setExitCode: (code:
     .option('-o, --output <file>', 'the zip to write (replaced only when the download is complete)', './dataset.zip')
     .option('--store <url>', `base URL of the store (env STORE_URL; default ${DEFAULT_STORE_URL})`)
     .option('-k, --api-key <key>', 'the store\'s API key, sent as X-API-Key (env API_KEY)')
-    .option('--extract <dir>', 'also extract the zip into this directory (all or nothing)')
+    .option('--extract <dir>', 'also extract the zip into this folder, all or nothing; it must be new or empty')
+    .option('--force', 'with --extract: replace a non-empty folder whole with this export')
     .action(async (query: string, options: ExportOptions) => {
       setExitCode(await executeExport(query, options, io));
     });
@@ -79,21 +91,24 @@ function addExportCommand(program: Command, io: ExportCliIo, setExitCode: (code:
 }
 
 async function executeExport(query: string, options: ExportOptions, io: ExportCliIo): Promise<ExitCode> {
+  const cleanup = interruptCleanup(io.exitOnSignal === true);
   try {
     eventSearchConditions(query);
     const client = new StoreClient(options, io.env);
-    const { zipPath, summary } = await downloadExport(client, { query, format: options.format, output: options.output, progress: io.stderr });
+    await checkZipOutput(options.output);
+    if (options.extract !== undefined) await planExtract(options.extract, options.force === true, options.output);
+    const { zipPath, summary } = await downloadExport(client, { query, format: options.format, output: options.output, progress: io.stderr, cleanup });
     io.stdout.write(`Saved ${zipPath} (${options.format}): ${summary.entries} ${summary.entries === 1 ? 'entry' : 'entries'}, ${summary.images} ${summary.images === 1 ? 'image' : 'images'}, ${formatBytes(summary.bytes)}\n`);
     if (options.extract !== undefined) {
-      const files = await extractZip(zipPath, options.extract).catch((err: Error) => {
-        throw new ExportCliError(err.message, 1, 'The zip is kept; extract it again, or into another directory.', { cause: err });
-      });
-      io.stdout.write(`Extracted ${files.length} files to ${options.extract}\n`);
+      const { files, plan } = await extractExport(zipPath, options.extract, options.force === true, cleanup);
+      io.stdout.write(`Extracted ${files.length} files to ${options.extract}${plan === 'replace' ? ' (replacing what it held)' : ''}\n`);
     }
     return 0;
   } catch (error) {
     const failure = error instanceof ExportCliError ? error : describeStoreFailure(error);
     io.stderr.write(`error: ${failure.message}\nhint: ${failure.hint}\n`);
     return failure.exitCode;
+  } finally {
+    cleanup.release();
   }
 }

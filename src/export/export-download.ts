@@ -3,7 +3,7 @@
  * temporary file beside the target, checks it is a complete zip, and renames it into place, so
  * the target is either the whole export or as it was.
  */
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, rmSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
@@ -13,6 +13,7 @@ import type { ProgressStream } from '../search/download-progress.js';
 import { ExportCliError } from './export-cli-error.js';
 import type { ExportFormat } from './export-types.js';
 import { startExportProgress } from './export-progress.js';
+import type { CleanupSteps } from './interrupt-cleanup.js';
 import { ZipEntryCounter } from './zip-entry-counter.js';
 import { zipSummary } from './zip-summary.js';
 import type { ZipSummary } from './zip-summary.js';
@@ -24,6 +25,12 @@ export interface ExportDownload {
   output: string;
   /** Where the progress line is drawn (only on a TTY). */
   progress?: ProgressStream;
+  /**
+   * Where the removal of the temporary file and the stop of the progress line (which restores
+   * the terminal's cursor and line wrap) are registered while the download runs, for an
+   * interruption (SIGINT, SIGTERM).
+   */
+  cleanup?: CleanupSteps;
 }
 
 /**
@@ -42,6 +49,10 @@ export async function downloadExport(client: StoreClient, request: ExportDownloa
   const zipPath = path.resolve(request.output);
   const temporary = path.join(path.dirname(zipPath), `.${path.basename(zipPath)}.${process.pid}-${Date.now()}.partial`);
   const progress = startExportProgress(request.progress, `Export (${request.format})`);
+  const unregister = [
+    request.cleanup?.add(() => progress.stop()),
+    request.cleanup?.add(() => rmSync(temporary, { force: true })),
+  ];
   try {
     const entries = new ZipEntryCounter();
     const count = new Transform({
@@ -63,5 +74,6 @@ export async function downloadExport(client: StoreClient, request: ExportDownloa
     throw new ExportCliError(`Export download failed: ${(err as Error).message}`, 1, 'Retry; check the store\'s log and the free space beside the output file.', { cause: err });
   } finally {
     progress.stop();
+    for (const remove of unregister) remove?.();
   }
 }
