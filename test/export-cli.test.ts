@@ -180,7 +180,7 @@ t.test('output paths are checked before any request: -o a folder, a missing or f
   t.equal(extractNoParent.stderr, `error: --extract ${path.join(missing, 'ds')}: the folder ${missing} does not exist\nhint: Create it first (mkdir -p ${missing}), or choose another path.\n`);
   t.same(readdirSync(dir), ['file'], 'nothing written, no hidden .partial');
 
-  // Permissions: the binary as a user who cannot write in `locked` (nobody, when the tests run as root).
+  // Permissions: the binary without privileges (root's included), so it cannot write in `locked`.
   const locked = path.join(dir, 'locked');
   mkdirSync(locked);
   mkdirSync(path.join(locked, 'empty'));

@@ -9,14 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { refusedStart } from '../scripts/lib/spawned-store.js';
+import { unprivileged } from './support/cli-process.js';
 import { tempDataDir } from './support/store-server.js';
-
-/**
- * Runs the store without privileges, in a user namespace of its own (unshare(1)): files keep
- * their owner (so a checkout under a private folder stays readable), but no capability holds
- * outside it, root's included: no writing past a folder's mode, no port below 1024.
- */
-const unprivileged = ['unshare', '--user'];
 
 /** A folder the store may enter but, when `writable` is false, not write. */
 function folderFor(writable: boolean): string {
@@ -43,10 +37,10 @@ t.test('a read-only DATA_DIR, existing or to be created, is named as read-only',
 t.test('a DATA_DIR the user may not write, or a file in its place, is named', async (t) => {
   const locked = folderFor(false);
   t.teardown(() => fs.rmSync(locked, { recursive: true, force: true }));
-  const inside = await refusedStart({ DATA_DIR: locked }, process.execPath, unprivileged);
+  const inside = await refusedStart({ DATA_DIR: locked }, process.execPath, unprivileged());
   t.equal(inside.code, 1);
   t.match(inside.stderr, new RegExp(`DATA_DIR ${locked} is not writable by .*uid \\d+.*chown`), inside.stderr);
-  const below = await refusedStart({ DATA_DIR: path.join(locked, 'data') }, process.execPath, unprivileged);
+  const below = await refusedStart({ DATA_DIR: path.join(locked, 'data') }, process.execPath, unprivileged());
   t.equal(below.code, 1);
   t.match(below.stderr, new RegExp(`DATA_DIR ${locked}/data cannot be created: ${locked} is not writable by`), below.stderr);
 
@@ -71,7 +65,7 @@ t.test('a port in use, and a port below 1024, are told apart', async (t) => {
   t.ok(firstFree > 80, `port 80 is privileged here (ip_unprivileged_port_start ${firstFree})`);
   const privileged = folderFor(true);
   t.teardown(() => fs.rmSync(privileged, { recursive: true, force: true }));
-  const low = await refusedStart({ DATA_DIR: path.join(privileged, 'data'), PORT: '80' }, process.execPath, unprivileged);
+  const low = await refusedStart({ DATA_DIR: path.join(privileged, 'data'), PORT: '80' }, process.execPath, unprivileged());
   t.equal(low.code, 1);
   t.match(low.stderr, /cannot listen on 127\.0\.0\.1:80: ports below 1024 need root or the CAP_NET_BIND_SERVICE capability; set PORT to 1024 or above/, low.stderr);
   t.notMatch(low.stderr, /in use/, 'not mistaken for a port in use');

@@ -18,7 +18,7 @@ export interface CliProcess {
 
 /**
  * Starts `edge-events <args>`.
- * @param prefix a command that runs its arguments in place, e.g. `['setpriv', '--reuid=65534', ...]`
+ * @param prefix a command that runs its arguments in place, e.g. `['unshare', '--user']`
  */
 export function startCli(args: string[], options: { prefix?: string[]; env?: Record<string, string> } = {}): CliProcess {
   const [command, ...rest] = [...(options.prefix ?? []), process.execPath, cliPath, ...args];
@@ -39,10 +39,11 @@ export async function runCli(args: string[], options: { prefix?: string[]; env?:
 }
 
 /**
- * The prefix that runs a command as an unprivileged user (`nobody`, via util-linux's setpriv)
- * when this process is root, whom no file permission stops; none otherwise. Without tap's
- * NODE_OPTIONS: its process-info hook would write under the project as that user.
+ * The prefix that runs a command without privileges: in a user namespace of its own (util-linux's
+ * unshare), where no capability holds outside it, root's included, so file modes and port
+ * numbers stop it as they stop any user; files keep their owner, so a checkout under a private
+ * folder stays readable.
  */
 export function unprivileged(): string[] {
-  return process.getuid?.() === 0 ? ['env', '-u', 'NODE_OPTIONS', 'setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+  return ['unshare', '--user'];
 }
