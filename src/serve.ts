@@ -27,7 +27,7 @@ export interface StoreService {
   lifecycle: Lifecycle;
   /** Node version and HTTP engine in use. */
   runtime: RuntimeInfo;
-  /** Events stored, bytes taken (live blobs and LMDB pages: /stats' total_storage_bytes), and whether the store answers 529 (E10). */
+  /** Events stored, bytes taken (live blobs and LMDB pages: /stats' total_storage_bytes), and whether the store answers 529 (`capacity_blocked`). */
   figures(): { events: number; storageBytes: number; capacityBlocked: boolean };
   /** Graceful stop: background work ended, no new requests, in-flight ones finished (up to `graceMs`), store closed. */
   stop(graceMs?: number): Promise<void>;

@@ -1,6 +1,6 @@
 /**
  * Attaching videos and local-only files to drafts, and finalizing (docs/API.md, "Drafts and
- * attachments"; E8). The HTTP layer streams the upload to staging; this module
+ * attachments"; `event_finalized`). The HTTP layer streams the upload to staging; this module
  * decides whether it is accepted and how it is listed.
  */
 import { fileTypeFromBuffer } from 'file-type';
@@ -40,7 +40,7 @@ export interface UploadedParts {
 /**
  * Checks, before any body is read, that event `id` can take an attachment (docs/API.md, "Drafts and
  * attachments", rule 1).
- * @throws AppError event_not_found (404), event_finalized (409, E8)
+ * @throws AppError event_not_found (404), event_finalized (409)
  */
 export function assertAttachable(store: EventStore, id: string): void {
   const record = store.getEvent(id);

@@ -1,6 +1,6 @@
 /**
- * Create (`POST /v2/events`; docs/API.md, "Create an event"): validation, rule E1, image decoding
- * (E3), and the durable write. Answers only once the record and its image bytes are durable.
+ * Create (`POST /v2/events`; docs/API.md, "Create an event"): validation, `solution_required`, image decoding
+ * (`image_decode_failed`), and the durable write. Answers only once the record and its image bytes are durable.
  */
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
@@ -29,9 +29,9 @@ export interface CreateResponse {
 /**
  * Validates and stores one event.
  * @param body the parsed JSON body, camelCase or snake_case
- * @throws AppError validation_failed / unknown_event_schema (422, E7/E4; validation_failed also
+ * @throws AppError validation_failed / unknown_event_schema (422; validation_failed also
  *   for an image over MAX_PREDICTIONS_PER_IMAGE), event_data_invalid
- *   (400, E2), solution_required (400, E1), image_decode_failed (400, E3), disk_full (507),
+ *   (400), solution_required (400), image_decode_failed (400), disk_full (507),
  *   store_failure (500)
  */
 export async function createEvent(store: EventWriter, config: Config, body: unknown): Promise<CreateResponse> {

@@ -1,5 +1,5 @@
 /**
- * Decoding of `base64Image` / `inputBase64Image` (docs/API.md, "Create an event", rule E3).
+ * Decoding of `base64Image` / `inputBase64Image` (docs/API.md, "Create an event", `image_decode_failed`).
  * Node's base64 decoder skips characters outside the alphabet silently, so a payload is accepted
  * only when its decoded length is exactly what its text length, white space removed, promises.
  * White space is allowed anywhere (encoders wrap at 76 columns: `base64`, `openssl base64`,
@@ -16,7 +16,7 @@ const WHITE_SPACES = /\s+/g;
 /**
  * Decodes one base64 image and sniffs its content type from the bytes.
  * @param field where the payload came from, for the error (e.g. `images[0].base64Image`)
- * @throws AppError image_decode_failed (400, E3) when the text is not valid, non-empty base64
+ * @throws AppError image_decode_failed (400) when the text is not valid, non-empty base64
  */
 export async function decodeImage(text: string, field: string): Promise<DecodedImage> {
   const unprefixed = text.replace(DATA_URI, '');

@@ -1,7 +1,7 @@
 /**
  * Query-string parsing of the list, latest, count and stream routes (docs/API.md, "Query
- * parameters"). Errors: E5 (400) for a parameter the route does not take, an `event_schema` that
- * is none of the five, a malformed timestamp, `sort_direction` or `metadata_filter`; E6/E7 (422)
+ * parameters"). Errors: `invalid_query` (400) for a parameter the route does not take, an `event_schema` that
+ * is none of the five, a malformed timestamp, `sort_direction` or `metadata_filter`; `validation_failed` (422)
  * for `limit` and booleans.
  */
 import { AppError, validationError } from '../errors.js';
@@ -33,7 +33,7 @@ const OPERATOR_LOOKALIKES = /^(?:eq|ne|gt|lt|gte|lte|ge|le|neq|nq|geq|leq|gteq|l
 /**
  * Parses one `metadata_filter`: `key:value` (eq) or `key:op:value` (docs/API.md, "Query
  * parameters").
- * @throws AppError invalid_query (400, E5) when it has no key or no value, or when its middle part
+ * @throws AppError invalid_query (400) when it has no key or no value, or when its middle part
  *   looks like an operator but is not one of eq, ne, gt, lt, gte, lte (`temperature:ge:30`)
  */
 export function parseMetadataFilter(text: string): MetadataCondition {
@@ -55,7 +55,7 @@ export function parseMetadataFilter(text: string): MetadataCondition {
 
 /**
  * `limit`: 1..1000, default 100 (docs/API.md, "Query parameters").
- * @throws AppError validation_failed (422, E6) otherwise
+ * @throws AppError validation_failed (422) otherwise
  */
 export function parseLimit(params: URLSearchParams): number {
   const raw = params.get('limit');
@@ -113,7 +113,7 @@ function parseFields(params: URLSearchParams, names: typeof FIELD_PARAMS): Event
 
 /**
  * Parses the query of `GET /v2/events`.
- * @throws AppError invalid_query (400, E5), validation_failed (422, E6/E7)
+ * @throws AppError invalid_query (400), validation_failed (422)
  */
 export function parseListQuery(params: URLSearchParams): EventQuery {
   assertKnownParams(params, 'list');
@@ -138,7 +138,7 @@ export function parseListQuery(params: URLSearchParams): EventQuery {
  * `Last-Event-ID` header (an event's `created_at`).
  * @param lastEventId the `Last-Event-ID` header ('' when absent)
  * @returns the filter and the resume point (µs; undefined: live from now)
- * @throws AppError invalid_query (400, E5) for a malformed filter or resume point, validation_failed (422, E7)
+ * @throws AppError invalid_query (400) for a malformed filter or resume point, validation_failed (422)
  */
 export function parseStreamQuery(params: URLSearchParams, lastEventId: string): { filter: EventQuery; since: number | undefined } {
   assertKnownParams(params, 'stream');

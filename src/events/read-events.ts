@@ -113,7 +113,7 @@ function page(store: EventStore, query: EventQuery, limits: ListLimits): Buffer 
  * index covers used up the request's read budget; in every such case `next_timestamp` is set
  * and continues the listing (as `end_time` descending, `start_time` ascending).
  * @returns the body, UTF-8 JSON (bytes)
- * @throws AppError invalid_query (400, E5), validation_failed (422, E6)
+ * @throws AppError invalid_query (400), validation_failed (422)
  */
 export function listEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Buffer {
   return page(store, parseListQuery(params), limits);
@@ -124,7 +124,7 @@ export function listEventsBody(store: EventStore, params: URLSearchParams, limit
  * `EventListResponse`, bounded as `listEventsBody`; `next_timestamp` continues with
  * `GET /v2/events?end_time=<next_timestamp>` and the same `limit` and `include_drafts`.
  * @returns the body, UTF-8 JSON (bytes)
- * @throws AppError validation_failed (422, E6)
+ * @throws AppError validation_failed (422)
  */
 export function latestEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Buffer {
   return page(store, parseLatestQuery(params), limits);

@@ -1,6 +1,6 @@
 /**
  * Validation and normalisation of the POST /v2/events body (docs/API.md, "Create an event", "Event
- * schemas", "Errors": E2/E4/E7), and validators of the response shapes for tests.
+ * schemas", "Errors": `event_data_invalid`/`unknown_event_schema`/`validation_failed`), and validators of the response shapes for tests.
  *
  * The JSON Schemas under `schemas/` (draft 2020-12, the dialect of OpenAPI 3.1) are the single
  * source: ajv compiles them once at module load and `src/http/openapi.ts` publishes the same
@@ -75,7 +75,7 @@ function compiled(ajv: Ajv2020, file: string): ValidateFunction {
 
 /** Unknown keys outside `event_data` are dropped; `event_data` is `type: object` there, so untouched. */
 const validateCreate = compiled(createAjv(false, true), 'create-event.json');
-/** The `event_data` schemas refuse undefined fields (E2), so they get a strict instance of their own. */
+/** The `event_data` schemas refuse undefined fields (`event_data_invalid`), so they get a strict instance of their own. */
 const strictAjv = createAjv(false);
 const eventDataValidators = new Map<EventSchemaName, ValidateFunction>(
   EVENT_SCHEMAS.map((name) => [name, compiled(strictAjv, `event-data/${name}.json`)]),
@@ -99,7 +99,7 @@ const EVENT_DATA_NAMES = new Map(
 );
 
 // ---------------------------------------------------------------------------------------------
-// ajv errors -> FastAPI issues (422) and E2 strings (400)
+// ajv errors -> FastAPI issues (422) and `event_data_invalid` strings (400)
 
 function pointerSegments(pointer: string): (string | number)[] {
   if (pointer === '') return [];
@@ -154,12 +154,12 @@ function toIssue(err: ErrorObject): ValidationIssue {
     case 'pattern': // the one pattern of create-event.json is inference_timestamp's
       return { loc, msg: 'invalid datetime format', type: 'value_error.datetime' };
     /* c8 ignore next 2 */
-    default: // no other keyword fails first in create-event.json (enum is E4, anyOf reports `required`)
+    default: // no other keyword fails first in create-event.json (enum is `unknown_event_schema`, anyOf reports `required`)
       return { loc, msg: err.message ?? 'invalid value', type: `value_error.${err.keyword}` };
   }
 }
 
-/** Maps failed create-body validation to E4 (unknown event_schema, 422) or E7 (anything else, 422). */
+/** Maps failed create-body validation to `unknown_event_schema` (422) or `validation_failed` (anything else, 422). */
 function createBodyError(body: unknown, errors: ErrorObject[]): AppError {
   const err = errors[0];
   if (err.keyword === 'enum' && (err.instancePath === '/event_schema' || err.instancePath === '/eventSchema')) {
@@ -174,7 +174,7 @@ function createBodyError(body: unknown, errors: ErrorObject[]): AppError {
 
 const TYPE_NAMES: Record<string, string> = { integer: 'an integer', object: 'an object', array: 'an array', string: 'a string', number: 'a number', boolean: 'a boolean' };
 
-/** The E2 detail: a string naming the schema and the first failed rule. */
+/** The `event_data_invalid` detail: a string naming the schema and the first failed rule. */
 function eventDataMessage(schema: EventSchemaName, err: ErrorObject): string {
   const field = pointerSegments(err.instancePath).join('.') || 'event_data';
   const p = err.params as Record<string, unknown>;
@@ -253,13 +253,13 @@ function keyUsed(raw: Record<string, unknown>, snake: string): string {
  * here.
  *
  * Throws `AppError`:
- * - `validation_failed` (422, E7; docs/API.md, "Errors"), detail one FastAPI issue
+ * - `validation_failed` (422; docs/API.md, "Errors"), detail one FastAPI issue
  *   `{loc: ['body', ...path], msg, type}`: body not an object, wrong type, missing required field
  *   (inference_timestamp, event_schema, event_data in either spelling), both spellings of one
  *   field, too-long string, too many images or metadata keys, confidence
  *   outside 0..1, bad timestamp, display_image_position not an index of images;
- * - `unknown_event_schema` (422, E4), detail one issue with `type: 'enum'`;
- * - `event_data_invalid` (400, E2), detail a string naming the schema, e.g.
+ * - `unknown_event_schema` (422), detail one issue with `type: 'enum'`;
+ * - `event_data_invalid` (400), detail a string naming the schema, e.g.
  *   "event_data does not conform to schema 'quality_check': result must be one of pass, fail".
  */
 export function validateCreateBody(body: unknown): CreateEventInput {
@@ -281,7 +281,7 @@ export function validateCreateBody(body: unknown): CreateEventInput {
     draft: false,
   };
   renameInto(input as unknown as Record<string, unknown>, raw, TOP_LEVEL_NAMES);
-  // A blank solution would ship with an empty useCaseId: it counts as absent (rule E1).
+  // A blank solution would ship with an empty useCaseId: it counts as absent (`solution_required`).
   if (input.solution !== null && input.solution.trim() === '') input.solution = null;
   if (input.images.length > 0) {
     input.images = (input.images as unknown as Record<string, unknown>[]).map(normaliseImage);

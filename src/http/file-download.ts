@@ -34,7 +34,7 @@ async function readChunk(file: StoredFile, position: number, length: number): Pr
 /**
  * Sends the bytes of `file` (whole, or the slice the Range header asks for), taking the response
  * of `ex` over (Exchange.takeOver).
- * @throws AppError range_not_satisfiable (416), or file_not_found (404, E9) when the bytes
+ * @throws AppError range_not_satisfiable (416), or file_not_found (404) when the bytes
  *   vanished under the index (the consistency pass will drop the entry), before anything is
  *   written; once streaming has begun a read failure closes the connection instead
  */

@@ -125,7 +125,7 @@ const pathParamNames = (routePath: string): string[] => [...routePath.matchAll(/
 
 /**
  * What the route table answers for `route` before its handler runs (route-table.ts), as errors
- * of the route's doc: 401 (the key), 413 and 415 (a JSON body it reads or requires), 529 (E10).
+ * of the route's doc: 401 (the key), 413 and 415 (a JSON body it reads or requires), 529 (`capacity_blocked`).
  */
 function routeTableErrors(route: Route): Partial<Record<ErrorCode, ErrorDoc>> {
   const errors: Partial<Record<ErrorCode, ErrorDoc>> = {};
@@ -134,7 +134,7 @@ function routeTableErrors(route: Route): Partial<Record<ErrorCode, ErrorDoc>> {
   }
   if (route.body === 'json') errors.record_too_large = 'Record exceeds MAX_RECORD_SIZE_BYTES.';
   if (route.body === 'json' || route.jsonBody) errors.unsupported_content_type = 'Content-Type is not application/json.';
-  if (route.gated) errors.capacity_blocked = 'Store over its capacity limits, waiting for uploads to drain (E10); nothing was written.';
+  if (route.gated) errors.capacity_blocked = 'Store over its capacity limits, waiting for uploads to drain; nothing was written.';
   return errors;
 }
 

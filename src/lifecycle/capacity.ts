@@ -1,7 +1,7 @@
 /**
  * The capacity state (docs/API.md, "Capacity and 529"), one flag in a SharedArrayBuffer that both
  * threads read with no round trip. With cloud upload on, drafts and events not uploaded yet are
- * never deleted, so the store is blocked (E10) when one more create would put it over a limit that
+ * never deleted, so the store is blocked (`capacity_blocked`) when one more create would put it over a limit that
  * cleanup cannot relieve: the HTTP thread closes the gate at that create
  * (src/operations/capacity-gate.ts); the worker, after each cleanup, closes it too when the store
  * is over a limit and nothing could be deleted, and reopens it once there is room. The worker also
@@ -93,7 +93,7 @@ export class CapacityMonitor {
   }
 
   /**
-   * After a cleanup. Blocked (E10: over a limit and waiting for uploads to drain) only with
+   * After a cleanup. Blocked (`capacity_blocked`: over a limit and waiting for uploads to drain) only with
    * cloud upload on, when the cleanup could delete nothing and the store is still over a limit.
    * Without cloud upload everything is deletable: ingest outrunning a cleanup is caught by the
    * next one, never refused.

@@ -28,7 +28,7 @@ export class CapacityGate {
     private readonly log: Logger,
   ) {}
 
-  /** True while the store is capacity-blocked (E10). */
+  /** True while the store is capacity-blocked (`capacity_blocked`). */
   get blocked(): boolean {
     return isCapacityBlocked(this.flag);
   }

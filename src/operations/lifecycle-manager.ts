@@ -21,7 +21,7 @@ const workerUrl = new URL(import.meta.url.endsWith('.ts') ? '../lifecycle/worker
 
 export class Lifecycle {
   private readonly capacityFlag = new SharedArrayBuffer(4);
-  /** The capacity gate gated routes pass (E10). */
+  /** The capacity gate gated routes pass (`capacity_blocked`). */
   readonly gate: CapacityGate;
   private current: Worker | undefined;
   private stopping = false;

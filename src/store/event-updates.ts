@@ -85,7 +85,7 @@ export interface Attachment {
 /**
  * Moves a finished staged upload into blobs/ as a segment of its own and lists it on the draft
  * `eventId`. When the event vanished or was finalized while the upload streamed, nothing is
- * kept (docs/API.md, "Drafts and attachments"; E8).
+ * kept (docs/API.md, "Drafts and attachments"; `event_finalized`).
  * @throws AppError event_not_found, event_finalized; disk_full on ENOSPC, store_failure on another failure
  */
 export async function attachStagedBlob(store: EventStore, eventId: string, staged: StagedBlob, attachment: Attachment): Promise<RecordAttachment> {
