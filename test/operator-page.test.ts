@@ -197,9 +197,39 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     for (const side of ['x', 'y', 'width', 'height'] as const) {
       t.ok(Math.abs(box[side] - expected[side]) <= 1.5, `the cat's box ${side}: ${box[side].toFixed(1)}, expected ${expected[side].toFixed(1)}`);
     }
-    t.match(await thumb.locator('.box').first().innerText(), /cat/, 'labelled with its class');
+    const label = thumb.locator('.box-label').first();
+    t.notOk(await label.isVisible(), 'a thumbnail\'s labels are hidden: they would cover it');
+    await thumb.locator('.box').first().hover();
+    t.match(await label.innerText(), /cat/, 'and show on hover, with the class');
     const src = await thumb.locator('img').getAttribute('src');
     t.match(src, /^blob:/, 'the image is shown from a blob URL: the key stays out of URLs');
+    const thumbWidth = await thumb.locator('img').evaluate((image: HTMLImageElement) => image.naturalWidth);
+    t.ok(thumbWidth <= 256 && thumbWidth < CAT.width, `the store's thumbnail (${thumbWidth} px wide), not the photo`);
+
+    // Clicking the thumbnail shows the photo at full size with its boxes, labels outside them.
+    const fullImage = page.waitForResponse((response) => /\/images\/[^/]+$/.test(new URL(response.url()).pathname));
+    await thumb.click();
+    t.equal((await fullImage).status(), 200, 'the full image is fetched');
+    const viewer = page.locator('#viewer');
+    await viewer.locator('img').waitFor();
+    t.same(await viewer.locator('img').evaluate((image: HTMLImageElement) => [image.naturalWidth, image.naturalHeight]), [CAT.width, CAT.height], 'at its own size');
+    await viewer.locator('.box').nth(1).waitFor();
+    t.equal(await viewer.locator('.box').count(), 2, 'with both boxes');
+    const shown = (await viewer.locator('img').boundingBox())!;
+    const scale = shown.width / CAT.width;
+    for (const index of [0, 1]) {
+      const box = (await viewer.locator('.box').nth(index).boundingBox())!;
+      const boxLabel = (await viewer.locator('.box-label').nth(index).boundingBox())!;
+      t.ok(await viewer.locator('.box-label').nth(index).isVisible(), `label ${index} shown`);
+      const overlaps = boxLabel.x < box.x + box.width - 2 && boxLabel.x + boxLabel.width > box.x + 2
+        && boxLabel.y < box.y + box.height - 2 && boxLabel.y + boxLabel.height > box.y + 2;
+      t.notOk(overlaps, `label ${index} lies outside its box (${box.width.toFixed(0)}x${box.height.toFixed(0)} px)`);
+    }
+    const ear = (await viewer.locator('.box').nth(1).boundingBox())!;
+    t.ok(Math.abs(ear.width - 50 * scale) <= 1.5, 'the small box at its place in the full image');
+    await page.keyboard.press('Escape');
+    await viewer.waitFor({ state: 'hidden' });
+    t.equal(await viewer.locator('img').count(), 0, 'closed: its image released');
 
     // Shown once a second.
     const rate = await eventually(async () => Number(await page.locator('#rate').innerText()), (value) => value > 0, 3000);

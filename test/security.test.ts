@@ -178,7 +178,7 @@ t.test('ids cannot reach outside DATA_DIR', async (t) => {
   const routes: [string, (id: string) => string][] = allRoutes
     .filter((route) => route.errorShape !== 'hosted' && route.path.split(':').length === 2)
     .map((route) => [route.method.toUpperCase(), (id: string) => route.path.replace(/:[a-z_]+/, id)]);
-  t.equal(routes.length, 9, 'one event, three downloads, a Swagger UI file, an operator page file, finalize and two attachments');
+  t.equal(routes.length, 10, 'one event, three downloads, a thumbnail, a Swagger UI file, an operator page file, finalize and two attachments');
   const port = Number(new URL(store.url).port);
   let answered404 = 0;
   for (const [method, route] of routes) {

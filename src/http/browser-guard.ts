@@ -99,7 +99,7 @@ export function jsonContentTypeProblem(contentType: string): AppError | undefine
 
 /** Request headers a listed origin's page may send, and response headers it may read. */
 const CORS_REQUEST_HEADERS = 'Content-Type, X-API-Key, Range';
-const CORS_EXPOSED_HEADERS = 'Content-Range, Content-Length, Content-Disposition, Retry-After, Allow';
+const CORS_EXPOSED_HEADERS = 'Content-Range, Content-Length, Content-Disposition, Retry-After, Allow, X-Source-Width, X-Source-Height';
 
 /**
  * The CORS headers of a response to `origin`: none unless it is listed in CORS_ALLOWED_ORIGINS.

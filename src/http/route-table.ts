@@ -18,6 +18,7 @@ import type { DiskWrites } from '../operations/disk-writes.js';
 import type { Lifecycle } from '../operations/lifecycle-manager.js';
 import type { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/event-store.js';
+import type { Thumbnails } from '../events/thumbnails.js';
 import { createKeyChecker } from './auth.js';
 import { corsHeaders, createBrowserGuard, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';
 import type { HttpEngine, RuntimeInfo } from './engine.js';
@@ -65,6 +66,8 @@ export interface ServerContext {
   diskWrites?: DiskWrites;
   /** Hub mode's consumer of the fleet stream (src/hub/nats-source.ts); absent unless NATS_SOURCE_URL is set. */
   hub?: NatsSource;
+  /** Thumbnails of stored images, made and kept in memory (src/events/thumbnails.ts). */
+  thumbnails: Thumbnails;
 }
 
 export interface Route {
