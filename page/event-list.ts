@@ -1,10 +1,12 @@
 /**
  * The live list of the newest events: newest first (by `created_at`, unique per store, docs/API.md
  * "Query parameters"; ISO 8601 with six fraction digits and `Z`, so text order is time order), bounded to `limit` entries, each with its time, device, schema, data and
- * thumbnails. An event already listed is replaced in place (a `finalized` or `files_attached`
+ * thumbnails (thumbnail.ts); clicking a thumbnail shows that image at full size, clicking elsewhere
+ * on the event its first image still stored (image-viewer.ts). An event already listed is replaced in place (a `finalized` or `files_attached`
  * message, or a repeat after a reconnect).
  */
 import type { StoredEvent } from './shapes.js';
+import { showImage } from './image-viewer.js';
 import { thumbnail, type Thumbnail } from './thumbnail.js';
 
 /** Thumbnails shown per event; an event may carry up to 100 images. */
@@ -100,6 +102,11 @@ export class EventList {
     if (event.draft) head.append(span('draft', 'draft'));
     head.append(span('data', dataSummary(event.event_data)));
 
+    element.addEventListener('click', (clicked) => {
+      if ((clicked.target as Element).closest('.thumb')) return; // the thumbnail opens its own image
+      const first = event.images.find((image) => image.file_id !== null);
+      if (first) showImage(first, this.failed);
+    });
     if (keep) {
       element.append(head, keep.element.querySelector('.images')!);
       return { event, element, thumbnails: keep.thumbnails };

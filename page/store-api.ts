@@ -72,6 +72,12 @@ export async function getBlob(path: string): Promise<Blob> {
   return (await get(path)).blob();
 }
 
+/** GETs the bytes of `path` as a Blob, with the answer's headers (see `get` for the errors). */
+export async function getBlobAnswer(path: string): Promise<{ blob: Blob; headers: Headers }> {
+  const response = await get(path);
+  return { blob: await response.blob(), headers: response.headers };
+}
+
 /** The URL of the live stream with `params` and, when there is one, the key as `api_key`. */
 export function streamUrl(params: URLSearchParams): string {
   const query = new URLSearchParams(params);

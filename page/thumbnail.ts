@@ -1,15 +1,18 @@
 /**
- * A thumbnail of one stored image with its detections drawn as boxes (docs/API.md, "Shapes
- * inside an image entry": `x`, `y` are the box centre, `width`, `height` the full box, all in
- * pixels of the image). Boxes are absolutely positioned elements (class `box`) over the image,
- * placed in percent of the image's natural size, so they scale with the thumbnail.
+ * A thumbnail of one stored image with its detections drawn as boxes (boxes.ts). The image is
+ * the store's thumbnail (`GET /images/{image_id}/thumbnail`, docs/API.md, "Thumbnails": a WebP
+ * of at most 256 px a side, with the image's own size in X-Source-Width/Height, in which the boxes
+ * are), fetched only when the thumbnail comes near the screen (an IntersectionObserver: lazy, as
+ * `<img loading="lazy">`, which cannot send the key).
  *
  * The image is fetched with `X-API-Key` and shown from a blob URL, which keeps the key out of
  * URLs (an `<img src>` cannot send a header); the blob URL is revoked when the thumbnail leaves
- * the list.
+ * the list. Clicking it shows the image at full size (image-viewer.ts).
  */
-import { getBlob } from './store-api.js';
-import type { Box, StoredImage } from './shapes.js';
+import { drawBoxes, imageBoxes } from './boxes.js';
+import { showImage } from './image-viewer.js';
+import { getBlobAnswer } from './store-api.js';
+import type { StoredImage } from './shapes.js';
 
 /** A thumbnail element and how to release what it holds. */
 export interface Thumbnail {
@@ -18,38 +21,27 @@ export interface Thumbnail {
   dispose(): void;
 }
 
-/** Every box of an image: detections, and the boxes of segmentations and keypoint groups. */
-export const imageBoxes = (image: StoredImage): Box[] => [
-  ...(image.object_detections ?? []),
-  ...(image.instance_segmentations ?? []),
-  ...(image.keypoints ?? []),
-];
-
-const percent = (part: number, whole: number): string => `${(100 * part) / whole}%`;
-
-/**
- * Places `boxes` over an image of `naturalWidth` x `naturalHeight` pixels.
- * @param frame the positioned element wrapping the image, exactly its size
- */
-function drawBoxes(frame: HTMLElement, boxes: Box[], naturalWidth: number, naturalHeight: number): void {
-  for (const box of boxes) {
-    const element = document.createElement('div');
-    element.className = 'box';
-    element.style.left = percent(box.x - box.width / 2, naturalWidth);
-    element.style.top = percent(box.y - box.height / 2, naturalHeight);
-    element.style.width = percent(box.width, naturalWidth);
-    element.style.height = percent(box.height, naturalHeight);
-    const label = document.createElement('span');
-    label.className = 'box-label';
-    label.textContent = `${box.class} ${Math.round(box.confidence * 100)}%`;
-    element.append(label);
-    element.title = `${box.class} (${box.confidence}) at ${box.x},${box.y} ${box.width}x${box.height}`;
-    frame.append(element);
+/** Loads of thumbnails waiting to come near the screen, by their element. */
+const pending = new Map<Element, () => void>();
+/** Starts a thumbnail's load when it is within a screen's height of the viewport. */
+const nearScreen = new IntersectionObserver((entries) => {
+  for (const entry of entries) {
+    if (!entry.isIntersecting) continue;
+    const load = pending.get(entry.target);
+    pending.delete(entry.target);
+    nearScreen.unobserve(entry.target);
+    load?.();
   }
+}, { rootMargin: '100% 0px' });
+
+/** A number header of the answer, or `fallback` when absent or not a positive number. */
+function sizeHeader(headers: Headers, name: string, fallback: number): number {
+  const value = Number(headers.get(name));
+  return Number.isFinite(value) && value > 0 ? value : fallback;
 }
 
 /**
- * A thumbnail of `image`, its bytes fetched from `/images/{file_id}`.
+ * A thumbnail of `image`, its bytes fetched from `/images/{file_id}/thumbnail` once it nears the screen.
  * @param failed called with the error when the image cannot be fetched (Unauthorized on a 401)
  */
 export function thumbnail(image: StoredImage, failed: (err: unknown) => void): Thumbnail {
@@ -67,16 +59,18 @@ export function thumbnail(image: StoredImage, failed: (err: unknown) => void): T
     frame.classList.add('missing');
     frame.textContent = text;
   };
-  if (image.file_id === null) {
-    missing('removed by cleanup');
-  } else {
-    getBlob(`/images/${encodeURIComponent(image.file_id)}`).then(
-      (blob) => {
+  const load = () => {
+    getBlobAnswer(`/images/${encodeURIComponent(image.file_id!)}/thumbnail`).then(
+      ({ blob, headers }) => {
         if (disposed) return;
         url = URL.createObjectURL(blob);
         const img = document.createElement('img');
         img.alt = image.label ?? 'image';
-        img.addEventListener('load', () => drawBoxes(frame, imageBoxes(image), img.naturalWidth, img.naturalHeight), { once: true });
+        img.addEventListener('load', () => {
+          const width = sizeHeader(headers, 'X-Source-Width', img.naturalWidth);
+          const height = sizeHeader(headers, 'X-Source-Height', img.naturalHeight);
+          drawBoxes(frame, imageBoxes(image), width, height, img.clientHeight);
+        }, { once: true });
         img.src = url;
         frame.append(img);
       },
@@ -86,11 +80,22 @@ export function thumbnail(image: StoredImage, failed: (err: unknown) => void): T
         failed(err);
       },
     );
+  };
+  if (image.file_id === null) {
+    missing('removed by cleanup');
+  } else {
+    figure.classList.add('openable');
+    figure.title = 'Show at full size';
+    figure.addEventListener('click', () => showImage(image, failed));
+    pending.set(figure, load);
+    nearScreen.observe(figure);
   }
   return {
     element: figure,
     dispose() {
       disposed = true;
+      pending.delete(figure);
+      nearScreen.unobserve(figure);
       if (url !== undefined) URL.revokeObjectURL(url);
     },
   };

@@ -32,6 +32,7 @@ const registry = {
   event_data_invalid: { status: 400, message: 'event_data does not conform to the schema' }, // E2
   image_decode_failed: { status: 400, message: 'Image could not be decoded from base64' }, // E3
   unknown_event_schema: { status: 422, message: 'Unknown event_schema' }, // E4
+  thumbnail_unavailable: { status: 422, message: 'The stored image cannot be made into a thumbnail' }, // no image sharp decodes, or too many pixels
   invalid_query: { status: 400, message: 'Invalid query filter' }, // E5
   invalid_search_query: { status: 400, message: 'Invalid search query' }, // a query of GET /v2/events/search or /v2/export that does not parse
   validation_failed: { status: 422, message: 'Request validation failed' }, // E6, E7

@@ -30,6 +30,16 @@ t.test('a browser must use one of the store\'s names (DNS rebinding): 421 otherw
   }
 });
 
+t.test('the operator page is served under the store\'s names only, whoever asks (a navigation over HTTP has no browser header)', async (t) => {
+  const page = { changesState: false, forBrowsers: true };
+  const refused = guard(headers({ host: 'store.lan:8001' }), page);
+  t.equal(refused?.status, 421, 'no Origin, no Sec-Fetch-Site: still refused');
+  t.match(refused?.message, 'Host "store.lan:8001" is not a name of this store: add "store.lan" to ALLOWED_HOSTS', 'names the host without its port, and the setting');
+  t.equal(guard(headers({ host: 'events.plant.example:8001' }), page), undefined, 'a listed name');
+  t.equal(guard(headers({ host: '192.168.1.20:8001' }), page), undefined, 'an IP literal');
+  t.equal(guard(headers({ host: 'store.lan:8001' }), get), undefined, 'another route without browser headers: a producer');
+});
+
 t.test('another origin may not change the store (403), unless listed; it may read', async (t) => {
   const cross = headers({ origin: 'http://evil.example', fetchSite: 'cross-site' });
   t.equal(guard(cross, post)?.status, 403, 'a POST');

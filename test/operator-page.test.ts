@@ -6,6 +6,7 @@
  * leaves another device's events out, the gauges show what /stats says, and a reset empties the
  * list (a `deleted` message).
  */
+import http from 'node:http';
 import type { Locator, Page } from 'playwright-core';
 import t from 'tap';
 import { launchChromium } from '../scripts/lib/browser.js';
@@ -76,6 +77,59 @@ t.test('the page and its files open without the key, with their types; nothing e
   t.equal((await fetch(`${store.url}/stats`)).status, 401, 'the data still needs the key');
 });
 
+t.test('under a name not in ALLOWED_HOSTS the page and its scripts answer 421, the HTML saying what to set; under a listed name both load', async (t) => {
+  const store = await startStore({ ALLOWED_HOSTS: 'events.plant.example' });
+  t.teardown(store.stop);
+  const port = Number(new URL(store.url).port);
+  /** GET (or HEAD) `path` with `host` and no browser header, as a browser navigating over plain HTTP sends it. */
+  const ask = (path: string, host: string, method = 'GET') => new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+    const request = http.request({ host: '127.0.0.1', port, path, method, headers: { host, accept: 'text/html' }, agent: false }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks) }));
+      response.on('error', reject);
+    });
+    request.on('error', reject);
+    request.end();
+  });
+  const page = await ask('/', `store.lan:${port}`);
+  t.equal(page.status, 421, 'the HTML under an unlisted name, without Origin or Sec-Fetch-Site');
+  t.match(page.headers['content-type'], /^text\/html/, 'a page a browser shows');
+  t.match(page.headers['content-security-policy'], /default-src 'none'/);
+  const text = page.body.toString();
+  t.match(text, /<title>421 Misdirected Request/);
+  t.match(text, `Host &quot;store.lan:${port}&quot; is not a name of this store: add &quot;store.lan&quot; to ALLOWED_HOSTS`, 'names the host it saw and the setting');
+  t.equal((await ask('/', `store.lan:${port}`, 'HEAD')).status, 421, 'HEAD / too');
+  for (const file of ['main.js', 'page.css']) {
+    const asset = await ask(`/operator/${file}`, `store.lan:${port}`);
+    t.equal(asset.status, 421, `/operator/${file} under the same rule`);
+  }
+  const escaped = await ask('/', 'x<script>.example');
+  t.equal(escaped.status, 421);
+  t.notMatch(escaped.body.toString(), /<script>/, 'the host is escaped in the page');
+  for (const host of [`events.plant.example:${port}`, `127.0.0.1:${port}`, `localhost:${port}`]) {
+    t.equal((await ask('/', host)).status, 200, `the HTML under ${host}`);
+    t.equal((await ask('/operator/main.js', host)).status, 200, `its script under ${host}`);
+  }
+  t.equal((await ask('/health', 'event-store:8001')).status, 200, 'a monitor still probes /health by any name');
+
+  // The report, in a browser: Chromium resolves both names to the store.
+  const browser = await launchChromium(['--host-resolver-rules=MAP store.lan 127.0.0.1, MAP events.plant.example 127.0.0.1']);
+  t.teardown(() => browser.close());
+  const tab = await browser.newPage();
+  tab.setDefaultTimeout(10_000);
+  const refused = await tab.goto(`http://store.lan:${port}/`);
+  t.equal(refused?.status(), 421, 'the browser gets 421 for the HTML');
+  t.match(await tab.locator('#error-detail').innerText(), 'add "store.lan" to ALLOWED_HOSTS', 'and reads what to set, not "run npm run build"');
+  const scripts: number[] = [];
+  tab.on('response', (response) => response.url().endsWith('/operator/main.js') && scripts.push(response.status()));
+  const listed = await tab.goto(`http://events.plant.example:${port}/`);
+  t.equal(listed?.status(), 200, 'a listed name: the HTML');
+  await tab.locator('#connection[data-state="live"]').waitFor();
+  t.same(scripts, [200], 'and its script');
+  t.equal(await tab.locator('#loading').count(), 0, 'the page ran');
+});
+
 t.test('the operator page: key, live events with their boxes, device filter, gauges, reset', async (t) => {
   // Cloud upload to a port nobody listens on: finalized events wait in the upload backlog.
   const store = await startStore({ API_KEY: KEY, MAX_RECORDS: '40', RETENTION_DAYS: '30', CLOUD_UPLOAD_URL: 'http://127.0.0.1:9/', DEFAULT_SOLUTION_ID: 'operator-test' });
@@ -143,9 +197,39 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     for (const side of ['x', 'y', 'width', 'height'] as const) {
       t.ok(Math.abs(box[side] - expected[side]) <= 1.5, `the cat's box ${side}: ${box[side].toFixed(1)}, expected ${expected[side].toFixed(1)}`);
     }
-    t.match(await thumb.locator('.box').first().innerText(), /cat/, 'labelled with its class');
+    const label = thumb.locator('.box-label').first();
+    t.notOk(await label.isVisible(), 'a thumbnail\'s labels are hidden: they would cover it');
+    await thumb.locator('.box').first().hover();
+    t.match(await label.innerText(), /cat/, 'and show on hover, with the class');
     const src = await thumb.locator('img').getAttribute('src');
     t.match(src, /^blob:/, 'the image is shown from a blob URL: the key stays out of URLs');
+    const thumbWidth = await thumb.locator('img').evaluate((image: HTMLImageElement) => image.naturalWidth);
+    t.ok(thumbWidth <= 256 && thumbWidth < CAT.width, `the store's thumbnail (${thumbWidth} px wide), not the photo`);
+
+    // Clicking the thumbnail shows the photo at full size with its boxes, labels outside them.
+    const fullImage = page.waitForResponse((response) => /\/images\/[^/]+$/.test(new URL(response.url()).pathname));
+    await thumb.click();
+    t.equal((await fullImage).status(), 200, 'the full image is fetched');
+    const viewer = page.locator('#viewer');
+    await viewer.locator('img').waitFor();
+    t.same(await viewer.locator('img').evaluate((image: HTMLImageElement) => [image.naturalWidth, image.naturalHeight]), [CAT.width, CAT.height], 'at its own size');
+    await viewer.locator('.box').nth(1).waitFor();
+    t.equal(await viewer.locator('.box').count(), 2, 'with both boxes');
+    const shown = (await viewer.locator('img').boundingBox())!;
+    const scale = shown.width / CAT.width;
+    for (const index of [0, 1]) {
+      const box = (await viewer.locator('.box').nth(index).boundingBox())!;
+      const boxLabel = (await viewer.locator('.box-label').nth(index).boundingBox())!;
+      t.ok(await viewer.locator('.box-label').nth(index).isVisible(), `label ${index} shown`);
+      const overlaps = boxLabel.x < box.x + box.width - 2 && boxLabel.x + boxLabel.width > box.x + 2
+        && boxLabel.y < box.y + box.height - 2 && boxLabel.y + boxLabel.height > box.y + 2;
+      t.notOk(overlaps, `label ${index} lies outside its box (${box.width.toFixed(0)}x${box.height.toFixed(0)} px)`);
+    }
+    const ear = (await viewer.locator('.box').nth(1).boundingBox())!;
+    t.ok(Math.abs(ear.width - 50 * scale) <= 1.5, 'the small box at its place in the full image');
+    await page.keyboard.press('Escape');
+    await viewer.waitFor({ state: 'hidden' });
+    t.equal(await viewer.locator('img').count(), 0, 'closed: its image released');
 
     // Shown once a second.
     const rate = await eventually(async () => Number(await page.locator('#rate').innerText()), (value) => value > 0, 3000);

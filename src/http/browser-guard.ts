@@ -6,7 +6,9 @@
  * `Sec-Fetch-Site` on every request. Producers (Python, curl, other services) send neither and
  * reach the store by any name (`http://event-store:8001`): they are never refused for their Host.
  *
- * Rules: a browser request whose Host is not an allowed name answers 421; a request that changes
+ * Rules: a browser request whose Host is not an allowed name answers 421; so does any request for
+ * the operator page and its files under such a name, whoever asks (see `GuardedRoute.forBrowsers`);
+ * a request that changes
  * state with an Origin other than the store's own (and not listed in CORS_ALLOWED_ORIGINS)
  * answers 403; both before the key is checked. After it, a JSON route's body must be
  * `application/json` (415): that is what a page cannot send cross-site without a preflight.
@@ -28,6 +30,14 @@ export interface GuardedHeaders {
 export interface GuardedRoute {
   /** A POST: creates, attaches, finalizes, cleans up, resets, or spends the hosted key. */
   changesState: boolean;
+  /**
+   * The route serves browsers only (the operator page and its files): its Host is checked even
+   * without browser headers. Over plain HTTP to a name that is not `localhost`, Chromium sends no
+   * `Sec-Fetch-*` (only to potentially trustworthy origins) and a navigation carries no `Origin`,
+   * while the page's module scripts carry `Origin` (CORS mode): without this, the HTML loads under
+   * any name and its scripts answer 421 (docs/SECURITY.md, "A web page opened on the LAN").
+   */
+  forBrowsers?: boolean;
 }
 
 /** Names and origins allowed beyond the built-in ones (ALLOWED_HOSTS, CORS_ALLOWED_ORIGINS). */
@@ -52,7 +62,8 @@ export function hostName(host: string): string {
  * Allowed names: IP literals, `localhost`, this machine's hostname and `<hostname>.local`, and
  * ALLOWED_HOSTS. Allowed origins: the store's own (`http://<Host>`) and CORS_ALLOWED_ORIGINS.
  * @param machineName the machine's hostname (default `os.hostname()`)
- * @returns AppError misdirected_request (421) or cross_origin_refused (403); undefined when the
+ * @returns AppError misdirected_request (421, its detail naming the host and ALLOWED_HOSTS) or
+ *   cross_origin_refused (403); undefined when the
  *   request may go on
  */
 export function createBrowserGuard(settings: GuardSettings, machineName = os.hostname()) {
@@ -62,9 +73,11 @@ export function createBrowserGuard(settings: GuardSettings, machineName = os.hos
   const allowedName = (name: string): boolean => names.has(name) || IPV4.test(name) || IPV6.test(name) || name.endsWith('.localhost');
 
   return (headers: GuardedHeaders, route: GuardedRoute): AppError | undefined => {
-    const fromBrowser = headers.origin !== '' || headers.fetchSite !== '';
-    if (fromBrowser && !allowedName(hostName(headers.host))) {
-      return new AppError('misdirected_request', `Host ${JSON.stringify(headers.host)} is not a name of this store; add it to ALLOWED_HOSTS`);
+    const fromBrowser = headers.origin !== '' || headers.fetchSite !== '' || route.forBrowsers === true;
+    const name = hostName(headers.host);
+    if (fromBrowser && !allowedName(name)) {
+      return new AppError('misdirected_request', `Host ${JSON.stringify(headers.host)} is not a name of this store: `
+        + `add ${JSON.stringify(name)} to ALLOWED_HOSTS (comma-separated, in the store's environment) and restart the store`);
     }
     const origin = headers.origin.toLowerCase();
     if (route.changesState && origin !== '' && origin !== `http://${headers.host.toLowerCase()}` && !origins.has(origin)) {
@@ -86,7 +99,7 @@ export function jsonContentTypeProblem(contentType: string): AppError | undefine
 
 /** Request headers a listed origin's page may send, and response headers it may read. */
 const CORS_REQUEST_HEADERS = 'Content-Type, X-API-Key, Range';
-const CORS_EXPOSED_HEADERS = 'Content-Range, Content-Length, Content-Disposition, Retry-After, Allow';
+const CORS_EXPOSED_HEADERS = 'Content-Range, Content-Length, Content-Disposition, Retry-After, Allow, X-Source-Width, X-Source-Height';
 
 /**
  * The CORS headers of a response to `origin`: none unless it is listed in CORS_ALLOWED_ORIGINS.

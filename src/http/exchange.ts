@@ -17,6 +17,7 @@
  *   engines set it through the protected `markAborted` and `markBodyRead`.
  */
 import { AppError, isLoggedFailure } from '../errors.js';
+import { ERROR_PAGE_POLICY, errorPage } from './error-page.js';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 206: 'Partial Content', 400: 'Bad Request', 401: 'Unauthorized',
@@ -57,9 +58,10 @@ export interface RequestHeaders {
 
 /**
  * How errors are written: `store`, FastAPI-shaped `{"detail": ...}` (the store's routes);
- * `hosted`, `{"error": "..."}` as the hosted search API answers (the search gateway's routes).
+ * `hosted`, `{"error": "..."}` as the hosted search API answers (the search gateway's routes);
+ * `page`, a small HTML page (the operator page's HTML, which a person opens: error-page.ts).
  */
-export type ErrorShape = 'store' | 'hosted';
+export type ErrorShape = 'store' | 'hosted' | 'page';
 
 /** What an engine copies from a request when it makes the exchange. */
 export interface RequestHead {
@@ -224,7 +226,8 @@ export abstract class Exchange {
 
   /**
    * The one place errors become responses (docs/API.md, "Errors"): an AppError answers its
-   * registered status with a body in `errorShape` (`{"detail": ...}` or `{"error": "..."}`);
+   * registered status with a body in `errorShape` (`{"detail": ...}`, `{"error": "..."}`, or an
+   * HTML page);
    * anything else answers 500 as a `store_failure` whose cause it is. 5xx codes the registry
    * does not mark quiet are reported to `log` as that AppError, its cause chain included (the
    * logger writes each cause with its fields: docs/OPERATIONS.md, "Logs"). Nothing is written
@@ -235,6 +238,11 @@ export abstract class Exchange {
   fail(err: unknown, log: (err: AppError) => void, closeConnection = this.bodyLeft): void {
     const appError = err instanceof AppError ? err : new AppError('store_failure', undefined, { cause: err });
     if (isLoggedFailure(appError.code)) log(appError);
+    if (this.defaults.errorShape === 'page') {
+      const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': ERROR_PAGE_POLICY, 'X-Content-Type-Options': 'nosniff', ...appError.headers };
+      this.send(appError.status, errorPage(appError), headers, closeConnection);
+      return;
+    }
     const body = this.defaults.errorShape === 'hosted' ? { error: appError.message } : { detail: appError.detail };
     this.json(appError.status, body, appError.headers, closeConnection);
   }

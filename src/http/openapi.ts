@@ -14,7 +14,7 @@ import path from 'node:path';
 import { errorRegistry, type ErrorCode } from '../errors.js';
 import { loadSchemaFiles } from '../events/validate.js';
 import { packageRoot } from '../paths.js';
-import { schemaRef, type ErrorDoc, type OpenApiObject } from './route-docs.js';
+import { schemaRef, STRING, type ErrorDoc, type OpenApiObject } from './route-docs.js';
 import type { Route } from './route-table.js';
 
 type Json = Record<string, unknown>;
@@ -125,7 +125,8 @@ const pathParamNames = (routePath: string): string[] => [...routePath.matchAll(/
 
 /**
  * What the route table answers for `route` before its handler runs (route-table.ts), as errors
- * of the route's doc: 401 (the key), 413 and 415 (a JSON body it reads or requires), 529 (`capacity_blocked`).
+ * of the route's doc: 401 (the key), 413 and 415 (a JSON body it reads or requires), 421 (a page
+ * for browsers under a name not theirs), 529 (`capacity_blocked`).
  */
 function routeTableErrors(route: Route): Partial<Record<ErrorCode, ErrorDoc>> {
   const errors: Partial<Record<ErrorCode, ErrorDoc>> = {};
@@ -134,6 +135,9 @@ function routeTableErrors(route: Route): Partial<Record<ErrorCode, ErrorDoc>> {
   }
   if (route.body === 'json') errors.record_too_large = 'Record exceeds MAX_RECORD_SIZE_BYTES.';
   if (route.body === 'json' || route.jsonBody) errors.unsupported_content_type = 'Content-Type is not application/json.';
+  if (route.forBrowsers) {
+    errors.misdirected_request = `Host is not a name browsers may use for this store, whoever asks; add it to ALLOWED_HOSTS${route.errorShape === 'page' ? ' (an HTML page says so)' : ''}.`;
+  }
   if (route.gated) errors.capacity_blocked = 'Store over its capacity limits, waiting for uploads to drain; nothing was written.';
   return errors;
 }
@@ -151,14 +155,16 @@ function responsesOf(route: Route): OpenApiObject {
     const { status } = errorRegistry[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), doc]);
   }
-  const schema = route.errorShape === 'hosted' ? HOSTED_ERROR : schemaRef('Error');
+  const content = route.errorShape === 'page'
+    ? { 'text/html': { schema: STRING } }
+    : { 'application/json': { schema: route.errorShape === 'hosted' ? HOSTED_ERROR : schemaRef('Error') } };
   for (const [status, docs] of byStatus) {
     /* c8 ignore next */
     if (status in responses) throw new Error(`${route.method} ${route.path}: ${status} is both an answer and an error`);
     const headers = Object.assign({}, ...docs.map((doc) => (typeof doc === 'string' ? {} : doc.headers))) as OpenApiObject;
     responses[status] = {
       description: docs.map((doc) => (typeof doc === 'string' ? doc : doc.description)).join(' '),
-      content: { 'application/json': { schema } },
+      content,
       ...(Object.keys(headers).length > 0 ? { headers } : {}),
     };
   }

@@ -18,6 +18,7 @@ import type { DiskWrites } from '../operations/disk-writes.js';
 import type { Lifecycle } from '../operations/lifecycle-manager.js';
 import type { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/event-store.js';
+import type { Thumbnails } from '../events/thumbnails.js';
 import { createKeyChecker } from './auth.js';
 import { corsHeaders, createBrowserGuard, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';
 import type { HttpEngine, RuntimeInfo } from './engine.js';
@@ -65,6 +66,8 @@ export interface ServerContext {
   diskWrites?: DiskWrites;
   /** Hub mode's consumer of the fleet stream (src/hub/nats-source.ts); absent unless NATS_SOURCE_URL is set. */
   hub?: NatsSource;
+  /** Thumbnails of stored images, made and kept in memory (src/events/thumbnails.ts). */
+  thumbnails: Thumbnails;
 }
 
 export interface Route {
@@ -96,8 +99,16 @@ export interface Route {
    * clients send their key that way and cannot send X-API-Key).
    */
   keyInQuery?: boolean;
-  /** `hosted`: errors answer `{"error": "..."}` as the hosted search API's do (the search gateway). */
+  /**
+   * `hosted`: errors answer `{"error": "..."}` as the hosted search API's do (the search gateway);
+   * `page`: errors answer a small HTML page saying what went wrong (the operator page's HTML).
+   */
   errorShape?: ErrorShape;
+  /**
+   * Only browsers ask for it (the operator page and its files): the browser guard checks its Host
+   * whoever asks, so the page and its scripts load under the same names (browser-guard.ts).
+   */
+  forBrowsers?: true;
   /**
    * Answers 529 while the store is capacity-blocked, before any body is read (E10); `create`
    * also closes the gate when this create would overfill the store (docs/API.md, "Capacity and 529").
@@ -183,7 +194,7 @@ export function createAdmission(ctx: ServerContext): Admission {
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
   return (ex, route, changesState = route.method === 'post' || route.refusesCrossOrigin === true) => {
     ex.setResponseDefaults({ errorShape: route.errorShape ?? 'store', headers: corsHeaders(ex.headers.origin, allowedOrigins) });
-    const refused = guard(ex.headers, { changesState });
+    const refused = guard(ex.headers, { changesState, forBrowsers: route.forBrowsers === true });
     if (refused) return refused;
     if (!route.public && !checkKey(presentedKey(ex, route))) return new AppError('unauthorized');
     const notJson = route.body === 'json' || route.jsonBody === true ? jsonContentTypeProblem(ex.headers.contentType) : undefined;
@@ -254,7 +265,9 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
   for (const [path, sharing] of routesByPath(routes)) {
     const allow = sharing.flatMap((route) => (route.head ? [route.method, 'head'] : [route.method])).map((method) => method.toUpperCase()).join(', ');
     const notAllowed = (ex: Exchange) => {
-      ex.setResponseDefaults({ errorShape: sharing[0].errorShape ?? 'store', headers: [] });
+      // A 405 is a client's mistake, not a page a person opened: the page's HTML errors stay its GET's.
+      const shape = sharing[0].errorShape === 'page' ? 'store' : sharing[0].errorShape ?? 'store';
+      ex.setResponseDefaults({ errorShape: shape, headers: [] });
       const preflight = ex.method === 'OPTIONS' ? preflightHeaders(ex.headers.origin, allowedOrigins, allow) : undefined;
       if (preflight) {
         ex.send(204, '', preflight);

@@ -13,6 +13,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Lifecycle } from '../operations/lifecycle-manager.js';
 import { ResetTokens } from '../operations/reset.js';
+import { Thumbnails } from '../events/thumbnails.js';
 import type { EventStore } from '../store/event-store.js';
 import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';
@@ -68,7 +69,7 @@ export async function startServer(config: Config, store: EventStore, lifecycle: 
   const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
   const diskWrites = new DiskWrites();
   const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });
-  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt, diskWrites, hub };
+  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt, diskWrites, hub, thumbnails: new Thumbnails() };
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
   engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
   const inFlight = registerRoutes(engine, routesFor(config), ctx);

@@ -5,6 +5,8 @@ import { createEvent, type EventWriter } from '../events/create-event.js';
 import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, searchEventsBody, type ListLimits } from '../events/read-events.js';
 import { EVENT_SCHEMAS } from '../events/types.js';
 import type { FileKind } from '../store/lmdb-env.js';
+import { MAX_SOURCE_PIXELS, THUMBNAIL_LONGEST_SIDE } from '../events/thumbnails.js';
+import { downloadHeaders } from './download-headers.js';
 import { sendFile } from './file-download.js';
 import { receiveUpload } from './multipart-upload.js';
 import { schemaComponentName } from './openapi.js';
@@ -18,6 +20,29 @@ async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promi
   const file = ctx.store.openFile(fileId);
   if (!file || file.kind !== kind) throw new AppError('file_not_found', `File ${fileId} not found`);
   await sendFile(ex, file);
+}
+
+/**
+ * The thumbnail of image `ex.params[0]` (docs/API.md, "Thumbnails"): the same 404 as its download
+ * when it is absent or not an image (E9), then made or taken from the cache (events/thumbnails.ts).
+ * `private`: it is behind the key; a day, `immutable`: a stored image never changes (its id may
+ * be removed by cleanup, which the page learns from the stream).
+ */
+async function thumbnail(ex: Exchange, ctx: ServerContext): Promise<BytesReply> {
+  const [fileId] = ex.params;
+  const file = ctx.store.openFile(fileId);
+  if (!file || file.kind !== 'image') throw new AppError('file_not_found', `File ${fileId} not found`);
+  const made = await ctx.thumbnails.of(file);
+  return {
+    status: 200,
+    bytes: made.bytes,
+    headers: {
+      ...Object.fromEntries(downloadHeaders(made.contentType)),
+      'Cache-Control': 'private, max-age=86400, immutable',
+      'X-Source-Width': String(made.sourceWidth),
+      'X-Source-Height': String(made.sourceHeight),
+    },
+  };
 }
 
 /**
@@ -338,6 +363,36 @@ export const storeRoutes: Route[] = [
     gated: 'other',
     doc: downloadDoc('image_id', 'image', 'downloadImage', 'No such image.'),
     handler: (ex, ctx) => download(ex, ctx, 'image'),
+  },
+  {
+    method: 'get',
+    path: '/images/:image_id/thumbnail',
+    gated: 'other',
+    doc: {
+      tag: 'files',
+      summary: 'A thumbnail of an image',
+      operationId: 'imageThumbnail',
+      description: `The image as a WebP whose longest side is at most ${THUMBNAIL_LONGEST_SIDE} px (a smaller image keeps its size), turned as its EXIF `
+        + 'orientation says; X-Source-Width and X-Source-Height give the image\'s own size, in which its boxes are. Made once and kept in memory; '
+        + 'one resize at a time. File ids are ephemeral: handle 404.',
+      pathParams: { image_id: 'Id of the image.' },
+      responses: {
+        200: {
+          description: 'The thumbnail.',
+          headers: {
+            'Cache-Control': { schema: STRING, description: 'private, max-age=86400, immutable' },
+            'X-Source-Width': { schema: { type: 'integer' }, description: 'Width of the stored image as shown (pixels).' },
+            'X-Source-Height': { schema: { type: 'integer' }, description: 'Height of the stored image as shown (pixels).' },
+          },
+          content: { 'image/webp': { schema: { type: 'string', format: 'binary' } } },
+        },
+      },
+      errors: {
+        file_not_found: 'No such image.',
+        thumbnail_unavailable: `The stored bytes are no image the store decodes, or one over ${MAX_SOURCE_PIXELS / 1e6} megapixels.`,
+      },
+    },
+    handler: (ex, ctx) => thumbnail(ex, ctx),
   },
   {
     method: 'get',
