@@ -110,7 +110,7 @@ export interface Route {
    */
   forBrowsers?: true;
   /**
-   * Answers 529 while the store is capacity-blocked, before any body is read (E10); `create`
+   * Answers 529 while the store is capacity-blocked, before any body is read (`capacity_blocked`); `create`
    * also closes the gate when this create would overfill the store (docs/API.md, "Capacity and 529").
    */
   gated?: GateUse;

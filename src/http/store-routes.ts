@@ -14,7 +14,7 @@ import { jsonRequest, jsonResponse, queryParam, STRING, type OpenApiObject, type
 import type { BytesReply, Route, ServerContext } from './route-table.js';
 import type { Exchange } from './exchange.js';
 
-/** Sends file `ex.params[0]` when it exists and is of `kind` (docs/API.md, "Errors": E9). */
+/** Sends file `ex.params[0]` when it exists and is of `kind` (docs/API.md, "Errors": `file_not_found`). */
 async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promise<void> {
   const [fileId] = ex.params;
   const file = ctx.store.openFile(fileId);
@@ -24,7 +24,7 @@ async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promi
 
 /**
  * The thumbnail of image `ex.params[0]` (docs/API.md, "Thumbnails"): the same 404 as its download
- * when it is absent or not an image (E9), then made or taken from the cache (events/thumbnails.ts).
+ * when it is absent or not an image (`file_not_found`), then made or taken from the cache (events/thumbnails.ts).
  * `private`: it is behind the key; a day, `immutable`: a stored image never changes (its id may
  * be removed by cleanup, which the page learns from the stream).
  */
@@ -81,7 +81,7 @@ function health(ctx: ServerContext) {
 // ---------------------------------------------------------------------------------------------
 // What /openapi.json says of each route (route-docs.ts); rules and parameters are docs/API.md's.
 
-const limitParam = queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, 'Events per page, 1..1000; out of range answers 422 (E6).');
+const limitParam = queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, 'Events per page, 1..1000; out of range answers 422.');
 const includeDraftsParam = queryParam('include_drafts', { type: 'boolean', default: true }, 'false returns only finalized events.');
 
 /** Query parameters of `GET /v2/events` (docs/API.md, "Query parameters"). */
@@ -96,12 +96,12 @@ export const listParams: OpenApiObject[] = [
   queryParam('event_schemas', STRING, 'Comma-separated event_schema values (any of).'),
   queryParam('workflow_ids', STRING, 'Comma-separated workflow ids (any of).'),
   queryParam('external_ids', STRING, 'Comma-separated external ids (any of).'),
-  queryParam('start_time', { type: 'string', format: 'date-time' }, 'ISO 8601; lower bound on created_at. Malformed answers 400 (E5).'),
-  queryParam('end_time', { type: 'string', format: 'date-time' }, 'ISO 8601; upper bound on created_at. Malformed answers 400 (E5).'),
+  queryParam('start_time', { type: 'string', format: 'date-time' }, 'ISO 8601; lower bound on created_at. Malformed answers 400.'),
+  queryParam('end_time', { type: 'string', format: 'date-time' }, 'ISO 8601; upper bound on created_at. Malformed answers 400.'),
   includeDraftsParam,
-  queryParam('sort_direction', { type: 'string', enum: ['asc', 'desc'], default: 'desc' }, 'Order by created_at; anything else answers 400 (E5).'),
+  queryParam('sort_direction', { type: 'string', enum: ['asc', 'desc'], default: 'desc' }, 'Order by created_at; anything else answers 400.'),
   {
-    ...queryParam('metadata_filter', { type: 'array', items: STRING }, 'custom_metadata filter, repeatable (AND): key:value or key:op:value, op one of eq, ne, gt, lt, gte, lte. Numbers compare numerically; a filter matches only events carrying the key (ne included). Unparseable answers 400 (E5).'),
+    ...queryParam('metadata_filter', { type: 'array', items: STRING }, 'custom_metadata filter, repeatable (AND): key:value or key:op:value, op one of eq, ne, gt, lt, gte, lte. Numbers compare numerically; a filter matches only events carrying the key (ne included). Unparseable answers 400.'),
     style: 'form',
     explode: true,
   },
@@ -126,17 +126,17 @@ const createDoc: RouteDoc = {
   }),
   responses: { 201: jsonResponse('CreateResponse', 'Created; durable before the answer.') },
   errors: {
-    solution_required: 'solution required (E1).',
-    event_data_invalid: 'event_data does not conform to its schema; detail names the schema (E2).',
-    image_decode_failed: 'An image failed to decode from base64 (E3).',
-    unknown_event_schema: 'Unknown event_schema (E4).',
-    validation_failed: 'Request validation failed (E7), an image over MAX_PREDICTIONS_PER_IMAGE, or malformed JSON; detail is a list of {loc, msg, type}.',
+    solution_required: 'solution required.',
+    event_data_invalid: 'event_data does not conform to its schema; detail names the schema.',
+    image_decode_failed: 'An image failed to decode from base64.',
+    unknown_event_schema: 'Unknown event_schema.',
+    validation_failed: 'Request validation failed, an image over MAX_PREDICTIONS_PER_IMAGE, or malformed JSON; detail is a list of {loc, msg, type}.',
     store_failure: 'Store failure.',
     disk_full: 'Disk full.',
   },
 };
 
-/** A download route's doc (docs/API.md, "Downloads"; E9). */
+/** A download route's doc (docs/API.md, "Downloads"; `file_not_found`). */
 function downloadDoc(idName: string, what: string, operationId: string, notFound: string): RouteDoc {
   const bytes = { '*/*': { schema: { type: 'string', format: 'binary' } } };
   return {
@@ -181,7 +181,7 @@ function attachDoc(kind: 'video' | 'local-only file', operationId: string, field
     errors: {
       malformed_multipart: 'Malformed multipart body, or missing, empty or duplicate file part.',
       event_not_found: 'Event not found.',
-      event_finalized: 'Event is finalized (E8); nothing stored.',
+      event_finalized: 'Event is finalized; nothing stored.',
       upload_too_large: 'Upload exceeds its size limit.',
       ...errors,
       store_failure: 'Store failure; nothing stored.',
@@ -242,8 +242,8 @@ export const storeRoutes: Route[] = [
       parameters: listParams,
       responses: { 200: jsonResponse('EventList', 'Matching events.') },
       errors: {
-        invalid_query: 'Invalid filter (E5): a parameter the route does not take, an unknown event_schema, a malformed timestamp, a bad sort_direction, an unparseable metadata_filter.',
-        validation_failed: 'limit out of range (E6) or other invalid parameter.',
+        invalid_query: 'Invalid filter: a parameter the route does not take, an unknown event_schema, a malformed timestamp, a bad sort_direction, an unparseable metadata_filter.',
+        validation_failed: 'limit out of range or other invalid parameter.',
       },
     },
     handler: (ex, ctx) => jsonBytes(listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
@@ -271,7 +271,7 @@ export const storeRoutes: Route[] = [
       errors: {
         invalid_search_query: 'The query does not parse, or holds free text (semantic search needs the hosted API); the detail gives the column and the reason.',
         invalid_query: 'A cursor that no page gave.',
-        validation_failed: 'q missing, or limit out of range (E6).',
+        validation_failed: 'q missing, or limit out of range.',
       },
     },
     handler: (ex, ctx) => jsonBytes(searchEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
@@ -288,7 +288,7 @@ export const storeRoutes: Route[] = [
         + 'and the same limit and include_drafts.',
       parameters: [limitParam, includeDraftsParam],
       responses: { 200: jsonResponse('EventList', 'Events, most recent first.') },
-      errors: { validation_failed: 'limit out of range (E6).' },
+      errors: { validation_failed: 'limit out of range.' },
     },
     handler: (ex, ctx) => jsonBytes(latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
   },
