@@ -36,6 +36,12 @@ const STEP_MS = 4;
 /** Most events one step indexes. */
 const STEP_EVENTS = 5000;
 
+/** How much one step may do: at most `ms` (ms) or `events`, and always at least one event. */
+export interface BackfillBudget {
+  ms: number;
+  events: number;
+}
+
 /** How far a backfill got. */
 export interface BackfillProgress {
   /** Events indexed by this run so far. */
@@ -86,12 +92,12 @@ export async function prepareSearchIndex(dbs: StoreDatabases): Promise<boolean> 
 }
 
 /**
- * One step: indexes the events from the recorded resume point on, for at most STEP_MS or
- * STEP_EVENTS, and records the new resume point (or the version, when done) in the same commit.
- * Events are read inside the write transaction, so one deleted meanwhile is not indexed.
+ * One step: indexes the events from the recorded resume point on, at least one and then until
+ * the budget is spent, and records the new resume point (or the version, when done) in the same
+ * commit. Events are read inside the write transaction, so one deleted meanwhile is not indexed.
  * @returns the events indexed and whether the backfill is done
  */
-async function backfillStep(dbs: StoreDatabases): Promise<{ indexed: number; last: number | null; done: boolean; until: number }> {
+async function backfillStep(dbs: StoreDatabases, budget: BackfillBudget): Promise<{ indexed: number; last: number | null; done: boolean; until: number }> {
   return dbs.root.transaction(() => {
     const state = readState(dbs);
     const building = state.building;
@@ -101,7 +107,9 @@ async function backfillStep(dbs: StoreDatabases): Promise<{ indexed: number; las
     let last: number | null = null;
     let done = true;
     for (const { key, value } of dbs.events.getRange({ start: building.next, end: building.until + 1 })) {
-      if (indexed >= STEP_EVENTS || performance.now() - started >= STEP_MS) {
+      // At least one event a step: a step whose budget ran out before its first event (a busy
+      // machine) would otherwise record no resume point, and the next would start over.
+      if (indexed > 0 && (indexed >= budget.events || performance.now() - started >= budget.ms)) {
         done = false;
         break;
       }
@@ -119,6 +127,7 @@ async function backfillStep(dbs: StoreDatabases): Promise<{ indexed: number; las
  * Runs the backfill `prepareSearchIndex` asked for to its end, one step per turn of the event
  * loop, until done or `stopped()` says to stop (a later start resumes).
  * @param onProgress told after each step but the last
+ * @param budget what one step may do (default STEP_MS, STEP_EVENTS)
  * @returns how far this run got once the index is current, or null when stopped first
  * @throws the lmdb error of a failed step (the steps committed before it stay)
  */
@@ -126,11 +135,12 @@ export async function backfillSearchIndex(
   dbs: StoreDatabases,
   stopped: () => boolean,
   onProgress?: (progress: BackfillProgress) => void,
+  budget: BackfillBudget = { ms: STEP_MS, events: STEP_EVENTS },
 ): Promise<BackfillProgress | null> {
   const progress: BackfillProgress = { indexed: 0, last: null, until: 0 };
   for (;;) {
     if (stopped()) return null;
-    const step = await backfillStep(dbs);
+    const step = await backfillStep(dbs, budget);
     progress.indexed += step.indexed;
     progress.last = step.last ?? progress.last;
     progress.until = step.until;
