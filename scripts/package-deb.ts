@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   const env = npmFreeEnv();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'edge-events-deb-'));
   try {
-    const tarball = await packRelease(work, env);
+    const { tarball } = await packRelease(work, env);
     const root = path.join(work, 'root');
     const program = await installProgram(work, tarball, root, env);
     writePackageFiles(root, program, version, architecture);

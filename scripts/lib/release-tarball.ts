@@ -20,17 +20,25 @@ export function npmFreeEnv(): Record<string, string> {
   return env;
 }
 
+/** What `npm pack --json` says of the tarball it made. */
+export interface PackedRelease {
+  /** The tarball's absolute path. */
+  tarball: string;
+  version: string;
+  /** The paths it holds, relative to the package. */
+  files: string[];
+}
+
 /**
  * Packs the checkout into `work` (a copy of its sources in `work/source`, the checkout's
  * node_modules linked for the build).
- * @returns the tarball's absolute path
  * @throws the failed `npm pack` (its stderr in the error) when the build or the pack fails
  */
-export async function packRelease(work: string, env: Record<string, string>): Promise<string> {
+export async function packRelease(work: string, env: Record<string, string>): Promise<PackedRelease> {
   const source = path.join(work, 'source');
   for (const name of SOURCES) fs.cpSync(path.join(packageRoot, name), path.join(source, name), { recursive: true });
   fs.symlinkSync(fs.realpathSync(path.join(packageRoot, 'node_modules')), path.join(source, 'node_modules'));
   const packed = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: source, env, maxBuffer: 64 << 20 });
-  const [manifest] = JSON.parse(packed.stdout) as { filename: string }[];
-  return path.join(work, manifest.filename);
+  const [manifest] = JSON.parse(packed.stdout) as { filename: string; version: string; files: { path: string }[] }[];
+  return { tarball: path.join(work, manifest.filename), version: manifest.version, files: manifest.files.map((file) => file.path) };
 }

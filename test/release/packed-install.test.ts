@@ -18,21 +18,16 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { spawnStore } from '../../scripts/lib/spawned-store.js';
-import { packageRoot } from '../../src/paths.js';
+import { npmFreeEnv, packRelease } from '../../scripts/lib/release-tarball.js';
 import { getJson, imageEvent, postJson } from '../support/events.js';
 
 const run = promisify(execFile);
 
-/** What `npm pack` copies from: the sources and what the build needs, never dist/. */
-const SOURCES = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.page.json', 'README.md', 'src', 'scripts', 'page', 'schemas', 'systemd', 'docs'];
-
-/** This process's environment without npm's own variables (an `npm run` sets npm_config_*; they would steer the child npm). */
-function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.toLowerCase().startsWith('npm_')) env[name] = value;
-  // The npm and the node of this test's Node line, first on PATH (the bin's `#!/usr/bin/env node`).
+/** This process's environment for a child npm: without npm's own variables, this test's Node line first on PATH (the bin's `#!/usr/bin/env node`). */
+function cleanEnv(): Record<string, string> {
+  const env = npmFreeEnv();
   env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${env.PATH ?? ''}`;
-  return { ...env, ...extra };
+  return env;
 }
 
 /** Every file under `dir`, relative to it. */
@@ -45,21 +40,15 @@ function filesUnder(dir: string): string[] {
 t.test('the packed tarball installs globally and serves without TypeScript', async (t) => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-release-'));
   t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
-  const source = path.join(work, 'source');
-  for (const name of SOURCES) fs.cpSync(path.join(packageRoot, name), path.join(source, name), { recursive: true });
-  fs.symlinkSync(fs.realpathSync(path.join(packageRoot, 'node_modules')), path.join(source, 'node_modules'));
   const env = cleanEnv();
-
-  const packed = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: source, env, maxBuffer: 64 << 20 });
-  const [manifest] = JSON.parse(packed.stdout) as { filename: string; version: string; files: { path: string }[] }[];
-  const packedFiles = manifest.files.map((file) => file.path);
+  const { tarball, version, files: packedFiles } = await packRelease(work, env);
   for (const needed of ['dist/src/cli.js', 'dist/src/lifecycle/worker.js', 'dist/page/main.js', 'page/index.html', 'page/page.css', 'schemas/create-event.json', 'systemd/edge-events.service', 'systemd/edge-events.env.example', 'scripts/prune-uws-binaries.mjs']) {
     t.ok(packedFiles.includes(needed), `the tarball holds ${needed}`);
   }
   t.same(packedFiles.filter((file) => file.endsWith('.ts') || file.startsWith('test/') || file.startsWith('src/')), [], 'no TypeScript source, no test');
 
   const prefix = path.join(work, 'prefix');
-  await run('npm', ['install', '--global', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', path.join(work, manifest.filename)], { cwd: work, env, maxBuffer: 64 << 20 });
+  await run('npm', ['install', '--global', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: work, env, maxBuffer: 64 << 20 });
   const bin = path.join(prefix, 'bin', 'edge-events');
   const installed = path.join(prefix, 'lib', 'node_modules', 'edge-event-store');
   t.ok(fs.existsSync(bin), 'edge-events is in the prefix\'s bin/');
@@ -89,7 +78,7 @@ t.test('the packed tarball installs globally and serves without TypeScript', asy
   const bundle = await fetch(`${store.url}/docs/swagger-ui-bundle.js`);
   t.equal(bundle.status, 200, 'Swagger UI\'s bundle');
   t.ok((await bundle.arrayBuffer()).byteLength > 100_000, 'the whole bundle');
-  t.equal((await getJson(`${store.url}/openapi.json`)).body.info.version, manifest.version, '/openapi.json names the package\'s version');
+  t.equal((await getJson(`${store.url}/openapi.json`)).body.info.version, version, '/openapi.json names the package\'s version');
 
   const created = await postJson(`${store.url}/v2/events`, imageEvent({ deviceId: 'cam-release' }));
   t.equal(created.status, 201, 'a create');
