@@ -2,9 +2,10 @@
  * `npm run package:deb`: builds `edge-events_<version>_<arch>.deb` for apt-managed fleets
  * (docs/OPERATIONS.md, "The Debian package") with dpkg-deb:
  * - /usr/lib/edge-events: the release tarball installed with its production dependencies only
- *   (`npm install --global` of the tarball into a staging prefix; its postinstall keeps the host's
- *   uWebSockets.js binaries only) and node-gyp-build's prebuilds of this platform and architecture
- *   only, refused when any native addon left is for another machine;
+ *   (`npm install --global` of the tarball into a staging prefix), pruned to this machine's native
+ *   binaries by the postinstall's rule (pruneHostBinaries, run again here in case npm skipped
+ *   install scripts; docs/OPERATIONS.md, "Footprint"), refused when any native addon left is for
+ *   another machine;
  * - /usr/bin/edge-events, a symlink to the package's dist/src/cli.js (`#!/usr/bin/env node`);
  * - /lib/systemd/system/edge-events.service, the shipped unit, with the drop-in
  *   packaging/deb/service-user.conf (the system user edge-events);
@@ -22,7 +23,9 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { packageRoot } from '../src/paths.js';
 import { checkDebianVersion, controlText, installedSizeKiB, md5sumsText } from './lib/deb-control.js';
-import { foreignBinaries, pruneForeignPrebuilds } from './lib/native-binaries.js';
+import { currentHost } from '../src/http/uws/uws-loader.js';
+import { pruneHostBinaries, type PruneReport } from '../src/install/host-binaries.js';
+import { foreignBinaries } from './lib/native-binaries.js';
 import { npmFreeEnv, packRelease } from './lib/release-tarball.js';
 
 const run = promisify(execFile);
@@ -48,20 +51,21 @@ function envFile(example: string): string {
 }
 
 /** Installs the release tarball with production dependencies into `root`/usr/lib/edge-events. */
-async function installProgram(work: string, tarball: string, root: string, env: Record<string, string>): Promise<string> {
+async function installProgram(work: string, tarball: string, root: string, env: Record<string, string>): Promise<{ program: string; pruned: PruneReport }> {
   const prefix = path.join(work, 'prefix');
   await run('npm', ['install', '--global', '--prefix', prefix, '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: work, env, maxBuffer: 64 << 20 });
   const program = path.join(root, PROGRAM_DIR);
   fs.mkdirSync(path.dirname(program), { recursive: true });
   fs.renameSync(path.join(prefix, 'lib', 'node_modules', 'edge-event-store'), program);
-  pruneForeignPrebuilds(program);
+  const pruned = pruneHostBinaries(program, currentHost());
+  if (pruned.failed.length > 0) throw new Error(`could not remove: ${pruned.failed.join('; ')}`);
   const foreign = foreignBinaries(program);
   if (foreign.length > 0) {
     throw new Error(`native addons for another machine than ${process.arch} would ship: ${foreign.map((binary) => `${path.relative(program, binary.file)} (${binary.builtFor})`).join(', ')}`);
   }
   const cli = path.join(program, 'dist', 'src', 'cli.js');
   if (!fs.readFileSync(cli, 'utf8').startsWith('#!/usr/bin/env node\n')) throw new Error(`${cli} does not start with #!/usr/bin/env node`);
-  return program;
+  return { program, pruned };
 }
 
 /** Writes the unit, its drop-in, the conffile, the command's symlink and DEBIAN/ around the installed program. */
@@ -101,13 +105,13 @@ async function main(): Promise<void> {
   try {
     const { tarball } = await packRelease(work, env);
     const root = path.join(work, 'root');
-    const program = await installProgram(work, tarball, root, env);
+    const { program, pruned } = await installProgram(work, tarball, root, env);
     writePackageFiles(root, program, version, architecture);
     const deb = path.join(out, `edge-events_${version}_${architecture}.deb`);
     fs.mkdirSync(out, { recursive: true });
     await run('dpkg-deb', ['--build', '--root-owner-group', root, deb], { maxBuffer: 64 << 20 });
     const kib = installedSizeKiB(root);
-    console.log(`${deb}: ${(fs.statSync(deb).size / 1e6).toFixed(1)} MB, installed ${(kib / 1024).toFixed(1)} MiB (Installed-Size ${kib} KiB)`);
+    console.log(`${deb}: ${(fs.statSync(deb).size / 1e6).toFixed(1)} MB, installed ${(kib / 1024).toFixed(1)} MiB (Installed-Size ${kib} KiB); uWebSockets.js binaries: ${pruned.keptUws.join(', ') || 'none'}`);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }

@@ -22,28 +22,6 @@ export function nativeAddons(dir: string): string[] {
     .map((entry) => path.join(entry.parentPath, entry.name));
 }
 
-/** node-gyp-build's folder of one platform's prebuilt addons: `prebuilds/<platform>-<arch>[+<arch>...]`. */
-const PREBUILDS_FOLDER = /^([a-z0-9]+)-([a-z0-9+]+)$/;
-
-/**
- * Removes the node-gyp-build prebuilds of other platforms and architectures under `dir`
- * (bufferutil and utf-8-validate ship darwin's and win32's next to linux-x64's; node-gyp-build's
- * README, "Supported prebuild names"), keeping `prebuilds/<platform>-<arch>` of this process.
- * @returns the removed folders, relative to `dir`
- */
-export function pruneForeignPrebuilds(dir: string, platform: string = process.platform, arch: string = process.arch): string[] {
-  const removed: string[] = [];
-  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[]) {
-    if (!entry.isDirectory() || path.basename(entry.parentPath) !== 'prebuilds') continue;
-    const match = PREBUILDS_FOLDER.exec(entry.name);
-    if (!match || (match[1] === platform && match[2].split('+').includes(arch))) continue;
-    const folder = path.join(entry.parentPath, entry.name);
-    fs.rmSync(folder, { recursive: true, force: true });
-    removed.push(path.relative(dir, folder));
-  }
-  return removed;
-}
-
 /** The machine an addon is built for, from the first 20 bytes of its header. */
 function builtFor(file: string): { elf: boolean; machine: number } {
   const header = Buffer.alloc(20);

@@ -23,6 +23,9 @@ import t from 'tap';
 import { spawnStore } from '../../scripts/lib/spawned-store.js';
 import { foreignBinaries, nativeAddons } from '../../scripts/lib/native-binaries.js';
 import { npmFreeEnv } from '../../scripts/lib/release-tarball.js';
+import { uwsBinariesToKeep, UWS_BUILDS } from '../../src/http/uws/uws-builds.js';
+import { currentHost, installedBuilds } from '../../src/http/uws/uws-loader.js';
+import { nodeAbisToKeep } from '../../src/install/host-binaries.js';
 import { packageRoot } from '../../src/paths.js';
 import { getJson, imageEvent, postJson } from '../support/events.js';
 import { openThrowawayRoot, SYSTEMD_PATH, type ThrowawayRoot } from '../support/throwaway-root.js';
@@ -87,7 +90,7 @@ async function stop(child: import('node:child_process').ChildProcess): Promise<n
 t.test('the .deb installs, serves as its user, upgrades keeping data and the edited env file, and purges', async (t) => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-deb-'));
   t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
-  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string };
+  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string; engines: { node: string } };
   const architecture = (await run('dpkg', ['--print-architecture'])).stdout.trim();
   // Depends: nodejs (>= 20) is checked against this machine's dpkg database: its own Node 20 is
   // the nodejs package (NodeSource's; Debian 12's own is 18, too old), no --force-depends.
@@ -120,9 +123,15 @@ t.test('the .deb installs, serves as its user, upgrades keeping data and the edi
   const names = [...entries.keys()];
   t.same(names.filter((name) => /\/node_modules\/(typescript|tap|fast-check|playwright-core|@types\/busboy)\//.test(name)), [], 'no dev dependency');
   t.same(names.filter((name) => name.startsWith(`.${PROGRAM}/src/`) || name.startsWith(`.${PROGRAM}/test/`)), [], 'no TypeScript source, no test');
-  const uwsBinaries = names.flatMap((name) => /\/uws_([a-z0-9]+_[a-z0-9]+)_\d+\.node$/.exec(name)?.[1] ?? []);
-  t.ok(uwsBinaries.length > 0, 'uWebSockets.js binaries ship');
-  t.same(uwsBinaries.filter((host) => host !== `${process.platform}_${process.arch}`), [], 'no other platform\'s uWebSockets.js binary');
+  // The build machine's uWebSockets.js binaries (docs/OPERATIONS.md, "Footprint"): the one the
+  // loader picks for each Node of package.json's engines and the building Node, on this libc.
+  const host = currentHost();
+  const expectedUws = uwsBinariesToKeep(host, nodeAbisToKeep(manifest.engines.node, host.abi), installedBuilds().versions)
+    .map((binary) => `.${PROGRAM}/node_modules/${binary.build.packageName}/${binary.file}`);
+  const uwsShipped = names.filter((name) => [UWS_BUILDS['btc-vision'], UWS_BUILDS.trufflesuite].some((build) => name.includes(`/node_modules/${build.packageName}/`)) && name.endsWith('.node'));
+  t.ok(expectedUws.length > 0, 'a uWebSockets.js binary serves here');
+  t.same(uwsShipped.sort(), expectedUws.sort(), `uWebSockets.js: only ${expectedUws.map((name) => path.basename(name)).join(', ')}`);
+  t.same(names.filter((name) => /\/prebuilds\/[^/]+\/$/.test(name) && !name.endsWith(`/prebuilds/${process.platform}-${process.arch}/`)), [], 'node-gyp-build prebuilds of this platform only');
   t.notOk(names.some((name) => name.startsWith(`.${DATA_DIR}`)), 'no data directory in the archive: the postinst makes it');
 
   const root = await openThrowawayRoot(path.join(work, 'throwaway'));

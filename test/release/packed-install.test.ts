@@ -4,8 +4,11 @@
  * with the registry's packages (from npm's cache when there), as a user installs it. The installed
  * `edge-events` serves from another working directory on a temporary DATA_DIR: /health, the
  * operator page, /docs with Swagger UI's assets, a create read back, and `edge-events events`.
- * Nothing of TypeScript nor any other dev dependency is installed, and only the host's
- * uWebSockets.js binaries are left. `systemd-analyze verify` passes on the shipped unit.
+ * Nothing of TypeScript nor any other dev dependency is installed, and the postinstall left
+ * exactly the host's native binaries (docs/OPERATIONS.md, "Footprint"): one uWebSockets.js
+ * binary per Node version served here, no other platform's prebuilds. The store runs on the kept
+ * binary, and on node:http, saying why, once it is gone. `systemd-analyze verify` passes on the
+ * shipped unit.
  *
  * Slow (a whole build and an install, about a minute): not part of `npm test`; `npm run
  * test:release` runs it, and .ci/run runs that.
@@ -19,7 +22,11 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import { spawnStore } from '../../scripts/lib/spawned-store.js';
 import { npmFreeEnv, packRelease } from '../../scripts/lib/release-tarball.js';
+import { NODE_OF_ABI, uwsBinariesToKeep, UWS_BUILDS } from '../../src/http/uws/uws-builds.js';
+import { currentHost, installedBuilds } from '../../src/http/uws/uws-loader.js';
+import { nodeAbisToKeep } from '../../src/install/host-binaries.js';
 import { getJson, imageEvent, postJson } from '../support/events.js';
+import { nodeRelease } from '../support/node-release.js';
 
 const run = promisify(execFile);
 
@@ -42,7 +49,7 @@ t.test('the packed tarball installs globally and serves without TypeScript', asy
   t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
   const env = cleanEnv();
   const { tarball, version, files: packedFiles } = await packRelease(work, env);
-  for (const needed of ['dist/src/cli.js', 'dist/src/lifecycle/worker.js', 'dist/page/main.js', 'page/index.html', 'page/page.css', 'schemas/create-event.json', 'systemd/edge-events.service', 'systemd/edge-events.env.example', 'scripts/prune-uws-binaries.mjs']) {
+  for (const needed of ['dist/src/cli.js', 'dist/src/lifecycle/worker.js', 'dist/page/main.js', 'page/index.html', 'page/page.css', 'schemas/create-event.json', 'systemd/edge-events.service', 'systemd/edge-events.env.example', 'scripts/prune-host-binaries.mjs', 'dist/src/install/host-binaries.js']) {
     t.ok(packedFiles.includes(needed), `the tarball holds ${needed}`);
   }
   t.same(packedFiles.filter((file) => file.endsWith('.ts') || file.startsWith('test/') || file.startsWith('src/')), [], 'no TypeScript source, no test');
@@ -55,12 +62,22 @@ t.test('the packed tarball installs globally and serves without TypeScript', asy
   for (const devDependency of ['typescript', 'tap', '@types/busboy', 'fast-check', 'playwright-core']) {
     t.notOk(fs.existsSync(path.join(installed, 'node_modules', devDependency)), `${devDependency} is not installed`);
   }
-  const binaries = ['@btc-vision/uwebsockets.js', '@trufflesuite/uws-js-unofficial']
-    .map((name) => path.join(installed, 'node_modules', name))
-    .filter((dir) => fs.existsSync(dir))
-    .flatMap((dir) => filesUnder(dir).filter((file) => file.endsWith('.node')).map((file) => path.basename(file)));
-  t.ok(binaries.length > 0, 'uWebSockets.js binaries are installed');
-  t.same(binaries.filter((file) => !file.startsWith(`uws_${process.platform}_${process.arch}_`)), [], `only ${process.platform}_${process.arch} binaries are left`);
+  // The host's native binaries only: the uWebSockets.js binary the loader picks for each Node
+  // version of package.json's engines (and this one) on this machine, nothing else of the two
+  // packages; node-gyp-build's prebuilds of this platform only.
+  const host = currentHost();
+  const engines = (JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+  const expected = uwsBinariesToKeep(host, nodeAbisToKeep(engines, host.abi), installedBuilds().versions);
+  const pinned = [UWS_BUILDS['btc-vision'], UWS_BUILDS.trufflesuite];
+  const uwsLeft = pinned.flatMap((build) => {
+    const dir = path.join(installed, 'node_modules', build.packageName);
+    return fs.existsSync(dir) ? filesUnder(dir).filter((file) => file.endsWith('.node')).map((file) => `${build.id}:${file}`) : [];
+  });
+  t.same(uwsLeft.sort(), expected.map((binary) => `${binary.build.id}:${binary.file}`).sort(), `uWebSockets.js: only ${expected.map((binary) => binary.file).join(', ') || 'nothing'} left`);
+  if (host.platform === 'linux' && host.glibc) t.ok(expected.length > 0, 'a glibc Linux keeps a binary');
+  const prebuilds = filesUnder(path.join(installed, 'node_modules')).filter((file) => file.endsWith('.node') && file.split(path.sep).includes('prebuilds'));
+  t.ok(prebuilds.length > 0, 'node-gyp-build prebuilds are installed');
+  t.same(prebuilds.filter((file) => !file.split(path.sep).includes(`${process.platform}-${process.arch}`)), [], `only prebuilds/${process.platform}-${process.arch}`);
 
   // Served from elsewhere: the assets are found from the installed files, not the working directory.
   const elsewhere = fs.mkdtempSync(path.join(work, 'cwd-'));
@@ -89,6 +106,27 @@ t.test('the packed tarball installs globally and serves without TypeScript', asy
   store.child.kill('SIGTERM');
   const [code] = (await once(store.child, 'exit')) as [number | null];
   t.equal(code, 0, 'a graceful stop');
+
+  // The kept binary serves its Node; removed (this machine's libc upgraded under an install made
+  // before, say), the store falls back to node:http and its log line says why.
+  if (expected.length > 0) {
+    const binary = expected[0]!;
+    const node = binary.abi === host.abi ? process.execPath : await nodeRelease(NODE_OF_ABI[binary.abi]!);
+    const engineWith = async (name: string) => {
+      const served = await spawnStore({ PORT: '0', DATA_DIR: path.join(work, `data-${name}`), PATH: env.PATH }, node, { command: [node, bin], cwd: elsewhere });
+      const { runtime } = (await getJson(`${served.url}/stats`)).body as { runtime: { http_engine: string; uws_build: string | null } };
+      served.child.kill('SIGTERM');
+      await once(served.child, 'exit');
+      return { runtime, output: served.output() };
+    };
+    const before = await engineWith('kept');
+    t.same(before.runtime.http_engine, 'uws', `Node ${NODE_OF_ABI[binary.abi]} serves on the kept ${binary.file}`);
+    fs.rmSync(path.join(installed, 'node_modules', binary.build.packageName, binary.file));
+    const after = await engineWith('removed');
+    t.match(after.runtime, { http_engine: 'node', uws_build: null }, 'without it: node:http');
+    t.match(after.output, `HTTP engine: node:http FALLBACK`, 'the start-up warning');
+    t.match(after.output, `${binary.build.packageName}@${binary.build.pinnedVersion}: did not load (its binary ${binary.file} is not installed`, 'naming the missing binary');
+  }
 
   // The shipped unit, with the installed command where systemd's search path would find it.
   const unit = fs.readFileSync(path.join(installed, 'systemd', 'edge-events.service'), 'utf8');

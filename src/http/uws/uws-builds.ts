@@ -35,6 +35,12 @@ export interface UwsBuild {
    * (the trufflesuite main falls back to a slow JavaScript server instead of throwing).
    */
   entry: string;
+  /**
+   * The native binary the entry loads, relative to the package directory, with `{platform}`,
+   * `{arch}`, `{abi}`; undefined when not known ahead (the official package). The install keeps
+   * only the ones the host uses (`uwsBinariesToKeep`; docs/OPERATIONS.md, "Footprint").
+   */
+  binary: string | undefined;
   /** How a user gets it, for messages. */
   install: string;
 }
@@ -52,6 +58,7 @@ export const UWS_BUILDS: Record<UwsBuildId, UwsBuild> = {
     targets: undefined,
     minGlibc: undefined,
     entry: '',
+    binary: undefined,
     install: 'npm install uNetworking/uWebSockets.js#v20.x',
   },
   'btc-vision': {
@@ -62,6 +69,7 @@ export const UWS_BUILDS: Record<UwsBuildId, UwsBuild> = {
     targets: ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64'],
     minGlibc: { x64: '2.38', arm64: '2.38' },
     entry: '',
+    binary: 'uws_{platform}_{arch}_{abi}.node',
     install: 'npm install, optional dependencies included',
   },
   trufflesuite: {
@@ -72,6 +80,7 @@ export const UWS_BUILDS: Record<UwsBuildId, UwsBuild> = {
     targets: ['linux-x64', 'linux-arm64', 'linux-arm', 'darwin-x64', 'darwin-arm64', 'win32-x64'],
     minGlibc: { x64: '2.27', arm64: '2.27', arm: '2.28' },
     entry: 'binaries/uws_{platform}_{arch}_{abi}.node',
+    binary: 'binaries/uws_{platform}_{arch}_{abi}.node',
     install: 'npm install, optional dependencies included',
   },
 };
@@ -120,6 +129,11 @@ export function compareVersions(a: string, b: string): number {
 
 const nodeOf = (abi: number): string => (NODE_OF_ABI[abi] ? `Node ${NODE_OF_ABI[abi]}` : `Node ABI ${abi}`);
 
+/** `pattern` with the host's `{platform}`, `{arch}` and `{abi}` filled in. */
+export function fillIn(pattern: string, host: UwsHost): string {
+  return pattern.replace('{platform}', host.platform).replace('{arch}', host.arch).replace('{abi}', String(host.abi));
+}
+
 /** Why a pinned build cannot serve `host`, or undefined when it may be tried. */
 function unfitReason(build: UwsBuild, host: UwsHost, installed: string | undefined): string | undefined {
   if (installed === undefined) return `not installed (${build.install})`;
@@ -155,8 +169,35 @@ export function chooseUwsBuilds(host: UwsHost, installed: InstalledBuilds): UwsC
       choice.passedOver.push({ build, reason });
       continue;
     }
-    const entry = build.entry.replace('{platform}', host.platform).replace('{arch}', host.arch).replace('{abi}', String(host.abi));
-    choice.candidates.push({ build, entry });
+    choice.candidates.push({ build, entry: fillIn(build.entry, host) });
   }
   return choice;
+}
+
+/** A binary of a pinned build that an install keeps. */
+export interface KeptUwsBinary {
+  build: UwsBuild;
+  abi: number;
+  /** Relative to the package directory, e.g. `binaries/uws_linux_x64_115.node`. */
+  file: string;
+}
+
+/**
+ * The uWebSockets.js binaries an install keeps on `host` (docs/OPERATIONS.md, "Footprint"): for
+ * each Node ABI in `abis`, the binary of the first pinned build the loader would try for that ABI
+ * on this platform, arch and libc; none for an ABI no pinned build serves here. The official
+ * package is left out: its binaries are not known ahead and an install never prunes it. Pure.
+ * @param host platform, arch and glibc of the machine (its own ABI goes in `abis`)
+ * @param abis Node ABIs to keep a binary for (`process.versions.modules` values)
+ * @param installed version of each build found under node_modules
+ */
+export function uwsBinariesToKeep(host: Omit<UwsHost, 'abi'>, abis: number[], installed: InstalledBuilds): KeptUwsBinary[] {
+  const pinned: InstalledBuilds = { ...installed };
+  delete pinned.official;
+  const kept: KeptUwsBinary[] = [];
+  for (const abi of [...new Set(abis)].sort((a, b) => a - b)) {
+    const first = chooseUwsBuilds({ ...host, abi }, pinned).candidates[0];
+    if (first?.build.binary) kept.push({ build: first.build, abi, file: fillIn(first.build.binary, { ...host, abi }) });
+  }
+  return kept;
 }

@@ -11,7 +11,7 @@ import detectLibc from 'detect-libc';
 import { MAX_HEAD_BYTES } from '../engine.js';
 import { assertNativeServer } from '../native-check.js';
 import type { UwsModule } from './uws-api.js';
-import { chooseUwsBuilds, UWS_BUILDS, type InstalledBuilds, type UwsBuild, type UwsChoice, type UwsHost } from './uws-builds.js';
+import { chooseUwsBuilds, fillIn, UWS_BUILDS, type InstalledBuilds, type UwsBuild, type UwsChoice, type UwsHost } from './uws-builds.js';
 
 const require = createRequire(import.meta.url);
 
@@ -50,8 +50,14 @@ function packageDir(packageName: string): string | undefined {
   return undefined;
 }
 
+/** Version of each known build found under node_modules, and its package directory. */
+export interface FoundBuilds {
+  versions: InstalledBuilds;
+  dirs: Partial<Record<UwsBuild['id'], string>>;
+}
+
 /** Version of each known build found under node_modules, and where. */
-export function installedBuilds(): { versions: InstalledBuilds; dirs: Partial<Record<UwsBuild['id'], string>> } {
+export function installedBuilds(): FoundBuilds {
   const versions: InstalledBuilds = {};
   const dirs: Partial<Record<UwsBuild['id'], string>> = {};
   for (const build of Object.values(UWS_BUILDS)) {
@@ -66,13 +72,19 @@ export function installedBuilds(): { versions: InstalledBuilds; dirs: Partial<Re
   return { versions, dirs };
 }
 
+/** Why a candidate whose binary the install removed does not load (docs/OPERATIONS.md, "Footprint"). */
+export const BINARY_NOT_INSTALLED = 'is not installed: the install keeps the binaries of the Node versions in package.json\'s engines '
+  + 'and of the installing Node, for this libc only; reinstall the package under this Node (docs/OPERATIONS.md, "Footprint")';
+
 /**
  * Finds and loads the best native build for this process. Never throws: a build that fails to
- * load (a missing symbol of an older glibc, say) is reported in `failures` and the next is tried.
+ * load (a missing symbol of an older glibc, say, or its binary removed at install for another
+ * Node) is reported in `failures` and the next is tried.
+ * @param host the machine (default: this process's); a test passes another
+ * @param found the builds found (default: those under node_modules as Node resolves them from here)
  */
-export function loadUws(): UwsLoadReport {
-  const host = currentHost();
-  const { versions, dirs } = installedBuilds();
+export function loadUws(host: UwsHost = currentHost(), found: FoundBuilds = installedBuilds()): UwsLoadReport {
+  const { versions, dirs } = found;
   const choice = chooseUwsBuilds(host, versions);
   const failures: UwsLoadReport['failures'] = [];
   // uWebSockets.js parses a head that arrives in one read whole, but keeps at most this many bytes
@@ -80,6 +92,11 @@ export function loadUws(): UwsLoadReport {
   // 4 KiB unless set; builds before 20.50 ignore it). An operator's own value wins.
   process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= String(MAX_HEAD_BYTES);
   for (const { build, entry } of choice.candidates) {
+    const binary = build.binary === undefined ? undefined : fillIn(build.binary, host);
+    if (binary !== undefined && !fs.existsSync(path.join(dirs[build.id]!, binary))) {
+      failures.push({ build, error: `its binary ${binary} ${BINARY_NOT_INSTALLED}` });
+      continue;
+    }
     try {
       const uws = require(path.join(dirs[build.id]!, entry)) as UwsModule;
       assertNativeServer(uws);

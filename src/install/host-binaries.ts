@@ -1,0 +1,130 @@
+/**
+ * The one rule for which native binaries an installed tree keeps (docs/OPERATIONS.md, "Footprint"),
+ * run by the package's postinstall (scripts/prune-host-binaries.mjs) on the machine it installs
+ * on, and by the .deb build (scripts/package-deb.ts) on the machine it builds on:
+ *
+ * - uWebSockets.js: for each Node ABI of package.json's `engines` and of the installing Node, the
+ *   one binary the loader would load for it on this platform, arch and libc (`uwsBinariesToKeep`);
+ *   every other `*.node` of the two pinned packages goes (other platforms, other ABIs, the build
+ *   the loader would not pick, trufflesuite's `dist/` copies).
+ * - node-gyp-build prebuilds (bufferutil, utf-8-validate): `prebuilds/<platform>-<arch>` of this
+ *   machine only.
+ */
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { NODE_OF_ABI, uwsBinariesToKeep, UWS_BUILDS, type InstalledBuilds, type KeptUwsBinary, type UwsHost } from '../http/uws/uws-builds.js';
+
+/** The ABI of each Node major the builds know (22 -> 127). */
+const ABI_OF_NODE: Record<number, number> = Object.fromEntries(Object.entries(NODE_OF_ABI).map(([abi, major]) => [major, Number(abi)]));
+
+/**
+ * The Node ABIs an install keeps uWebSockets.js binaries for: those of the majors an `engines`
+ * range names (`^20.0.0 || ^22.0.0` -> 115, 127), and `currentAbi`, the installing Node's.
+ * A major whose ABI is unknown here is left out.
+ */
+export function nodeAbisToKeep(engines: string, currentAbi: number): number[] {
+  const majors = engines.split('||').map((range) => Number(/\d+/.exec(range)?.[0]));
+  const abis = majors.map((major) => ABI_OF_NODE[major]).filter((abi): abi is number => abi !== undefined);
+  return [...new Set([...abis, currentAbi])].sort((a, b) => a - b);
+}
+
+/** What a prune removed and kept, paths relative to the installed package. */
+export interface PruneReport {
+  /** The uWebSockets.js binaries kept, one per Node ABI served here. */
+  keptUws: string[];
+  /** Files and folders removed. */
+  removed: string[];
+  /** Bytes of the files removed. */
+  removedBytes: number;
+  /** Files that could not be removed, with the error (the install goes on). */
+  failed: string[];
+}
+
+/** The directory of `name` as Node resolves it from the package at `root`, or undefined. */
+function packageDir(root: string, name: string): string | undefined {
+  const require = createRequire(path.join(root, 'package.json'));
+  for (const nodeModules of require.resolve.paths(name) ?? []) {
+    const dir = path.join(nodeModules, name);
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+  }
+  return undefined;
+}
+
+/** Bytes of every file under `target` (a file or a folder). */
+function sizeOf(target: string): number {
+  const stat = fs.statSync(target);
+  if (!stat.isDirectory()) return stat.size;
+  return (fs.readdirSync(target, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+    .filter((entry) => entry.isFile())
+    .reduce((sum, entry) => sum + fs.statSync(path.join(entry.parentPath, entry.name)).size, 0);
+}
+
+/** Removes `target`, recording it in `report` (or its failure: never thrown). */
+function remove(root: string, target: string, report: PruneReport): void {
+  try {
+    const bytes = sizeOf(target);
+    fs.rmSync(target, { recursive: true });
+    report.removed.push(path.relative(root, target));
+    report.removedBytes += bytes;
+  } catch (err) {
+    report.failed.push(`${path.relative(root, target)}: ${(err as Error).message}`);
+  }
+}
+
+/** node-gyp-build's folder of one platform's prebuilt addons: `prebuilds/<platform>-<arch>[+<arch>...]`. */
+const PREBUILDS_FOLDER = /^([a-z0-9]+)-([a-z0-9+]+)$/;
+
+/**
+ * The node-gyp-build prebuild folders under `dir` for other platforms and architectures
+ * (bufferutil and utf-8-validate ship darwin's and win32's next to linux-x64's; node-gyp-build's
+ * README, "Supported prebuild names"). Absolute paths.
+ */
+export function foreignPrebuilds(dir: string, platform: string, arch: string): string[] {
+  return (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+    .filter((entry) => entry.isDirectory() && path.basename(entry.parentPath) === 'prebuilds')
+    .filter((entry) => {
+      const match = PREBUILDS_FOLDER.exec(entry.name);
+      return match !== null && !(match[1] === platform && match[2].split('+').includes(arch));
+    })
+    .map((entry) => path.join(entry.parentPath, entry.name));
+}
+
+/** Every `*.node` file under `dir` (absolute paths). */
+function nodeFiles(dir: string): string[] {
+  return (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.node'))
+    .map((entry) => path.join(entry.parentPath, entry.name));
+}
+
+/**
+ * Prunes the installed package at `root` to its host's binaries (the rule above). Idempotent;
+ * never throws for a file it cannot remove (listed in `failed`).
+ * @param root the installed package (the folder of its package.json, dependencies under node_modules)
+ * @param host platform, arch and glibc of the machine the tree serves, and the installing Node's ABI
+ * @throws Error when `root` has no readable package.json
+ */
+export function pruneHostBinaries(root: string, host: UwsHost): PruneReport {
+  const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines?: { node?: string } };
+  const abis = nodeAbisToKeep(manifest.engines?.node ?? '', host.abi);
+  const report: PruneReport = { keptUws: [], removed: [], removedBytes: 0, failed: [] };
+
+  const pinned = [UWS_BUILDS['btc-vision'], UWS_BUILDS.trufflesuite];
+  const dirs = new Map<string, string>();
+  const versions: InstalledBuilds = {};
+  for (const build of pinned) {
+    const dir = packageDir(root, build.packageName);
+    if (!dir) continue;
+    dirs.set(build.id, dir);
+    versions[build.id] = (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+  }
+  const kept: KeptUwsBinary[] = uwsBinariesToKeep(host, abis, versions);
+  const keep = new Set(kept.map((binary) => path.join(dirs.get(binary.build.id)!, binary.file)));
+  report.keptUws = [...keep].map((file) => path.relative(root, file));
+  for (const dir of dirs.values()) {
+    for (const file of nodeFiles(dir)) if (!keep.has(file)) remove(root, file, report);
+  }
+  const nodeModules = path.join(root, 'node_modules');
+  if (fs.existsSync(nodeModules)) for (const folder of foreignPrebuilds(nodeModules, host.platform, host.arch)) remove(root, folder, report);
+  return report;
+}
