@@ -9,7 +9,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { runEventsCli } from '../src/client/events-command.js';
 import { StoreClient, StoreRequestError } from '../src/client/store-client.js';
 import { describeStoreFailure } from '../src/client/store-failure.js';
-import { createSearchMcpServer } from '../src/search/mcp-server.js';
+import { createSearchMcpServer } from '../src/mcp/mcp-server.js';
 import { imageEvent, postJson } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
 import { freePort } from './support/waiting.js';
