@@ -3,7 +3,7 @@
 import { Command } from 'commander';
 import { registerEventsCommand } from './client/events-command.js';
 import { registerExportCommand } from './export/export-command.js';
-import { registerMcpCommand } from './search/mcp-command.js';
+import { registerMcpCommand } from './mcp/mcp-command.js';
 import { registerSearchCommand } from './search/search-command.js';
 import { serveUntilStopped } from './serve.js';
 

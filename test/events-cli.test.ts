@@ -9,7 +9,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { runEventsCli } from '../src/client/events-command.js';
 import { StoreClient, StoreRequestError } from '../src/client/store-client.js';
 import { describeStoreFailure } from '../src/client/store-failure.js';
-import { createSearchMcpServer } from '../src/search/mcp-server.js';
+import { createSearchMcpServer } from '../src/mcp/mcp-server.js';
 import { imageEvent, postJson } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
 import { freePort } from './support/waiting.js';
@@ -77,7 +77,7 @@ t.test('failures: a malformed query before any request, the store\'s key, no sto
 
   const bad = await run(['class:cat AND', '--store', `http://127.0.0.1:${deadPort}`]);
   t.equal(bad.code, 1, 'a malformed query exits 1');
-  t.match(bad.stderr, /^error: Invalid query at column 11: AND needs a term after it, but the query ends\n  class:cat AND\n {12}\^\n/, 'the reason and a caret, from the query alone (no store listens there)');
+  t.match(bad.stderr, /^error: Invalid query at column 11: AND needs a term after it, but the query ends\n {2}class:cat AND\n {12}\^\n/, 'the reason and a caret, from the query alone (no store listens there)');
   const text = await run(['cat on the mat', '--store', store.url, '--json']);
   t.equal(text.code, 1);
   t.equal(text.stdout, '', 'JSON mode: nothing on stdout');

@@ -208,7 +208,7 @@ t.test('a malformed query exits 1 with its caret before any request; a refused k
   const bad = await run(['class colour:red', '-o', output, '--store', `http://127.0.0.1:${await freePort()}`]);
   t.equal(bad.code, 1);
   t.equal(bad.stdout, '');
-  t.match(bad.stderr, /^error: Invalid query at column 7: Unknown filter "colour:"; events take: .*\n  class colour:red\n {8}\^\nhint: Fix the query at the caret/);
+  t.match(bad.stderr, /^error: Invalid query at column 7: Unknown filter "colour:"; events take: .*\n {2}class colour:red\n {8}\^\nhint: Fix the query at the caret/);
   t.equal(readFileSync(output, 'utf8'), 'previous export', '-o untouched');
 
   const denied = await run(['class:thing', '-o', output, '--store', store.url, '-k', 'wrong']);

@@ -83,7 +83,7 @@ t.test('COCO: a consistent annotations.coco.json beside the images', async (t) =
     ['images/cat.jpg', ...sizes.cat], ['images/rocket.jpg', ...sizes.rocket], ['images/camera.jpg', ...sizes.camera], ['images/retina.jpg', ...sizes.retina],
   ]);
   t.same(doc.categories.map((c: any) => c.name), ['cat', 'rocket', 'person']);
-  t.same(doc.annotations.length, 5, "two detections, two segmentations, one keypoint group");
+  t.same(doc.annotations.length, 5, 'two detections, two segmentations, one keypoint group');
   t.same(doc.annotations.find((a: any) => a.score === 0.4).bbox, [420, 270, 31, 30], 'a box over the edge is clipped to the image');
   const keypoints = doc.annotations.find((a: any) => a.keypoints);
   t.same(keypoints.keypoints, [250, 100, 2, 260, 300, 1]);

@@ -115,7 +115,7 @@ t.test('release lets the next batch start while the first is still finishing; jo
   t.same(two.jobs, ['b'], 'released: the next batch starts before the first settles');
   two.finish(['B']);
   await turns();
-  t.same([b.settled(), b.value(), a.settled()], [true, 'B', false], "b resolves with its batch, a still waits for its own");
+  t.same([b.settled(), b.value(), a.settled()], [true, 'B', false], 'b resolves with its batch, a still waits for its own');
   one.finish(['A']);
   await turns();
   t.same([a.settled(), a.value()], [true, 'A']);

@@ -15,7 +15,6 @@ import { Objm } from '@nats-io/obj';
 import { startNatsCluster, startNatsServer } from './support/nats-server.js';
 import { until } from './support/waiting.js';
 
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**

@@ -315,7 +315,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     await page.press('#filter-query', 'Enter');
     const problem = page.locator('#query-problem');
     await problem.waitFor({ state: 'visible' });
-    t.match(await problem.textContent(), /^Invalid query at column 14: OR needs a term after it, but the query ends\n  class:person OR\n {15}\^/, 'the store\'s reason, with its caret under the column');
+    t.match(await problem.textContent(), /^Invalid query at column 14: OR needs a term after it, but the query ends\n {2}class:person OR\n {15}\^/, 'the store\'s reason, with its caret under the column');
     t.same(await listedIds(page), [], 'nothing listed');
 
     await page.fill('#filter-query', '');

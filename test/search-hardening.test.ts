@@ -15,7 +15,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import t from 'tap';
 import { packageRoot } from '../src/paths.js';
 import { QuerySyntaxError } from '../src/search/errors.js';
-import { createSearchMcpServer } from '../src/search/mcp-server.js';
+import { createSearchMcpServer } from '../src/mcp/mcp-server.js';
 import { SecretMasker } from '../src/search/proxy-forward.js';
 import { MAX_QUERY_DEPTH, MAX_QUERY_LENGTH, parseQuery } from '../src/search/query-parser.js';
 import { redact } from '../src/search/redact.js';

@@ -3,8 +3,8 @@ import type { Test } from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Command } from 'commander';
-import { registerMcpCommand } from '../src/search/mcp-command.js';
-import { createSearchMcpServer } from '../src/search/mcp-server.js';
+import { registerMcpCommand } from '../src/mcp/mcp-command.js';
+import { createSearchMcpServer } from '../src/mcp/mcp-server.js';
 import { registerSearchCommand } from '../src/search/search-command.js';
 import { SearchSimulator, WORKSPACE } from './support/search-simulator.js';
 

@@ -191,7 +191,7 @@ t.test('RateLimit-* and Retry-After headers pass through, on 429 and on success'
     res.end(JSON.stringify(status === 429 ? { error: { code: 'rate_limited', message: 'Rate limit exceeded' } } : { results: [], total: 0 }));
   });
   t.teardown(stub.close);
-  const proxy = await startStore({ SEARCH_BASE_URL: stub.baseUrl, SEARCH_API_KEY: 'stub-key-123' , SEARCH_PROXY_OPEN: 'true' });
+  const proxy = await startStore({ SEARCH_BASE_URL: stub.baseUrl, SEARCH_API_KEY: 'stub-key-123', SEARCH_PROXY_OPEN: 'true' });
   t.teardown(proxy.stop);
   for (status of [429, 200]) {
     const answer = await post(`${proxy.url}/ws/proj/search`, { limit: 10 }, {});
@@ -217,7 +217,7 @@ t.test('a hosted body is streamed through, and the device key masked even across
     setTimeout(() => res.end(`def0123456789","echo":"${key}","tail":"${'y'.repeat(100_000)}"}`), 50);
   });
   t.teardown(stub.close);
-  const proxy = await startStore({ SEARCH_BASE_URL: stub.baseUrl, SEARCH_API_KEY: key , SEARCH_PROXY_OPEN: 'true' });
+  const proxy = await startStore({ SEARCH_BASE_URL: stub.baseUrl, SEARCH_API_KEY: key, SEARCH_PROXY_OPEN: 'true' });
   t.teardown(proxy.stop);
   const answer = await post(`${proxy.url}/ws/search/v1`, { query: 'cat' }, {});
   t.equal(answer.status, 401);
@@ -229,7 +229,7 @@ t.test('a hosted body is streamed through, and the device key masked even across
 
 t.test('the key a misconfigured device sends is masked in the hosted 401', async (t) => {
   const wrongKey = 'wrong-device-key-42';
-  const proxy = await startStore({ SEARCH_BASE_URL: sim.baseUrl, SEARCH_API_KEY: wrongKey , SEARCH_PROXY_OPEN: 'true' });
+  const proxy = await startStore({ SEARCH_BASE_URL: sim.baseUrl, SEARCH_API_KEY: wrongKey, SEARCH_PROXY_OPEN: 'true' });
   t.teardown(proxy.stop);
   const answer = await post(`${proxy.url}/${WORKSPACE}/search/v1`, { query: 'cat' }, {});
   t.equal(answer.status, 401, 'the simulator\'s own 401');
@@ -252,7 +252,7 @@ t.test('502 when the hosted API is unreachable or does not answer in time', asyn
 
   const stopped = await SearchSimulator.start();
   await stopped.close();
-  const proxy = await startStore({ SEARCH_BASE_URL: stopped.baseUrl, SEARCH_API_KEY: stopped.apiKey , SEARCH_PROXY_OPEN: 'true' });
+  const proxy = await startStore({ SEARCH_BASE_URL: stopped.baseUrl, SEARCH_API_KEY: stopped.apiKey, SEARCH_PROXY_OPEN: 'true' });
   t.teardown(proxy.stop);
   for (const url of [`${proxy.url}/${WORKSPACE}/parking-lot/search`, `${proxy.url}/${WORKSPACE}/search/v1`]) {
     const down = await post(url, { query: 'cat' }, {});
@@ -363,7 +363,7 @@ t.test('a large hosted body reaches a slow client whole (backpressure)', async (
     pump();
   });
   t.teardown(stub.close);
-  const proxy = await startStore({ SEARCH_BASE_URL: stub.baseUrl, SEARCH_API_KEY: 'stub-key-slow' , SEARCH_PROXY_OPEN: 'true' });
+  const proxy = await startStore({ SEARCH_BASE_URL: stub.baseUrl, SEARCH_API_KEY: 'stub-key-slow', SEARCH_PROXY_OPEN: 'true' });
   t.teardown(proxy.stop);
   const res = await fetch(`${proxy.url}/ws/search/v1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"cat"}' });
   t.equal(res.status, 200);

@@ -5,7 +5,8 @@
  * the ledger brought to it, a sink added later, and the runner's progress and stall reports.
  */
 import t from 'tap';
-import { shipNextBatch, runSink, type Outgoing, type Sink, type SinkProgress } from '../src/lifecycle/sink-runner.js';
+import type { Outgoing, Sink } from '../src/sinks/ledger-sink.js';
+import { shipNextBatch, runSink, type SinkProgress } from '../src/lifecycle/sink-runner.js';
 import { createLogger } from '../src/logger.js';
 import { deadLetterKey, pendingKey } from '../src/store/index-keys.js';
 import { readCounters } from '../src/store/lmdb-env.js';

@@ -8,8 +8,16 @@ import { AppError, fromDiskError, validationError } from '../errors.js';
 import { checkedContentType } from './content-type.js';
 import { attachStagedBlob, finalizeEvent, type Attachment } from '../store/event-updates.js';
 import type { EventStore } from '../store/event-store.js';
-import type { StagingFile } from '../store/staging-file.js';
+import { StagingFile } from '../store/staging-file.js';
 import { formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
+
+/**
+ * A new staging file in `store`'s staging directory, where the HTTP layer streams an upload
+ * before `attachUpload` decides on it (docs/ARCHITECTURE.md, "Attach and download").
+ */
+export function newStagingFile(store: EventStore): StagingFile {
+  return new StagingFile(store.stagingDir);
+}
 
 /** Attach response (docs/API.md, "Response shapes"). */
 export interface AttachResponse {
@@ -35,7 +43,6 @@ export interface UploadedParts {
   staging: StagingFile;
   fields: Record<string, string>;
 }
-
 
 /**
  * Checks, before any body is read, that event `id` can take an attachment (docs/API.md, "Drafts and

@@ -255,10 +255,10 @@ export abstract class Exchange {
    */
   takeOver(): ResponseStream {
     if (this.stream) return this.stream;
-    const ex = this;
+    const clientGone = () => this.clientGone;
     this.stream = {
       get aborted() {
-        return ex.clientGone;
+        return clientGone();
       },
       start: (status, headers, totalBytes, reason) => {
         if (this.clientGone || this.started) return false;

@@ -3,7 +3,7 @@
  * streamed with backpressure as it is written; never whole in memory or on disk.
  */
 import { datasetFileName } from '../export/dataset-writer.js';
-import { prepareExport, writeExport } from '../events/dataset-export.js';
+import { prepareExport, writeExport } from '../export/dataset-export.js';
 import { queryParam, STRING } from './route-docs.js';
 import type { Route, ServerContext } from './route-table.js';
 import type { Exchange } from './exchange.js';

@@ -6,7 +6,7 @@
  */
 import busboy from 'busboy';
 import { AppError, fromDiskError } from '../errors.js';
-import { StagingFile } from '../store/staging-file.js';
+import type { StagingFile } from '../store/staging-file.js';
 import type { Exchange } from './exchange.js';
 
 /** A complete upload: the staged `file` part (not yet finished) and the text fields. */
@@ -20,12 +20,13 @@ const ENVELOPE_BYTES = 64 * 1024;
 
 /**
  * Receives the multipart body of `ex`. Call synchronously in the route handler.
+ * @param openStaging makes the staging file the `file` part goes to (src/events/attach-file.ts `newStagingFile`)
  * @param maxFileBytes largest accepted `file` part (bytes)
  * @throws AppError malformed_multipart (400) for a body that is not multipart, is malformed, or
  *   has no, an empty or more than one `file` part; upload_too_large (413) past `maxFileBytes`.
  *   On any failure and on client abort, the staging file is removed.
  */
-export function receiveUpload(ex: Exchange, stagingDir: string, maxFileBytes: number): Promise<ReceivedUpload> {
+export function receiveUpload(ex: Exchange, openStaging: () => StagingFile, maxFileBytes: number): Promise<ReceivedUpload> {
   return new Promise((resolve, reject) => {
     const tooLarge = () => new AppError('upload_too_large', `Upload exceeds the limit of ${maxFileBytes} bytes`);
     if (!/^multipart\/form-data\b/i.test(ex.headers.contentType)) {
@@ -74,7 +75,7 @@ export function receiveUpload(ex: Exchange, stagingDir: string, maxFileBytes: nu
         fail(new AppError('malformed_multipart', 'More than one file part'));
         return;
       }
-      const file = new StagingFile(stagingDir);
+      const file = openStaging();
       staging = file;
       stream.on('data', (chunk: Buffer) => {
         if (settled) return;

@@ -1,10 +1,10 @@
 /** The event store's routes (docs/API.md, "Routes"), as one table (see route-table.ts). */
 import { AppError } from '../errors.js';
-import { assertAttachable, attachUpload, finalize } from '../events/attach-file.js';
+import { assertAttachable, attachUpload, finalize, newStagingFile } from '../events/attach-file.js';
 import { createEvent, type EventWriter } from '../events/create-event.js';
 import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, searchEventsBody, type ListLimits } from '../events/read-events.js';
 import { EVENT_SCHEMAS } from '../events/types.js';
-import type { FileKind } from '../store/lmdb-env.js';
+import type { StoredFile } from '../store/stored-file.js';
 import { MAX_SOURCE_PIXELS, THUMBNAIL_LONGEST_SIDE } from '../events/thumbnails.js';
 import { downloadHeaders } from './download-headers.js';
 import { sendFile } from './file-download.js';
@@ -15,7 +15,7 @@ import type { BytesReply, Route, ServerContext } from './route-table.js';
 import type { Exchange } from './exchange.js';
 
 /** Sends file `ex.params[0]` when it exists and is of `kind` (docs/API.md, "Errors": `file_not_found`). */
-async function download(ex: Exchange, ctx: ServerContext, kind: FileKind): Promise<void> {
+async function download(ex: Exchange, ctx: ServerContext, kind: StoredFile['kind']): Promise<void> {
   const [fileId] = ex.params;
   const file = ctx.store.openFile(fileId);
   if (!file || file.kind !== kind) throw new AppError('file_not_found', `File ${fileId} not found`);
@@ -54,7 +54,7 @@ function upload(ex: Exchange, ctx: ServerContext, kind: 'video' | 'local_only') 
   const [eventId] = ex.params;
   assertAttachable(ctx.store, eventId);
   const limit = kind === 'video' ? ctx.config.maxVideoUploadBytes : ctx.config.maxLocalOnlyFileUploadBytes;
-  return receiveUpload(ex, ctx.store.stagingDir, limit)
+  return receiveUpload(ex, () => newStagingFile(ctx.store), limit)
     .then((parts) => attachUpload(ctx.store, eventId, parts, kind))
     .then((body) => ({ status: 201, body }));
 }

@@ -21,7 +21,6 @@ import type { Config } from '../config.js';
 import { AppError, validationError } from '../errors.js';
 import { checkedContentType } from '../events/content-type.js';
 import type { Logger } from '../logger.js';
-import type { CapacityGate } from '../operations/capacity-gate.js';
 import type { EventStore } from '../store/event-store.js';
 import { isCanonicalId } from '../store/ids.js';
 import { connectNats } from '../sinks/nats-connection.js';
@@ -80,7 +79,8 @@ export class NatsSource {
   constructor(
     private readonly store: EventStore,
     private readonly settings: NatsSourceSettings,
-    private readonly gate: Pick<CapacityGate, 'blocked'>,
+    /** The HTTP thread's capacity gate (src/operations/capacity-gate.ts): consuming waits while it is blocked. */
+    private readonly gate: { readonly blocked: boolean },
     private readonly log: Logger,
   ) {}
 

@@ -23,7 +23,7 @@ import type { EventRecord } from '../store/record-codec.js';
 import type { StoreView } from '../store/store-view.js';
 import { CloudClient, type BackoffOptions } from './cloud-client.js';
 import { imageName, imageUploadForm, toCloudEvent, type CloudEvent } from './cloud-payload.js';
-import type { Outgoing, Sink } from './sink-runner.js';
+import type { Outgoing, Sink } from '../sinks/ledger-sink.js';
 
 /** Most events per `POST /vision-events/batch` (the API's limit). */
 export const BATCH_EVENTS = 100;

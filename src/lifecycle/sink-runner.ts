@@ -7,7 +7,7 @@
  * warn and shown in the sink's status (/stats `sinks`, /metrics) until the sink moves again.
  */
 import type { Logger } from '../logger.js';
-import type { EventRecord } from '../store/record-codec.js';
+import type { Outgoing, Sink } from '../sinks/ledger-sink.js';
 import { markShipped, sinkBacklog, unshipped } from '../store/sink-ledger.js';
 import type { StoreView } from '../store/store-view.js';
 import { backoffDelay, pause, type BackoffOptions } from './cloud-client.js';
@@ -18,29 +18,6 @@ const POLL_MS = 1000;
 export const STALL_MS = 60_000;
 /** How often (ms) the watchdog looks for a stall. */
 const STALL_CHECK_MS = 5000;
-
-/** One finalized event to ship. */
-export interface Outgoing {
-  seq: number;
-  createdAt: number;
-  record: EventRecord;
-}
-
-/** Something that ships finalized events off the device: the cloud uploader, the NATS sink. */
-export interface Sink {
-  /** Its name in the ledger and in /stats (`cloud`, `nats`). */
-  readonly name: string;
-  /** Most events per `ship`. */
-  readonly batchSize: number;
-  /**
-   * Ships `events` (ledger order) and resolves once the destination acknowledged every one.
-   * @returns created_at (µs) of the events refused for good (dead letters; each is logged by the sink)
-   * @throws when the batch must be shipped again (network, destination down, `signal` aborted)
-   */
-  ship(events: Outgoing[], signal: AbortSignal): Promise<number[]>;
-  /** Lets go of its connections once the runner stopped. */
-  close?(): Promise<void>;
-}
 
 /** What a sink did and how it stands, since the worker started (times in ms since the epoch). */
 export interface SinkProgress {

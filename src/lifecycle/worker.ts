@@ -18,7 +18,8 @@ import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js
 import { CapacityMonitor } from './capacity.js';
 import { NatsSink } from '../sinks/nats-sink.js';
 import { CloudSink } from './cloud-uploader.js';
-import { runSink, type Sink, type SinkProgress } from './sink-runner.js';
+import type { Sink } from '../sinks/ledger-sink.js';
+import { runSink, type SinkProgress } from './sink-runner.js';
 import { sweepDrafts } from './draft-sweeper.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
 

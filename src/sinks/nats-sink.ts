@@ -17,7 +17,7 @@ import { JetStreamApiCodes, JetStreamApiError, StorageType, jetstream, jetstream
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import pLimit from 'p-limit';
 import type { Config } from '../config.js';
-import type { Outgoing, Sink } from '../lifecycle/sink-runner.js';
+import type { Outgoing, Sink } from './ledger-sink.js';
 import type { Logger } from '../logger.js';
 import { fileIdsOf } from '../store/index-keys.js';
 import type { EventRecord } from '../store/record-codec.js';

@@ -52,7 +52,6 @@ export interface CreatedEvent {
   draft: boolean;
 }
 
-
 /**
  * Most appended batches one index commit takes: bounds the transaction (and the log a failed
  * commit cuts back) while keeping lmdb-js's write thread busy with few, large commits.
@@ -157,9 +156,9 @@ export class EventStore extends StoreView {
       await startCursors(dbs, options.sinks);
       await dbs.root.flushed;
       nextUniqueMicros(lastCreatedAt);
-      let store: EventStore | undefined;
-      const appender = new SegmentAppender(blobsDir, () => store!.allocateSegment());
-      store = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
+      // The appender asks the store for segments only once it is built.
+      const appender = new SegmentAppender(blobsDir, () => store.allocateSegment());
+      const store: EventStore = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
       if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
       store.opened = { replayed, skipped, ms: Math.round(performance.now() - started) };
       store.searchIndexReady = searchIndexReady;

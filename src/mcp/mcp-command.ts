@@ -3,7 +3,7 @@
  * only when it runs: importing them costs the store's start-up about half a second.
  */
 import type { Command } from 'commander';
-import type { ConnectionFlags } from './settings.js';
+import type { ConnectionFlags } from '../search/settings.js';
 
 /** Adds `mcp` to `program`: the stdio MCP server of mcp-server.ts. */
 export function registerMcpCommand(program: Command): void {

@@ -11,15 +11,15 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pino from 'pino';
 import { z } from 'zod';
 import { loadConfig } from '../config.js';
-import { SearchClient } from './client.js';
-import type { SearchClientOptions } from './client.js';
+import { SearchClient } from '../search/client.js';
+import type { SearchClientOptions } from '../search/client.js';
 import { StoreClient, type StoreFlags } from '../client/store-client.js';
 import { describeStoreFailure } from '../client/store-failure.js';
 import { eventSearchConditions } from '../events/search-conditions.js';
-import { describeFailure, type Failure } from './failure.js';
-import { resolveConnection } from './settings.js';
-import type { ConnectionFlags } from './settings.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MEDIA_TYPES, PROJECT_SEARCH_FIELDS, WORKSPACE_SEARCH_FIELDS } from './types.js';
+import { describeFailure, type Failure } from '../search/failure.js';
+import { resolveConnection } from '../search/settings.js';
+import type { ConnectionFlags } from '../search/settings.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MEDIA_TYPES, PROJECT_SEARCH_FIELDS, WORKSPACE_SEARCH_FIELDS } from '../search/types.js';
 
 export interface SearchMcpOptions {
   /** `--base-url`, `-k/--api-key`, `-w/--workspace`; each wins over its environment variable. */

@@ -5,16 +5,16 @@
  * hands it to `writeExport` as the sink.
  */
 import { validationError } from '../errors.js';
-import type { ByteSink } from '../export/dataset-zip.js';
-import { writeDataset } from '../export/dataset-writer.js';
-import { exportEventOf } from '../export/export-event.js';
-import { EXPORT_FORMATS, isExportFormat, type ExportEvent, type ExportFormat, type ExportSummary } from '../export/export-types.js';
+import type { ByteSink } from './dataset-zip.js';
+import { writeDataset } from './dataset-writer.js';
+import { exportEventOf } from './export-event.js';
+import { EXPORT_FORMATS, isExportFormat, type ExportEvent, type ExportFormat, type ExportSummary } from './export-types.js';
 import type { EventStore } from '../store/event-store.js';
-import { matchingEvents } from './matching-events.js';
-import { assertKnownParams } from './query-params.js';
-import type { ListLimits } from './read-events.js';
-import { compileEventQuery } from './search-conditions.js';
-import { requiredQuery } from './search-cursor.js';
+import { matchingEvents } from '../events/matching-events.js';
+import { assertKnownParams } from '../events/query-params.js';
+import type { ListLimits } from '../events/read-events.js';
+import { compileEventQuery } from '../events/search-conditions.js';
+import { requiredQuery } from '../events/search-cursor.js';
 import type { SearchCondition } from '../store/event-search.js';
 
 /** A checked export request. */
