@@ -35,8 +35,6 @@ export interface Appended {
   start: number;
   /** The segment's new end. */
   end: number;
-  /** Roll-backs before this append (SegmentAppender.rollBack): an append is cut by the next one. */
-  epoch: number;
 }
 
 /** File name of segment `n` inside blobs/. */
@@ -57,9 +55,6 @@ export class SegmentAppender {
   private handle: fsp.FileHandle | undefined;
   private segment = 0;
   private end = 0;
-  private epoch = 0;
-  /** Log segments this appender opened, oldest first: a roll-back may reach back over several. */
-  private opened: number[] = [];
   /** The append under way; the next one starts after it. */
   private tail: Promise<void> = Promise.resolve();
 
@@ -80,7 +75,6 @@ export class SegmentAppender {
   async resume(segment: number, committed: number): Promise<void> {
     await this.close(); // before any append: nothing under way
     this.segment = segment;
-    this.opened = [segment];
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(segment)), 'r+');
     this.end = committed;
   }
@@ -113,35 +107,11 @@ export class SegmentAppender {
       await writeAll(handle, buffers, start);
       await handle.datasync();
       this.end = offset;
-      return { placed, segment: this.segment, start, end: offset, epoch: this.epoch };
+      return { placed, segment: this.segment, start, end: offset };
     } catch (err) {
       await handle.truncate(start).catch(() => undefined);
       throw err;
     }
-  }
-
-  /**
-   * Cuts the log back to where `appended` began, taking every later append with it (they were
-   * made after it, so their frames follow): the frames of a batch whose index commit failed
-   * must not be replayed at the next start-up. Appends made before the cut carry the old
-   * `epoch`; later ones a higher one.
-   * @throws the fs error of a failed truncate
-   */
-  rollBack(appended: Appended): Promise<void> {
-    const result = this.tail.then(async () => {
-      if (appended.epoch !== this.epoch) return; // an earlier roll-back already cut it
-      this.epoch++;
-      // Segments opened after the cut one hold only later appends: emptied.
-      for (const later of this.opened.filter((n) => n > appended.segment)) {
-        await this.truncateSegment(later, 0);
-      }
-      await this.truncateSegment(appended.segment, appended.start);
-      // Appending goes on where the log now ends: the cut segment, or the emptied active one.
-      this.end = this.segment === appended.segment ? appended.start : 0;
-      this.opened = this.opened.filter((n) => n <= appended.segment || n === this.segment);
-    });
-    this.tail = result.then(() => undefined, () => undefined);
-    return result;
   }
 
   /** The segment appended to now (0 when none is open: the next append opens a new one). */
@@ -160,22 +130,9 @@ export class SegmentAppender {
     this.handle = undefined;
   }
 
-  /** Cuts segment `segment` to `length` bytes, durably (through the open handle when active). */
-  private async truncateSegment(segment: number, length: number): Promise<void> {
-    const active = this.handle && this.segment === segment;
-    const handle = active ? this.handle! : await fsp.open(path.join(this.blobsDir, segmentFileName(segment)), 'r+');
-    try {
-      await handle.truncate(length);
-      await handle.datasync();
-    } finally {
-      if (!active) await handle.close();
-    }
-  }
-
   private async roll(): Promise<void> {
     await this.closeHandle();
     this.segment = this.allocateSegment();
-    this.opened = [...this.opened.slice(-15), this.segment];
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(this.segment)), 'w+');
     this.end = 0;
     await syncDirectory(this.blobsDir);
