@@ -12,6 +12,22 @@ import { checksum, FRAME_HEADER_BYTES, frameHeader, type FrameKind } from './seg
 
 export const SEGMENT_ROLL_BYTES = 64 * 1024 * 1024;
 
+/**
+ * Zeros written past the log's end in one go, when appends are small (docs/STORAGE.md, "The
+ * segment log"): appends then overwrite blocks the file already has, so their fdatasync
+ * writes the data alone, not the file's new size and blocks through the file system's journal.
+ */
+export const ZERO_AHEAD_BYTES = 1024 * 1024;
+
+/**
+ * Appends smaller than this on average (bytes; an exponential mean) get zeros ahead of them. For
+ * larger ones the journal commit of a growing file is small beside the data, and zeroing ahead
+ * would write every byte twice.
+ */
+const SMALL_APPEND_BYTES = 16 * 1024;
+
+const ZEROS = Buffer.alloc(ZERO_AHEAD_BYTES);
+
 /** A frame to append: its id (file id or event id), kind and data. */
 export interface FrameToAppend {
   id: string;
@@ -55,6 +71,10 @@ export class SegmentAppender {
   private handle: fsp.FileHandle | undefined;
   private segment = 0;
   private end = 0;
+  /** Bytes of the active segment's file: its frames, then zeros written ahead. */
+  private fileBytes = 0;
+  /** Exponential mean of the bytes of recent appends (bytes). */
+  private meanAppend = SMALL_APPEND_BYTES;
   /** The append under way; the next one starts after it. */
   private tail: Promise<void> = Promise.resolve();
 
@@ -77,12 +97,15 @@ export class SegmentAppender {
     this.segment = segment;
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(segment)), 'r+');
     this.end = committed;
+    this.fileBytes = (await this.handle.stat()).size;
   }
 
   /**
    * Appends frames and makes them durable (one writev + fdatasync). Appends run one after
-   * another, in call order. On failure the segment is truncated back to where the append began
-   * and the error (e.g. ENOSPC) is rethrown.
+   * another, in call order. When appends are small, the writev also writes ZERO_AHEAD_BYTES of
+   * zeros past the frames whenever they reach the end of the file, so the appends after it only
+   * overwrite. On failure the segment is truncated back to where the append began and the error
+   * (e.g. ENOSPC) is rethrown.
    */
   append(frames: FrameToAppend[]): Promise<Appended> {
     const result = this.tail.then(() => this.appendNow(frames));
@@ -103,13 +126,19 @@ export class SegmentAppender {
       placed.push({ segment: this.segment, offset: offset + FRAME_HEADER_BYTES, length: frame.bytes.length, crc });
       offset += FRAME_HEADER_BYTES + frame.bytes.length;
     }
+    this.meanAppend += ((offset - start) - this.meanAppend) / 8;
+    // A replay stops at the zeros: no frame starts with them (segment-frames.ts, magic).
+    const zeroAhead = offset > this.fileBytes && this.meanAppend < SMALL_APPEND_BYTES ? Math.max(0, Math.min(ZERO_AHEAD_BYTES, this.rollBytes - offset)) : 0;
+    if (zeroAhead > 0) buffers.push(ZEROS.subarray(0, zeroAhead));
     try {
       await writeAll(handle, buffers, start);
       await handle.datasync();
       this.end = offset;
+      this.fileBytes = Math.max(this.fileBytes, offset + zeroAhead);
       return { placed, segment: this.segment, start, end: offset };
     } catch (err) {
       await handle.truncate(start).catch(() => undefined);
+      this.fileBytes = Math.min(this.fileBytes, start);
       throw err;
     }
   }
@@ -119,9 +148,16 @@ export class SegmentAppender {
     return this.handle ? this.segment : 0;
   }
 
-  /** Closes the active segment file, after the append under way. */
+  /**
+   * Closes the active segment file, after the append under way, cutting the zeros written ahead
+   * of its end: a segment left by a clean stop ends with its last frame.
+   */
   async close(): Promise<void> {
     await this.tail;
+    if (this.handle && this.fileBytes > this.end) {
+      await this.handle.truncate(this.end);
+      this.fileBytes = this.end;
+    }
     await this.closeHandle();
   }
 
@@ -135,6 +171,7 @@ export class SegmentAppender {
     this.segment = this.allocateSegment();
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(this.segment)), 'w+');
     this.end = 0;
+    this.fileBytes = 0;
     await syncDirectory(this.blobsDir);
   }
 }
