@@ -62,6 +62,7 @@ export async function startService(config: Config): Promise<StoreService> {
     sinks: configuredSinks(config),
     onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
     onSearchIndexProgress: searchIndexLogger(log),
+    checkpointMs: config.indexCheckpointMs,
   });
   log.info({ store: store.opened }, 'store opened');
   for (const skipped of store.opened.skipped) log.warn(skipped, 'the log replay went past a create naming a file no frame holds; it is not in the index (docs/STORAGE.md, "Recovery")');

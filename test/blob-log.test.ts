@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
-import { SegmentAppender, segmentFileName, writeAll } from '../src/store/blob-log.js';
+import { SegmentAppender, segmentFileName, writeAll, ZERO_AHEAD_BYTES } from '../src/store/blob-log.js';
 import { timeOrderedId } from '../src/store/ids.js';
 import { blobCrcMatches, checksum, FRAME_HEADER_BYTES, frameHeader } from '../src/store/segment-frames.js';
 import { tempDataDir } from './support/store-server.js';
@@ -241,4 +241,28 @@ t.test('garbage after the last frame, or a scan started off a frame boundary, yi
     t.same(await scan(file, start), [], `a scan from byte ${start} finds nothing`);
   }
   t.same((await scan(file, frame.length)).length, 1, 'from the second frame boundary: the second frame');
+});
+
+t.test('small appends get zeros written ahead of them and then overwrite; large ones extend the file; a close cuts the zeros', async (t) => {
+  const dir = tempDataDir();
+  const appender = new SegmentAppender(dir, () => 1);
+  const file = path.join(dir, segmentFileName(1));
+  const small = Buffer.alloc(850, 7);
+  const first = await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: small }]);
+  t.equal(fs.statSync(file).size, first.end + ZERO_AHEAD_BYTES, 'the first small append wrote zeros ahead of its frame');
+  let last = first;
+  for (let i = 0; i < 20; i++) last = await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: small }]);
+  t.equal(fs.statSync(file).size, first.end + ZERO_AHEAD_BYTES, 'the next appends landed inside the zeros: the file did not grow');
+  t.same((await scan(file)).length, 21, 'a scan reads the 21 frames and stops at the zeros');
+
+  // Appends of 256 KiB: the mean passes 16 KiB, and the appends past the zeros extend the file.
+  const large = Buffer.alloc(256 * 1024, 9);
+  for (let i = 0; i < 12; i++) last = await appender.append([{ id: timeOrderedId(), kind: 'image', bytes: large }]);
+  t.equal(fs.statSync(file).size, last.end, 'large appends extend the file to their end, with no zeros after');
+
+  for (let i = 0; i < 30; i++) last = await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: small }]);
+  t.ok(fs.statSync(file).size > last.end, 'small appends again: zeros ahead once more');
+  await appender.close();
+  t.equal(fs.statSync(file).size, last.end, 'a close cuts the zeros: the segment ends with its last frame');
+  t.equal((await scan(file)).length, 63);
 });

@@ -5,14 +5,13 @@
  * are never undone by it; a clean stop replays nothing.
  */
 import { once } from 'node:events';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { EventStore, type CreatedEvent } from '../src/store/event-store.js';
 import { LOG_POSITION_KEY } from '../src/store/create-index.js';
 import { openDatabases } from '../src/store/lmdb-env.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
-import { until } from './support/waiting.js';
 import { presentEventJson } from '../src/events/present.js';
 import { setRecordPresenter } from '../src/store/record-codec.js';
 
@@ -155,94 +154,53 @@ t.test('a clean stop replays nothing', async (t) => {
   await reopened.close();
 });
 
-t.test('an index commit that fails cuts its batch from the log: refused creates never come back', async (t) => {
-  // Fault injection: the index commit of the second batch fails (on a device: ENOSPC or EIO
-  // while LMDB grows its file). Everything else is the real store on a real directory.
+/** EventStore with its checkpoint's LMDB commit failing as `fails(commit number)` says (fault injection). */
+async function storeWithFailingCheckpoints(t: Test, fails: (commit: number) => boolean): Promise<typeof EventStore> {
   let commits = 0;
   const real = await import('../src/store/create-index.js');
   const { EventStore: FaultyStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
     '../src/store/create-index.js': {
       ...real,
-      indexCreates: (...args: Parameters<typeof real.indexCreates>) => (++commits === 2 ? Promise.reject(new Error('EIO: injected')) : real.indexCreates(...args)),
+      indexCreates: (...args: Parameters<typeof real.indexCreates>) => (fails(++commits) ? Promise.reject(new Error('EIO: injected')) : real.indexCreates(...args)),
     },
   });
-  const dataDir = tempDataDir();
-  const store = await FaultyStore.open(dataDir);
-  const first = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
-  const refused = await store.create({ fields: NEW_EVENT_FIELDS, images: [] }).catch((err: Error) => err);
-  t.ok(refused instanceof Error, 'the create whose index commit failed is refused');
-  const third = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
-  t.ok(store.getEvent(third.id), 'the store keeps taking creates');
-  await store.close();
+  return FaultyStore;
+}
 
-  // Replay everything the log holds: the refused create is not in it.
-  const dbs = openDatabases(dataDir);
-  const position = dbs.meta.get(LOG_POSITION_KEY) as { segment: number; offset: number };
-  await dbs.root.transaction(() => {
-    dbs.meta.putSync(LOG_POSITION_KEY, { segment: position.segment, offset: 0 });
-    dbs.eventIds.removeSync(first.id);
-    dbs.meta.removeSync('counters');
-  });
-  await dbs.root.close();
+t.test('a checkpoint that fails keeps its creates in the index head: still acknowledged and readable, committed by the next one', async (t) => {
+  // Fault injection: the first checkpoint's LMDB commit fails (on a device: ENOSPC or EIO while
+  // LMDB grows its file). Everything else is the real store on a real directory.
+  const FaultyStore = await storeWithFailingCheckpoints(t, (commit) => commit === 1);
+  const dataDir = tempDataDir();
+  const errors: string[] = [];
+  const store = await FaultyStore.open(dataDir, { sinks: [], checkpointMs: 60_000, onBackgroundError: (err) => errors.push(String(err)) });
+  const first = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
+  await t.rejects(store.checkpointed(), /EIO: injected/, 'the checkpoint fails');
+  t.equal(store.getEvent(first.id)?.id, first.id, 'the create is still read, from the head');
+  t.equal(store.dbs.eventIds.get(first.id), undefined, 'and is not in LMDB');
+  const second = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
+  t.equal(store.counters().events, 2, 'the counters include the head');
+  await store.checkpointed();
+  t.same([store.dbs.eventIds.get(first.id) !== undefined, store.dbs.eventIds.get(second.id) !== undefined], [true, true], 'the next checkpoint commits both');
+  t.equal(store.counters().events, 2, 'counted once');
+  await store.close();
   const reopened = await EventStore.open(dataDir);
-  t.equal(reopened.opened.replayed, 2, 'the log holds the first and the third create');
-  t.same([reopened.dbs.events.getCount(), Boolean(reopened.getEvent(first.id)), Boolean(reopened.getEvent(third.id))], [2, true, true], 'and nothing refused');
+  t.same([reopened.opened.replayed, reopened.counters().events], [0, 2], 'a clean stop replays nothing');
   await reopened.close();
 });
 
-t.test('a failed index commit over several appended batches refuses them all and cuts them all from the log', async (t) => {
-  // Fault injection: the first index commit is held until three more batches are appended (they
-  // go into the next commit together), and that commit fails.
-  let commits = 0;
-  let releaseFirst!: () => void;
-  const firstHeld = new Promise<void>((resolve) => { releaseFirst = resolve; });
-  const real = await import('../src/store/create-index.js');
-  const { EventStore: FaultyStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
-    '../src/store/create-index.js': {
-      ...real,
-      indexCreates: async (...args: Parameters<typeof real.indexCreates>) => {
-        const commit = ++commits;
-        if (commit === 1) await firstHeld;
-        if (commit === 2) {
-          t.equal(args[1].length, 3, 'the second commit takes the three batches appended meanwhile');
-          throw new Error('EIO: injected');
-        }
-        return real.indexCreates(...args);
-      },
-    },
-  });
+t.test('creates acknowledged while every checkpoint fails come back from the log at the next open', async (t) => {
+  const FaultyStore = await storeWithFailingCheckpoints(t, () => true);
   const dataDir = tempDataDir();
-  const store = await FaultyStore.open(dataDir);
-  // The store's stage timer reports each log append: each create is sent once the one before is
-  // in the log, so each is its own batch.
-  let appends = 0;
-  store.stageTimer = (stage) => {
-    if (stage === 'log') appends++;
-  };
-  const first = store.create({ fields: NEW_EVENT_FIELDS, images: [] });
-  const waiting: Promise<unknown>[] = [];
-  for (let batch = 1; batch <= 3; batch++) {
-    await until(`log batch ${batch} appended`, () => appends >= batch); // each create its own log batch
-    waiting.push(store.create({ fields: NEW_EVENT_FIELDS, images: [] }).catch((err: Error) => err));
-  }
-  await until('the three batches appended while the first commit is held', () => appends >= 4);
-  releaseFirst();
-  const kept = await first;
-  const refused = await Promise.all(waiting);
-  t.ok(refused.every((r) => r instanceof Error), 'every create of the failed commit is refused');
-  const later = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
+  const errors: string[] = [];
+  const store = await FaultyStore.open(dataDir, { sinks: [], checkpointMs: 60_000, onBackgroundError: (err, task) => errors.push(`${task}: ${String(err)}`) });
+  const created = [await store.create({ fields: NEW_EVENT_FIELDS, images: [] }), await store.create({ fields: NEW_EVENT_FIELDS, images: [] })];
   await store.close();
-
-  const dbs = openDatabases(dataDir);
-  const position = dbs.meta.get(LOG_POSITION_KEY) as { segment: number; offset: number };
-  await dbs.root.transaction(() => {
-    dbs.meta.putSync(LOG_POSITION_KEY, { segment: position.segment, offset: 0 });
-    dbs.meta.removeSync('counters');
-  });
-  await dbs.root.close();
+  t.match(errors, [/index checkpoint: Error: EIO: injected/], 'the failed last checkpoint is reported, and the close goes on');
   const reopened = await EventStore.open(dataDir);
-  t.equal(reopened.opened.replayed, 2, 'the log holds the first and the later create only');
-  t.same([reopened.dbs.events.getCount(), Boolean(reopened.getEvent(kept.id)), Boolean(reopened.getEvent(later.id))], [2, true, true]);
+  t.equal(reopened.opened.replayed, 2, 'the log replays both creates');
+  t.same(created.map((c) => reopened.getEvent(c.id)?.id), created.map((c) => c.id));
+  t.equal(reopened.counters().events, 2);
   await reopened.close();
 });
 

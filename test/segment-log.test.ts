@@ -81,38 +81,6 @@ t.test('a damaged record frame or image is never taken for a good one', async (t
   t.same((await scan(file)).map((f) => f.kind), ['image'], 'a zeroed header (a page never written) ends the scan');
 });
 
-t.test('rollBack cuts the last append off the active segment', async (t) => {
-  const dir = tempDataDir();
-  const appender = new SegmentAppender(dir, () => 1);
-  const first = await appender.append([{ id: eventId, kind: 'record', bytes: recordData }]);
-  const second = await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: recordData }]);
-  await appender.rollBack(second);
-  const third = await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: recordData }]);
-  await appender.close();
-  t.equal(third.start, first.end, 'the next append takes the place of the rolled-back one');
-  t.equal(fs.statSync(path.join(dir, segmentFileName(1))).size, third.end);
-});
-
-t.test('rollBack reaches back over segments opened since: they are emptied, the cut one is cut', async (t) => {
-  const dir = tempDataDir();
-  let next = 1;
-  const appender = new SegmentAppender(dir, () => next++, recordData.length); // a segment per append
-  const kept = await appender.append([{ id: eventId, kind: 'record', bytes: recordData }]);
-  const cut = await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: recordData }]);
-  await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: recordData }]);
-  const latest = await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: recordData }]);
-  t.same([kept.segment, cut.segment, latest.segment], [1, 2, 4], 'each append opened a segment');
-  await appender.rollBack(cut);
-  const size = (n: number): number => fs.statSync(path.join(dir, segmentFileName(n))).size;
-  t.same([size(1), size(2), size(3), size(4)], [kept.end, 0, 0, 0], 'segments 2 to 4 hold nothing of the cut appends');
-  t.equal((await appender.rollBack(latest), size(1)), kept.end, 'a second roll-back of an append already cut changes nothing');
-  const afterId = timeOrderedId();
-  const after = await appender.append([{ id: afterId, kind: 'record', bytes: recordData }]);
-  await appender.close();
-  t.equal(after.start, 0, 'appending goes on at the start of an emptied segment');
-  t.same((await scan(path.join(dir, segmentFileName(after.segment)))).map((f) => f.id), [afterId], 'which then holds only the new append');
-});
-
 t.test('ids are UUIDv7: version 7, RFC 9562 variant, ordered by time', async (t) => {
   const early = timeOrderedId(1_700_000_000_000);
   const late = timeOrderedId(1_700_000_000_001);

@@ -72,6 +72,13 @@ export interface CleanupHooks {
   retireSegment: (segment: number) => Promise<void>;
   /** Copies a sparse segment's live blobs forward, so it can be deleted. */
   compactSegment: (segment: number) => Promise<void>;
+  /**
+   * Commits the index head to LMDB (docs/STORAGE.md, "The index head"): the cleanup then sees
+   * every event acknowledged before it began. Rejects when the checkpoint failed (the writer logs
+   * it): the cleanup goes on, but removes no segment file it does not know, since the head's
+   * newest segment may not be in LMDB yet.
+   */
+  checkpoint: () => Promise<void>;
 }
 
 const pause = () => new Promise<void>((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
@@ -152,8 +159,9 @@ export async function runCleanup(
   now = Date.now(),
 ): Promise<CleanupResult> {
   const started = performance.now();
+  const headCommitted = await hooks.checkpoint().then(() => true, () => false);
   const before = snapshot(store);
-  const consistency = await checkConsistency(store, now);
+  const consistency = await checkConsistency(store, now, headCommitted);
 
   const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays), Infinity, 'retention');
   const excess = store.counters().events - limits.maxRecords;

@@ -6,8 +6,11 @@ import type { SinkProgress } from './sink-runner.js';
 
 export type ToWorker =
   | { type: 'cleanup'; id: number }
-  /** A job the worker asked of the store's writer is done (ToMain `retire-segment`, `compact-segment`). */
-  | { type: 'writer-done'; id: number }
+  /**
+   * A job the worker asked of the store's writer is done (ToMain `retire-segment`,
+   * `compact-segment`, `checkpoint`); `failed`: a checkpoint failed, with its message.
+   */
+  | { type: 'writer-done'; id: number; failed?: string }
   | { type: 'stop' };
 
 export type ToMain =
@@ -23,6 +26,11 @@ export type ToMain =
   | { type: 'retire-segment'; id: number; segment: number }
   /** A segment's live share fell low: copy its live blobs forward (EventStore.compactSegment). */
   | { type: 'compact-segment'; id: number; segment: number }
+  /**
+   * Commit the index head to LMDB (EventStore.checkpointed; docs/STORAGE.md, "The index head"), so
+   * a cleanup sees every event acknowledged before it began.
+   */
+  | { type: 'checkpoint'; id: number }
   /** A sink shipped, failed, stalled or moved again (/stats `sinks`, /metrics). */
   | { type: 'sink-progress'; progress: SinkProgress }
   /** Changes the worker made to events (auto-finalize, cleanup deletions), for the live stream. */

@@ -58,14 +58,15 @@ function enqueue<T>(job: () => Promise<T>): Promise<T> {
   return result;
 }
 
-/** Jobs asked of the store's writer on the HTTP thread, by id, until it answers. */
-const writerJobs = new Map<number, () => void>();
+/** Jobs asked of the store's writer on the HTTP thread, by id, until it answers (with the failure of a checkpoint). */
+const writerJobs = new Map<number, (failed: string | undefined) => void>();
 let nextWriterJob = 1;
 
-function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' }>): Promise<void> {
-  return new Promise<void>((resolve) => {
+/** Asks the HTTP thread's writer for `job`; rejects only when a checkpoint failed. */
+function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' | 'checkpoint' }>): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     const id = nextWriterJob++;
-    writerJobs.set(id, resolve);
+    writerJobs.set(id, (failed) => (failed === undefined ? resolve() : reject(new Error(`index checkpoint failed: ${failed}`))));
     post({ ...job, id });
   });
 }
@@ -74,6 +75,7 @@ const hooks: CleanupHooks = {
   onReclaimed: (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }),
   retireSegment: (segment) => askWriter({ type: 'retire-segment', id: 0, segment }),
   compactSegment: (segment) => askWriter({ type: 'compact-segment', id: 0, segment }),
+  checkpoint: () => askWriter({ type: 'checkpoint', id: 0 }),
 };
 
 /** Room for a cleanup's commits on a disk ingest has filled (disk-reserve.ts). */
@@ -121,7 +123,7 @@ const shipped = Promise.all(sinks.map((sink) => runSink(store, sink, { ...sinkDe
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'writer-done') {
-    writerJobs.get(message.id)?.();
+    writerJobs.get(message.id)?.(message.failed);
     writerJobs.delete(message.id);
   } else if (message.type === 'cleanup') {
     cleanup('MANUAL').then(

@@ -112,12 +112,14 @@ export class Lifecycle {
       for (const change of message.changes) this.store.announceChange(change);
     } else if (message.type === 'reclaimed') {
       this.store.segmentsDeleted(message.segments);
-    } else if (message.type === 'retire-segment' || message.type === 'compact-segment') {
-      const reply = () => this.current?.postMessage({ type: 'writer-done', id: message.id } satisfies ToWorker);
-      const work = message.type === 'retire-segment' ? this.store.retireSegment(message.segment) : this.store.compactSegment(message.segment);
-      work.then(reply, (err: unknown) => {
-        this.log.error({ err, segment: message.segment }, `${message.type} failed`);
-        reply();
+    } else if (message.type === 'retire-segment' || message.type === 'compact-segment' || message.type === 'checkpoint') {
+      const reply = (failed?: string) => this.current?.postMessage({ type: 'writer-done', id: message.id, failed } satisfies ToWorker);
+      const work = message.type === 'checkpoint' ? this.store.checkpointed()
+        : message.type === 'retire-segment' ? this.store.retireSegment(message.segment) : this.store.compactSegment(message.segment);
+      work.then(() => reply(), (err: unknown) => {
+        this.log.error({ err, segment: 'segment' in message ? message.segment : undefined }, `${message.type} failed`);
+        // Only a checkpoint's failure changes what the cleanup does (cleanup.ts CleanupHooks).
+        reply(message.type === 'checkpoint' ? String((err as Error).message ?? err) : undefined);
       });
 
     } else if (message.type === 'ready') {

@@ -12,6 +12,22 @@ import { checksum, FRAME_HEADER_BYTES, frameHeader, type FrameKind } from './seg
 
 export const SEGMENT_ROLL_BYTES = 64 * 1024 * 1024;
 
+/**
+ * Zeros written past the log's end in one go, when appends are small (docs/STORAGE.md, "The
+ * segment log"): appends then overwrite blocks the file already has, so their fdatasync
+ * writes the data alone, not the file's new size and blocks through the file system's journal.
+ */
+export const ZERO_AHEAD_BYTES = 1024 * 1024;
+
+/**
+ * Appends smaller than this on average (bytes; an exponential mean) get zeros ahead of them. For
+ * larger ones the journal commit of a growing file is small beside the data, and zeroing ahead
+ * would write every byte twice.
+ */
+const SMALL_APPEND_BYTES = 16 * 1024;
+
+const ZEROS = Buffer.alloc(ZERO_AHEAD_BYTES);
+
 /** A frame to append: its id (file id or event id), kind and data. */
 export interface FrameToAppend {
   id: string;
@@ -35,8 +51,6 @@ export interface Appended {
   start: number;
   /** The segment's new end. */
   end: number;
-  /** Roll-backs before this append (SegmentAppender.rollBack): an append is cut by the next one. */
-  epoch: number;
 }
 
 /** File name of segment `n` inside blobs/. */
@@ -57,9 +71,10 @@ export class SegmentAppender {
   private handle: fsp.FileHandle | undefined;
   private segment = 0;
   private end = 0;
-  private epoch = 0;
-  /** Log segments this appender opened, oldest first: a roll-back may reach back over several. */
-  private opened: number[] = [];
+  /** Bytes of the active segment's file: its frames, then zeros written ahead. */
+  private fileBytes = 0;
+  /** Exponential mean of the bytes of recent appends (bytes). */
+  private meanAppend = SMALL_APPEND_BYTES;
   /** The append under way; the next one starts after it. */
   private tail: Promise<void> = Promise.resolve();
 
@@ -80,15 +95,17 @@ export class SegmentAppender {
   async resume(segment: number, committed: number): Promise<void> {
     await this.close(); // before any append: nothing under way
     this.segment = segment;
-    this.opened = [segment];
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(segment)), 'r+');
     this.end = committed;
+    this.fileBytes = (await this.handle.stat()).size;
   }
 
   /**
    * Appends frames and makes them durable (one writev + fdatasync). Appends run one after
-   * another, in call order. On failure the segment is truncated back to where the append began
-   * and the error (e.g. ENOSPC) is rethrown.
+   * another, in call order. When appends are small, the writev also writes ZERO_AHEAD_BYTES of
+   * zeros past the frames whenever they reach the end of the file, so the appends after it only
+   * overwrite. On failure the segment is truncated back to where the append began and the error
+   * (e.g. ENOSPC) is rethrown.
    */
   append(frames: FrameToAppend[]): Promise<Appended> {
     const result = this.tail.then(() => this.appendNow(frames));
@@ -109,39 +126,21 @@ export class SegmentAppender {
       placed.push({ segment: this.segment, offset: offset + FRAME_HEADER_BYTES, length: frame.bytes.length, crc });
       offset += FRAME_HEADER_BYTES + frame.bytes.length;
     }
+    this.meanAppend += ((offset - start) - this.meanAppend) / 8;
+    // A replay stops at the zeros: no frame starts with them (segment-frames.ts, magic).
+    const zeroAhead = offset > this.fileBytes && this.meanAppend < SMALL_APPEND_BYTES ? Math.max(0, Math.min(ZERO_AHEAD_BYTES, this.rollBytes - offset)) : 0;
+    if (zeroAhead > 0) buffers.push(ZEROS.subarray(0, zeroAhead));
     try {
       await writeAll(handle, buffers, start);
       await handle.datasync();
       this.end = offset;
-      return { placed, segment: this.segment, start, end: offset, epoch: this.epoch };
+      this.fileBytes = Math.max(this.fileBytes, offset + zeroAhead);
+      return { placed, segment: this.segment, start, end: offset };
     } catch (err) {
       await handle.truncate(start).catch(() => undefined);
+      this.fileBytes = Math.min(this.fileBytes, start);
       throw err;
     }
-  }
-
-  /**
-   * Cuts the log back to where `appended` began, taking every later append with it (they were
-   * made after it, so their frames follow): the frames of a batch whose index commit failed
-   * must not be replayed at the next start-up. Appends made before the cut carry the old
-   * `epoch`; later ones a higher one.
-   * @throws the fs error of a failed truncate
-   */
-  rollBack(appended: Appended): Promise<void> {
-    const result = this.tail.then(async () => {
-      if (appended.epoch !== this.epoch) return; // an earlier roll-back already cut it
-      this.epoch++;
-      // Segments opened after the cut one hold only later appends: emptied.
-      for (const later of this.opened.filter((n) => n > appended.segment)) {
-        await this.truncateSegment(later, 0);
-      }
-      await this.truncateSegment(appended.segment, appended.start);
-      // Appending goes on where the log now ends: the cut segment, or the emptied active one.
-      this.end = this.segment === appended.segment ? appended.start : 0;
-      this.opened = this.opened.filter((n) => n <= appended.segment || n === this.segment);
-    });
-    this.tail = result.then(() => undefined, () => undefined);
-    return result;
   }
 
   /** The segment appended to now (0 when none is open: the next append opens a new one). */
@@ -149,9 +148,16 @@ export class SegmentAppender {
     return this.handle ? this.segment : 0;
   }
 
-  /** Closes the active segment file, after the append under way. */
+  /**
+   * Closes the active segment file, after the append under way, cutting the zeros written ahead
+   * of its end: a segment left by a clean stop ends with its last frame.
+   */
   async close(): Promise<void> {
     await this.tail;
+    if (this.handle && this.fileBytes > this.end) {
+      await this.handle.truncate(this.end);
+      this.fileBytes = this.end;
+    }
     await this.closeHandle();
   }
 
@@ -160,24 +166,12 @@ export class SegmentAppender {
     this.handle = undefined;
   }
 
-  /** Cuts segment `segment` to `length` bytes, durably (through the open handle when active). */
-  private async truncateSegment(segment: number, length: number): Promise<void> {
-    const active = this.handle && this.segment === segment;
-    const handle = active ? this.handle! : await fsp.open(path.join(this.blobsDir, segmentFileName(segment)), 'r+');
-    try {
-      await handle.truncate(length);
-      await handle.datasync();
-    } finally {
-      if (!active) await handle.close();
-    }
-  }
-
   private async roll(): Promise<void> {
     await this.closeHandle();
     this.segment = this.allocateSegment();
-    this.opened = [...this.opened.slice(-15), this.segment];
     this.handle = await fsp.open(path.join(this.blobsDir, segmentFileName(this.segment)), 'w+');
     this.end = 0;
+    this.fileBytes = 0;
     await syncDirectory(this.blobsDir);
   }
 }

@@ -111,10 +111,12 @@ async function scrub(store: StoreView): Promise<FileRef[]> {
  * Runs the consistency pass while the store serves (start-up recovery, with the HTTP thread
  * not yet serving, is recovery.ts).
  * @param now the time (ms since the epoch), for the ages of staging and orphan files
+ * @param removeOrphans remove segment files LMDB does not know (false when the writer's index
+ *   head may hold a segment LMDB does not know yet: docs/STORAGE.md, "The index head")
  */
-export async function checkConsistency(store: StoreView, now = Date.now()): Promise<ConsistencyReport> {
+export async function checkConsistency(store: StoreView, now = Date.now(), removeOrphans = true): Promise<ConsistencyReport> {
   const stagingFilesRemoved = await removeAbandonedStaging(store, now);
-  const orphanedDiskFilesRemoved = await removeOrphanedSegments(store, now);
+  const orphanedDiskFilesRemoved = removeOrphans ? await removeOrphanedSegments(store, now) : 0;
   const dangling = [...filesOfBrokenSegments(store), ...(await scrub(store))];
   const removed = dangling.length > 0 ? await deleteFiles(store, dangling) : { files: 0 };
   return { danglingDbRecordsRemoved: removed.files, orphanedDiskFilesRemoved, stagingFilesRemoved };

@@ -4,27 +4,10 @@
  * index had not covered. Both go through `indexCreates`, so a replayed create gets exactly the
  * entries a live one gets.
  */
-import type { AppendedFrame } from './blob-log.js';
 import { EMPTY, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
-import { addToCounters, type FileKind, type StoreDatabases } from './lmdb-env.js';
-import type { EventRecord } from './record-codec.js';
-
-/** A file of a create and where its frame landed. */
-export interface PlacedFile {
-  fileId: string;
-  kind: FileKind;
-  contentType: string;
-  at: AppendedFrame;
-}
-
-/** A create whose frames are durable in the log: its record, stored value and files. */
-export interface LoggedCreate {
-  record: EventRecord;
-  /** The record as the `events` database stores it (record-codec.ts). */
-  value: Buffer;
-  files: PlacedFile[];
-}
+import { addToCounters, type StoreDatabases } from './lmdb-env.js';
+import type { LoggedCreate } from './index-head.js';
 
 /** A place in the segment log: a segment number and a byte offset in it. */
 export interface LogPosition {

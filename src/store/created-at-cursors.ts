@@ -15,6 +15,9 @@ export interface CreatedAtCursor {
   close(): void;
 }
 
+/** A cursor that yields nothing. */
+export const NO_VALUES: CreatedAtCursor = { seek: () => undefined, close: () => undefined };
+
 /** True when `a` comes at or after `b` in direction `dir`. */
 export const atOrAfter = (a: number, b: number, dir: Direction): boolean => (dir === 'asc' ? a >= b : a <= b);
 

@@ -13,13 +13,13 @@
 import type { Key } from 'lmdb';
 import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 import type { StoreView } from './store-view.js';
+import { oldestAndNewest } from './lifecycle-queries.js';
 import {
   comparableMetadataValue, createdAtOfKey, DIGEST_PREFIX, draftKey, fieldPrefix, indexableMetadataValue, indexableString, indexedValue,
   metadataPrefix, type IndexedField,
 } from './index-keys.js';
 import type { RecordMetadataValue } from './event-record.js';
 import { decodeRecord, recordByteLength, storedJson, type EventRecord } from './record-codec.js';
-import { readEventValue } from './lmdb-env.js';
 
 export type MetadataOperator = 'eq' | 'ne' | 'gt' | 'lt' | 'gte' | 'lte';
 
@@ -149,7 +149,14 @@ export function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo
   return total;
 }
 
+/** The plan of a list over LMDB, merged with the head's matching creates (index-head.ts). */
 function planCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
+  const lo = query.startTime ?? -Infinity;
+  const hi = query.endTime ?? Infinity;
+  return store.withHead(planIndexCursor(store, query, direction), lo, hi, direction, (record) => matchesQuery(record, query));
+}
+
+function planIndexCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
   const cursor = planIndexedCursor(store, query, direction);
   if (query.includeDrafts) return cursor;
   // include_drafts=false is answered from the drafts index ([D, created_at]), without reading records.
@@ -253,7 +260,7 @@ export function scanPlan(store: StoreView, plan: ScanPlan, direction: Direction,
       const full = taken === limit;
       if (full && exact) return ts;
       // Valid until the next LMDB read: checked, and copied by the sink, before the cursor moves.
-      const value = readEventValue(store.dbs, ts);
+      const value = store.eventValue(ts);
       if (!value) continue;
       if (readRecords > 0 && (readRecords >= budget.records || readBytes >= budget.bytes)) return ts;
       readRecords++;
@@ -282,8 +289,7 @@ export function countEvents(store: StoreView, query: EventQuery): EventCounts {
   const unfiltered = Object.keys(query.fields).length === 0 && query.metadata.length === 0
     && query.includeDrafts && query.startTime === undefined && query.endTime === undefined;
   if (unfiltered) {
-    const [oldest = null] = store.dbs.events.getKeys({ limit: 1 });
-    const [newest = null] = store.dbs.events.getKeys({ limit: 1, reverse: true });
+    const { oldest, newest } = oldestAndNewest(store);
     return { total, filtered: total, oldest, newest };
   }
   const needsRecords = !planIsExact(query);

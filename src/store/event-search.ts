@@ -9,7 +9,7 @@
  * store in one request. Time conditions of the top-level AND bound every cursor instead.
  */
 import type { Key } from 'lmdb';
-import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
+import { KeyRangeCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 import {
   estimateEntries, indexedAsItself, metadataIndexedExactly, metadataMatches, type MetadataCondition, type ScanPlan,
 } from './event-query.js';
@@ -259,9 +259,6 @@ function topLevelTimes(condition: SearchCondition): { lo: number; hi: number; re
   return { lo, hi, rest: rest.length === 1 ? rest[0] : { kind: 'and', all: rest } };
 }
 
-/** A cursor that yields nothing: an empty time window. */
-const NOTHING: CreatedAtCursor = { seek: () => undefined, close: () => undefined };
-
 /**
  * Plans `condition` over the store: a cursor over the created_at values of candidate events
  * (all of them matching when `exact`) and the check of a decoded record.
@@ -269,15 +266,24 @@ const NOTHING: CreatedAtCursor = { seek: () => undefined, close: () => undefined
  */
 export function planSearch(store: StoreView, condition: SearchCondition, options: SearchPlanOptions): ScanPlan {
   const matches = (record: EventRecord) => matchesCondition(record, condition);
+  const times = topLevelTimes(condition);
+  const plan = planIndexSearch(store, condition, times, options);
+  // The index head's creates (index-head.ts) are checked on their records; they all match.
+  const hi = Math.min(times.hi, options.before ?? Infinity);
+  return { ...plan, cursor: store.withHead(plan.cursor, times.lo, hi, options.direction, matches), matches };
+}
+
+/** The plan of a search over LMDB (the index head aside). */
+function planIndexSearch(store: StoreView, condition: SearchCondition, times: ReturnType<typeof topLevelTimes>, options: SearchPlanOptions): ScanPlan {
+  const matches = (record: EventRecord) => matchesCondition(record, condition);
   const { events } = store.dbs;
   const [oldest] = events.getKeys({ limit: 1 });
   const [newest] = events.getKeys({ limit: 1, reverse: true });
-  const times = topLevelTimes(condition);
   const window = {
     lo: Math.max(times.lo, oldest ?? 0),
     hi: Math.min(times.hi, options.before ?? Infinity, newest ?? 0),
   };
-  if (oldest === undefined || window.lo > window.hi) return { cursor: NOTHING, exact: true, matches };
+  if (oldest === undefined || window.lo > window.hi) return { cursor: NO_VALUES, exact: true, matches };
   const planner = new SearchPlanner(store, window, options);
   const { access, probe } = planner.plan(times.rest);
   if (access) return { cursor: access.open(), exact: access.exact, matches };

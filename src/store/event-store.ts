@@ -9,7 +9,8 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { fromDiskError } from '../errors.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
-import { indexCreates, LOG_POSITION_KEY, type LoggedCreate, type LogPosition } from './create-index.js';
+import { indexCreates, LOG_POSITION_KEY, type LogPosition } from './create-index.js';
+import { DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { RecordImage, RecordImageResults } from './event-record.js';
@@ -53,16 +54,18 @@ export interface CreatedEvent {
 }
 
 /**
- * Most appended batches one index commit takes: bounds the transaction (and the log a failed
- * commit cuts back) while keeping lmdb-js's write thread busy with few, large commits.
+ * The size trigger of a checkpoint (docs/STORAGE.md, "The index head"): a head holding this many
+ * creates, or this many bytes of records, is checkpointed at once instead of at the next tick.
  */
-const MAX_BATCHES_PER_INDEX_COMMIT = 64;
+const CHECKPOINT_EVENTS = 20_000;
+const CHECKPOINT_RECORD_BYTES = 16 * 1024 * 1024;
 
-/** A batch whose frames are durable in the log, waiting for its index commit. */
-interface AppendedBatch {
-  creates: LoggedCreate[];
-  appended: Appended;
-}
+/**
+ * A head this large means checkpoints are failing: creates are refused, with the checkpoint's
+ * error, until one succeeds, so memory stays bounded and nothing is acknowledged that LMDB cannot take.
+ */
+const MAX_HEAD_EVENTS = 200_000;
+const MAX_HEAD_RECORD_BYTES = 128 * 1024 * 1024;
 
 interface PreparedCreate {
   record: EventRecord;
@@ -85,25 +88,30 @@ export interface EventStoreOptions extends StoreOptions {
   onBackgroundError?: (err: unknown, task: string) => void;
   /** Told as the search index backfill advances (search-index.ts), and when it is done. */
   onSearchIndexProgress?: (progress: BackfillProgress, done: boolean) => void;
+  /**
+   * Longest time a create waits in the index head before a checkpoint commits it to LMDB (ms,
+   * INDEX_CHECKPOINT_MS; docs/STORAGE.md, "The index head"); DEFAULT_CHECKPOINT_MS when unset.
+   */
+  checkpointMs?: number;
 }
 
 /** The on-disk store under one DATA_DIR. */
 export class EventStore extends StoreView {
   /** The log stage: creates go into the log in batches, one append at a time. */
   private readonly committer: GroupCommitter<PreparedCreate, void>;
-  /**
-   * The index stage: appended batches are indexed in log order, those appended while a commit
-   * runs together in the next one. Resolves each batch with the error that refused it, if any.
-   */
-  private readonly indexer: GroupCommitter<AppendedBatch, Error | undefined>;
+  /** Creates durable in the log and not yet in LMDB (index-head.ts). */
+  protected override head: IndexHead;
+  /** The checkpoint under way, if any: one at a time. */
+  private checkpointRun: Promise<void> | undefined;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+  /** Why the last checkpoint failed; cleared by the next one that succeeds. */
+  private checkpointError: unknown;
   private nextSegment: number;
-  /** Appends of this epoch or older were cut from the log after a failed index commit. */
-  private cutEpoch = -1;
   /** How the open that made this store found it. */
   opened: OpenReport = { replayed: 0, skipped: [], ms: 0 };
   /**
    * Told how long each round of a create stage took (docs/OPERATIONS.md, "Metrics"): the log
-   * stage's append + fdatasync, the index stage's commit; with the batches and events of the round.
+   * stage's append + fdatasync, a checkpoint's commit; with the batches and events of the round.
    */
   stageTimer: ((stage: 'log' | 'index', batches: number, events: number, seconds: number) => void) | undefined;
   /** Changes to events once durable and visible, in that order (store-changes.ts). */
@@ -130,8 +138,8 @@ export class EventStore extends StoreView {
     super(dbs, dataDir, options);
     this.nextSegment = lastSegment + 1;
     this.changes = new StoreChanges((err) => options.onBackgroundError?.(err, 'change listener'));
+    this.head = new IndexHead(this.shipping);
     this.committer = new GroupCommitter((batch, release) => this.commitCreates(batch, release));
-    this.indexer = new GroupCommitter((batches) => this.indexBatches(batches), MAX_BATCHES_PER_INDEX_COMMIT);
   }
 
   /**
@@ -172,11 +180,15 @@ export class EventStore extends StoreView {
 
   /**
    * Stores an event and its images durably: resolves once the event's frames (its images and
-   * its record) are fdatasync'd in the segment log and its LMDB commit has made it visible
-   * (docs/STORAGE.md, "Creates").
-   * @throws AppError disk_full on ENOSPC, store_failure on any other failure
+   * its record) are fdatasync'd in the segment log, and the event is in the index head, visible
+   * to every read of this thread (docs/STORAGE.md, "Creates").
+   * @throws AppError disk_full on ENOSPC, store_failure on any other failure; either, with the
+   *   checkpoint's error as cause, while checkpoints fail and the head is full
    */
   async create(event: NewEvent): Promise<CreatedEvent> {
+    if (this.head.events >= MAX_HEAD_EVENTS || this.head.bytes >= MAX_HEAD_RECORD_BYTES) {
+      throw fromDiskError(this.checkpointError ?? new Error('the index head is full and no checkpoint has completed'));
+    }
     const prepared = this.prepare(event);
     await this.committer.submit(prepared);
     const { record } = prepared;
@@ -297,12 +309,14 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Runs `work` with no create batch under way: batches in flight finish first, creates
-   * submitted meanwhile wait and are committed after it (reset, segment retirement, compaction).
+   * Runs `work` with no create batch under way and the index head checkpointed: batches in
+   * flight finish first, creates submitted meanwhile wait and are committed after it (reset,
+   * segment retirement, compaction).
    */
   private async withCreatesPaused(work: () => Promise<void>): Promise<void> {
     await this.committer.pause();
     try {
+      await this.checkpoint();
       await work();
     } finally {
       this.committer.resume();
@@ -315,11 +329,26 @@ export class EventStore extends StoreView {
     await this.flushed();
   }
 
-  /** Waits for queued creates, then closes files and the LMDB environment. */
+  /**
+   * Resolves once every create acknowledged before the call is in LMDB (docs/STORAGE.md, "The
+   * index head"): checkpoints the head now rather than at its next tick.
+   * @throws the lmdb error of a failed checkpoint (the creates stay in the head and the log)
+   */
+  override async checkpointed(): Promise<void> {
+    await this.checkpoint();
+  }
+
+  /**
+   * Waits for queued creates and checkpoints the head, then closes files and the LMDB
+   * environment. A failed last checkpoint is reported, not thrown: its creates are in the log,
+   * and the next open replays them.
+   */
   override async close(): Promise<void> {
     this.closing = true;
     await this.backfill;
     await this.committer.whenIdle();
+    clearTimeout(this.checkpointTimer);
+    await this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
     await this.appender.close();
     await super.close();
     this.unlock();
@@ -375,9 +404,9 @@ export class EventStore extends StoreView {
   /**
    * Makes one batch durable (docs/STORAGE.md, "Creates"): each create's frames (its images,
    * then its record) are appended to the log in one writev and fdatasync'd, the durability
-   * point; `release` then lets the next batch append while this one waits for the index commit
-   * that makes its events visible before their creates are acknowledged (lmdb-js flushes that
-   * commit afterwards: the acknowledgement never waits for it).
+   * point; the batch then enters the index head, where every read of this thread finds it, and
+   * its creates are acknowledged. `release` lets the next batch append as soon as this one's
+   * append is done. A checkpoint commits the head to LMDB later, off the acknowledgement's path.
    */
   private async commitCreates(batch: PreparedCreate[], release: () => void): Promise<void[]> {
     const frames: FrameToAppend[] = [];
@@ -408,42 +437,83 @@ export class EventStore extends StoreView {
       }
       frame++; // the record frame
     });
-    const refused = await this.indexer.submit({ creates, appended });
-    if (refused) throw fromDiskError(refused);
+    this.enterHead({ creates, appended });
     return batch.map(() => undefined);
   }
 
-  /**
-   * Indexes appended batches in one LMDB transaction (docs/STORAGE.md, "Creates"): one commit
-   * per round of the index stage, however many batches the log stage appended meanwhile, so
-   * lmdb-js is never handed a second transaction while its write thread is busy. Batches the
-   * log was cut back over are refused. Should the commit fail, the log is cut back to the first
-   * of these batches (and every later append), and they are all refused: no replay stores what
-   * was refused.
-   * @returns per batch, the error that refused it (undefined: indexed)
-   */
-  private async indexBatches(batches: AppendedBatch[]): Promise<(Error | undefined)[]> {
-    const cut = new Error('an earlier batch failed to commit; the log was cut back before this one');
-    const live = batches.filter((b) => b.appended.epoch > this.cutEpoch);
-    if (live.length === 0) return batches.map(() => cut);
-    const last = live[live.length - 1].appended;
-    const creates = live.flatMap((b) => b.creates);
-    const commitStarted = performance.now();
-    try {
-      await indexCreates(this.dbs, creates, { segment: last.segment, offset: last.end }, this.shipping);
-      this.stageTimer?.('index', live.length, creates.length, (performance.now() - commitStarted) / 1000);
-    } catch (err) {
-      this.cutEpoch = live[0].appended.epoch;
-      await this.appender.rollBack(live[0].appended).catch((cause: unknown) => this.options.onBackgroundError?.(cause, 'log roll-back'));
-      return batches.map(() => err as Error);
-    }
+  /** Puts an appended batch in the head, announces its creates and schedules a checkpoint. */
+  private enterHead(batch: HeadBatch): void {
+    this.head.add(batch);
     if (this.changes.listened) {
-      for (const { creates } of live) {
-        for (const { record, value } of creates) {
-          this.announceChange({ kind: 'created', id: record.id, createdAt: record.created_at, record, json: storedJson(value) });
-        }
+      for (const { record, value } of batch.creates) {
+        this.announceChange({ kind: 'created', id: record.id, createdAt: record.created_at, record, json: storedJson(value) });
       }
     }
-    return batches.map((b) => (live.includes(b) ? undefined : cut));
+    this.scheduleCheckpoint();
+  }
+
+  /**
+   * Arranges the next checkpoint: at once when the head reached its size trigger, else after
+   * `checkpointMs` (docs/STORAGE.md, "The index head"). A failed background checkpoint is
+   * reported and tried again at the next tick.
+   */
+  private scheduleCheckpoint(): void {
+    const full = this.head.events >= CHECKPOINT_EVENTS || this.head.bytes >= CHECKPOINT_RECORD_BYTES;
+    if (!full && (this.checkpointTimer !== undefined || this.head.events === 0)) return;
+    if (full && this.checkpointRun) return; // the run under way reschedules when it ends
+    clearTimeout(this.checkpointTimer);
+    this.checkpointTimer = setTimeout(() => {
+      this.checkpointTimer = undefined;
+      this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
+    }, full ? 0 : this.options.checkpointMs ?? DEFAULT_CHECKPOINT_MS);
+    this.checkpointTimer.unref();
+  }
+
+  /**
+   * Commits every batch in the head at the time of the call to LMDB, one checkpoint at a time
+   * (docs/STORAGE.md, "The index head").
+   * @throws the lmdb error of this caller's own failed checkpoint (a failure of another
+   *   caller's run is retried here)
+   */
+  private async checkpoint(): Promise<void> {
+    const pending = this.head.pending;
+    const target = pending[pending.length - 1];
+    while (target && this.head.pending.includes(target)) {
+      if (this.checkpointRun) {
+        await this.checkpointRun.catch(() => undefined);
+        continue;
+      }
+      this.checkpointRun = this.commitHead();
+      try {
+        await this.checkpointRun;
+      } finally {
+        this.checkpointRun = undefined;
+      }
+    }
+  }
+
+  /**
+   * One checkpoint: the head's batches go to LMDB in one transaction with the log position they
+   * bring the index to (create-index.ts `indexCreates`), and leave the head in the same turn as
+   * the commit completes, so each create is always found in exactly one of the two. lmdb-js
+   * flushes the commit afterwards; until then recovery replays these creates from the log.
+   * @throws the lmdb error of a failed commit; the batches then stay in the head
+   */
+  private async commitHead(): Promise<void> {
+    const batches = this.head.pending.slice();
+    const last = batches[batches.length - 1].appended;
+    const creates = batches.flatMap((b) => b.creates);
+    const started = performance.now();
+    try {
+      await indexCreates(this.dbs, creates, { segment: last.segment, offset: last.end }, this.shipping);
+    } catch (err) {
+      this.checkpointError = err;
+      this.scheduleCheckpoint();
+      throw err;
+    }
+    this.head.drop(batches.length);
+    this.checkpointError = undefined;
+    this.stageTimer?.('index', batches.length, creates.length, (performance.now() - started) / 1000);
+    this.scheduleCheckpoint();
   }
 }

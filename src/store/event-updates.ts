@@ -2,7 +2,8 @@
  * Changes to existing events (docs/API.md, "Drafts and attachments"): finalize (by the producer or
  * by the auto-finalize sweep) and attaching a staged upload to a draft. Each change is a
  * read-modify-write inside one LMDB write transaction, so it sees every earlier commit and no
- * two changes of one event interleave; each resolves once flushed (docs/STORAGE.md, "What is
+ * two changes of one event interleave; each first waits for the index head to be checkpointed
+ * (docs/STORAGE.md, "The index head") and resolves once flushed (docs/STORAGE.md, "What is
  * durable when").
  */
 import fsp from 'node:fs/promises';
@@ -31,6 +32,19 @@ function currentMicros(): number {
   return Math.floor((performance.timeOrigin + performance.now()) * 1000);
 }
 
+/**
+ * Waits until every acknowledged create is in LMDB (store-view.ts `checkpointed`), so a change
+ * made there never misses an event still in the index head (docs/STORAGE.md, "The index head").
+ * @throws AppError disk_full or store_failure when the checkpoint fails
+ */
+async function checkpointed(store: StoreView): Promise<void> {
+  try {
+    await store.checkpointed();
+  } catch (err) {
+    throw fromDiskError(err);
+  }
+}
+
 /** Writes a changed record back; call inside a write transaction. */
 function putRecord(store: StoreView, record: EventRecord): void {
   store.dbs.events.putSync(record.created_at, encodeRecord(record));
@@ -43,6 +57,8 @@ function putRecord(store: StoreView, record: EventRecord): void {
  * @throws AppError event_not_found; disk_full or store_failure on a failed commit
  */
 export async function finalizeEvent(store: StoreView, id: string, auto = false): Promise<FinalizeOutcome> {
+  // The change is made in LMDB, underneath the index head: the event must be there first.
+  await checkpointed(store);
   const createdAt = store.getEvent(id)?.created_at;
   if (createdAt === undefined) throw new AppError('event_not_found', `Event ${id} not found`);
   let outcome: FinalizeOutcome | undefined;
@@ -94,6 +110,7 @@ export async function attachStagedBlob(store: EventStore, eventId: string, stage
   const listed: RecordAttachment = { file_id: staged.fileId, label: attachment.label, content_type: attachment.contentType, size_bytes: staged.size };
   let refusal: AppError | undefined;
   let attached: EventRecord | undefined;
+  await checkpointed(store);
   try {
     await fsp.rename(staged.path, segmentPath);
     await syncDirectory(store.blobsDir);

@@ -1,8 +1,8 @@
 /**
  * Group commit (docs/STORAGE.md, "Creates"): jobs submitted in the same event turn, or while an
  * earlier batch is committing, go together in one batch, so concurrent jobs share one commit.
- * The store runs two of these in a pipeline: the log stage (one writev + fdatasync per batch)
- * and the index stage (one LMDB transaction per batch of appended batches).
+ * The store runs one, the log stage (one writev + fdatasync per batch); the batch then enters the
+ * index head (index-head.ts).
  *
  * A batch has two stages: until `release` is called no other batch starts, so batches keep
  * submission order; after `release` the batch may still be finishing (the log stage releases

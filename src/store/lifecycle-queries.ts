@@ -8,6 +8,7 @@
  * Walks are generators over lmdb-js ranges: lazy, so a caller that stops early reads no further.
  * Times are µs since the epoch (timestamps.ts), sizes bytes.
  */
+import { NO_VALUES } from './created-at-cursors.js';
 import { createdAtOfKey, draftRange, fileAgeKey, fileAgeRange, fileOfAgeKey } from './index-keys.js';
 import type { FileRef } from './event-deletion.js';
 import type { FileEntry, SegmentEntry } from './lmdb-env.js';
@@ -68,14 +69,20 @@ export function draftsOlderThan(store: StoreView, cutoff: number, limit: number)
 /** created_at of the oldest draft, or null when there is none. */
 export function oldestDraft(store: StoreView): number | null {
   const [oldest] = draftsOlderThan(store, Infinity, 1);
-  return oldest ?? null;
+  if (oldest !== undefined) return oldest;
+  // Drafts in the index head (index-head.ts) are newer than every draft in LMDB.
+  return store.withHead(NO_VALUES, -Infinity, Infinity, 'asc', (record) => record.draft).seek(-Infinity) ?? null;
 }
 
-/** created_at of the oldest and of the newest record, each null when the store is empty. */
+/**
+ * created_at of the oldest and of the newest record, each null when the store is empty; the
+ * index head's creates (index-head.ts) are newer than every record in LMDB.
+ */
 export function oldestAndNewest(store: StoreView): { oldest: number | null; newest: number | null } {
-  const [oldest = null] = store.dbs.events.getKeys({ limit: 1 });
-  const [newest = null] = store.dbs.events.getKeys({ limit: 1, reverse: true });
-  return { oldest, newest };
+  const [oldest] = store.dbs.events.getKeys({ limit: 1 });
+  const [newest] = store.dbs.events.getKeys({ limit: 1, reverse: true });
+  const head = store.headBounds();
+  return { oldest: oldest ?? head?.oldest ?? null, newest: head?.newest ?? newest ?? null };
 }
 
 /**

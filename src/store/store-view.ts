@@ -10,6 +10,8 @@ import { BlobReader } from './blob-reader.js';
 import { openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
 import { StoredFile } from './stored-file.js';
+import type { IndexHead } from './index-head.js';
+import { UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 
 /** How a store is run. */
 export interface StoreOptions {
@@ -34,6 +36,12 @@ export class StoreView {
   readonly stagingDir: string;
   /** The sinks configured (StoreOptions.sinks). */
   readonly sinks: readonly string[];
+  /**
+   * Creates not yet checkpointed into LMDB (index-head.ts), merged into every read of this view:
+   * the HTTP thread's EventStore has one; a view of the lifecycle worker has none and reads what
+   * the last checkpoint committed (docs/STORAGE.md, "The index head").
+   */
+  protected head: IndexHead | undefined;
 
   constructor(readonly dbs: StoreDatabases, readonly dataDir: string, private readonly storeOptions: StoreOptions) {
     this.blobsDir = path.join(dataDir, 'blobs');
@@ -69,8 +77,13 @@ export class StoreView {
   /** The record of event `id`, or undefined when there is none (any string is accepted). */
   getEvent(id: string): EventRecord | undefined {
     if (id.length === 0 || id.length > MAX_ID_LENGTH) return undefined;
-    const createdAt = this.dbs.eventIds.get(id);
+    const createdAt = this.createdAtOf(id);
     return createdAt === undefined ? undefined : this.getRecord(createdAt);
+  }
+
+  /** created_at (µs) of event `id`, in LMDB or in the head. */
+  private createdAtOf(id: string): number | undefined {
+    return this.dbs.eventIds.get(id) ?? this.head?.createdAtOf(id);
   }
 
   /**
@@ -79,21 +92,46 @@ export class StoreView {
    */
   getEventJson(id: string): Buffer | undefined {
     if (id.length === 0 || id.length > MAX_ID_LENGTH) return undefined;
-    const createdAt = this.dbs.eventIds.get(id);
-    const value = createdAt === undefined ? undefined : this.dbs.events.getBinary(createdAt);
+    const createdAt = this.createdAtOf(id);
+    if (createdAt === undefined) return undefined;
+    const value = this.head?.value(createdAt) ?? this.dbs.events.getBinary(createdAt);
     return value ? storedJson(value) : undefined;
   }
 
   /** The record created at `createdAt` (µs), or undefined. */
   getRecord(createdAt: number): EventRecord | undefined {
-    const bytes = readEventValue(this.dbs, createdAt);
+    const bytes = this.eventValue(createdAt);
     return bytes ? decodeRecord(bytes) : undefined;
+  }
+
+  /**
+   * The stored value (record-codec.ts) of the event created at `createdAt` (µs), from the head or
+   * from LMDB; an LMDB value is valid only until the next LMDB read on this thread
+   * (lmdb-env.ts `readEventValue`).
+   */
+  eventValue(createdAt: number): Buffer | undefined {
+    return this.head?.value(createdAt) ?? readEventValue(this.dbs, createdAt);
+  }
+
+  /**
+   * `cursor` (over LMDB) merged with the head's creates in [lo, hi] (µs) that `accepts` passes
+   * (index-head.ts): what every list, search and count plan walks.
+   */
+  withHead(cursor: CreatedAtCursor, lo: number, hi: number, direction: Direction, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
+    if (!this.head || this.head.events === 0) return cursor;
+    return new UnionCursor([cursor, this.head.cursor(lo, hi, direction, accepts)], direction);
+  }
+
+  /** Oldest and newest created_at (µs) of the events in the head, or undefined when it is empty. */
+  headBounds(): { oldest: number; newest: number } | undefined {
+    const oldest = this.head?.oldest;
+    return oldest === undefined ? undefined : { oldest, newest: this.head!.newest! };
   }
 
   /** Where file `fileId` lives in the log, or undefined when there is no such file (inside the store only). */
   getFile(fileId: string): FileEntry | undefined {
     if (fileId.length === 0 || fileId.length > MAX_ID_LENGTH) return undefined;
-    return this.dbs.files.get(fileId);
+    return this.dbs.files.get(fileId) ?? this.head?.file(fileId);
   }
 
   /**
@@ -112,8 +150,17 @@ export class StoreView {
 
   /** The maintained counters (events, images, drafts, files, live blob bytes). */
   counters(): Counters {
-    return readCounters(this.dbs);
+    const counters = readCounters(this.dbs);
+    return this.head ? this.head.addTo(counters) : counters;
   }
+
+  /**
+   * Resolves once every create acknowledged so far is in LMDB (docs/STORAGE.md, "The index
+   * head"): a change to existing events waits for it, so it never races a create still in the
+   * head. A view without a head has nothing to wait for.
+   * @throws the lmdb error of a failed checkpoint
+   */
+  async checkpointed(): Promise<void> {}
 
   /** Bytes of LMDB pages in use: the branch, leaf and overflow pages of every database. */
   lmdbBytes(): number {

@@ -51,6 +51,7 @@ export async function openLocalStore(env: Record<string, string> = {}, sinks?: s
       },
       retireSegment: (segment) => store.retireSegment(segment),
       compactSegment: (segment) => store.compactSegment(segment),
+      checkpoint: () => store.checkpointed(),
     },
     close: () => store.close(),
   };

@@ -1,0 +1,203 @@
+/**
+ * The index head (docs/STORAGE.md, "The index head"): creates whose frames are durable in the
+ * segment log but whose LMDB entries are not yet checkpointed. It lives in memory on the HTTP
+ * thread, which merges it into every read it answers (point reads, file lookups, lists, searches,
+ * counts, counters); a checkpoint commits the oldest batches to LMDB in one transaction and drops
+ * them from the head in the same event-loop turn, so every event is found in exactly one of the two.
+ *
+ * Only creates enter the head. A change to an existing event (finalize, attach, deletion, reset,
+ * compaction) checkpoints the head first and is then made in LMDB as before, so the head never
+ * holds a change that LMDB must see underneath it.
+ */
+import type { Appended, AppendedFrame } from './blob-log.js';
+import { type CreatedAtCursor, type Direction } from './created-at-cursors.js';
+import type { Counters, FileEntry, FileKind } from './lmdb-env.js';
+import type { EventRecord } from './record-codec.js';
+
+/** A file of a create and where its frame landed. */
+export interface PlacedFile {
+  fileId: string;
+  kind: FileKind;
+  contentType: string;
+  at: AppendedFrame;
+}
+
+/** A create whose frames are durable in the log: its record, stored value and files. */
+export interface LoggedCreate {
+  record: EventRecord;
+  /** The record as the `events` database stores it (record-codec.ts). */
+  value: Buffer;
+  files: PlacedFile[];
+}
+
+/** How often the index head is checkpointed into LMDB by default (ms; INDEX_CHECKPOINT_MS). */
+export const DEFAULT_CHECKPOINT_MS = 1000;
+
+/** Creates appended to the log together, waiting in the head for their checkpoint. */
+export interface HeadBatch {
+  creates: LoggedCreate[];
+  appended: Appended;
+}
+
+/** What the head adds to LMDB's counters (lmdb-env.ts `Counters`). */
+type CounterDelta = Pick<Counters, 'events' | 'images' | 'drafts' | 'files' | 'liveBlobBytes' | 'uploadsPending'>;
+
+const NO_DELTA: CounterDelta = { events: 0, images: 0, drafts: 0, files: 0, liveBlobBytes: 0, uploadsPending: 0 };
+
+/** A cursor over a sorted array of created_at values (µs). */
+class SortedValuesCursor implements CreatedAtCursor {
+  constructor(private readonly values: number[], private readonly dir: Direction) {}
+
+  seek(ts: number): number | undefined {
+    const { values } = this;
+    // First index whose value is >= ts.
+    let lo = 0;
+    let hi = values.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (values[mid] < ts) lo = mid + 1;
+      else hi = mid;
+    }
+    if (this.dir === 'asc') return values[lo];
+    // Descending: the last value <= ts.
+    const at = lo < values.length && values[lo] === ts ? lo : lo - 1;
+    return at >= 0 ? values[at] : undefined;
+  }
+
+  close(): void {}
+}
+
+/** The in-memory head of the index; see the module comment. */
+export class IndexHead {
+  private batches: HeadBatch[] = [];
+  /** created_at of every create in the head, ascending (the log assigns them in increasing order). */
+  private order: number[] = [];
+  private readonly creates = new Map<number, LoggedCreate>();
+  private readonly ids = new Map<string, number>();
+  private readonly files = new Map<string, FileEntry>();
+  private delta: CounterDelta = { ...NO_DELTA };
+  /** Bytes of records and blobs in the head: what the size trigger of a checkpoint weighs. */
+  bytes = 0;
+
+  constructor(private readonly shipping: boolean) {}
+
+  /** Creates in the head. */
+  get events(): number {
+    return this.order.length;
+  }
+
+  /** Batches in the head, oldest first (a checkpoint commits a prefix of them). */
+  get pending(): readonly HeadBatch[] {
+    return this.batches;
+  }
+
+  /** Adds a batch whose frames are durable in the log; its creates are visible from now on. */
+  add(batch: HeadBatch): void {
+    this.batches.push(batch);
+    for (const create of batch.creates) {
+      const { record, value } = create;
+      this.order.push(record.created_at);
+      this.creates.set(record.created_at, create);
+      this.ids.set(record.id, record.created_at);
+      for (const file of create.files) {
+        const { at } = file;
+        this.files.set(file.fileId, {
+          segment: at.segment, offset: at.offset, length: at.length, kind: file.kind,
+          contentType: file.contentType, event: record.created_at, crc: at.crc,
+        });
+        this.bytes += at.length;
+      }
+      this.bytes += value.length;
+      this.count(create, 1);
+    }
+  }
+
+  /**
+   * Drops the first `n` batches: their checkpoint has committed them to LMDB. Call in the same
+   * event-loop turn as the commit's completion, so no read sees an event twice or not at all.
+   */
+  drop(n: number): void {
+    for (const batch of this.batches.splice(0, n)) {
+      for (const create of batch.creates) {
+        const { record, value } = create;
+        this.creates.delete(record.created_at);
+        this.ids.delete(record.id);
+        for (const file of create.files) {
+          this.files.delete(file.fileId);
+          this.bytes -= file.at.length;
+        }
+        this.bytes -= value.length;
+        this.count(create, -1);
+      }
+      this.order.splice(0, batch.creates.length);
+    }
+  }
+
+  /** Empties the head without a checkpoint (a failed reset's caller has checkpointed first). */
+  clear(): void {
+    this.drop(this.batches.length);
+  }
+
+  /** created_at of event `id` when it is in the head. */
+  createdAtOf(id: string): number | undefined {
+    return this.ids.get(id);
+  }
+
+  /** The stored value (record-codec.ts) of the create at `createdAt` when it is in the head. */
+  value(createdAt: number): Buffer | undefined {
+    return this.creates.get(createdAt)?.value;
+  }
+
+  /** Where file `fileId` lives in the log when its create is in the head. */
+  file(fileId: string): FileEntry | undefined {
+    return this.files.get(fileId);
+  }
+
+  /** Oldest and newest created_at in the head (µs), or undefined when it is empty. */
+  get oldest(): number | undefined {
+    return this.order[0];
+  }
+
+  get newest(): number | undefined {
+    return this.order[this.order.length - 1];
+  }
+
+  /** Counters with the head's creates added (`uploadsPending` counts them only when shipping). */
+  addTo(counters: Counters): Counters {
+    const d = this.delta;
+    if (d.events === 0) return counters;
+    return {
+      ...counters,
+      events: counters.events + d.events,
+      images: counters.images + d.images,
+      drafts: counters.drafts + d.drafts,
+      files: counters.files + d.files,
+      liveBlobBytes: counters.liveBlobBytes + d.liveBlobBytes,
+      uploadsPending: counters.uploadsPending + d.uploadsPending,
+    };
+  }
+
+  /**
+   * A cursor over the head's creates with created_at in [lo, hi] (µs) whose record passes
+   * `accepts`, in `direction`: merged with an LMDB cursor by a UnionCursor (created-at-cursors.ts).
+   * Records are checked when the cursor is made; it is a snapshot, for a synchronous scan.
+   */
+  cursor(lo: number, hi: number, direction: Direction, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
+    const values: number[] = [];
+    for (const createdAt of this.order) {
+      if (createdAt < lo || createdAt > hi) continue;
+      if (accepts(this.creates.get(createdAt)!.record)) values.push(createdAt);
+    }
+    return new SortedValuesCursor(values, direction);
+  }
+
+  private count({ record, files }: LoggedCreate, sign: 1 | -1): void {
+    const d = this.delta;
+    d.events += sign;
+    d.images += sign * record.images.length;
+    if (record.draft) d.drafts += sign;
+    else if (this.shipping) d.uploadsPending += sign;
+    d.files += sign * files.length;
+    for (const file of files) d.liveBlobBytes += sign * file.at.length;
+  }
+}

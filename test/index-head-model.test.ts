@@ -1,0 +1,183 @@
+/**
+ * The index head against a model (docs/STORAGE.md, "The index head"): random sequences of
+ * creates, finalizes, deletions, resets, checkpoints and restarts run on a real store in a temp
+ * dir and on a plain in-memory model. After every step, every list, count, search and point read
+ * must equal the model's answer, whether the events are still in the head, already in LMDB, or
+ * some of each.
+ */
+import fc from 'fast-check';
+import t from 'tap';
+import { EventStore, type NewEvent } from '../src/store/event-store.js';
+import { countEvents, scanEvents, scanPlan, type EventQuery } from '../src/store/event-query.js';
+import { planSearch, type SearchCondition } from '../src/store/event-search.js';
+import { deleteRecords } from '../src/store/event-deletion.js';
+import { finalizeEvent } from '../src/store/event-updates.js';
+import { presentEventJson } from '../src/events/present.js';
+import { setRecordPresenter } from '../src/store/record-codec.js';
+import { tempDataDir } from './support/store-server.js';
+
+setRecordPresenter(presentEventJson);
+
+const DEVICES = ['cam-a', 'cam-b', 'cam-c'];
+
+interface ModelEvent {
+  id: string;
+  createdAt: number;
+  device: string;
+  line: number;
+  draft: boolean;
+}
+
+type Command =
+  | { kind: 'create'; device: number; line: number; draft: boolean }
+  | { kind: 'finalize'; pick: number }
+  | { kind: 'delete'; pick: number }
+  | { kind: 'checkpoint' }
+  | { kind: 'restart' }
+  | { kind: 'reset' };
+
+const command: fc.Arbitrary<Command> = fc.oneof(
+  { weight: 8, arbitrary: fc.record({ kind: fc.constant('create' as const), device: fc.nat(2), line: fc.integer({ min: 1, max: 2 }), draft: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('finalize' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'checkpoint' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },
+);
+
+function newEvent(device: string, line: number, draft: boolean): NewEvent {
+  return {
+    fields: {
+      solution: null, workflow_id: null, workflow_version: null, inference_timestamp: '2026-11-22T01:00:00Z',
+      device_id: device, stream_id: null, image_id: null, event_schema: 'custom', event_data: {},
+      custom_metadata: { line }, display_image_position: null, draft,
+    },
+    images: [],
+  };
+}
+
+function query(overrides: Partial<EventQuery>): EventQuery {
+  return { fields: {}, metadata: [], startTime: undefined, endTime: undefined, includeDrafts: true, direction: 'desc', limit: 1000, ...overrides };
+}
+
+/** The lists the store is asked after every step, each with the model's filter. */
+function listQueries(model: ModelEvent[]): { name: string; query: EventQuery; keep: (e: ModelEvent) => boolean }[] {
+  const middle = model.length > 0 ? model[Math.floor(model.length / 2)].createdAt : 0;
+  return [
+    { name: 'all, newest first', query: query({}), keep: () => true },
+    { name: 'all, oldest first', query: query({ direction: 'asc' }), keep: () => true },
+    { name: 'device_id=cam-a', query: query({ fields: { device_id: ['cam-a'] } }), keep: (e) => e.device === 'cam-a' },
+    { name: 'device_ids=cam-b,cam-c, oldest first', query: query({ fields: { device_id: ['cam-b', 'cam-c'] }, direction: 'asc' }), keep: (e) => e.device !== 'cam-a' },
+    { name: 'include_drafts=false', query: query({ includeDrafts: false }), keep: (e) => !e.draft },
+    { name: 'metadata line eq 2 and device cam-b', query: query({ fields: { device_id: ['cam-b'] }, metadata: [{ key: 'line', op: 'eq', value: '2' }] }), keep: (e) => e.line === 2 && e.device === 'cam-b' },
+    { name: 'metadata line gt 1', query: query({ metadata: [{ key: 'line', op: 'gt', value: '1' }] }), keep: (e) => e.line > 1 },
+    { name: 'from the middle on', query: query({ startTime: middle }), keep: (e) => e.createdAt >= middle },
+    { name: 'up to the middle, finalized only, oldest first', query: query({ endTime: middle, includeDrafts: false, direction: 'asc' }), keep: (e) => e.createdAt <= middle && !e.draft },
+  ];
+}
+
+/** The searches asked after every step, each with the model's filter. */
+const SEARCHES: { name: string; condition: SearchCondition; keep: (e: ModelEvent) => boolean }[] = [
+  { name: 'device:cam-a OR device:cam-c', condition: { kind: 'or', any: [{ kind: 'field', field: 'device_id', value: 'cam-a' }, { kind: 'field', field: 'device_id', value: 'cam-c' }] }, keep: (e) => e.device !== 'cam-b' },
+  { name: 'draft:true', condition: { kind: 'draft', draft: true }, keep: (e) => e.draft },
+  { name: '-device:cam-a', condition: { kind: 'not', condition: { kind: 'field', field: 'device_id', value: 'cam-a' } }, keep: (e) => e.device !== 'cam-a' },
+  { name: 'meta.line:1 device:cam-b', condition: { kind: 'and', all: [{ kind: 'metadata', condition: { key: 'line', op: 'eq', value: '1' } }, { kind: 'field', field: 'device_id', value: 'cam-b' }] }, keep: (e) => e.line === 1 && e.device === 'cam-b' },
+  { name: '*', condition: { kind: 'all' }, keep: () => true },
+];
+
+const BUDGET = { records: 1_000_000, bytes: 1 << 30 };
+
+function listIds(store: EventStore, q: EventQuery): string[] {
+  const ids: string[] = [];
+  // Pages of 3, each continued from the previous one's next value, as a client pages.
+  let next: number | null | undefined;
+  do {
+    const bound = next ?? undefined;
+    const page = q.direction === 'asc' ? { ...q, limit: 3, startTime: bound ?? q.startTime } : { ...q, limit: 3, endTime: bound ?? q.endTime };
+    next = scanEvents(store, page, BUDGET, { add: (json) => ids.push(JSON.parse(Buffer.from(json).toString()).id) > 0 });
+  } while (next !== null);
+  return ids;
+}
+
+function searchIds(store: EventStore, condition: SearchCondition): string[] {
+  const ids: string[] = [];
+  const plan = planSearch(store, condition, { searchIndexReady: store.searchIndexReady, direction: 'desc' });
+  scanPlan(store, plan, 'desc', 1000, BUDGET, { add: (json) => ids.push(JSON.parse(Buffer.from(json).toString()).id) > 0 });
+  return ids;
+}
+
+/** Compares every read of the store with the model; returns the first difference, or undefined. */
+function difference(store: EventStore, model: ModelEvent[]): string | undefined {
+  const newestFirst = [...model].reverse();
+  for (const { name, query: q, keep } of listQueries(model)) {
+    const expected = (q.direction === 'asc' ? model : newestFirst).filter(keep).map((e) => e.id);
+    const got = listIds(store, q);
+    if (JSON.stringify(got) !== JSON.stringify(expected)) return `list ${name}: got ${got.length} ${JSON.stringify(got)}, expected ${expected.length} ${JSON.stringify(expected)}`;
+    const counts = countEvents(store, q);
+    const matching = model.filter(keep);
+    const want = { total: model.length, filtered: matching.length, oldest: matching[0]?.createdAt ?? null, newest: matching.at(-1)?.createdAt ?? null };
+    if (JSON.stringify(counts) !== JSON.stringify(want)) return `count ${name}: got ${JSON.stringify(counts)}, expected ${JSON.stringify(want)}`;
+  }
+  for (const { name, condition, keep } of SEARCHES) {
+    const expected = newestFirst.filter(keep).map((e) => e.id);
+    const got = searchIds(store, condition);
+    if (JSON.stringify(got) !== JSON.stringify(expected)) return `search ${name}: got ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`;
+  }
+  for (const e of model) {
+    const record = store.getEvent(e.id);
+    if (record?.created_at !== e.createdAt || record.draft !== e.draft) return `point read ${e.id}: ${JSON.stringify(record && { created_at: record.created_at, draft: record.draft })}`;
+    if (store.getEventJson(e.id) === undefined) return `point read (JSON) ${e.id}: missing`;
+  }
+  const counters = store.counters();
+  const drafts = model.filter((e) => e.draft).length;
+  if (counters.events !== model.length || counters.drafts !== drafts) return `counters: ${JSON.stringify(counters)}, expected ${model.length} events, ${drafts} drafts`;
+  return undefined;
+}
+
+t.test('lists, counts, searches and point reads equal the model with events in the head, in LMDB, or both', async (t) => {
+  let runs = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 30 }), async (commands) => {
+      runs++;
+      const dataDir = tempDataDir();
+      // No timed checkpoint within a run: only the commands move events from the head to LMDB.
+      const options = { sinks: [], checkpointMs: 60_000 };
+      let store = await EventStore.open(dataDir, options);
+      let model: ModelEvent[] = [];
+      try {
+        for (const [step, c] of commands.entries()) {
+          if (c.kind === 'create') {
+            const device = DEVICES[c.device];
+            const created = await store.create(newEvent(device, c.line, c.draft));
+            model.push({ id: created.id, createdAt: created.created_at, device, line: c.line, draft: c.draft });
+          } else if (c.kind === 'finalize' && model.length > 0) {
+            const e = model[c.pick % model.length];
+            await finalizeEvent(store, e.id);
+            e.draft = false;
+          } else if (c.kind === 'delete' && model.length > 0) {
+            // The lifecycle worker deletes only what it sees: events already checkpointed into LMDB.
+            const e = model[c.pick % model.length];
+            if (store.dbs.eventIds.get(e.id) !== undefined) {
+              await deleteRecords(store, [e.createdAt], 'retention');
+              model = model.filter((m) => m !== e);
+            }
+          } else if (c.kind === 'checkpoint') {
+            await store.checkpointed();
+          } else if (c.kind === 'restart') {
+            await store.close();
+            store = await EventStore.open(dataDir, options);
+          } else if (c.kind === 'reset') {
+            await store.clearAll();
+            model = [];
+          }
+          const diff = difference(store, model);
+          if (diff) throw new Error(`after step ${step} (${JSON.stringify(c)}): ${diff}`);
+        }
+      } finally {
+        await store.close();
+      }
+    }),
+    { numRuns: 40 },
+  );
+  t.equal(runs >= 40, true, 'every run compared');
+});
