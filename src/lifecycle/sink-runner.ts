@@ -12,8 +12,12 @@ import { markShipped, sinkBacklog, unshipped } from '../store/sink-ledger.js';
 import type { StoreView } from '../store/store-view.js';
 import { backoffDelay, pause, type BackoffOptions } from './cloud-client.js';
 
-/** Pause (ms) between looks at a ledger the sink has caught up with. */
-const POLL_MS = 1000;
+/**
+ * Pause (ms) between looks at a ledger the sink has caught up with. A finalized create enters the
+ * ledger with the checkpoint that commits it (docs/STORAGE.md, "The index head"), about a second
+ * after its 201, so a short look keeps shipping within about that second plus this.
+ */
+const POLL_MS = 250;
 /** No progress for this long (ms) while entries wait is a stall. */
 export const STALL_MS = 60_000;
 /** How often (ms) the watchdog looks for a stall. */
