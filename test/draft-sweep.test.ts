@@ -44,9 +44,6 @@ t.test('the sweep closes exactly the drafts created before its cutoff', async (t
   const finalized = await local.create(smallEvent());
   const younger = await local.create(smallEvent({ draft: true }));
   const at = drafts.map((d) => local.createdAt(d.id));
-  // The sweep runs in the lifecycle worker, which sees what a checkpoint committed to LMDB
-  // (docs/STORAGE.md, "The index head"): here, on the writer's own store, checkpoint first.
-  await local.store.checkpointed();
   const state = (id: string) => {
     const record = local.store.getEvent(id)!;
     return { draft: record.draft, closed: record.finalized_at !== null, auto: record.auto_finalized_at !== null };

@@ -92,9 +92,6 @@ t.test('any query, any page size, with or without the search index: exactly the 
   const local = await openLocalStore();
   t.teardown(() => local.close());
   await seed(local);
-  // The oracle reads every record from LMDB: the index head is checkpointed first (how searches
-  // merge the head is test/index-head-model.test.ts's subject).
-  await local.store.checkpointed();
   const records = [...local.store.dbs.events.getRange({ reverse: true })].map(({ value }) => decodeRecord(value));
   let nonEmpty = 0;
   fc.assert(fc.property(query, fc.integer({ min: 1, max: 60 }), fc.boolean(), (q, limit, indexed) => {

@@ -65,11 +65,16 @@ export function unshipped(store: StoreView, sink: string, limit: number): Ledger
   return [...store.dbs.index.getKeys({ ...ledgerRange(after + 1), limit })].map(entryOfKey);
 }
 
-/** What `sink` has not shipped: entries, and the created_at (µs) of the oldest (null: none). */
+/**
+ * What `sink` has not shipped: entries, and the created_at (µs) of the oldest (null: none). On
+ * the writer's view, finalized creates still in the index head count too (store-view.ts
+ * `headShippable`): they enter the ledger with their checkpoint.
+ */
 export function sinkBacklog(store: StoreView, sink: string): { events: number; oldestCreatedAt: number | null } {
   const cursor = sinkCursor(store.dbs, sink);
   const [oldest] = unshipped(store, sink, 1);
-  return { events: Math.max(0, readCounters(store.dbs).ledgerSeq - cursor), oldestCreatedAt: oldest?.createdAt ?? null };
+  const head = store.headShippable();
+  return { events: Math.max(0, readCounters(store.dbs).ledgerSeq - cursor) + head.events, oldestCreatedAt: oldest?.createdAt ?? head.oldest };
 }
 
 /**

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { StoreChange } from './store-changes.js';
 import { BlobReader } from './blob-reader.js';
-import { openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
+import { EMPTY_COUNTERS, openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
 import { StoredFile } from './stored-file.js';
 import type { IndexHead } from './index-head.js';
@@ -120,6 +120,17 @@ export class StoreView {
   withHead(cursor: CreatedAtCursor, lo: number, hi: number, direction: Direction, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
     if (!this.head || this.head.events === 0) return cursor;
     return new UnionCursor([cursor, this.head.cursor(lo, hi, direction, accepts)], direction);
+  }
+
+  /**
+   * Finalized creates in the head when sinks are configured: they enter the shipping ledger with
+   * the checkpoint that commits them (sink-ledger.ts), so a backlog counts them meanwhile.
+   * `oldest` is the created_at (µs) of the oldest, null when there is none.
+   */
+  headShippable(): { events: number; oldest: number | null } {
+    if (!this.head || !this.shipping) return { events: 0, oldest: null };
+    const oldest = this.head.cursor(-Infinity, Infinity, 'asc', (record) => !record.draft).seek(-Infinity) ?? null;
+    return { events: this.head.addTo(EMPTY_COUNTERS).uploadsPending, oldest };
   }
 
   /** Oldest and newest created_at (µs) of the events in the head, or undefined when it is empty. */

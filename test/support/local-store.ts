@@ -2,7 +2,10 @@
  * The store opened in the test's own process, without HTTP or the lifecycle worker: for tests
  * that hand the lifecycle code the time it would read from the clock (`runCleanup`'s `now`,
  * `sweepDrafts`'s cutoff) instead of sleeping until it comes. Events are created through the
- * same `createEvent` the HTTP route calls, into a real LMDB and segment log in a temp dir.
+ * same `createEvent` the HTTP route calls, into a real LMDB and segment log in a temp dir, and
+ * each is checkpointed into LMDB before `create` resolves: the lifecycle code these tests drive
+ * runs in the worker, which sees only what checkpoints committed (docs/STORAGE.md, "The index
+ * head"). How reads merge the head is test/index-head-model.test.ts's subject.
  */
 import { configuredSinks, loadConfig, type Config } from '../../src/config.js';
 import { createEvent, type CreateResponse } from '../../src/events/create-event.js';
@@ -16,7 +19,7 @@ export interface LocalStore {
   store: EventStore;
   config: Config;
   dataDir: string;
-  /** Creates an event from a request body, as `POST /v2/events` does; resolves with its 201 body. */
+  /** Creates an event from a request body, as `POST /v2/events` does, and checkpoints it; resolves with its 201 body. */
   create(body: unknown): Promise<CreateResponse>;
   /** created_at (µs) of a stored event. */
   createdAt(id: string): number;
@@ -39,7 +42,11 @@ export async function openLocalStore(env: Record<string, string> = {}, sinks?: s
     store,
     config,
     dataDir,
-    create: (body) => createEvent(store, config, body),
+    async create(body) {
+      const created = await createEvent(store, config, body);
+      await store.checkpointed();
+      return created;
+    },
     createdAt(id) {
       const record = store.getEvent(id);
       if (!record) throw new Error(`event ${id} not stored`);
