@@ -3,9 +3,9 @@
  * (docs/OPERATIONS.md, "The Debian package") with dpkg-deb:
  * - /usr/lib/edge-events: the release tarball installed with its production dependencies only
  *   (`npm install --global` of the tarball into a staging prefix), pruned to this machine's native
- *   binaries by the postinstall's rule (pruneHostBinaries, run again here in case npm skipped
- *   install scripts; docs/OPERATIONS.md, "Footprint"), refused when any native addon left is for
- *   another machine;
+ *   binaries, without its dependencies' source maps and TypeScript sources, by the postinstall's
+ *   rule (pruneHostBinaries, run again here in case npm skipped install scripts; docs/OPERATIONS.md,
+ *   "Footprint"), refused when any native addon left is for another machine;
  * - /usr/bin/edge-events, a symlink to the package's dist/src/cli.js (`#!/usr/bin/env node`);
  * - /lib/systemd/system/edge-events.service, the shipped unit, with the drop-in
  *   packaging/deb/service-user.conf (the system user edge-events);

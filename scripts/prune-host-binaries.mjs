@@ -5,7 +5,9 @@
  * (the .deb build runs the same): of the two uWebSockets.js packages (about 227 MB of every
  * platform's binaries), one binary per Node version the package supports (and the installing
  * Node's) that the loader picks on this platform, arch and libc; node-gyp-build's prebuilds of
- * other platforms. Run it again by hand after `--ignore-scripts`.
+ * other platforms; addons tagged for the other libc (musl on glibc, glibc on musl); and the
+ * dependencies' source maps and TypeScript sources, which Node never loads. Run it again by hand
+ * after `--ignore-scripts`.
  *
  * Plain JavaScript, not TypeScript: it runs at install time, with the built dist/ the tarball
  * holds. Does nothing in a source checkout (tsconfig.json beside package.json: the tests load
@@ -29,7 +31,10 @@ async function main() {
   for (const failure of report.failed) console.warn(`edge-event-store: kept ${failure}`);
   const where = `${host.platform}-${host.arch}${host.glibc ? `, glibc ${host.glibc}` : ''}`;
   const kept = report.keptUws.length > 0 ? report.keptUws.map((file) => path.basename(file)).join(', ') : 'none (no build serves here: the store will use node:http)';
-  console.log(`edge-event-store: removed ${report.removed.length} native binaries of other machines and Node versions (${Math.round(report.removedBytes / 1e6)} MB); uWebSockets.js kept for ${where}: ${kept}`);
+  const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
+  const { 'native binary': binaries, 'source map': maps, 'TypeScript source': sources } = report.removedByKind;
+  console.log(`edge-event-store: removed ${mb(report.removedBytes)} this machine never loads: ${binaries.count} native binaries of other machines, libcs and Node versions (${mb(binaries.bytes)}), `
+    + `${maps.count} source maps (${mb(maps.bytes)}) and ${sources.count} TypeScript sources (${mb(sources.bytes)}) of dependencies; uWebSockets.js kept for ${where}: ${kept}`);
 }
 
 main().catch((err) => console.warn(`edge-event-store: native binaries not pruned, all kept: ${err.message}`));

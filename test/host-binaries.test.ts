@@ -2,16 +2,23 @@
  * Which native binaries an install keeps (docs/OPERATIONS.md, "Footprint"): the rule over a table
  * of hosts, the Node ABIs taken from package.json's engines, the prune of a tree holding the
  * pinned uWebSockets.js packages' real file names (empty files) and node-gyp-build prebuilds, and
- * the loader's answer when the binary it would load was removed.
+ * the loader's answer when the binary it would load was removed. Then the dependencies' files
+ * Node never loads: the addons of the other libc (lmdb's, msgpackr-extract's and utf-8-validate's
+ * real names), with their own loaders run in a child process as glibc and as musl to show that
+ * what they pick stays; source maps and TypeScript sources, never the store's own files.
  */
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import t from 'tap';
 import { fallbackNotice } from '../src/http/engine-choice.js';
 import { uwsBinariesToKeep, UWS_BUILDS, type InstalledBuilds, type UwsHost } from '../src/http/uws/uws-builds.js';
 import { loadUws } from '../src/http/uws/uws-loader.js';
-import { nodeAbisToKeep, pruneHostBinaries } from '../src/install/host-binaries.js';
+import { devFileKind } from '../src/install/dependency-dev-files.js';
+import { nodeAbisToKeep, otherLibcBinaries, pruneHostBinaries } from '../src/install/host-binaries.js';
 import { packageRoot } from '../src/paths.js';
 
 const PINNED: InstalledBuilds = { 'btc-vision': '20.57.0', trufflesuite: '20.30.0-unofficial.0' };
@@ -108,4 +115,133 @@ t.test('a binary the install removed: the loader says so and the store would fal
   t.same(report.failures.map((failure) => failure.build.id), ['btc-vision'], 'the one candidate for Node 24 there');
   t.match(report.failures[0]?.error, /^its binary uws_linux_x64_137\.node is not installed: .*reinstall the package under this Node \(docs\/OPERATIONS\.md, "Footprint"\)$/);
   t.match(fallbackNotice(report, 'v24.11.1'), '@btc-vision/uwebsockets.js@20.57.0: did not load (its binary uws_linux_x64_137.node is not installed');
+});
+
+/**
+ * Dependencies' files in the tree at `root`, each as `[path under root, content]`: lmdb's and
+ * msgpackr-extract's platform packages and utf-8-validate's linux-x64 prebuilds with the addon
+ * names they ship (lmdb 3.5.6, msgpackr-extract 3.0.7, utf-8-validate 6.0.3; empty files), the
+ * package.json files their loaders read, source maps of every kind, TypeScript sources and
+ * declarations, a data file that merely ends in `.map`, and the store's own dist/.
+ */
+const DEPENDENCY_FILES: Record<string, string> = {
+  'node_modules/lmdb/package.json': JSON.stringify({ name: 'lmdb', version: '3.5.6', main: 'dist/index.cjs' }),
+  'node_modules/lmdb/dist/index.cjs': '',
+  'node_modules/lmdb/dist/index.cjs.map': '{}',
+  'node_modules/@lmdb/lmdb-linux-x64/package.json': JSON.stringify({ name: '@lmdb/lmdb-linux-x64', version: '3.5.6', os: ['linux'], cpu: ['x64'] }),
+  'node_modules/@lmdb/lmdb-linux-x64/index.js': '',
+  'node_modules/@lmdb/lmdb-linux-x64/node.abi115.glibc.node': 'x',
+  'node_modules/@lmdb/lmdb-linux-x64/node.abi127.glibc.node': 'x',
+  'node_modules/@lmdb/lmdb-linux-x64/node.napi.glibc.node': 'x',
+  'node_modules/@lmdb/lmdb-linux-x64/node.napi.musl.node': 'x',
+  'node_modules/msgpackr-extract/package.json': JSON.stringify({ name: 'msgpackr-extract', version: '3.0.7' }),
+  'node_modules/@msgpackr-extract/msgpackr-extract-linux-x64/package.json': JSON.stringify({ name: '@msgpackr-extract/msgpackr-extract-linux-x64', version: '3.0.7' }),
+  'node_modules/@msgpackr-extract/msgpackr-extract-linux-x64/index.js': '',
+  'node_modules/@msgpackr-extract/msgpackr-extract-linux-x64/node.abi115.glibc.node': 'x',
+  'node_modules/@msgpackr-extract/msgpackr-extract-linux-x64/node.abi115.musl.node': 'x',
+  'node_modules/@msgpackr-extract/msgpackr-extract-linux-x64/node.napi.glibc.node': 'x',
+  'node_modules/@msgpackr-extract/msgpackr-extract-linux-x64/node.napi.musl.node': 'x',
+  'node_modules/utf-8-validate/package.json': JSON.stringify({ name: 'utf-8-validate', version: '6.0.3' }),
+  'node_modules/utf-8-validate/prebuilds/linux-x64/node.napi.musl.node': 'x',
+  'node_modules/@node-rs/crc32-linux-x64-gnu/crc32.linux-x64-gnu.node': 'x',
+  'node_modules/@img/sharp-linux-x64/lib/sharp-linux-x64-0.35.5.node': 'x',
+  'node_modules/swagger-ui-dist/swagger-ui.css': '',
+  'node_modules/swagger-ui-dist/swagger-ui.css.map': '{}',
+  'node_modules/swagger-ui-dist/swagger-ui-bundle.js.map': '{}',
+  'node_modules/zod/index.js': '',
+  'node_modules/zod/index.d.ts': '',
+  'node_modules/zod/index.d.cts': '',
+  'node_modules/zod/index.d.mts': '',
+  'node_modules/zod/styles.d.css.ts': '',
+  'node_modules/zod/index.d.ts.map': '{}',
+  'node_modules/zod/index.mjs.map': '{}',
+  'node_modules/zod/index.cjs.map': '{}',
+  'node_modules/zod/src/index.ts': '',
+  'node_modules/zod/src/v4.mts': '',
+  'node_modules/zod/src/v4.cts': '',
+  'node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js.map': '{}',
+  'node_modules/@modelcontextprotocol/sdk/dist/cjs/server/index.d.ts.map': '{}',
+  'node_modules/some-ui/Component.tsx': '',
+  'node_modules/some-ui/Component.jsx.map': '{}',
+  'node_modules/geo-data/regions.map': 'data, not a source map',
+  'dist/src/cli.js': '',
+  'dist/src/cli.js.map': '{}',
+  'page/index.ts': '',
+};
+
+/** Adds DEPENDENCY_FILES to the tree at `root`. */
+function addDependencyFiles(root: string): void {
+  for (const [file, content] of Object.entries(DEPENDENCY_FILES)) {
+    fs.mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    fs.writeFileSync(path.join(root, file), content);
+  }
+}
+
+t.test('which dependency files Node never loads', async (t) => {
+  const kinds = Object.fromEntries(['a.js.map', 'a.cjs.map', 'a.mjs.map', 'a.css.map', 'a.d.ts.map', 'a.d.mts.map', 'a.jsx.map', 'a.ts', 'a.mts', 'a.cts', 'a.tsx',
+    'a.d.ts', 'a.d.mts', 'a.d.cts', 'a.d.css.ts', 'a.js', 'a.map', 'a.json', 'tsconfig.json', 'a.node'].map((name) => [name, devFileKind(name) ?? 'kept']));
+  t.same(kinds, {
+    'a.js.map': 'source map', 'a.cjs.map': 'source map', 'a.mjs.map': 'source map', 'a.css.map': 'source map', 'a.d.ts.map': 'source map', 'a.d.mts.map': 'source map', 'a.jsx.map': 'source map',
+    'a.ts': 'TypeScript source', 'a.mts': 'TypeScript source', 'a.cts': 'TypeScript source', 'a.tsx': 'TypeScript source',
+    'a.d.ts': 'kept', 'a.d.mts': 'kept', 'a.d.cts': 'kept', 'a.d.css.ts': 'kept', 'a.js': 'kept', 'a.map': 'kept', 'a.json': 'kept', 'tsconfig.json': 'kept', 'a.node': 'kept',
+  });
+});
+
+t.test('the other libc\'s addons go, on Linux only, and untagged addons stay', async (t) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-libc-'));
+  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
+  addDependencyFiles(root);
+  const nodeModules = path.join(root, 'node_modules');
+  const names = (host: Pick<UwsHost, 'platform' | 'glibc'>) => otherLibcBinaries(nodeModules, host).map((file) => path.relative(nodeModules, file)).sort();
+  t.same(names(linux('2.36')), ['@lmdb/lmdb-linux-x64/node.napi.musl.node', '@msgpackr-extract/msgpackr-extract-linux-x64/node.abi115.musl.node',
+    '@msgpackr-extract/msgpackr-extract-linux-x64/node.napi.musl.node', 'utf-8-validate/prebuilds/linux-x64/node.napi.musl.node'], 'glibc: the musl builds');
+  t.same(names(linux(null)), ['@lmdb/lmdb-linux-x64/node.abi115.glibc.node', '@lmdb/lmdb-linux-x64/node.abi127.glibc.node', '@lmdb/lmdb-linux-x64/node.napi.glibc.node',
+    '@msgpackr-extract/msgpackr-extract-linux-x64/node.abi115.glibc.node', '@msgpackr-extract/msgpackr-extract-linux-x64/node.napi.glibc.node'], 'musl: the glibc builds');
+  t.same(names({ platform: 'darwin', glibc: null }), [], 'not Linux: none');
+});
+
+/** The addon each loader picks in the tree at `root` for this Node, as linux-x64 with `libc`, in a child process (the loaders read the libc at their load). */
+async function loadersPick(root: string, libc: 'glibc' | 'musl'): Promise<Record<string, string>> {
+  const real = (pkg: string, loader: string) => createRequire(path.join(packageRoot, 'node_modules', pkg, 'package.json')).resolve(loader);
+  const jobs = {
+    lmdb: [real('lmdb', 'node-gyp-build-optional-packages'), path.join(root, 'node_modules', 'lmdb')],
+    'msgpackr-extract': [real('msgpackr-extract', 'node-gyp-build-optional-packages'), path.join(root, 'node_modules', 'msgpackr-extract')],
+    'utf-8-validate': [real('utf-8-validate', 'node-gyp-build'), path.join(root, 'node_modules', 'utf-8-validate')],
+  };
+  const code = `const jobs = ${JSON.stringify(jobs)}; const picked = {};
+    for (const [name, [loader, dir]] of Object.entries(jobs)) picked[name] = require('node:path').relative(dir, require(loader).resolve(dir));
+    console.log(JSON.stringify(picked));`;
+  const env = { ...process.env, LIBC: libc, npm_config_platform: 'linux', npm_config_arch: 'x64' };
+  return JSON.parse((await promisify(execFile)(process.execPath, ['-e', code], { env })).stdout) as Record<string, string>;
+}
+
+t.test('the prune leaves what lmdb\'s, msgpackr-extract\'s and utf-8-validate\'s loaders pick, drops source maps and TypeScript sources of dependencies only', async (t) => {
+  const abi = Number(process.versions.modules);
+  const cases: { libc: 'glibc' | 'musl'; host: UwsHost; lmdb: string[]; msgpackr: string[]; utf8: string[] }[] = [
+    { libc: 'glibc', host: { ...linux('2.36'), abi }, lmdb: ['node.abi115.glibc.node', 'node.abi127.glibc.node', 'node.napi.glibc.node'], msgpackr: ['node.abi115.glibc.node', 'node.napi.glibc.node'], utf8: ['node.napi.node'] },
+    { libc: 'musl', host: { ...linux(null), abi }, lmdb: ['node.napi.musl.node'], msgpackr: ['node.abi115.musl.node', 'node.napi.musl.node'], utf8: ['node.napi.musl.node', 'node.napi.node'] },
+  ];
+  for (const { libc, host, lmdb, msgpackr, utf8 } of cases) {
+    const root = fixtureTree();
+    t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
+    addDependencyFiles(root);
+    const before = await loadersPick(root, libc);
+    const report = pruneHostBinaries(root, host);
+    t.same(report.failed, []);
+    const addons = (dir: string) => fs.readdirSync(path.join(root, 'node_modules', dir)).filter((name) => name.endsWith('.node')).sort();
+    t.same(addons('@lmdb/lmdb-linux-x64'), lmdb, `${libc}: lmdb's ${lmdb.join(', ')}`);
+    t.same(addons('@msgpackr-extract/msgpackr-extract-linux-x64'), msgpackr, `${libc}: msgpackr-extract's ${msgpackr.join(', ')}`);
+    t.same(addons('utf-8-validate/prebuilds/linux-x64'), utf8, `${libc}: utf-8-validate's ${utf8.join(', ')}`);
+    t.same(await loadersPick(root, libc), before, `${libc}: each loader picks the same addon as before the prune (${Object.values(before).join(', ')})`);
+
+    const left = filesUnder(root);
+    t.same(left.filter((file) => file.startsWith('node_modules/') && /\.map$/.test(file)), ['node_modules/geo-data/regions.map'], `${libc}: no source map of a dependency left; a data file named .map stays`);
+    t.same(left.filter((file) => file.startsWith('node_modules/') && /\.([cm]?ts|tsx)$/.test(file)).sort(),
+      ['node_modules/zod/index.d.cts', 'node_modules/zod/index.d.mts', 'node_modules/zod/index.d.ts', 'node_modules/zod/styles.d.css.ts'], `${libc}: declarations stay, TypeScript sources go`);
+    t.ok(left.includes('dist/src/cli.js.map') && left.includes('page/index.ts'), `${libc}: the store's own files are never touched`);
+    t.ok(['node_modules/@node-rs/crc32-linux-x64-gnu/crc32.linux-x64-gnu.node', 'node_modules/@img/sharp-linux-x64/lib/sharp-linux-x64-0.35.5.node'].every((file) => left.includes(file)),
+      `${libc}: napi-rs's and sharp's addons, untagged, stay (npm installs them per libc)`);
+    t.match(report.removedByKind, { 'source map': { count: 9 }, 'TypeScript source': { count: 4 } }, `${libc}: counted by kind`);
+    t.same(pruneHostBinaries(root, host).removed, [], `${libc}: a second run removes nothing`);
+  }
 });

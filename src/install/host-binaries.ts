@@ -1,7 +1,8 @@
 /**
- * The one rule for which native binaries an installed tree keeps (docs/OPERATIONS.md, "Footprint"),
- * run by the package's postinstall (scripts/prune-host-binaries.mjs) on the machine it installs
- * on, and by the .deb build (scripts/package-deb.ts) on the machine it builds on:
+ * The one rule for which native binaries an installed tree keeps, and which of its dependencies'
+ * files it drops (docs/OPERATIONS.md, "Footprint"), run by the package's postinstall
+ * (scripts/prune-host-binaries.mjs) on the machine it installs on, and by the .deb build
+ * (scripts/package-deb.ts) on the machine it builds on:
  *
  * - uWebSockets.js: for each Node ABI of package.json's `engines` and of the installing Node, the
  *   one binary the loader would load for it on this platform, arch and libc (`uwsBinariesToKeep`);
@@ -9,10 +10,15 @@
  *   the loader would not pick, trufflesuite's `dist/` copies).
  * - node-gyp-build prebuilds (bufferutil, utf-8-validate): `prebuilds/<platform>-<arch>` of this
  *   machine only.
+ * - On Linux, the addons tagged for the other libc (`node.napi.musl.node` on glibc,
+ *   `node.abi115.glibc.node` on musl; lmdb, msgpackr-extract, utf-8-validate), which
+ *   node-gyp-build and node-gyp-build-optional-packages never load there (`otherLibcBinaries`).
+ * - The dependencies' source maps and TypeScript sources (src/install/dependency-dev-files.ts).
  */
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { dependencyDevFiles, type DevFileKind } from './dependency-dev-files.js';
 import { NODE_OF_ABI, uwsBinariesToKeep, UWS_BUILDS, type InstalledBuilds, type KeptUwsBinary, type UwsHost } from '../http/uws/uws-builds.js';
 
 /** The ABI of each Node major the builds know (22 -> 127). */
@@ -29,6 +35,9 @@ export function nodeAbisToKeep(engines: string, currentAbi: number): number[] {
   return [...new Set([...abis, currentAbi])].sort((a, b) => a - b);
 }
 
+/** What a removed file or folder was. */
+export type RemovedKind = 'native binary' | DevFileKind;
+
 /** What a prune removed and kept, paths relative to the installed package. */
 export interface PruneReport {
   /** The uWebSockets.js binaries kept, one per Node ABI served here. */
@@ -37,6 +46,8 @@ export interface PruneReport {
   removed: string[];
   /** Bytes of the files removed. */
   removedBytes: number;
+  /** Files and folders removed (a prebuild folder counts one) and their bytes, by kind. */
+  removedByKind: Record<RemovedKind, { count: number; bytes: number }>;
   /** Files that could not be removed, with the error (the install goes on). */
   failed: string[];
 }
@@ -61,12 +72,14 @@ function sizeOf(target: string): number {
 }
 
 /** Removes `target`, recording it in `report` (or its failure: never thrown). */
-function remove(root: string, target: string, report: PruneReport): void {
+function remove(root: string, target: string, kind: RemovedKind, report: PruneReport): void {
   try {
     const bytes = sizeOf(target);
     fs.rmSync(target, { recursive: true });
     report.removed.push(path.relative(root, target));
     report.removedBytes += bytes;
+    report.removedByKind[kind].count += 1;
+    report.removedByKind[kind].bytes += bytes;
   } catch (err) {
     report.failed.push(`${path.relative(root, target)}: ${(err as Error).message}`);
   }
@@ -90,6 +103,21 @@ export function foreignPrebuilds(dir: string, platform: string, arch: string): s
     .map((entry) => path.join(entry.parentPath, entry.name));
 }
 
+/**
+ * The addons under `dir` built for the other libc than `host`'s, on Linux (none elsewhere): those
+ * whose name carries the prebuildify tag `musl` on glibc, `glibc` on musl (`node.napi.musl.node`).
+ * node-gyp-build and node-gyp-build-optional-packages skip a file whose libc tag is not the
+ * running libc (their `matchTags`) and load an untagged one anywhere, so an untagged addon stays.
+ * napi-rs and sharp put each libc's addon in its own package (`-gnu`, `-musl`, `linuxmusl`),
+ * which npm installs only on its libc (the package.json `libc` field): nothing of theirs is
+ * tagged. Absolute paths.
+ */
+export function otherLibcBinaries(dir: string, host: Pick<UwsHost, 'platform' | 'glibc'>): string[] {
+  if (host.platform !== 'linux') return [];
+  const other = host.glibc === null ? 'glibc' : 'musl';
+  return nodeFiles(dir).filter((file) => path.basename(file).split('.').slice(0, -1).includes(other));
+}
+
 /** Every `*.node` file under `dir` (absolute paths). */
 function nodeFiles(dir: string): string[] {
   return (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[])
@@ -98,8 +126,9 @@ function nodeFiles(dir: string): string[] {
 }
 
 /**
- * Prunes the installed package at `root` to its host's binaries (the rule above). Idempotent;
- * never throws for a file it cannot remove (listed in `failed`).
+ * Prunes the installed package at `root` to its host's binaries and drops its dependencies'
+ * source maps and TypeScript sources (the rule above). Idempotent; never throws for a file it
+ * cannot remove (listed in `failed`).
  * @param root the installed package (the folder of its package.json, dependencies under node_modules)
  * @param host platform, arch and glibc of the machine the tree serves, and the installing Node's ABI
  * @throws Error when `root` has no readable package.json
@@ -107,7 +136,10 @@ function nodeFiles(dir: string): string[] {
 export function pruneHostBinaries(root: string, host: UwsHost): PruneReport {
   const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines?: { node?: string } };
   const abis = nodeAbisToKeep(manifest.engines?.node ?? '', host.abi);
-  const report: PruneReport = { keptUws: [], removed: [], removedBytes: 0, failed: [] };
+  const report: PruneReport = {
+    keptUws: [], removed: [], removedBytes: 0, failed: [],
+    removedByKind: { 'native binary': { count: 0, bytes: 0 }, 'source map': { count: 0, bytes: 0 }, 'TypeScript source': { count: 0, bytes: 0 } },
+  };
 
   const pinned = [UWS_BUILDS['btc-vision'], UWS_BUILDS.trufflesuite];
   const dirs = new Map<string, string>();
@@ -122,9 +154,12 @@ export function pruneHostBinaries(root: string, host: UwsHost): PruneReport {
   const keep = new Set(kept.map((binary) => path.join(dirs.get(binary.build.id)!, binary.file)));
   report.keptUws = [...keep].map((file) => path.relative(root, file));
   for (const dir of dirs.values()) {
-    for (const file of nodeFiles(dir)) if (!keep.has(file)) remove(root, file, report);
+    for (const file of nodeFiles(dir)) if (!keep.has(file)) remove(root, file, 'native binary', report);
   }
   const nodeModules = path.join(root, 'node_modules');
-  if (fs.existsSync(nodeModules)) for (const folder of foreignPrebuilds(nodeModules, host.platform, host.arch)) remove(root, folder, report);
+  if (!fs.existsSync(nodeModules)) return report;
+  for (const folder of foreignPrebuilds(nodeModules, host.platform, host.arch)) remove(root, folder, 'native binary', report);
+  for (const file of otherLibcBinaries(nodeModules, host)) remove(root, file, 'native binary', report);
+  for (const { file, kind } of dependencyDevFiles(nodeModules)) remove(root, file, kind, report);
   return report;
 }

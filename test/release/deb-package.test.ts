@@ -5,8 +5,10 @@
  * under overlays, so `Depends:` is checked against the nodejs package really installed here and
  * the maintainer scripts run chrooted with real adduser and deb-systemd-helper, while nothing of
  * this machine changes). The installed `/usr/bin/edge-events serve` runs in the root as the
- * package's user with the installed env file's settings, on the node of the nodejs package, and
- * takes an event. Then the env file is edited, a rebuilt package with a higher version is
+ * package's user with the installed env file's settings, on the node of the nodejs package, takes
+ * an event (LMDB) and makes its image's thumbnail (sharp). The installed tree is at most 120 MB by
+ * `du` (#29 item 4), without the dependencies' source maps, TypeScript sources and addons of the
+ * other libc (docs/OPERATIONS.md, "Footprint"). Then the env file is edited, a rebuilt package with a higher version is
  * installed over the first, and the event and the edit survive; remove keeps the data and the
  * env file, purge removes both and keeps the system user.
  *
@@ -25,7 +27,8 @@ import { foreignBinaries, nativeAddons } from '../../scripts/lib/native-binaries
 import { npmFreeEnv } from '../../scripts/lib/release-tarball.js';
 import { uwsBinariesToKeep, UWS_BUILDS } from '../../src/http/uws/uws-builds.js';
 import { currentHost, installedBuilds } from '../../src/http/uws/uws-loader.js';
-import { nodeAbisToKeep } from '../../src/install/host-binaries.js';
+import { devFileKind } from '../../src/install/dependency-dev-files.js';
+import { nodeAbisToKeep, otherLibcBinaries } from '../../src/install/host-binaries.js';
 import { packageRoot } from '../../src/paths.js';
 import { getJson, imageEvent, postJson } from '../support/events.js';
 import { openThrowawayRoot, SYSTEMD_PATH, type ThrowawayRoot } from '../support/throwaway-root.js';
@@ -37,6 +40,8 @@ const ENV_FILE = '/etc/edge-events/edge-events.env';
 const DATA_DIR = '/var/lib/edge-events';
 const UNIT = '/lib/systemd/system/edge-events.service';
 const WANTS = '/etc/systemd/system/multi-user.target.wants/edge-events.service';
+/** The installed runtime's ceiling, `du -sk` of PROGRAM: 120 MB (#29 item 4) in KiB. */
+const MAX_INSTALLED_KIB = Math.floor(120e6 / 1024);
 
 /** Builds the package with the script as `npm run package:deb` runs it; resolves with the .deb's path. */
 async function buildDeb(out: string, version?: string): Promise<string> {
@@ -132,6 +137,10 @@ t.test('the .deb installs, serves as its user, upgrades keeping data and the edi
   t.ok(expectedUws.length > 0, 'a uWebSockets.js binary serves here');
   t.same(uwsShipped.sort(), expectedUws.sort(), `uWebSockets.js: only ${expectedUws.map((name) => path.basename(name)).join(', ')}`);
   t.same(names.filter((name) => /\/prebuilds\/[^/]+\/$/.test(name) && !name.endsWith(`/prebuilds/${process.platform}-${process.arch}/`)), [], 'node-gyp-build prebuilds of this platform only');
+  const dependencyFiles = names.filter((name) => name.startsWith(`.${PROGRAM}/node_modules/`));
+  t.same(dependencyFiles.filter((name) => name.endsWith('.map')), [], 'no .map of a dependency (source maps: there is no other)');
+  t.same(dependencyFiles.filter((name) => devFileKind(path.basename(name)) === 'TypeScript source'), [], 'no TypeScript source of a dependency');
+  t.ok(dependencyFiles.some((name) => name.endsWith('.d.ts')), 'the dependencies\' declarations stay');
   t.notOk(names.some((name) => name.startsWith(`.${DATA_DIR}`)), 'no data directory in the archive: the postinst makes it');
 
   const root = await openThrowawayRoot(path.join(work, 'throwaway'));
@@ -152,9 +161,11 @@ t.test('the .deb installs, serves as its user, upgrades keeping data and the edi
   const program = root.file(PROGRAM);
   t.ok(nativeAddons(program).length > 0, 'native addons are installed');
   t.same(foreignBinaries(program), [], `every native addon is built for ${process.arch}`);
+  t.same(otherLibcBinaries(program, host), [], `no addon tagged for the other libc than this ${host.glibc ? `glibc ${host.glibc}` : 'libc'}`);
   t.match(fs.readFileSync(root.file(ENV_FILE), 'utf8'), /^DATA_DIR=\/var\/lib\/edge-events$/m, 'the env file sets DATA_DIR');
-  const du = (await root.exec(['du', '-sk', path.join(root.root, PROGRAM)])).stdout;
-  t.comment(`${path.basename(first)}: ${fs.statSync(first).size} bytes; Installed-Size ${installedSize} KiB; du -sk ${PROGRAM}: ${du.split('\t')[0]} KiB`);
+  const du = Number((await root.exec(['du', '-sk', path.join(root.root, PROGRAM)])).stdout.split('\t')[0]);
+  t.comment(`${path.basename(first)}: ${fs.statSync(first).size} bytes; Installed-Size ${installedSize} KiB; du -sk ${PROGRAM}: ${du} KiB`);
+  t.ok(du > 10_000 && du <= MAX_INSTALLED_KIB, `du -sk ${PROGRAM}: ${du} KiB, at most 120 MB (${MAX_INSTALLED_KIB} KiB)`);
 
   // Serve as the package's user.
   const store = await startInstalled(root, user!);
@@ -164,6 +175,10 @@ t.test('the .deb installs, serves as its user, upgrades keeping data and the edi
   t.match(store.output(), `"node":"v${hostNode.split('-')[0]}"`, 'on the nodejs package\'s node');
   const created = await postJson(`${store.url}/v2/events`, imageEvent({ deviceId: 'cam-deb' }));
   t.equal(created.status, 201, 'a create');
+  const thumbnail = await fetch(`${store.url}/images/${created.body.image_ids[0]}/thumbnail`);
+  const webp = Buffer.from(await thumbnail.arrayBuffer());
+  t.same({ status: thumbnail.status, type: thumbnail.headers.get('content-type') }, { status: 200, type: 'image/webp' }, 'a thumbnail: sharp loads in the installed tree');
+  t.same([webp.subarray(0, 4).toString('latin1'), webp.subarray(8, 12).toString('latin1')], ['RIFF', 'WEBP'], `a WebP (${webp.length} bytes)`);
   t.equal(await stop(store.child), 0, 'a graceful stop');
   t.equal(fs.statSync(root.file(`${DATA_DIR}/db`)).uid, user!.uid, 'the data is the user\'s');
 

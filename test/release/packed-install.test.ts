@@ -6,7 +6,8 @@
  * operator page, /docs with Swagger UI's assets, a create read back, and `edge-events events`.
  * Nothing of TypeScript nor any other dev dependency is installed, and the postinstall left
  * exactly the host's native binaries (docs/OPERATIONS.md, "Footprint"): one uWebSockets.js
- * binary per Node version served here, no other platform's prebuilds. The store runs on the kept
+ * binary per Node version served here, no other platform's prebuilds, no addon of the other libc,
+ * and none of the dependencies' source maps and TypeScript sources. The store runs on the kept
  * binary, and on node:http, saying why, once it is gone. `systemd-analyze verify` passes on the
  * shipped unit.
  *
@@ -24,7 +25,8 @@ import { spawnStore } from '../../scripts/lib/spawned-store.js';
 import { npmFreeEnv, packRelease } from '../../scripts/lib/release-tarball.js';
 import { NODE_OF_ABI, uwsBinariesToKeep, UWS_BUILDS } from '../../src/http/uws/uws-builds.js';
 import { currentHost, installedBuilds } from '../../src/http/uws/uws-loader.js';
-import { nodeAbisToKeep } from '../../src/install/host-binaries.js';
+import { devFileKind } from '../../src/install/dependency-dev-files.js';
+import { nodeAbisToKeep, otherLibcBinaries } from '../../src/install/host-binaries.js';
 import { getJson, imageEvent, postJson } from '../support/events.js';
 import { nodeRelease } from '../support/node-release.js';
 
@@ -78,6 +80,11 @@ t.test('the packed tarball installs globally and serves without TypeScript', asy
   const prebuilds = filesUnder(path.join(installed, 'node_modules')).filter((file) => file.endsWith('.node') && file.split(path.sep).includes('prebuilds'));
   t.ok(prebuilds.length > 0, 'node-gyp-build prebuilds are installed');
   t.same(prebuilds.filter((file) => !file.split(path.sep).includes(`${process.platform}-${process.arch}`)), [], `only prebuilds/${process.platform}-${process.arch}`);
+  t.same(otherLibcBinaries(installed, host), [], 'no addon tagged for the other libc');
+  const dependencyFiles = filesUnder(path.join(installed, 'node_modules'));
+  t.same(dependencyFiles.filter((file) => file.endsWith('.map')), [], 'no source map of a dependency');
+  t.same(dependencyFiles.filter((file) => devFileKind(path.basename(file)) === 'TypeScript source'), [], 'no TypeScript source of a dependency');
+  t.comment(`du -sk of the prefix: ${(await run('du', ['-sk', prefix])).stdout.split('\t')[0]} KiB, ${dependencyFiles.length} files under node_modules`);
 
   // Served from elsewhere: the assets are found from the installed files, not the working directory.
   const elsewhere = fs.mkdtempSync(path.join(work, 'cwd-'));
