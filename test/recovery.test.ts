@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import t, { type Test } from 'tap';
 import { EventStore, type CreatedEvent } from '../src/store/event-store.js';
-import { LOG_POSITION_KEY } from '../src/store/create-index.js';
+import { LOG_POSITION_KEY } from '../src/store/lmdb-env.js';
 import { openDatabases } from '../src/store/lmdb-env.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';

@@ -6,22 +6,8 @@
  */
 import { EMPTY, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
-import { addToCounters, type StoreDatabases } from './lmdb-env.js';
+import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import type { LoggedCreate } from './index-head.js';
-
-/** A place in the segment log: a segment number and a byte offset in it. */
-export interface LogPosition {
-  segment: number;
-  offset: number;
-}
-
-/** Where the `meta` database keeps the log position the index covers. */
-export const LOG_POSITION_KEY = 'logPosition';
-
-/** The log position the index covers, read in the current transaction (undefined: none yet). */
-export function indexedLogPosition(dbs: StoreDatabases): LogPosition | undefined {
-  return dbs.meta.get(LOG_POSITION_KEY) as LogPosition | undefined;
-}
 
 /**
  * Commits the LMDB entries of `creates` in one transaction, with the segment accounting, the

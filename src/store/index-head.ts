@@ -11,7 +11,7 @@
  */
 import type { Appended, AppendedFrame } from './blob-log.js';
 import { type CreatedAtCursor, type Direction } from './created-at-cursors.js';
-import type { Counters, FileEntry, FileKind } from './lmdb-env.js';
+import type { Counters, FileEntry, FileKind, LogPosition } from './lmdb-env.js';
 import type { EventRecord } from './record-codec.js';
 
 /** A file of a create and where its frame landed. */
@@ -44,6 +44,12 @@ type CounterDelta = Pick<Counters, 'events' | 'images' | 'drafts' | 'files' | 'l
 
 const NO_DELTA: CounterDelta = { events: 0, images: 0, drafts: 0, files: 0, liveBlobBytes: 0, uploadsPending: 0 };
 
+/** True when LMDB's log position `covered` is at or past the end of append `appended`. */
+function isCovered(appended: Appended, covered: LogPosition | undefined): boolean {
+  if (!covered) return false;
+  return covered.segment > appended.segment || (covered.segment === appended.segment && covered.offset >= appended.end);
+}
+
 /** A cursor over a sorted array of created_at values (µs). */
 class SortedValuesCursor implements CreatedAtCursor {
   constructor(private readonly values: number[], private readonly dir: Direction) {}
@@ -70,12 +76,13 @@ class SortedValuesCursor implements CreatedAtCursor {
 /** The in-memory head of the index; see the module comment. */
 export class IndexHead {
   private batches: HeadBatch[] = [];
+  /** What each batch adds to the counters, in the order of `batches`. */
+  private deltas: CounterDelta[] = [];
   /** created_at of every create in the head, ascending (the log assigns them in increasing order). */
   private order: number[] = [];
   private readonly creates = new Map<number, LoggedCreate>();
   private readonly ids = new Map<string, number>();
   private readonly files = new Map<string, FileEntry>();
-  private delta: CounterDelta = { ...NO_DELTA };
   /** Bytes of records and blobs in the head: what the size trigger of a checkpoint weighs. */
   bytes = 0;
 
@@ -94,6 +101,8 @@ export class IndexHead {
   /** Adds a batch whose frames are durable in the log; its creates are visible from now on. */
   add(batch: HeadBatch): void {
     this.batches.push(batch);
+    const delta = { ...NO_DELTA };
+    this.deltas.push(delta);
     for (const create of batch.creates) {
       const { record, value } = create;
       this.order.push(record.created_at);
@@ -108,7 +117,7 @@ export class IndexHead {
         this.bytes += at.length;
       }
       this.bytes += value.length;
-      this.count(create, 1);
+      this.count(delta, create);
     }
   }
 
@@ -117,6 +126,7 @@ export class IndexHead {
    * event-loop turn as the commit's completion, so no read sees an event twice or not at all.
    */
   drop(n: number): void {
+    this.deltas.splice(0, n);
     for (const batch of this.batches.splice(0, n)) {
       for (const create of batch.creates) {
         const { record, value } = create;
@@ -127,7 +137,6 @@ export class IndexHead {
           this.bytes -= file.at.length;
         }
         this.bytes -= value.length;
-        this.count(create, -1);
       }
       this.order.splice(0, batch.creates.length);
     }
@@ -162,19 +171,24 @@ export class IndexHead {
     return this.order[this.order.length - 1];
   }
 
-  /** Counters with the head's creates added (`uploadsPending` counts them only when shipping). */
-  addTo(counters: Counters): Counters {
-    const d = this.delta;
-    if (d.events === 0) return counters;
-    return {
-      ...counters,
-      events: counters.events + d.events,
-      images: counters.images + d.images,
-      drafts: counters.drafts + d.drafts,
-      files: counters.files + d.files,
-      liveBlobBytes: counters.liveBlobBytes + d.liveBlobBytes,
-      uploadsPending: counters.uploadsPending + d.uploadsPending,
-    };
+  /**
+   * Counters read from LMDB with the head's creates added (`uploadsPending` counts them only when
+   * shipping). `covered` is the log position the same LMDB snapshot covers (lmdb-env.ts
+   * `indexedLogPosition`): a batch a checkpoint has just committed, not yet dropped, is counted
+   * once, by LMDB.
+   */
+  addTo(counters: Counters, covered: LogPosition | undefined): Counters {
+    const sum = { ...counters };
+    for (let i = this.batches.length - 1; i >= 0 && !isCovered(this.batches[i].appended, covered); i--) {
+      const d = this.deltas[i];
+      sum.events += d.events;
+      sum.images += d.images;
+      sum.drafts += d.drafts;
+      sum.files += d.files;
+      sum.liveBlobBytes += d.liveBlobBytes;
+      sum.uploadsPending += d.uploadsPending;
+    }
+    return sum;
   }
 
   /**
@@ -191,13 +205,12 @@ export class IndexHead {
     return new SortedValuesCursor(values, direction);
   }
 
-  private count({ record, files }: LoggedCreate, sign: 1 | -1): void {
-    const d = this.delta;
-    d.events += sign;
-    d.images += sign * record.images.length;
-    if (record.draft) d.drafts += sign;
-    else if (this.shipping) d.uploadsPending += sign;
-    d.files += sign * files.length;
-    for (const file of files) d.liveBlobBytes += sign * file.at.length;
+  private count(d: CounterDelta, { record, files }: LoggedCreate): void {
+    d.events++;
+    d.images += record.images.length;
+    if (record.draft) d.drafts++;
+    else if (this.shipping) d.uploadsPending++;
+    d.files += files.length;
+    for (const file of files) d.liveBlobBytes += file.at.length;
   }
 }

@@ -104,6 +104,20 @@ export function readEventValue(dbs: StoreDatabases, createdAt: number): Buffer |
   return shared && Buffer.from(shared.buffer, shared.byteOffset, shared.length);
 }
 
+/** A place in the segment log: a segment number and a byte offset in it. */
+export interface LogPosition {
+  segment: number;
+  offset: number;
+}
+
+/** Where the `meta` database keeps the log position the index covers. */
+export const LOG_POSITION_KEY = 'logPosition';
+
+/** The log position the index covers, read in the current transaction or read snapshot (undefined: none yet). */
+export function indexedLogPosition(dbs: StoreDatabases): LogPosition | undefined {
+  return dbs.meta.get(LOG_POSITION_KEY) as LogPosition | undefined;
+}
+
 /** The counters as last committed (reads inside a write transaction see that transaction). */
 export function readCounters(dbs: StoreDatabases): Counters {
   return { ...EMPTY_COUNTERS, ...(dbs.meta.get('counters') as Partial<Counters> | undefined) };

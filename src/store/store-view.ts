@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { StoreChange } from './store-changes.js';
 import { BlobReader } from './blob-reader.js';
-import { EMPTY_COUNTERS, openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
+import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
 import { StoredFile } from './stored-file.js';
 import type { IndexHead } from './index-head.js';
@@ -130,7 +130,7 @@ export class StoreView {
   headShippable(): { events: number; oldest: number | null } {
     if (!this.head || !this.shipping) return { events: 0, oldest: null };
     const oldest = this.head.cursor(-Infinity, Infinity, 'asc', (record) => !record.draft).seek(-Infinity) ?? null;
-    return { events: this.head.addTo(EMPTY_COUNTERS).uploadsPending, oldest };
+    return { events: this.head.addTo(EMPTY_COUNTERS, indexedLogPosition(this.dbs)).uploadsPending, oldest };
   }
 
   /** Oldest and newest created_at (µs) of the events in the head, or undefined when it is empty. */
@@ -162,7 +162,8 @@ export class StoreView {
   /** The maintained counters (events, images, drafts, files, live blob bytes). */
   counters(): Counters {
     const counters = readCounters(this.dbs);
-    return this.head ? this.head.addTo(counters) : counters;
+    // One read snapshot: the counters and the log position they cover.
+    return this.head ? this.head.addTo(counters, indexedLogPosition(this.dbs)) : counters;
   }
 
   /**
