@@ -153,7 +153,7 @@ export function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo
 function planCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
   const lo = query.startTime ?? -Infinity;
   const hi = query.endTime ?? Infinity;
-  return store.withHead(planIndexCursor(store, query, direction), lo, hi, direction, (record) => matchesQuery(record, query));
+  return store.withHead(planIndexCursor(store, query, direction), lo, hi, direction, planIsExact(query), (record) => matchesQuery(record, query));
 }
 
 function planIndexCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {

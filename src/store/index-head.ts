@@ -50,24 +50,39 @@ function isCovered(appended: Appended, covered: LogPosition | undefined): boolea
   return covered.segment > appended.segment || (covered.segment === appended.segment && covered.offset >= appended.end);
 }
 
-/** A cursor over a sorted array of created_at values (µs). */
-class SortedValuesCursor implements CreatedAtCursor {
-  constructor(private readonly values: number[], private readonly dir: Direction) {}
+/**
+ * The head's created_at values (µs) within [lo, hi], in `dir` order, those whose record `accepts`
+ * passes (every one without it). Records are checked as the cursor moves, never ahead of it; the
+ * cursor reads the head as it is, so it serves a synchronous scan (event-query.ts `scanPlan`).
+ */
+class HeadCursor implements CreatedAtCursor {
+  constructor(
+    private readonly order: readonly number[],
+    private readonly lo: number,
+    private readonly hi: number,
+    private readonly dir: Direction,
+    private readonly accepts: ((createdAt: number) => boolean) | undefined,
+  ) {}
 
   seek(ts: number): number | undefined {
-    const { values } = this;
-    // First index whose value is >= ts.
+    const { order } = this;
+    const asc = this.dir === 'asc';
+    const from = asc ? Math.max(ts, this.lo) : Math.min(ts, this.hi);
+    // First index whose value is >= from.
     let lo = 0;
-    let hi = values.length;
+    let hi = order.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (values[mid] < ts) lo = mid + 1;
+      if (order[mid] < from) lo = mid + 1;
       else hi = mid;
     }
-    if (this.dir === 'asc') return values[lo];
-    // Descending: the last value <= ts.
-    const at = lo < values.length && values[lo] === ts ? lo : lo - 1;
-    return at >= 0 ? values[at] : undefined;
+    let at = asc ? lo : (lo < order.length && order[lo] === from ? lo : lo - 1);
+    for (; at >= 0 && at < order.length; at += asc ? 1 : -1) {
+      const value = order[at];
+      if (value < this.lo || value > this.hi) return undefined;
+      if (!this.accepts || this.accepts(value)) return value;
+    }
+    return undefined;
   }
 
   close(): void {}
@@ -192,17 +207,13 @@ export class IndexHead {
   }
 
   /**
-   * A cursor over the head's creates with created_at in [lo, hi] (µs) whose record passes
-   * `accepts`, in `direction`: merged with an LMDB cursor by a UnionCursor (created-at-cursors.ts).
-   * Records are checked when the cursor is made; it is a snapshot, for a synchronous scan.
+   * A cursor over the head's creates with created_at in [lo, hi] (µs), in `direction`, those
+   * whose record passes `accepts` (every one when it is undefined): merged with an LMDB cursor by
+   * a UnionCursor (created-at-cursors.ts). It reads the head as the cursor moves: use it within
+   * one synchronous scan.
    */
-  cursor(lo: number, hi: number, direction: Direction, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
-    const values: number[] = [];
-    for (const createdAt of this.order) {
-      if (createdAt < lo || createdAt > hi) continue;
-      if (accepts(this.creates.get(createdAt)!.record)) values.push(createdAt);
-    }
-    return new SortedValuesCursor(values, direction);
+  cursor(lo: number, hi: number, direction: Direction, accepts?: (record: EventRecord) => boolean): CreatedAtCursor {
+    return new HeadCursor(this.order, lo, hi, direction, accepts && ((createdAt) => accepts(this.creates.get(createdAt)!.record)));
   }
 
   private count(d: CounterDelta, { record, files }: LoggedCreate): void {

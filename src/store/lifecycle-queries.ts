@@ -71,7 +71,7 @@ export function oldestDraft(store: StoreView): number | null {
   const [oldest] = draftsOlderThan(store, Infinity, 1);
   if (oldest !== undefined) return oldest;
   // Drafts in the index head (index-head.ts) are newer than every draft in LMDB.
-  return store.withHead(NO_VALUES, -Infinity, Infinity, 'asc', (record) => record.draft).seek(-Infinity) ?? null;
+  return store.withHead(NO_VALUES, -Infinity, Infinity, 'asc', true, (record) => record.draft).seek(-Infinity) ?? null;
 }
 
 /**

@@ -114,12 +114,15 @@ export class StoreView {
   }
 
   /**
-   * `cursor` (over LMDB) merged with the head's creates in [lo, hi] (µs) that `accepts` passes
-   * (index-head.ts): what every list, search and count plan walks.
+   * `cursor` (over LMDB) merged with the head's creates in [lo, hi] (µs) (index-head.ts): what
+   * every list, search and count plan walks. For an exact plan, whose values are not checked
+   * again, the head's records are checked with `accepts` as the cursor reaches them (as LMDB's
+   * index entries answer exact conditions); otherwise the scan checks them, within its budget, as
+   * it checks LMDB's records (event-query.ts `scanPlan`).
    */
-  withHead(cursor: CreatedAtCursor, lo: number, hi: number, direction: Direction, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
+  withHead(cursor: CreatedAtCursor, lo: number, hi: number, direction: Direction, exact: boolean, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
     if (!this.head || this.head.events === 0) return cursor;
-    return new UnionCursor([cursor, this.head.cursor(lo, hi, direction, accepts)], direction);
+    return new UnionCursor([cursor, this.head.cursor(lo, hi, direction, exact ? accepts : undefined)], direction);
   }
 
   /**
