@@ -3,7 +3,8 @@
  * segment log but whose LMDB entries are not yet checkpointed. It lives in memory on the HTTP
  * thread, which merges it into every read it answers (point reads, file lookups, lists, searches,
  * counts, counters); a checkpoint commits the oldest batches to LMDB in one transaction and drops
- * them from the head in the same event-loop turn, so every event is found in exactly one of the two.
+ * them from the head as soon as the commit completes. Until then an event may be in both, which
+ * every read tolerates: cursors are merged by a union, counters by the log position LMDB covers.
  *
  * Only creates enter the head. A change to an existing event (finalize, attach, deletion, reset,
  * compaction) checkpoints the head first and is then made in LMDB as before, so the head never
@@ -98,7 +99,7 @@ export class IndexHead {
   private readonly creates = new Map<number, LoggedCreate>();
   private readonly ids = new Map<string, number>();
   private readonly files = new Map<string, FileEntry>();
-  /** Bytes of records and blobs in the head: what the size trigger of a checkpoint weighs. */
+  /** Bytes of the stored records in the head (its memory, blobs aside): what the size trigger of a checkpoint weighs. */
   bytes = 0;
 
   constructor(private readonly shipping: boolean) {}
@@ -129,7 +130,6 @@ export class IndexHead {
           segment: at.segment, offset: at.offset, length: at.length, kind: file.kind,
           contentType: file.contentType, event: record.created_at, crc: at.crc,
         });
-        this.bytes += at.length;
       }
       this.bytes += value.length;
       this.count(delta, create);
@@ -137,8 +137,8 @@ export class IndexHead {
   }
 
   /**
-   * Drops the first `n` batches: their checkpoint has committed them to LMDB. Call in the same
-   * event-loop turn as the commit's completion, so no read sees an event twice or not at all.
+   * Drops the first `n` batches: their checkpoint has committed them to LMDB, and reads now find
+   * them there (lmdb-js resets its read transaction before it resolves a commit: write.js `resolveCommit`).
    */
   drop(n: number): void {
     this.deltas.splice(0, n);
@@ -147,10 +147,7 @@ export class IndexHead {
         const { record, value } = create;
         this.creates.delete(record.created_at);
         this.ids.delete(record.id);
-        for (const file of create.files) {
-          this.files.delete(file.fileId);
-          this.bytes -= file.at.length;
-        }
+        for (const file of create.files) this.files.delete(file.fileId);
         this.bytes -= value.length;
       }
       this.order.splice(0, batch.creates.length);
