@@ -9,6 +9,7 @@ import { responseProblems } from '../src/events/validate.js';
 import { fixture, getJson, postJson, smallEvent } from './support/events.js';
 import { abortedUpload, postFile, postRaw } from './support/multipart.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 async function draft(store: TestStore): Promise<string> {
   const res = await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }));
@@ -182,7 +183,7 @@ t.test('a client that disconnects mid-upload leaves no staging file and no attac
   t.teardown(store.stop);
   const id = await draft(store);
   await abortedUpload(store.url, `/v2/events/${id}/videos`, fixture('cat-zoom.mp4'), 3 * 1024 * 1024);
-  for (let i = 0; i < 50 && stagingFiles(store).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  await until('the staging file removed', () => stagingFiles(store).length === 0);
   t.same(stagingFiles(store), [], 'staging file removed');
   const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
   t.same(event.videos, []);
@@ -206,7 +207,7 @@ t.test('an event finalized while its upload streams keeps nothing (409)', async 
         return;
       }
       // The upload is under way (its staging file exists): finalize the event now.
-      while (stagingFiles(store).length === 0) await new Promise((r) => setTimeout(r, 5));
+      await until('the upload under way (its staging file exists)', () => stagingFiles(store).length > 0, 30_000, 5);
       t.equal((await postJson(`${store.url}/v2/events/${id}/finalize`, '')).status, 200, 'finalized mid-upload');
       controller.enqueue(bytes.subarray(1024 * 1024));
       controller.enqueue(new TextEncoder().encode('\r\n--bnd--\r\n'));

@@ -9,6 +9,7 @@ import { fixture, getJson, postJson, smallEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
 import { postFile } from './support/multipart.js';
 import { startStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 t.test('an old draft is auto-finalized; finalize then reports auto_finalized_at', async (t) => {
   const store = await startStore({ DRAFT_AUTO_FINALIZE_SECONDS: '1' });
@@ -16,11 +17,8 @@ t.test('an old draft is auto-finalized; finalize then reports auto_finalized_at'
   const { body: created } = await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }));
   const { body: finalizedAtOnce } = await postJson(`${store.url}/v2/events`, smallEvent());
 
-  let event = (await getJson(`${store.url}/v2/events/${created.id}`)).body;
-  for (let i = 0; i < 100 && event.auto_finalized_at === null; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    event = (await getJson(`${store.url}/v2/events/${created.id}`)).body;
-  }
+  await until('the sweep finalized the draft', async () => (await getJson(`${store.url}/v2/events/${created.id}`)).body.auto_finalized_at !== null);
+  const event = (await getJson(`${store.url}/v2/events/${created.id}`)).body;
   t.not(event.auto_finalized_at, null, 'auto_finalized_at set');
   t.equal(event.finalized_at, event.auto_finalized_at, 'finalized_at set with it');
   t.equal(event.draft, false);

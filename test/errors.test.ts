@@ -14,6 +14,7 @@ import { fixture, getJson, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 const codes = Object.keys(errorRegistry) as ErrorCode[];
 
@@ -122,12 +123,9 @@ t.test('a 500 caused by a real disk error logs its cause: errno, syscall, path a
   const answer = await postFile(`${store.url}/v2/events/${draft.id}/videos`, fixture('cat-zoom.mp4'));
   t.same(answer, { status: 500, body: { detail: 'Internal store failure' } }, 'the client reads the registry message, no path');
 
-  let line: string | undefined;
-  for (let waited = 0; !line && waited < 5000; waited += 50) {
-    line = store.output().split('\n').find((l) => l.includes('"msg":"request failed"'));
-    if (!line) await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  if (!line) return t.fail(`no "request failed" line in: ${store.output().slice(-1000)}`);
+  const failedLine = () => store.output().split('\n').find((l) => l.includes('"msg":"request failed"'));
+  await until('the "request failed" log line', () => failedLine() !== undefined);
+  const line = failedLine()!;
   const { level, err } = JSON.parse(line);
   t.equal(level, 50, 'at error level');
   t.match(err, { type: 'AppError', code: 'store_failure', status: 500, message: 'Internal store failure' });

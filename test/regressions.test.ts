@@ -13,6 +13,7 @@ import { rawRequest } from '../scripts/lib/raw-http.js';
 import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { clockPast, openLocalStore } from './support/local-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 // A valid external_id (up to 1000 characters; docs/API.md, "Event schemas") of 700 '€' is 2100
 // bytes in UTF-8: its index key [x, value, created_at] exceeds LMDB's 1978-byte key limit.
@@ -250,6 +251,6 @@ t.test('on a disk filled to the last byte, cleanup gives the disk reserve back a
   const store = await startStore();
   t.teardown(store.stop);
   const file = path.join(store.dataDir, 'disk-reserve');
-  for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  await until('the worker took its disk reserve', () => fs.existsSync(file));
   t.equal(fs.statSync(file).size, 8 * MiB, 'DATA_DIR/disk-reserve holds 8 MiB');
 });
