@@ -11,6 +11,7 @@ import { searchProxySettings } from '../src/http/search-proxy-routes.js';
 import { SecretMasker } from '../src/search/proxy-forward.js';
 import { FOREIGN_WORKSPACE, SearchSimulator, WORKSPACE } from './support/search-simulator.js';
 import { startStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 const DEVICE_KEY = 'device-secret';
 const AUTH = { 'x-api-key': DEVICE_KEY };
@@ -266,11 +267,13 @@ t.test('502 when the hosted API is unreachable or does not answer in time', asyn
 
 t.test('a client that goes away while the hosted API is slow leaves the store serving', async (t) => {
   sim.inject({ status: 0, hang: true, route: 'workspace' });
+  const before = sim.requestsTo('workspace').length;
   const controller = new AbortController();
   const pending = fetch(workspaceUrl, {
     method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify({ query: 'cat' }), signal: controller.signal,
   });
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  // The hosted API holds the forwarded request: the client goes away while the store waits on it.
+  await until('the hosted API received the forwarded request', () => sim.requestsTo('workspace').length > before);
   controller.abort();
   await t.rejects(pending);
   t.equal((await post(workspaceUrl, { query: 'cat' })).status, 200);
@@ -350,13 +353,18 @@ t.test('a large hosted body reaches a slow client whole (backpressure)', async (
   const piece = Buffer.alloc(64 * 1024);
   for (let i = 0; i < piece.length; i++) piece[i] = 97 + (i % 26);
   const pieces = 128; // 8 MiB
+  /** The hosted side had to wait for the proxy to drain: the buffers between it and the client are full. */
+  let heldBack = false;
   const stub = await startStub((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     let sent = 0;
     const pump = () => {
       while (sent < pieces) {
         sent++;
-        if (!res.write(piece)) return void res.once('drain', pump);
+        if (!res.write(piece)) {
+          heldBack = true;
+          return void res.once('drain', pump);
+        }
       }
       res.end();
     };
@@ -368,7 +376,7 @@ t.test('a large hosted body reaches a slow client whole (backpressure)', async (
   const res = await fetch(`${proxy.url}/ws/search/v1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"cat"}' });
   t.equal(res.status, 200);
   const reader = res.body!.getReader();
-  await new Promise((resolve) => setTimeout(resolve, 300)); // let the proxy's socket buffer fill
+  await until('the buffers up to the slow client are full (the hosted side waits for drain)', () => heldBack);
   let received = 0;
   let intact = true;
   for (;;) {
