@@ -14,8 +14,6 @@ import { until } from './support/waiting.js';
 
 /** RETENTION_DAYS of these tests: 2.592 s. */
 const RETENTION_DAYS = '0.00003';
-/** How long after the old events the prediction is asked for: past retention, with a margin. */
-const OLD_AFTER_MS = 3200;
 const KEY = 'cloud-key';
 
 async function create(store: TestStore, body: Record<string, unknown>): Promise<{ id: string; image_ids: string[] }> {
@@ -24,7 +22,12 @@ async function create(store: TestStore, body: Record<string, unknown>): Promise<
   return res.body;
 }
 
-const waitUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
+/** Waits until the store's own retention cutoff (`/stats`) has passed the event `id`: it is old. */
+async function pastRetention(store: TestStore, id: string): Promise<void> {
+  const createdAt = (await getJson(`${store.url}/v2/events/${id}`)).body.created_at as string;
+  // Both are formatMicros strings, which sort as the times they name.
+  await until(`event ${id} past retention`, async () => (await getJson(`${store.url}/stats`)).body.next_cleanup_will_delete.retention_cutoff_timestamp > createdAt);
+}
 
 /** Asks `/stats` for its prediction, runs a cleanup at once, and returns both. */
 async function predictThenClean(t: Test, store: TestStore) {
@@ -44,13 +47,12 @@ async function status(url: string): Promise<number> {
 t.test('cloud upload off: /stats predicts every record, file and byte retention then deletes', async (t) => {
   const store = await startStore({ RETENTION_DAYS });
   t.teardown(store.stop);
-  const started = Date.now();
   await create(store, imageEvent({}, 'cat.jpg'));
   await create(store, imageEvent({}, 'camera.jpg'));
   await create(store, smallEvent());
   const draft = await create(store, imageEvent({ draft: true }, 'rocket.jpg'));
   t.equal((await postFile(`${store.url}/v2/events/${draft.id}/local-only-files`, fixture('retina.jpg'), {}, 'image/jpeg')).status, 201);
-  await waitUntil(started + OLD_AFTER_MS);
+  await pastRetention(store, draft.id);
   const fresh = await create(store, imageEvent());
 
   const { predicted, result } = await predictThenClean(t, store);
@@ -71,12 +73,11 @@ t.test('cloud upload on: drafts are kept by cleanup and left out of the predicti
   t.teardown(() => cloud.close());
   const store = await startStore({ RETENTION_DAYS, CLOUD_UPLOAD_URL: cloud.url, CLOUD_API_KEY: KEY, DEFAULT_SOLUTION_ID: 'uc-default' });
   t.teardown(store.stop);
-  const started = Date.now();
   const shipped = [await create(store, imageEvent({}, 'cat.jpg')), await create(store, imageEvent({}, 'camera.jpg'))];
   const draft = await create(store, imageEvent({ draft: true }, 'rocket.jpg'));
   await until('both finalized events shipped and off the queue', async () =>
     shipped.every(({ id }) => cloud.events.has(id)) && (await getJson(`${store.url}/stats`)).body.capacity.uploads_pending === 0);
-  await waitUntil(started + OLD_AFTER_MS);
+  await pastRetention(store, draft.id);
 
   const { predicted, result } = await predictThenClean(t, store);
   t.same(
