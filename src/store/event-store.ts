@@ -494,9 +494,9 @@ export class EventStore extends StoreView {
 
   /**
    * One checkpoint: the head's batches go to LMDB in one transaction with the log position they
-   * bring the index to (create-index.ts `indexCreates`), and leave the head in the same turn as
-   * the commit completes, so each create is always found in exactly one of the two. lmdb-js
-   * flushes the commit afterwards; until then recovery replays these creates from the log.
+   * bring the index to (create-index.ts `indexCreates`), and leave the head once the commit has
+   * resolved (reads tolerate the moment they are in both: index-head.ts). lmdb-js flushes the
+   * commit afterwards; until then recovery replays these creates from the log.
    * @throws the lmdb error of a failed commit; the batches then stay in the head
    */
   private async commitHead(): Promise<void> {
