@@ -181,3 +181,30 @@ t.test('lists, counts, searches and point reads equal the model with events in t
   );
   t.equal(runs >= 40, true, 'every run compared');
 });
+
+t.test('a checkpoint of more creates than one turn of puts: every read equals the model at every turn until it commits', async (t) => {
+  const dataDir = tempDataDir();
+  const store = await EventStore.open(dataDir, { sinks: [], checkpointMs: 60_000 });
+  t.teardown(() => store.close());
+  const model: ModelEvent[] = [];
+  // 600 creates in the head: a checkpoint issues their puts in three turns (256 creates a turn).
+  for (let n = 0; n < 600; n++) {
+    const device = DEVICES[n % DEVICES.length];
+    const line = 1 + (n % 2);
+    const created = await store.create(newEvent(device, line, n % 5 === 0));
+    model.push({ id: created.id, createdAt: created.created_at, device, line, draft: n % 5 === 0 });
+  }
+  let committed = false;
+  const checkpoint = store.checkpointed().then(() => { committed = true; });
+  let turns = 0;
+  while (!committed) {
+    const diff = difference(store, model);
+    if (diff) throw new Error(`at turn ${turns} of the checkpoint: ${diff}`);
+    turns++;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await checkpoint;
+  t.equal(turns >= 3, true, `reads compared at ${turns} turns while the checkpoint ran`);
+  t.equal(difference(store, model), undefined, 'after the checkpoint');
+  t.equal(model.every((e) => store.dbs.eventIds.get(e.id) !== undefined), true, 'every create is in LMDB');
+});

@@ -4,33 +4,47 @@
  * index had not covered. Both go through `indexCreates`, so a replayed create gets exactly the
  * entries a live one gets.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { EMPTY, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
 import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import type { LoggedCreate } from './index-head.js';
 
 /**
- * Commits the LMDB entries of `creates` in one transaction, with the segment accounting, the
- * counters and the log position `logEnd` they bring the index to. Records and index entries
- * go as plain puts (lmdb-js encodes them here and applies them on its write thread, in the same
- * transaction as the read-modify-write of the accounting, which must see every earlier commit).
+ * Creates whose puts are issued in one turn of the event loop (docs/STORAGE.md, "The index
+ * head"): a checkpoint of thousands of creates yields between runs of this many, so the HTTP
+ * thread answers requests meanwhile instead of stalling for the whole checkpoint.
+ */
+const PUT_RUN_CREATES = 256;
+
+/**
+ * Commits the LMDB entries of `creates`: first their records, ids, file locations and index
+ * entries as plain puts, issued `PUT_RUN_CREATES` at a time with a turn of the event loop
+ * between runs (lmdb-js encodes them here and applies them on its write thread, in one or more
+ * commits); once every put has committed, one transaction with the segment accounting, the
+ * counters, the shipping ledger and the log position `logEnd` they bring the index to (a
+ * read-modify-write that must see every earlier commit). The position moves only in that last
+ * transaction, so until it commits recovery replays these creates, and counters, which add the
+ * head's batches past the position, count them once (docs/STORAGE.md, "The index head").
  * @param shipping sinks are configured: finalized creates enter the shipping ledger
  * @throws the lmdb error of a failed commit (the batch's counters and position are then not in
- *   the index; some of its puts may be: replay applies them again)
+ *   the index; some of its puts may be: a later checkpoint or replay puts them again)
  */
 export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[], logEnd: LogPosition, shipping: boolean): Promise<void> {
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
+  const puts: Promise<boolean>[] = [];
   let drafts = 0;
   let images = 0;
   let files = 0;
   let liveBytes = 0;
-  for (const { record, value, files: own } of creates) {
+  for (const [n, { record, value, files: own }] of creates.entries()) {
+    if (n > 0 && n % PUT_RUN_CREATES === 0) await nextTurn();
     for (const file of own) {
       const { at } = file;
-      void dbs.files.put(file.fileId, {
+      puts.push(dbs.files.put(file.fileId, {
         segment: at.segment, offset: at.offset, length: at.length, kind: file.kind,
         contentType: file.contentType, event: record.created_at, crc: at.crc,
-      });
+      }));
       const segment = bySegment.get(at.segment) ?? { end: 0, bytes: 0, blobs: 0 };
       segment.end = Math.max(segment.end, at.offset + at.length);
       segment.bytes += at.length;
@@ -39,15 +53,15 @@ export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[],
       liveBytes += at.length;
     }
     files += own.length;
-    void dbs.events.put(record.created_at, value);
-    void dbs.eventIds.put(record.id, record.created_at);
-    for (const key of indexKeysOf(record)) void dbs.index.put(key, EMPTY);
+    puts.push(dbs.events.put(record.created_at, value), dbs.eventIds.put(record.id, record.created_at));
+    for (const key of indexKeysOf(record)) puts.push(dbs.index.put(key, EMPTY));
     if (record.draft) drafts++;
     images += record.images.length;
   }
   const logged = bySegment.get(logEnd.segment) ?? { end: 0, bytes: 0, blobs: 0 };
   logged.end = Math.max(logged.end, logEnd.offset);
   bySegment.set(logEnd.segment, logged);
+  await Promise.all(puts);
   await dbs.root.transaction(() => {
     for (const [number, added] of bySegment) {
       const segment = dbs.segments.get(number) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };

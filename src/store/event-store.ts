@@ -493,9 +493,9 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * One checkpoint: the head's batches go to LMDB in one transaction with the log position they
-   * bring the index to (create-index.ts `indexCreates`), and leave the head once the commit has
-   * resolved (reads tolerate the moment they are in both: index-head.ts). lmdb-js flushes the
+   * One checkpoint: the head's batches go to LMDB, their puts first, then one transaction with
+   * the log position they bring the index to (create-index.ts `indexCreates`), and leave the head
+   * once that transaction has resolved (reads tolerate the moment they are in both: index-head.ts). lmdb-js flushes the
    * commit afterwards; until then recovery replays these creates from the log.
    * @throws the lmdb error of a failed commit; the batches then stay in the head
    */

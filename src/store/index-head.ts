@@ -2,8 +2,9 @@
  * The index head (docs/STORAGE.md, "The index head"): creates whose frames are durable in the
  * segment log but whose LMDB entries are not yet checkpointed. It lives in memory on the HTTP
  * thread, which merges it into every read it answers (point reads, file lookups, lists, searches,
- * counts, counters); a checkpoint commits the oldest batches to LMDB in one transaction and drops
- * them from the head as soon as the commit completes. Until then an event may be in both, which
+ * counts, counters); a checkpoint commits the oldest batches to LMDB (their puts, then one
+ * transaction with the log position) and drops them from the head as soon as that transaction
+ * completes. Until then an event may be in both, which
  * every read tolerates: cursors are merged by a union, counters by the log position LMDB covers.
  *
  * Only creates enter the head. A change to an existing event (finalize, attach, deletion, reset,
