@@ -266,3 +266,18 @@ t.test('small appends get zeros written ahead of them and then overwrite; large 
   t.equal(fs.statSync(file).size, last.end, 'a close cuts the zeros: the segment ends with its last frame');
   t.equal((await scan(file)).length, 63);
 });
+
+t.test("small appends into the zeros count about their own pages in the process's write_bytes, not the zeros' 1 MiB", async (t) => {
+  // Written in one 1 MiB write, the zeros sat in one large folio and Linux counted each small
+  // append into it as 1 MiB written (/proc/self/io, and so /stats); docs/STORAGE.md, "The segment log".
+  const writeBytes = (): number => Number(/^write_bytes: (\d+)$/m.exec(fs.readFileSync('/proc/self/io', 'utf8'))?.[1]);
+  const dir = tempDataDir();
+  const appender = new SegmentAppender(dir, () => 1);
+  const small = Buffer.alloc(850, 7);
+  await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: small }]);
+  const before = writeBytes();
+  for (let i = 0; i < 50; i++) await appender.append([{ id: timeOrderedId(), kind: 'record', bytes: small }]);
+  const perAppend = (writeBytes() - before) / 50;
+  await appender.close();
+  t.ok(perAppend <= 16 * 1024, `${perAppend.toFixed(0)} bytes counted per small append (at most a few 4 KiB pages)`);
+});

@@ -26,7 +26,15 @@ export const ZERO_AHEAD_BYTES = 1024 * 1024;
  */
 const SMALL_APPEND_BYTES = 16 * 1024;
 
-const ZEROS = Buffer.alloc(ZERO_AHEAD_BYTES);
+/**
+ * The zeros go to the file one page per write (bytes). Linux caches a write in a folio as large
+ * as the write (ext4 with large folios, e.g. kernel 6.18), and counts every later write that
+ * dirties a folio as the whole folio in `write_bytes` (/proc/<pid>/io): zeros written in one
+ * 1 MiB write made each small append count as 1 MiB written, in /stats too, though the device
+ * received only its dirty blocks (docs/STORAGE.md, "The segment log").
+ */
+const ZERO_WRITE_BYTES = 4096;
+const ZERO_PAGE = Buffer.alloc(ZERO_WRITE_BYTES);
 
 /** A frame to append: its id (file id or event id), kind and data. */
 export interface FrameToAppend {
@@ -129,9 +137,8 @@ export class SegmentAppender {
     this.meanAppend += ((offset - start) - this.meanAppend) / 8;
     // A replay stops at the zeros: no frame starts with them (segment-frames.ts, magic).
     const zeroAhead = offset > this.fileBytes && this.meanAppend < SMALL_APPEND_BYTES ? Math.max(0, Math.min(ZERO_AHEAD_BYTES, this.rollBytes - offset)) : 0;
-    if (zeroAhead > 0) buffers.push(ZEROS.subarray(0, zeroAhead));
     try {
-      await writeAll(handle, buffers, start);
+      await Promise.all([writeAll(handle, buffers, start), writeZeros(handle, offset, zeroAhead)]);
       await handle.datasync();
       this.end = offset;
       this.fileBytes = Math.max(this.fileBytes, offset + zeroAhead);
@@ -193,6 +200,21 @@ export async function writeAll(handle: fsp.FileHandle, buffers: Buffer[], positi
     const rest = consumed < chunk.length ? [chunk[consumed].subarray(bytesWritten), ...chunk.slice(consumed + 1)] : [];
     pending = [...rest, ...pending.slice(chunk.length)];
   }
+}
+
+/**
+ * Writes `bytes` of zeros at `position` (bytes), one write per page: up to the next multiple of
+ * ZERO_WRITE_BYTES, then a page at a time; all issued at once.
+ */
+async function writeZeros(handle: fsp.FileHandle, position: number, bytes: number): Promise<void> {
+  const writes: Promise<unknown>[] = [];
+  const end = position + bytes;
+  for (let at = position; at < end;) {
+    const next = Math.min(end, (Math.floor(at / ZERO_WRITE_BYTES) + 1) * ZERO_WRITE_BYTES);
+    writes.push(handle.write(ZERO_PAGE, 0, next - at, at));
+    at = next;
+  }
+  await Promise.all(writes);
 }
 
 /** fsyncs a directory so a created or renamed file in it survives a crash. */
