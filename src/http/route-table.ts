@@ -8,7 +8,7 @@
  */
 import type { StoreMetrics } from '../operations/metrics.js';
 import type { MqttSink } from '../sinks/mqtt-sink.js';
-import type { StreamHub } from '../stream/stream-hub.js';
+import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -56,8 +56,8 @@ export interface ServerContext {
   resetTokens: ResetTokens;
   /** Node version and HTTP engine in use (reported by /stats). */
   runtime: RuntimeInfo;
-  /** Subscribers of the live event stream (src/stream/stream-hub.ts). */
-  stream: StreamHub;
+  /** Subscribers of the live event stream (src/stream/stream-fanout.ts). */
+  stream: StreamFanout;
   /** The Prometheus metrics (src/operations/metrics.ts); absent in a bench ceiling's bare server. */
   metrics?: StoreMetrics;
   /** The MQTT publisher (src/sinks/mqtt-sink.ts); absent unless MQTT_URL is set. */

@@ -6,7 +6,7 @@ import type { NatsSource } from '../hub/nats-source.js';
 import { DiskWrites } from '../operations/disk-writes.js';
 import { StoreMetrics } from '../operations/metrics.js';
 import { MqttSink } from '../sinks/mqtt-sink.js';
-import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
+import { DEFAULT_STREAM_OPTIONS, StreamFanout } from '../stream/stream-fanout.js';
 import { eventStreamRoutes, eventStreamSocket } from './event-stream-routes.js';
 import { exportRoutes } from './export-routes.js';
 import type { Config } from '../config.js';
@@ -65,7 +65,7 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger, hub?: NatsSource): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
-  const stream = new StreamHub(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
+  const stream = new StreamFanout(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
   const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
   const diskWrites = new DiskWrites();
   const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });

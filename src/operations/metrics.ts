@@ -15,7 +15,7 @@ import type { EventStore } from '../store/event-store.js';
 import type { MqttSink } from '../sinks/mqtt-sink.js';
 import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-transport.js';
-import type { StreamHub } from '../stream/stream-hub.js';
+import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import { WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { Lifecycle } from './lifecycle-manager.js';
@@ -32,7 +32,7 @@ export interface MetricSources {
   config: Config;
   store: EventStore;
   lifecycle: Lifecycle;
-  stream: StreamHub;
+  stream: StreamFanout;
   /** The MQTT publisher, when MQTT_URL is set. */
   mqtt?: MqttSink;
   /** Bytes written against bytes accepted. */
