@@ -12,7 +12,7 @@ import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { GateUse } from '../operations/capacity-gate.js';
+import type { GateUse } from '../lifecycle/capacity-gate.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import type { DiskWrites } from '../operations/disk-writes.js';
 import type { Lifecycle } from '../operations/lifecycle-manager.js';

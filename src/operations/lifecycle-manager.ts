@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
-import { CapacityGate } from './capacity-gate.js';
+import { CapacityGate } from '../lifecycle/capacity-gate.js';
 import type { CleanupResult, CleanupTrigger } from '../lifecycle/cleanup.js';
 import type { SinkProgress } from '../lifecycle/sink-runner.js';
 import type { ToMain, ToWorker } from '../lifecycle/lifecycle-messages.js';
