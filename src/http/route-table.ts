@@ -15,7 +15,7 @@ import type { Logger } from '../logger.js';
 import type { GateUse } from '../lifecycle/capacity-gate.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import type { DiskWrites } from '../operations/disk-writes.js';
-import type { Lifecycle } from '../operations/lifecycle-manager.js';
+import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 import type { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/event-store.js';
 import type { Thumbnails } from '../events/thumbnails.js';
@@ -52,7 +52,7 @@ export interface ServerContext {
   config: Config;
   store: EventStore;
   log: Logger;
-  lifecycle: Lifecycle;
+  lifecycle: LifecycleWorkerHandle;
   resetTokens: ResetTokens;
   /** Node version and HTTP engine in use (reported by /stats). */
   runtime: RuntimeInfo;

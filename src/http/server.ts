@@ -11,7 +11,7 @@ import { eventStreamRoutes, eventStreamSocket } from './event-stream-routes.js';
 import { exportRoutes } from './export-routes.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { Lifecycle } from '../operations/lifecycle-manager.js';
+import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 import { ResetTokens } from '../operations/reset.js';
 import { Thumbnails } from '../events/thumbnails.js';
 import type { EventStore } from '../store/event-store.js';
@@ -63,7 +63,7 @@ export interface RunningServer {
  * @throws UwsUnavailable when HTTP_ENGINE=uws and no native uWebSockets.js build loads
  * @throws Error when the port cannot be bound
  */
-export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger, hub?: NatsSource): Promise<RunningServer> {
+export async function startServer(config: Config, store: EventStore, lifecycle: LifecycleWorkerHandle, log: Logger, hub?: NatsSource): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
   const stream = new StreamFanout(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
   const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
