@@ -11,14 +11,7 @@ import {
   SearchResponseError, SearchServerError,
 } from './errors.js';
 import { SearchUsageError } from './settings.js';
-
-export type ExitCode = 0 | 1 | 2 | 3;
-
-export interface Failure {
-  exitCode: ExitCode;
-  message: string;
-  hint: string;
-}
+import type { ExitCode, Failure } from '../command-runner.js';
 
 /** Describes `error` for the user; never throws. Messages are already free of the API key. */
 export function describeFailure(error: unknown): Failure {
