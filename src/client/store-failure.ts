@@ -3,7 +3,7 @@
  * hint and the exit code, as `edge-events search` does (docs/SEARCH.md, "The hosted API"):
  * 1 bad input, no answer, any other failure; 2 missing or wrong API key; 3 not found.
  */
-import { QuerySyntaxError } from '../search/errors.js';
+import { QuerySyntaxError } from '../query-language/query-syntax-error.js';
 import type { ExitCode, Failure } from '../command-runner.js';
 import { StoreCursorError, StoreNetworkError, StoreRequestError, StoreUsageError } from './store-client.js';
 

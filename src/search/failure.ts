@@ -6,10 +6,11 @@
  * resource) is "not visible to the key", so 3.
  */
 import {
-  QuerySyntaxError, SearchApiError, SearchArgumentError, SearchAuthError, SearchCredentialsError,
+  SearchApiError, SearchArgumentError, SearchAuthError, SearchCredentialsError,
   SearchForbiddenError, SearchNetworkError, SearchNotFoundError, SearchRateLimitError,
   SearchResponseError, SearchServerError,
 } from './errors.js';
+import { QuerySyntaxError } from '../query-language/query-syntax-error.js';
 import { SearchUsageError } from './settings.js';
 import type { ExitCode, Failure } from '../command-runner.js';
 
