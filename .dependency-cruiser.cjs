@@ -4,7 +4,7 @@
 // https://github.com/sverweij/dependency-cruiser/blob/main/doc/rules-reference.md
 
 /** The folders of src/ below src/http: none of them knows HTTP. */
-const BELOW_HTTP = ['events', 'store', 'operations', 'lifecycle', 'stream', 'sinks', 'hub', 'search', 'client', 'export', 'mcp'];
+const BELOW_HTTP = ['events', 'store', 'operations', 'lifecycle', 'stream', 'sinks', 'hub', 'query-language', 'search', 'client', 'export', 'mcp'];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -65,6 +65,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/(search|client|mcp)/' },
       to: { path: '^src/store/' },
+    },
+    {
+      name: 'query-language-stands-alone',
+      comment: 'src/query-language, the grammar both searches share, imports nothing of src/: the hosted client and the event search each build on it.',
+      severity: 'error',
+      from: { path: '^src/query-language/' },
+      to: { path: '^src/(?!query-language/)' },
+    },
+    {
+      name: 'the-domain-knows-not-the-hosted-client',
+      comment: 'The event domain, the store, the store client and the rest below HTTP reach the query language in src/query-language, never the hosted search client in src/search (only the gateway routes, the MCP server and the CLIs use it).',
+      severity: 'error',
+      from: { path: '^src/(events|store|client|operations|lifecycle|stream|sinks|hub|query-language)/' },
+      to: { path: '^src/search/' },
     },
     {
       name: 'registry-and-backoff-stand-alone',

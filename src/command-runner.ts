@@ -4,7 +4,19 @@
  * on its own program, for tests and embedding, answering the exit code.
  */
 import { Command, CommanderError } from 'commander';
-import type { ExitCode } from './search/failure.js';
+
+/**
+ * A CLI's exit code, the same for every `edge-events` subcommand (docs/SEARCH.md, "The hosted API"):
+ * 0 success; 1 bad input, no answer, any other failure; 2 missing or invalid key; 3 not found.
+ */
+export type ExitCode = 0 | 1 | 2 | 3;
+
+/** What a CLI tells the user when a command fails: the message, a hint that fits its cause, the exit code. */
+export interface Failure {
+  exitCode: ExitCode;
+  message: string;
+  hint: string;
+}
 
 /** Adds one subcommand to `program`, its output going to `io`, its outcome to `setExitCode`. */
 export type AddCommand<Io> = (program: Command, io: Io, setExitCode: (code: ExitCode) => void) => void;

@@ -9,7 +9,7 @@ import { NatsSource } from './hub/nats-source.js';
 import type { RuntimeInfo } from './http/engine.js';
 import { startServer, type RunningServer } from './http/server.js';
 import { createLogger, type Logger } from './logger.js';
-import { Lifecycle } from './operations/lifecycle-manager.js';
+import { LifecycleWorkerHandle } from './lifecycle/worker-handle.js';
 import { EventStore } from './store/event-store.js';
 import type { BackfillProgress } from './store/search-index.js';
 import { formatMicros, formatMicrosOrNull } from './store/timestamps.js';
@@ -24,7 +24,7 @@ export interface StoreService {
   port: number;
   log: Logger;
   /** The lifecycle worker's manager (tests terminate its worker to see it restarted). */
-  lifecycle: Lifecycle;
+  lifecycle: LifecycleWorkerHandle;
   /** Node version and HTTP engine in use. */
   runtime: RuntimeInfo;
   /** Events stored, bytes taken (live blobs and LMDB pages: /stats' total_storage_bytes), and whether the store answers 529 (`capacity_blocked`). */
@@ -66,7 +66,7 @@ export async function startService(config: Config): Promise<StoreService> {
   });
   log.info({ store: store.opened }, 'store opened');
   for (const skipped of store.opened.skipped) log.warn(skipped, 'the log replay went past a create naming a file no frame holds; it is not in the index (docs/STORAGE.md, "Recovery")');
-  const lifecycle = new Lifecycle(config, store, log);
+  const lifecycle = new LifecycleWorkerHandle(config, store, log);
   // The worker loads while the server already answers: start-up time is the HTTP side's.
   const workerReady = lifecycle.start();
   workerReady.catch(() => undefined); // handled below; never an unhandled rejection meanwhile

@@ -1,6 +1,7 @@
 import t from 'tap';
+import { QuerySyntaxError } from '../src/query-language/query-syntax-error.js';
 import {
-  QuerySyntaxError, SearchApiError, SearchArgumentError, SearchCredentialsError, SearchNetworkError,
+  SearchApiError, SearchArgumentError, SearchCredentialsError, SearchNetworkError,
   SearchResponseError, apiErrorFor,
 } from '../src/search/errors.js';
 import { describeFailure } from '../src/search/failure.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { parseQuery } from '../src/search/query-parser.js';
-import { QuerySyntaxError } from '../src/search/errors.js';
-import type { QueryNode } from '../src/search/query-ast.js';
+import { parseQuery } from '../src/query-language/query-parser.js';
+import { QuerySyntaxError } from '../src/query-language/query-syntax-error.js';
+import type { QueryNode } from '../src/query-language/query-ast.js';
 
 /** A compact rendering of a tree, so each table row states the whole expected tree. */
 function show(node: QueryNode): string {

@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import type { EventQuery } from '../src/store/event-query.js';
-import { StreamHub, type HeartbeatTransport } from '../src/stream/stream-hub.js';
+import { StreamFanout, type HeartbeatTransport } from '../src/stream/stream-fanout.js';
 import type { StreamMessage } from '../src/stream/stream-message.js';
 import { smallEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
@@ -42,11 +42,11 @@ t.test('a slow subscriber catching up while events keep coming gets each once, i
   t.teardown(() => local.close());
   const before = [];
   for (let i = 0; i < 60; i++) before.push(await local.create(smallEvent({ event_data: { value: `before-${i}` } })));
-  const hub = new StreamHub(local.store, { maxQueuedBytes: 64 * 1024 * 1024, catchUpPage: 5, catchUpScanRecords: 10_000, maxConcurrentCatchUps: 4, heartbeatMs: 60_000 });
-  t.teardown(() => hub.close());
+  const fanout = new StreamFanout(local.store, { maxQueuedBytes: 64 * 1024 * 1024, catchUpPage: 5, catchUpScanRecords: 10_000, maxConcurrentCatchUps: 4, heartbeatMs: 60_000 });
+  t.teardown(() => fanout.close());
   const client = new SlowClient(2);
   const since = local.createdAt(before[0].id);
-  hub.subscribe(EVERY_EVENT, since, client);
+  fanout.subscribe(EVERY_EVENT, since, client);
 
   // While it catches up (60 events, 5 a page, 2 ms a message), 40 more are created and announced.
   const during = [];

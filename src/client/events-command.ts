@@ -9,9 +9,8 @@
  * exits 1 before anything is sent.
  */
 import type { Command } from 'commander';
-import { registerCommand, runCommand } from '../command-runner.js';
+import { registerCommand, runCommand, type ExitCode, type Failure } from '../command-runner.js';
 import { eventSearchConditions } from '../events/search-conditions.js';
-import type { ExitCode, Failure } from '../search/failure.js';
 import { renderEventTable } from './event-table.js';
 import { StoreClient, StoreUsageError, type EventSearchPage, type StoreFlags } from './store-client.js';
 import { describeStoreFailure } from './store-failure.js';

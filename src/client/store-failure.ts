@@ -3,8 +3,8 @@
  * hint and the exit code, as `edge-events search` does (docs/SEARCH.md, "The hosted API"):
  * 1 bad input, no answer, any other failure; 2 missing or wrong API key; 3 not found.
  */
-import { QuerySyntaxError } from '../search/errors.js';
-import type { ExitCode, Failure } from '../search/failure.js';
+import { QuerySyntaxError } from '../query-language/query-syntax-error.js';
+import type { ExitCode, Failure } from '../command-runner.js';
 import { StoreCursorError, StoreNetworkError, StoreRequestError, StoreUsageError } from './store-client.js';
 
 /** Describes `error` for the user; never throws. */

@@ -12,11 +12,10 @@
  * terminal and exits 130 or 143 (docs/USAGE.md, "Exporting a dataset").
  */
 import { Option, type Command } from 'commander';
-import { registerCommand, runCommand } from '../command-runner.js';
+import { registerCommand, runCommand, type ExitCode } from '../command-runner.js';
 import { DEFAULT_STORE_URL, StoreClient } from '../client/store-client.js';
 import { describeStoreFailure } from '../client/store-failure.js';
 import { eventSearchConditions } from '../events/search-conditions.js';
-import type { ExitCode } from '../search/failure.js';
 import type { ProgressStream } from '../search/download-progress.js';
 import { formatBytes } from '../search/download-progress.js';
 import { ExportCliError } from './export-cli-error.js';

@@ -7,7 +7,7 @@
  */
 import { parseStreamQuery } from '../events/list-query.js';
 import { StreamMessage } from '../stream/stream-message.js';
-import type { HeartbeatTransport } from '../stream/stream-hub.js';
+import type { HeartbeatTransport } from '../stream/stream-fanout.js';
 import type { EngineWebSocket, WebSocketEndpoint, WebSocketSession } from './engine.js';
 import type { Exchange, ResponseStream } from './exchange.js';
 import { queryParam, STRING } from './route-docs.js';

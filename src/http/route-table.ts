@@ -8,14 +8,14 @@
  */
 import type { StoreMetrics } from '../operations/metrics.js';
 import type { MqttSink } from '../sinks/mqtt-sink.js';
-import type { StreamHub } from '../stream/stream-hub.js';
+import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { GateUse } from '../operations/capacity-gate.js';
+import type { GateUse } from '../lifecycle/capacity-gate.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import type { DiskWrites } from '../operations/disk-writes.js';
-import type { Lifecycle } from '../operations/lifecycle-manager.js';
+import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 import type { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/event-store.js';
 import type { Thumbnails } from '../events/thumbnails.js';
@@ -52,12 +52,12 @@ export interface ServerContext {
   config: Config;
   store: EventStore;
   log: Logger;
-  lifecycle: Lifecycle;
+  lifecycle: LifecycleWorkerHandle;
   resetTokens: ResetTokens;
   /** Node version and HTTP engine in use (reported by /stats). */
   runtime: RuntimeInfo;
-  /** Subscribers of the live event stream (src/stream/stream-hub.ts). */
-  stream: StreamHub;
+  /** Subscribers of the live event stream (src/stream/stream-fanout.ts). */
+  stream: StreamFanout;
   /** The Prometheus metrics (src/operations/metrics.ts); absent in a bench ceiling's bare server. */
   metrics?: StoreMetrics;
   /** The MQTT publisher (src/sinks/mqtt-sink.ts); absent unless MQTT_URL is set. */

@@ -6,12 +6,12 @@ import type { NatsSource } from '../hub/nats-source.js';
 import { DiskWrites } from '../operations/disk-writes.js';
 import { StoreMetrics } from '../operations/metrics.js';
 import { MqttSink } from '../sinks/mqtt-sink.js';
-import { DEFAULT_STREAM_OPTIONS, StreamHub } from '../stream/stream-hub.js';
+import { DEFAULT_STREAM_OPTIONS, StreamFanout } from '../stream/stream-fanout.js';
 import { eventStreamRoutes, eventStreamSocket } from './event-stream-routes.js';
 import { exportRoutes } from './export-routes.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { Lifecycle } from '../operations/lifecycle-manager.js';
+import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 import { ResetTokens } from '../operations/reset.js';
 import { Thumbnails } from '../events/thumbnails.js';
 import type { EventStore } from '../store/event-store.js';
@@ -63,9 +63,9 @@ export interface RunningServer {
  * @throws UwsUnavailable when HTTP_ENGINE=uws and no native uWebSockets.js build loads
  * @throws Error when the port cannot be bound
  */
-export async function startServer(config: Config, store: EventStore, lifecycle: Lifecycle, log: Logger, hub?: NatsSource): Promise<RunningServer> {
+export async function startServer(config: Config, store: EventStore, lifecycle: LifecycleWorkerHandle, log: Logger, hub?: NatsSource): Promise<RunningServer> {
   const engine = createEngine(config.httpEngine, log);
-  const stream = new StreamHub(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
+  const stream = new StreamFanout(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
   const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
   const diskWrites = new DiskWrites();
   const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });

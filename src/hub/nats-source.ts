@@ -79,7 +79,7 @@ export class NatsSource {
   constructor(
     private readonly store: EventStore,
     private readonly settings: NatsSourceSettings,
-    /** The HTTP thread's capacity gate (src/operations/capacity-gate.ts): consuming waits while it is blocked. */
+    /** The HTTP thread's capacity gate (src/lifecycle/capacity-gate.ts): consuming waits while it is blocked. */
     private readonly gate: { readonly blocked: boolean },
     private readonly log: Logger,
   ) {}

@@ -3,7 +3,7 @@
  * threads read with no round trip. With cloud upload on, drafts and events not uploaded yet are
  * never deleted, so the store is blocked (`capacity_blocked`) when one more create would put it over a limit that
  * cleanup cannot relieve: the HTTP thread closes the gate at that create
- * (src/operations/capacity-gate.ts); the worker, after each cleanup, closes it too when the store
+ * (src/lifecycle/capacity-gate.ts); the worker, after each cleanup, closes it too when the store
  * is over a limit and nothing could be deleted, and reopens it once there is room. The worker also
  * warns once each time a capacity crosses 80%. The flag's functions and `createWouldOverfill` are
  * used by both threads; `CapacityMonitor` runs in the worker.

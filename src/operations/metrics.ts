@@ -15,10 +15,10 @@ import type { EventStore } from '../store/event-store.js';
 import type { MqttSink } from '../sinks/mqtt-sink.js';
 import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-transport.js';
-import type { StreamHub } from '../stream/stream-hub.js';
+import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import { WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
-import type { Lifecycle } from './lifecycle-manager.js';
+import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 
 const PREFIX = 'edge_events_';
 
@@ -31,8 +31,8 @@ const BATCH_BUCKETS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000];
 export interface MetricSources {
   config: Config;
   store: EventStore;
-  lifecycle: Lifecycle;
-  stream: StreamHub;
+  lifecycle: LifecycleWorkerHandle;
+  stream: StreamFanout;
   /** The MQTT publisher, when MQTT_URL is set. */
   mqtt?: MqttSink;
   /** Bytes written against bytes accepted. */
@@ -183,7 +183,7 @@ function mqttMetrics(mqtt: MqttSink, registers: Registry[]): void {
 }
 
 /** Per configured sink (docs/OPERATIONS.md, "Sinks"): backlog, its oldest event's age, stalls, shipped, dead letters. */
-function sinkMetrics(store: EventStore, lifecycle: Lifecycle, registers: Registry[]): void {
+function sinkMetrics(store: EventStore, lifecycle: LifecycleWorkerHandle, registers: Registry[]): void {
   const statuses = () => Object.entries(sinkStatuses(store, lifecycle.sinkProgress));
   const gauge = (name: string, help: string, read: (status: SinkStatus) => number) => new Gauge({
     name: `${PREFIX}${name}`, help, labelNames: ['sink'], registers,

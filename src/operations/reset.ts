@@ -7,7 +7,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
-import type { Lifecycle } from './lifecycle-manager.js';
+import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 
 /** Lifetime of a reset token (seconds). */
 export const RESET_TOKEN_SECONDS = 60;
@@ -62,7 +62,7 @@ export class ResetTokens {
  * Deletes everything: stops the lifecycle worker, clears the store, starts the worker again.
  * @throws the store's error when clearing fails (the worker is restarted all the same)
  */
-export async function resetStore(store: EventStore, lifecycle: Lifecycle): Promise<{ status: string; message: string }> {
+export async function resetStore(store: EventStore, lifecycle: LifecycleWorkerHandle): Promise<{ status: string; message: string }> {
   await lifecycle.stop();
   try {
     await store.clearAll();

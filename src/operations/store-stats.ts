@@ -19,7 +19,7 @@ import { DAY_MICROS, formatMicros, formatMicrosOrNull } from '../store/timestamp
 const format = (bytes: number): string => prettyBytes(bytes, { binary: true });
 const percent = (used: number, limit: number): number => Number(((100 * used) / limit).toFixed(2));
 
-/** The capacity gate's state, as the HTTP thread knows it (capacity-gate.ts). */
+/** The capacity gate's state, as the HTTP thread knows it (src/lifecycle/capacity-gate.ts). */
 export interface GateState {
   blocked: boolean;
   /** Requests answered 529 since the store started. */

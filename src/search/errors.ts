@@ -2,7 +2,8 @@
  * Typed errors of the hosted search client (docs/SEARCH.md, "SDK" and "The hosted API").
  *
  * - `SearchArgumentError`: a malformed argument, raised before any request (the SDK's
- *   `ValueError`); `QuerySyntaxError` is the one a bad query raises.
+ *   `ValueError`). A malformed query raises the query language's own `QuerySyntaxError`
+ *   (src/query-language/query-syntax-error.ts), which the SDK exports too.
  * - `SearchCredentialsError`: no API key or no workspace to search in.
  * - `SearchApiError`: the hosted API answered non-2xx; carries `status` and the hosted `body`.
  *   Subclasses name the statuses a caller branches on (401, 403, 404, 429, 5xx).
@@ -13,7 +14,7 @@
  * Every message is built from redacted text: the API key never appears in one.
  */
 
-/** Base class of every error the search client raises. */
+/** Base class of every error the search client raises, but for a malformed query's `QuerySyntaxError` (the query language's). */
 export class SearchError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -23,43 +24,6 @@ export class SearchError extends Error {
 
 /** A malformed argument (ValueError-style): nothing was sent to the hosted API. */
 export class SearchArgumentError extends SearchError {}
-
-/**
- * A query that does not parse. `position` is the 0-based UTF-16 offset of the offending
- * character in `query`; `reason` is the bare explanation; `message` is the reason followed by
- * the query and a caret line under that character.
- */
-export class QuerySyntaxError extends SearchArgumentError {
-  readonly query: string;
-  readonly position: number;
-  readonly reason: string;
-
-  constructor(query: string, position: number, reason: string) {
-    super(`Invalid query at column ${position + 1}: ${reason}\n${caretDisplay(query, position)}`);
-    this.query = query;
-    this.position = position;
-    this.reason = reason;
-  }
-}
-
-/** Queries longer than this are shown as a window around the caret (characters). */
-const CARET_WINDOW = 80;
-
-/**
- * Two lines: the query, indented by two spaces, and a caret under the character at `position`
- * (under the end of the query when `position` equals its length). A query longer than 80
- * characters is cut to the 80 around `position`, with `...` where text was left out, so the
- * message stays short whatever the query.
- */
-export function caretDisplay(query: string, position: number): string {
-  const oneLine = query.replace(/[\r\n\t]/g, ' ');
-  const at = Math.max(0, position);
-  if (oneLine.length <= CARET_WINDOW) return `  ${oneLine}\n  ${' '.repeat(at)}^`;
-  const start = Math.max(0, Math.min(at - CARET_WINDOW / 2, oneLine.length - CARET_WINDOW));
-  const before = start > 0 ? '...' : '';
-  const after = start + CARET_WINDOW < oneLine.length ? '...' : '';
-  return `  ${before}${oneLine.slice(start, start + CARET_WINDOW)}${after}\n  ${' '.repeat(before.length + at - start)}^`;
-}
 
 /** Which credential is missing; either maps to CLI exit code 2, like a 401. */
 export type MissingCredential = 'apiKey' | 'workspace';

@@ -6,19 +6,13 @@
  * resource) is "not visible to the key", so 3.
  */
 import {
-  QuerySyntaxError, SearchApiError, SearchArgumentError, SearchAuthError, SearchCredentialsError,
+  SearchApiError, SearchArgumentError, SearchAuthError, SearchCredentialsError,
   SearchForbiddenError, SearchNetworkError, SearchNotFoundError, SearchRateLimitError,
   SearchResponseError, SearchServerError,
 } from './errors.js';
+import { QuerySyntaxError } from '../query-language/query-syntax-error.js';
 import { SearchUsageError } from './settings.js';
-
-export type ExitCode = 0 | 1 | 2 | 3;
-
-export interface Failure {
-  exitCode: ExitCode;
-  message: string;
-  hint: string;
-}
+import type { ExitCode, Failure } from '../command-runner.js';
 
 /** Describes `error` for the user; never throws. Messages are already free of the API key. */
 export function describeFailure(error: unknown): Failure {

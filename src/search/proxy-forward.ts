@@ -10,6 +10,7 @@ import { AppError, errorFromReport, errorReport } from '../errors.js';
 import { REDACTED, redact, secretsRegex } from './redact.js';
 import { validateProjectSearchBody, validateQuery, validateWorkspaceSearchBody } from './request-validation.js';
 import { SearchArgumentError } from './errors.js';
+import { QuerySyntaxError } from '../query-language/query-syntax-error.js';
 
 /**
  * The hosted calls the gateway forwards: the two searches, the export flow, and the read-only
@@ -102,7 +103,7 @@ export function validateSearchBody(kind: ProxiedSearch, body: unknown): void {
   try {
     HOSTED_CALLS[kind].validate?.(body as object);
   } catch (err) {
-    if (err instanceof SearchArgumentError) throw new AppError('search_request_invalid', err.message, { cause: err });
+    if (err instanceof SearchArgumentError || err instanceof QuerySyntaxError) throw new AppError('search_request_invalid', err.message, { cause: err });
     throw err;
   }
 }

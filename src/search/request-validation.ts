@@ -4,7 +4,7 @@
  * the wire bodies, so the store's proxy can run the same checks on what a client sent.
  */
 import { SearchArgumentError } from './errors.js';
-import { parseQuery } from './query-parser.js';
+import { parseQuery } from '../query-language/query-parser.js';
 import { MAX_PAGE_SIZE, MEDIA_TYPES, PROJECT_SEARCH_FIELDS, WORKSPACE_SEARCH_FIELDS } from './types.js';
 
 type Body = Record<string, unknown>;
@@ -35,7 +35,7 @@ export function validateProjectSearchBody(body: object): void {
  * @throws SearchArgumentError for a missing or empty `query` (the hosted API's 400), `pageSize`
  *   not an integer of 1 or more (the hosted API sets the maximum), unknown `fields` or
  *   `mediaTypes`, an empty
- *   `continuationToken`; QuerySyntaxError (a SearchArgumentError) for a malformed query
+ *   `continuationToken`; QuerySyntaxError (the query language's) for a malformed query
  */
 export function validateWorkspaceSearchBody(body: object): void {
   const record = asRecord(body);

@@ -9,11 +9,10 @@
  * A malformed query exits 1 before anything is sent.
  */
 import type { Command } from 'commander';
-import { registerCommand, runCommand } from '../command-runner.js';
+import { registerCommand, runCommand, type ExitCode, type Failure } from '../command-runner.js';
 import { SearchClient } from './client.js';
 import type { SearchClientOptions } from './client.js';
 import { describeFailure } from './failure.js';
-import type { ExitCode, Failure } from './failure.js';
 import type { ProgressStream } from './download-progress.js';
 import { parseFieldList, validateQuery } from './request-validation.js';
 import { renderResultTable } from './result-table.js';

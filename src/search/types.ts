@@ -93,7 +93,7 @@ export interface ProjectSearchResponse {
 
 /** Parameters (and wire body) of `POST /:workspace/search/v1`. */
 export interface WorkspaceSearchParams {
-  /** Required, non-empty; the query language of `query-parser.ts`. */
+  /** Required, non-empty; the query language of `src/query-language/query-parser.ts`. */
   query: string;
   /** 1 or more, default 50; the hosted API sets the maximum. */
   pageSize?: number;

@@ -23,7 +23,7 @@ import { eventsOldestFirst, oldestAndNewest } from '../store/lifecycle-queries.j
 import { readSinkCursor, writeSinkCursor } from '../store/sink-cursors.js';
 import type { StoreChange } from '../store/store-changes.js';
 import { formatMicrosOrNull } from '../store/timestamps.js';
-import type { StreamHub } from '../stream/stream-hub.js';
+import type { StreamFanout } from '../stream/stream-fanout.js';
 import { sourceOf, StreamMessage, type StreamMessageType } from '../stream/stream-message.js';
 import type { Subscription } from '../stream/subscription.js';
 import { MqttTransport } from './mqtt-transport.js';
@@ -101,7 +101,7 @@ export class MqttSink {
    * Starts publishing (connecting in the background; a broker that is down is retried every second).
    * @param config `mqttUrl` (set), `mqttTopicPrefix`, `streamSubscriberBufferBytes` (the in-flight byte bound)
    */
-  constructor(private readonly config: Config & { mqttUrl: string }, private readonly store: EventStore, private readonly hub: StreamHub, private readonly log: Logger) {
+  constructor(private readonly config: Config & { mqttUrl: string }, private readonly store: EventStore, private readonly fanout: StreamFanout, private readonly log: Logger) {
     // A store that never published starts from its newest event: what is created from now on.
     const stored = readSinkCursor(store, SINK);
     this.cursor = stored ?? oldestAndNewest(store).newest ?? 0;
@@ -180,7 +180,7 @@ export class MqttSink {
       const message = this.offlineMessage(change);
       if (message) transport.send(message);
     }
-    const subscription = this.hub.subscribe(ALL_EVENTS, this.cursor, transport);
+    const subscription = this.fanout.subscribe(ALL_EVENTS, this.cursor, transport);
     this.current = { subscription, transport };
   }
 

@@ -15,7 +15,7 @@
  * the messages behind it are published.
  */
 import { ErrorWithReasonCode, type MqttClient } from 'mqtt';
-import type { HeartbeatTransport } from '../stream/stream-hub.js';
+import type { HeartbeatTransport } from '../stream/stream-fanout.js';
 import type { StreamMessage, StreamMessageType } from '../stream/stream-message.js';
 import { eventTopic, resetTopic } from './mqtt-topic.js';
 

@@ -23,7 +23,7 @@ export interface LocalStore {
   create(body: unknown): Promise<CreateResponse>;
   /** created_at (µs) of a stored event. */
   createdAt(id: string): number;
-  /** What the HTTP thread does when the lifecycle worker asks it (lifecycle-manager.ts). */
+  /** What the HTTP thread does when the lifecycle worker asks it (src/lifecycle/worker-handle.ts). */
   hooks: CleanupHooks;
   close(): Promise<void>;
 }

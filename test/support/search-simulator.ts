@@ -14,9 +14,9 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseQuery } from '../../src/search/query-parser.js';
-import { QuerySyntaxError } from '../../src/search/errors.js';
-import type { Comparison, QueryNode } from '../../src/search/query-ast.js';
+import { parseQuery } from '../../src/query-language/query-parser.js';
+import { QuerySyntaxError } from '../../src/query-language/query-syntax-error.js';
+import type { Comparison, QueryNode } from '../../src/query-language/query-ast.js';
 
 export interface CatalogImage {
   id: string;

@@ -4,7 +4,7 @@
  * follows it. A word may contain double-quoted parts (`tag:"night shift"`); inside quotes `\"`
  * and `\\` are escapes and nothing else is special.
  */
-import { QuerySyntaxError } from './errors.js';
+import { QuerySyntaxError } from './query-syntax-error.js';
 
 /** One character of a word: its value, its offset in the query, and whether it was quoted. */
 export interface WordChar {

@@ -1,5 +1,5 @@
 /**
- * The live event stream's subscribers (docs/API.md, "Live stream"): listens to the store's
+ * The live event stream's fan-out to its subscribers (docs/API.md, "Live stream"): listens to the store's
  * change feed (src/store/store-changes.ts), turns each change into one message, and offers it to
  * every subscriber, which sends it when it matches its filter. A slow subscriber never slows
  * ingest: its messages queue up to a bound, then it is closed with its resume point
@@ -13,13 +13,13 @@ import type { StoreChange } from '../store/store-changes.js';
 import { sourceOf, StreamMessage } from './stream-message.js';
 import { Subscription, type OfferedChange, type StreamTransport, type SubscriptionLimits } from './subscription.js';
 
-/** Settings of the hub; bytes and ms. */
-export interface StreamHubOptions extends SubscriptionLimits {
+/** Settings of the fan-out; bytes and ms. */
+export interface StreamFanoutOptions extends SubscriptionLimits {
   /** Pause between heartbeats of an idle stream (ms). */
   heartbeatMs: number;
 }
 
-export const DEFAULT_STREAM_OPTIONS: StreamHubOptions = {
+export const DEFAULT_STREAM_OPTIONS: StreamFanoutOptions = {
   maxQueuedBytes: 4 * 1024 * 1024,
   catchUpPage: 100,
   catchUpScanRecords: 10_000,
@@ -35,7 +35,8 @@ export interface HeartbeatTransport extends StreamTransport {
 /** Distinct filters remembered for sharing; past it the oldest is forgotten (its subscribers keep working). */
 const MAX_SHARED_FILTERS = 1000;
 
-export class StreamHub {
+/** Fans the store's changes out to the live stream's subscribers; one per server, built at start-up. */
+export class StreamFanout {
   private readonly subscriptions = new Map<Subscription, HeartbeatTransport>();
   /** Distinct filters of subscriptions, by their JSON (see `shared`). */
   private readonly filters = new Map<string, EventQuery>();
@@ -46,7 +47,7 @@ export class StreamHub {
   /** Runs catch-ups, at most `maxConcurrentCatchUps` at once (the others wait, in order). */
   private readonly catchUps: LimitFunction;
 
-  constructor(private readonly store: EventStore, private readonly options: StreamHubOptions = DEFAULT_STREAM_OPTIONS) {
+  constructor(private readonly store: EventStore, private readonly options: StreamFanoutOptions = DEFAULT_STREAM_OPTIONS) {
     this.catchUps = pLimit(options.maxConcurrentCatchUps);
     this.stopListening = store.changes.listen((change) => this.offer(change));
     this.heartbeats = setInterval(() => {

@@ -4,7 +4,7 @@
  * word, required values, whole numbers, calendar days and `class:NAME<op>N`. Every error points
  * at the character it is about.
  */
-import { QuerySyntaxError } from './errors.js';
+import { QuerySyntaxError } from './query-syntax-error.js';
 import type { Comparison } from './query-ast.js';
 import { wordText } from './query-lexer.js';
 import type { WordChar } from './query-lexer.js';

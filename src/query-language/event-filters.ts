@@ -1,10 +1,10 @@
 /**
  * The filters of the query language over the store's own events (docs/API.md, "Event search"):
- * the grammar is the hosted search's (query-parser.ts), the selectors are the event's fields.
+ * the grammar is the one the hosted search uses too (query-parser.ts), the selectors are the event's fields.
  * A selector of the hosted search only (`tag:`, `like-image:`...) is an error saying so, and so is
  * an unknown one, so a typo fails with its position instead of matching nothing.
  */
-import { QuerySyntaxError } from './errors.js';
+import { QuerySyntaxError } from './query-syntax-error.js';
 import { FILTER_KEYS } from './query-ast.js';
 import type { Comparison, FilterBase, QueryNode } from './query-ast.js';
 import { wordText } from './query-lexer.js';

@@ -9,17 +9,18 @@ import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
 import { CapacityGate } from './capacity-gate.js';
-import type { CleanupResult, CleanupTrigger } from '../lifecycle/cleanup.js';
-import type { SinkProgress } from '../lifecycle/sink-runner.js';
-import type { ToMain, ToWorker } from '../lifecycle/lifecycle-messages.js';
+import type { CleanupResult, CleanupTrigger } from './cleanup.js';
+import type { SinkProgress } from './sink-runner.js';
+import type { ToMain, ToWorker } from './lifecycle-messages.js';
 
 const RESTART_MIN_MS = 500;
 const RESTART_MAX_MS = 30_000;
 
 // Built: dist/src/lifecycle/worker.js. Tests run the TypeScript sources: src/lifecycle/worker.ts.
-const workerUrl = new URL(import.meta.url.endsWith('.ts') ? '../lifecycle/worker.ts' : '../lifecycle/worker.js', import.meta.url);
+const workerUrl = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
 
-export class Lifecycle {
+/** The HTTP thread's handle on the lifecycle worker (src/lifecycle/worker.ts); one per store, built at start-up. */
+export class LifecycleWorkerHandle {
   private readonly capacityFlag = new SharedArrayBuffer(4);
   /** The capacity gate gated routes pass (`capacity_blocked`). */
   readonly gate: CapacityGate;

@@ -11,7 +11,7 @@
  * `AND`, `OR` and `NOT` are operators only when written in capitals and unquoted. Adjacent
  * free-text words of one AND sequence merge into one text node (one semantic-search phrase).
  */
-import { QuerySyntaxError } from './errors.js';
+import { QuerySyntaxError } from './query-syntax-error.js';
 import type { FilterBase, FilterNode, QueryNode, Span, TextNode } from './query-ast.js';
 import { parseFilterWord } from './query-filters.js';
 import { isBareWord, tokenize, wordText } from './query-lexer.js';

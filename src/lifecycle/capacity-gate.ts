@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../logger.js';
 import type { StoreView } from '../store/store-view.js';
-import { closeGate, createWouldOverfill, isCapacityBlocked, type CapacityLimits } from '../lifecycle/capacity.js';
+import { closeGate, createWouldOverfill, isCapacityBlocked, type CapacityLimits } from './capacity.js';
 
 /** What a gated route asks for: a create adds a record; anything else only needs the gate open. */
 export type GateUse = 'create' | 'other';

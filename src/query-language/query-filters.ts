@@ -5,7 +5,7 @@
  * an error rather than text, so a typo such as `spilt:train` fails locally instead of running as a
  * semantic search.
  */
-import { QuerySyntaxError } from './errors.js';
+import { QuerySyntaxError } from './query-syntax-error.js';
 import { FILTER_KEYS, SPLITS } from './query-ast.js';
 import type { Comparison, FilterKey, FilterNode, RangeFilter, Split } from './query-ast.js';
 import { wordText } from './query-lexer.js';
