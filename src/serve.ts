@@ -13,7 +13,6 @@ import { Lifecycle } from './operations/lifecycle-manager.js';
 import { EventStore } from './store/event-store.js';
 import type { BackfillProgress } from './store/search-index.js';
 import { formatMicros, formatMicrosOrNull } from './store/timestamps.js';
-import { setRecordPresenter } from './store/record-codec.js';
 import { superviseStore, type Supervision } from './supervision/service-supervision.js';
 import { openSystemdNotifier, watchdogIntervalMs } from './supervision/systemd-notify.js';
 
@@ -57,9 +56,9 @@ function searchIndexLogger(log: Logger): (progress: BackfillProgress, done: bool
  */
 export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel, secretsOf(config));
-  setRecordPresenter(presentEventJson);
   const store = await EventStore.open(config.dataDir, {
     sinks: configuredSinks(config),
+    present: presentEventJson,
     onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
     onSearchIndexProgress: searchIndexLogger(log),
     checkpointMs: config.indexCheckpointMs,

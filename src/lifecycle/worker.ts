@@ -11,7 +11,6 @@ import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
 import { DiskReserve } from '../store/disk-reserve.js';
-import { setRecordPresenter } from '../store/record-codec.js';
 import { StoreView } from '../store/store-view.js';
 import type { EventChange, StoreChange } from '../store/store-changes.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
@@ -35,8 +34,6 @@ const SWEEP_MAX_INTERVAL_MS = 30_000;
 const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
 const port = parentPort!;
 const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
-// The sweep's finalize and cleanup's file deletions rewrite records with their JSON.
-setRecordPresenter(presentEventJson);
 const post = (message: ToMain) => port.postMessage(message);
 /** Changes announced this turn, posted to the HTTP thread together (its live stream announces them). */
 const changes: EventChange[] = [];
@@ -45,7 +42,8 @@ function forwardChange(change: StoreChange): void {
   if (changes.length === 0) queueMicrotask(() => post({ type: 'changes', changes: changes.splice(0) }));
   changes.push(change);
 }
-const store = StoreView.openView(config.dataDir, { sinks: configuredSinks(config), announce: forwardChange });
+// The sweep's finalize and cleanup's file deletions rewrite records with their JSON (presentEventJson).
+const store = StoreView.openView(config.dataDir, { sinks: configuredSinks(config), present: presentEventJson, announce: forwardChange });
 const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
 
 /** The job under way; jobs run one at a time, in the order they were asked for. */
