@@ -70,9 +70,11 @@ export async function startServer(config: Config, store: EventStore, lifecycle: 
   const diskWrites = new DiskWrites();
   const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });
   const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt, diskWrites, hub, thumbnails: new Thumbnails() };
+  // One admission for the WebSocket route and the others: the same checks, built once.
+  const admission = createAdmission(ctx);
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
-  engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
-  const inFlight = registerRoutes(engine, routesFor(config), ctx);
+  engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, admission));
+  const inFlight = registerRoutes(engine, routesFor(config), ctx, admission);
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
   warnAboutGateway(config, log);
