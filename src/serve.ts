@@ -1,7 +1,8 @@
 /**
- * `edge-events serve`: loads the settings, opens the store, starts the HTTP server, tells systemd
- * when it is ready (docs/OPERATIONS.md, "Supervision by systemd"), and stops gracefully on
- * SIGTERM/SIGINT (systemd's stop): no new requests, in-flight writes finished.
+ * `edge-events serve`: loads the settings, builds the main thread's parts (`startService`, its
+ * composition root: docs/ARCHITECTURE.md, "Who builds what"), serves, tells systemd when it is
+ * ready (docs/OPERATIONS.md, "Supervision by systemd"), and stops gracefully on SIGTERM/SIGINT
+ * (systemd's stop): no new requests, in-flight writes finished.
  */
 import { configuredSinks, ConfigError, loadConfig, secretsOf, type Config } from './config.js';
 import { presentEventJson } from './events/present.js';
