@@ -17,7 +17,7 @@
  */
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { createOne, EventStore, fillStore, loadAverage, loadModule, openBenchStore, timeCalls } from './lib/in-process-store.js';
+import { BENCH_STORE_OPTIONS, createOne, EventStore, fillStore, loadAverage, loadModule, openBenchStore, timeCalls } from './lib/in-process-store.js';
 import { seeded } from './lib/payloads.js';
 
 const { openDatabases } = await loadModule('store/lmdb-env.js');
@@ -118,7 +118,7 @@ try {
   const reopened = performance.now();
   let lastProgress = 0;
   store = await EventStore.open(dataDir, {
-    sinks: [],
+    ...BENCH_STORE_OPTIONS,
     onSearchIndexProgress: (progress) => {
       lastProgress = progress.indexed;
     },

@@ -1,7 +1,8 @@
 /**
- * `edge-events serve`: loads the settings, opens the store, starts the HTTP server, tells systemd
- * when it is ready (docs/OPERATIONS.md, "Supervision by systemd"), and stops gracefully on
- * SIGTERM/SIGINT (systemd's stop): no new requests, in-flight writes finished.
+ * `edge-events serve`: loads the settings, builds the main thread's parts (`startService`, its
+ * composition root: docs/ARCHITECTURE.md, "Who builds what"), serves, tells systemd when it is
+ * ready (docs/OPERATIONS.md, "Supervision by systemd"), and stops gracefully on SIGTERM/SIGINT
+ * (systemd's stop): no new requests, in-flight writes finished.
  */
 import { configuredSinks, ConfigError, loadConfig, secretsOf, type Config } from './config.js';
 import { presentEventJson } from './events/present.js';
@@ -9,11 +10,14 @@ import { NatsSource } from './hub/nats-source.js';
 import type { RuntimeInfo } from './http/engine.js';
 import { startServer, type RunningServer } from './http/server.js';
 import { createLogger, type Logger } from './logger.js';
+import { DiskWrites } from './operations/disk-writes.js';
 import { LifecycleWorkerHandle } from './lifecycle/worker-handle.js';
+import { StoreMetrics } from './operations/metrics.js';
+import { MqttSink } from './sinks/mqtt-sink.js';
 import { EventStore } from './store/event-store.js';
 import type { BackfillProgress } from './store/search-index.js';
 import { formatMicros, formatMicrosOrNull } from './store/timestamps.js';
-import { setRecordPresenter } from './store/record-codec.js';
+import { DEFAULT_STREAM_OPTIONS, StreamFanout } from './stream/stream-fanout.js';
 import { superviseStore, type Supervision } from './supervision/service-supervision.js';
 import { openSystemdNotifier, watchdogIntervalMs } from './supervision/systemd-notify.js';
 
@@ -52,14 +56,19 @@ function searchIndexLogger(log: Logger): (progress: BackfillProgress, done: bool
 }
 
 /**
- * Opens the store under `config.dataDir` and serves it.
+ * The main thread's composition root (docs/ARCHITECTURE.md, "Threads"): opens the store under
+ * `config.dataDir`, builds every long-lived part of the HTTP thread (the lifecycle worker's
+ * handle, the stream fan-out, the MQTT sink, the disk-write figures, the metrics, the hub
+ * source), hands them to the HTTP server and to each other, and serves. `stop` closes them in
+ * order; the server closes only its listener and connections. The lifecycle worker is its own
+ * thread's root (src/lifecycle/worker.ts).
  * @throws NativeServerUnavailable, or the error that prevented opening or listening
  */
 export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel, secretsOf(config));
-  setRecordPresenter(presentEventJson);
   const store = await EventStore.open(config.dataDir, {
     sinks: configuredSinks(config),
+    present: presentEventJson,
     onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
     onSearchIndexProgress: searchIndexLogger(log),
     checkpointMs: config.indexCheckpointMs,
@@ -72,11 +81,17 @@ export async function startService(config: Config): Promise<StoreService> {
   workerReady.catch(() => undefined); // handled below; never an unhandled rejection meanwhile
   // Hub mode: consume a fleet's stream into this store (docs/OPERATIONS.md, "Hub mode"), once serving.
   const hub = config.natsSourceServers.length === 0 ? undefined : new NatsSource(store, config, lifecycle.gate, log.child({ hub: config.natsSourceDurable }));
+  const stream = new StreamFanout(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
+  const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
+  const diskWrites = new DiskWrites();
+  const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });
   let server: RunningServer;
   try {
-    server = await startServer(config, store, lifecycle, log, hub);
+    server = await startServer({ config, store, log, lifecycle, stream, metrics, diskWrites, mqtt, hub });
     await workerReady;
   } catch (err) {
+    await mqtt?.stop();
+    stream.close();
     await lifecycle.stop();
     await store.close();
     throw err;
@@ -92,7 +107,12 @@ export async function startService(config: Config): Promise<StoreService> {
     async stop(graceMs) {
       await hub?.stop(); // the event under way stored and acknowledged
       await lifecycle.stop();
-      await server.close(graceMs);
+      server.stopListening();
+      await mqtt?.stop(); // its cursor written; what it had not published is published at the next start
+      stream.close(); // streams end with their resume point; in-flight writes finish
+      await server.drained(graceMs);
+      await store.close();
+      log.info('edge-event-store stopped');
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import t, { type Test } from 'tap';
 import { loadConfig } from '../src/config.js';
+import { presentEventJson } from '../src/events/present.js';
 import { CloudSink, type CloudSinkDeps } from '../src/lifecycle/cloud-uploader.js';
 import { shipNextBatch } from '../src/lifecycle/sink-runner.js';
 import { createLogger } from '../src/logger.js';
@@ -161,7 +162,7 @@ t.test('a wrong key (401) is retried, never dead-lettered: the events stay queue
   await store.stop();
   t.equal(cloud.events.size, 0);
 
-  const view = StoreView.openView(store.dataDir, { sinks: ['cloud'] });
+  const view = StoreView.openView(store.dataDir, { sinks: ['cloud'], present: presentEventJson });
   t.teardown(() => view.close());
   const createdAt = view.getEvent(event.id)!.created_at;
   t.same(queues(view), { queued: [createdAt], dead: [] });
@@ -194,7 +195,7 @@ t.test('upload state survives a restart; a refused event is dead-lettered and th
   t.same(cloud.images.map((i) => i.bytes), [fixture('cat.jpg'), fixture('rocket.jpg')], 'each image uploaded once');
   t.same(cloud.seen(BATCH_PATH, 400).map((r) => r.eventIds), [[a.id, b.id, c.id], [a.id, b.id], [b.id]], 'the refused batch is halved down to the bad event');
 
-  const view = StoreView.openView(first.dataDir, { sinks: ['cloud'] });
+  const view = StoreView.openView(first.dataDir, { sinks: ['cloud'], present: presentEventJson });
   t.teardown(() => view.close());
   const createdAtB = view.getEvent(b.id)!.created_at;
   t.same(queues(view), { queued: [], dead: [createdAtB] }, 'queue empty; the refused event is a dead letter');
@@ -213,7 +214,7 @@ t.test('the cloud sink: hung and dropped requests are retried, a vanished image 
   cloud.heal();
 
   const config = loadConfig({ DATA_DIR: store.dataDir, ...cloudEnv(cloud) });
-  const view = await EventStore.open(store.dataDir, { sinks: ['cloud'] }); // it deletes a file: a writer
+  const view = await EventStore.open(store.dataDir, { sinks: ['cloud'], present: presentEventJson }); // it deletes a file: a writer
   t.teardown(() => view.close());
   const record = view.getEvent(event.id)!;
   await deleteFiles(view, [{ createdAt: record.created_at, fileId: record.images[0].input_file_id! }]);

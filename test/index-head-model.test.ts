@@ -13,10 +13,7 @@ import { planSearch, type SearchCondition } from '../src/store/event-search.js';
 import { deleteRecords } from '../src/store/event-deletion.js';
 import { finalizeEvent } from '../src/store/event-updates.js';
 import { presentEventJson } from '../src/events/present.js';
-import { setRecordPresenter } from '../src/store/record-codec.js';
 import { tempDataDir } from './support/store-server.js';
-
-setRecordPresenter(presentEventJson);
 
 const DEVICES = ['cam-a', 'cam-b', 'cam-c'];
 
@@ -141,7 +138,7 @@ t.test('lists, counts, searches and point reads equal the model with events in t
       runs++;
       const dataDir = tempDataDir();
       // No timed checkpoint within a run: only the commands move events from the head to LMDB.
-      const options = { sinks: [], checkpointMs: 60_000 };
+      const options = { sinks: [], present: presentEventJson, checkpointMs: 60_000 };
       let store = await EventStore.open(dataDir, options);
       let model: ModelEvent[] = [];
       try {
@@ -184,7 +181,7 @@ t.test('lists, counts, searches and point reads equal the model with events in t
 
 t.test('a checkpoint of more creates than one turn of puts: every read equals the model at every turn until it commits', async (t) => {
   const dataDir = tempDataDir();
-  const store = await EventStore.open(dataDir, { sinks: [], checkpointMs: 60_000 });
+  const store = await EventStore.open(dataDir, { sinks: [], present: presentEventJson, checkpointMs: 60_000 });
   t.teardown(() => store.close());
   const model: ModelEvent[] = [];
   // 600 creates in the head: a checkpoint issues their puts in three turns (256 creates a turn).

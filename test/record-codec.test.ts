@@ -11,12 +11,14 @@ import { presentEvent, presentEventJson } from '../src/events/present.js';
 import type { EventRecord } from '../src/store/event-record.js';
 import { indexKeysOf } from '../src/store/index-keys.js';
 import { openDatabases } from '../src/store/lmdb-env.js';
-import { decodeRecord, encodeRecord, recordByteLength, setRecordPresenter, storedJson } from '../src/store/record-codec.js';
+import { decodeRecord, encodeRecord as encodeWith, recordByteLength, storedJson as storedJsonWith } from '../src/store/record-codec.js';
 import { parseIsoMicros } from '../src/store/timestamps.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
-setRecordPresenter(presentEventJson);
+/** The codec as a store runs it: with the API's presenter (StoreOptions.present). */
+const encodeRecord = (record: EventRecord): Buffer => encodeWith(record, presentEventJson);
+const storedJson = (value: Buffer): Buffer => storedJsonWith(value, presentEventJson);
 
 /** A record exactly as layout 1 wrote it: a map with `v: 1` and created_at as ISO text. */
 const layout1 = {

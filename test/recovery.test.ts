@@ -13,11 +13,9 @@ import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/ev
 import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 import { presentEventJson } from '../src/events/present.js';
-import { setRecordPresenter } from '../src/store/record-codec.js';
 
-// The stores opened in this process directly (below, without startStore) keep records' JSON as
-// the service does; set here so a test run alone (--grep) does not rely on an earlier one.
-setRecordPresenter(presentEventJson);
+/** How the stores opened in this process directly (below, without startStore) are run: as the service runs its own, records keep their JSON. */
+const STORE_OPTIONS = { sinks: [], present: presentEventJson };
 
 /** No cleanup pass within a test. */
 const QUIET = { CLEANUP_INTERVAL_SECONDS: '3600' };
@@ -136,7 +134,7 @@ t.test('a replay over an index that holds the records but not their accounting c
   });
   await dbs.root.close();
 
-  const reopened = await EventStore.open(first.dataDir);
+  const reopened = await EventStore.open(first.dataDir, STORE_OPTIONS);
   t.equal(reopened.opened.replayed, 30, 'every logged create was applied again');
   const counters = reopened.counters();
   t.same([counters.events, counters.images, reopened.dbs.events.getCount()], [before.total_events, before.total_images, 30], 'counted once, stored once');
@@ -148,7 +146,7 @@ t.test('a clean stop replays nothing', async (t) => {
   const first = await startStore();
   await postJson(`${first.url}/v2/events`, imageEvent());
   await first.stop();
-  const reopened = await EventStore.open(first.dataDir);
+  const reopened = await EventStore.open(first.dataDir, STORE_OPTIONS);
   t.equal(reopened.opened.replayed, 0);
   t.equal(reopened.counters().events, 1);
   await reopened.close();
@@ -173,7 +171,7 @@ t.test('a checkpoint that fails keeps its creates in the index head: still ackno
   const FaultyStore = await storeWithFailingCheckpoints(t, (commit) => commit === 1);
   const dataDir = tempDataDir();
   const errors: string[] = [];
-  const store = await FaultyStore.open(dataDir, { sinks: [], checkpointMs: 60_000, onBackgroundError: (err) => errors.push(String(err)) });
+  const store = await FaultyStore.open(dataDir, { ...STORE_OPTIONS, checkpointMs: 60_000, onBackgroundError: (err) => errors.push(String(err)) });
   const first = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   await t.rejects(store.checkpointed(), /EIO: injected/, 'the checkpoint fails');
   t.equal(store.getEvent(first.id)?.id, first.id, 'the create is still read, from the head');
@@ -184,7 +182,7 @@ t.test('a checkpoint that fails keeps its creates in the index head: still ackno
   t.same([store.dbs.eventIds.get(first.id) !== undefined, store.dbs.eventIds.get(second.id) !== undefined], [true, true], 'the next checkpoint commits both');
   t.equal(store.counters().events, 2, 'counted once');
   await store.close();
-  const reopened = await EventStore.open(dataDir);
+  const reopened = await EventStore.open(dataDir, STORE_OPTIONS);
   t.same([reopened.opened.replayed, reopened.counters().events], [0, 2], 'a clean stop replays nothing');
   await reopened.close();
 });
@@ -193,11 +191,11 @@ t.test('creates acknowledged while every checkpoint fails come back from the log
   const FaultyStore = await storeWithFailingCheckpoints(t, () => true);
   const dataDir = tempDataDir();
   const errors: string[] = [];
-  const store = await FaultyStore.open(dataDir, { sinks: [], checkpointMs: 60_000, onBackgroundError: (err, task) => errors.push(`${task}: ${String(err)}`) });
+  const store = await FaultyStore.open(dataDir, { ...STORE_OPTIONS, checkpointMs: 60_000, onBackgroundError: (err, task) => errors.push(`${task}: ${String(err)}`) });
   const created = [await store.create({ fields: NEW_EVENT_FIELDS, images: [] }), await store.create({ fields: NEW_EVENT_FIELDS, images: [] })];
   await store.close();
   t.match(errors, [/index checkpoint: Error: EIO: injected/], 'the failed last checkpoint is reported, and the close goes on');
-  const reopened = await EventStore.open(dataDir);
+  const reopened = await EventStore.open(dataDir, STORE_OPTIONS);
   t.equal(reopened.opened.replayed, 2, 'the log replays both creates');
   t.same(created.map((c) => reopened.getEvent(c.id)?.id), created.map((c) => c.id));
   t.equal(reopened.counters().events, 2);
@@ -208,7 +206,7 @@ t.test('a replay goes past a create whose file id was no UUID, reports it, and r
   // A hub stored device-chosen ids unchecked before imports were checked (ids.ts): a blob frame
   // keeps an id as 16 bytes, so `not-a-uuid-file` reads back as another string.
   const dataDir = tempDataDir();
-  const store = await EventStore.open(dataDir);
+  const store = await EventStore.open(dataDir, STORE_OPTIONS);
   const images = [{
     results: { label: null, object_detections: [], classifications: [], instance_segmentations: [], keypoints: [], metadata: {} },
     image: { bytes: fixture('cat.jpg'), contentType: 'image/jpeg' },
@@ -231,7 +229,7 @@ t.test('a replay goes past a create whose file id was no UUID, reports it, and r
   });
   await dbs.root.close();
 
-  const reopened = await EventStore.open(dataDir);
+  const reopened = await EventStore.open(dataDir, STORE_OPTIONS);
   t.teardown(() => reopened.close());
   t.equal(reopened.opened.replayed, 3, 'the three acknowledged creates after it are replayed');
   t.match(reopened.opened.skipped, [{ segment: position.segment, eventId: legacy.id, missingFiles: ['not-a-uuid-file'] }], 'the skipped create is reported');

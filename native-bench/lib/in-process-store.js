@@ -19,8 +19,12 @@ const { EventStore } = await loadModule('store/event-store.js');
 const { createEvent } = await loadModule('events/create-event.js');
 const present = await loadModule('events/present.js');
 const codec = await loadModule('store/record-codec.js');
-// Builds with stored JSON (record layout 3) need the presenter set, as serve.ts does.
+// Builds with stored JSON (record layout 3) need the presenter, as serve.ts gives it: in the
+// store's options (`present`), or, in builds before that option, set once per thread.
 codec.setRecordPresenter?.(present.presentEventJson);
+
+/** The options a bench store opens with: no sinks, records kept with their JSON. */
+export const BENCH_STORE_OPTIONS = { sinks: [], present: present.presentEventJson };
 
 export { EventStore };
 
@@ -36,7 +40,7 @@ export const loadAverage = () => os.loadavg().map((l) => l.toFixed(2)).join(' ')
 export async function openBenchStore(prefix) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
   const config = loadConfig({ DATA_DIR: dataDir });
-  return { store: await EventStore.open(dataDir, { sinks: [] }), config, dataDir };
+  return { store: await EventStore.open(dataDir, BENCH_STORE_OPTIONS), config, dataDir };
 }
 
 /**

@@ -38,7 +38,8 @@ export function presentEvent(record: EventRecord): StoredEvent {
 
 /**
  * The JSON text of `presentEvent(record)`: the body of `GET /v2/events/{event_id}` and one
- * element of a list page. The store's record presenter (record-codec.ts, `setRecordPresenter`).
+ * element of a list page. The store's record presenter (store-view.ts `StoreOptions.present`), given
+ * by each thread's composition root (serve.ts, src/lifecycle/worker.ts).
  */
 export function presentEventJson(record: EventRecord): string {
   return JSON.stringify(presentEvent(record));

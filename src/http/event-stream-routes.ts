@@ -121,7 +121,7 @@ class WebSocketTransport implements HeartbeatTransport {
  * browser's cross-origin upgrade refused (a WebSocket is outside CORS's reach), and the same
  * filters; refusals are answered as HTTP errors before any upgrade.
  */
-export function eventStreamSocket(ctx: ServerContext, admit: Admission): WebSocketEndpoint {
+export function eventStreamSocket(ctx: ServerContext, { admit }: Admission): WebSocketEndpoint {
   const logError = (err: unknown) => ctx.log.error({ err }, 'request failed');
   return {
     upgrade(ex: Exchange): WebSocketSession | undefined {

@@ -172,19 +172,22 @@ function routesByPath(routes: Route[]): Map<string, Route[]> {
 }
 
 /**
- * Registers `routes` on `engine`, a 405 for every known path asked with another method, and a
- * catch-all 404.
- * @returns the in-flight counter of these routes
+ * The checks a request passes before its route's handler runs, built once per server
+ * (`createAdmission`) and shared by the routes and the WebSocket endpoint.
  */
-/**
- * The checks a request passes before its route's handler runs, in order: the browser guard, the
- * key, a JSON Content-Type where one is required, and the capacity gate (docs/API.md,
- * "Authentication", "Browsers", "Capacity and 529"). Also sets the exchange's response defaults.
- * @param changesState the request changes state, or (a WebSocket) reads outside CORS's reach: a
- *   browser's cross-origin request is refused (default: the route's method is POST)
- * @returns the refusal to answer, or undefined to go on
- */
-export type Admission = (ex: Exchange, route: Route, changesState?: boolean) => AppError | undefined;
+export interface Admission {
+  /**
+   * Runs the checks in order: the browser guard, the key, a JSON Content-Type where one is
+   * required, and the capacity gate (docs/API.md, "Authentication", "Browsers", "Capacity and
+   * 529"). Also sets the exchange's response defaults.
+   * @param changesState the request changes state, or (a WebSocket) reads outside CORS's reach: a
+   *   browser's cross-origin request is refused (default: the route's method is POST)
+   * @returns the refusal to answer, or undefined to go on
+   */
+  admit(ex: Exchange, route: Route, changesState?: boolean): AppError | undefined;
+  /** The origins of CORS_ALLOWED_ORIGINS: answered with CORS headers, their preflights with a 204 (browser-guard.ts). */
+  allowedOrigins: ReadonlySet<string>;
+}
 
 /** The admission checks of a server with `ctx`'s settings. */
 export function createAdmission(ctx: ServerContext): Admission {
@@ -192,7 +195,7 @@ export function createAdmission(ctx: ServerContext): Admission {
   const { gate } = ctx.lifecycle;
   const guard = createBrowserGuard(ctx.config);
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
-  return (ex, route, changesState = route.method === 'post' || route.refusesCrossOrigin === true) => {
+  const admit: Admission['admit'] = (ex, route, changesState = route.method === 'post' || route.refusesCrossOrigin === true) => {
     ex.setResponseDefaults({ errorShape: route.errorShape ?? 'store', headers: corsHeaders(ex.headers.origin, allowedOrigins) });
     const refused = guard(ex.headers, { changesState, forBrowsers: route.forBrowsers === true });
     if (refused) return refused;
@@ -202,14 +205,20 @@ export function createAdmission(ctx: ServerContext): Admission {
     if (route.gated && !gate.admit(route.gated)) return new AppError('capacity_blocked');
     return undefined;
   };
+  return { admit, allowedOrigins };
 }
 
-export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext): InFlight {
+/**
+ * Registers `routes` on `engine`, a 405 for every known path asked with another method, and a
+ * catch-all 404.
+ * @param admission the server's admission checks (default: built from `ctx`)
+ * @returns the in-flight counter of these routes
+ */
+export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext, admission: Admission = createAdmission(ctx)): InFlight {
   const inFlight = new InFlight();
   const logError = (err: AppError) => ctx.log.error({ err }, 'request failed');
   const { gate } = ctx.lifecycle;
-  const admit = createAdmission(ctx);
-  const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
+  const { admit, allowedOrigins } = admission;
   /** Counts an answered request in /metrics (the route pattern, not the path: bounded labels). */
   const observeRequest = (ex: Exchange, route: Pick<Route, 'path' | 'stores'>, started: number): void => {
     const stored = route.stores !== undefined && ex.status >= 200 && ex.status < 300 ? ex.bodyBytesRead : 0;

@@ -1,12 +1,14 @@
 /**
- * The HTTP server: picks the engine (engine-choice.ts), registers the route table on it, listens,
- * and stops gracefully (no new connections, in-flight writes finished, store closed).
+ * The HTTP server: picks the engine (engine-choice.ts), registers the route table on it over the
+ * parts the composition root (src/serve.ts) built, listens, and stops gracefully in two steps the
+ * root orders around its own parts: no new connections, then in-flight requests finished. It
+ * closes only what it opened, its listener and its connections (docs/ARCHITECTURE.md, "Threads").
  */
 import type { NatsSource } from '../hub/nats-source.js';
-import { DiskWrites } from '../operations/disk-writes.js';
-import { StoreMetrics } from '../operations/metrics.js';
-import { MqttSink } from '../sinks/mqtt-sink.js';
-import { DEFAULT_STREAM_OPTIONS, StreamFanout } from '../stream/stream-fanout.js';
+import type { DiskWrites } from '../operations/disk-writes.js';
+import type { StoreMetrics } from '../operations/metrics.js';
+import type { MqttSink } from '../sinks/mqtt-sink.js';
+import type { StreamFanout } from '../stream/stream-fanout.js';
 import { eventStreamRoutes, eventStreamSocket } from './event-stream-routes.js';
 import { exportRoutes } from './export-routes.js';
 import type { Config } from '../config.js';
@@ -20,7 +22,7 @@ import { docsRoutes } from './docs.js';
 import { createEngine } from './engine-choice.js';
 import type { RuntimeInfo } from './engine.js';
 import { operatorPageRoutes } from './operator-page-routes.js';
-import { createAdmission, registerRoutes, type Route } from './route-table.js';
+import { createAdmission, registerRoutes, type Route, type ServerContext } from './route-table.js';
 import { gatewayMode, searchProxyRoutes } from './search-proxy-routes.js';
 import { storeRoutes } from './store-routes.js';
 
@@ -49,44 +51,67 @@ function warnAboutGateway(config: Config, log: Logger): void {
   }
 }
 
+/**
+ * The long-lived parts of the HTTP thread a server answers over: built, started and closed by the
+ * composition root (src/serve.ts `startService`), never by the server.
+ */
+export interface ServerParts {
+  config: Config;
+  /** The open store; the root closes it after the server drained. */
+  store: EventStore;
+  log: Logger;
+  /** The lifecycle worker's handle (its capacity gate admits gated routes). */
+  lifecycle: LifecycleWorkerHandle;
+  /** The live stream's fan-out (src/stream/stream-fanout.ts). */
+  stream: StreamFanout;
+  /** The Prometheus metrics (src/operations/metrics.ts). */
+  metrics: StoreMetrics;
+  /** Bytes written against bytes accepted (src/operations/disk-writes.ts). */
+  diskWrites: DiskWrites;
+  /** The MQTT publisher (src/sinks/mqtt-sink.ts); absent unless MQTT_URL is set. */
+  mqtt?: MqttSink;
+  /** Hub mode's consumer of the fleet stream (src/hub/nats-source.ts); absent unless NATS_SOURCE_URL is set. */
+  hub?: NatsSource;
+}
+
 export interface RunningServer {
   /** The port listened on (useful with PORT=0). */
   port: number;
   /** Node version and HTTP engine in use. */
   runtime: RuntimeInfo;
-  /** Stops accepting, waits up to `graceMs` (ms) for in-flight requests, closes the store. */
-  close(graceMs?: number): Promise<void>;
+  /** Stops accepting connections; requests under way go on. */
+  stopListening(): void;
+  /**
+   * Waits up to `graceMs` (ms) for the requests under way, then closes idle connections. Live
+   * streams count as under way until the stream fan-out is closed.
+   */
+  drained(graceMs?: number): Promise<void>;
 }
 
 /**
- * Starts the HTTP server on `config.host:config.port` over an open store.
+ * Starts the HTTP server on `config.host:config.port` over the parts the composition root built.
  * @throws UwsUnavailable when HTTP_ENGINE=uws and no native uWebSockets.js build loads
  * @throws Error when the port cannot be bound
  */
-export async function startServer(config: Config, store: EventStore, lifecycle: LifecycleWorkerHandle, log: Logger, hub?: NatsSource): Promise<RunningServer> {
+export async function startServer(parts: ServerParts): Promise<RunningServer> {
+  const { config, log } = parts;
   const engine = createEngine(config.httpEngine, log);
-  const stream = new StreamFanout(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
-  const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
-  const diskWrites = new DiskWrites();
-  const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });
-  const ctx = { config, store, log, lifecycle, resetTokens: new ResetTokens(), runtime: engine.runtime, stream, metrics, mqtt, diskWrites, hub, thumbnails: new Thumbnails() };
+  // What only requests use, and nothing needs to close: the server's own.
+  const ctx: ServerContext = { ...parts, resetTokens: new ResetTokens(), runtime: engine.runtime, thumbnails: new Thumbnails() };
+  const admission = createAdmission(ctx);
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
-  engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, createAdmission(ctx)));
-  const inFlight = registerRoutes(engine, routesFor(config), ctx);
+  engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, admission));
+  const inFlight = registerRoutes(engine, routesFor(config), ctx, admission);
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
   warnAboutGateway(config, log);
   return {
     port,
     runtime: engine.runtime,
-    async close(graceMs = 10_000) {
-      engine.stopListening();
-      await mqtt?.stop(); // its cursor written; what it had not published is published at the next start
-      stream.close(); // streams end with their resume point; in-flight writes finish
+    stopListening: () => engine.stopListening(),
+    async drained(graceMs = 10_000) {
       await inFlight.drained(graceMs);
       engine.closeIdleConnections();
-      await store.close();
-      log.info('edge-event-store stopped');
     },
   };
 }

@@ -1,9 +1,12 @@
 /**
- * The lifecycle worker thread: owns cleanup (on a timer, when a limit is crossed, and
- * on request), the consistency pass, the capacity state, the auto-finalize sweep and the cloud
- * upload loop (network-bound, so it runs beside the job queue, never in it). It opens
- * its own view of the store's LMDB environment and talks to the HTTP thread by messages
- * (see lifecycle-messages.ts) and one shared flag (the capacity state).
+ * The lifecycle worker thread, and its composition root (docs/ARCHITECTURE.md, "Threads"): every
+ * part that runs in this thread is built in the block below and nowhere else: its own view of the
+ * store's LMDB environment, the capacity monitor, the disk reserve, and the ledger sinks (the
+ * cloud uploader and NATS JetStream). The thread owns cleanup (on a timer, when a limit is
+ * crossed, and on request), the consistency pass, the capacity state, the auto-finalize sweep, and
+ * shipping the ledger through each sink (network-bound, so beside the job queue, never in it). It
+ * talks to the HTTP thread by messages (see lifecycle-messages.ts) and one shared flag (the
+ * capacity state).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { configuredSinks, secretsOf, type Config } from '../config.js';
@@ -11,7 +14,6 @@ import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
 import { DiskReserve } from '../store/disk-reserve.js';
-import { setRecordPresenter } from '../store/record-codec.js';
 import { StoreView } from '../store/store-view.js';
 import type { EventChange, StoreChange } from '../store/store-changes.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
@@ -34,10 +36,21 @@ const SWEEP_MAX_INTERVAL_MS = 30_000;
 
 const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
 const port = parentPort!;
-const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
-// The sweep's finalize and cleanup's file deletions rewrite records with their JSON.
-setRecordPresenter(presentEventJson);
 const post = (message: ToMain) => port.postMessage(message);
+
+// This thread's parts, built here and nowhere else.
+const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
+// The sweep's finalize and cleanup's file deletions rewrite records with their JSON (presentEventJson).
+const store = StoreView.openView(config.dataDir, { sinks: configuredSinks(config), present: presentEventJson, announce: forwardChange });
+const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
+/** Room for a cleanup's commits on a disk ingest has filled (disk-reserve.ts). */
+const reserve = new DiskReserve(config.dataDir, config.diskReserveBytes);
+/** The ledger sinks configured (docs/OPERATIONS.md, "Sinks"), each shipped by sink-runner.ts. */
+const sinks: Sink[] = [
+  ...(config.cloudUploadUrl === undefined ? [] : [new CloudSink(store, config, { log: log.child({ task: 'cloud-upload' }) })]),
+  ...(config.natsServers.length === 0 ? [] : [new NatsSink(store, config, log.child({ sink: 'nats' }))]),
+];
+
 /** Changes announced this turn, posted to the HTTP thread together (its live stream announces them). */
 const changes: EventChange[] = [];
 function forwardChange(change: StoreChange): void {
@@ -45,8 +58,6 @@ function forwardChange(change: StoreChange): void {
   if (changes.length === 0) queueMicrotask(() => post({ type: 'changes', changes: changes.splice(0) }));
   changes.push(change);
 }
-const store = StoreView.openView(config.dataDir, { sinks: configuredSinks(config), announce: forwardChange });
-const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
 
 /** The job under way; jobs run one at a time, in the order they were asked for. */
 let queue: Promise<unknown> = Promise.resolve();
@@ -77,9 +88,6 @@ const hooks: CleanupHooks = {
   compactSegment: (segment) => askWriter({ type: 'compact-segment', id: 0, segment }),
   checkpoint: () => askWriter({ type: 'checkpoint', id: 0 }),
 };
-
-/** Room for a cleanup's commits on a disk ingest has filled (disk-reserve.ts). */
-const reserve = new DiskReserve(config.dataDir, config.diskReserveBytes);
 
 function cleanup(trigger: CleanupTrigger) {
   return enqueue(async () => {
@@ -115,10 +123,6 @@ const timers = [
 // queue: shipping is network-bound.
 const shipping = new AbortController();
 const sinkDeps = { sinks: store.sinks, signal: shipping.signal, onProgress: (progress: SinkProgress) => post({ type: 'sink-progress', progress }) };
-const sinks: Sink[] = [
-  ...(config.cloudUploadUrl === undefined ? [] : [new CloudSink(store, config, { log: log.child({ task: 'cloud-upload' }) })]),
-  ...(config.natsServers.length === 0 ? [] : [new NatsSink(store, config, log.child({ sink: 'nats' }))]),
-];
 const shipped = Promise.all(sinks.map((sink) => runSink(store, sink, { ...sinkDeps, log: log.child({ sink: sink.name }) })));
 
 port.on('message', (message: ToWorker) => {

@@ -131,7 +131,7 @@ export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<D
       if (!record) continue;
       record.current_file_count = Math.max(0, record.current_file_count - fileIds.length);
       images += record.images.filter((image) => image.file_id !== null && fileIds.includes(image.file_id)).length;
-      dbs.events.putSync(createdAt, encodeRecord(record));
+      dbs.events.putSync(createdAt, encodeRecord(record, store.present));
     }
     dead.apply(dbs);
     tally.files = dead.files;

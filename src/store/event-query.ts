@@ -269,7 +269,7 @@ export function scanPlan(store: StoreView, plan: ScanPlan, direction: Direction,
         if (!plan.matches(decodeRecord(value))) continue;
         if (full) return ts;
       }
-      const json = storedJson(value);
+      const json = storedJson(value, store.present);
       if (!sink.add(json, ts)) return ts;
       readBytes += json.length;
       taken++;

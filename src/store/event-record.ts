@@ -1,8 +1,8 @@
 /**
  * The store's own record of an event: what record-codec.ts writes and reads, what the indexes
  * and queries look at. It is not the API's response type (src/events/types.ts): the two have the
- * same field names today, and the presenter the codec is given (record-codec.ts,
- * `setRecordPresenter`) maps one to the other, so a change of the wire shape (docs/API.md) never
+ * same field names today, and the presenter the store is given (store-view.ts,
+ * `StoreOptions.present`) maps one to the other, so a change of the wire shape (docs/API.md) never
  * changes what is on disk by accident.
  */
 

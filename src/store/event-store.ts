@@ -150,7 +150,7 @@ export class EventStore extends StoreView {
    * @throws DataDirUnusable naming why `dataDir` cannot be written (data-dir-check.ts)
    * @throws the fs or lmdb error when the data directory is unusable otherwise
    */
-  static async open(dataDir: string, options: EventStoreOptions = { sinks: [] }): Promise<EventStore> {
+  static async open(dataDir: string, options: EventStoreOptions): Promise<EventStore> {
     const started = performance.now();
     prepareDataDir(dataDir);
     const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
@@ -414,7 +414,7 @@ export class EventStore extends StoreView {
     for (const { record, blobs } of batch) {
       record.created_at = nextUniqueMicros();
       if (!record.draft) record.finalized_at = record.created_at;
-      const value = encodeRecord(record);
+      const value = encodeRecord(record, this.present);
       for (const blob of blobs) frames.push({ id: blob.fileId, kind: blob.kind, bytes: blob.bytes });
       const files = blobs.map((b) => ({ fileId: b.fileId, contentType: b.contentType }));
       frames.push({ id: record.id, kind: 'record', bytes: encodeRecordFrame({ value, files }) });
@@ -446,7 +446,7 @@ export class EventStore extends StoreView {
     this.head.add(batch);
     if (this.changes.listened) {
       for (const { record, value } of batch.creates) {
-        this.announceChange({ kind: 'created', id: record.id, createdAt: record.created_at, record, json: storedJson(value) });
+        this.announceChange({ kind: 'created', id: record.id, createdAt: record.created_at, record, json: storedJson(value, this.present) });
       }
     }
     this.scheduleCheckpoint();

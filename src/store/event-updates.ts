@@ -47,7 +47,7 @@ async function checkpointed(store: StoreView): Promise<void> {
 
 /** Writes a changed record back; call inside a write transaction. */
 function putRecord(store: StoreView, record: EventRecord): void {
-  store.dbs.events.putSync(record.created_at, encodeRecord(record));
+  store.dbs.events.putSync(record.created_at, encodeRecord(record, store.present));
 }
 
 /**

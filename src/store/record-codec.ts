@@ -32,25 +32,11 @@ export type { EventRecord } from './event-record.js';
 
 /**
  * Turns a record into the JSON text the API answers for it (docs/API.md, "Routes": stored
- * event). Supplied by the layer that owns the wire shape (src/events/present.ts).
+ * event). Supplied by the layer that owns the wire shape (src/events/present.ts): each thread's
+ * composition root (serve.ts, the lifecycle worker) gives it to the store it opens
+ * (store-view.ts `StoreOptions.present`), which passes it to `encodeRecord` and `storedJson`.
  */
 export type RecordPresenter = (record: EventRecord) => string;
-
-let presenter: RecordPresenter | undefined;
-
-/**
- * Sets the presenter `encodeRecord` stores each record's JSON with, and `storedJson` presents
- * older layouts with. Each thread that writes or lists records sets it once, before opening its
- * store (serve.ts, the lifecycle worker); the same function every time.
- */
-export function setRecordPresenter(present: RecordPresenter): void {
-  presenter = present;
-}
-
-function present(record: EventRecord): Buffer {
-  if (!presenter) throw new Error('no record presenter set: call setRecordPresenter before storing or listing records');
-  return Buffer.from(presenter(record));
-}
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, variableMapSize: true });
 
@@ -85,11 +71,11 @@ function encodeLayout2(r: EventRecord): Buffer {
  * is presented from the record as it will decode (msgpack turns a lone surrogate into U+FFFD and
  * a `__proto__` key into `__proto_`), so it is byte-identical to presenting `decodeRecord` of
  * the stored value.
- * @throws Error when no presenter was set (setRecordPresenter)
+ * @param present the store's presenter (StoreOptions.present)
  */
-export function encodeRecord(r: EventRecord): Buffer {
+export function encodeRecord(r: EventRecord, present: RecordPresenter): Buffer {
   const record = encodeLayout2(r);
-  const json = present(decodeLayout2(packr.unpack(record) as Tuple));
+  const json = Buffer.from(present(decodeLayout2(packr.unpack(record) as Tuple)));
   const value = Buffer.allocUnsafe(HEADER_BYTES + record.length + json.length);
   value[0] = LAYOUT_3;
   value.writeUInt32LE(record.length, 1);
@@ -206,10 +192,10 @@ export function recordByteLength(value: Uint8Array): number {
 /**
  * The presented JSON of a stored value (UTF-8 bytes, docs/API.md "Routes": stored event): for
  * layout 3 a view into `value` (no copy: valid as long as `value` is), for older layouts the
- * decoded record presented by the presenter (setRecordPresenter).
- * @throws Error on an unknown layout or a malformed value, or when no presenter was set
+ * decoded record presented by `present`, the store's presenter (StoreOptions.present).
+ * @throws Error on an unknown layout or a malformed value
  */
-export function storedJson(value: Buffer): Buffer {
+export function storedJson(value: Buffer, present: RecordPresenter): Buffer {
   const record = layout3Record(value);
-  return record ? value.subarray(HEADER_BYTES + record.length, value.length) : present(decodeRecord(value));
+  return record ? value.subarray(HEADER_BYTES + record.length, value.length) : Buffer.from(present(decodeRecord(value)));
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { StoreChange } from './store-changes.js';
 import { BlobReader } from './blob-reader.js';
 import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
-import { decodeRecord, storedJson, type EventRecord } from './record-codec.js';
+import { decodeRecord, storedJson, type EventRecord, type RecordPresenter } from './record-codec.js';
 import { StoredFile } from './stored-file.js';
 import type { IndexHead } from './index-head.js';
 import { UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
@@ -25,6 +25,12 @@ export interface StoreOptions {
    * EventStore announces them itself; the lifecycle worker forwards them to the HTTP thread.
    */
   announce?: (change: StoreChange) => void;
+  /**
+   * The JSON every record is stored with and older layouts are presented with (record-codec.ts):
+   * src/events/present.ts `presentEventJson`, given by the thread's composition root (serve.ts,
+   * src/lifecycle/worker.ts); the store knows no wire shape of its own.
+   */
+  present: RecordPresenter;
 }
 
 /** Longest id the store ever issues (a uuid); longer lookups miss without touching LMDB. */
@@ -36,6 +42,8 @@ export class StoreView {
   readonly stagingDir: string;
   /** The sinks configured (StoreOptions.sinks). */
   readonly sinks: readonly string[];
+  /** The record presenter (StoreOptions.present): what `encodeRecord` and `storedJson` are given. */
+  readonly present: RecordPresenter;
   /**
    * Creates not yet checkpointed into LMDB (index-head.ts), merged into every read of this view:
    * the HTTP thread's EventStore has one; a view of the lifecycle worker has none and reads what
@@ -48,6 +56,7 @@ export class StoreView {
     this.stagingDir = path.join(dataDir, 'staging');
     this.blobs = new BlobReader(this.blobsDir);
     this.sinks = storeOptions.sinks;
+    this.present = storeOptions.present;
   }
 
   /** Some sink is configured: finalized events enter the shipping ledger, and cleanup keeps what it holds. */
@@ -95,7 +104,7 @@ export class StoreView {
     const createdAt = this.createdAtOf(id);
     if (createdAt === undefined) return undefined;
     const value = this.head?.value(createdAt) ?? this.dbs.events.getBinary(createdAt);
-    return value ? storedJson(value) : undefined;
+    return value ? storedJson(value, this.present) : undefined;
   }
 
   /** The record created at `createdAt` (µs), or undefined. */

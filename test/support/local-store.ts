@@ -12,7 +12,6 @@ import { createEvent, type CreateResponse } from '../../src/events/create-event.
 import { presentEventJson } from '../../src/events/present.js';
 import type { CleanupHooks } from '../../src/lifecycle/cleanup.js';
 import { EventStore } from '../../src/store/event-store.js';
-import { setRecordPresenter } from '../../src/store/record-codec.js';
 import { tempDataDir } from './store-server.js';
 
 export interface LocalStore {
@@ -34,10 +33,9 @@ export interface LocalStore {
  * @param sinks the sinks it keeps the shipping ledger for (default: those `env` configures)
  */
 export async function openLocalStore(env: Record<string, string> = {}, sinks?: string[]): Promise<LocalStore> {
-  setRecordPresenter(presentEventJson); // as startService does: records keep their JSON
   const dataDir = env.DATA_DIR ?? tempDataDir();
   const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
-  const store = await EventStore.open(dataDir, { sinks: sinks ?? configuredSinks(config) });
+  const store = await EventStore.open(dataDir, { sinks: sinks ?? configuredSinks(config), present: presentEventJson }); // as startService does: records keep their JSON
   return {
     store,
     config,
