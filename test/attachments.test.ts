@@ -183,7 +183,7 @@ t.test('a client that disconnects mid-upload leaves no staging file and no attac
   const store = await startStore();
   t.teardown(store.stop);
   const id = await draft(store);
-  await abortedUpload(store.url, `/v2/events/${id}/videos`, fixture('cat-zoom.mp4'), 3 * 1024 * 1024);
+  await abortedUpload(store.url, `/v2/events/${id}/videos`, fixture('cat-zoom.mp4'), 3 * 1024 * 1024, () => stagingFiles(store).length > 0);
   await until('the staging file removed', () => stagingFiles(store).length === 0);
   t.same(stagingFiles(store), [], 'staging file removed');
   const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
