@@ -8,6 +8,7 @@ import t from 'tap';
 import { responseProblems } from '../src/events/validate.js';
 import { fixture, getJson, postJson, smallEvent } from './support/events.js';
 import { abortedUpload, postFile, postRaw } from './support/multipart.js';
+import { rawRequest } from '../scripts/lib/raw-http.js';
 import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir, type TestStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
@@ -136,9 +137,18 @@ t.test('bad multipart requests: 400, 422, 413, and nothing stored', async (t) =>
   t.equal((await postFile(videos, fixture('cat-zoom.mp4'), { label: 'x'.repeat(300) })).status, 422, 'label too long');
   t.equal((await postFile(files, Buffer.from('x'), { content_type: 'not a mime type' })).status, 422, 'invalid content_type');
   t.equal((await postFile(files, Buffer.alloc(1001, 1))).status, 413, 'local-only file over its limit');
-  const tooBig = await postFile(videos, Buffer.concat([fixture('cat-zoom.mp4'), Buffer.alloc(200000)])).catch((err: Error) => err);
-  if (tooBig instanceof Error) t.match(tooBig.message, /fetch failed|closed|reset/, 'oversized video: connection closed');
-  else t.equal(tooBig.status, 413, 'oversized video');
+  // A raw socket reads the answer whatever the server does with the rest of the body (fetch may
+  // fail writing it instead, and hide the 413).
+  const video = Buffer.concat([fixture('cat-zoom.mp4'), Buffer.alloc(200000)]);
+  const body = [Buffer.from(part('file', '').split('\r\n\r\n')[0] + '\r\n\r\n'), video, Buffer.from(`\r\n--${boundary}--\r\n`)];
+  const length = body.reduce((sum, b) => sum + b.length, 0);
+  const chunks: Buffer[] = [];
+  for (const b of body) for (let i = 0; i < b.length; i += 16384) chunks.push(b.subarray(i, i + 16384));
+  const tooBig = await rawRequest(Number(new URL(store.url).port), [
+    `POST ${new URL(videos).pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${length}\r\n\r\n`,
+    ...chunks,
+  ]);
+  t.equal(tooBig !== 'closed' && tooBig.status, 413, 'oversized video: 413');
 
   const event = (await getJson(`${store.url}/v2/events/${id}`)).body;
   t.same([event.videos, event.local_only_files, event.original_file_count], [[], [], 0]);
