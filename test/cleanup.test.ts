@@ -177,3 +177,22 @@ t.test('a crashed worker is noticed and restarted', async (t) => {
   await until('the new worker to answer', async () => (answer = (await postJson(`${store.url}/admin/cleanup`, '')).status) === 200);
   t.equal(answer, 200, 'cleanup answers from the restarted worker');
 });
+
+// Found by the disk-full harness (npm run disk-full; docs/RELIABILITY.md), commit 1320af0.
+t.test('cleanup gives the bytes of deleted files back to the disk, the active segment too (found by disk-full)', async (t) => {
+  // On a 64 MiB disk every blob sits in the active segment (segments roll at 64 MiB), which
+  // reclaimSegments never deletes: a cleanup that deleted every event with a file freed no space
+  // at all. Here the lifecycle worker deletes them as over MAX_RECORDS, so it asks the HTTP
+  // thread to retire the active segment by message, as in production.
+  const store = await startStore({ MAX_RECORDS: '1' });
+  t.teardown(store.stop);
+  for (let i = 0; i < 3; i++) t.equal((await postJson(`${store.url}/v2/events`, imageEvent({}, 'retina.jpg'))).status, 201);
+  t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201, 'the newest event has no file');
+  // A crossed limit may start a cleanup on its own; the worker runs its jobs one at a time, so
+  // once this one answers, every cleanup the creates caused has run.
+  const cleanup = (await postJson(`${store.url}/admin/cleanup`, '')).body;
+  t.same([cleanup.after.records, cleanup.after.files], [1, 0], 'every event with a file deleted');
+  const blobsDir = path.join(store.dataDir, 'blobs');
+  const onDisk = fs.readdirSync(blobsDir).reduce((sum, name) => sum + fs.statSync(path.join(blobsDir, name)).size, 0);
+  t.ok(onDisk < fixture('retina.jpg').length, `blobs/ holds ${onDisk} bytes after deleting 3 x ${fixture('retina.jpg').length}`);
+});

@@ -4,7 +4,7 @@
  * "Try it out" calls succeed. Debian's Chromium, driven by playwright-core (scripts/lib/browser.ts).
  */
 import t from 'tap';
-import { launchChromium } from '../scripts/lib/browser.js';
+import { launchBrowser } from './support/browser.js';
 import { startStore } from './support/store-server.js';
 
 const KEY = 'docs-key-5e1c';
@@ -12,7 +12,7 @@ const KEY = 'docs-key-5e1c';
 t.test('Swagger UI opens without the key and its Authorize button makes calls with X-API-Key', async (t) => {
   const store = await startStore({ API_KEY: KEY });
   t.teardown(store.stop);
-  const browser = await launchChromium();
+  const browser = await launchBrowser();
   t.teardown(() => browser.close());
   const page = await browser.newPage();
   const statuses: number[] = [];

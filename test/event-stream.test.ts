@@ -176,8 +176,10 @@ t.test('reconnecting at random points while events pour in misses none and repea
     } finally {
       client.close();
     }
-    // Away for a while: events pile up, and the next catch-up reads them while more arrive.
-    await new Promise((resolve) => setTimeout(resolve, random() * 400));
+    // Away while up to 40 events pile up (not for a time: the writer's pace varies), and the next
+    // catch-up reads them while more arrive.
+    const pileUp = Math.min(total, posted + Math.floor(random() * 40));
+    await until('events to pile up while the reader is away', () => posted >= pileUp || !writing);
   }
   await writer;
   const stored = (await listAscending(store, 'device_id=cam-1')).map((e) => e.id);

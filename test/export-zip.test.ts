@@ -18,6 +18,7 @@ import type { ByteSink } from '../src/export/dataset-zip.js';
 import { writeDataset } from '../src/export/dataset-writer.js';
 import type { ExportFormat, ExportSummary } from '../src/export/export-types.js';
 import { fixture } from './support/events.js';
+import { requireProgram } from './support/host-program.js';
 import { COCO_CHECK_PY, cocoProblems, exportEvents, listZip, readZip, results, storedEvent } from './support/export-data.js';
 
 const photos: Record<string, Buffer> = { cat: fixture('cat.jpg'), rocket: fixture('rocket.jpg'), camera: fixture('camera.jpg'), retina: fixture('retina.jpg') };
@@ -93,8 +94,7 @@ t.test('COCO: a consistent annotations.coco.json beside the images', async (t) =
 });
 
 t.test('COCO: Python\'s json module loads the document and finds it consistent', async (t) => {
-  // Debian's python3 (.ci/run installs it; PYTHON3_PATH points elsewhere).
-  const python = process.env.PYTHON3_PATH ?? 'python3';
+  const python = requireProgram('python3');
   const { zipPath } = await exportToFile(t, 'coco');
   const entries = await readZip(zipPath);
   const jsonPath = path.join(path.dirname(zipPath), 'annotations.coco.json');

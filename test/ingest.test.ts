@@ -6,6 +6,10 @@ import { rawRequest } from '../scripts/lib/raw-http.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startStore } from './support/store-server.js';
 
+// A valid external_id (up to 1000 characters; docs/API.md, "Event schemas") of 700 '€' is 2100
+// bytes in UTF-8: its index key [x, value, created_at] exceeds LMDB's 1978-byte key limit.
+const LONG_EXTERNAL_ID = '€'.repeat(700);
+
 const countOf = async (url: string): Promise<number> => (await getJson(`${url}/events/count/stats`)).body.total_count;
 
 t.test('a camelCase event with a real JPEG is stored and answered 201', async (t) => {
@@ -143,4 +147,44 @@ t.test('a client that disconnects mid-body leaves no trace and others are served
   const ok = await postJson(`${store.url}/v2/events`, imageEvent());
   t.equal(ok.status, 201);
   t.equal(await countOf(store.url), 1);
+});
+
+// Found by the fuzz run (npm run fuzz; docs/RELIABILITY.md, "How each promise is tested"), commit d13be91.
+t.test('a valid event whose indexed value is over 1978 bytes is stored (found by the fuzz run)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  for (const [what, event] of [
+    ['external_id of 700 €', smallEvent({ event_schema: 'custom', event_data: { external_id: LONG_EXTERNAL_ID } })],
+    ['custom_metadata value of 1000 €', smallEvent({ custom_metadata: { note: '€'.repeat(1000) } })],
+    ['related_event_id of 1000 emoji', smallEvent({ event_schema: 'operator_feedback', event_data: { related_event_id: '\u{1F600}'.repeat(1000), feedback: 'correct' } })],
+  ] as const) {
+    const created = await postJson(`${store.url}/v2/events`, event);
+    t.equal(created.status, 201, `${what}: ${JSON.stringify(created.body)}`);
+  }
+  const found = await getJson(`${store.url}/v2/events?external_id=${encodeURIComponent(LONG_EXTERNAL_ID)}`);
+  t.equal(found.status, 200);
+  t.equal(found.body.count, 1, 'and found by its external_id');
+});
+
+// Found by the fuzz run beside the test above, commit d13be91.
+t.test('one such event does not fail the creates group-committed with it', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const neighbours = Array.from({ length: 20 }, () => postJson(`${store.url}/v2/events`, imageEvent()));
+  const long = postJson(`${store.url}/v2/events`, smallEvent({ event_schema: 'custom', event_data: { external_id: LONG_EXTERNAL_ID } }));
+  const statuses = (await Promise.all(neighbours)).map((r) => r.status);
+  await long;
+  t.same(statuses, statuses.map(() => 201), 'every ordinary create sent with it is acknowledged');
+  t.ok((await getJson(`${store.url}/stats`)).body.current.total_events >= 20, 'and stored');
+});
+
+// Found by the fuzz run (a __proto__ key came back renamed), commit fa04ddb.
+t.test('a custom_metadata key "__proto__" is refused with 422 naming it, and nothing is stored (found by the fuzz run)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const body = '{"inference_timestamp":"2026-11-22T01:00:00Z","event_schema":"custom","event_data":{},"custom_metadata":{"__proto__":"x","line":"A"}}';
+  const created = await postJson(`${store.url}/v2/events`, body);
+  t.equal(created.status, 422);
+  t.same(created.body.detail.map((d: { loc: unknown[] }) => d.loc), [['body', 'custom_metadata', '__proto__']], 'the key is named');
+  t.equal((await getJson(`${store.url}/stats`)).body.current.total_events, 0, 'nothing stored');
 });

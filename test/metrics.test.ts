@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { imageEvent, postJson, smallEvent } from './support/events.js';
+import { requireProgram } from './support/host-program.js';
 import { startStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
 
@@ -30,8 +31,8 @@ t.test('the exposition passes promtool, and counters move with creates and delet
   t.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
   const text = await res.text();
 
-  const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-  if (check.error) throw new Error(`promtool is needed for this test (apt-get install prometheus): ${check.error.message}`);
+  const check = spawnSync(requireProgram('promtool'), ['check', 'metrics'], { input: text, encoding: 'utf8' });
+  if (check.error) throw check.error;
   // Exit 1: the text does not parse; 3: lint problems (a user's CI check fails on either).
   t.equal(check.status, 0, `promtool check metrics passes: ${check.stdout}${check.stderr}`);
   t.match(text, /^edge_events_nodejs_active_handles\{/m, 'the active handles stay exposed, by type');

@@ -147,16 +147,20 @@ t.test('a 3-node cluster: the R3 stream\'s leader is killed mid-run; every event
   const store = await startStore({ NATS_URL: cluster.urls.join(',') });
   t.teardown(store.stop);
 
+  // 50 events before the kill, 100 while the leader is down: the writer waits for the kill, not for time.
   const ids: string[] = [];
+  let leaderKilled!: () => void;
+  const killed = new Promise<void>((resolve) => (leaderKilled = resolve));
   const writer = (async () => {
     for (let i = 0; i < 150; i++) {
+      if (i === 50) await killed;
       ids.push(await create(store, imageEvent({ deviceId: `cam-${i % 3}` }, 'cat.jpg')));
-      await new Promise((resolve) => setTimeout(resolve, 20));
     }
   })();
   await until('some shipped', async () => (await natsStatus(store)).shipped_total >= 30);
   const leader = (await jsm.streams.info(STREAM)).cluster!.leader!;
   await cluster.node(leader).kill();
+  leaderKilled();
   await writer;
   await cluster.node(leader).start();
   await until('all shipped', async () => (await natsStatus(store)).backlog_events === 0, 90_000);

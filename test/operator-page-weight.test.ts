@@ -6,7 +6,7 @@
  * small part of the photos' bytes. The figures (requests, bytes) are printed as comments.
  */
 import t from 'tap';
-import { launchChromium } from '../scripts/lib/browser.js';
+import { launchBrowser } from './support/browser.js';
 import { fixture, postJson } from './support/events.js';
 import { startStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
@@ -30,7 +30,7 @@ t.test('50 image events: the page downloads thumbnails, a small part of the phot
     if (created.status !== 201) throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body).slice(0, 300)}`);
   }
 
-  const browser = await launchChromium();
+  const browser = await launchBrowser();
   t.teardown(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(20_000);

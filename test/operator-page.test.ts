@@ -9,10 +9,11 @@
 import http from 'node:http';
 import type { Locator, Page } from 'playwright-core';
 import t from 'tap';
-import { launchChromium } from '../scripts/lib/browser.js';
+import { launchBrowser } from './support/browser.js';
 import { fixture, getJson, postJson } from './support/events.js';
 import { startBroker } from './support/mosquitto.js';
 import { startStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
 
 const KEY = 'operator-key-7c2a';
 const auth = { 'X-API-Key': KEY };
@@ -35,19 +36,14 @@ const event = (device: string, images: unknown[], result = 'pass') => ({
   images,
 });
 
-/** Reads `read` until `done` says yes or `ms` pass; answers the last value read (to assert on). */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    value = await read();
-  }
-  return value;
-}
-
 /** The ids of the listed events, top to bottom. */
 const listedIds = (page: Page): Promise<string[]> => page.locator('#events > li.event').evaluateAll((items) => items.map((item) => (item as HTMLElement).dataset.id!));
+
+/** The ids listed once the list holds `count` events (the page updates it live). */
+const listedOnce = (page: Page, count: number): Promise<string[]> => until(`${count} events listed`, async () => {
+  const ids = await listedIds(page);
+  return ids.length === count && ids;
+}, 15_000);
 
 /** How many boxes each thumbnail of `item` shows. */
 const boxesPerThumbnail = (item: Locator): Promise<number[]> => item.locator('.thumb').evaluateAll((thumbs) => thumbs.map((thumb) => thumb.querySelectorAll('.box').length));
@@ -114,7 +110,7 @@ t.test('under a name not in ALLOWED_HOSTS the page and its scripts answer 421, t
   t.equal((await ask('/health', 'event-store:8001')).status, 200, 'a monitor still probes /health by any name');
 
   // The report, in a browser: Chromium resolves both names to the store.
-  const browser = await launchChromium(['--host-resolver-rules=MAP store.lan 127.0.0.1, MAP events.plant.example 127.0.0.1']);
+  const browser = await launchBrowser(['--host-resolver-rules=MAP store.lan 127.0.0.1, MAP events.plant.example 127.0.0.1']);
   t.teardown(() => browser.close());
   const tab = await browser.newPage();
   tab.setDefaultTimeout(10_000);
@@ -134,7 +130,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
   // Cloud upload to a port nobody listens on: finalized events wait in the upload backlog.
   const store = await startStore({ API_KEY: KEY, MAX_RECORDS: '40', RETENTION_DAYS: '30', CLOUD_UPLOAD_URL: 'http://127.0.0.1:9/', DEFAULT_SOLUTION_ID: 'operator-test' });
   t.teardown(store.stop);
-  const browser = await launchChromium();
+  const browser = await launchBrowser();
   t.teardown(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(10_000);
@@ -174,11 +170,11 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     ], 'fail'));
     otherDevice = await createEvent(store.url, { ...event('cam-2', [image('camera.jpg', [detection('person', 256, 200, 140, 300)])]), draft: true });
 
-    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 2), [otherDevice, catEvent], 'both listed, newest first');
+    t.same(await listedOnce(page, 2), [otherDevice, catEvent], 'both listed, newest first');
     const catItem = page.locator(`li.event[data-id="${catEvent}"]`);
     const otherItem = page.locator(`li.event[data-id="${otherDevice}"]`);
-    t.same(await eventually(() => boxesPerThumbnail(catItem), (counts) => counts.join() === '2,1'), [2, 1], 'two boxes on the cat, one on the rocket');
-    t.same(await eventually(() => boxesPerThumbnail(otherItem), (counts) => counts.join() === '1'), [1], 'one box on the other device\'s image');
+    t.same(await until('the cat\'s boxes drawn', async () => { const counts = await boxesPerThumbnail(catItem); return counts.join() === '2,1' && counts; }, 15_000), [2, 1], 'two boxes on the cat, one on the rocket');
+    t.same(await until('the other image\'s box drawn', async () => { const counts = await boxesPerThumbnail(otherItem); return counts.join() === '1' && counts; }, 15_000), [1], 'one box on the other device\'s image');
     t.match(await catItem.locator('.event-head').innerText(), /cam-1[\s\S]*quality_check[\s\S]*result: fail/, 'time, device, schema and data shown');
     t.equal(await otherItem.locator('.draft').count(), 1, 'a draft says so');
 
@@ -232,7 +228,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.equal(await viewer.locator('img').count(), 0, 'closed: its image released');
 
     // Shown once a second.
-    const rate = await eventually(async () => Number(await page.locator('#rate').innerText()), (value) => value > 0, 3000);
+    const rate = await until('events per second counted', async () => Number(await page.locator('#rate').innerText()), 3000);
     t.ok(rate > 0, `events per second counted (${rate})`);
   });
 
@@ -251,9 +247,11 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
       };
     };
     // /stats is read every 5 s; storage may move a little between two reads (LMDB pages).
-    const seen = await eventually(shown, (s) => s.records === String(s.stats.capacity.records.percent_used)
-      && s.storage === String(s.stats.capacity.storage.percent_used)
-      && s.uploads === String(s.stats.capacity.uploads_pending));
+    const seen = await until('the gauges to show /stats', async () => {
+      const s = await shown();
+      return s.records === String(s.stats.capacity.records.percent_used) && s.storage === String(s.stats.capacity.storage.percent_used)
+        && s.uploads === String(s.stats.capacity.uploads_pending) && s;
+    }, 15_000);
     const { stats } = seen;
     t.equal(stats.capacity.records.used, 2);
     t.equal(seen.records, '5', 'records: 2 of MAX_RECORDS 40 is 5%');
@@ -272,8 +270,8 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.equal((await postJson(`${store.url}/admin/cleanup`, undefined, auth)).status, 200);
     const { body: after } = await getJson(`${store.url}/stats`, auth);
     t.equal(after.last_cleanup.trigger, 'MANUAL');
-    const finished = await eventually(() => page.locator('#last-cleanup time').getAttribute('datetime'), (at) => at === after.last_cleanup.finished_at);
-    t.equal(finished, after.last_cleanup.finished_at, 'the latest cleanup, when it finished');
+    await until('the latest cleanup shown', async () => await page.locator('#last-cleanup time').getAttribute('datetime') === after.last_cleanup.finished_at, 15_000);
+    t.equal(await page.locator('#last-cleanup time').getAttribute('datetime'), after.last_cleanup.finished_at, 'the latest cleanup, when it finished');
     t.ok(await page.locator('#last-cleanup').isVisible());
     t.match(await page.locator('#last-cleanup .note').innerText(), new RegExp(`^manual: ${after.last_cleanup.records_deleted} records, ${after.last_cleanup.files_deleted} files deleted; `));
   });
@@ -281,7 +279,8 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
   await t.test('a finalized draft is updated in place', async (t) => {
     t.equal((await postJson(`${store.url}/v2/events/${otherDevice}/finalize`, undefined, auth)).status, 200);
     const item = page.locator(`li.event[data-id="${otherDevice}"]`);
-    t.equal(await eventually(() => item.locator('.draft').count(), (count) => count === 0), 0, 'no longer marked draft');
+    await until('the draft mark gone', async () => await item.locator('.draft').count() === 0, 15_000);
+    t.equal(await item.locator('.draft').count(), 0, 'no longer marked draft');
     t.same(await boxesPerThumbnail(item), [1], 'its thumbnail and box still there');
     t.same(await listedIds(page), [otherDevice, catEvent], 'in its place');
   });
@@ -289,25 +288,25 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
   await t.test('a device filter leaves other devices\' events out, listed and live', async (t) => {
     await page.fill('#filter-device', 'cam-1');
     await page.press('#filter-device', 'Enter');
-    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 1), [catEvent], 'only cam-1\'s event listed');
+    t.same(await listedOnce(page, 1), [catEvent], 'only cam-1\'s event listed');
     await page.locator('#connection[data-state="live"]').waitFor();
     t.equal(new URL(page.url()).searchParams.get('device_id'), 'cam-1', 'the filter is in the page\'s URL');
 
     hidden = await createEvent(store.url, event('cam-2', [image('camera.jpg', [])]));
     shown = await createEvent(store.url, event('cam-1', [image('cat.jpg', [CAT_BOX])]));
     // Messages come in created_at order: once cam-1's later event is listed, cam-2's was left out.
-    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 2), [shown, catEvent], 'the new cam-1 event listed');
+    t.same(await listedOnce(page, 2), [shown, catEvent], 'the new cam-1 event listed');
     t.notOk(await page.locator(`li.event[data-id="${hidden}"]`).count(), 'the cam-2 event is not');
 
     await page.fill('#filter-device', '');
     await page.press('#filter-device', 'Enter');
-    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 4), [shown, hidden, otherDevice, catEvent], 'no filter: every event');
+    t.same(await listedOnce(page, 4), [shown, hidden, otherDevice, catEvent], 'no filter: every event');
   });
 
   await t.test('a query lists what the event search answers; a malformed one shows where it is wrong', async (t) => {
     await page.fill('#filter-query', 'class:cat device:cam-1');
     await page.press('#filter-query', 'Enter');
-    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 2), [shown, catEvent], 'the two cam-1 events with a cat');
+    t.same(await listedOnce(page, 2), [shown, catEvent], 'the two cam-1 events with a cat');
     await page.locator('#connection[data-state="search"]').waitFor();
     t.equal(new URL(page.url()).searchParams.get('q'), 'class:cat device:cam-1', 'the query is in the page\'s URL');
 
@@ -322,7 +321,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     await page.press('#filter-query', 'Enter');
     await page.locator('#connection[data-state="live"]').waitFor();
     t.ok(await problem.isHidden(), 'the query\'s error is gone with it');
-    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 4), [shown, hidden, otherDevice, catEvent], 'no query: live again, every event');
+    t.same(await listedOnce(page, 4), [shown, hidden, otherDevice, catEvent], 'no query: live again, every event');
   });
 
   await t.test('a filter nothing matches says so; an unknown schema shows the store\'s reason', async (t) => {
@@ -340,14 +339,14 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.match(await problem.textContent(), "Invalid event_schema 'detection': expected one of quality_check", 'the store\'s reason for the schema');
     await page.fill('#filter-schema', '');
     await page.press('#filter-schema', 'Enter');
-    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 4), [shown, hidden, otherDevice, catEvent], 'no filter: every event again');
+    t.same(await listedOnce(page, 4), [shown, hidden, otherDevice, catEvent], 'no filter: every event again');
     t.ok(await problem.isHidden(), 'and the reason is gone');
   });
 
   await t.test('a reset empties the list', async (t) => {
     const { body: token } = await postJson(`${store.url}/reset/request`, {}, auth);
     t.equal((await postJson(`${store.url}/reset/confirm`, { reset_token: token.reset_token }, auth)).status, 200);
-    t.same(await eventually(() => listedIds(page), (ids) => ids.length === 0), [], 'deleted (reset): nothing listed');
+    t.same(await listedOnce(page, 0), [], 'deleted (reset): nothing listed');
   });
 
   await t.test('a stored key the store refuses brings the form back', async (t) => {
@@ -367,7 +366,7 @@ t.test('with MQTT_URL set, the page shows whether the store publishes', async (t
   t.teardown(() => broker.stop());
   const store = await startStore({ MQTT_URL: broker.url });
   t.teardown(store.stop);
-  const browser = await launchChromium();
+  const browser = await launchBrowser();
   t.teardown(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(10_000);
@@ -378,12 +377,18 @@ t.test('with MQTT_URL set, the page shows whether the store publishes', async (t
   t.equal(created.status, 201);
 
   const card = page.locator('#mqtt');
-  const published = await eventually(async () => (await card.isVisible()) ? await card.locator('.note').innerText() : '', (text) => text.startsWith('1 published'));
+  const published = await until('the MQTT card to show a publish', async () => {
+    const note = (await card.isVisible()) ? await card.locator('.note').innerText() : '';
+    return note.startsWith('1 published') && note;
+  }, 15_000);
   t.match(published, /^1 published; nothing waiting/, 'the created event published, none waiting');
   t.equal(await card.locator('.figure').innerText(), 'connected');
   t.equal((await getJson(`${store.url}/stats`)).body.mqtt.published_total, 1, 'as /stats says');
 
   await broker.stop();
-  t.equal(await eventually(() => card.locator('.figure').innerText(), (text) => text === 'disconnected'), 'disconnected', 'the broker gone: disconnected');
+  t.equal(await until('the MQTT card to show the broker gone', async () => {
+    const figure = await card.locator('.figure').innerText();
+    return figure === 'disconnected' && figure;
+  }, 15_000), 'disconnected', 'the broker gone: disconnected');
   t.ok(await card.evaluate((element) => element.classList.contains('alarm')), 'marked as an alarm');
 });

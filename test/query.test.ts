@@ -146,3 +146,31 @@ t.test('bad filters: E5 answers 400, limit and booleans 422', async (t) => {
   t.equal((await getJson(`${store.url}/v2/events/latest/query?limit=5000`)).status, 422);
   t.equal((await getJson(`${store.url}/v2/events?limit=1000`)).status, 200);
 });
+
+// Found by the fuzz run (npm run fuzz; docs/RELIABILITY.md), commit d13be91.
+t.test('a filter value longer than an LMDB key answers like any other filter, never 500', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const long = 'x'.repeat(2000);
+  await postJson(`${store.url}/v2/events`, smallEvent({ custom_metadata: { line: 'A' } }));
+  for (const query of [`/v2/events?device_id=${long}`, `/v2/events?external_id=${long}`, `/v2/events?metadata_filter=${long}:1`,
+    `/v2/events?metadata_filter=line:${long}`]) {
+    const res = await getJson(`${store.url}${query}`);
+    t.same([res.status, res.body.count], [200, 0], `${query.slice(0, 40)}...: nothing matches`);
+  }
+  for (const query of [`/events/count/stats?device_id=${long}`, `/events/count/stats?workflow_id=${long}`]) {
+    const res = await getJson(`${store.url}${query}`);
+    t.same([res.status, res.body.total_count, res.body.filtered_count], [200, 1, 0], `${query.slice(0, 40)}...: nothing matches`);
+  }
+});
+
+// Found by the fuzz run (npm run fuzz; docs/RELIABILITY.md), commit fa04ddb.
+t.test('metadata_filter on keys named like Object.prototype members answers 200, never 500 (found by the fuzz run)', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  await postJson(`${store.url}/v2/events`, smallEvent({ custom_metadata: { line: 'A' } }));
+  for (const filter of ['toString:ne:x', 'constructor:gt:1', 'hasOwnProperty:ne:1', 'valueOf:lt:5', '__proto__:ne:x', 'toString:x']) {
+    const res = await getJson(`${store.url}/v2/events?metadata_filter=${encodeURIComponent(filter)}`);
+    t.same([res.status, res.body.count], [200, 0], `${filter}: the event has no such key`);
+  }
+});

@@ -57,6 +57,7 @@ const engines = ['node', ...(loadUws().loaded ? ['uws' as const] : [])] as const
 
 for (const engineName of engines) {
   t.test(`${engineName}: a handler replies or takes the response over; one that does neither answers 500`, async (t) => {
+    t.plan(11); // three of them in the /streamed handler, which must run
     const lines: { msg: string; err?: { message: string; cause?: { message: string } } }[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {

@@ -127,6 +127,8 @@ t.test('other methods and unknown paths are never answered with data', async (t)
         && url === route.path.replace(/:([a-z_]+)/g, (_, name: string) => ids[name]));
       if (isPublic) continue; // /health, /docs and /openapi.json, and HEAD of / and /health (docs/API.md, "Authentication")
       const notAllowed = res.status === 405 && res.headers.get('allow') !== null && (method === 'HEAD' ? text === '' : /^\{"detail":"Method \w+ not allowed on /.test(text));
+      // Any of the three refuses: docs/API.md ("Authentication", "Routes") does not order the key
+      // check before routing, so an unknown path or method may answer 404 or 405 before 401.
       const refused = res.status === 401 || res.status === 404 || notAllowed;
       checked++;
       if (refused) refusedCount++;

@@ -7,7 +7,7 @@
  * are not sniffed into a page, and the document is sandboxed, so its script does not run.
  */
 import t from 'tap';
-import { launchChromium } from '../scripts/lib/browser.js';
+import { launchBrowser } from './support/browser.js';
 import { postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { startStore } from './support/store-server.js';
@@ -24,7 +24,7 @@ t.test('an uploaded page never runs as the store\'s origin in Chromium', async (
   const listed = await upload('image/png; a="x\\"; b=", text/html; c="', `<!doctype html>${SCRIPT}`);
   t.equal(listed.status, 422, 'the listed type Chromium ran as text/html is refused at upload');
 
-  const browser = await launchChromium();
+  const browser = await launchBrowser();
   t.teardown(() => browser.close());
   const context = await browser.newContext({ acceptDownloads: true });
   const page = await context.newPage();

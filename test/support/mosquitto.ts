@@ -9,10 +9,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { requireProgram } from './host-program.js';
 import { tempDataDir } from './store-server.js';
-import { freePort } from './waiting.js';
-
-const executable = process.env.MOSQUITTO_PATH ?? '/usr/sbin/mosquitto';
+import { freePort, until } from './waiting.js';
 
 export interface Broker {
   url: string;
@@ -23,16 +22,10 @@ export interface Broker {
 }
 
 async function accepting(port: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const connected = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
-      socket.on('error', () => resolve(false));
-    });
-    if (connected) return;
-    if (Date.now() > deadline) throw new Error(`mosquitto did not listen on ${port} within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await until(`mosquitto to listen on ${port}`, () => new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
+    socket.on('error', () => resolve(false));
+  }), timeoutMs);
 }
 
 /**
@@ -40,7 +33,7 @@ async function accepting(port: number, timeoutMs = 10_000): Promise<void> {
  * @param settings more lines of mosquitto.conf, e.g. `max_packet_size 4096`
  */
 export async function startBroker(settings: string[] = []): Promise<Broker> {
-  if (!fs.existsSync(executable)) throw new Error(`no mosquitto at ${executable}: apt-get install mosquitto, or set MOSQUITTO_PATH`);
+  const executable = requireProgram('mosquitto');
   const dir = tempDataDir();
   const port = await freePort();
   const conf = path.join(dir, 'mosquitto.conf');

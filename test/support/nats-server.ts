@@ -19,36 +19,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { requireProgram } from './host-program.js';
 import { tempDataDir } from './store-server.js';
 import { freePort } from './waiting.js';
-
-/** Where `nats-server` is: NATS_SERVER_PATH, else the first on the usual paths and PATH; undefined when absent. */
-export function natsServerPath(): string | undefined {
-  const fromEnv = process.env.NATS_SERVER_PATH;
-  if (fromEnv) return fs.existsSync(fromEnv) ? fromEnv : undefined;
-  const dirs = ['/usr/sbin', '/usr/bin', '/usr/local/bin', ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean)];
-  for (const dir of dirs) {
-    const candidate = path.join(dir, 'nats-server');
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-
-function absentMessage(): string {
-  const where = process.env.NATS_SERVER_PATH ? `NATS_SERVER_PATH=${process.env.NATS_SERVER_PATH} does not exist` : 'not in /usr/sbin, /usr/bin, /usr/local/bin or PATH';
-  return `no nats-server (${where}): apt-get install nats-server, or set NATS_SERVER_PATH`;
-}
-
-function requireExecutable(): string {
-  const executable = natsServerPath();
-  if (!executable) throw new Error(absentMessage());
-  return executable;
-}
 
 /** One nats-server process: its ports and store dir stay the same across stop/kill and start. */
 export interface NatsNode {
@@ -221,7 +194,7 @@ function makeNode(executable: string, spec: NodeSpec, readyQuery: string, dir: s
 
 /** Starts one JetStream server on free ports with a fresh store dir; stop it in the test's teardown. */
 export async function startNatsServer(): Promise<NatsServer> {
-  const executable = requireExecutable();
+  const executable = requireProgram('nats-server');
   const dir = tempDataDir();
   const spec: NodeSpec = { name: 'n1', port: await freePort(), monitorPort: await freePort(), storeDir: path.join(dir, 'n1') };
   const node = makeNode(executable, spec, '?js-enabled-only=true', dir);
@@ -236,7 +209,7 @@ export async function startNatsServer(): Promise<NatsServer> {
  */
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   if (size < 1) throw new Error(`a cluster needs at least one node, not ${size}`);
-  const executable = requireExecutable();
+  const executable = requireProgram('nats-server');
   const dir = tempDataDir();
   const clusterName = `ees-${path.basename(dir).replace(/[^A-Za-z0-9]/g, '')}`;
   const ports: Array<{ port: number; monitorPort: number; clusterPort: number }> = [];
