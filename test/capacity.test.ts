@@ -1,5 +1,5 @@
 /**
- * The capacity gate (src/lifecycle/capacity.ts, src/operations/capacity-gate.ts; docs/API.md,
+ * The capacity gate (src/lifecycle/capacity.ts, src/lifecycle/capacity-gate.ts; docs/API.md,
  * "Capacity and 529") over real HTTP: 529 only with cloud upload on and nothing deletable. The
  * gate with cloud upload on is tested in cloud-upload.test.ts.
  */
