@@ -183,7 +183,13 @@ t.test('upload state survives a restart; a refused event is dead-lettered and th
   const second = await startStore(cloudEnv(cloud, { DATA_DIR: first.dataDir }));
   await until('a and c in the cloud', () => cloud.events.has(a.id) && cloud.events.has(c.id));
   // The cloud has them before the store has recorded them shipped: wait for that too.
+  // The worker reports its shipped and dead-lettered totals in a message after the commit that
+  // empties the queue: wait until all three events are accounted for, then check each figure.
   await until('the upload queue recorded empty', async () => (await getJson(`${second.url}/stats`)).body.capacity.uploads_pending === 0);
+  await until('all three events counted shipped or dead-lettered', async () => {
+    const { cloud } = (await getJson(`${second.url}/stats`)).body.sinks;
+    return cloud.shipped_total + cloud.dead_lettered_total >= 3;
+  });
   const { cloud: status } = (await getJson(`${second.url}/stats`)).body.sinks;
   t.match(status, { backlog_events: 0, oldest_unshipped_age_seconds: null, shipped_total: 2, dead_lettered_total: 1, stalled: false }, '/stats sinks.cloud');
   const metrics = await (await fetch(`${second.url}/metrics`)).text();
