@@ -1,6 +1,6 @@
 /** The process logger: pino, JSON lines on stdout (journald keeps them under systemd). */
 import { pino, type Logger } from 'pino';
-import { REDACTED, secretsRegex } from './search/redact.js';
+import { REDACTED, secretsRegex } from './redact.js';
 
 export type { Logger };
 
@@ -23,7 +23,7 @@ const ERROR_SERIALIZERS = { err: pino.stdSerializers.errWithCause };
  * Creates the logger at `level` (fatal, error, warn, info, debug, trace, silent).
  * @param secrets keys that must never reach the log (the hosted search and cloud keys): every
  *   form of each one of MIN_MASKED_KEY_LENGTH characters or more (raw, percent-, JSON-, HTML-,
- *   base64-encoded; see search/redact.ts) is replaced by `***` in each line as written, whatever
+ *   base64-encoded; see redact.ts) is replaced by `***` in each line as written, whatever
  *   field or error carried it. A line that would no longer be JSON once masked is replaced by a
  *   line saying so.
  */

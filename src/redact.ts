@@ -1,5 +1,6 @@
 /**
- * Keeps the hosted API key out of every message, log line and proxied answer. The key travels
+ * Keeps secrets out of every message, log line and proxied answer: the hosted search API's key,
+ * and every key the logger is given (src/logger.ts). The hosted key travels
  * as the `api_key` query parameter, so `api_key=...` values are masked whatever they hold, and so
  * is every way the key itself may come back written: raw; percent-encoded by any rule
  * (`encodeURIComponent`, `encodeURI`, `URLSearchParams` with `+` for a space, every byte

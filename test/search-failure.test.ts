@@ -7,7 +7,7 @@ import {
 import { describeFailure } from '../src/search/failure.js';
 import { parseRetryAfter } from '../src/backoff.js';
 import { retryDelay, retryPolicy } from '../src/search/retry.js';
-import { redact } from '../src/search/redact.js';
+import { redact } from '../src/redact.js';
 
 t.test('every failure maps to its CLI exit code (docs/SEARCH.md, "The hosted API"), with a hint', async (t) => {
   const request = 'POST /acme/search/v1';

@@ -18,7 +18,7 @@ import { QuerySyntaxError } from '../src/query-language/query-syntax-error.js';
 import { createSearchMcpServer } from '../src/mcp/mcp-server.js';
 import { SecretMasker } from '../src/search/proxy-forward.js';
 import { MAX_QUERY_DEPTH, MAX_QUERY_LENGTH, parseQuery } from '../src/query-language/query-parser.js';
-import { redact } from '../src/search/redact.js';
+import { redact } from '../src/redact.js';
 import { runSearchCli } from '../src/search/search-command.js';
 import { extractZip } from '../src/search/zip-extract.js';
 import { SearchSimulator, storedZip, WORKSPACE } from './support/search-simulator.js';

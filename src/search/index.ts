@@ -7,7 +7,7 @@ export type { SearchClientOptions } from './client.js';
 export type { SearchLogger } from './transport.js';
 export type { RetryOptions } from './retry.js';
 export type { ProgressStream } from './download-progress.js';
-export { redact } from './redact.js';
+export { redact } from '../redact.js';
 export { parseQuery } from '../query-language/query-parser.js';
 export type * from '../query-language/query-ast.js';
 export { FILTER_KEYS, SPLITS } from '../query-language/query-ast.js';

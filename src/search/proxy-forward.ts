@@ -7,7 +7,7 @@
  * `src/http/search-proxy-routes.ts` writes the answer out.
  */
 import { AppError, errorFromReport, errorReport } from '../errors.js';
-import { REDACTED, redact, secretsRegex } from './redact.js';
+import { REDACTED, redact, secretsRegex } from '../redact.js';
 import { validateProjectSearchBody, validateQuery, validateWorkspaceSearchBody } from './request-validation.js';
 import { SearchArgumentError } from './errors.js';
 import { QuerySyntaxError } from '../query-language/query-syntax-error.js';

@@ -7,7 +7,7 @@ import {
   SearchNetworkError, SearchResponseError, apiErrorFor,
 } from './errors.js';
 import type { SearchError } from './errors.js';
-import { redact } from './redact.js';
+import { redact } from '../redact.js';
 import { parseRetryAfter } from '../backoff.js';
 import { isRetryableStatus, retryDelay, retryPolicy } from './retry.js';
 import type { RetryOptions, RetryPolicy } from './retry.js';
