@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { responseProblems } from '../src/events/validate.js';
+import { responseProblems } from './support/response-shapes.js';
 import { fixture, getJson, postJson, smallEvent } from './support/events.js';
 import { abortedUpload, postFile, postRaw } from './support/multipart.js';
 import { rawRequest } from '../scripts/lib/raw-http.js';

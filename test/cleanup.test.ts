@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { responseProblems } from '../src/events/validate.js';
+import { responseProblems } from './support/response-shapes.js';
 import { runCleanup } from '../src/lifecycle/cleanup.js';
 import { FRAME_HEADER_BYTES } from '../src/store/segment-frames.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';

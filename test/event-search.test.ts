@@ -4,7 +4,7 @@
  * matcher); cursor paging through every answer; error columns; auth and shape.
  */
 import t, { type Test } from 'tap';
-import { responseProblems } from '../src/events/validate.js';
+import { responseProblems } from './support/response-shapes.js';
 import { nextUniqueMicros } from '../src/store/timestamps.js';
 import { fixture, getJson, postJson } from './support/events.js';
 import { postFile } from './support/multipart.js';

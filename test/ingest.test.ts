@@ -1,7 +1,7 @@
 /** POST /v2/events over real HTTP: spellings, durability, rules E1-E4, E7, size limit, bad input. */
 import net from 'node:net';
 import t from 'tap';
-import { responseProblems } from '../src/events/validate.js';
+import { responseProblems } from './support/response-shapes.js';
 import { rawRequest } from '../scripts/lib/raw-http.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startStore } from './support/store-server.js';

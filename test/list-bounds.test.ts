@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import t from 'tap';
 import { loadConfig, ConfigError } from '../src/config.js';
-import { responseProblems } from '../src/events/validate.js';
+import { responseProblems } from './support/response-shapes.js';
 import { getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';

@@ -1,6 +1,6 @@
 /** GET /v2/events and friends over real HTTP: every filter, paging, latest, count stats, E5/E6. */
 import t from 'tap';
-import { responseProblems } from '../src/events/validate.js';
+import { responseProblems } from './support/response-shapes.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
 

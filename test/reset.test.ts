@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { ResetTokens } from '../src/operations/reset.js';
-import { responseProblems } from '../src/events/validate.js';
+import { responseProblems } from './support/response-shapes.js';
 import { getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startStore } from './support/store-server.js';
 
