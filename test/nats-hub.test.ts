@@ -62,6 +62,7 @@ t.test('a hub consumes two devices\' events, is killed mid-consume and restarted
   t.ok(atKill < shipped.length, `killed mid-consume (${atKill} of ${shipped.length} stored when it restarted)`);
   await until('every event on the hub', async () => (await totalEvents(hub.url)) === shipped.length, 60_000);
 
+  let imagesCompared = 0;
   for (const { device, id } of shipped) {
     const there = (await getJson(`${device.url}/v2/events/${id}`)).body;
     const here = await getJson(`${hub.url}/v2/events/${id}`);
@@ -70,9 +71,11 @@ t.test('a hub consumes two devices\' events, is killed mid-consume and restarted
     for (const image of there.images) {
       for (const fileId of [image.file_id, image.input_file_id].filter(Boolean)) {
         t.same(await bytesOf(`${hub.url}/images/${fileId}`), await bytesOf(`${device.url}/images/${fileId}`), 'image bytes identical');
+        imagesCompared++;
       }
     }
   }
+  t.ok(imagesCompared >= shipped.length, `${imagesCompared} image files compared byte for byte`);
   t.same(await bytesOf(`${hub.url}/videos/${video.body.file_id}`), fixture('cat-zoom.mp4'), 'the video, byte-identical');
   const byDevice = (await getJson(`${hub.url}/events/count/stats?device_id=cam-a`)).body;
   t.equal(byDevice.filtered_count, PER_DEVICE + 1, 'none twice');
