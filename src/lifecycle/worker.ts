@@ -38,6 +38,9 @@ const { config, capacityFlag } = workerData as { config: Config; capacityFlag: S
 const port = parentPort!;
 const post = (message: ToMain) => port.postMessage(message);
 
+/** Changes announced this turn, posted to the HTTP thread together (its live stream announces them). */
+const changes: EventChange[] = [];
+
 // This thread's parts, built here and nowhere else.
 const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
 // The sweep's finalize and cleanup's file deletions rewrite records with their JSON (presentEventJson).
@@ -51,8 +54,7 @@ const sinks: Sink[] = [
   ...(config.natsServers.length === 0 ? [] : [new NatsSink(store, config, log.child({ sink: 'nats' }))]),
 ];
 
-/** Changes announced this turn, posted to the HTTP thread together (its live stream announces them). */
-const changes: EventChange[] = [];
+/** Queues a change this thread's store made for the HTTP thread: one message per turn. */
 function forwardChange(change: StoreChange): void {
   if (change.kind === 'reset') return; // resets are the HTTP thread's own
   if (changes.length === 0) queueMicrotask(() => post({ type: 'changes', changes: changes.splice(0) }));
