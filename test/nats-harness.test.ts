@@ -15,9 +15,6 @@ import { Objm } from '@nats-io/obj';
 import { startNatsCluster, startNatsServer } from './support/nats-server.js';
 import { until } from './support/waiting.js';
 
-/** Time a simulated client spends (a consumer's work, a producer's back-off): never a wait for a condition. */
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * A connection to `servers` that keeps reconnecting (the sink's and the hub's settings), closed
  * when the test ends, with its JetStream manager and client.
@@ -129,7 +126,6 @@ t.test('one node: a durable pull consumer redelivers what is not acked and keeps
   const messages = await consumer.consume({ max_messages: 10, expires: 2000 });
   const consuming = (async () => {
     for await (const m of messages) {
-      await sleep(10); // simulated consumer work: the hub making the event and files durable before its ack
       await m.ackAck().catch(() => undefined); // an ack lost in a restart: the message comes back
       if (!seen.includes(m.string())) seen.push(m.string());
     }
@@ -198,7 +194,8 @@ t.test('3 nodes: an R3 stream whose leader is killed mid-run keeps every acked m
         } catch (err) {
           if (nc.isClosed()) return; // the test failed and is tearing down
           errors.push((err as Error).name);
-          await sleep(100); // simulated producer back-off before it publishes again
+          // Publish again once the stream answers with a leader: until then every publish fails.
+          await until('the stream has a leader', () => jsm.streams.info('EDGE').then((s) => s.cluster?.leader, () => undefined), 30_000);
         }
       }
     }
