@@ -1,6 +1,7 @@
 /**
  * Errors (docs/API.md, "Errors"; docs/OPERATIONS.md, "Logs"): the registry, the docs' table and
- * the error responses of /openapi.json agree; every registered code is answered somewhere; an
+ * the error responses of /openapi.json agree; every registered code is answered somewhere, and
+ * comments that give a code's status give the registry's; an
  * error that wraps a lower one keeps it as its cause, and a 5xx is logged with that cause's
  * errno, syscall, path and message.
  */
@@ -17,6 +18,12 @@ import { startStore, tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
 
 const codes = Object.keys(errorRegistry) as ErrorCode[];
+
+/** Every TypeScript file under src/, as absolute paths. */
+function sourceFiles(): string[] {
+  const src = path.join(packageRoot, 'src');
+  return fs.readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts')).map((file) => path.join(src, file));
+}
 
 /** The text of `## <title>` in docs/API.md, up to the next section. */
 function apiSection(title: string): string {
@@ -79,19 +86,32 @@ t.test('every registry code is answered somewhere in src', async (t) => {
     if (ts.isStringLiteralLike(node)) literals.add(node.text);
     ts.forEachChild(node, collect);
   };
-  const walk = (dir: string) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      const file = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(file);
-      else if (entry.name.endsWith('.ts')) {
-        files++;
-        collect(ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true));
-      }
-    }
-  };
-  walk(path.join(packageRoot, 'src'));
+  for (const file of sourceFiles()) {
+    files++;
+    collect(ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true));
+  }
   t.ok(files > 50, `${files} source files read`);
   for (const code of codes) t.ok(literals.has(code), `${code} is used`);
+});
+
+t.test('every "code (status)" a comment in src/ writes gives the registry status of that code', async (t) => {
+  // The registry is the one place a status is decided; a comment that disagrees misleads its
+  // reader. A mention is a code, then a parenthesis and three digits: "disk_full (507)".
+  const mention = /`?\b([a-z]+(?:_[a-z]+)+)`? \((\d{3})\b/g;
+  const wrong: string[] = [];
+  let checked = 0;
+  for (const file of sourceFiles()) {
+    fs.readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
+      for (const [, code, status] of line.matchAll(mention)) {
+        if (!(code in errorRegistry)) continue;
+        checked++;
+        const registered = errorRegistry[code as ErrorCode].status;
+        if (registered !== Number(status)) wrong.push(`${path.relative(packageRoot, file)}:${i + 1}: ${code} (${status}), registry ${registered}`);
+      }
+    });
+  }
+  t.ok(checked >= 40, `${checked} mentions checked`);
+  t.same(wrong, [], 'no comment gives a code another status than the registry');
 });
 
 t.test('an error that wraps a lower one keeps it as its cause', async (t) => {
