@@ -1,17 +1,21 @@
 /**
  * The index head against a model (docs/STORAGE.md, "The index head"): random sequences of
- * creates, finalizes, deletions, resets, checkpoints and restarts run on a real store in a temp
- * dir and on a plain in-memory model. After every step, every list, count, search and point read
- * must equal the model's answer, whether the events are still in the head, already in LMDB, or
- * some of each.
+ * creates, finalizes, attaches, deletions, resets, checkpoints, restarts and crashes run on a
+ * real store in a temp dir and on a plain in-memory model. After every step, every list, count,
+ * search, point read and file lookup must equal the model's answer, whether the events and their
+ * changes are still in the head, already in LMDB, or some of each. A crash is a close whose last
+ * checkpoint fails (fault injection), so the next open replays the head from the log.
  */
 import fc from 'fast-check';
 import t from 'tap';
 import { EventStore, type NewEvent } from '../src/store/event-store.js';
+import { StoreView } from '../src/store/store-view.js';
 import { countEvents, scanEvents, scanPlan, type EventQuery } from '../src/store/event-query.js';
 import { planSearch, type SearchCondition } from '../src/store/event-search.js';
 import { deleteRecords } from '../src/store/event-deletion.js';
-import { finalizeEvent } from '../src/store/event-updates.js';
+import { attachStagedBlob, finalizeEvent } from '../src/store/event-updates.js';
+import { StagingFile } from '../src/store/staging-file.js';
+import { AppError } from '../src/errors.js';
 import { presentEventJson } from '../src/events/present.js';
 import { tempDataDir } from './support/store-server.js';
 
@@ -23,11 +27,15 @@ interface ModelEvent {
   device: string;
   line: number;
   draft: boolean;
+  /** Ids of the videos attached, in order. */
+  videos: string[];
 }
 
 type Command =
   | { kind: 'create'; device: number; line: number; draft: boolean }
   | { kind: 'finalize'; pick: number }
+  | { kind: 'attach'; pick: number }
+  | { kind: 'crash' }
   | { kind: 'delete'; pick: number }
   | { kind: 'checkpoint' }
   | { kind: 'restart' }
@@ -36,6 +44,8 @@ type Command =
 const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('create' as const), device: fc.nat(2), line: fc.integer({ min: 1, max: 2 }), draft: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('finalize' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('attach' as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'checkpoint' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
@@ -122,47 +132,84 @@ function difference(store: EventStore, model: ModelEvent[]): string | undefined 
   }
   for (const e of model) {
     const record = store.getEvent(e.id);
-    if (record?.created_at !== e.createdAt || record.draft !== e.draft) return `point read ${e.id}: ${JSON.stringify(record && { created_at: record.created_at, draft: record.draft })}`;
-    if (store.getEventJson(e.id) === undefined) return `point read (JSON) ${e.id}: missing`;
+    const seen = record && { created_at: record.created_at, draft: record.draft, videos: record.videos.map((v) => v.file_id) };
+    if (JSON.stringify(seen) !== JSON.stringify({ created_at: e.createdAt, draft: e.draft, videos: e.videos })) return `point read ${e.id}: ${JSON.stringify(seen)}`;
+    const json = store.getEventJson(e.id);
+    if (!json || (JSON.parse(json.toString()) as { draft: boolean }).draft !== e.draft) return `point read (JSON) ${e.id}: ${json?.toString()}`;
+    for (const video of e.videos) if (store.openFile(video)?.size !== VIDEO.length) return `file ${video} of ${e.id}: not found`;
   }
   const counters = store.counters();
   const drafts = model.filter((e) => e.draft).length;
-  if (counters.events !== model.length || counters.drafts !== drafts) return `counters: ${JSON.stringify(counters)}, expected ${model.length} events, ${drafts} drafts`;
+  const files = model.reduce((n, e) => n + e.videos.length, 0);
+  const want = { events: model.length, drafts, files, liveBlobBytes: files * VIDEO.length };
+  const got = { events: counters.events, drafts: counters.drafts, files: counters.files, liveBlobBytes: counters.liveBlobBytes };
+  if (JSON.stringify(got) !== JSON.stringify(want)) return `counters: ${JSON.stringify(got)}, expected ${JSON.stringify(want)}`;
   return undefined;
 }
 
-t.test('lists, counts, searches and point reads equal the model with events in the head, in LMDB, or both', async (t) => {
+/** The bytes of every attached video (the store never looks inside an attachment). */
+const VIDEO = Buffer.from('a video attachment, as the store keeps it');
+
+/** Stages VIDEO as an upload and attaches it to event `id`. */
+async function attachVideo(store: EventStore, id: string): Promise<string> {
+  const staging = new StagingFile(store.stagingDir);
+  staging.write(VIDEO);
+  const staged = await staging.finish('video');
+  return (await attachStagedBlob(store, id, staged, { kind: 'video', label: 'clip', contentType: 'video/mp4' })).file_id;
+}
+
+t.test('lists, counts, searches, point reads and files equal the model with events and changes in the head, in LMDB, or both', async (t) => {
   let runs = 0;
+  let checkpointsFail = false;
+  const real = await import('../src/store/create-index.js');
+  const { EventStore: CrashableStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
+    '../src/store/create-index.js': {
+      ...real,
+      indexLogged: (...args: Parameters<typeof real.indexLogged>) => (checkpointsFail ? Promise.reject(new Error('EIO: injected')) : real.indexLogged(...args)),
+    },
+  });
   await fc.assert(
     fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 30 }), async (commands) => {
       runs++;
       const dataDir = tempDataDir();
       // No timed checkpoint within a run: only the commands move events from the head to LMDB.
-      const options = { sinks: [], present: presentEventJson, checkpointMs: 60_000 };
-      let store = await EventStore.open(dataDir, options);
+      const options = { sinks: [], present: presentEventJson, checkpointMs: 60_000, onBackgroundError: () => undefined };
+      let store: EventStore = await CrashableStore.open(dataDir, options);
       let model: ModelEvent[] = [];
       try {
         for (const [step, c] of commands.entries()) {
           if (c.kind === 'create') {
             const device = DEVICES[c.device];
             const created = await store.create(newEvent(device, c.line, c.draft));
-            model.push({ id: created.id, createdAt: created.created_at, device, line: c.line, draft: c.draft });
+            model.push({ id: created.id, createdAt: created.created_at, device, line: c.line, draft: c.draft, videos: [] });
           } else if (c.kind === 'finalize' && model.length > 0) {
             const e = model[c.pick % model.length];
-            await finalizeEvent(store, e.id);
+            const outcome = await finalizeEvent(store, e.id);
+            if (outcome.alreadyFinalized === e.draft) throw new Error(`finalize ${e.id}: alreadyFinalized ${outcome.alreadyFinalized} for a draft=${e.draft}`);
             e.draft = false;
+          } else if (c.kind === 'attach' && model.length > 0) {
+            const e = model[c.pick % model.length];
+            const attached = await attachVideo(store, e.id).catch((err: unknown) => err);
+            if (e.draft && typeof attached !== 'string') throw new Error(`attach to draft ${e.id}: ${String(attached)}`);
+            if (!e.draft && !(attached instanceof AppError && attached.code === 'event_finalized')) throw new Error(`attach to finalized ${e.id}: ${String(attached)}`);
+            if (typeof attached === 'string') e.videos.push(attached);
           } else if (c.kind === 'delete' && model.length > 0) {
             // The lifecycle worker deletes only what it sees: events already checkpointed into LMDB.
             const e = model[c.pick % model.length];
             if (store.dbs.eventIds.get(e.id) !== undefined) {
-              await deleteRecords(store, [e.createdAt], 'retention');
+              // Through a view with no head, as the worker's: the head may hold a change to the event.
+              await deleteRecords(new StoreView(store.dbs, dataDir, options), [e.createdAt], 'retention');
               model = model.filter((m) => m !== e);
             }
           } else if (c.kind === 'checkpoint') {
             await store.checkpointed();
           } else if (c.kind === 'restart') {
             await store.close();
-            store = await EventStore.open(dataDir, options);
+            store = await CrashableStore.open(dataDir, options);
+          } else if (c.kind === 'crash') {
+            checkpointsFail = true;
+            await store.close().finally(() => { checkpointsFail = false; });
+            store = await CrashableStore.open(dataDir, options);
           } else if (c.kind === 'reset') {
             await store.clearAll();
             model = [];
@@ -189,7 +236,7 @@ t.test('a checkpoint of more creates than one turn of puts: every read equals th
     const device = DEVICES[n % DEVICES.length];
     const line = 1 + (n % 2);
     const created = await store.create(newEvent(device, line, n % 5 === 0));
-    model.push({ id: created.id, createdAt: created.created_at, device, line, draft: n % 5 === 0 });
+    model.push({ id: created.id, createdAt: created.created_at, device, line, draft: n % 5 === 0, videos: [] });
   }
   let committed = false;
   const checkpoint = store.checkpointed().then(() => { committed = true; });

@@ -10,6 +10,7 @@ import { EventStore, type CreatedEvent } from '../src/store/event-store.js';
 import { LOG_POSITION_KEY } from '../src/store/lmdb-env.js';
 import { openDatabases } from '../src/store/lmdb-env.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
+import { postFile } from './support/multipart.js';
 import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 import { presentEventJson } from '../src/events/present.js';
@@ -34,7 +35,7 @@ async function kill(store: SpawnedStore): Promise<void> {
 }
 
 /** The `store opened` report of a spawned store's log. */
-function openReport(store: SpawnedStore): { replayed: number } {
+function openReport(store: SpawnedStore): { replayed: number; changesReplayed: number } {
   const line = store.output().split('\n').find((l) => l.includes('"msg":"store opened"'));
   if (!line) throw new Error(`no "store opened" line in: ${store.output().slice(0, 500)}`);
   return JSON.parse(line).store;
@@ -89,18 +90,28 @@ t.test('kill -9: every acknowledged create is there, from the index or replayed 
   t.equal((await getJson(`${store.url}/stats`)).body.current.total_events, created.length);
 });
 
-t.test('kill -9 never undoes a finalize or a reset: both are flushed before they answer', async (t) => {
+t.test('kill -9 never undoes an attach, a finalize or a reset: the first two replayed from the log, a reset flushed', async (t) => {
   const dataDir = tempDataDir();
-  const env = { PORT: '0', DATA_DIR: dataDir, ...QUIET };
+  // No checkpoint before the kill: the attach and the finalize are in the log and the head only.
+  const env = { PORT: '0', DATA_DIR: dataDir, INDEX_CHECKPOINT_MS: '60000', ...QUIET };
   let store = await spawnStore(env);
   t.teardown(() => void store.child.kill('SIGKILL'));
   const draft = (await postJson(`${store.url}/v2/events`, smallEvent({ draft: true }))).body;
+  const video = fixture('cat-zoom.mp4');
+  const attached = await postFile(`${store.url}/v2/events/${draft.id}/videos`, video, { label: 'clip' }, 'application/octet-stream');
+  t.equal(attached.status, 201);
   const finalized = await postJson(`${store.url}/v2/events/${draft.id}/finalize`, '');
   t.equal(finalized.status, 200);
   await kill(store);
   store = await spawnStore(env);
+  t.equal(openReport(store).changesReplayed, 2, 'the attach and the finalize were replayed');
   const event = (await getJson(`${store.url}/v2/events/${draft.id}`)).body;
   t.same([event.draft, event.finalized_at], [false, finalized.body.finalized_at], 'still finalized');
+  t.same(event.videos.map((v: { file_id: string }) => v.file_id), [attached.body.file_id], 'the video is still listed');
+  const back = Buffer.from(await (await fetch(`${store.url}/videos/${attached.body.file_id}`)).arrayBuffer());
+  t.ok(back.equals(video), 'and downloads whole');
+  const stats = (await getJson(`${store.url}/stats`)).body.current;
+  t.same([stats.total_events, stats.draft_events], [1, 0], 'counted once, as finalized');
 
   const doomed = (await postJson(`${store.url}/v2/events`, imageEvent())).body;
   const token = (await postJson(`${store.url}/reset/request`, '')).body.reset_token;
@@ -159,7 +170,7 @@ async function storeWithFailingCheckpoints(t: Test, fails: (commit: number) => b
   const { EventStore: FaultyStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
     '../src/store/create-index.js': {
       ...real,
-      indexCreates: (...args: Parameters<typeof real.indexCreates>) => (fails(++commits) ? Promise.reject(new Error('EIO: injected')) : real.indexCreates(...args)),
+      indexLogged: (...args: Parameters<typeof real.indexLogged>) => (fails(++commits) ? Promise.reject(new Error('EIO: injected')) : real.indexLogged(...args)),
     },
   });
   return FaultyStore;

@@ -61,6 +61,9 @@ t.test('two sinks: one ledger in finalize order; an entry leaves once both passe
   t.ok(isProtected(store, draft), 'a draft is kept');
 
   await finalizeEvent(store, draftId);
+  t.same(unshipped(store, 'cloud', 10).map((e) => e.createdAt), [a, b, c], 'the finalize is in the index head: the ledger gains it with its checkpoint');
+  t.same(sinkBacklog(store, 'nats'), { events: 4, oldestCreatedAt: a }, 'the backlog counts it meanwhile');
+  await store.checkpointed();
   t.same(unshipped(store, 'cloud', 10), [1, 2, 3, 4].map((seq, i) => ({ seq, createdAt: [a, b, c, draft][i] })), 'the finalized draft comes last: finalize order');
   t.same(sinkBacklog(store, 'nats'), { events: 4, oldestCreatedAt: a });
   t.equal(readCounters(store.dbs).uploadsPending, 4);

@@ -2,11 +2,14 @@
  * The auto-finalize sweep (docs/API.md, "Drafts and attachments"): drafts whose producer never
  * finalized them within DRAFT_AUTO_FINALIZE_SECONDS are closed, with both `finalized_at` and
  * `auto_finalized_at` set. It walks the drafts index oldest first, so each run costs in
- * proportion to the drafts it closes, in bounded batches.
+ * proportion to the drafts it closes, in bounded batches. The lifecycle worker times it; it runs
+ * on the HTTP thread, whose store logs every change to an event (docs/STORAGE.md, "Changes to
+ * events"), and its finalizes share the log's appends.
  */
+import { AppError } from '../errors.js';
 import { finalizeEvent } from '../store/event-updates.js';
+import type { EventStore } from '../store/event-store.js';
 import { draftsOlderThan } from '../store/lifecycle-queries.js';
-import type { StoreView } from '../store/store-view.js';
 
 /** Most drafts closed per run; the next run continues. */
 const BATCH = 500;
@@ -15,13 +18,12 @@ const BATCH = 500;
  * Closes the drafts created before `cutoff` (µs since the epoch), at most BATCH of them.
  * @returns how many were closed
  */
-export async function sweepDrafts(store: StoreView, cutoff: number): Promise<number> {
-  let closed = 0;
-  for (const createdAt of draftsOlderThan(store, cutoff, BATCH)) {
-    const record = store.getRecord(createdAt);
-    if (!record) continue;
-    const outcome = await finalizeEvent(store, record.id, true);
-    if (!outcome.alreadyFinalized) closed++;
-  }
-  return closed;
+export async function sweepDrafts(store: EventStore, cutoff: number): Promise<number> {
+  const ids = draftsOlderThan(store, cutoff, BATCH).map((createdAt) => store.getRecord(createdAt)?.id).filter((id) => id !== undefined);
+  const outcomes = await Promise.all(ids.map((id) => finalizeEvent(store, id, true).catch((err: unknown) => {
+    // Deleted by a cleanup since the drafts index was read: nothing left to close.
+    if (err instanceof AppError && err.code === 'event_not_found') return undefined;
+    throw err;
+  })));
+  return outcomes.filter((outcome) => outcome && !outcome.alreadyFinalized).length;
 }

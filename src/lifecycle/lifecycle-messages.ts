@@ -8,9 +8,10 @@ export type ToWorker =
   | { type: 'cleanup'; id: number }
   /**
    * A job the worker asked of the store's writer is done (ToMain `retire-segment`,
-   * `compact-segment`, `checkpoint`); `failed`: a checkpoint failed, with its message.
+   * `compact-segment`, `checkpoint`, `sweep-drafts`); `failed`: a checkpoint or the sweep failed,
+   * with its message; `closed`: the drafts the sweep closed.
    */
-  | { type: 'writer-done'; id: number; failed?: string }
+  | { type: 'writer-done'; id: number; failed?: string; closed?: number }
   | { type: 'stop' };
 
 export type ToMain =
@@ -31,8 +32,13 @@ export type ToMain =
    * a cleanup sees every event acknowledged before it began.
    */
   | { type: 'checkpoint'; id: number }
+  /**
+   * Run the auto-finalize sweep (draft-sweeper.ts) for drafts created before `cutoff` (µs): the
+   * HTTP thread's store logs every change to an event (docs/STORAGE.md, "Changes to events").
+   */
+  | { type: 'sweep-drafts'; id: number; cutoff: number }
   /** A sink shipped, failed, stalled or moved again (/stats `sinks`, /metrics). */
   | { type: 'sink-progress'; progress: SinkProgress }
-  /** Changes the worker made to events (auto-finalize, cleanup deletions), for the live stream. */
+  /** Changes the worker made to events (cleanup deletions), for the live stream. */
   | { type: 'changes'; changes: EventChange[] }
   | { type: 'stopped' };

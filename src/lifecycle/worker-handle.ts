@@ -9,6 +9,7 @@ import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
 import { CapacityGate } from './capacity-gate.js';
+import { sweepDrafts } from './draft-sweeper.js';
 import type { CleanupResult, CleanupTrigger } from './cleanup.js';
 import type { SinkProgress } from './sink-runner.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
@@ -113,14 +114,15 @@ export class LifecycleWorkerHandle {
       for (const change of message.changes) this.store.announceChange(change);
     } else if (message.type === 'reclaimed') {
       this.store.segmentsDeleted(message.segments);
-    } else if (message.type === 'retire-segment' || message.type === 'compact-segment' || message.type === 'checkpoint') {
-      const reply = (failed?: string) => this.current?.postMessage({ type: 'writer-done', id: message.id, failed } satisfies ToWorker);
-      const work = message.type === 'checkpoint' ? this.store.checkpointed()
-        : message.type === 'retire-segment' ? this.store.retireSegment(message.segment) : this.store.compactSegment(message.segment);
-      work.then(() => reply(), (err: unknown) => {
+    } else if (message.type === 'retire-segment' || message.type === 'compact-segment' || message.type === 'checkpoint' || message.type === 'sweep-drafts') {
+      const reply = (answer: { failed?: string; closed?: number }) => this.current?.postMessage({ type: 'writer-done', id: message.id, ...answer } satisfies ToWorker);
+      const work: Promise<number | void> = message.type === 'checkpoint' ? this.store.checkpointed()
+        : message.type === 'sweep-drafts' ? sweepDrafts(this.store, message.cutoff)
+          : message.type === 'retire-segment' ? this.store.retireSegment(message.segment) : this.store.compactSegment(message.segment);
+      work.then((closed) => reply({ closed: closed ?? undefined }), (err: unknown) => {
         this.log.error({ err, segment: 'segment' in message ? message.segment : undefined }, `${message.type} failed`);
-        // Only a checkpoint's failure changes what the cleanup does (cleanup.ts CleanupHooks).
-        reply(message.type === 'checkpoint' ? String((err as Error).message ?? err) : undefined);
+        // A checkpoint's failure changes what the cleanup does (cleanup.ts CleanupHooks); a sweep's is logged by the worker too.
+        reply({ failed: message.type === 'checkpoint' || message.type === 'sweep-drafts' ? String((err as Error).message ?? err) : undefined });
       });
 
     } else if (message.type === 'ready') {

@@ -22,7 +22,6 @@ import { NatsSink } from '../sinks/nats-sink.js';
 import { CloudSink } from './cloud-uploader.js';
 import type { Sink } from '../sinks/ledger-sink.js';
 import { runSink, type SinkProgress } from './sink-runner.js';
-import { sweepDrafts } from './draft-sweeper.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
 
 /** How often (ms) the worker looks whether a limit is crossed: a crossing starts a cleanup within it. */
@@ -43,7 +42,7 @@ const changes: EventChange[] = [];
 
 // This thread's parts, built here and nowhere else.
 const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
-// The sweep's finalize and cleanup's file deletions rewrite records with their JSON (presentEventJson).
+// Cleanup's file deletions rewrite records with their JSON (presentEventJson).
 const store = StoreView.openView(config.dataDir, { sinks: configuredSinks(config), present: presentEventJson, announce: forwardChange });
 const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
 /** Room for a cleanup's commits on a disk ingest has filled (disk-reserve.ts). */
@@ -71,24 +70,27 @@ function enqueue<T>(job: () => Promise<T>): Promise<T> {
   return result;
 }
 
-/** Jobs asked of the store's writer on the HTTP thread, by id, until it answers (with the failure of a checkpoint). */
-const writerJobs = new Map<number, (failed: string | undefined) => void>();
+/** Jobs asked of the store's writer on the HTTP thread, by id, until it answers (with a failure, or the drafts a sweep closed). */
+const writerJobs = new Map<number, (answer: Extract<ToWorker, { type: 'writer-done' }>) => void>();
 let nextWriterJob = 1;
 
-/** Asks the HTTP thread's writer for `job`; rejects only when a checkpoint failed. */
-function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' | 'checkpoint' }>): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
+/**
+ * Asks the HTTP thread's writer for `job`; rejects only when a checkpoint or a sweep failed.
+ * @returns the drafts a sweep closed (0 for other jobs)
+ */
+function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' | 'checkpoint' | 'sweep-drafts' }>): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
     const id = nextWriterJob++;
-    writerJobs.set(id, (failed) => (failed === undefined ? resolve() : reject(new Error(`index checkpoint failed: ${failed}`))));
+    writerJobs.set(id, ({ failed, closed }) => (failed === undefined ? resolve(closed ?? 0) : reject(new Error(`${job.type} failed: ${failed}`))));
     post({ ...job, id });
   });
 }
 
 const hooks: CleanupHooks = {
   onReclaimed: (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }),
-  retireSegment: (segment) => askWriter({ type: 'retire-segment', id: 0, segment }),
-  compactSegment: (segment) => askWriter({ type: 'compact-segment', id: 0, segment }),
-  checkpoint: () => askWriter({ type: 'checkpoint', id: 0 }),
+  retireSegment: async (segment) => void await askWriter({ type: 'retire-segment', id: 0, segment }),
+  compactSegment: async (segment) => void await askWriter({ type: 'compact-segment', id: 0, segment }),
+  checkpoint: async () => void await askWriter({ type: 'checkpoint', id: 0 }),
 };
 
 function cleanup(trigger: CleanupTrigger) {
@@ -116,7 +118,7 @@ const timers = [
     if (monitor.needsCleanup()) await cleanup('AUTOMATIC');
   }),
   every(Math.min((config.draftAutoFinalizeSeconds * 1000) / 2, SWEEP_MAX_INTERVAL_MS), () => enqueue(async () => {
-    const closed = await sweepDrafts(store, Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000));
+    const closed = await askWriter({ type: 'sweep-drafts', id: 0, cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });
     if (closed > 0) log.info({ closed }, 'auto-finalized drafts');
   })),
 ];
@@ -129,7 +131,7 @@ const shipped = Promise.all(sinks.map((sink) => runSink(store, sink, { ...sinkDe
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'writer-done') {
-    writerJobs.get(message.id)?.(message.failed);
+    writerJobs.get(message.id)?.(message);
     writerJobs.delete(message.id);
   } else if (message.type === 'cleanup') {
     cleanup('MANUAL').then(

@@ -1,14 +1,30 @@
 /**
- * The LMDB entries of creates (docs/STORAGE.md, "The index"): written by the group commit right
- * after the creates' frames are durable in the log, and by recovery when it replays frames the
- * index had not covered. Both go through `indexCreates`, so a replayed create gets exactly the
- * entries a live one gets.
+ * The LMDB entries of what the log holds (docs/STORAGE.md, "The index"): creates and changes to
+ * events (record-change.ts), written by a checkpoint of the index head and by recovery when it
+ * replays frames the index had not covered. Both go through `indexLogged`, so a replayed create
+ * or change gets exactly the entries a live one gets.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { EMPTY, indexKeysOf } from './index-keys.js';
+import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
 import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import type { LoggedCreate } from './index-head.js';
+import { decodeRecord, encodeRecord, type RecordPresenter } from './record-codec.js';
+import { applyChange, attachedFile, changeCounts, type RecordChange } from './record-change.js';
+
+/** What a checkpoint or a replay step indexes: creates, then changes to events created before them or among them. */
+export interface LoggedEntries {
+  creates: LoggedCreate[];
+  changes: RecordChange[];
+}
+
+/** How a store indexes. */
+export interface IndexOptions {
+  /** Sinks are configured: finalized events enter the shipping ledger. */
+  shipping: boolean;
+  /** The presenter records are stored with (store-view.ts `StoreOptions.present`). */
+  present: RecordPresenter;
+}
 
 /**
  * Creates whose puts are issued in one turn of the event loop (docs/STORAGE.md, "The index
@@ -18,19 +34,19 @@ import type { LoggedCreate } from './index-head.js';
 const PUT_RUN_CREATES = 256;
 
 /**
- * Commits the LMDB entries of `creates`: first their records, ids, file locations and index
- * entries as plain puts, issued `PUT_RUN_CREATES` at a time with a turn of the event loop
+ * Commits the LMDB entries of `creates` and `changes`: first the creates' records, ids, file
+ * locations and index entries as plain puts, issued `PUT_RUN_CREATES` at a time with a turn of the event loop
  * between runs (lmdb-js encodes them here and applies them on its write thread, in one or more
  * commits); once every put has committed, one transaction with the segment accounting, the
- * counters, the shipping ledger and the log position `logEnd` they bring the index to (a
- * read-modify-write that must see every earlier commit). The position moves only in that last
- * transaction, so until it commits recovery replays these creates, and counters, which add the
- * head's batches past the position, count them once (docs/STORAGE.md, "The index head").
- * @param shipping sinks are configured: finalized creates enter the shipping ledger
- * @throws the lmdb error of a failed commit (the batch's counters and position are then not in
- *   the index; some of its puts may be: a later checkpoint or replay puts them again)
+ * counters, the shipping ledger, every change (applied to the record as that transaction reads
+ * it) and the log position `logEnd` they bring the index to (a read-modify-write that must see
+ * every earlier commit). The position moves only in that last transaction, so until it commits
+ * recovery replays these creates and changes, and counters, which add the head's batches past
+ * the position, count them once (docs/STORAGE.md, "The index head").
+ * @throws the lmdb error of a failed commit (the batch's counters, changes and position are then
+ *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
  */
-export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[], logEnd: LogPosition, shipping: boolean): Promise<void> {
+export async function indexLogged(dbs: StoreDatabases, { creates, changes }: LoggedEntries, logEnd: LogPosition, { shipping, present }: IndexOptions): Promise<void> {
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
   const puts: Promise<boolean>[] = [];
   let drafts = 0;
@@ -78,5 +94,36 @@ export async function indexCreates(dbs: StoreDatabases, creates: LoggedCreate[],
     }
     addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes });
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
+    for (const change of changes) applyChangeSync(dbs, change, shipping, present);
   });
+}
+
+/**
+ * Applies one change to its event's record in LMDB, with the entries and counters it moves; call
+ * inside a write transaction. An event deleted meanwhile (by a cleanup) takes no change; the
+ * segment of a file attached to it is entered with no live blob, so the lifecycle worker deletes
+ * it.
+ */
+function applyChangeSync(dbs: StoreDatabases, change: RecordChange, shipping: boolean, present: RecordPresenter): void {
+  const { createdAt } = change;
+  const stored = dbs.events.getBinary(createdAt);
+  const record = stored && decodeRecord(stored);
+  const applied = record !== undefined && applyChange(record, change);
+  if (change.type === 'attach') {
+    const { size_bytes: size } = change.file;
+    dbs.segments.putSync(change.segment, {
+      committed: attachedFile(change).offset + size, liveBytes: applied ? size : 0, liveBlobs: applied ? 1 : 0, sealed: true,
+    });
+  }
+  if (!applied) return;
+  dbs.events.putSync(createdAt, encodeRecord(record, present));
+  // The ledger counts uploadsPending itself.
+  addToCounters(dbs, changeCounts(change, false));
+  if (change.type === 'finalize') {
+    dbs.index.removeSync(draftKey(createdAt));
+    if (shipping) enterLedger(dbs, createdAt);
+  } else {
+    dbs.files.putSync(change.file.file_id, attachedFile(change));
+    dbs.index.putSync(fileAgeKey(createdAt, change.file.file_id), EMPTY);
+  }
 }

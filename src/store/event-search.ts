@@ -268,7 +268,7 @@ export function planSearch(store: StoreView, condition: SearchCondition, options
   const matches = (record: EventRecord) => matchesCondition(record, condition);
   const times = topLevelTimes(condition);
   const plan = planIndexSearch(store, condition, times, options);
-  // The index head's creates (index-head.ts) are checked on their records.
+  // The index head's creates and changed events (index-head.ts) are checked on their records.
   const hi = Math.min(times.hi, options.before ?? Infinity);
   return { ...plan, cursor: store.withHead(plan.cursor, times.lo, hi, options.direction, plan.exact, matches), matches };
 }

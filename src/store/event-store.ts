@@ -1,24 +1,26 @@
 /**
  * The storage engine's facade for the HTTP thread (docs/STORAGE.md): a StoreView (lookups,
- * counters, file locations) plus durable creates by group commit into the segment log, the
- * index commits that follow them and the data directory lock. Queries live in
+ * counters, file locations) plus durable creates and changes to events by group commit into the
+ * segment log, the checkpoints that index them and the data directory lock. Queries live in
  * event-query.ts, changes to events in event-updates.ts, recovery in recovery.ts. The domain
  * (src/events) talks to the store only through these modules; nothing outside src/store sees LMDB.
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { fromDiskError } from '../errors.js';
+import { AppError, fromDiskError } from '../errors.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
-import { indexCreates } from './create-index.js';
+import { decideChange, type ChangeRequest, type FinalizeOutcome } from './change-decisions.js';
+import { indexLogged } from './create-index.js';
 import { DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
-import type { RecordImage, RecordImageResults } from './event-record.js';
+import type { RecordAttachment, RecordImage, RecordImageResults } from './event-record.js';
 import { GroupCommitter } from './group-commit.js';
 import { timeOrderedId } from './ids.js';
 import { completeCounters, LOG_POSITION_KEY, openDatabases, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, storedJson, type EventRecord } from './record-codec.js';
 import { encodeRecordFrame } from './record-frame.js';
+import { encodeChange, type RecordChange } from './record-change.js';
 import { recoverStore, type SkippedCreate } from './recovery.js';
 import { StoreChanges, type StoreChange } from './store-changes.js';
 import { StoreView, type StoreOptions } from './store-view.js';
@@ -55,7 +57,7 @@ export interface CreatedEvent {
 
 /**
  * The size trigger of a checkpoint (docs/STORAGE.md, "The index head"): a head holding this many
- * creates, or this many bytes of records, is checkpointed at once instead of at the next tick.
+ * creates and changes, or this many bytes of records, is checkpointed at once instead of at the next tick.
  */
 const CHECKPOINT_EVENTS = 20_000;
 const CHECKPOINT_RECORD_BYTES = 16 * 1024 * 1024;
@@ -68,14 +70,23 @@ const MAX_HEAD_EVENTS = 200_000;
 const MAX_HEAD_RECORD_BYTES = 128 * 1024 * 1024;
 
 interface PreparedCreate {
+  type: 'create';
   record: EventRecord;
   blobs: { fileId: string; kind: FileKind; bytes: Buffer; contentType: string }[];
 }
+
+/** What the log stage takes: a create, or a change to an event (change-decisions.ts). */
+type LogJob = PreparedCreate | ChangeRequest;
+
+/** What it answers: nothing for a create; a change's outcome, or its refusal. */
+type LogResult = undefined | FinalizeOutcome | RecordAttachment | AppError;
 
 /** How the last open found the store (docs/STORAGE.md, "Recovery"). */
 export interface OpenReport {
   /** Creates replayed from the log into the index. */
   replayed: number;
+  /** Changes to events (finalize, attach) replayed from the log into the index. */
+  changesReplayed: number;
   /** Creates the replay went past (recovery.ts SkippedCreate): whole frames it could not index. */
   skipped: SkippedCreate[];
   /** Time the open took (ms). */
@@ -97,9 +108,9 @@ export interface EventStoreOptions extends StoreOptions {
 
 /** The on-disk store under one DATA_DIR. */
 export class EventStore extends StoreView {
-  /** The log stage: creates go into the log in batches, one append at a time. */
-  private readonly committer: GroupCommitter<PreparedCreate, void>;
-  /** Creates durable in the log and not yet in LMDB (index-head.ts). */
+  /** The log stage: creates and changes go into the log in batches, one append at a time. */
+  private readonly committer: GroupCommitter<LogJob, LogResult>;
+  /** Creates and changes durable in the log and not yet in LMDB (index-head.ts). */
   protected override head: IndexHead;
   /** The checkpoint under way, if any: one at a time. */
   private checkpointRun: Promise<void> | undefined;
@@ -108,7 +119,7 @@ export class EventStore extends StoreView {
   private checkpointError: unknown;
   private nextSegment: number;
   /** How the open that made this store found it. */
-  opened: OpenReport = { replayed: 0, skipped: [], ms: 0 };
+  opened: OpenReport = { replayed: 0, changesReplayed: 0, skipped: [], ms: 0 };
   /**
    * Told how long each round of a create stage took (docs/OPERATIONS.md, "Metrics"): the log
    * stage's append + fdatasync, a checkpoint's commit; with the batches and events of the round.
@@ -138,8 +149,8 @@ export class EventStore extends StoreView {
     super(dbs, dataDir, options);
     this.nextSegment = lastSegment + 1;
     this.changes = new StoreChanges((err) => options.onBackgroundError?.(err, 'change listener'));
-    this.head = new IndexHead(this.shipping);
-    this.committer = new GroupCommitter((batch, release) => this.commitCreates(batch, release));
+    this.head = new IndexHead(this.shipping, this.present);
+    this.committer = new GroupCommitter((batch, release) => this.commitLogged(batch, release));
   }
 
   /**
@@ -159,7 +170,7 @@ export class EventStore extends StoreView {
       const dbs = openDatabases(dataDir);
       await migrateToLedger(dbs);
       const searchIndexReady = await prepareSearchIndex(dbs);
-      const { lastSegment, activeSegment, lastCreatedAt, replayed, skipped } = await recoverStore(dbs, blobsDir, stagingDir, options.sinks.length > 0);
+      const { lastSegment, activeSegment, lastCreatedAt, replayed, changesReplayed, skipped } = await recoverStore(dbs, blobsDir, stagingDir, { shipping: options.sinks.length > 0, present: options.present });
       await completeCounters(dbs, () => countPending(dbs));
       await startCursors(dbs, options.sinks);
       await dbs.root.flushed;
@@ -168,7 +179,7 @@ export class EventStore extends StoreView {
       const appender = new SegmentAppender(blobsDir, () => store.allocateSegment());
       const store: EventStore = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
       if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
-      store.opened = { replayed, skipped, ms: Math.round(performance.now() - started) };
+      store.opened = { replayed, changesReplayed, skipped, ms: Math.round(performance.now() - started) };
       store.searchIndexReady = searchIndexReady;
       if (!searchIndexReady) store.backfill = store.runSearchIndexBackfill();
       return store;
@@ -186,9 +197,7 @@ export class EventStore extends StoreView {
    *   checkpoint's error as cause, while checkpoints fail and the head is full
    */
   async create(event: NewEvent): Promise<CreatedEvent> {
-    if (this.head.events >= MAX_HEAD_EVENTS || this.head.bytes >= MAX_HEAD_RECORD_BYTES) {
-      throw fromDiskError(this.checkpointError ?? new Error('the index head is full and no checkpoint has completed'));
-    }
+    this.refuseWhenHeadFull();
     const prepared = this.prepare(event);
     await this.committer.submit(prepared);
     const { record } = prepared;
@@ -198,6 +207,33 @@ export class EventStore extends StoreView {
       created_at: record.created_at,
       draft: record.draft,
     };
+  }
+
+  /**
+   * Makes a change to an event durable (docs/STORAGE.md, "Changes to events"): decided in its
+   * batch of the log stage (change-decisions.ts), its frame fdatasync'd in the segment log, then
+   * in the index head, visible to every read of this thread, and announced. A repeated finalize
+   * and a refusal log nothing.
+   * @returns the outcome: a FinalizeOutcome for a finalize, the listed file for an attach
+   * @throws AppError event_not_found, event_finalized (an attach); disk_full on ENOSPC,
+   *   store_failure on any other failure, or with the checkpoint's error while the head is full
+   */
+  async change(request: ChangeRequest): Promise<FinalizeOutcome | RecordAttachment> {
+    this.refuseWhenHeadFull();
+    const result = await this.committer.submit(request);
+    if (result instanceof AppError) throw result;
+    return result!;
+  }
+
+  /**
+   * Refuses a write while checkpoints fail and the head is full (docs/STORAGE.md, "The index
+   * head"), so memory stays bounded and nothing is acknowledged that LMDB cannot take.
+   * @throws AppError disk_full or store_failure, with the checkpoint's error as cause
+   */
+  private refuseWhenHeadFull(): void {
+    if (this.head.entries >= MAX_HEAD_EVENTS || this.head.bytes >= MAX_HEAD_RECORD_BYTES) {
+      throw fromDiskError(this.checkpointError ?? new Error('the index head is full and no checkpoint has completed'));
+    }
   }
 
   /** Runs the search index backfill in the background; a failure is reported, and the next start resumes. */
@@ -232,7 +268,7 @@ export class EventStore extends StoreView {
    * @throws the fs or lmdb error (the store may then be partly cleared; a retry finishes it)
    */
   async clearAll(): Promise<void> {
-    await this.withCreatesPaused(async () => {
+    await this.withWritesPaused(async () => {
       await this.appender.close();
       await this.blobs.close();
       const { dbs } = this;
@@ -256,7 +292,7 @@ export class EventStore extends StoreView {
    * a new segment.
    */
   async retireSegment(segment: number): Promise<void> {
-    await this.withCreatesPaused(async () => {
+    await this.withWritesPaused(async () => {
       const { dbs } = this;
       if (dbs.segments.get(segment)?.liveBlobs !== 0) return;
       if (this.appender.currentSegment === segment) await this.appender.close();
@@ -274,7 +310,7 @@ export class EventStore extends StoreView {
    * 64 MiB.
    */
   async compactSegment(segment: number): Promise<void> {
-    await this.withCreatesPaused(async () => {
+    await this.withWritesPaused(async () => {
       const { dbs } = this;
       const live = [...dbs.files.getRange()].filter(({ value }) => value.segment === segment);
       if (live.length === 0) return;
@@ -309,11 +345,11 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Runs `work` with no create batch under way and the index head checkpointed: batches in
-   * flight finish first, creates submitted meanwhile wait and are committed after it (reset,
-   * segment retirement, compaction).
+   * Runs `work` with no batch of the log stage under way and the index head checkpointed:
+   * batches in flight finish first, creates and changes submitted meanwhile wait and are
+   * committed after it (reset, segment retirement, compaction).
    */
-  private async withCreatesPaused(work: () => Promise<void>): Promise<void> {
+  private async withWritesPaused(work: () => Promise<void>): Promise<void> {
     await this.committer.pause();
     try {
       await this.checkpoint();
@@ -398,47 +434,72 @@ export class EventStore extends StoreView {
       finalized_at: null,
       auto_finalized_at: null,
     };
-    return { record, blobs };
+    return { type: 'create', record, blobs };
   }
 
   /**
-   * Makes one batch durable (docs/STORAGE.md, "Creates"): each create's frames (its images,
-   * then its record) are appended to the log in one writev and fdatasync'd, the durability
-   * point; the batch then enters the index head, where every read of this thread finds it, and
-   * its creates are acknowledged. `release` lets the next batch append as soon as this one's
-   * append is done. A checkpoint commits the head to LMDB later, off the acknowledgement's path.
+   * Makes one batch durable (docs/STORAGE.md, "Creates" and "Changes to events"): each change is
+   * decided against the store and the batch's earlier changes (change-decisions.ts); each
+   * create's frames (its images, then its record) and each change's frame are appended to the
+   * log in one writev and fdatasync'd, the durability point; the batch then enters the index
+   * head, where every read of this thread finds it, and is acknowledged. `release` lets the next
+   * batch append as soon as this one's append is done. A checkpoint commits the head to LMDB
+   * later, off the acknowledgement's path.
    */
-  private async commitCreates(batch: PreparedCreate[], release: () => void): Promise<void[]> {
+  private async commitLogged(batch: LogJob[], release: () => void): Promise<LogResult[]> {
     const frames: FrameToAppend[] = [];
     const creates: LoggedCreate[] = [];
-    for (const { record, blobs } of batch) {
+    /** Per create, its blobs and the index of the first of their frames in `frames`. */
+    const placing: { blobs: PreparedCreate['blobs']; first: number }[] = [];
+    const changes: { change: RecordChange; id: string; record: EventRecord }[] = [];
+    const results: LogResult[] = [];
+    const decided = new Map<number, EventRecord>();
+    for (const job of batch) {
+      if (job.type !== 'create') {
+        const decision = decideChange(this, job, decided);
+        if ('refusal' in decision) {
+          results.push(decision.refusal);
+          continue;
+        }
+        results.push(decision.outcome);
+        if (!decision.change) continue;
+        frames.push({ id: job.id, kind: 'change', bytes: encodeChange(decision.change) });
+        changes.push({ change: decision.change, id: job.id, record: decision.record! });
+        continue;
+      }
+      const { record, blobs } = job;
       record.created_at = nextUniqueMicros();
       if (!record.draft) record.finalized_at = record.created_at;
       const value = encodeRecord(record, this.present);
+      placing.push({ blobs, first: frames.length });
       for (const blob of blobs) frames.push({ id: blob.fileId, kind: blob.kind, bytes: blob.bytes });
       const files = blobs.map((b) => ({ fileId: b.fileId, contentType: b.contentType }));
       frames.push({ id: record.id, kind: 'record', bytes: encodeRecordFrame({ value, files }) });
       creates.push({ record, value, files: [] });
+      results.push(undefined);
+    }
+    if (frames.length === 0) {
+      release();
+      return results;
     }
     let appended: Appended;
     const appendStarted = performance.now();
     try {
       appended = await this.appender.append(frames);
-      this.stageTimer?.('log', 1, batch.length, (performance.now() - appendStarted) / 1000);
+      this.stageTimer?.('log', 1, creates.length + changes.length, (performance.now() - appendStarted) / 1000);
     } catch (err) {
       throw fromDiskError(err);
     } finally {
       release();
     }
-    let frame = 0;
-    batch.forEach(({ blobs }, i) => {
-      for (const blob of blobs) {
-        creates[i].files.push({ fileId: blob.fileId, kind: blob.kind, contentType: blob.contentType, at: appended.placed[frame++] });
-      }
-      frame++; // the record frame
+    placing.forEach(({ blobs, first }, i) => {
+      blobs.forEach((blob, k) => creates[i].files.push({ fileId: blob.fileId, kind: blob.kind, contentType: blob.contentType, at: appended.placed[first + k] }));
     });
-    this.enterHead({ creates, appended });
-    return batch.map(() => undefined);
+    this.enterHead({ creates, changes: changes.map((c) => c.change), appended });
+    for (const { change, id, record } of changes) {
+      this.announceChange({ kind: change.type === 'finalize' ? 'finalized' : 'files_attached', id, createdAt: change.createdAt, record });
+    }
+    return results;
   }
 
   /** Puts an appended batch in the head, announces its creates and schedules a checkpoint. */
@@ -458,8 +519,8 @@ export class EventStore extends StoreView {
    * reported and tried again at the next tick.
    */
   private scheduleCheckpoint(): void {
-    const full = this.head.events >= CHECKPOINT_EVENTS || this.head.bytes >= CHECKPOINT_RECORD_BYTES;
-    if (!full && (this.checkpointTimer !== undefined || this.head.events === 0)) return;
+    const full = this.head.entries >= CHECKPOINT_EVENTS || this.head.bytes >= CHECKPOINT_RECORD_BYTES;
+    if (!full && (this.checkpointTimer !== undefined || this.head.empty)) return;
     if (full && this.checkpointRun) return; // the run under way reschedules when it ends
     clearTimeout(this.checkpointTimer);
     this.checkpointTimer = setTimeout(() => {
@@ -493,8 +554,9 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * One checkpoint: the head's batches go to LMDB, their puts first, then one transaction with
-   * the log position they bring the index to (create-index.ts `indexCreates`), and leave the head
+   * One checkpoint: the head's batches go to LMDB, their creates' puts first, then one
+   * transaction with their changes and the log position they bring the index to (create-index.ts
+   * `indexLogged`), and leave the head
    * once that transaction has resolved (reads tolerate the moment they are in both: index-head.ts). lmdb-js flushes the
    * commit afterwards; until then recovery replays these creates from the log.
    * @throws the lmdb error of a failed commit; the batches then stay in the head
@@ -503,9 +565,10 @@ export class EventStore extends StoreView {
     const batches = this.head.pending.slice();
     const last = batches[batches.length - 1].appended;
     const creates = batches.flatMap((b) => b.creates);
+    const changes = batches.flatMap((b) => b.changes);
     const started = performance.now();
     try {
-      await indexCreates(this.dbs, creates, { segment: last.segment, offset: last.end }, this.shipping);
+      await indexLogged(this.dbs, { creates, changes }, { segment: last.segment, offset: last.end }, { shipping: this.shipping, present: this.present });
     } catch (err) {
       this.checkpointError = err;
       this.scheduleCheckpoint();

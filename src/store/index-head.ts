@@ -1,20 +1,22 @@
 /**
- * The index head (docs/STORAGE.md, "The index head"): creates whose frames are durable in the
- * segment log but whose LMDB entries are not yet checkpointed. It lives in memory on the HTTP
- * thread, which merges it into every read it answers (point reads, file lookups, lists, searches,
- * counts, counters); a checkpoint commits the oldest batches to LMDB (their puts, then one
- * transaction with the log position) and drops them from the head as soon as that transaction
- * completes. Until then an event may be in both, which
- * every read tolerates: cursors are merged by a union, counters by the log position LMDB covers.
+ * The index head (docs/STORAGE.md, "The index head"): what is durable in the segment log and not
+ * yet checkpointed into LMDB: creates, and changes to events (finalize, attach: record-change.ts).
+ * It lives in memory on the HTTP thread, which merges it into every read it answers (point reads,
+ * file lookups, lists, searches, counts, counters); a checkpoint commits the oldest batches to
+ * LMDB (their creates' puts, then one transaction with their changes and the log position) and
+ * drops them from the head as soon as that transaction completes. Until then a batch may be in
+ * both, which every read tolerates: cursors are merged by a union, counters and changes by the
+ * log position LMDB covers.
  *
- * Only creates enter the head. A change to an existing event (finalize, attach, deletion, reset,
- * compaction) checkpoints the head first and is then made in LMDB as before, so the head never
- * holds a change that LMDB must see underneath it.
+ * A change may be to an event in the head or to one already in LMDB. Reads apply the head's
+ * changes to LMDB's record as they read it, so a change made meanwhile in LMDB by the lifecycle
+ * worker (a cleanup deleting the event or one of its files) is never hidden.
  */
 import type { Appended, AppendedFrame } from './blob-log.js';
 import { type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 import type { Counters, FileEntry, FileKind, LogPosition } from './lmdb-env.js';
-import type { EventRecord } from './record-codec.js';
+import { decodeRecord, encodeRecord, type EventRecord, type RecordPresenter } from './record-codec.js';
+import { applyChange, attachedFile, changeCounts, type RecordChange } from './record-change.js';
 
 /** A file of a create and where its frame landed. */
 export interface PlacedFile {
@@ -35,9 +37,17 @@ export interface LoggedCreate {
 /** How often the index head is checkpointed into LMDB by default (ms; INDEX_CHECKPOINT_MS). */
 export const DEFAULT_CHECKPOINT_MS = 1000;
 
-/** Creates appended to the log together, waiting in the head for their checkpoint. */
+/** Creates and changes appended to the log together, waiting in the head for their checkpoint. */
 export interface HeadBatch {
   creates: LoggedCreate[];
+  /** Changes to events created before this batch, in log order. */
+  changes: RecordChange[];
+  appended: Appended;
+}
+
+/** A change in the head and the append that made it durable. */
+interface HeadChange {
+  change: RecordChange;
   appended: Appended;
 }
 
@@ -103,11 +113,32 @@ export class IndexHead {
   /** Bytes of the stored records in the head (its memory, blobs aside): what the size trigger of a checkpoint weighs. */
   bytes = 0;
 
-  constructor(private readonly shipping: boolean) {}
+  /**
+   * Changes per event (created_at, µs), in log order: of events in the head and of events in
+   * LMDB alike.
+   */
+  private readonly changes = new Map<number, HeadChange[]>();
+  /** created_at of the events in LMDB (not in the head) with changes in the head, ascending. */
+  private changedOrder: number[] = [];
+  /** Records of the head's creates with their changes applied, as stored (record-codec.ts), until their changes change. */
+  private readonly changedValues = new Map<number, Buffer>();
+  private changeCount = 0;
+
+  constructor(private readonly shipping: boolean, private readonly present: RecordPresenter) {}
 
   /** Creates in the head. */
   get events(): number {
     return this.order.length;
+  }
+
+  /** Nothing is waiting for a checkpoint. */
+  get empty(): boolean {
+    return this.batches.length === 0;
+  }
+
+  /** Creates and changes in the head: what the size triggers of a checkpoint count. */
+  get entries(): number {
+    return this.order.length + this.changeCount;
   }
 
   /** Batches in the head, oldest first (a checkpoint commits a prefix of them). */
@@ -135,6 +166,18 @@ export class IndexHead {
       this.bytes += value.length;
       this.count(delta, create);
     }
+    this.changeCount += batch.changes.length;
+    for (const change of batch.changes) {
+      const { createdAt } = change;
+      const list = this.changes.get(createdAt);
+      if (list) list.push({ change, appended: batch.appended });
+      else {
+        this.changes.set(createdAt, [{ change, appended: batch.appended }]);
+        if (!this.creates.has(createdAt)) insertSorted(this.changedOrder, createdAt);
+      }
+      this.changedValues.delete(createdAt);
+      if (change.type === 'attach') this.files.set(change.file.file_id, attachedFile(change));
+    }
   }
 
   /**
@@ -152,6 +195,18 @@ export class IndexHead {
         this.bytes -= value.length;
       }
       this.order.splice(0, batch.creates.length);
+      this.changeCount -= batch.changes.length;
+      for (const change of batch.changes) {
+        const { createdAt } = change;
+        const list = this.changes.get(createdAt)!;
+        list.shift(); // the oldest: batches leave the head oldest first
+        this.changedValues.delete(createdAt);
+        if (change.type === 'attach') this.files.delete(change.file.file_id);
+        if (list.length > 0) continue;
+        this.changes.delete(createdAt);
+        const at = this.changedOrder.indexOf(createdAt);
+        if (at >= 0) this.changedOrder.splice(at, 1);
+      }
     }
   }
 
@@ -165,9 +220,49 @@ export class IndexHead {
     return this.ids.get(id);
   }
 
-  /** The stored value (record-codec.ts) of the create at `createdAt` when it is in the head. */
+  /**
+   * The stored value (record-codec.ts) of the create at `createdAt` when it is in the head, with
+   * the head's changes to it applied.
+   */
   value(createdAt: number): Buffer | undefined {
-    return this.creates.get(createdAt)?.value;
+    const create = this.creates.get(createdAt);
+    if (!create) return undefined;
+    const changes = this.changes.get(createdAt);
+    if (!changes) return create.value;
+    let value = this.changedValues.get(createdAt);
+    if (!value) {
+      const record = decodeRecord(create.value);
+      for (const { change } of changes) applyChange(record, change);
+      value = encodeRecord(record, this.present);
+      this.changedValues.set(createdAt, value);
+    }
+    return value;
+  }
+
+  /** The head holds changes to the event created at `createdAt` (µs), wherever the event is. */
+  isChanged(createdAt: number): boolean {
+    return this.changes.has(createdAt);
+  }
+
+  /** The head holds changes to some event. */
+  get hasChanges(): boolean {
+    return this.changes.size > 0;
+  }
+
+  /**
+   * `stored`, LMDB's value of the event created at `createdAt` (µs), with the head's changes to
+   * it that LMDB's position `covered` does not cover applied; `stored` itself when there are
+   * none. `covered` must come from the same LMDB snapshot as `stored` (lmdb-env.ts
+   * `indexedLogPosition`): a checkpoint that has just committed a change, before the head drops
+   * it, is then applied once.
+   */
+  overlay(createdAt: number, stored: Buffer, covered: LogPosition | undefined): Buffer {
+    const changes = this.changes.get(createdAt)?.filter(({ appended }) => !isCovered(appended, covered));
+    if (!changes || changes.length === 0) return stored;
+    const record = decodeRecord(stored);
+    let changed = false;
+    for (const { change } of changes) changed = applyChange(record, change) || changed;
+    return changed ? encodeRecord(record, this.present) : stored;
   }
 
   /** Where file `fileId` lives in the log when its create is in the head. */
@@ -185,12 +280,14 @@ export class IndexHead {
   }
 
   /**
-   * Counters read from LMDB with the head's creates added (`uploadsPending` counts them only when
-   * shipping). `covered` is the log position the same LMDB snapshot covers (lmdb-env.ts
-   * `indexedLogPosition`): a batch a checkpoint has just committed, not yet dropped, is counted
-   * once, by LMDB.
+   * Counters read from LMDB with the head's creates and changes added (`uploadsPending` counts
+   * them only when shipping). `covered` is the log position the same LMDB snapshot covers
+   * (lmdb-env.ts `indexedLogPosition`): a batch a checkpoint has just committed, not yet dropped,
+   * is counted once, by LMDB. A change counts only while its event exists (`stored`: the event
+   * created at a created_at is in LMDB), as its checkpoint applies it: a cleanup may delete an
+   * event the head has changed.
    */
-  addTo(counters: Counters, covered: LogPosition | undefined): Counters {
+  addTo(counters: Counters, covered: LogPosition | undefined, stored: (createdAt: number) => boolean): Counters {
     const sum = { ...counters };
     for (let i = this.batches.length - 1; i >= 0 && !isCovered(this.batches[i].appended, covered); i--) {
       const d = this.deltas[i];
@@ -200,6 +297,10 @@ export class IndexHead {
       sum.files += d.files;
       sum.liveBlobBytes += d.liveBlobBytes;
       sum.uploadsPending += d.uploadsPending;
+      for (const change of this.batches[i].changes) {
+        if (!this.creates.has(change.createdAt) && !stored(change.createdAt)) continue;
+        for (const [key, n] of Object.entries(changeCounts(change, this.shipping))) sum[key as keyof Counters] += n;
+      }
     }
     return sum;
   }
@@ -211,7 +312,23 @@ export class IndexHead {
    * one synchronous scan.
    */
   cursor(lo: number, hi: number, direction: Direction, accepts?: (record: EventRecord) => boolean): CreatedAtCursor {
-    return new HeadCursor(this.order, lo, hi, direction, accepts && ((createdAt) => accepts(this.creates.get(createdAt)!.record)));
+    return new HeadCursor(this.order, lo, hi, direction, accepts && ((createdAt) => {
+      const value = this.changes.has(createdAt) ? this.value(createdAt) : undefined;
+      return accepts(value ? decodeRecord(value) : this.creates.get(createdAt)!.record);
+    }));
+  }
+
+  /**
+   * A cursor over the events in LMDB the head has changed, with created_at in [lo, hi] (µs), in
+   * `direction`, those whose record as `recordOf` reads it (LMDB's with the changes applied;
+   * undefined once deleted) exists and passes `accepts` (when given): merged, like `cursor`, with
+   * an LMDB cursor that skips them (`isChanged`), whose index entries may be stale.
+   */
+  changedCursor(lo: number, hi: number, direction: Direction, recordOf: (createdAt: number) => EventRecord | undefined, accepts?: (record: EventRecord) => boolean): CreatedAtCursor {
+    return new HeadCursor(this.changedOrder, lo, hi, direction, (createdAt) => {
+      const record = recordOf(createdAt);
+      return record !== undefined && (!accepts || accepts(record));
+    });
   }
 
   private count(d: CounterDelta, { record, files }: LoggedCreate): void {
@@ -222,4 +339,11 @@ export class IndexHead {
     d.files += files.length;
     for (const file of files) d.liveBlobBytes += file.at.length;
   }
+}
+
+/** Inserts `value` into ascending `values`, keeping them ascending. */
+function insertSorted(values: number[], value: number): void {
+  let at = values.length;
+  while (at > 0 && values[at - 1] > value) at--;
+  values.splice(at, 0, value);
 }

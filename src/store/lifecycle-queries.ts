@@ -68,8 +68,11 @@ export function draftsOlderThan(store: StoreView, cutoff: number, limit: number)
 
 /** created_at of the oldest draft, or null when there is none. */
 export function oldestDraft(store: StoreView): number | null {
-  const [oldest] = draftsOlderThan(store, Infinity, 1);
-  if (oldest !== undefined) return oldest;
+  for (const key of store.dbs.index.getKeys(draftRange())) {
+    const createdAt = createdAtOfKey(key);
+    // A draft the index head finalized is still in LMDB's drafts index until its checkpoint.
+    if (!store.changedInHead(createdAt) || store.getRecord(createdAt)?.draft) return createdAt;
+  }
   // Drafts in the index head (index-head.ts) are newer than every draft in LMDB.
   return store.withHead(NO_VALUES, -Infinity, Infinity, 'asc', true, (record) => record.draft).seek(-Infinity) ?? null;
 }

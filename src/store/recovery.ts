@@ -1,6 +1,6 @@
 /**
  * Start-up recovery (docs/STORAGE.md, "Recovery"): with LMDB at its last flushed commit, the
- * creates logged after the position the index covers are replayed
+ * creates and changes logged after the position the index covers are replayed
  * into it up to the first torn frame; then segment tails the index does not
  * cover are cut, files in blobs/ no segment entry knows are removed and staging is emptied.
  * After a clean stop nothing is replayed: start-up walks segment entries, never records.
@@ -9,14 +9,14 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { SEGMENT_ROLL_BYTES, segmentFileName, segmentNumberOf } from './blob-log.js';
-import { indexCreates } from './create-index.js';
-import type { LoggedCreate } from './index-head.js';
+import { indexLogged, type IndexOptions, type LoggedEntries } from './create-index.js';
 import { indexedLogPosition, LOG_POSITION_KEY, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord } from './record-codec.js';
 import { decodeRecordFrame } from './record-frame.js';
+import { decodeChange } from './record-change.js';
 import { blobCrcMatches, scanFrames, type ScannedFrame } from './segment-frames.js';
 
-/** Creates indexed per replay transaction. */
+/** Creates and changes indexed per replay step. */
 const REPLAY_BATCH = 1000;
 
 export interface RecoveryResult {
@@ -28,6 +28,8 @@ export interface RecoveryResult {
   lastCreatedAt: number;
   /** Creates found in the log beyond the index's position and indexed (again) now. */
   replayed: number;
+  /** Changes to events (record-change.ts) found there and applied now. */
+  changesReplayed: number;
   /** Creates skipped by the replay: whole frames naming a file no frame before them holds. */
   skipped: SkippedCreate[];
   stagingFilesRemoved: number;
@@ -55,7 +57,8 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
 }
 
 /**
- * Indexes the creates logged in segment `segment` from `start` (bytes). Every one is applied,
+ * Indexes the creates and changes logged in segment `segment` from `start` (bytes), in log order:
+ * each step indexes its creates, then its changes, which are to events created before them. Every create is applied,
  * even one whose record the index already holds: a flush can fall between the puts of a batch
  * and the transaction that counts it and moves the log position (lmdb-js may commit queued puts
  * and a transaction callback in separate transactions), so
@@ -64,24 +67,34 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
  * position passes it, so replaying it again counts it exactly once.
  * Stops at the first torn frame, or at the first create one of whose blobs fails its CRC:
  * appends are sequential, so nothing after it was acknowledged. A whole create naming a file no
- * frame holds is skipped and reported, never a reason to stop (SkippedCreate).
- * @returns how many creates were indexed, and those skipped
+ * frame holds is skipped and reported, never a reason to stop (SkippedCreate). A change's
+ * counters and entries move only in the transaction that moves the position past it, so it is
+ * applied exactly once too.
+ * @returns how many creates and changes were indexed, and the creates skipped
  */
-async function replaySegment(dbs: StoreDatabases, file: string, segment: number, start: number, shipping: boolean): Promise<{ replayed: number; skipped: SkippedCreate[] }> {
+async function replaySegment(dbs: StoreDatabases, file: string, segment: number, start: number, options: IndexOptions): Promise<{ replayed: number; changesReplayed: number; skipped: SkippedCreate[] }> {
   const handle = await fsp.open(file, 'r');
   let replayed = 0;
+  let changesReplayed = 0;
   const skipped: SkippedCreate[] = [];
   try {
     const blobs = new Map<string, ScannedFrame>();
-    let batch: LoggedCreate[] = [];
+    let batch: LoggedEntries = { creates: [], changes: [] };
     let end = start;
     const flush = async () => {
-      if (batch.length === 0) return;
-      await indexCreates(dbs, batch, { segment, offset: end }, shipping);
-      replayed += batch.length;
-      batch = [];
+      if (batch.creates.length === 0 && batch.changes.length === 0) return;
+      await indexLogged(dbs, batch, { segment, offset: end }, options);
+      replayed += batch.creates.length;
+      changesReplayed += batch.changes.length;
+      batch = { creates: [], changes: [] };
     };
     for await (const frame of scanFrames(handle, start)) {
+      if (frame.kind === 'change') {
+        batch.changes.push(decodeChange(frame.data!));
+        end = frame.offset + frame.length;
+        if (batch.changes.length >= REPLAY_BATCH) await flush();
+        continue;
+      }
       if (frame.kind !== 'record') {
         blobs.set(frame.id, frame);
         continue;
@@ -100,7 +113,7 @@ async function replaySegment(dbs: StoreDatabases, file: string, segment: number,
       if (whole.includes(false)) break;
       end = frame.offset + frame.length;
       blobs.clear();
-      batch.push({
+      batch.creates.push({
         record,
         value,
         files: placed.map(({ fileId, contentType, frame: blob }) => ({
@@ -108,22 +121,22 @@ async function replaySegment(dbs: StoreDatabases, file: string, segment: number,
           at: { segment, offset: blob!.offset, length: blob!.length, crc: blob!.crc },
         })),
       });
-      if (batch.length >= REPLAY_BATCH) await flush();
+      if (batch.creates.length >= REPLAY_BATCH) await flush();
     }
     await flush();
   } finally {
     await handle.close();
   }
-  return { replayed, skipped };
+  return { replayed, changesReplayed, skipped };
 }
 
 /**
  * Replays the log after the index's position (every segment from the position's on, in
  * order). A store without a position (new, or written by an engine that synced every commit)
  * starts its log after every segment it has.
- * @returns creates replayed and the position's segment
+ * @returns creates and changes replayed, and the position's segment
  */
-async function replayLog(dbs: StoreDatabases, blobsDir: string, shipping: boolean): Promise<{ replayed: number; skipped: SkippedCreate[]; positionSegment: number }> {
+async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOptions): Promise<{ replayed: number; changesReplayed: number; skipped: SkippedCreate[]; positionSegment: number }> {
   const onDisk = await segmentsOnDisk(blobsDir);
   const position: LogPosition | undefined = indexedLogPosition(dbs);
   if (!position) {
@@ -131,26 +144,29 @@ async function replayLog(dbs: StoreDatabases, blobsDir: string, shipping: boolea
     for (const key of dbs.segments.getKeys()) last = Math.max(last, key);
     const start = { segment: last + 1, offset: 0 };
     await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, start));
-    return { replayed: 0, skipped: [], positionSegment: start.segment };
+    return { replayed: 0, changesReplayed: 0, skipped: [], positionSegment: start.segment };
   }
   let replayed = 0;
+  let changesReplayed = 0;
   const skipped: SkippedCreate[] = [];
   for (const segment of onDisk.filter((n) => n >= position.segment)) {
     const from = segment === position.segment ? position.offset : 0;
-    const result = await replaySegment(dbs, path.join(blobsDir, segmentFileName(segment)), segment, from, shipping);
+    const result = await replaySegment(dbs, path.join(blobsDir, segmentFileName(segment)), segment, from, options);
     replayed += result.replayed;
+    changesReplayed += result.changesReplayed;
     skipped.push(...result.skipped);
   }
-  return { replayed, skipped, positionSegment: position.segment };
+  return { replayed, changesReplayed, skipped, positionSegment: position.segment };
 }
 
 /**
  * Brings the index up to the log, then DATA_DIR's files in line with the index.
- * @param shipping sinks are configured: replayed finalized creates enter the shipping ledger
+ * @param options how replayed creates and changes are indexed (`shipping`: replayed finalized
+ *   events enter the shipping ledger)
  * @throws the fs error when blobs/ or staging/ cannot be read, the lmdb error of a failed commit
  */
-export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagingDir: string, shipping: boolean): Promise<RecoveryResult> {
-  const { replayed, skipped, positionSegment } = await replayLog(dbs, blobsDir, shipping);
+export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagingDir: string, options: IndexOptions): Promise<RecoveryResult> {
+  const { replayed, changesReplayed, skipped, positionSegment } = await replayLog(dbs, blobsDir, options);
 
   const stagingFiles = await fsp.readdir(stagingDir);
   await Promise.all(stagingFiles.map((f) => fsp.rm(path.join(stagingDir, f), { force: true, recursive: true })));
@@ -191,6 +207,7 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
     activeSegment,
     lastCreatedAt: lastKey ?? 0,
     replayed,
+    changesReplayed,
     skipped,
     stagingFilesRemoved: stagingFiles.length,
     tailsTruncated,

@@ -6,8 +6,9 @@
  *   CRC32C of the data u32 BE (4) | data (length bytes)
  *
  * Kinds: 1 image, 2 video, 3 local-only file (blob frames: the id is the file id, the data the
- * file's bytes) and 16 record (the id is the event id, the data a record frame, see
- * record-frame.ts). A frame whose header or CRC does not check is torn: a scan stops there.
+ * file's bytes), 16 record (the id is the event id, the data a record frame, see
+ * record-frame.ts) and 17 change (the id is the changed event's id, the data a change to it, see
+ * record-change.ts). A frame whose header or CRC does not check is torn: a scan stops there.
  */
 import fsp from 'node:fs/promises';
 import { crc32c } from '@node-rs/crc32';
@@ -18,10 +19,15 @@ const MAGIC = 0x45454231; // "EEB1"
 /** Largest record frame a scan accepts (bytes): records are bounded by MAX_RECORD_SIZE_BYTES. */
 const MAX_RECORD_FRAME_BYTES = 64 * 1024 * 1024;
 
-/** What a frame holds: a blob of one of the file kinds, or an event's record. */
-export type FrameKind = FileKind | 'record';
+/** What a frame holds: a blob of one of the file kinds, an event's record, or a change to an event. */
+export type FrameKind = FileKind | 'record' | 'change';
 
-const KIND_CODES: Record<FrameKind, number> = { image: 1, video: 2, local_only: 3, record: 16 };
+const KIND_CODES: Record<FrameKind, number> = { image: 1, video: 2, local_only: 3, record: 16, change: 17 };
+
+/** Frames whose data a scan reads and checks: the small ones replay decodes. */
+function isDataFrame(kind: FrameKind): boolean {
+  return kind === 'record' || kind === 'change';
+}
 const KINDS_BY_CODE = new Map<number, FrameKind>(Object.entries(KIND_CODES).map(([kind, code]) => [code, kind as FrameKind]));
 
 /** CRC32C of a buffer, chainable with `initial`. */
@@ -43,13 +49,13 @@ export function frameHeader(id: string, kind: FrameKind, length: number, crc: nu
 /** A frame found by a scan. Offsets in bytes from the start of the segment file. */
 export interface ScannedFrame {
   kind: FrameKind;
-  /** The file id (blob frames) or event id (record frames), as a uuid string. */
+  /** The file id (blob frames) or event id (record and change frames), as a uuid string. */
   id: string;
   /** Offset of the first data byte. */
   offset: number;
   length: number;
   crc: number;
-  /** The data, for record frames only (blob data is not read, only checked). */
+  /** The data, for record and change frames only (blob data is not read, only checked). */
   data: Buffer | undefined;
 }
 
@@ -86,9 +92,9 @@ export async function* scanFrames(handle: fsp.FileHandle, start: number): AsyncG
     const length = Number(header.readBigUInt64BE(24));
     const crc = header.readUInt32BE(32);
     const offset = at + FRAME_HEADER_BYTES;
-    if (!kind || offset + length > size || (kind === 'record' && length > MAX_RECORD_FRAME_BYTES)) return;
+    if (!kind || offset + length > size || (isDataFrame(kind) && length > MAX_RECORD_FRAME_BYTES)) return;
     let data: Buffer | undefined;
-    if (kind === 'record') {
+    if (isDataFrame(kind)) {
       data = Buffer.allocUnsafe(length);
       if ((await readAt(handle, data, offset)) < length || checksum(data) !== crc) return;
     }

@@ -11,7 +11,7 @@ import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEv
 import { decodeRecord, storedJson, type EventRecord, type RecordPresenter } from './record-codec.js';
 import { StoredFile } from './stored-file.js';
 import type { IndexHead } from './index-head.js';
-import { UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
+import { NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 
 /** How a store is run. */
 export interface StoreOptions {
@@ -45,7 +45,7 @@ export class StoreView {
   /** The record presenter (StoreOptions.present): what `encodeRecord` and `storedJson` are given. */
   readonly present: RecordPresenter;
   /**
-   * Creates not yet checkpointed into LMDB (index-head.ts), merged into every read of this view:
+   * Creates and changes not yet checkpointed into LMDB (index-head.ts), merged into every read of this view:
    * the HTTP thread's EventStore has one; a view of the lifecycle worker has none and reads what
    * the last checkpoint committed (docs/STORAGE.md, "The index head").
    */
@@ -103,7 +103,7 @@ export class StoreView {
     if (id.length === 0 || id.length > MAX_ID_LENGTH) return undefined;
     const createdAt = this.createdAtOf(id);
     if (createdAt === undefined) return undefined;
-    const value = this.head?.value(createdAt) ?? this.dbs.events.getBinary(createdAt);
+    const value = this.eventValue(createdAt);
     return value ? storedJson(value, this.present) : undefined;
   }
 
@@ -115,34 +115,55 @@ export class StoreView {
 
   /**
    * The stored value (record-codec.ts) of the event created at `createdAt` (µs), from the head or
-   * from LMDB; an LMDB value is valid only until the next LMDB read on this thread
-   * (lmdb-env.ts `readEventValue`).
+   * from LMDB, with the head's changes to it applied; an LMDB value is valid only until the next
+   * LMDB read on this thread (lmdb-env.ts `readEventValue`).
    */
   eventValue(createdAt: number): Buffer | undefined {
-    return this.head?.value(createdAt) ?? readEventValue(this.dbs, createdAt);
+    const { head } = this;
+    const own = head?.value(createdAt);
+    if (own) return own;
+    if (!head?.isChanged(createdAt)) return readEventValue(this.dbs, createdAt);
+    // The log position is read in the same LMDB snapshot as the value (index-head.ts `overlay`),
+    // and before it: a read reuses the buffer the value is read into.
+    const covered = indexedLogPosition(this.dbs);
+    const stored = readEventValue(this.dbs, createdAt);
+    return stored && head.overlay(createdAt, stored, covered);
+  }
+
+  /** The head holds a change to the event created at `createdAt` (µs) that LMDB's record and index entries may not show yet. */
+  changedInHead(createdAt: number): boolean {
+    return this.head?.isChanged(createdAt) ?? false;
   }
 
   /**
-   * `cursor` (over LMDB) merged with the head's creates in [lo, hi] (µs) (index-head.ts): what
-   * every list, search and count plan walks. For an exact plan, whose values are not checked
-   * again, the head's records are checked with `accepts` as the cursor reaches them (as LMDB's
-   * index entries answer exact conditions); otherwise the scan checks them, within its budget, as
-   * it checks LMDB's records (event-query.ts `scanPlan`).
+   * `cursor` (over LMDB) merged with the head (index-head.ts) in [lo, hi] (µs): what every list,
+   * search and count plan walks. The head yields its creates and the LMDB events it has changed,
+   * which `cursor` skips, since their index entries may be stale. For an exact plan, whose values
+   * are not checked again, the head's records are checked with `accepts` as the cursor reaches
+   * them (as LMDB's index entries answer exact conditions); otherwise the scan checks them, within
+   * its budget, as it checks LMDB's records (event-query.ts `scanPlan`).
    */
   withHead(cursor: CreatedAtCursor, lo: number, hi: number, direction: Direction, exact: boolean, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
-    if (!this.head || this.head.events === 0) return cursor;
-    return new UnionCursor([cursor, this.head.cursor(lo, hi, direction, exact ? accepts : undefined)], direction);
+    const { head } = this;
+    if (!head || head.empty) return cursor;
+    const check = exact ? accepts : undefined;
+    const parts = [cursor, head.cursor(lo, hi, direction, check)];
+    if (head.hasChanges) {
+      parts[0] = new ProbeCursor(cursor, [(ts) => !head.isChanged(ts)], direction);
+      parts.push(head.changedCursor(lo, hi, direction, (ts) => this.getRecord(ts), check));
+    }
+    return new UnionCursor(parts, direction);
   }
 
   /**
-   * Finalized creates in the head when sinks are configured: they enter the shipping ledger with
-   * the checkpoint that commits them (sink-ledger.ts), so a backlog counts them meanwhile.
-   * `oldest` is the created_at (µs) of the oldest, null when there is none.
+   * Events the head creates or finalizes when sinks are configured: they enter the shipping
+   * ledger with the checkpoint that commits them (sink-ledger.ts), so a backlog counts them
+   * meanwhile. `oldest` is the created_at (µs) of the oldest, null when there is none.
    */
   headShippable(): { events: number; oldest: number | null } {
     if (!this.head || !this.shipping) return { events: 0, oldest: null };
-    const oldest = this.head.cursor(-Infinity, Infinity, 'asc', (record) => !record.draft).seek(-Infinity) ?? null;
-    return { events: this.head.addTo(EMPTY_COUNTERS, indexedLogPosition(this.dbs)).uploadsPending, oldest };
+    const oldest = this.withHead(NO_VALUES, -Infinity, Infinity, 'asc', true, (record) => !record.draft).seek(-Infinity) ?? null;
+    return { events: this.head.addTo(EMPTY_COUNTERS, indexedLogPosition(this.dbs), (ts) => this.dbs.events.doesExist(ts)).uploadsPending, oldest };
   }
 
   /** Oldest and newest created_at (µs) of the events in the head, or undefined when it is empty. */
@@ -175,7 +196,7 @@ export class StoreView {
   counters(): Counters {
     const counters = readCounters(this.dbs);
     // One read snapshot: the counters and the log position they cover.
-    return this.head ? this.head.addTo(counters, indexedLogPosition(this.dbs)) : counters;
+    return this.head ? this.head.addTo(counters, indexedLogPosition(this.dbs), (ts) => this.dbs.events.doesExist(ts)) : counters;
   }
 
   /**

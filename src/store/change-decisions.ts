@@ -1,0 +1,76 @@
+/**
+ * Whether a change to an event is made, and what it answers (docs/API.md, "Drafts and
+ * attachments"): decided by the log stage of EventStore for each change of a batch, in order,
+ * against the store as its reads see it (LMDB and the index head) plus the changes decided
+ * earlier in the same batch, so no two changes of one event interleave.
+ */
+import { AppError } from '../errors.js';
+import type { RecordAttachment } from './event-record.js';
+import type { EventRecord } from './record-codec.js';
+import { applyChange, type AttachChange, type RecordChange } from './record-change.js';
+import type { StoreView } from './store-view.js';
+
+/** Finalize draft `id`; `auto` for the auto-finalize sweep (sets `auto_finalized_at` too). */
+export interface FinalizeRequest {
+  type: 'finalize';
+  id: string;
+  auto: boolean;
+}
+
+/** List a file already in blobs/ as segment `segment` on draft `id`. */
+export interface AttachRequest {
+  type: 'attach';
+  id: string;
+  kind: AttachChange['kind'];
+  file: RecordAttachment;
+  segment: number;
+  /** CRC32C of the file's bytes. */
+  crc: number;
+}
+
+export type ChangeRequest = FinalizeRequest | AttachRequest;
+
+/** The outcome of a finalize; timestamps in µs. */
+export interface FinalizeOutcome {
+  id: string;
+  finalizedAt: number;
+  autoFinalizedAt: number | null;
+  alreadyFinalized: boolean;
+}
+
+/**
+ * What a request comes to: a refusal, or an answer with the change to log (none for a repeated
+ * finalize) and the event's record once changed.
+ */
+export type Decision =
+  | { refusal: AppError }
+  | { outcome: FinalizeOutcome | RecordAttachment; change?: RecordChange; record?: EventRecord };
+
+function currentMicros(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+}
+
+/**
+ * Decides `request` against `view` and the records `decided` earlier in the same batch (by
+ * created_at, µs), which it updates.
+ */
+export function decideChange(view: StoreView, request: ChangeRequest, decided: Map<number, EventRecord>): Decision {
+  const found = view.getEvent(request.id);
+  const record = found && (decided.get(found.created_at) ?? found);
+  if (!record) return { refusal: new AppError('event_not_found', `Event ${request.id} not found`) };
+  if (request.type === 'finalize') {
+    if (record.finalized_at !== null) {
+      return { outcome: { id: request.id, finalizedAt: record.finalized_at, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: true } };
+    }
+    const at = Math.max(currentMicros(), record.created_at);
+    const change: RecordChange = { type: 'finalize', createdAt: record.created_at, at, auto: request.auto };
+    applyChange(record, change);
+    decided.set(record.created_at, record);
+    return { outcome: { id: request.id, finalizedAt: at, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false }, change, record };
+  }
+  if (record.finalized_at !== null) return { refusal: new AppError('event_finalized', `Event ${request.id} was finalized; attachment refused`) };
+  const change: RecordChange = { type: 'attach', createdAt: record.created_at, kind: request.kind, file: request.file, segment: request.segment, crc: request.crc };
+  applyChange(record, change);
+  decided.set(record.created_at, record);
+  return { outcome: request.file, change, record };
+}
