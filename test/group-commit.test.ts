@@ -254,7 +254,7 @@ t.test('a failed batch rejects each of its jobs with its error; the next batch s
 });
 
 t.test('two committers as the store runs them: the index stage takes every batch the log stage appended while it was busy, in log order', async (t) => {
-  // The store's pipeline (docs/STORAGE.md, "Creates"; EventStore.commitCreates/indexBatches):
+  // The store's pipeline (docs/STORAGE.md, "Creates"; EventStore.commitLogged, then a checkpoint):
   // the log stage appends a batch, releases, then waits for the index stage; the index stage
   // has no release, so batches appended while it commits wait and go into its next round.
   const appended: string[][] = [];

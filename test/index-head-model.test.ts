@@ -35,6 +35,7 @@ type Command =
   | { kind: 'create'; device: number; line: number; draft: boolean }
   | { kind: 'finalize'; pick: number }
   | { kind: 'attach'; pick: number }
+  | { kind: 'change during a checkpoint'; pick: number; attach: boolean }
   | { kind: 'crash' }
   | { kind: 'delete'; pick: number }
   | { kind: 'checkpoint' }
@@ -45,6 +46,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('create' as const), device: fc.nat(2), line: fc.integer({ min: 1, max: 2 }), draft: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('finalize' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('attach' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('change during a checkpoint' as const), pick: fc.nat(), attach: fc.boolean() }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'checkpoint' as const }) },
@@ -150,6 +152,14 @@ function difference(store: EventStore, model: ModelEvent[]): string | undefined 
 /** The bytes of every attached video (the store never looks inside an attachment). */
 const VIDEO = Buffer.from('a video attachment, as the store keeps it');
 
+/** Attaches a video to `e` as the model says it must go: listed on a draft, refused on a finalized event. */
+async function attachAs(e: ModelEvent, store: EventStore): Promise<void> {
+  const attached = await attachVideo(store, e.id).catch((err: unknown) => err);
+  if (e.draft && typeof attached !== 'string') throw new Error(`attach to draft ${e.id}: ${String(attached)}`);
+  if (!e.draft && !(attached instanceof AppError && attached.code === 'event_finalized')) throw new Error(`attach to finalized ${e.id}: ${String(attached)}`);
+  if (typeof attached === 'string') e.videos.push(attached);
+}
+
 /** Stages VIDEO as an upload and attaches it to event `id`. */
 async function attachVideo(store: EventStore, id: string): Promise<string> {
   const staging = new StagingFile(store.stagingDir);
@@ -188,11 +198,18 @@ t.test('lists, counts, searches, point reads and files equal the model with even
             if (outcome.alreadyFinalized === e.draft) throw new Error(`finalize ${e.id}: alreadyFinalized ${outcome.alreadyFinalized} for a draft=${e.draft}`);
             e.draft = false;
           } else if (c.kind === 'attach' && model.length > 0) {
+            await attachAs(model[c.pick % model.length], store);
+          } else if (c.kind === 'change during a checkpoint' && model.length > 0) {
+            // The checkpoint takes the head as it is and commits it while the change enters the
+            // head behind it: its event may leave the head's creates with the change still there.
             const e = model[c.pick % model.length];
-            const attached = await attachVideo(store, e.id).catch((err: unknown) => err);
-            if (e.draft && typeof attached !== 'string') throw new Error(`attach to draft ${e.id}: ${String(attached)}`);
-            if (!e.draft && !(attached instanceof AppError && attached.code === 'event_finalized')) throw new Error(`attach to finalized ${e.id}: ${String(attached)}`);
-            if (typeof attached === 'string') e.videos.push(attached);
+            const checkpoint = store.checkpointed();
+            if (c.attach) await attachAs(e, store);
+            else {
+              await finalizeEvent(store, e.id);
+              e.draft = false;
+            }
+            await checkpoint;
           } else if (c.kind === 'delete' && model.length > 0) {
             // The lifecycle worker deletes only what it sees: events already checkpointed into LMDB.
             const e = model[c.pick % model.length];

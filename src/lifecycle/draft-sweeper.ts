@@ -19,7 +19,8 @@ const BATCH = 500;
  * @returns how many were closed
  */
 export async function sweepDrafts(store: EventStore, cutoff: number): Promise<number> {
-  const ids = draftsOlderThan(store, cutoff, BATCH).map((createdAt) => store.getRecord(createdAt)?.id).filter((id) => id !== undefined);
+  // The drafts index is LMDB's: a draft finalized in the index head is still in it until its checkpoint.
+  const ids = draftsOlderThan(store, cutoff, BATCH).map((createdAt) => store.getRecord(createdAt)).filter((record) => record?.draft).map((record) => record!.id);
   const outcomes = await Promise.all(ids.map((id) => finalizeEvent(store, id, true).catch((err: unknown) => {
     // Deleted by a cleanup since the drafts index was read: nothing left to close.
     if (err instanceof AppError && err.code === 'event_not_found') return undefined;

@@ -40,7 +40,8 @@ export interface FinalizeOutcome {
 
 /**
  * What a request comes to: a refusal, or an answer with the change to log (none for a repeated
- * finalize) and the event's record once changed.
+ * finalize) and the event's record once changed (a copy of its own: what the change is announced
+ * with, unchanged by a later change in the same batch).
  */
 export type Decision =
   | { refusal: AppError }
@@ -66,11 +67,11 @@ export function decideChange(view: StoreView, request: ChangeRequest, decided: M
     const change: RecordChange = { type: 'finalize', createdAt: record.created_at, at, auto: request.auto };
     applyChange(record, change);
     decided.set(record.created_at, record);
-    return { outcome: { id: request.id, finalizedAt: at, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false }, change, record };
+    return { outcome: { id: request.id, finalizedAt: at, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false }, change, record: structuredClone(record) };
   }
   if (record.finalized_at !== null) return { refusal: new AppError('event_finalized', `Event ${request.id} was finalized; attachment refused`) };
   const change: RecordChange = { type: 'attach', createdAt: record.created_at, kind: request.kind, file: request.file, segment: request.segment, crc: request.crc };
   applyChange(record, change);
   decided.set(record.created_at, record);
-  return { outcome: request.file, change, record };
+  return { outcome: request.file, change, record: structuredClone(record) };
 }

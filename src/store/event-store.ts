@@ -59,14 +59,14 @@ export interface CreatedEvent {
  * The size trigger of a checkpoint (docs/STORAGE.md, "The index head"): a head holding this many
  * creates and changes, or this many bytes of records, is checkpointed at once instead of at the next tick.
  */
-const CHECKPOINT_EVENTS = 20_000;
+const CHECKPOINT_ENTRIES = 20_000;
 const CHECKPOINT_RECORD_BYTES = 16 * 1024 * 1024;
 
 /**
  * A head this large means checkpoints are failing: creates are refused, with the checkpoint's
  * error, until one succeeds, so memory stays bounded and nothing is acknowledged that LMDB cannot take.
  */
-const MAX_HEAD_EVENTS = 200_000;
+const MAX_HEAD_ENTRIES = 200_000;
 const MAX_HEAD_RECORD_BYTES = 128 * 1024 * 1024;
 
 interface PreparedCreate {
@@ -85,7 +85,7 @@ type LogResult = undefined | FinalizeOutcome | RecordAttachment | AppError;
 export interface OpenReport {
   /** Creates replayed from the log into the index. */
   replayed: number;
-  /** Changes to events (finalize, attach) replayed from the log into the index. */
+  /** Changes to events (finalize, attach) replayed from the log into the index (applied, or dropped with their event deleted). */
   changesReplayed: number;
   /** Creates the replay went past (recovery.ts SkippedCreate): whole frames it could not index. */
   skipped: SkippedCreate[];
@@ -231,7 +231,7 @@ export class EventStore extends StoreView {
    * @throws AppError disk_full or store_failure, with the checkpoint's error as cause
    */
   private refuseWhenHeadFull(): void {
-    if (this.head.entries >= MAX_HEAD_EVENTS || this.head.bytes >= MAX_HEAD_RECORD_BYTES) {
+    if (this.head.entries >= MAX_HEAD_ENTRIES || this.head.bytes >= MAX_HEAD_RECORD_BYTES) {
       throw fromDiskError(this.checkpointError ?? new Error('the index head is full and no checkpoint has completed'));
     }
   }
@@ -366,9 +366,9 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Resolves once every create acknowledged before the call is in LMDB (docs/STORAGE.md, "The
-   * index head"): checkpoints the head now rather than at its next tick.
-   * @throws the lmdb error of a failed checkpoint (the creates stay in the head and the log)
+   * Resolves once every create and change acknowledged before the call is in LMDB
+   * (docs/STORAGE.md, "The index head"): checkpoints the head now rather than at its next tick.
+   * @throws the lmdb error of a failed checkpoint (the creates and changes stay in the head and the log)
    */
   override async checkpointed(): Promise<void> {
     await this.checkpoint();
@@ -519,7 +519,7 @@ export class EventStore extends StoreView {
    * reported and tried again at the next tick.
    */
   private scheduleCheckpoint(): void {
-    const full = this.head.entries >= CHECKPOINT_EVENTS || this.head.bytes >= CHECKPOINT_RECORD_BYTES;
+    const full = this.head.entries >= CHECKPOINT_ENTRIES || this.head.bytes >= CHECKPOINT_RECORD_BYTES;
     if (!full && (this.checkpointTimer !== undefined || this.head.empty)) return;
     if (full && this.checkpointRun) return; // the run under way reschedules when it ends
     clearTimeout(this.checkpointTimer);
@@ -576,7 +576,7 @@ export class EventStore extends StoreView {
     }
     this.head.drop(batches.length);
     this.checkpointError = undefined;
-    this.stageTimer?.('index', batches.length, creates.length, (performance.now() - started) / 1000);
+    this.stageTimer?.('index', batches.length, creates.length + changes.length, (performance.now() - started) / 1000);
     this.scheduleCheckpoint();
   }
 }

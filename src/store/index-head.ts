@@ -66,8 +66,13 @@ function isCovered(appended: Appended, covered: LogPosition | undefined): boolea
  * The head's created_at values (µs) within [lo, hi], in `dir` order, those whose record `accepts`
  * passes (every one without it). Records are checked as the cursor moves, never ahead of it; the
  * cursor reads the head as it is, so it serves a synchronous scan (event-query.ts `scanPlan`).
+ * It remembers its last answer: a UnionCursor seeks every part at every step, and a part ahead of
+ * the others is asked again for the value it already gave, whose record it must not check again.
  */
 class HeadCursor implements CreatedAtCursor {
+  /** The last seek's start (clamped to [lo, hi]) and its answer. */
+  private last: { from: number; value: number | undefined } | undefined;
+
   constructor(
     private readonly order: readonly number[],
     private readonly lo: number,
@@ -77,9 +82,19 @@ class HeadCursor implements CreatedAtCursor {
   ) {}
 
   seek(ts: number): number | undefined {
-    const { order } = this;
     const asc = this.dir === 'asc';
     const from = asc ? Math.max(ts, this.lo) : Math.min(ts, this.hi);
+    const { last } = this;
+    if (last && (asc ? from >= last.from && (last.value === undefined || from <= last.value) : from <= last.from && (last.value === undefined || from >= last.value))) {
+      return last.value;
+    }
+    const value = this.find(from, asc);
+    this.last = { from, value };
+    return value;
+  }
+
+  private find(from: number, asc: boolean): number | undefined {
+    const { order } = this;
     // First index whose value is >= from.
     let lo = 0;
     let hi = order.length;
@@ -125,11 +140,6 @@ export class IndexHead {
   private changeCount = 0;
 
   constructor(private readonly shipping: boolean, private readonly present: RecordPresenter) {}
-
-  /** Creates in the head. */
-  get events(): number {
-    return this.order.length;
-  }
 
   /** Nothing is waiting for a checkpoint. */
   get empty(): boolean {
@@ -193,6 +203,11 @@ export class IndexHead {
         this.ids.delete(record.id);
         for (const file of create.files) this.files.delete(file.fileId);
         this.bytes -= value.length;
+        // Changed by a later batch still in the head: LMDB holds the event now, the head its change.
+        if (this.changes.has(record.created_at)) {
+          this.changedValues.delete(record.created_at);
+          insertSorted(this.changedOrder, record.created_at);
+        }
       }
       this.order.splice(0, batch.creates.length);
       this.changeCount -= batch.changes.length;
@@ -213,6 +228,11 @@ export class IndexHead {
   /** Empties the head without a checkpoint (a failed reset's caller has checkpointed first). */
   clear(): void {
     this.drop(this.batches.length);
+  }
+
+  /** The create of the event created at `createdAt` (µs) is in the head. */
+  holds(createdAt: number): boolean {
+    return this.creates.has(createdAt);
   }
 
   /** created_at of event `id` when it is in the head. */
@@ -257,15 +277,24 @@ export class IndexHead {
    * it, is then applied once.
    */
   overlay(createdAt: number, stored: Buffer, covered: LogPosition | undefined): Buffer {
+    const record = this.overlaidRecord(createdAt, stored, covered);
+    return record ? encodeRecord(record, this.present) : stored;
+  }
+
+  /**
+   * As `overlay`, but the record itself (decoded, a copy of its own), or undefined when no change
+   * applied, so `stored` is the answer.
+   */
+  overlaidRecord(createdAt: number, stored: Buffer, covered: LogPosition | undefined): EventRecord | undefined {
     const changes = this.changes.get(createdAt)?.filter(({ appended }) => !isCovered(appended, covered));
-    if (!changes || changes.length === 0) return stored;
+    if (!changes || changes.length === 0) return undefined;
     const record = decodeRecord(stored);
     let changed = false;
     for (const { change } of changes) changed = applyChange(record, change) || changed;
-    return changed ? encodeRecord(record, this.present) : stored;
+    return changed ? record : undefined;
   }
 
-  /** Where file `fileId` lives in the log when its create is in the head. */
+  /** Where file `fileId` lives in the log when its create or its attach is in the head (its event may since be deleted: a cleanup). */
   file(fileId: string): FileEntry | undefined {
     return this.files.get(fileId);
   }

@@ -103,7 +103,8 @@ export function retentionCutoff(nowMicros: number, retentionDays: number): numbe
 /**
  * What retention would delete at `cutoff` (`retentionCutoff`): the records created before it that
  * cleanup may delete (not `isProtected`), and their files still stored, with their bytes. Walks
- * the records and files past the cutoff; nothing else.
+ * the records and files past the cutoff; nothing else. Reads LMDB alone, as cleanup does: what the
+ * index head holds counts from its checkpoint.
  */
 export function retentionBacklog(store: StoreView, cutoff: number): RetentionBacklog {
   let records = 0;

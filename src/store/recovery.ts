@@ -28,7 +28,7 @@ export interface RecoveryResult {
   lastCreatedAt: number;
   /** Creates found in the log beyond the index's position and indexed (again) now. */
   replayed: number;
-  /** Changes to events (record-change.ts) found there and applied now. */
+  /** Changes to events (record-change.ts) found there and applied now (or dropped, their event deleted). */
   changesReplayed: number;
   /** Creates skipped by the replay: whole frames naming a file no frame before them holds. */
   skipped: SkippedCreate[];

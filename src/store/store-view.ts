@@ -66,7 +66,7 @@ export class StoreView {
 
   /**
    * Resolves once every LMDB commit this thread made so far is flushed to disk (docs/STORAGE.md,
-   * "What is durable when"): a change other than a create counts only then.
+   * "What is durable when"): a change made in LMDB (a cleanup deletion, a reset) counts only then.
    * @throws the lmdb error of a failed flush
    */
   async flushed(): Promise<void> {
@@ -130,6 +130,16 @@ export class StoreView {
     return stored && head.overlay(createdAt, stored, covered);
   }
 
+  /**
+   * The record of an event in LMDB the head changed, decoded with the head's changes applied (no
+   * stored value built: index-head.ts `overlaidRecord`); undefined once it is deleted.
+   */
+  private changedRecord(head: IndexHead, createdAt: number): EventRecord | undefined {
+    const covered = indexedLogPosition(this.dbs); // before the value: a read reuses its buffer
+    const stored = readEventValue(this.dbs, createdAt);
+    return stored && (head.overlaidRecord(createdAt, stored, covered) ?? decodeRecord(stored));
+  }
+
   /** The head holds a change to the event created at `createdAt` (µs) that LMDB's record and index entries may not show yet. */
   changedInHead(createdAt: number): boolean {
     return this.head?.isChanged(createdAt) ?? false;
@@ -150,7 +160,7 @@ export class StoreView {
     const parts = [cursor, head.cursor(lo, hi, direction, check)];
     if (head.hasChanges) {
       parts[0] = new ProbeCursor(cursor, [(ts) => !head.isChanged(ts)], direction);
-      parts.push(head.changedCursor(lo, hi, direction, (ts) => this.getRecord(ts), check));
+      parts.push(head.changedCursor(lo, hi, direction, (ts) => this.changedRecord(head, ts), check));
     }
     return new UnionCursor(parts, direction);
   }
@@ -175,7 +185,11 @@ export class StoreView {
   /** Where file `fileId` lives in the log, or undefined when there is no such file (inside the store only). */
   getFile(fileId: string): FileEntry | undefined {
     if (fileId.length === 0 || fileId.length > MAX_ID_LENGTH) return undefined;
-    return this.dbs.files.get(fileId) ?? this.head?.file(fileId);
+    const stored = this.dbs.files.get(fileId);
+    if (stored || !this.head) return stored;
+    const entry = this.head.file(fileId);
+    // A file attached in the head to an event a cleanup has since deleted is gone with its event.
+    return entry && (this.head.holds(entry.event) || this.dbs.events.doesExist(entry.event)) ? entry : undefined;
   }
 
   /**
@@ -200,9 +214,9 @@ export class StoreView {
   }
 
   /**
-   * Resolves once every create acknowledged so far is in LMDB (docs/STORAGE.md, "The index
-   * head"): a change to existing events waits for it, so it never races a create still in the
-   * head. A view without a head has nothing to wait for.
+   * Resolves once every create and change acknowledged so far is in LMDB (docs/STORAGE.md, "The
+   * index head"): a change made in LMDB (reset, retirement, compaction, a cleanup) waits for it,
+   * so it never races one still in the head. A view without a head has nothing to wait for.
    * @throws the lmdb error of a failed checkpoint
    */
   async checkpointed(): Promise<void> {}
