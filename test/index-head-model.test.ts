@@ -7,7 +7,7 @@
  * checkpoint fails (fault injection), so the next open replays the head from the log.
  */
 import fc from 'fast-check';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { EventStore, type NewEvent } from '../src/store/event-store.js';
 import { StoreView } from '../src/store/store-view.js';
 import { countEvents, scanEvents, scanPlan, type EventQuery } from '../src/store/event-query.js';
@@ -116,7 +116,8 @@ function searchIds(store: EventStore, condition: SearchCondition): string[] {
 }
 
 /** Compares every read of the store with the model; returns the first difference, or undefined. */
-function difference(store: EventStore, model: ModelEvent[]): string | undefined {
+function difference(store: EventStore, model: ModelEvent[], goneFiles: readonly string[] = []): string | undefined {
+  for (const id of goneFiles) if (store.openFile(id)) return `file ${id} of a deleted event: still served`;
   const newestFirst = [...model].reverse();
   for (const { name, query: q, keep } of listQueries(model)) {
     const expected = (q.direction === 'asc' ? model : newestFirst).filter(keep).map((e) => e.id);
@@ -168,16 +169,50 @@ async function attachVideo(store: EventStore, id: string): Promise<string> {
   return (await attachStagedBlob(store, id, staged, { kind: 'video', label: 'clip', contentType: 'video/mp4' })).file_id;
 }
 
-t.test('lists, counts, searches, point reads and files equal the model with events and changes in the head, in LMDB, or both', async (t) => {
-  let runs = 0;
-  let checkpointsFail = false;
+/**
+ * EventStore whose checkpoints fail while `crashing()` says so (fault injection): a close then
+ * leaves the head to the log, as a crash does, and the next open replays it.
+ */
+async function crashableStore(t: Test, crashing: () => boolean): Promise<typeof EventStore> {
   const real = await import('../src/store/create-index.js');
   const { EventStore: CrashableStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
     '../src/store/create-index.js': {
       ...real,
-      indexLogged: (...args: Parameters<typeof real.indexLogged>) => (checkpointsFail ? Promise.reject(new Error('EIO: injected')) : real.indexLogged(...args)),
+      indexLogged: (...args: Parameters<typeof real.indexLogged>) => (crashing() ? Promise.reject(new Error('EIO: injected')) : real.indexLogged(...args)),
     },
   });
+  return CrashableStore;
+}
+
+t.test('a video attached in the head to an event a cleanup then deletes goes with the event, live and after a crash', async (t) => {
+  let checkpointsFail = false;
+  const CrashableStore = await crashableStore(t, () => checkpointsFail);
+  const dataDir = tempDataDir();
+  const options = { sinks: [], present: presentEventJson, checkpointMs: 60_000, onBackgroundError: () => undefined };
+  let store: EventStore = await CrashableStore.open(dataDir, options);
+  t.teardown(() => store.close());
+  const draft = await store.create(newEvent('cam-a', 1, true));
+  await store.checkpointed();
+  const video = await attachVideo(store, draft.id);
+  t.equal(store.openFile(video)?.size, VIDEO.length, 'the attach is in the head');
+  // The lifecycle worker deletes through a view with no head.
+  await deleteRecords(new StoreView(store.dbs, dataDir, options), [draft.created_at], 'retention');
+  t.equal(store.openFile(video), undefined, 'its video is not served once the event is gone');
+  t.same([store.counters().events, store.counters().files], [0, 0], 'nor counted');
+
+  checkpointsFail = true;
+  await store.close();
+  checkpointsFail = false;
+  store = await CrashableStore.open(dataDir, options);
+  t.equal(store.opened.changesReplayed, 1, 'the attach is replayed from the log');
+  t.equal(store.openFile(video), undefined, 'and dropped: its event is deleted');
+  t.same([store.counters().events, store.counters().files, store.counters().liveBlobBytes], [0, 0, 0]);
+});
+
+t.test('lists, counts, searches, point reads and files equal the model with events and changes in the head, in LMDB, or both', async (t) => {
+  let runs = 0;
+  let checkpointsFail = false;
+  const CrashableStore = await crashableStore(t, () => checkpointsFail);
   await fc.assert(
     fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 30 }), async (commands) => {
       runs++;
@@ -186,6 +221,8 @@ t.test('lists, counts, searches, point reads and files equal the model with even
       const options = { sinks: [], present: presentEventJson, checkpointMs: 60_000, onBackgroundError: () => undefined };
       let store: EventStore = await CrashableStore.open(dataDir, options);
       let model: ModelEvent[] = [];
+      /** Videos of events deleted or reset away. */
+      const goneFiles: string[] = [];
       try {
         for (const [step, c] of commands.entries()) {
           if (c.kind === 'create') {
@@ -217,6 +254,7 @@ t.test('lists, counts, searches, point reads and files equal the model with even
               // Through a view with no head, as the worker's: the head may hold a change to the event.
               await deleteRecords(new StoreView(store.dbs, dataDir, options), [e.createdAt], 'retention');
               model = model.filter((m) => m !== e);
+              goneFiles.push(...e.videos);
             }
           } else if (c.kind === 'checkpoint') {
             await store.checkpointed();
@@ -229,9 +267,10 @@ t.test('lists, counts, searches, point reads and files equal the model with even
             store = await CrashableStore.open(dataDir, options);
           } else if (c.kind === 'reset') {
             await store.clearAll();
+            goneFiles.push(...model.flatMap((m) => m.videos));
             model = [];
           }
-          const diff = difference(store, model);
+          const diff = difference(store, model, goneFiles);
           if (diff) throw new Error(`after step ${step} (${JSON.stringify(c)}): ${diff}`);
         }
       } finally {
