@@ -71,8 +71,8 @@ export class StoreMetrics {
       else if (change.kind === 'reset') resets.inc();
     });
 
-    const roundEvents = new Histogram({ name: `${PREFIX}commit_batch_events`, help: 'Events per round of a create stage (log: one append; index: one LMDB commit).', labelNames: ['stage'], buckets: BATCH_BUCKETS, registers });
-    const roundSeconds = new Histogram({ name: `${PREFIX}commit_duration_seconds`, help: 'Time of a round of a create stage: log append + fdatasync (stage=log), or index checkpoint commit (stage=index).', labelNames: ['stage'], buckets: SECONDS_BUCKETS, registers });
+    const roundEvents = new Histogram({ name: `${PREFIX}commit_batch_events`, help: 'Creates and changes (finalize, attach) per round of a write stage (log: one append; index: one checkpoint).', labelNames: ['stage'], buckets: BATCH_BUCKETS, registers });
+    const roundSeconds = new Histogram({ name: `${PREFIX}commit_duration_seconds`, help: 'Time of a round of a write stage: log append + fdatasync (stage=log), or index checkpoint commit (stage=index).', labelNames: ['stage'], buckets: SECONDS_BUCKETS, registers });
     store.stageTimer = (stage, _batches, events, seconds) => {
       roundEvents.observe({ stage }, events);
       roundSeconds.observe({ stage }, seconds);

@@ -121,8 +121,9 @@ export class EventStore extends StoreView {
   /** How the open that made this store found it. */
   opened: OpenReport = { replayed: 0, changesReplayed: 0, skipped: [], ms: 0 };
   /**
-   * Told how long each round of a create stage took (docs/OPERATIONS.md, "Metrics"): the log
-   * stage's append + fdatasync, a checkpoint's commit; with the batches and events of the round.
+   * Told how long each round of a write stage took (docs/OPERATIONS.md, "Metrics"): the log
+   * stage's append + fdatasync, a checkpoint's commit; with the batches, and the creates and
+   * changes, of the round.
    */
   stageTimer: ((stage: 'log' | 'index', batches: number, events: number, seconds: number) => void) | undefined;
   /** Changes to events once durable and visible, in that order (store-changes.ts). */
