@@ -59,19 +59,19 @@ export function decideChange(view: StoreView, request: ChangeRequest, decided: M
   const found = view.getEvent(request.id);
   const record = found && (decided.get(found.created_at) ?? found);
   if (!record) return { refusal: new AppError('event_not_found', `Event ${request.id} not found`) };
-  if (request.type === 'finalize') {
-    if (record.finalized_at !== null) {
-      return { outcome: { id: request.id, finalizedAt: record.finalized_at, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: true } };
-    }
-    const at = Math.max(currentMicros(), record.created_at);
-    const change: RecordChange = { type: 'finalize', createdAt: record.created_at, at, auto: request.auto };
-    applyChange(record, change);
-    decided.set(record.created_at, record);
-    return { outcome: { id: request.id, finalizedAt: at, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false }, change, record: structuredClone(record) };
+  const finalized = record.finalized_at !== null;
+  if (request.type === 'finalize' && finalized) {
+    return { outcome: { id: request.id, finalizedAt: record.finalized_at!, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: true } };
   }
-  if (record.finalized_at !== null) return { refusal: new AppError('event_finalized', `Event ${request.id} was finalized; attachment refused`) };
-  const change: RecordChange = { type: 'attach', createdAt: record.created_at, kind: request.kind, file: request.file, segment: request.segment, crc: request.crc };
+  if (finalized) return { refusal: new AppError('event_finalized', `Event ${request.id} was finalized; attachment refused`) };
+  const { created_at: createdAt } = record;
+  const change: RecordChange = request.type === 'finalize'
+    ? { type: 'finalize', createdAt, at: Math.max(currentMicros(), createdAt), auto: request.auto }
+    : { type: 'attach', createdAt, kind: request.kind, file: request.file, segment: request.segment, crc: request.crc };
   applyChange(record, change);
-  decided.set(record.created_at, record);
-  return { outcome: request.file, change, record: structuredClone(record) };
+  decided.set(createdAt, record);
+  const outcome = change.type === 'finalize'
+    ? { id: request.id, finalizedAt: change.at, autoFinalizedAt: record.auto_finalized_at, alreadyFinalized: false }
+    : change.file;
+  return { outcome, change, record: structuredClone(record) };
 }

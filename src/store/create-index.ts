@@ -8,15 +8,9 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
 import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import type { LoggedCreate } from './index-head.js';
+import type { LoggedEntries } from './index-head.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from './record-codec.js';
 import { applyChange, attachedFile, changeCounts, type RecordChange } from './record-change.js';
-
-/** What a checkpoint or a replay step indexes: creates, then changes to events created before them or among them. */
-export interface LoggedEntries {
-  creates: LoggedCreate[];
-  changes: RecordChange[];
-}
 
 /** How a store indexes. */
 export interface IndexOptions {

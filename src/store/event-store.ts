@@ -9,7 +9,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { AppError, fromDiskError } from '../errors.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
-import { decideChange, type ChangeRequest, type FinalizeOutcome } from './change-decisions.js';
+import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
 import { indexLogged } from './create-index.js';
 import { DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
@@ -219,6 +219,8 @@ export class EventStore extends StoreView {
    * @throws AppError event_not_found, event_finalized (an attach); disk_full on ENOSPC,
    *   store_failure on any other failure, or with the checkpoint's error while the head is full
    */
+  async change(request: FinalizeRequest): Promise<FinalizeOutcome>;
+  async change(request: AttachRequest): Promise<RecordAttachment>;
   async change(request: ChangeRequest): Promise<FinalizeOutcome | RecordAttachment> {
     this.refuseWhenHeadFull();
     const result = await this.committer.submit(request);

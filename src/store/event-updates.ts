@@ -23,7 +23,7 @@ export type { FinalizeOutcome } from './change-decisions.js';
  * @throws AppError event_not_found; disk_full or store_failure on a failed append
  */
 export async function finalizeEvent(store: EventStore, id: string, auto = false): Promise<FinalizeOutcome> {
-  return await store.change({ type: 'finalize', id, auto }) as FinalizeOutcome;
+  return await store.change({ type: 'finalize', id, auto });
 }
 
 /** What to attach: the staged blob and how the event lists it. */
@@ -47,7 +47,7 @@ export async function attachStagedBlob(store: EventStore, eventId: string, stage
   try {
     await fsp.rename(staged.path, segmentPath);
     await syncDirectory(store.blobsDir);
-    return await store.change({ type: 'attach', id: eventId, kind: attachment.kind, file, segment, crc: staged.crc }) as RecordAttachment;
+    return await store.change({ type: 'attach', id: eventId, kind: attachment.kind, file, segment, crc: staged.crc });
   } catch (err) {
     await fsp.rm(segmentPath, { force: true });
     throw fromDiskError(err);

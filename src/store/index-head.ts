@@ -37,11 +37,17 @@ export interface LoggedCreate {
 /** How often the index head is checkpointed into LMDB by default (ms; INDEX_CHECKPOINT_MS). */
 export const DEFAULT_CHECKPOINT_MS = 1000;
 
-/** Creates and changes appended to the log together, waiting in the head for their checkpoint. */
-export interface HeadBatch {
+/** What a checkpoint or a replay step indexes (create-index.ts): creates, then changes to events created before them or among them. */
+export interface LoggedEntries {
   creates: LoggedCreate[];
-  /** Changes to events created before this batch, in log order. */
   changes: RecordChange[];
+}
+
+/**
+ * Creates and changes appended to the log together, waiting in the head for their checkpoint;
+ * the changes are to events created before this batch, in log order.
+ */
+export interface HeadBatch extends LoggedEntries {
   appended: Appended;
 }
 
