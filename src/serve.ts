@@ -6,14 +6,12 @@
  */
 import { configuredSinks, ConfigError, loadConfig, secretsOf, type Config } from './config.js';
 import { presentEventJson } from './events/present.js';
-import { NatsSource } from './hub/nats-source.js';
 import type { RuntimeInfo } from './http/engine.js';
 import { startServer, type RunningServer } from './http/server.js';
 import { createLogger, type Logger } from './logger.js';
 import { DiskWrites } from './operations/disk-writes.js';
 import { LifecycleWorkerHandle } from './lifecycle/worker-handle.js';
 import { StoreMetrics } from './operations/metrics.js';
-import { MqttSink } from './sinks/mqtt-sink.js';
 import { EventStore } from './store/event-store.js';
 import type { BackfillProgress } from './store/search-index.js';
 import { formatMicros, formatMicrosOrNull } from './store/timestamps.js';
@@ -79,10 +77,14 @@ export async function startService(config: Config): Promise<StoreService> {
   // The worker loads while the server already answers: start-up time is the HTTP side's.
   const workerReady = lifecycle.start();
   workerReady.catch(() => undefined); // handled below; never an unhandled rejection meanwhile
+  // The NATS and MQTT clients are loaded only where configured: together they are about a fifth
+  // of the server's module load, on every start-up of a box that uses neither.
   // Hub mode: consume a fleet's stream into this store (docs/OPERATIONS.md, "Hub mode"), once serving.
-  const hub = config.natsSourceServers.length === 0 ? undefined : new NatsSource(store, config, lifecycle.gate, log.child({ hub: config.natsSourceDurable }));
+  const hub = config.natsSourceServers.length === 0 ? undefined
+    : new (await import('./hub/nats-source.js')).NatsSource(store, config, lifecycle.gate, log.child({ hub: config.natsSourceDurable }));
   const stream = new StreamFanout(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
-  const mqtt = config.mqttUrl === undefined ? undefined : new MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
+  const mqtt = config.mqttUrl === undefined ? undefined
+    : new (await import('./sinks/mqtt-sink.js')).MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
   const diskWrites = new DiskWrites();
   const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });
   let server: RunningServer;

@@ -18,7 +18,6 @@ import { StoreView } from '../store/store-view.js';
 import type { EventChange, StoreChange } from '../store/store-changes.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
-import { NatsSink } from '../sinks/nats-sink.js';
 import { CloudSink } from './cloud-uploader.js';
 import type { Sink } from '../sinks/ledger-sink.js';
 import { runSink, type SinkProgress } from './sink-runner.js';
@@ -50,7 +49,8 @@ const reserve = new DiskReserve(config.dataDir, config.diskReserveBytes);
 /** The ledger sinks configured (docs/OPERATIONS.md, "Sinks"), each shipped by sink-runner.ts. */
 const sinks: Sink[] = [
   ...(config.cloudUploadUrl === undefined ? [] : [new CloudSink(store, config, { log: log.child({ task: 'cloud-upload' }) })]),
-  ...(config.natsServers.length === 0 ? [] : [new NatsSink(store, config, log.child({ sink: 'nats' }))]),
+  // The NATS client is loaded only where a NATS sink is configured (as in src/serve.ts).
+  ...(config.natsServers.length === 0 ? [] : [new (await import('../sinks/nats-sink.js')).NatsSink(store, config, log.child({ sink: 'nats' }))]),
 ];
 
 /** Queues a change this thread's store made for the HTTP thread: one message per turn. */

@@ -14,7 +14,7 @@ import type { Config } from '../config.js';
 import type { EventStore } from '../store/event-store.js';
 import type { MqttSink } from '../sinks/mqtt-sink.js';
 import { sinkStatuses, type SinkStatus } from './sink-status.js';
-import { PUBLISHED_TYPES } from '../sinks/mqtt-transport.js';
+import { PUBLISHED_TYPES } from '../sinks/mqtt-topic.js';
 import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import { WRITES_SOURCE, type DiskWrites } from './disk-writes.js';

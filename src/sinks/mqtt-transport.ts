@@ -17,10 +17,7 @@
 import { ErrorWithReasonCode, type MqttClient } from 'mqtt';
 import type { HeartbeatTransport } from '../stream/stream-fanout.js';
 import type { StreamMessage, StreamMessageType } from '../stream/stream-message.js';
-import { eventTopic, resetTopic } from './mqtt-topic.js';
-
-/** The messages published; `files_attached` is not (the `finalized` that follows carries the files). */
-export const PUBLISHED_TYPES: ReadonlySet<StreamMessageType> = new Set(['created', 'finalized', 'deleted']);
+import { eventTopic, PUBLISHED_TYPES, resetTopic } from './mqtt-topic.js';
 
 /** Bounds of what is in flight (published, not yet acknowledged). */
 export interface PublishWindow {
