@@ -1,85 +1,29 @@
 /**
  * Validation and normalisation of the POST /v2/events body (docs/API.md, "Create an event", "Event
- * schemas", "Errors": `event_data_invalid`/`unknown_event_schema`/`validation_failed`), and validators of the response shapes for tests.
+ * schemas", "Errors": `event_data_invalid`/`unknown_event_schema`/`validation_failed`).
  *
  * The JSON Schemas under `schemas/` (draft 2020-12, the dialect of OpenAPI 3.1) are the single
- * source: ajv compiles them once at module load and `src/http/openapi.ts` publishes the same
- * files. The hot path is one compiled ajv call plus a key-renaming pass; nothing is cloned
- * deeply (detections, metadata objects and arrays are passed through by reference).
+ * source: ajv compiled them ahead of time into `generated/` (schema-compiler.ts) and
+ * `src/http/openapi.ts` publishes the same files. The hot path is one compiled ajv call plus a
+ * key-renaming pass; nothing is cloned deeply (detections, metadata objects and arrays are
+ * passed through by reference).
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import { Ajv2020, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsPlugin from 'ajv-formats';
+import type { AnySchemaObject, ErrorObject } from 'ajv/dist/2020.js';
 import { AppError, type ValidationIssue } from '../errors.js';
-import { schemasDir } from '../paths.js';
 import { isCalendarDate } from '../store/timestamps.js';
+import { validateCreate as generatedCreate } from './generated/create-event.js';
+import * as generatedEventData from './generated/event-data.js';
+import type { CompiledValidator } from './schema-compiler.js';
+import { loadSchemaFiles } from './schema-files.js';
 import { EVENT_SCHEMAS, type CreateEventInput, type EventSchemaName, type ImageInput } from './types.js';
 
 // ---------------------------------------------------------------------------------------------
-// Schema files and ajv instances
-
-let schemaFiles: ReadonlyMap<string, AnySchemaObject> | undefined;
-
-/**
- * Every JSON Schema under `schemas/`, keyed by its path relative to that folder with `/`
- * separators (`create-event.json`, `event-data/custom.json`, `responses/stats.json`, ...).
- * Read once and cached; each schema carries an absolute `$id` and may `$ref` the others by
- * relative URI. Throws if a file is not valid JSON.
- */
-export function loadSchemaFiles(): ReadonlyMap<string, AnySchemaObject> {
-  if (schemaFiles) return schemaFiles;
-  const files = new Map<string, AnySchemaObject>();
-  const walk = (dir: string, prefix: string): void => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      const rel = prefix + entry.name;
-      if (entry.isDirectory()) walk(path.join(dir, entry.name), rel + '/');
-      else if (entry.name.endsWith('.json')) files.set(rel, JSON.parse(fs.readFileSync(path.join(dir, entry.name), 'utf8')));
-    }
-  };
-  walk(schemasDir, '');
-  schemaFiles = files;
-  return files;
-}
-
-/** Formats used by the response schemas; the create body uses patterns only. */
-const FORMATS = ['date-time', 'uuid'] as const;
-
-/**
- * A draft 2020-12 ajv instance holding every schema file, with the options this package uses:
- * strict mode, union types (`["string", "null"]`), formats date-time and uuid.
- * @param allErrors report every failure (responses), not only the first (requests)
- * @param lenient drop keys a schema closes with `additionalProperties: false` instead of refusing
- *   them, and fill in `default`s (keypoint `occluded`): the create body outside `event_data`
- *   (docs/API.md, "Create an event")
- */
-export function createAjv(allErrors = false, lenient = false): Ajv2020 {
-  const ajv = new Ajv2020({
-    allErrors,
-    allowUnionTypes: true,
-    strict: true,
-    strictRequired: false,
-    ...(lenient ? { removeAdditional: true, useDefaults: true } : {}),
-  });
-  addFormatsPlugin.default(ajv, [...FORMATS]);
-  for (const schema of loadSchemaFiles().values()) ajv.addSchema(schema);
-  return ajv;
-}
-
-function compiled(ajv: Ajv2020, file: string): ValidateFunction {
-  const validate = ajv.getSchema(String(loadSchemaFiles().get(file)?.$id));
-  /* c8 ignore next */
-  if (!validate) throw new Error(`schema ${file} is missing from ${schemasDir}`);
-  return validate;
-}
+// The validators, compiled ahead of time from the schemas (schema-compiler.ts)
 
 /** Unknown keys outside `event_data` are dropped; `event_data` is `type: object` there, so untouched. */
-const validateCreate = compiled(createAjv(false, true), 'create-event.json');
-/** The `event_data` schemas refuse undefined fields (`event_data_invalid`), so they get a strict instance of their own. */
-const strictAjv = createAjv(false);
-const eventDataValidators = new Map<EventSchemaName, ValidateFunction>(
-  EVENT_SCHEMAS.map((name) => [name, compiled(strictAjv, `event-data/${name}.json`)]),
-);
+const validateCreate: CompiledValidator = generatedCreate;
+/** The `event_data` schemas refuse undefined fields (`event_data_invalid`): compiled strict, apart from the create body. */
+const eventDataValidators = new Map<EventSchemaName, CompiledValidator>(EVENT_SCHEMAS.map((name) => [name, generatedEventData[name]]));
 
 // ---------------------------------------------------------------------------------------------
 // Name maps: every accepted spelling -> snake_case, taken from the schemas' `properties`

@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { errorRegistry, type ErrorCode } from '../errors.js';
-import { loadSchemaFiles } from '../events/validate.js';
+import { loadSchemaFiles } from '../events/schema-files.js';
 import { packageRoot } from '../paths.js';
 import { schemaRef, STRING, type ErrorDoc, type OpenApiObject } from './route-docs.js';
 import type { Route } from './route-table.js';

@@ -4,7 +4,8 @@
  * validates requests only (src/events/validate.ts), so these live with the tests.
  */
 import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js';
-import { createAjv, loadSchemaFiles } from '../../src/events/validate.js';
+import { createAjv } from '../../src/events/schema-compiler.js';
+import { loadSchemaFiles } from '../../src/events/schema-files.js';
 
 /** Names of the files under `schemas/responses/` (without `.json`). */
 export const RESPONSE_SCHEMA_NAMES = [
