@@ -16,6 +16,8 @@
  *      the peers are bulk-loaded by peers/bulk-load.js), 1 and 10 connections
  *   5. start-up to a 200 from /health with those 1,000,000 events stored
  *   6. Range requests of 1 MiB at seeded offsets into a 100 MB video, 10 connections
+ *   7. restart after an unclean stop: kill -9 of the whole server during small-event ingest at
+ *      50 connections, then start-up to a 200 from /health over what it left (median of 3)
  * and for edge-event-store only: a 1 GiB streamed upload and 20 concurrent 50 MB uploads
  * (uploads.js). Ceilings: lib/ceilings.js (hello-world HTTP; the store's create path with no
  * storage, ceilings/no-storage.js, for small and image events; CPU) and the disk probe of
@@ -46,8 +48,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 const profile = process.argv.includes('--profile');
 const plan = quick
-  ? { warmupSeconds: 1, ingestSeconds: 4, listEvents: 20_000, listSeconds: 2, rangeSeconds: 2, ceilingSeconds: 3, quietWaitSeconds: 0, starts: 1, listRuns: 2 }
-  : { warmupSeconds: 5, ingestSeconds: 30, listEvents: 1_000_000, listSeconds: 15, rangeSeconds: 15, ceilingSeconds: 15, quietWaitSeconds: 60, starts: 3, listRuns: 3 };
+  ? { warmupSeconds: 1, ingestSeconds: 4, listEvents: 20_000, listSeconds: 2, rangeSeconds: 2, ceilingSeconds: 3, quietWaitSeconds: 0, starts: 1, listRuns: 2, crashes: 1, crashAfterSeconds: 2 }
+  : { warmupSeconds: 5, ingestSeconds: 30, listEvents: 1_000_000, listSeconds: 15, rangeSeconds: 15, ceilingSeconds: 15, quietWaitSeconds: 60, starts: 3, listRuns: 3, crashes: 3, crashAfterSeconds: 4 };
 const only = process.argv.find((arg) => arg.startsWith('--systems='))?.slice('--systems='.length).split(',');
 const engines = process.argv.find((arg) => arg.startsWith('--engines='))?.slice('--engines='.length).split(',') ?? ENGINES;
 const systemsToRun = SYSTEMS.filter((s) => (!only || only.includes(s.name)) && (!s.engine || engines.includes(s.engine)));
@@ -220,6 +222,45 @@ async function listsAndStartup(system, requests, queryFiles) {
   return { preload, stored, runs: results, peakRssBytes, diskBytes, startMs: startMs[Math.floor(startMs.length / 2)], starts: startMs.length };
 }
 
+/**
+ * Restarts after an unclean stop at full ingest: small events at 50 connections, the server's
+ * whole process tree killed with SIGKILL plan.crashAfterSeconds into the load, started again at
+ * once over the same data directory (no wait for a quiet machine: the restart is the figure),
+ * plan.crashes times in a row. Checks after each restart that every acknowledged event is
+ * stored. edge-event-store runs these starts at LOG_LEVEL=info, so its `store opened` line
+ * says how many creates it replayed from its log.
+ * @returns {{ restartMs: number, restarts: number[], replayed: number[], acknowledged: number }}
+ *   restartMs is the median of `restarts` (spawn to the first 200 of /health, ms)
+ */
+async function crashRestarts(system, requests) {
+  const dataDir = path.join(workDir, `${system.name}-crash`);
+  const server = system.preload === 'http' ? { ...system.server, env: { ...system.server.env, LOG_LEVEL: 'info' } } : system.server;
+  let running = await start({ ...system, server }, dataDir, `${system.name}-crash`);
+  const restarts = [];
+  const replayed = [];
+  let acknowledged = 0;
+  for (let i = 0; i < plan.crashes; i++) {
+    const load = runWrk({ url: running.url, file: requests.file, mode: 'post', connections: INGEST_CONNECTIONS, seconds: plan.crashAfterSeconds + 30 });
+    await new Promise((resolve) => setTimeout(resolve, plan.crashAfterSeconds * 1000));
+    await running.crash();
+    load.stop();
+    const { requests: answered, errorsByKind } = await load.result;
+    if (errorsByKind.status > 0) throw new Error(`${system.name} crash run: ${errorsByKind.status} answers >= 400 before the kill`);
+    acknowledged += answered;
+    running = await ServerProcess.start(server, dataDir, { port: PORT });
+    restarts.push(running.startMs);
+    const opened = /^.*"store opened".*$/m.exec(running.output);
+    if (opened) replayed.push(JSON.parse(opened[0]).store.replayed);
+    const stored = await running.eventCount();
+    if (stored < acknowledged) throw new Error(`${system.name} after kill -9 number ${i + 1}: ${acknowledged} acknowledged, ${stored} stored`);
+  }
+  await stop(running);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  const restartMs = [...restarts].sort((a, b) => a - b)[Math.floor(restarts.length / 2)];
+  log(`${system.name}: restart after kill -9 at full ingest ${restarts.map((ms) => ms.toFixed(0)).join(', ')} ms${replayed.length ? `, replayed ${replayed.join(', ')} creates` : ''}`);
+  return { restartMs, restarts, replayed, acknowledged };
+}
+
 /** Range requests into the 100 MB video, on a fresh data directory. */
 async function rangeDownload(system, videoFile) {
   const dataDir = path.join(workDir, `${system.name}-range`);
@@ -295,6 +336,7 @@ async function main() {
       image: await ingest(system, 'image', images),
       list: await listsAndStartup(system, small, queryFiles),
       range: await rangeDownload(system, videoFile),
+      crash: await crashRestarts(system, small),
     });
   }
   const uploadsByEngine = {};

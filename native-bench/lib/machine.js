@@ -58,7 +58,8 @@ function cpuDescription() {
 function storeBuild(repoDir) {
   const commit = run('git', ['-C', repoDir, 'rev-parse', '--short', 'HEAD']) || '?';
   const dirty = run('git', ['-C', repoDir, 'status', '--porcelain', '--', 'src', 'schemas']) !== '';
-  const built = fs.statSync(`${repoDir}/dist/src/cli.js`, { throwIfNoEntry: false })?.mtime.toISOString().slice(0, 16).replace('T', ' ');
+  // tsc -b rewrites only the files a build changes; its build info is written by every build that emits.
+  const built = fs.statSync(`${repoDir}/dist/tsconfig.tsbuildinfo`, { throwIfNoEntry: false })?.mtime.toISOString().slice(0, 16).replace('T', ' ');
   return `commit ${commit}${dirty ? ' with uncommitted changes in src/' : ''}, dist/ built ${built ?? '?'} UTC`;
 }
 

@@ -36,6 +36,13 @@ function workloads(res) {
     ...lists,
     { label: `Range GETs of 1 MiB into a ${int(res.videoBytes / 1e6)} MB video, ${res.connections.range} conn.`, unit: 'MB/s', value: (s) => s.range.mbPerSecond, run: (s) => s.range, higherIsBetter: true },
     { label: `Start-up to /health with ${int(first.list.stored)} events stored (median of ${first.list.starts})`, unit: 'ms', value: (s) => s.list.startMs, higherIsBetter: false },
+    {
+      label: `Restart to /health after kill -9 during small-event ingest, ${res.connections.ingest} conn. (median of ${first.crash.restarts.length})`,
+      unit: 'ms',
+      value: (s) => s.crash.restartMs,
+      higherIsBetter: false,
+      key: 'crash',
+    },
   ];
 }
 
@@ -190,8 +197,9 @@ export function renderResults(res) {
       + `in ${res.minutes.toFixed(1)} min, store ${machine.store}. Every figure below was measured in that one run, on one`,
     `machine, each system started in turn on port ${res.port} with a fresh data directory and driven by the same wrk`,
     `scripts (C, one thread, on the same 2 cores); none is edited by hand. Every write is durable before its answer:`,
-    'edge-event-store fdatasyncs its segment log (images and records) and commits its LMDB index; the peers fdatasync each',
-    'image file and commit SQLite with `synchronous=FULL` ([peers/README.md](peers/README.md)).',
+    'edge-event-store fdatasyncs its segment log (images and records) and checkpoints its LMDB index in the background',
+    '(docs/STORAGE.md, "The index head"); the peers fdatasync each image file and commit SQLite with `synchronous=FULL`',
+    '([peers/README.md](peers/README.md)).',
     '',
     ...(otherCores < 0.25 ? [] : [
       `**The machine was not quiet:** other work used ${otherCores.toFixed(2)} of its 2 cores on average during the measured runs;`,
@@ -214,6 +222,8 @@ export function renderResults(res) {
     '|---|---|---|',
     `| Small events >= 20,000/s durable, 50 connections | ${int(ours.small.rate)}/s | ${verdict(ours.small.rate >= 20000)} |`,
     `| Small events p99 < 10 ms | ${ms(ours.small.p99Ms)} | ${verdict(ours.small.p99Ms < 10)} |`,
+    `| Server CPU per small event, 50 connections <= 40 µs | ${int((1e6 * ours.small.serverCpuSeconds) / ours.small.requests)} µs | ${verdict((1e6 * ours.small.serverCpuSeconds) / ours.small.requests <= 40)} |`,
+    `| Restart after an unclean stop at full ingest < 2 s | ${int(ours.crash.restartMs)} ms (replayed ${ours.crash.replayed.map(int).join(', ')} creates) | ${verdict(ours.crash.restartMs < 2000)} |`,
     ...(ours.varied ? [`| Varied keys (1,000 devices, unique external ids) >= 12,000/s | ${int(ours.varied.rate)}/s | ${verdict(ours.varied.rate >= 12000)} |`] : []),
     `| Image events >= 5,000/s | ${int(ours.image.rate)}/s | ${verdict(ours.image.rate >= 5000)} |`,
     ...(ceilings.noStorage ? [`| Image events >= 60% of the no-storage path | ${pct(ours.image.rate / ceilings.noStorage.image.rate)} | ${verdict(ours.image.rate >= 0.6 * ceilings.noStorage.image.rate)} |`] : []),
@@ -260,7 +270,8 @@ export function renderResults(res) {
     '## The systems',
     '',
     ...systems.map((s) => `- **${s.name}**: ${s.stack}. List store filled by ${s.list.preload.how} (${int(s.list.preload.rate)} events/s); `
-      + `${mib(s.list.diskBytes)} on disk for ${int(s.list.stored)} events. Small ingest stored ${int(s.small.stored)} events, varied-key ingest ${int(s.varied.stored)}, for the acknowledged ones.`),
+      + `${mib(s.list.diskBytes)} on disk for ${int(s.list.stored)} events. Small ingest stored ${int(s.small.stored)} events, varied-key ingest ${int(s.varied.stored)}, for the acknowledged ones. `
+      + `Restarts after kill -9: ${s.crash.restarts.map(int).join(', ')} ms, with all ${int(s.crash.acknowledged)} acknowledged events stored.`),
     '',
     ...timeoutLines(systems, list),
     `Payloads: ${int(res.payloads.small.count)} distinct small events (quality_check with detections, classifications and 7 custom_metadata`,
@@ -271,7 +282,9 @@ export function renderResults(res) {
     `the small events plus the base64 of ${res.imageFixture} (bodies of ${int(res.payloads.images.meanBytes)} B). Range requests are 1 MiB at 200 seeded offsets.`,
     'Before each list run the bench checks that the example query returns events matching its filters; after each ingest run that',
     'every acknowledged event is stored; before each Range run that a 206 carries the right bytes; before each no-storage ceiling',
-    'that it answers a create as the store does (201, an id, an image id per image).',
+    'that it answers a create as the store does (201, an id, an image id per image). Each restart after kill -9 comes',
+    `${res.plan.crashAfterSeconds} s into a run of small events at ${res.connections.ingest} connections over the same data directory, ${res.plan.crashes} times in a row; the restart is`,
+    'timed from its spawn to the first 200 of /health, and every event acknowledged before the kill must then be stored.',
     '',
     ...machineSection(machine, [
       ['Load generator', machine.wrk],

@@ -211,6 +211,16 @@ export class ServerProcess {
   }
 
   /**
+   * SIGKILL to the whole tree, as a crash or the OOM killer would stop it; waits for the exit.
+   * @returns {Promise<void>}
+   */
+  async crash() {
+    this.stopping = true;
+    this.killTree();
+    await this.exited;
+  }
+
+  /**
    * SIGTERM, as systemd stops the service; waits for the exit (SIGKILL after `timeoutMs`).
    * @returns {Promise<{ code: number | null, signal: string | null, ms: number }>} exit code
    *   (0 for a graceful stop) and how long the stop took
