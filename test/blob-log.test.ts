@@ -124,6 +124,22 @@ t.test('an append of 1,500 frames (3,000 buffers) reads back frame by frame', as
   t.equal(matching, 1500, 'every frame matches its CRC');
 });
 
+t.test('a scan reads through its 256 KiB window: frames across its edges and larger than it keep their exact data', async (t) => {
+  const dir = tempDataDir();
+  const appender = new SegmentAppender(dir, () => 1);
+  // Sizes around the window: small records, records and images that straddle its edges, and a
+  // record and an image larger than the window itself.
+  const sizes = [100, 200_000, 60_000, 300_000, 5, 262_144, 262_100, 1, 400_000, 70_000, 150_000, 33];
+  const frames = Array.from({ length: 60 }, (_, i) => ({ id: timeOrderedId(), kind: i % 4 === 1 ? 'image' as const : 'record' as const, bytes: pattern(sizes[i % sizes.length], i + 7) }));
+  const appended = await appender.append(frames);
+  await appender.close();
+  const scanned = await scan(path.join(dir, segmentFileName(1)));
+  t.same(scanned.map((f) => [f.id, f.kind, f.offset, f.length]), appended.placed.map((p, i) => [frames[i].id, frames[i].kind, p.offset, p.length]), 'every frame found in place');
+  const records = scanned.map((f, i) => [f, frames[i]] as const).filter(([, frame]) => frame.kind === 'record');
+  t.ok(records.every(([f, frame]) => f.data !== undefined && f.data.equals(frame.bytes)), 'every record frame keeps its own exact data after the scan has moved on');
+  t.ok(scanned.filter((f) => f.kind === 'image').every((f) => f.data === undefined), 'image data is not read');
+});
+
 t.test("a frame header is laid out as docs/STORAGE.md's table says", async (t) => {
   const id = '0190f3a4-5b6c-7d8e-9fa0-b1c2d3e4f5a6';
   const data = Buffer.from('123456789');
