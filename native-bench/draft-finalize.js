@@ -12,11 +12,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { quantile } from './lib/closed-loop.js';
+import { closedLoopAgent, post, quantile } from './lib/closed-loop.js';
 import { machineBusySeconds, waitForQuiet } from './lib/machine.js';
 import { smallEventBodies } from './lib/payloads.js';
 import { repoRoot, ServerProcess } from './lib/store-process.js';
@@ -33,24 +32,6 @@ const TAIL_SECONDS = 1.5;
 
 const drafts = smallEventBodies(500).map((body) => Buffer.from(JSON.stringify({ ...JSON.parse(body), draft: true })));
 
-/** POSTs `body` to `url`; resolves with the latency (ms) and the answer's body. */
-function post(agent, url, body) {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const request = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (response) => {
-      const chunks = [];
-      response.on('data', (chunk) => chunks.push(chunk));
-      response.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        if (response.statusCode >= 300) reject(new Error(`${url}: ${response.statusCode} ${text}`));
-        else resolve({ ms: performance.now() - started, body: text });
-      });
-    });
-    request.on('error', reject);
-    request.end(body);
-  });
-}
-
 /** Drafts and finalizes for `windowSeconds`; latencies in ms. */
 async function pairs(url, agent, windowSeconds) {
   const creates = [];
@@ -59,7 +40,7 @@ async function pairs(url, agent, windowSeconds) {
   for (let i = 0; performance.now() < deadline; i++) {
     const created = await post(agent, `${url}/v2/events`, drafts[i % drafts.length]);
     creates.push(created.ms);
-    finalizes.push((await post(agent, `${url}/v2/events/${JSON.parse(created.body).id}/finalize`, Buffer.alloc(0))).ms);
+    finalizes.push((await post(agent, `${url}/v2/events/${JSON.parse(created.body).id}/finalize`, Buffer.alloc(0), 200)).ms);
   }
   return { creates: creates.sort((a, b) => a - b), finalizes: finalizes.sort((a, b) => a - b) };
 }
@@ -70,7 +51,7 @@ async function measure(build) {
   const device = blockDeviceOf(dataDir);
   const server = { command: process.execPath, args: [path.join(build, 'dist', 'src', 'cli.js'), 'serve'], cwd: build, env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '' } };
   const running = await ServerProcess.start(server, dataDir);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const agent = closedLoopAgent(1);
   try {
     await pairs(running.url, agent, WARMUP_SECONDS);
     await new Promise((resolve) => setTimeout(resolve, TAIL_SECONDS * 1000));

@@ -28,10 +28,12 @@ export function quantile(sorted, q) {
 }
 
 /**
- * POSTs one body; resolves with the latency in ms once the whole answer is read.
- * @throws Error on a status other than 201 (the run fails: an error is not a figure)
+ * POSTs one body; resolves with the latency in ms once the whole answer is read, and the answer.
+ * @param {number} [status] the answer expected (201 for a create, 200 for a finalize)
+ * @returns {Promise<{ ms: number, body: string }>}
+ * @throws Error on any other status (the run fails: an error is not a figure)
  */
-function post(agent, url, body) {
+export function post(agent, url, body, status = 201) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const request = http.request(url, {
@@ -42,8 +44,9 @@ function post(agent, url, body) {
       const chunks = [];
       response.on('data', (chunk) => chunks.push(chunk));
       response.on('end', () => {
-        if (response.statusCode === 201) return resolve(performance.now() - started);
-        reject(new Error(`POST ${url} answered ${response.statusCode}: ${Buffer.concat(chunks).toString().slice(0, 300)}`));
+        const text = Buffer.concat(chunks).toString();
+        if (response.statusCode === status) return resolve({ ms: performance.now() - started, body: text });
+        reject(new Error(`POST ${url} answered ${response.statusCode}: ${text.slice(0, 300)}`));
       });
       response.on('error', reject);
     });
@@ -69,7 +72,7 @@ export async function runClosedLoop({ url, bodies, inFlight, seconds, agent }) {
   let failed = null;
   const loop = async (index) => {
     for (let i = index; performance.now() < deadline && !failed; i += inFlight) {
-      latencies.push(await post(agent, url, bodies[i % bodies.length]));
+      latencies.push((await post(agent, url, bodies[i % bodies.length])).ms);
     }
   };
   try {
