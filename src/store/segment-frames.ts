@@ -105,6 +105,11 @@ class ReadAhead {
     this.length = await readAt(this.handle, this.window, position);
     return this.length < length ? undefined : this.window.subarray(0, length);
   }
+
+  /** `bytes` from `bytesAt` as a buffer the caller may keep: a copy of a view of the window, else itself. */
+  owned(bytes: Buffer): Buffer {
+    return bytes.buffer === this.window.buffer ? Buffer.from(bytes) : bytes;
+  }
 }
 
 /**
@@ -132,7 +137,7 @@ export async function* scanFrames(handle: fsp.FileHandle, start: number): AsyncG
     if (isDataFrame(kind)) {
       const read = await reader.bytesAt(offset, length);
       if (!read || checksum(read) !== crc) return;
-      data = Buffer.from(read); // the window's bytes change at its next read
+      data = reader.owned(read); // the window's bytes change at its next read
     }
     yield { kind, id, offset, length, crc, data };
     at = offset + length;
