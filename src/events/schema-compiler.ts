@@ -15,16 +15,25 @@ import { loadSchemaFiles } from './schema-files.js';
 /** Formats used by the response schemas; the create body uses patterns only. */
 const FORMATS = ['date-time', 'uuid'] as const;
 
+/** How an ajv instance of createAjv validates. */
+export interface AjvOptions {
+  /** Report every failure (responses), not only the first (requests). */
+  allErrors?: boolean;
+  /**
+   * Drop keys a schema closes with `additionalProperties: false` instead of refusing them, and
+   * fill in `default`s (keypoint `occluded`): the create body outside `event_data` (docs/API.md,
+   * "Create an event").
+   */
+  lenient?: boolean;
+  /** Keep each validator's source, for standalone code. */
+  source?: boolean;
+}
+
 /**
  * A draft 2020-12 ajv instance holding every schema file, with the options this package uses:
  * strict mode, union types (`["string", "null"]`), formats date-time and uuid.
- * @param allErrors report every failure (responses), not only the first (requests)
- * @param lenient drop keys a schema closes with `additionalProperties: false` instead of refusing
- *   them, and fill in `default`s (keypoint `occluded`): the create body outside `event_data`
- *   (docs/API.md, "Create an event")
- * @param source keep each validator's source, for standalone code
  */
-export function createAjv(allErrors = false, lenient = false, source = false): Ajv2020 {
+export function createAjv({ allErrors = false, lenient = false, source = false }: AjvOptions = {}): Ajv2020 {
   const ajv = new Ajv2020({
     allErrors,
     allowUnionTypes: true,
@@ -73,8 +82,8 @@ function asModule(code: string): string {
 export function generateValidators(): GeneratedValidators {
   const files = loadSchemaFiles();
   const id = (file: string): string => String(files.get(file)?.$id);
-  const create = standaloneCode.default(createAjv(false, true, true), { validateCreate: id('create-event.json') });
-  const eventData = standaloneCode.default(createAjv(false, false, true), Object.fromEntries(EVENT_SCHEMAS.map((name) => [name, id(`event-data/${name}.json`)])));
+  const create = standaloneCode.default(createAjv({ lenient: true, source: true }), { validateCreate: id('create-event.json') });
+  const eventData = standaloneCode.default(createAjv({ source: true }), Object.fromEntries(EVENT_SCHEMAS.map((name) => [name, id(`event-data/${name}.json`)])));
   return {
     'create-event.ts': HEADER('the create body, schemas/create-event.json') + asModule(create),
     'event-data.ts': HEADER('event_data per event schema, schemas/event-data/') + asModule(eventData),

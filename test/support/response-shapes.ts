@@ -32,7 +32,7 @@ let responseAjv: Ajv2020 | undefined;
  * every listed field is required, nullable only where the shape allows null.
  */
 export function responseValidator(name: ResponseSchemaName): ValidateFunction {
-  responseAjv ??= createAjv(true);
+  responseAjv ??= createAjv({ allErrors: true });
   const validate = responseAjv.getSchema(String(loadSchemaFiles().get(`responses/${name}.json`)?.$id));
   if (!validate) throw new Error(`schemas/responses/${name}.json is missing`);
   return validate;
