@@ -178,7 +178,7 @@ async function crashableStore(t: Test, crashing: () => boolean): Promise<typeof 
   const { EventStore: CrashableStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
     '../src/store/create-index.js': {
       ...real,
-      indexLogged: (...args: Parameters<typeof real.indexLogged>) => (crashing() ? Promise.reject(new Error('EIO: injected')) : real.indexLogged(...args)),
+      indexBatches: (...args: Parameters<typeof real.indexBatches>) => (crashing() ? Promise.reject(new Error('EIO: injected')) : real.indexBatches(...args)),
     },
   });
   return CrashableStore;

@@ -8,7 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
 import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import type { LoggedEntries } from './index-head.js';
+import type { HeadBatch, LoggedEntries } from './index-head.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from './record-codec.js';
 import { applyChange, attachedFile, changeCounts, type RecordChange } from './record-change.js';
 
@@ -90,6 +90,18 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
     for (const change of changes) applyChangeSync(dbs, change, shipping, present);
   });
+}
+
+/**
+ * Commits batches of the index head, oldest first (a checkpoint, event-store.ts `commitHead`, or
+ * a replay past the checkpoint's size trigger, recovery.ts): their creates, then their changes, in
+ * one `indexLogged` that brings LMDB's log position to where the last batch ends.
+ * @throws as `indexLogged`
+ */
+export async function indexBatches(dbs: StoreDatabases, batches: readonly HeadBatch[], options: IndexOptions): Promise<void> {
+  const creates = batches.flatMap((b) => b.creates);
+  const changes = batches.flatMap((b) => b.changes);
+  await indexLogged(dbs, { creates, changes }, batches[batches.length - 1].end, options);
 }
 
 /**

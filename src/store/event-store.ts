@@ -10,8 +10,8 @@ import path from 'node:path';
 import { AppError, fromDiskError } from '../errors.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
 import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
-import { indexLogged } from './create-index.js';
-import { DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
+import { indexBatches } from './create-index.js';
+import { CHECKPOINT_ENTRIES, CHECKPOINT_RECORD_BYTES, DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { RecordAttachment, RecordImage, RecordImageResults } from './event-record.js';
@@ -56,13 +56,6 @@ export interface CreatedEvent {
 }
 
 /**
- * The size trigger of a checkpoint (docs/STORAGE.md, "The index head"): a head holding this many
- * creates and changes, or this many bytes of records, is checkpointed at once instead of at the next tick.
- */
-const CHECKPOINT_ENTRIES = 20_000;
-const CHECKPOINT_RECORD_BYTES = 16 * 1024 * 1024;
-
-/**
  * A head this large means checkpoints are failing: creates are refused, with the checkpoint's
  * error, until one succeeds, so memory stays bounded and nothing is acknowledged that LMDB cannot take.
  */
@@ -83,9 +76,9 @@ type LogResult = undefined | FinalizeOutcome | RecordAttachment | AppError;
 
 /** How the last open found the store (docs/STORAGE.md, "Recovery"). */
 export interface OpenReport {
-  /** Creates replayed from the log into the index. */
+  /** Creates replayed from the log into the index head (or checkpointed during a long replay). */
   replayed: number;
-  /** Changes to events (finalize, attach) replayed from the log into the index (applied, or dropped with their event deleted). */
+  /** Changes to events (finalize, attach) replayed likewise (applied, or dropped with their event deleted). */
   changesReplayed: number;
   /** Creates the replay went past (recovery.ts SkippedCreate): whole frames it could not index. */
   skipped: SkippedCreate[];
@@ -157,7 +150,8 @@ export class EventStore extends StoreView {
   /**
    * Opens the store in `dataDir`, creating it when absent, and recovers it (docs/STORAGE.md,
    * "Recovery"): LMDB opens at its last flushed commit and the log after the position it
-   * covers is replayed; staging is emptied and segment tails the index does not cover are cut.
+   * covers is replayed into the index head, which the first checkpoint commits; staging is
+   * emptied and segment tails neither covers are cut.
    * @throws DataDirLocked when another running store holds `dataDir`
    * @throws DataDirUnusable naming why `dataDir` cannot be written (data-dir-check.ts)
    * @throws the fs or lmdb error when the data directory is unusable otherwise
@@ -171,7 +165,7 @@ export class EventStore extends StoreView {
       const dbs = openDatabases(dataDir);
       await migrateToLedger(dbs);
       const searchIndexReady = await prepareSearchIndex(dbs);
-      const { lastSegment, activeSegment, lastCreatedAt, replayed, changesReplayed, skipped } = await recoverStore(dbs, blobsDir, stagingDir, { shipping: options.sinks.length > 0, present: options.present });
+      const { lastSegment, activeSegment, lastCreatedAt, head, replayed, changesReplayed, skipped } = await recoverStore(dbs, blobsDir, stagingDir, { shipping: options.sinks.length > 0, present: options.present });
       await completeCounters(dbs, () => countPending(dbs));
       await startCursors(dbs, options.sinks);
       await dbs.root.flushed;
@@ -180,6 +174,9 @@ export class EventStore extends StoreView {
       const appender = new SegmentAppender(blobsDir, () => store.allocateSegment());
       const store: EventStore = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
       if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
+      // The replayed creates and changes are served from the head; its first checkpoint commits them.
+      for (const batch of head) store.head.add(batch);
+      store.scheduleCheckpoint();
       store.opened = { replayed, changesReplayed, skipped, ms: Math.round(performance.now() - started) };
       store.searchIndexReady = searchIndexReady;
       if (!searchIndexReady) store.backfill = store.runSearchIndexBackfill();
@@ -498,7 +495,7 @@ export class EventStore extends StoreView {
     placing.forEach(({ blobs, first }, i) => {
       blobs.forEach((blob, k) => creates[i].files.push({ fileId: blob.fileId, kind: blob.kind, contentType: blob.contentType, at: appended.placed[first + k] }));
     });
-    this.enterHead({ creates, changes: changes.map((c) => c.change), appended });
+    this.enterHead({ creates, changes: changes.map((c) => c.change), end: { segment: appended.segment, offset: appended.end } });
     for (const { change, id, record } of changes) {
       this.announceChange({ kind: change.type === 'finalize' ? 'finalized' : 'files_attached', id, createdAt: change.createdAt, record });
     }
@@ -566,12 +563,9 @@ export class EventStore extends StoreView {
    */
   private async commitHead(): Promise<void> {
     const batches = this.head.pending.slice();
-    const last = batches[batches.length - 1].appended;
-    const creates = batches.flatMap((b) => b.creates);
-    const changes = batches.flatMap((b) => b.changes);
     const started = performance.now();
     try {
-      await indexLogged(this.dbs, { creates, changes }, { segment: last.segment, offset: last.end }, { shipping: this.shipping, present: this.present });
+      await indexBatches(this.dbs, batches, { shipping: this.shipping, present: this.present });
     } catch (err) {
       this.checkpointError = err;
       this.scheduleCheckpoint();
@@ -579,7 +573,7 @@ export class EventStore extends StoreView {
     }
     this.head.drop(batches.length);
     this.checkpointError = undefined;
-    this.stageTimer?.('index', batches.length, creates.length + changes.length, (performance.now() - started) / 1000);
+    this.stageTimer?.('index', batches.length, batches.reduce((n, b) => n + b.creates.length + b.changes.length, 0), (performance.now() - started) / 1000);
     this.scheduleCheckpoint();
   }
 }

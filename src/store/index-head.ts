@@ -12,7 +12,7 @@
  * changes to LMDB's record as they read it, so a change made meanwhile in LMDB by the lifecycle
  * worker (a cleanup deleting the event or one of its files) is never hidden.
  */
-import type { Appended, AppendedFrame } from './blob-log.js';
+import type { AppendedFrame } from './blob-log.js';
 import { type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 import type { Counters, FileEntry, FileKind, LogPosition } from './lmdb-env.js';
 import { decodeRecord, encodeRecord, type EventRecord, type RecordPresenter } from './record-codec.js';
@@ -37,6 +37,14 @@ export interface LoggedCreate {
 /** How often the index head is checkpointed into LMDB by default (ms; INDEX_CHECKPOINT_MS). */
 export const DEFAULT_CHECKPOINT_MS = 1000;
 
+/**
+ * The size trigger of a checkpoint (docs/STORAGE.md, "The index head"): a head holding this many
+ * creates and changes, or this many bytes of records, is checkpointed at once instead of at the
+ * next tick; a replay holding as many checkpoints them before the store serves (recovery.ts).
+ */
+export const CHECKPOINT_ENTRIES = 20_000;
+export const CHECKPOINT_RECORD_BYTES = 16 * 1024 * 1024;
+
 /** What a checkpoint or a replay step indexes (create-index.ts): creates, then changes to events created before them or among them. */
 export interface LoggedEntries {
   creates: LoggedCreate[];
@@ -44,17 +52,19 @@ export interface LoggedEntries {
 }
 
 /**
- * Creates and changes appended to the log together, waiting in the head for their checkpoint;
+ * Creates and changes appended to the log together (or replayed from it together: recovery.ts),
+ * waiting in the head for their checkpoint;
  * the changes are to events created before this batch, in log order.
  */
 export interface HeadBatch extends LoggedEntries {
-  appended: Appended;
+  /** Where the batch's last frame ends in the log: what a checkpoint of it moves LMDB's log position to. */
+  end: LogPosition;
 }
 
-/** A change in the head and the append that made it durable. */
+/** A change in the head and where its batch ends in the log. */
 interface HeadChange {
   change: RecordChange;
-  appended: Appended;
+  end: LogPosition;
 }
 
 /** What the head adds to LMDB's counters (lmdb-env.ts `Counters`). */
@@ -62,10 +72,10 @@ type CounterDelta = Pick<Counters, 'events' | 'images' | 'drafts' | 'files' | 'l
 
 const NO_DELTA: CounterDelta = { events: 0, images: 0, drafts: 0, files: 0, liveBlobBytes: 0, uploadsPending: 0 };
 
-/** True when LMDB's log position `covered` is at or past the end of append `appended`. */
-function isCovered(appended: Appended, covered: LogPosition | undefined): boolean {
+/** True when LMDB's log position `covered` is at or past `end`, the end of a batch. */
+function isCovered(end: LogPosition, covered: LogPosition | undefined): boolean {
   if (!covered) return false;
-  return covered.segment > appended.segment || (covered.segment === appended.segment && covered.offset >= appended.end);
+  return covered.segment > end.segment || (covered.segment === end.segment && covered.offset >= end.offset);
 }
 
 /**
@@ -186,9 +196,9 @@ export class IndexHead {
     for (const change of batch.changes) {
       const { createdAt } = change;
       const list = this.changes.get(createdAt);
-      if (list) list.push({ change, appended: batch.appended });
+      if (list) list.push({ change, end: batch.end });
       else {
-        this.changes.set(createdAt, [{ change, appended: batch.appended }]);
+        this.changes.set(createdAt, [{ change, end: batch.end }]);
         if (!this.creates.has(createdAt)) insertSorted(this.changedOrder, createdAt);
       }
       this.changedValues.delete(createdAt);
@@ -292,7 +302,7 @@ export class IndexHead {
    * applied, so `stored` is the answer.
    */
   overlaidRecord(createdAt: number, stored: Buffer, covered: LogPosition | undefined): EventRecord | undefined {
-    const changes = this.changes.get(createdAt)?.filter(({ appended }) => !isCovered(appended, covered));
+    const changes = this.changes.get(createdAt)?.filter(({ end }) => !isCovered(end, covered));
     if (!changes || changes.length === 0) return undefined;
     const record = decodeRecord(stored);
     let changed = false;
@@ -324,7 +334,7 @@ export class IndexHead {
    */
   addTo(counters: Counters, covered: LogPosition | undefined, stored: (createdAt: number) => boolean): Counters {
     const sum = { ...counters };
-    for (let i = this.batches.length - 1; i >= 0 && !isCovered(this.batches[i].appended, covered); i--) {
+    for (let i = this.batches.length - 1; i >= 0 && !isCovered(this.batches[i].end, covered); i--) {
       const d = this.deltas[i];
       sum.events += d.events;
       sum.images += d.images;

@@ -1,23 +1,24 @@
 /**
  * Start-up recovery (docs/STORAGE.md, "Recovery"): with LMDB at its last flushed commit, the
- * creates and changes logged after the position the index covers are replayed
- * into it up to the first torn frame; then segment tails the index does not
- * cover are cut, files in blobs/ no segment entry knows are removed and staging is emptied.
+ * creates and changes logged after the position the index covers are replayed up to the first
+ * torn frame, into batches for the index head, which the store's first checkpoint commits; then
+ * segment tails neither covers are cut, files in blobs/ no segment knows are removed and staging
+ * is emptied.
  * After a clean stop nothing is replayed: start-up walks segment entries, never records.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { SEGMENT_ROLL_BYTES, segmentFileName, segmentNumberOf } from './blob-log.js';
-import { indexLogged, type IndexOptions } from './create-index.js';
-import type { LoggedEntries } from './index-head.js';
+import { indexBatches, type IndexOptions } from './create-index.js';
+import { CHECKPOINT_ENTRIES, CHECKPOINT_RECORD_BYTES, type HeadBatch, type LoggedEntries } from './index-head.js';
 import { indexedLogPosition, LOG_POSITION_KEY, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord } from './record-codec.js';
 import { decodeRecordFrame } from './record-frame.js';
-import { decodeChange } from './record-change.js';
+import { attachedFile, decodeChange } from './record-change.js';
 import { blobCrcMatches, scanFrames, type ScannedFrame } from './segment-frames.js';
 
-/** Creates and changes indexed per replay step. */
+/** Creates, or changes, per batch a replay hands to the index head. */
 const REPLAY_BATCH = 1000;
 
 export interface RecoveryResult {
@@ -25,11 +26,16 @@ export interface RecoveryResult {
   lastSegment: number;
   /** The segment to keep appending to, when the newest one has room. */
   activeSegment: { segment: number; committed: number } | undefined;
-  /** created_at (µs) of the newest record, 0 when empty. */
+  /** created_at (µs) of the newest record, in LMDB or in `head`, 0 when empty. */
   lastCreatedAt: number;
-  /** Creates found in the log beyond the index's position and indexed (again) now. */
+  /**
+   * What the replay leaves for the index head, in log order: batches of creates and changes
+   * after the position LMDB covers, for the store's first checkpoint to commit.
+   */
+  head: HeadBatch[];
+  /** Creates found in the log beyond the index's position: in `head`, or checkpointed during the replay. */
   replayed: number;
-  /** Changes to events (record-change.ts) found there and applied now (or dropped, their event deleted). */
+  /** Changes to events (record-change.ts) found there, likewise. */
   changesReplayed: number;
   /** Creates skipped by the replay: whole frames naming a file no frame before them holds. */
   skipped: SkippedCreate[];
@@ -58,35 +64,78 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
 }
 
 /**
- * Indexes the creates and changes logged in segment `segment` from `start` (bytes), in log order:
- * each step indexes its creates, then its changes, which are to events created before them. Every create is applied,
- * even one whose record the index already holds: a flush can fall between the puts of a batch
- * and the transaction that counts it and moves the log position (lmdb-js may commit queued puts
- * and a transaction callback in separate transactions), so
- * a create after the position may be in the index without its counters. Puts are idempotent,
- * and the counters and segment accounting of a create are never in the index before the
- * position passes it, so replaying it again counts it exactly once.
+ * The batches a replay hands to the index head, and where it got to in each segment. Past the
+ * checkpoint's size trigger (index-head.ts `CHECKPOINT_ENTRIES`, `CHECKPOINT_RECORD_BYTES`) the
+ * batches held are checkpointed into LMDB before the replay goes on, as the running store's head
+ * would be, so a long log replays in bounded memory.
+ */
+class ReplayedBatches {
+  readonly head: HeadBatch[] = [];
+  /**
+   * The segments the replayed batches hold frames in or attach files from: the end (bytes) of
+   * the last frame replayed, or of the attached file; an upload's segment is sealed.
+   */
+  readonly segments = new Map<number, { end: number; sealed: boolean }>();
+  replayed = 0;
+  changesReplayed = 0;
+  private entries = 0;
+  private bytes = 0;
+
+  constructor(private readonly dbs: StoreDatabases, private readonly options: IndexOptions) {}
+
+  /**
+   * Takes creates and changes logged together in log order, ending at `end`.
+   * @throws the lmdb error of a failed checkpoint
+   */
+  async add(batch: LoggedEntries, end: LogPosition): Promise<void> {
+    if (batch.creates.length === 0 && batch.changes.length === 0) return;
+    this.head.push({ ...batch, end });
+    this.segments.set(end.segment, { end: end.offset, sealed: false });
+    for (const change of batch.changes) {
+      if (change.type === 'attach') this.segments.set(change.segment, { end: attachedFile(change).offset + change.file.size_bytes, sealed: true });
+    }
+    this.replayed += batch.creates.length;
+    this.changesReplayed += batch.changes.length;
+    this.entries += batch.creates.length + batch.changes.length;
+    for (const { value } of batch.creates) this.bytes += value.length;
+    if (this.entries >= CHECKPOINT_ENTRIES || this.bytes >= CHECKPOINT_RECORD_BYTES) await this.checkpoint();
+  }
+
+  /** Commits the batches held to LMDB, as a checkpoint of the head does (event-store.ts `commitHead`). */
+  private async checkpoint(): Promise<void> {
+    await indexBatches(this.dbs, this.head.splice(0), this.options);
+    this.entries = 0;
+    this.bytes = 0;
+  }
+}
+
+/**
+ * Replays the creates and changes logged in segment `segment` from `start` (bytes) into
+ * `replay`, in log order, in batches of creates followed by changes to events created before
+ * them. Every create is replayed, even one whose record the index already holds: a flush can fall
+ * between the puts of a checkpoint and the transaction that counts it and moves the log position
+ * (lmdb-js may commit queued puts and a transaction callback in separate transactions), so a
+ * create after the position may be in the index without its counters. The head tolerates a
+ * create in both (index-head.ts), its checkpoint's puts are idempotent, and the counters and
+ * segment accounting of a create are never in the index before the position passes it, so it is
+ * counted exactly once.
  * Stops at the first torn frame, or at the first create one of whose blobs fails its CRC:
  * appends are sequential, so nothing after it was acknowledged. A whole create naming a file no
  * frame holds is skipped and reported, never a reason to stop (SkippedCreate). A change's
  * counters and entries move only in the transaction that moves the position past it, so it is
  * applied exactly once too.
- * @returns how many creates and changes were indexed, and the creates skipped
+ * @returns the creates skipped
+ * @throws the fs error of a failed read, the lmdb error of a failed checkpoint
  */
-async function replaySegment(dbs: StoreDatabases, file: string, segment: number, start: number, options: IndexOptions): Promise<{ replayed: number; changesReplayed: number; skipped: SkippedCreate[] }> {
+async function replaySegment(file: string, segment: number, start: number, replay: ReplayedBatches): Promise<SkippedCreate[]> {
   const handle = await fsp.open(file, 'r');
-  let replayed = 0;
-  let changesReplayed = 0;
   const skipped: SkippedCreate[] = [];
   try {
     const blobs = new Map<string, ScannedFrame>();
     let batch: LoggedEntries = { creates: [], changes: [] };
     let end = start;
     const flush = async () => {
-      if (batch.creates.length === 0 && batch.changes.length === 0) return;
-      await indexLogged(dbs, batch, { segment, offset: end }, options);
-      replayed += batch.creates.length;
-      changesReplayed += batch.changes.length;
+      await replay.add(batch, { segment, offset: end });
       batch = { creates: [], changes: [] };
     };
     for await (const frame of scanFrames(handle, start)) {
@@ -128,62 +177,65 @@ async function replaySegment(dbs: StoreDatabases, file: string, segment: number,
   } finally {
     await handle.close();
   }
-  return { replayed, changesReplayed, skipped };
+  return skipped;
 }
 
 /**
  * Replays the log after the index's position (every segment from the position's on, in
  * order). A store without a position (new, or written by an engine that synced every commit)
  * starts its log after every segment it has.
- * @returns creates and changes replayed, and the position's segment
+ * @returns what was replayed, and the position's segment
+ * @throws the fs error of a failed read, the lmdb error of a failed commit
  */
-async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOptions): Promise<{ replayed: number; changesReplayed: number; skipped: SkippedCreate[]; positionSegment: number }> {
+async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOptions): Promise<{ replay: ReplayedBatches; skipped: SkippedCreate[]; positionSegment: number }> {
   const onDisk = await segmentsOnDisk(blobsDir);
   const position: LogPosition | undefined = indexedLogPosition(dbs);
+  const replay = new ReplayedBatches(dbs, options);
   if (!position) {
     let last = onDisk.at(-1) ?? 0;
     for (const key of dbs.segments.getKeys()) last = Math.max(last, key);
     const start = { segment: last + 1, offset: 0 };
     await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, start));
-    return { replayed: 0, changesReplayed: 0, skipped: [], positionSegment: start.segment };
+    return { replay, skipped: [], positionSegment: start.segment };
   }
-  let replayed = 0;
-  let changesReplayed = 0;
   const skipped: SkippedCreate[] = [];
   for (const segment of onDisk.filter((n) => n >= position.segment)) {
     const from = segment === position.segment ? position.offset : 0;
-    const result = await replaySegment(dbs, path.join(blobsDir, segmentFileName(segment)), segment, from, options);
-    replayed += result.replayed;
-    changesReplayed += result.changesReplayed;
-    skipped.push(...result.skipped);
+    skipped.push(...await replaySegment(path.join(blobsDir, segmentFileName(segment)), segment, from, replay));
   }
-  return { replayed, changesReplayed, skipped, positionSegment: position.segment };
+  return { replay, skipped, positionSegment: position.segment };
 }
 
 /**
- * Brings the index up to the log, then DATA_DIR's files in line with the index.
- * @param options how replayed creates and changes are indexed (`shipping`: replayed finalized
- *   events enter the shipping ledger)
+ * Brings the index up to the log, then DATA_DIR's files in line with the index and the head:
+ * what LMDB lacks is replayed into batches for the index head (RecoveryResult `head`), and
+ * segment tails past what either covers are cut.
+ * @param options how creates and changes checkpointed during the replay are indexed (`shipping`:
+ *   finalized events enter the shipping ledger)
  * @throws the fs error when blobs/ or staging/ cannot be read, the lmdb error of a failed commit
  */
 export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagingDir: string, options: IndexOptions): Promise<RecoveryResult> {
-  const { replayed, changesReplayed, skipped, positionSegment } = await replayLog(dbs, blobsDir, options);
+  const { replay, skipped, positionSegment } = await replayLog(dbs, blobsDir, options);
 
   const stagingFiles = await fsp.readdir(stagingDir);
   await Promise.all(stagingFiles.map((f) => fsp.rm(path.join(stagingDir, f), { force: true, recursive: true })));
 
-  let lastSegment = positionSegment;
+  // Segments LMDB knows, and those only the replayed head knows (opened since the last checkpoint).
+  const entries = new Map<number, { committed: number; sealed: boolean }>();
+  for (const { key, value } of dbs.segments.getRange()) entries.set(key, { committed: value.committed, sealed: Boolean(value.sealed) });
+  for (const [segment, { end, sealed }] of replay.segments) {
+    const entry = entries.get(segment);
+    entries.set(segment, { committed: Math.max(entry?.committed ?? 0, end), sealed: sealed || (entry?.sealed ?? false) });
+  }
+  const known = [...entries.keys()].sort((a, b) => a - b);
+
+  let lastSegment = Math.max(positionSegment, ...known);
   let tailsTruncated = 0;
-  let newest: { segment: number; committed: number; sealed: boolean } | undefined;
-  const known = new Set<number>();
-  for (const { key, value } of dbs.segments.getRange()) {
-    known.add(key);
-    lastSegment = Math.max(lastSegment, key);
-    newest = { segment: key, committed: value.committed, sealed: Boolean(value.sealed) };
-    const file = path.join(blobsDir, segmentFileName(key));
+  for (const segment of known) {
+    const file = path.join(blobsDir, segmentFileName(segment));
     const size = fs.statSync(file, { throwIfNoEntry: false })?.size;
-    if (size !== undefined && size > value.committed) {
-      await fsp.truncate(file, value.committed);
+    if (size !== undefined && size > entries.get(segment)!.committed) {
+      await fsp.truncate(file, entries.get(segment)!.committed);
       tailsTruncated++;
     }
   }
@@ -192,23 +244,27 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
   for (const name of await fsp.readdir(blobsDir)) {
     const segment = segmentNumberOf(name);
     if (segment !== undefined) lastSegment = Math.max(lastSegment, segment);
-    if (segment === undefined || !known.has(segment)) {
+    if (segment === undefined || !entries.has(segment)) {
       await fsp.rm(path.join(blobsDir, name), { force: true, recursive: true });
       orphanedDiskFilesRemoved++;
     }
   }
 
+  const newestSegment = known.at(-1);
+  const newest = newestSegment === undefined ? undefined : { segment: newestSegment, ...entries.get(newestSegment)! };
   const activeSegment = newest && !newest.sealed && newest.committed < SEGMENT_ROLL_BYTES
     && fs.existsSync(path.join(blobsDir, segmentFileName(newest.segment)))
     ? { segment: newest.segment, committed: newest.committed }
     : undefined;
   const [lastKey] = dbs.events.getKeys({ reverse: true, limit: 1 });
+  const lastReplayed = replay.head.at(-1)?.creates.at(-1)?.record.created_at;
   return {
     lastSegment,
     activeSegment,
-    lastCreatedAt: lastKey ?? 0,
-    replayed,
-    changesReplayed,
+    lastCreatedAt: Math.max(lastKey ?? 0, lastReplayed ?? 0),
+    head: replay.head,
+    replayed: replay.replayed,
+    changesReplayed: replay.changesReplayed,
     skipped,
     stagingFilesRemoved: stagingFiles.length,
     tailsTruncated,
