@@ -40,6 +40,8 @@ const ENV_FILE = '/etc/edge-events/edge-events.env';
 const DATA_DIR = '/var/lib/edge-events';
 const UNIT = '/lib/systemd/system/edge-events.service';
 const WANTS = '/etc/systemd/system/multi-user.target.wants/edge-events.service';
+/** The unit's CacheDirectory= (Node's module compile cache). */
+const CACHE_DIR = '/var/cache/edge-events';
 /** The installed runtime's ceiling, `du -sk` of PROGRAM: 120 MB (#29 item 4) in KiB. */
 const MAX_INSTALLED_KIB = Math.floor(120e6 / 1024);
 
@@ -205,10 +207,12 @@ t.test('the .deb installs, serves as its user, upgrades keeping data and the edi
   t.ok(fs.existsSync(root.file(`${DATA_DIR}/db`)), 'the data stays');
   t.equal(fs.readFileSync(root.file(ENV_FILE), 'utf8'), edited, 'the env file stays');
 
-  // Purge: the data and /etc/edge-events go; the system user stays.
+  // Purge: the data, /etc/edge-events and the compile cache go; the system user stays. The cache
+  // directory is made here as systemd's CacheDirectory= makes it at the unit's first start.
+  fs.mkdirSync(root.file(`${CACHE_DIR}/v24.21.0-x64-0`), { recursive: true });
   await dpkg('--purge', 'edge-events');
   t.equal(await packageState(root), '', 'purged: dpkg knows it no more');
-  for (const gone of [DATA_DIR, '/etc/edge-events', WANTS, '/etc/systemd/system/edge-events.service']) {
+  for (const gone of [DATA_DIR, '/etc/edge-events', CACHE_DIR, WANTS, '/etc/systemd/system/edge-events.service']) {
     t.notOk(fs.existsSync(root.file(gone)) || fs.lstatSync(root.file(gone), { throwIfNoEntry: false }), `${gone} is gone`);
   }
   t.same(serviceUser(root), user, 'the system user stays');
