@@ -5,7 +5,6 @@ import { registerEventsCommand } from './client/events-command.js';
 import { registerExportCommand } from './export/export-command.js';
 import { registerMcpCommand } from './mcp/mcp-command.js';
 import { registerSearchCommand } from './search/search-command.js';
-import { serveUntilStopped } from './serve.js';
 
 const program = new Command('edge-events')
   .description('On-device event store for vision pipelines, and hosted image-search tools')
@@ -14,7 +13,8 @@ const program = new Command('edge-events')
 program
   .command('serve')
   .description('run the event store (settings from the environment; see README)')
-  .action(serveUntilStopped);
+  // The server's modules load only for `serve`, so the client commands start without them.
+  .action(async () => (await import('./serve.js')).serveUntilStopped());
 
 registerEventsCommand(program);
 registerExportCommand(program);
