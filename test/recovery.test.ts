@@ -1,8 +1,9 @@
 /**
  * Recovery (docs/STORAGE.md, "Recovery"): after a kill -9 LMDB opens at its last flushed commit
- * and the log after it is replayed, so every acknowledged event is there with its exact image
- * bytes; replay counts each create once; changes flushed before they answered (finalize, reset)
- * are never undone by it; a clean stop replays nothing.
+ * and the log after it is replayed into the index head, which the first checkpoint commits, so
+ * every acknowledged event is there with its exact image bytes; replay counts each create once;
+ * changes durable before they answered (finalize and attach in the log, reset flushed) are never
+ * undone by it; segments only the log knows are kept; a clean stop replays nothing.
  */
 import { once } from 'node:events';
 import fs from 'node:fs';
