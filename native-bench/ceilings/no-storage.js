@@ -19,7 +19,7 @@ import { loadConfig } from '../../dist/src/config.js';
 import { createEngine } from '../../dist/src/http/engine-choice.js';
 import { registerRoutes } from '../../dist/src/http/route-table.js';
 import { createRoute } from '../../dist/src/http/store-routes.js';
-import { CapacityGate } from '../../dist/src/operations/capacity-gate.js';
+import { CapacityGate } from '../../dist/src/lifecycle/capacity-gate.js';
 import { createLogger } from '../../dist/src/logger.js';
 import { nextUniqueMicros } from '../../dist/src/store/timestamps.js';
 
