@@ -11,7 +11,7 @@ import { AppError, fromDiskError } from '../errors.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
 import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
 import { indexBatches } from './create-index.js';
-import { CHECKPOINT_ENTRIES, CHECKPOINT_RECORD_BYTES, DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
+import { checkpointDue, DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { RecordAttachment, RecordImage, RecordImageResults } from './event-record.js';
@@ -519,7 +519,7 @@ export class EventStore extends StoreView {
    * reported and tried again at the next tick.
    */
   private scheduleCheckpoint(): void {
-    const full = this.head.entries >= CHECKPOINT_ENTRIES || this.head.bytes >= CHECKPOINT_RECORD_BYTES;
+    const full = checkpointDue(this.head);
     if (!full && (this.checkpointTimer !== undefined || this.head.empty)) return;
     if (full && this.checkpointRun) return; // the run under way reschedules when it ends
     clearTimeout(this.checkpointTimer);

@@ -42,8 +42,16 @@ export const DEFAULT_CHECKPOINT_MS = 1000;
  * creates and changes, or this many bytes of records, is checkpointed at once instead of at the
  * next tick; a replay holding as many checkpoints them before the store serves (recovery.ts).
  */
-export const CHECKPOINT_ENTRIES = 20_000;
-export const CHECKPOINT_RECORD_BYTES = 16 * 1024 * 1024;
+const CHECKPOINT_ENTRIES = 20_000;
+const CHECKPOINT_RECORD_BYTES = 16 * 1024 * 1024;
+
+/**
+ * True when `entries` creates and changes holding `bytes` of records (as IndexHead counts them)
+ * reach the size trigger of a checkpoint.
+ */
+export function checkpointDue({ entries, bytes }: { entries: number; bytes: number }): boolean {
+  return entries >= CHECKPOINT_ENTRIES || bytes >= CHECKPOINT_RECORD_BYTES;
+}
 
 /** What a checkpoint or a replay step indexes (create-index.ts): creates, then changes to events created before them or among them. */
 export interface LoggedEntries {

@@ -11,7 +11,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { SEGMENT_ROLL_BYTES, segmentFileName, segmentNumberOf } from './blob-log.js';
 import { indexBatches, type IndexOptions } from './create-index.js';
-import { CHECKPOINT_ENTRIES, CHECKPOINT_RECORD_BYTES, type HeadBatch, type LoggedEntries } from './index-head.js';
+import { checkpointDue, type HeadBatch, type LoggedEntries } from './index-head.js';
 import { indexedLogPosition, LOG_POSITION_KEY, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord } from './record-codec.js';
 import { decodeRecordFrame } from './record-frame.js';
@@ -65,7 +65,7 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
 
 /**
  * The batches a replay hands to the index head, and where it got to in each segment. Past the
- * checkpoint's size trigger (index-head.ts `CHECKPOINT_ENTRIES`, `CHECKPOINT_RECORD_BYTES`) the
+ * checkpoint's size trigger (index-head.ts `checkpointDue`) the
  * batches held are checkpointed into LMDB before the replay goes on, as the running store's head
  * would be, so a long log replays in bounded memory.
  */
@@ -78,8 +78,9 @@ class ReplayedBatches {
   readonly segments = new Map<number, { end: number; sealed: boolean }>();
   replayed = 0;
   changesReplayed = 0;
-  private entries = 0;
-  private bytes = 0;
+  /** Creates and changes held, and the bytes of their records: what `checkpointDue` weighs. */
+  entries = 0;
+  bytes = 0;
 
   constructor(private readonly dbs: StoreDatabases, private readonly options: IndexOptions) {}
 
@@ -98,7 +99,7 @@ class ReplayedBatches {
     this.changesReplayed += batch.changes.length;
     this.entries += batch.creates.length + batch.changes.length;
     for (const { value } of batch.creates) this.bytes += value.length;
-    if (this.entries >= CHECKPOINT_ENTRIES || this.bytes >= CHECKPOINT_RECORD_BYTES) await this.checkpoint();
+    if (checkpointDue(this)) await this.checkpoint();
   }
 
   /** Commits the batches held to LMDB, as a checkpoint of the head does (event-store.ts `commitHead`). */
@@ -221,21 +222,21 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
   await Promise.all(stagingFiles.map((f) => fsp.rm(path.join(stagingDir, f), { force: true, recursive: true })));
 
   // Segments LMDB knows, and those only the replayed head knows (opened since the last checkpoint).
-  const entries = new Map<number, { committed: number; sealed: boolean }>();
-  for (const { key, value } of dbs.segments.getRange()) entries.set(key, { committed: value.committed, sealed: Boolean(value.sealed) });
+  const segments = new Map<number, { committed: number; sealed: boolean }>();
+  for (const { key, value } of dbs.segments.getRange()) segments.set(key, { committed: value.committed, sealed: Boolean(value.sealed) });
   for (const [segment, { end, sealed }] of replay.segments) {
-    const entry = entries.get(segment);
-    entries.set(segment, { committed: Math.max(entry?.committed ?? 0, end), sealed: sealed || (entry?.sealed ?? false) });
+    const entry = segments.get(segment);
+    segments.set(segment, { committed: Math.max(entry?.committed ?? 0, end), sealed: sealed || (entry?.sealed ?? false) });
   }
-  const known = [...entries.keys()].sort((a, b) => a - b);
+  const newestSegment = Math.max(0, ...segments.keys());
 
-  let lastSegment = Math.max(positionSegment, ...known);
+  let lastSegment = Math.max(positionSegment, newestSegment);
   let tailsTruncated = 0;
-  for (const segment of known) {
+  for (const [segment, { committed }] of segments) {
     const file = path.join(blobsDir, segmentFileName(segment));
     const size = fs.statSync(file, { throwIfNoEntry: false })?.size;
-    if (size !== undefined && size > entries.get(segment)!.committed) {
-      await fsp.truncate(file, entries.get(segment)!.committed);
+    if (size !== undefined && size > committed) {
+      await fsp.truncate(file, committed);
       tailsTruncated++;
     }
   }
@@ -244,14 +245,13 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
   for (const name of await fsp.readdir(blobsDir)) {
     const segment = segmentNumberOf(name);
     if (segment !== undefined) lastSegment = Math.max(lastSegment, segment);
-    if (segment === undefined || !entries.has(segment)) {
+    if (segment === undefined || !segments.has(segment)) {
       await fsp.rm(path.join(blobsDir, name), { force: true, recursive: true });
       orphanedDiskFilesRemoved++;
     }
   }
 
-  const newestSegment = known.at(-1);
-  const newest = newestSegment === undefined ? undefined : { segment: newestSegment, ...entries.get(newestSegment)! };
+  const newest = segments.has(newestSegment) ? { segment: newestSegment, ...segments.get(newestSegment)! } : undefined;
   const activeSegment = newest && !newest.sealed && newest.committed < SEGMENT_ROLL_BYTES
     && fs.existsSync(path.join(blobsDir, segmentFileName(newest.segment)))
     ? { segment: newest.segment, committed: newest.committed }
