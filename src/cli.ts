@@ -1,10 +1,6 @@
 #!/usr/bin/env node
 /** `edge-events`: the one binary of the package, with its subcommands. */
 import { Command } from 'commander';
-import { registerEventsCommand } from './client/events-command.js';
-import { registerExportCommand } from './export/export-command.js';
-import { registerMcpCommand } from './mcp/mcp-command.js';
-import { registerSearchCommand } from './search/search-command.js';
 
 const program = new Command('edge-events')
   .description('On-device event store for vision pipelines, and hosted image-search tools')
@@ -16,9 +12,19 @@ program
   // The server's modules load only for `serve`, so the client commands start without them.
   .action(async () => (await import('./serve.js')).serveUntilStopped());
 
-registerEventsCommand(program);
-registerExportCommand(program);
-registerSearchCommand(program);
-registerMcpCommand(program);
+// And `serve` starts without the client commands' modules: about 60 modules, cli-progress and
+// yauzl among them (native-bench/PROFILE.md, "Start-up and restart").
+if (process.argv[2] !== 'serve') {
+  const [events, exportCommand, search, mcp] = await Promise.all([
+    import('./client/events-command.js'),
+    import('./export/export-command.js'),
+    import('./search/search-command.js'),
+    import('./mcp/mcp-command.js'),
+  ]);
+  events.registerEventsCommand(program);
+  exportCommand.registerExportCommand(program);
+  search.registerSearchCommand(program);
+  mcp.registerMcpCommand(program);
+}
 
 await program.parseAsync(process.argv);
