@@ -12,10 +12,10 @@ import { currentHost, loadUws, type UwsLoadReport } from './uws/uws-loader.js';
 
 /**
  * What the fallback engine costs against the native one, quoted in its start-up log: figures of
- * native-bench's run of 2026-11-22 (bench.js runs both engines side by side; RESULTS.md,
- * "HTTP engines"). Ingest is bound by the durable commit, so it loses little; bare HTTP more.
+ * native-bench's run of 2026-11-27 (bench.js runs both engines side by side; RESULTS.md,
+ * "HTTP engines"). Ingest is bound by the durable append, so it loses less than bare HTTP.
  */
-export const FALLBACK_COST = '94% of the native small-event ingest rate, 90% with images, 42% of its bare HTTP request rate; '
+export const FALLBACK_COST = '75% of the native small-event ingest rate, 91% with images, 34% of its bare HTTP request rate; '
   + 'native-bench/RESULTS.md, "HTTP engines"';
 
 /** Thrown when HTTP_ENGINE=uws and no native uWebSockets.js build loads. */
