@@ -2,8 +2,8 @@
  * Group commit (src/store/group-commit.ts; docs/STORAGE.md, "Creates"): jobs of one event turn
  * share a batch, jobs submitted while a batch commits form the next one, batches commit in
  * submission order, and `release` is the only thing that lets the next batch start before the
- * previous one settles. Pause, resume, `whenIdle` and the failure of one batch, then the two
- * committers wired as the store's log and index stages.
+ * previous one settles. Pause, resume, `whenIdle` and the failure of one batch, then two
+ * committers chained, the first releasing before it waits on the second.
  *
  * No clock and no sleeps: every batch is held by a test-controlled commit until the test lets
  * it go, and "has not started" is checked after letting pending setImmediate callbacks run
@@ -253,10 +253,11 @@ t.test('a failed batch rejects each of its jobs with its error; the next batch s
   t.equal(await after, 'C', 'the batch after it commits');
 });
 
-t.test('two committers as the store runs them: the index stage takes every batch the log stage appended while it was busy, in log order', async (t) => {
-  // The store's pipeline (docs/STORAGE.md, "Creates"; EventStore.commitLogged, then a checkpoint):
-  // the log stage appends a batch, releases, then waits for the index stage; the index stage
-  // has no release, so batches appended while it commits wait and go into its next round.
+t.test('two committers chained: the second takes every batch the first released while it was busy, in order', async (t) => {
+  // The two-stage pipeline the store ran before its index head (native-bench/PROFILE.md, "Storage
+  // engine v2"), kept as the case that shows `release`: the log stage appends a batch, releases, then
+  // waits for the index stage; the index stage has no release, so batches appended while it
+  // commits wait and go into its next round. The store now runs the log stage alone.
   const appended: string[][] = [];
   const indexRounds = heldCommits<string[], undefined>();
   const index = new GroupCommitter(indexRounds.commit);
