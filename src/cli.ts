@@ -13,7 +13,8 @@ program
   .action(async () => (await import('./serve.js')).serveUntilStopped());
 
 // And `serve` starts without the client commands' modules: about 60 modules, cli-progress and
-// yauzl among them (native-bench/PROFILE.md, "Start-up and restart").
+// yauzl among them, 100 ms of a 500 ms start (native-bench/PROFILE.md, "Small events, one sync
+// per append", its start-up paragraph).
 if (process.argv[2] !== 'serve') {
   const [events, exportCommand, search, mcp] = await Promise.all([
     import('./client/events-command.js'),
