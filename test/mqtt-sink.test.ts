@@ -170,6 +170,18 @@ t.test('a broker restart in the middle of a run: creates keep answering 201, eve
   await until('the backlog drained', async () => (await getJson(`${store.url}/stats`)).body.mqtt.oldest_unpublished_age_seconds === null);
 });
 
+t.test('the backlog counts events acknowledged a moment ago, still in the index head', async (t) => {
+  const { broker } = await brokerWithSubscriber(t, 'mqtt-test-head');
+  // No checkpoint within the test: every event it creates stays in the head (docs/STORAGE.md, "The index head").
+  const store = await publishingStore(broker, { INDEX_CHECKPOINT_MS: '60000' });
+  t.teardown(store.stop);
+  await broker.stop();
+  await until('the store saw the broker go', async () => !(await getJson(`${store.url}/stats`)).body.mqtt.connected);
+  t.equal((await getJson(`${store.url}/stats`)).body.mqtt.oldest_unpublished_age_seconds, null, 'nothing waits yet');
+  await create(store);
+  t.equal((await getJson(`${store.url}/stats`)).body.mqtt.oldest_unpublished_age_seconds, 0, 'the event just created waits, 0 s old');
+});
+
 t.test('a store restarted while the broker is away resumes from its stored cursor', async (t) => {
   const { broker, received } = await brokerWithSubscriber(t, 'mqtt-test-cursor');
   const first = await publishingStore(broker);

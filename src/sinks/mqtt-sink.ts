@@ -19,7 +19,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { EventQuery } from '../store/event-query.js';
 import type { EventStore } from '../store/event-store.js';
-import { eventsOldestFirst, oldestAndNewest } from '../store/lifecycle-queries.js';
+import { oldestAndNewest } from '../store/lifecycle-queries.js';
 import { readSinkCursor, writeSinkCursor } from '../store/sink-cursors.js';
 import type { StoreChange } from '../store/store-changes.js';
 import { formatMicrosOrNull } from '../store/timestamps.js';
@@ -125,7 +125,7 @@ export class MqttSink {
   /** The sink's state for `/stats` and `/metrics`. */
   status(): MqttSinkStatus {
     const cursor = this.current?.transport.acknowledgedThrough ?? this.cursor;
-    const [oldest] = eventsOldestFirst(this.store, { from: cursor + 1, limit: 1 });
+    const oldest = this.store.oldestEventFrom(cursor + 1);
     return {
       connected: this.client.connected,
       published_total: this.published.created + this.published.finalized + this.published.deleted,

@@ -182,6 +182,18 @@ export class StoreView {
     return oldest === undefined ? undefined : { oldest, newest: this.head!.newest! };
   }
 
+  /**
+   * created_at (µs) of the oldest event created at or after `from` (µs), in LMDB or in the head;
+   * undefined when there is none. A sink's backlog (docs/API.md, "Statistics") counts events
+   * acknowledged a moment ago, which are still in the head until the next checkpoint.
+   */
+  oldestEventFrom(from: number): number | undefined {
+    const [stored] = this.dbs.events.getKeys({ start: from, limit: 1 });
+    const inHead = this.head?.empty === false ? this.head.cursor(from, Infinity, 'asc').seek(from) : undefined;
+    if (stored === undefined || inHead === undefined) return stored ?? inHead;
+    return Math.min(stored, inHead);
+  }
+
   /** Where file `fileId` lives in the log, or undefined when there is no such file (inside the store only). */
   getFile(fileId: string): FileEntry | undefined {
     if (fileId.length === 0 || fileId.length > MAX_ID_LENGTH) return undefined;
