@@ -68,7 +68,8 @@ t.test('READY=1 with a status once listening, WATCHDOG=1 at half the timeout, ST
   t.equal(received.indexOf(ready), 0, 'READY=1 comes first');
   const port = new URL(store.url).port;
   t.match(ready.vars.STATUS, new RegExp(`^serving on (uws \\(.+\\)|node), port ${port}; 0 events \\(0\\.0% of 1,000\\); .+ stored \\(.+% of 10 GiB\\)$`), 'the status names the engine, the events stored and the capacity');
-  t.match(store.output(), /"msg":"systemd notified: ready"/);
+  // The log line follows the datagram, through the logger's own stream: wait for it, not race it.
+  t.ok(await until('the log line', () => /"msg":"systemd notified: ready"/.test(store.output())), 'the log says systemd was notified');
   t.equal((await postJson(`${store.url}/v2/events`, imageEvent())).status, 201, 'it serves');
 
   await until('six watchdog pings', () => received.filter((d) => d.vars.WATCHDOG === '1').length >= 6, 10_000);
