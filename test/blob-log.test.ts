@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
-import { SegmentAppender, segmentFileName, writeAll, ZERO_AHEAD_BYTES } from '../src/store/blob-log.js';
+import { SegmentAppender, segmentFileName, writeAll, writeAllSync, ZERO_AHEAD_BYTES } from '../src/store/blob-log.js';
 import { timeOrderedId } from '../src/store/ids.js';
 import { blobCrcMatches, checksum, FRAME_HEADER_BYTES, frameHeader } from '../src/store/segment-frames.js';
 import { tempDataDir } from './support/store-server.js';
@@ -104,6 +104,20 @@ t.test('more buffers than IOV_MAX go in several writevs of at most IOV_MAX, shor
     t.ok(calls.every((c) => c.buffers <= IOV_MAX), `limits ${limits}: no call passes more than ${IOV_MAX} buffers (most: ${Math.max(...calls.map((c) => c.buffers))})`);
     if (limits[0] === Number.MAX_SAFE_INTEGER) t.same(calls.map((c) => c.buffers), [1024, 1024, 452], 'whole writes: three calls');
   }
+});
+
+t.test('writeAllSync writes more buffers than IOV_MAX at their position, byte for byte', async (t) => {
+  const file = path.join(tempDataDir(), 'sync.blob');
+  const before = pattern(777, 99);
+  fs.writeFileSync(file, before);
+  const buffers = frameBuffers(Array.from({ length: IOV_MAX }, (_, i) => 1 + ((i * 37) % 300)));
+  const fd = fs.openSync(file, 'r+');
+  try {
+    writeAllSync(fd, buffers, before.length);
+  } finally {
+    fs.closeSync(fd);
+  }
+  t.ok(fs.readFileSync(file).equals(Buffer.concat([before, ...buffers])), `${buffers.length} buffers written after the file's first ${before.length} bytes`);
 });
 
 t.test('an append of 1,500 frames (3,000 buffers) reads back frame by frame', async (t) => {

@@ -4,12 +4,14 @@
  * DATA_DIR/blobs/, never into LMDB. The active segment takes the frames of each group commit and
  * rolls at SEGMENT_ROLL_BYTES. An append is one `writev` to a file opened with O_DSYNC, which
  * returns once the data is durable (open(2): "as though each write(2) was followed by a call to
- * fdatasync(2)"): the durability point of a create, in one system call on one thread-pool thread
- * instead of two in turn (writev, then fdatasync).
+ * fdatasync(2)"): the durability point of a create, in one system call instead of two in turn
+ * (writev, then fdatasync). A small append into zeros written ahead is made on the calling thread
+ * while such appends are fast (append-pace.ts); any other goes to the thread pool.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { AppendPace } from './append-pace.js';
 import { checksum, FRAME_HEADER_BYTES, frameHeader, type FrameKind } from './segment-frames.js';
 
 export const SEGMENT_ROLL_BYTES = 64 * 1024 * 1024;
@@ -24,9 +26,13 @@ export const ZERO_AHEAD_BYTES = 1024 * 1024;
 /**
  * Appends smaller than this on average (bytes; an exponential mean) get zeros ahead of them. For
  * larger ones the journal commit of a growing file is small beside the data, and zeroing ahead
- * would write every byte twice.
+ * would write every byte twice. An append up to this size that only overwrites zeros may be made
+ * on the calling thread (append-pace.ts).
  */
 const SMALL_APPEND_BYTES = 16 * 1024;
+
+/** writev's cap on buffers per call (IOV_MAX on Linux). */
+const IOV_MAX = 1024;
 
 /**
  * The zeros go to the file one page per write (bytes). Linux caches a write in a folio as large
@@ -91,6 +97,8 @@ export class SegmentAppender {
   private fileBytes = 0;
   /** Exponential mean of the bytes of recent appends (bytes). */
   private meanAppend = SMALL_APPEND_BYTES;
+  /** Whether small overwrites are fast enough to make on the calling thread. */
+  private readonly pace = new AppendPace();
   /** The append under way; the next one starts after it. */
   private tail: Promise<void> = Promise.resolve();
 
@@ -120,8 +128,10 @@ export class SegmentAppender {
    * Appends frames and makes them durable (one O_DSYNC writev). Appends run one after
    * another, in call order. When appends are small, ZERO_AHEAD_BYTES of zeros are written past
    * the frames, and synced, whenever they reach the end of the file, so the appends after it only
-   * overwrite. On failure the segment is truncated back to where the append began and the error
-   * (e.g. ENOSPC) is rethrown.
+   * overwrite. An append of at most SMALL_APPEND_BYTES that only overwrites zeros is written on
+   * the calling thread while `AppendPace` allows it (docs/STORAGE.md, "Small appends on the
+   * calling thread"); others on the thread pool. On failure the segment is truncated back to
+   * where the append began and the error (e.g. ENOSPC) is rethrown.
    */
   append(frames: FrameToAppend[]): Promise<Appended> {
     const result = this.tail.then(() => this.appendNow(frames));
@@ -145,8 +155,12 @@ export class SegmentAppender {
     this.meanAppend += ((offset - start) - this.meanAppend) / 8;
     // A replay stops at the zeros: no frame starts with them (segment-frames.ts, magic).
     const zeroAhead = offset > this.fileBytes && this.meanAppend < SMALL_APPEND_BYTES ? Math.max(0, Math.min(ZERO_AHEAD_BYTES, this.rollBytes - offset)) : 0;
+    // An overwrite of zeros syncs its data blocks alone, nothing of the file system's: the
+    // cheapest write the device does, and the only kind the pace times.
+    const smallOverwrite = offset <= this.fileBytes && offset - start <= SMALL_APPEND_BYTES;
     try {
-      await Promise.all([writeAll(handle, buffers, start), zeroAhead > 0 ? this.writeZerosAhead(offset, zeroAhead) : undefined]);
+      if (smallOverwrite) await this.pace.write(() => writeAllSync(handle.fd, buffers, start), () => writeAll(handle, buffers, start));
+      else await Promise.all([writeAll(handle, buffers, start), zeroAhead > 0 ? this.writeZerosAhead(offset, zeroAhead) : undefined]);
       this.end = offset;
       this.fileBytes = Math.max(this.fileBytes, offset + zeroAhead);
       return { placed, segment: this.segment, start, end: offset };
@@ -212,21 +226,36 @@ export class SegmentAppender {
 
 /** Writes `buffers` at `position` (bytes) with as many writevs as it takes (exported for its test). */
 export async function writeAll(handle: fsp.FileHandle, buffers: Buffer[], position: number): Promise<void> {
-  let pending = buffers;
-  let at = position;
-  while (pending.length > 0) {
-    // writev takes at most IOV_MAX (1024) buffers and may write partially.
-    const chunk = pending.slice(0, 1024);
-    let { bytesWritten } = await handle.writev(chunk, at);
+  for (let pending = buffers, at = position; pending.length > 0;) {
+    const taken = Math.min(pending.length, IOV_MAX);
+    const { bytesWritten } = await handle.writev(pending.slice(0, taken), at);
     at += bytesWritten;
-    let consumed = 0;
-    while (consumed < chunk.length && bytesWritten >= chunk[consumed].length) {
-      bytesWritten -= chunk[consumed].length;
-      consumed++;
-    }
-    const rest = consumed < chunk.length ? [chunk[consumed].subarray(bytesWritten), ...chunk.slice(consumed + 1)] : [];
-    pending = [...rest, ...pending.slice(chunk.length)];
+    pending = unwritten(pending, taken, bytesWritten);
   }
+}
+
+/** `writeAll` on the calling thread, to file descriptor `fd` (exported for its test). */
+export function writeAllSync(fd: number, buffers: Buffer[], position: number): void {
+  for (let pending = buffers, at = position; pending.length > 0;) {
+    const taken = Math.min(pending.length, IOV_MAX);
+    const bytesWritten = fs.writevSync(fd, pending.slice(0, taken), at);
+    at += bytesWritten;
+    pending = unwritten(pending, taken, bytesWritten);
+  }
+}
+
+/**
+ * What is left of `pending` after a writev of its first `taken` buffers wrote `written` bytes:
+ * writev may write partially.
+ */
+function unwritten(pending: Buffer[], taken: number, written: number): Buffer[] {
+  let consumed = 0;
+  let left = written;
+  while (consumed < taken && left >= pending[consumed].length) {
+    left -= pending[consumed].length;
+    consumed++;
+  }
+  return consumed < taken ? [pending[consumed].subarray(left), ...pending.slice(consumed + 1)] : pending.slice(taken);
 }
 
 /**
