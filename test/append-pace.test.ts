@@ -35,7 +35,7 @@ t.test('the first small append goes to the pool; fast ones after it stay on the 
   t.same(threads, ['pool', ...Array(100).fill('inline')]);
 });
 
-t.test('one slow append sends the next ones to the pool until the mean decays under the bound', async (t) => {
+t.test('one slow append sends the next ones to the pool until its duration decays under the bound', async (t) => {
   const { pace, threads, write } = pacedWrites();
   for (let i = 0; i < 11; i++) await write(0.13);
   await write(50); // a card's sync that took 50 ms, on the calling thread
