@@ -3,8 +3,8 @@
  * temporary file beside the target, checks it is a complete zip, and renames it into place, so
  * the target is either the whole export or as it was.
  */
-import { createWriteStream, rmSync } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -62,7 +62,11 @@ export async function downloadExport(client: StoreClient, request: ExportDownloa
         callback(null, chunk);
       },
     });
-    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), count, createWriteStream(temporary));
+    // Created before the body flows: a write stream opens its file lazily, so a body failing
+    // at once could reject the pipeline before that open, and the file would appear after the
+    // `rm` below. The stream closes the handle.
+    const file = await open(temporary, 'wx');
+    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), count, file.createWriteStream());
     const summary = await zipSummary(temporary).catch((err: Error) => {
       throw new ExportCliError(`The export is not a complete zip: ${err.message}`, 1, 'The store stopped before the end of the export; retry, and check the store\'s log.', { cause: err });
     });
