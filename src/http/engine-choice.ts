@@ -15,7 +15,7 @@ import { currentHost, loadUws, type UwsLoadReport } from './uws/uws-loader.js';
  * native-bench's run of 2026-11-27 (bench.js runs both engines side by side; RESULTS.md,
  * "HTTP engines"). Ingest is bound by the durable append, so it loses less than bare HTTP.
  */
-export const FALLBACK_COST = '85% of the native small-event ingest rate, 118% with images, 46% of its bare HTTP request rate; '
+export const FALLBACK_COST = '85% of the native small-event ingest rate, as fast with images, 46% of its bare HTTP request rate; '
   + 'native-bench/RESULTS.md, "HTTP engines"';
 
 /** Thrown when HTTP_ENGINE=uws and no native uWebSockets.js build loads. */
