@@ -225,6 +225,9 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.ok(Math.abs(ear.width - 50 * scale) <= 1.5, 'the small box at its place in the full image');
     await page.keyboard.press('Escape');
     await viewer.waitFor({ state: 'hidden' });
+    // The dialog's close event, whose handler releases the image, is a task queued after the
+    // dialog hides (HTML, "close the dialog"): wait for it rather than race it.
+    await viewer.locator('img').waitFor({ state: 'detached' });
     t.equal(await viewer.locator('img').count(), 0, 'closed: its image released');
 
     // Shown once a second.
