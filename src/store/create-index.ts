@@ -5,6 +5,7 @@
  * or change gets exactly the entries a live one gets.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { PutOptions } from 'lmdb';
 import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
 import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from './lmdb-env.js';
@@ -63,7 +64,7 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
       liveBytes += at.length;
     }
     files += own.length;
-    puts.push(dbs.events.put(record.created_at, value), dbs.eventIds.put(record.id, record.created_at));
+    puts.push(putCreated(dbs, record.created_at, value), dbs.eventIds.put(record.id, record.created_at));
     for (const key of indexKeysOf(record)) puts.push(dbs.index.put(key, EMPTY));
     if (record.draft) drafts++;
     images += record.images.length;
@@ -90,6 +91,24 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
     for (const change of changes) applyChangeSync(dbs, change, shipping, present);
   });
+}
+
+/**
+ * Puts a create's record into `events`, keyed by its `created_at` (µs), at the end of the B-tree
+ * with LMDB's `MDB_APPEND` (docs/STORAGE.md, "Records fill their pages"). LMDB splits a full
+ * leaf page in the middle unless the put appends; records of about 1.8 KB, two to a 4 KiB page,
+ * put in key order would then end one to a page, which doubles the pages the index stores and
+ * the pages each checkpoint writes. An append whose key is not past the last one (a create that
+ * came out of order, or one a replay puts again after a failed checkpoint had put it) fails with
+ * `MDB_KEYEXIST`, which lmdb-js answers as `false` and not as an error: it is then put in place.
+ * lmdb-js's asynchronous `put` takes the same options object as `putSync` (lmdb-js README,
+ * "db.putSync"; write.js `put` sets `MDB_APPEND` for `append`); its typings list only `putSync`'s.
+ * @returns true once the record is in a commit
+ * @throws the lmdb error of a failed commit
+ */
+async function putCreated(dbs: StoreDatabases, createdAt: number, value: Buffer): Promise<boolean> {
+  const put = dbs.events.put as (key: number, value: Buffer, options: PutOptions) => Promise<boolean>;
+  return (await put.call(dbs.events, createdAt, value, { append: true })) || dbs.events.put(createdAt, value);
 }
 
 /**
