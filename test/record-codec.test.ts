@@ -11,7 +11,7 @@ import { presentEvent, presentEventJson } from '../src/events/present.js';
 import type { EventRecord } from '../src/store/event-record.js';
 import { indexKeysOf } from '../src/store/index-keys.js';
 import { openDatabases } from '../src/store/lmdb-env.js';
-import { decodeRecord, encodeRecord as encodeWith, recordByteLength, storedJson as storedJsonWith } from '../src/store/record-codec.js';
+import { decodeRecord, encodeRecord as encodeWith, frameRecordBytes, recordByteLength, recordFromFrame, storedJson as storedJsonWith } from '../src/store/record-codec.js';
 import { parseIsoMicros } from '../src/store/timestamps.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore, tempDataDir } from './support/store-server.js';
@@ -113,6 +113,21 @@ t.test('layout 3 round trip: the record, and its presented JSON after it', async
   t.same(JSON.parse(storedJson(rewritten).toString()).finalized_at, '2026-05-28T20:26:40.123461Z');
   t.equal(decodeRecord(rewritten).draft, false);
   t.throws(() => decodeRecord(Buffer.from([3, 200, 0, 0, 0, 0x90])), /longer than its stored value/, 'a truncated value is an error');
+});
+
+t.test('a record frame keeps the record without its JSON, and a replay makes the same stored value from it', async (t) => {
+  const record = sampleRecord();
+  const value = encodeRecord(record);
+  const bytes = frameRecordBytes(value);
+  t.equal(bytes.length, recordByteLength(value), 'the record part alone');
+  t.equal(bytes.buffer, value.buffer, 'a view, not a copy');
+  const replayed = recordFromFrame(Buffer.from(bytes), presentEventJson);
+  t.same(replayed.record, record, 'decodes to the record');
+  t.same(replayed.value, value, 'and makes the value encodeRecord made, byte for byte');
+  const older = recordFromFrame(value, presentEventJson);
+  t.equal(older.value, value, 'a whole layout-3 value (frames written before) is kept as it is');
+  t.same(older.record, record);
+  t.throws(() => frameRecordBytes(Buffer.from([0x90])), /not a layout-3 record/, 'only a layout-3 value has a record part');
 });
 
 t.test('layouts 1 and 2 keep decoding, and present their JSON on demand', async (t) => {

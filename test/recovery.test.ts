@@ -10,9 +10,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { EventStore, type CreatedEvent } from '../src/store/event-store.js';
-import { segmentFileName } from '../src/store/blob-log.js';
-import { LOG_POSITION_KEY } from '../src/store/lmdb-env.js';
-import { openDatabases } from '../src/store/lmdb-env.js';
+import { SegmentAppender, segmentFileName } from '../src/store/blob-log.js';
+import type { EventRecord } from '../src/store/event-record.js';
+import { timeOrderedId } from '../src/store/ids.js';
+import { LOG_POSITION_KEY, openDatabases, type LogPosition } from '../src/store/lmdb-env.js';
+import { encodeRecord, frameRecordBytes } from '../src/store/record-codec.js';
+import { encodeRecordFrame } from '../src/store/record-frame.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
@@ -170,6 +173,39 @@ t.test('a replay over an index that holds the records but not their accounting c
   t.same([counters.events, counters.images, reopened.dbs.events.getCount()], [before.total_events, before.total_images, 30], 'counted once, stored once, once checkpointed');
   t.ok(reopened.dbs.events.get(missing), 'the missing record put back in its place');
   await reopened.close();
+});
+
+t.test('record frames written before frames left out the presented JSON replay beside today\'s, with the same JSON', async (t) => {
+  const dataDir = tempDataDir();
+  await (await EventStore.open(dataDir, STORE_OPTIONS)).close();
+  const dbs = openDatabases(dataDir);
+  const position = dbs.meta.get(LOG_POSITION_KEY) as LogPosition;
+  await dbs.root.close();
+  const record = (n: number): EventRecord => ({
+    ...NEW_EVENT_FIELDS, id: timeOrderedId(), created_at: 1_795_000_000_000_000 + n, custom_metadata: { n, note: 'é\u2028"' },
+    images: [], videos: [], local_only_files: [], original_file_count: 0, current_file_count: 0,
+    finalized_at: 1_795_000_000_000_000 + n, auto_finalized_at: null,
+  });
+  const [older, newer] = [record(1), record(2)];
+  // The log of the release before: the frame holds the whole stored value, its JSON included.
+  const appender = new SegmentAppender(path.join(dataDir, 'blobs'), () => position.segment);
+  await appender.append([
+    { id: older.id, kind: 'record', bytes: encodeRecordFrame({ record: encodeRecord(older, presentEventJson), files: [] }) },
+    { id: newer.id, kind: 'record', bytes: encodeRecordFrame({ record: frameRecordBytes(encodeRecord(newer, presentEventJson)), files: [] }) },
+  ]);
+  await appender.close();
+
+  const reopened = await EventStore.open(dataDir, STORE_OPTIONS);
+  t.teardown(() => reopened.close());
+  t.equal(reopened.opened.replayed, 2, 'both frames replayed');
+  for (const [name, r] of [['older', older], ['newer', newer]] as const) {
+    t.equal(reopened.getEventJson(r.id)?.toString(), presentEventJson(r), `the ${name} frame's event answers its JSON from the head`);
+  }
+  await reopened.checkpointed();
+  for (const [name, r] of [['older', older], ['newer', newer]] as const) {
+    t.equal(reopened.getEventJson(r.id)?.toString(), presentEventJson(r), `and from LMDB (${name})`);
+    t.equal(reopened.dbs.events.getBinary(r.created_at)?.[0], 3, `which holds it with its JSON, in layout 3 (${name})`);
+  }
 });
 
 t.test('a clean stop replays nothing', async (t) => {

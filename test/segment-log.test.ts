@@ -18,7 +18,7 @@ import { scan } from './support/segment-scan.js';
 const image = fixture('cat.jpg');
 const eventId = timeOrderedId();
 const fileId = timeOrderedId();
-const recordData = encodeRecordFrame({ value: Buffer.from('stored record bytes'), files: [{ fileId, contentType: 'image/jpeg' }] });
+const recordData = encodeRecordFrame({ record: Buffer.from('stored record bytes'), files: [{ fileId, contentType: 'image/jpeg' }] });
 
 /** Appends one image frame and one record frame to segment 1 of a fresh directory. */
 async function oneCreate(): Promise<{ file: string; end: number }> {
@@ -40,7 +40,7 @@ t.test('an append reads back: kinds, ids, places and record data', async (t) => 
     ['image', fileId, FRAME_HEADER_BYTES, image.length],
     ['record', eventId, 2 * FRAME_HEADER_BYTES + image.length, recordData.length],
   ]);
-  t.same(decodeRecordFrame(frames[1].data!), { value: Buffer.from('stored record bytes'), files: [{ fileId, contentType: 'image/jpeg' }] });
+  t.same(decodeRecordFrame(frames[1].data!), { record: Buffer.from('stored record bytes'), files: [{ fileId, contentType: 'image/jpeg' }] });
   const handle = await fsp.open(file, 'r');
   t.ok(await blobCrcMatches(handle, frames[0]), 'the image matches its CRC');
   await handle.close();

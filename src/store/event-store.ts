@@ -18,7 +18,7 @@ import type { RecordAttachment, RecordImage, RecordImageResults } from './event-
 import { GroupCommitter } from './group-commit.js';
 import { timeOrderedId } from './ids.js';
 import { completeCounters, LOG_POSITION_KEY, openDatabases, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import { encodeRecord, storedJson, type EventRecord } from './record-codec.js';
+import { encodeRecord, frameRecordBytes, storedJson, type EventRecord } from './record-codec.js';
 import { encodeRecordFrame } from './record-frame.js';
 import { encodeChange, type RecordChange } from './record-change.js';
 import { recoverStore, type SkippedCreate } from './recovery.js';
@@ -474,7 +474,7 @@ export class EventStore extends StoreView {
       placing.push({ blobs, first: frames.length });
       for (const blob of blobs) frames.push({ id: blob.fileId, kind: blob.kind, bytes: blob.bytes });
       const files = blobs.map((b) => ({ fileId: b.fileId, contentType: b.contentType }));
-      frames.push({ id: record.id, kind: 'record', bytes: encodeRecordFrame({ value, files }) });
+      frames.push({ id: record.id, kind: 'record', bytes: encodeRecordFrame({ record: frameRecordBytes(value), files }) });
       creates.push({ record, value, files: [] });
       results.push(undefined);
     }

@@ -75,13 +75,43 @@ function encodeLayout2(r: EventRecord): Buffer {
  */
 export function encodeRecord(r: EventRecord, present: RecordPresenter): Buffer {
   const record = encodeLayout2(r);
-  const json = Buffer.from(present(decodeLayout2(packr.unpack(record) as Tuple)));
+  return layout3Value(record, decodeLayout2(packr.unpack(record) as Tuple), present);
+}
+
+/** The layout-3 value of a layout-2 record's bytes and the record they decode to. */
+function layout3Value(record: Uint8Array, decoded: EventRecord, present: RecordPresenter): Buffer {
+  const json = Buffer.from(present(decoded));
   const value = Buffer.allocUnsafe(HEADER_BYTES + record.length + json.length);
   value[0] = LAYOUT_3;
   value.writeUInt32LE(record.length, 1);
-  record.copy(value, HEADER_BYTES);
+  value.set(record, HEADER_BYTES);
   json.copy(value, HEADER_BYTES + record.length);
   return value;
+}
+
+/**
+ * The layout-2 record inside a layout-3 value (a view into `value`, no copy): what a record frame
+ * keeps of a create (record-frame.ts; docs/STORAGE.md, "The segment log"). Its presented JSON,
+ * about two thirds of a small event's value, is rendered again when the frame is replayed
+ * (`recordFromFrame`).
+ * @throws Error when `value` is not a well-formed layout-3 value
+ */
+export function frameRecordBytes(value: Buffer): Buffer {
+  const record = layout3Record(value);
+  if (!record) throw new Error('not a layout-3 record');
+  return Buffer.from(record.buffer, record.byteOffset, record.byteLength);
+}
+
+/**
+ * The record of a record frame's bytes and the value the `events` database stores for it: a
+ * layout-2 record (`frameRecordBytes`) completed with its presented JSON by `present`, the store's
+ * presenter; or a whole layout-3 value, as frames written before layout-2 frames carry
+ * (docs/STORAGE.md, "The segment log"), kept as it is.
+ * @throws Error on an unknown layout or malformed bytes
+ */
+export function recordFromFrame(bytes: Buffer, present: RecordPresenter): { record: EventRecord; value: Buffer } {
+  const record = decodeRecord(bytes);
+  return { record, value: bytes[0] === LAYOUT_3 ? bytes : layout3Value(bytes, record, present) };
 }
 
 function decodeLayout2(t: Tuple): EventRecord {

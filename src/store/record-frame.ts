@@ -2,7 +2,11 @@
  * The data of a record frame (docs/STORAGE.md, "The segment log"): everything replay needs to
  * re-derive a create's LMDB entries. msgpack of
  *
- *   [stored record value (bytes, as the `events` database holds it), [[file id, content type], ...]]
+ *   [record (bytes), [[file id, content type], ...]]
+ *
+ * The record is its layout-2 bytes (record-codec.ts `frameRecordBytes`), whose presented JSON a
+ * replay renders again (`recordFromFrame`); frames written before that carry the whole layout-3
+ * value, as the `events` database holds it, and still replay.
  *
  * The files' bytes are the blob frames just before the record frame in the same segment (one
  * create's frames are appended together, in one writev); their places come from the scan.
@@ -19,14 +23,14 @@ export interface RecordFrameFile {
 
 /** A decoded record frame. */
 export interface RecordFrame {
-  /** The record as the `events` database stores it (record-codec.ts). */
-  value: Buffer;
+  /** The record's bytes (record-codec.ts `frameRecordBytes`, or a whole layout-3 value). */
+  record: Buffer;
   files: RecordFrameFile[];
 }
 
 /** Encodes the data of a record frame. */
 export function encodeRecordFrame(frame: RecordFrame): Buffer {
-  return packr.pack([frame.value, frame.files.map((f) => [f.fileId, f.contentType])]);
+  return packr.pack([frame.record, frame.files.map((f) => [f.fileId, f.contentType])]);
 }
 
 /**
@@ -39,7 +43,7 @@ export function decodeRecordFrame(data: Buffer): RecordFrame {
     throw new Error('not a record frame');
   }
   return {
-    value: Buffer.from(decoded[0].buffer, decoded[0].byteOffset, decoded[0].byteLength),
+    record: Buffer.from(decoded[0].buffer, decoded[0].byteOffset, decoded[0].byteLength),
     files: (decoded[1] as [string, string][]).map(([fileId, contentType]) => ({ fileId, contentType })),
   };
 }

@@ -13,7 +13,7 @@ import { SEGMENT_ROLL_BYTES, segmentFileName, segmentNumberOf } from './blob-log
 import { indexBatches, type IndexOptions } from './create-index.js';
 import { checkpointDue, type HeadBatch, type LoggedEntries } from './index-head.js';
 import { indexedLogPosition, LOG_POSITION_KEY, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import { decodeRecord } from './record-codec.js';
+import { recordFromFrame, type RecordPresenter } from './record-codec.js';
 import { decodeRecordFrame } from './record-frame.js';
 import { attachedFile, decodeChange } from './record-change.js';
 import { blobCrcMatches, scanFrames, type ScannedFrame } from './segment-frames.js';
@@ -125,10 +125,12 @@ class ReplayedBatches {
  * frame holds is skipped and reported, never a reason to stop (SkippedCreate). A change's
  * counters and entries move only in the transaction that moves the position past it, so it is
  * applied exactly once too.
+ * @param present the store's presenter: it renders the presented JSON a record frame leaves out
+ *   (record-codec.ts `recordFromFrame`)
  * @returns the creates skipped
  * @throws the fs error of a failed read, the lmdb error of a failed checkpoint
  */
-async function replaySegment(file: string, segment: number, start: number, replay: ReplayedBatches): Promise<SkippedCreate[]> {
+async function replaySegment(file: string, segment: number, start: number, replay: ReplayedBatches, present: RecordPresenter): Promise<SkippedCreate[]> {
   const handle = await fsp.open(file, 'r');
   const skipped: SkippedCreate[] = [];
   try {
@@ -150,8 +152,8 @@ async function replaySegment(file: string, segment: number, start: number, repla
         blobs.set(frame.id, frame);
         continue;
       }
-      const { value, files } = decodeRecordFrame(frame.data!);
-      const record = decodeRecord(value);
+      const { record: bytes, files } = decodeRecordFrame(frame.data!);
+      const { record, value } = recordFromFrame(bytes, present);
       const placed = files.map(({ fileId, contentType }) => ({ fileId, contentType, frame: blobs.get(fileId) }));
       const missingFiles = placed.filter(({ frame: blob }) => !blob).map(({ fileId }) => fileId);
       if (missingFiles.length > 0) {
@@ -202,7 +204,7 @@ async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOp
   const skipped: SkippedCreate[] = [];
   for (const segment of onDisk.filter((n) => n >= position.segment)) {
     const from = segment === position.segment ? position.offset : 0;
-    skipped.push(...await replaySegment(path.join(blobsDir, segmentFileName(segment)), segment, from, replay));
+    skipped.push(...await replaySegment(path.join(blobsDir, segmentFileName(segment)), segment, from, replay, options.present));
   }
   return { replay, skipped, positionSegment: position.segment };
 }
