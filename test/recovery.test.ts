@@ -175,7 +175,7 @@ t.test('a replay over an index that holds the records but not their accounting c
   await reopened.close();
 });
 
-t.test('record frames written before frames left out the presented JSON replay beside today\'s, with the same JSON', async (t) => {
+t.test('a log of the release before, whose record frames hold the presented JSON, replays beside today\'s frames with the same JSON', async (t) => {
   const dataDir = tempDataDir();
   await (await EventStore.open(dataDir, STORE_OPTIONS)).close();
   const dbs = openDatabases(dataDir);
