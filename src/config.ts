@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_CHECKPOINT_MS } from './store/index-head.js';
+import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from './store/index-head.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -25,8 +25,10 @@ export interface Config {
   /** Bytes: live blob bytes + LMDB pages in use. */
   maxStorageBytes: number;
   cleanupIntervalSeconds: number;
-  /** Longest time a create waits in the index head before a checkpoint (ms; docs/STORAGE.md, "The index head"). */
+  /** Wait of the index head before a checkpoint once it holds 2,000 creates and changes, or with sinks (ms; docs/STORAGE.md, "When a checkpoint runs"). */
   indexCheckpointMs: number;
+  /** Wait of a head holding fewer, with no sink (ms; the same section). */
+  indexCheckpointMaxMs: number;
   draftAutoFinalizeSeconds: number;
   maxVideoUploadBytes: number;
   maxLocalOnlyFileUploadBytes: number;
@@ -257,6 +259,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxStorageBytes: number(env, 'MAX_STORAGE_BYTES', 10 * GiB, { min: MiB }),
     cleanupIntervalSeconds: number(env, 'CLEANUP_INTERVAL_SECONDS', 300, { min: 1 }),
     indexCheckpointMs: number(env, 'INDEX_CHECKPOINT_MS', DEFAULT_CHECKPOINT_MS, { min: 1, max: 60_000 }),
+    indexCheckpointMaxMs: number(env, 'INDEX_CHECKPOINT_MAX_MS', DEFAULT_CHECKPOINT_MAX_MS, { min: 1, max: 600_000 }),
     draftAutoFinalizeSeconds: number(env, 'DRAFT_AUTO_FINALIZE_SECONDS', 600, { min: 1 }),
     maxVideoUploadBytes: number(env, 'MAX_VIDEO_UPLOAD_BYTES', 500 * MiB, { min: 1 }),
     maxLocalOnlyFileUploadBytes: number(env, 'MAX_LOCAL_ONLY_FILE_UPLOAD_BYTES', 100 * MiB, { min: 1 }),

@@ -70,6 +70,7 @@ export async function startService(config: Config): Promise<StoreService> {
     onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
     onSearchIndexProgress: searchIndexLogger(log),
     checkpointMs: config.indexCheckpointMs,
+    checkpointMaxMs: config.indexCheckpointMaxMs,
   });
   log.info({ store: store.opened }, 'store opened');
   for (const skipped of store.opened.skipped) log.warn(skipped, 'the log replay went past a create naming a file no frame holds; it is not in the index (docs/STORAGE.md, "Recovery")');

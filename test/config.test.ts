@@ -63,10 +63,12 @@ t.test('values are parsed and validated', async (t) => {
   t.equal(loadConfig({ API_KEY: '  ' }).apiKey, undefined, 'blank means unset');
   t.equal(loadConfig({}).indexCheckpointMs, 1000, 'a checkpoint a second by default (docs/STORAGE.md, "The index head")');
   t.equal(loadConfig({ INDEX_CHECKPOINT_MS: '250' }).indexCheckpointMs, 250);
+  t.equal(loadConfig({}).indexCheckpointMaxMs, 60_000, 'a slowly filling head waits up to a minute (docs/STORAGE.md, "When a checkpoint runs")');
+  t.equal(loadConfig({ INDEX_CHECKPOINT_MAX_MS: '600000' }).indexCheckpointMaxMs, 600_000);
 
   const bad: [string, string][] = [
     ['PORT', 'eighty'], ['PORT', '65536'], ['RETENTION_DAYS', '0'], ['MAX_RECORDS', '1.5'],
-    ['MAX_STORAGE_BYTES', '10GB'], ['CLEANUP_INTERVAL_SECONDS', '0'], ['INDEX_CHECKPOINT_MS', '0'], ['SEARCH_BASE_URL', 'not a url'], ['LOG_LEVEL', 'loud'],
+    ['MAX_STORAGE_BYTES', '10GB'], ['CLEANUP_INTERVAL_SECONDS', '0'], ['INDEX_CHECKPOINT_MS', '0'], ['INDEX_CHECKPOINT_MAX_MS', '600001'], ['SEARCH_BASE_URL', 'not a url'], ['LOG_LEVEL', 'loud'],
     ['HTTP_ENGINE', 'fastify'], ['HTTP_ENGINE', 'UWS'],
     ['NATS_URL', 'http://hub:4222'], ['NATS_URL', 'nats://a:4222,hub'], ['NATS_STREAM', 'EDGE.EVENTS'], ['NATS_SUBJECT_PREFIX', 'edge.>'],
     ['NATS_SOURCE_URL', 'hub:4222'], ['NATS_SOURCE_SUBJECTS', 'edge.>.person'], ['NATS_SOURCE_SUBJECTS', 'edge.cam*'], ['NATS_SOURCE_DURABLE', 'hub.1'],

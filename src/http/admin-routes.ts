@@ -32,12 +32,12 @@ export const adminRoutes: Route[] = [
       responses: { 200: jsonResponse('Stats', 'Statistics.') },
       errors: { store_failure: 'Store failure.' },
     },
-    handler: (_ex, ctx) => {
+    handler: async (_ex, ctx) => {
       const live = {
         gate: ctx.lifecycle.gate, lastCleanup: ctx.lifecycle.lastCleanup, mqtt: ctx.mqtt?.status(), sinkProgress: ctx.lifecycle.sinkProgress,
         searchIndex: { ready: ctx.store.searchIndexReady, backfill: ctx.store.searchIndexBackfill },
       };
-      return { status: 200, body: { ...storeStats(ctx.store, ctx.config, live), disk_writes: ctx.diskWrites?.report() ?? null, hub: ctx.hub ? { imported: ctx.hub.consumed, terminated: ctx.hub.terminated, collisions: ctx.hub.collisions } : null, runtime: ctx.runtime } };
+      return { status: 200, body: { ...await storeStats(ctx.store, ctx.config, live), disk_writes: ctx.diskWrites?.report() ?? null, hub: ctx.hub ? { imported: ctx.hub.consumed, terminated: ctx.hub.terminated, collisions: ctx.hub.collisions } : null, runtime: ctx.runtime } };
     },
   },
   {

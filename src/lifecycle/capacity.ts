@@ -17,10 +17,14 @@ export const ALERT_PERCENT = 80;
 /** Least pause (ms) between cleanups started because a limit is still crossed. */
 const BLOCKED_RETRY_MS = 5000;
 
-/** The usage of both capacities. */
-export interface CapacityUsage {
+/** What the store holds: records, and bytes of storage (live blob bytes + LMDB pages in use). */
+export interface StoreUsage {
   records: number;
   storageBytes: number;
+}
+
+/** The usage of both capacities. */
+export interface CapacityUsage extends StoreUsage {
   recordsPercent: number;
   storagePercent: number;
 }
@@ -66,10 +70,9 @@ export class CapacityMonitor {
     private readonly log: Logger,
   ) {}
 
-  /** Current usage of both capacities. */
-  usage(): CapacityUsage {
-    const records = this.store.counters().events;
-    const storageBytes = this.store.storageBytes();
+  /** Usage of both capacities: `current`, else what this thread's view of LMDB holds. */
+  usage(current: StoreUsage = { records: this.store.counters().events, storageBytes: this.store.storageBytes() }): CapacityUsage {
+    const { records, storageBytes } = current;
     return {
       records,
       storageBytes,
@@ -78,9 +81,13 @@ export class CapacityMonitor {
     };
   }
 
-  /** True when a limit is crossed and a cleanup should run now (throttled while blocked). */
-  needsCleanup(): boolean {
-    const usage = this.usage();
+  /**
+   * True when a limit is crossed and a cleanup should run now (throttled while blocked).
+   * @param current the store's usage with the index head (the HTTP thread's view): creates not yet
+   *   checkpointed count against the limits too
+   */
+  needsCleanup(current: StoreUsage): boolean {
+    const usage = this.usage(current);
     this.warn(usage);
     const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
     if (!over) {

@@ -19,7 +19,10 @@ const BATCH = 500;
  * @returns how many were closed
  */
 export async function sweepDrafts(store: EventStore, cutoff: number): Promise<number> {
-  // The drafts index is LMDB's: a draft finalized in the index head is still in it until its checkpoint.
+  // The drafts index is LMDB's. A draft still in the index head would be missed, so when the head
+  // holds creates old enough to close they are checkpointed first; a draft finalized in the head
+  // is still in the index until its checkpoint, and is skipped below.
+  if (store.headHoldsCreatedBefore(cutoff)) await store.checkpointed();
   const ids = draftsOlderThan(store, cutoff, BATCH).map((createdAt) => store.getRecord(createdAt)).filter((record) => record?.draft).map((record) => record!.id);
   const outcomes = await Promise.all(ids.map((id) => finalizeEvent(store, id, true).catch((err: unknown) => {
     // Deleted by a cleanup since the drafts index was read: nothing left to close.

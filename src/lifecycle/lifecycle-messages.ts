@@ -1,6 +1,7 @@
 /** Messages between the HTTP thread and the lifecycle worker. */
 import type { ErrorReport } from '../errors.js';
 import type { EventChange } from '../store/store-changes.js';
+import type { StoreUsage } from './capacity.js';
 import type { CleanupResult } from './cleanup.js';
 import type { SinkProgress } from './sink-runner.js';
 
@@ -8,10 +9,10 @@ export type ToWorker =
   | { type: 'cleanup'; id: number }
   /**
    * A job the worker asked of the store's writer is done (ToMain `retire-segment`,
-   * `compact-segment`, `checkpoint`, `sweep-drafts`); `failed`: a checkpoint or the sweep failed,
-   * with its message; `closed`: the drafts the sweep closed.
+   * `compact-segment`, `checkpoint`, `sweep-drafts`, `usage`); `failed`: a checkpoint or the sweep
+   * failed, with its message; `closed`: the drafts the sweep closed; `usage`: the store's usage.
    */
-  | { type: 'writer-done'; id: number; failed?: string; closed?: number }
+  | { type: 'writer-done'; id: number; failed?: string; closed?: number; usage?: StoreUsage }
   | { type: 'stop' };
 
 export type ToMain =
@@ -37,6 +38,12 @@ export type ToMain =
    * HTTP thread's store logs every change to an event (docs/STORAGE.md, "Changes to events").
    */
   | { type: 'sweep-drafts'; id: number; cutoff: number }
+  /**
+   * Report the store's usage as the HTTP thread's view counts it, with the index head
+   * (capacity.ts): the worker's own view sees only what checkpoints committed, up to a minute
+   * late when creates come slowly (docs/STORAGE.md, "When a checkpoint runs").
+   */
+  | { type: 'usage'; id: number }
   /** A sink shipped, failed, stalled or moved again (/stats `sinks`, /metrics). */
   | { type: 'sink-progress'; progress: SinkProgress }
   /** Changes the worker made to events (cleanup deletions), for the live stream. */

@@ -114,6 +114,9 @@ export class LifecycleWorkerHandle {
       for (const change of message.changes) this.store.announceChange(change);
     } else if (message.type === 'reclaimed') {
       this.store.segmentsDeleted(message.segments);
+    } else if (message.type === 'usage') {
+      const usage = { records: this.store.counters().events, storageBytes: this.store.storageBytes() };
+      this.current?.postMessage({ type: 'writer-done', id: message.id, usage } satisfies ToWorker);
     } else if (message.type === 'retire-segment' || message.type === 'compact-segment' || message.type === 'checkpoint' || message.type === 'sweep-drafts') {
       const reply = (answer: { failed?: string; closed?: number }) => this.current?.postMessage({ type: 'writer-done', id: message.id, ...answer } satisfies ToWorker);
       const work: Promise<number | void> = message.type === 'checkpoint' ? this.store.checkpointed()

@@ -17,7 +17,7 @@ import { DiskReserve } from '../store/disk-reserve.js';
 import { StoreView } from '../store/store-view.js';
 import type { EventChange, StoreChange } from '../store/store-changes.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
-import { CapacityMonitor } from './capacity.js';
+import { CapacityMonitor, type StoreUsage } from './capacity.js';
 import { CloudSink } from './cloud-uploader.js';
 import type { Sink } from '../sinks/ledger-sink.js';
 import { runSink, type SinkProgress } from './sink-runner.js';
@@ -70,20 +70,29 @@ function enqueue<T>(job: () => Promise<T>): Promise<T> {
   return result;
 }
 
-/** Jobs asked of the store's writer on the HTTP thread, by id, until it answers (with a failure, or the drafts a sweep closed). */
-const writerJobs = new Map<number, (answer: Extract<ToWorker, { type: 'writer-done' }>) => void>();
+/** Jobs asked of the store's writer on the HTTP thread, by id, until it answers. */
+const writerJobs = new Map<number, (answer: WriterDone) => void>();
 let nextWriterJob = 1;
+
+type WriterDone = Extract<ToWorker, { type: 'writer-done' }>;
 
 /**
  * Asks the HTTP thread's writer for `job`; rejects only when a checkpoint or a sweep failed.
- * @returns the drafts a sweep closed (0 for other jobs)
+ * @returns its answer: the drafts a sweep closed, the store's usage
  */
-function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' | 'checkpoint' | 'sweep-drafts' }>): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
+function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' | 'checkpoint' | 'sweep-drafts' | 'usage' }>): Promise<WriterDone> {
+  return new Promise<WriterDone>((resolve, reject) => {
     const id = nextWriterJob++;
-    writerJobs.set(id, ({ failed, closed }) => (failed === undefined ? resolve(closed ?? 0) : reject(new Error(`${job.type} failed: ${failed}`))));
+    writerJobs.set(id, (answer) => (answer.failed === undefined ? resolve(answer) : reject(new Error(`${job.type} failed: ${answer.failed}`))));
     post({ ...job, id });
   });
+}
+
+/** The store's usage with the index head, as the HTTP thread's view counts it (lifecycle-messages.ts `usage`). */
+async function storeUsage(): Promise<StoreUsage> {
+  const { usage } = await askWriter({ type: 'usage', id: 0 });
+  if (!usage) throw new Error('the HTTP thread answered a usage request without the usage');
+  return usage;
 }
 
 const hooks: CleanupHooks = {
@@ -115,11 +124,11 @@ const timers = [
   every(config.cleanupIntervalSeconds * 1000, () => cleanup('AUTOMATIC')),
   // Between scheduled runs, a crossed limit starts a cleanup within LIMIT_CHECK_MS.
   every(LIMIT_CHECK_MS, async () => {
-    if (monitor.needsCleanup()) await cleanup('AUTOMATIC');
+    if (monitor.needsCleanup(await storeUsage())) await cleanup('AUTOMATIC');
   }),
   every(Math.min((config.draftAutoFinalizeSeconds * 1000) / 2, SWEEP_MAX_INTERVAL_MS), () => enqueue(async () => {
-    const closed = await askWriter({ type: 'sweep-drafts', id: 0, cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });
-    if (closed > 0) log.info({ closed }, 'auto-finalized drafts');
+    const { closed } = await askWriter({ type: 'sweep-drafts', id: 0, cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });
+    if (closed) log.info({ closed }, 'auto-finalized drafts');
   })),
 ];
 

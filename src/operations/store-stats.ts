@@ -42,15 +42,19 @@ export interface LiveState {
 /**
  * The statistics of a store under `config` (docs/API.md, "Statistics").
  * @param now the time (µs since the epoch)
+ * @throws the lmdb error of a failed checkpoint (below)
  */
-export function storeStats(store: StoreView, config: Config, live: LiveState, now = Date.now() * 1000) {
+export async function storeStats(store: StoreView, config: Config, live: LiveState, now = Date.now() * 1000) {
+  const cutoff = retentionCutoff(now, config.retentionDays);
+  // The retention prediction reads LMDB, as cleanup does after its checkpoint: creates in the
+  // index head already past retention are checkpointed first (docs/STORAGE.md, "When a checkpoint runs").
+  if (store.headHoldsCreatedBefore(cutoff)) await store.checkpointed();
   const { gate, lastCleanup } = live;
   const counters = store.counters();
   const storageBytes = store.storageBytes();
   const { oldest, newest } = oldestAndNewest(store);
   const draftCreatedAt = oldestDraft(store);
   const retentionMicros = config.retentionDays * DAY_MICROS;
-  const cutoff = retentionCutoff(now, config.retentionDays);
   const pastRetention = retentionBacklog(store, cutoff);
   const excessBytes = Math.max(0, storageBytes - config.maxStorageBytes);
 

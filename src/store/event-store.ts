@@ -11,7 +11,7 @@ import { AppError, fromDiskError } from '../errors.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
 import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
 import { indexBatches } from './create-index.js';
-import { checkpointDue, DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
+import { checkpointDue, checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { RecordAttachment, RecordImage, RecordImageResults } from './event-record.js';
@@ -93,10 +93,16 @@ export interface EventStoreOptions extends StoreOptions {
   /** Told as the search index backfill advances (search-index.ts), and when it is done. */
   onSearchIndexProgress?: (progress: BackfillProgress, done: boolean) => void;
   /**
-   * Longest time a create waits in the index head before a checkpoint commits it to LMDB (ms,
-   * INDEX_CHECKPOINT_MS; docs/STORAGE.md, "The index head"); DEFAULT_CHECKPOINT_MS when unset.
+   * How long a create waits in the index head before a checkpoint commits it to LMDB once the
+   * head holds CHECKPOINT_BATCH_ENTRIES, or whenever sinks are configured (ms,
+   * INDEX_CHECKPOINT_MS; docs/STORAGE.md, "When a checkpoint runs"); DEFAULT_CHECKPOINT_MS when unset.
    */
   checkpointMs?: number;
+  /**
+   * How long it waits while the head holds fewer (ms, INDEX_CHECKPOINT_MAX_MS; the same section);
+   * DEFAULT_CHECKPOINT_MAX_MS when unset, never shorter than `checkpointMs`.
+   */
+  checkpointMaxMs?: number;
 }
 
 /** The on-disk store under one DATA_DIR. */
@@ -108,6 +114,10 @@ export class EventStore extends StoreView {
   /** The checkpoint under way, if any: one at a time. */
   private checkpointRun: Promise<void> | undefined;
   private checkpointTimer: NodeJS.Timeout | undefined;
+  /** When the armed checkpoint timer fires (`performance.now()`, ms). */
+  private checkpointAt = 0;
+  /** When the head's oldest batch waiting for a checkpoint arrived (`performance.now()`, ms). */
+  private headSince = 0;
   /** Why the last checkpoint failed; cleared by the next one that succeeds. */
   private checkpointError: unknown;
   private nextSegment: number;
@@ -514,19 +524,28 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Arranges the next checkpoint: at once when the head reached its size trigger, else after
-   * `checkpointMs` (docs/STORAGE.md, "The index head"). A failed background checkpoint is
-   * reported and tried again at the next tick.
+   * Arranges the next checkpoint, `checkpointWaitMs` after the head's oldest batch arrived: at
+   * once at the size trigger, sooner as the head fills (docs/STORAGE.md, "When a checkpoint
+   * runs"). A failed background checkpoint is reported and tried again at the next tick.
    */
   private scheduleCheckpoint(): void {
+    if (this.head.empty) return;
     const full = checkpointDue(this.head);
-    if (!full && (this.checkpointTimer !== undefined || this.head.empty)) return;
     if (full && this.checkpointRun) return; // the run under way reschedules when it ends
+    const now = performance.now();
+    if (this.checkpointTimer === undefined) this.headSince = now;
+    const at = this.headSince + checkpointWaitMs(this.head, {
+      intervalMs: this.options.checkpointMs ?? DEFAULT_CHECKPOINT_MS,
+      maxMs: this.options.checkpointMaxMs ?? DEFAULT_CHECKPOINT_MAX_MS,
+      shipping: this.shipping,
+    });
+    if (this.checkpointTimer !== undefined && at >= this.checkpointAt) return;
     clearTimeout(this.checkpointTimer);
+    this.checkpointAt = at;
     this.checkpointTimer = setTimeout(() => {
       this.checkpointTimer = undefined;
       this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
-    }, full ? 0 : this.options.checkpointMs ?? DEFAULT_CHECKPOINT_MS);
+    }, Math.max(0, at - now));
     this.checkpointTimer.unref();
   }
 

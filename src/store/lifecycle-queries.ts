@@ -103,8 +103,9 @@ export function retentionCutoff(nowMicros: number, retentionDays: number): numbe
 /**
  * What retention would delete at `cutoff` (`retentionCutoff`): the records created before it that
  * cleanup may delete (not `isProtected`), and their files still stored, with their bytes. Walks
- * the records and files past the cutoff; nothing else. Reads LMDB alone, as cleanup does: what the
- * index head holds counts from its checkpoint.
+ * the records and files past the cutoff; nothing else. Reads LMDB alone, as cleanup does after its
+ * checkpoint: a caller first checkpoints an index head that holds creates before `cutoff`
+ * (`StoreView.headHoldsCreatedBefore`; operations/store-stats.ts).
  */
 export function retentionBacklog(store: StoreView, cutoff: number): RetentionBacklog {
   let records = 0;

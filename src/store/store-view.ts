@@ -140,6 +140,15 @@ export class StoreView {
     return stored && (head.overlaidRecord(createdAt, stored, covered) ?? decodeRecord(stored));
   }
 
+  /**
+   * The index head holds a create from before `cutoff` (µs): a reader of LMDB's own entries (the
+   * drafts index) needs a checkpoint first (docs/STORAGE.md, "When a checkpoint runs").
+   */
+  headHoldsCreatedBefore(cutoff: number): boolean {
+    const oldest = this.head?.oldest;
+    return oldest !== undefined && oldest < cutoff;
+  }
+
   /** The head holds a change to the event created at `createdAt` (µs) that LMDB's record and index entries may not show yet. */
   changedInHead(createdAt: number): boolean {
     return this.head?.isChanged(createdAt) ?? false;
