@@ -15,17 +15,22 @@
  *
  * Run: `npm run sweep` (setup.sh, then `node sweep.js`), or `node sweep.js [--quick]
  * [--seconds=N] [--systems=edge-event-store,fastify-sqlite] [--in-flight=1,4] [--workloads=small]
- * [--late-check=N]`.
+ * [--late-check=N] [--pace=R]`.
  * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes
  * and writes RESULTS.sweep.md; --quick (3 s windows, no wait for a quiet machine) writes
  * .data/RESULTS.sweep.quick.md instead, so a noisy check never replaces measured figures.
  * Both print the report and keep the raw figures in .data/sweep.json.
+ *
+ * `--pace=R` (`npm run paced`: R = 10) drives each system at a pipeline's pace instead: one event
+ * at a time, R a second (lib/closed-loop.js `runPaced`), for 60 s windows, so that the bytes a
+ * store writes per event at the rate a box really sees are measured, where a checkpoint or a
+ * commit is shared by few events. About 10 minutes; it writes RESULTS.paced.md (.data/paced.json).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { closedLoopAgent, runClosedLoop } from './lib/closed-loop.js';
+import { closedLoopAgent, runClosedLoop, runPaced } from './lib/closed-loop.js';
 import { machineBusySeconds, machineDetails, waitForQuiet } from './lib/machine.js';
 import { imageEventBodies, smallEventBodies } from './lib/payloads.js';
 import { repoRoot, ServerProcess } from './lib/store-process.js';
@@ -38,6 +43,9 @@ const workDir = path.join(here, '.data');
 const option = (name) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 const list = (name) => option(name)?.split(',');
 const quick = process.argv.includes('--quick');
+/** Events a second offered one at a time (`--pace=R`), or undefined for the closed loops. */
+const pace = option('pace') === undefined ? undefined : Number(option('pace'));
+if (pace !== undefined && !(pace > 0)) throw new Error(`--pace=${option('pace')}: events a second, above 0`);
 
 /** Seconds after the window until bytes written stop being counted (lmdb-js syncs on a thread of its own). */
 const TAIL_SECONDS = 1.5;
@@ -50,19 +58,21 @@ const PORT = Number(process.env.BENCH_PORT ?? 18001);
 
 /**
  * @type {{ seconds: number, warmupSeconds: number, quietWaitSeconds: number, tailSeconds: number,
- *   lateCheckSeconds: number }} seconds: each measured window; quietWaitSeconds: how long each
- *   cell waits for a quiet machine before it starts anyway (0: it does not wait)
+ *   lateCheckSeconds: number, pace?: number }} seconds: each measured window; quietWaitSeconds: how
+ *   long each cell waits for a quiet machine before it starts anyway (0: it does not wait); pace:
+ *   events a second, one at a time, when paced
  */
 const plan = {
-  seconds: Number(option('seconds') ?? (quick ? 3 : 8)),
+  seconds: Number(option('seconds') ?? (pace ? 60 : quick ? 3 : 8)),
   warmupSeconds: quick ? 0.5 : 2,
   quietWaitSeconds: quick ? 0 : 30,
   tailSeconds: TAIL_SECONDS,
   lateCheckSeconds: LATE_CHECK_SECONDS,
+  pace,
 };
 if (!(plan.lateCheckSeconds >= TAIL_SECONDS)) throw new Error(`--late-check=${option('late-check')}: at least ${TAIL_SECONDS} s`);
 if (!(plan.seconds > 0)) throw new Error(`--seconds=${option('seconds')}: a number of seconds above 0`);
-const inFlight = (list('in-flight') ?? ['1', '4', '16', '50']).map(Number);
+const inFlight = pace ? [1] : (list('in-flight') ?? ['1', '4', '16', '50']).map(Number);
 if (inFlight.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--in-flight=${option('in-flight')}: whole numbers from 1`);
 const only = list('systems');
 const systems = SYSTEMS.filter((s) => !only || only.includes(s.name));
@@ -107,14 +117,15 @@ async function measureCell(system, workload, n, device) {
   }
   const running = await ServerProcess.start(system.server, dataDir, { port: PORT });
   const agent = closedLoopAgent(n);
-  const load = { url: `${running.url}/v2/events`, bodies: workload.bodies, inFlight: n, agent };
-  const warm = await runClosedLoop({ ...load, seconds: plan.warmupSeconds });
+  const load = { url: `${running.url}/v2/events`, bodies: workload.bodies, inFlight: n, agent, rate: pace };
+  const drive = pace ? runPaced : runClosedLoop;
+  const warm = await drive({ ...load, seconds: plan.warmupSeconds });
 
   const cpu0 = running.usage().cpuSeconds;
   const busy0 = machineBusySeconds();
   const process0 = treeWriteBytes(running.pid);
   const device0 = device ? deviceWrittenBytes(device.name) : null;
-  const run = await runClosedLoop({ ...load, seconds: plan.seconds });
+  const run = await drive({ ...load, seconds: plan.seconds });
   const serverCpuSeconds = running.usage().cpuSeconds - cpu0;
   const busy = machineBusySeconds() - busy0;
   const [load1] = os.loadavg();
@@ -180,9 +191,10 @@ async function main() {
     quick,
     minutes: (performance.now() - started) / 60_000,
   };
-  fs.writeFileSync(path.join(workDir, 'sweep.json'), JSON.stringify(res, null, 2));
+  const name = pace ? 'paced' : 'sweep';
+  fs.writeFileSync(path.join(workDir, `${name}.json`), JSON.stringify(res, null, 2));
   const report = renderSweep(res);
-  const file = quick ? path.join(workDir, 'RESULTS.sweep.quick.md') : path.join(here, 'RESULTS.sweep.md');
+  const file = quick ? path.join(workDir, `RESULTS.${name}.quick.md`) : path.join(here, `RESULTS.${name}.md`);
   fs.writeFileSync(file, report);
   console.log(`\n${report}`);
   log(`written to ${path.relative(here, file)}`);

@@ -2,6 +2,7 @@
  * A closed-loop HTTP client (sweep.js): exactly `inFlight` requests outstanding at any time, as
  * `inFlight` devices each posting an event and waiting for its 201 before posting the next.
  * node:http with a keep-alive Agent of `inFlight` sockets, so each loop keeps its connection.
+ * `runPaced` is one such device at a pipeline's pace: one event at a time, `rate` a second.
  */
 import http from 'node:http';
 
@@ -55,6 +56,50 @@ export function post(agent, url, body, status = 201) {
   });
 }
 
+/** The figures of a run from its latencies (ms), its start (`performance.now()`) and the client's CPU then. */
+function runFigures(latencies, started, cpu0) {
+  const elapsed = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  latencies.sort((a, b) => a - b);
+  return {
+    requests: latencies.length,
+    seconds: elapsed,
+    rate: latencies.length / elapsed,
+    p50Ms: quantile(latencies, 0.5),
+    p99Ms: quantile(latencies, 0.99),
+    clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
+  };
+}
+
+/**
+ * Posts `bodies` (in turn) to `url` one at a time for `seconds`, the k-th at `k / rate` s after
+ * the start, or as soon as the one before is answered when that is later: a pipeline that posts an
+ * event whenever its camera yields one and waits for the 201.
+ * @param {{ url: string, bodies: Buffer[], rate: number, seconds: number, agent: http.Agent }} options
+ *   rate: events offered a second; agent: from closedLoopAgent(1)
+ * @returns {Promise<ClosedLoopRun>}
+ * @throws Error on the first non-201 answer or connection error (the agent is destroyed then)
+ */
+export async function runPaced({ url, bodies, rate, seconds, agent }) {
+  const latencies = [];
+  const cpu0 = process.cpuUsage();
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  try {
+    for (let k = 0; ; k++) {
+      const due = started + (k * 1000) / rate;
+      if (due >= deadline) break;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      latencies.push((await post(agent, url, bodies[k % bodies.length])).ms);
+    }
+  } catch (error) {
+    agent.destroy();
+    throw error;
+  }
+  return runFigures(latencies, started, cpu0);
+}
+
 /**
  * Runs `inFlight` loops posting `bodies` (in turn, each loop from its own offset) to `url` for
  * `seconds`.
@@ -84,15 +129,5 @@ export async function runClosedLoop({ url, bodies, inFlight, seconds, agent }) {
     agent.destroy();
     throw error;
   }
-  const elapsed = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  latencies.sort((a, b) => a - b);
-  return {
-    requests: latencies.length,
-    seconds: elapsed,
-    rate: latencies.length / elapsed,
-    p50Ms: quantile(latencies, 0.5),
-    p99Ms: quantile(latencies, 0.99),
-    clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
-  };
+  return runFigures(latencies, started, cpu0);
 }

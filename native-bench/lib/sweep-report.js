@@ -36,13 +36,16 @@ function roles(systems) {
 }
 
 const cellOf = (system, workload, inFlight) => system.cells[workload].find((c) => c.inFlight === inFlight);
+/** The first column: requests in flight, or the pace of a paced run (sweep.js `--pace`). */
+const rowHead = (res) => (res.plan.pace ? 'Pace' : 'In flight');
+const rowName = (res, n) => (res.plan.pace ? `${res.plan.pace}/s offered, 1 at a time` : n);
 const perEvent = (bytes, c) => (bytes === null ? 'n/a' : kib(bytes / c.requests));
 
 function rateTable(res, workload) {
   const { ours, peers } = roles(res.systems);
-  const head = ['In flight', ...res.systems.flatMap((s) => [`${s.name} events/s`, 'p50 / p99']), ...peers.map((p) => `${ours.name} / ${p.name}`)];
+  const head = [rowHead(res), ...res.systems.flatMap((s) => [`${s.name} events/s`, 'p50 / p99']), ...peers.map((p) => `${ours.name} / ${p.name}`)];
   const rows = res.inFlight.map((n) => [
-    n,
+    rowName(res, n),
     ...res.systems.flatMap((s) => {
       const c = cellOf(s, workload, n);
       return [int(c.rate), `${ms(c.p50Ms)} / ${ms(c.p99Ms)}`];
@@ -59,8 +62,8 @@ function table(head, rows) {
 }
 
 function costTable(res, workload) {
-  const head = ['In flight', ...res.systems.flatMap((s) => [`${s.name} CPU / event`, 'written / event, process / device'])];
-  const rows = res.inFlight.map((n) => [n, ...res.systems.flatMap((s) => {
+  const head = [rowHead(res), ...res.systems.flatMap((s) => [`${s.name} CPU / event`, 'written / event, process / device'])];
+  const rows = res.inFlight.map((n) => [rowName(res, n), ...res.systems.flatMap((s) => {
     const c = cellOf(s, workload, n);
     return [us(c.serverCpuSeconds / c.requests), `${perEvent(c.processWrittenBytes, c)} / ${perEvent(c.deviceWrittenBytes, c)}`];
   })]);
@@ -68,12 +71,12 @@ function costTable(res, workload) {
 }
 
 function besideTable(res, workload) {
-  const rows = res.inFlight.map((n) => [n, ...res.systems.map((s) => {
+  const rows = res.inFlight.map((n) => [rowName(res, n), ...res.systems.map((s) => {
     const c = cellOf(s, workload, n);
     return `other ${(c.otherCpuSeconds / c.seconds).toFixed(2)} cores, load ${c.load1.toFixed(2)}; client ${us(c.clientCpuSeconds / c.requests)}; `
       + `late +${perEvent(c.lateProcessBytes, c)} / +${perEvent(c.lateDeviceBytes, c)}`;
   })]);
-  return table(['In flight', ...res.systems.map((s) => s.name)], rows);
+  return table([rowHead(res), ...res.systems.map((s) => s.name)], rows);
 }
 
 /**
@@ -88,15 +91,28 @@ export function renderSweep(res) {
   const { machine, plan } = res;
   const all = res.systems.flatMap((s) => Object.values(s.cells).flat());
   const otherCores = all.reduce((n, c) => n + c.otherCpuSeconds, 0) / all.reduce((n, c) => n + c.seconds, 0);
-  const lines = [
-    `# Concurrency sweep${res.quick ? ' (quick run: short windows, not for comparison)' : ''}`,
-    '',
-    `Written by \`npm run sweep\` (native-bench/sweep.js) on ${new Date().toISOString().slice(0, 10)} in ${res.minutes.toFixed(1)} min, store ${machine.store}.`,
-    'Every figure below comes from that one run; none is edited by hand. For each workload, each number of requests in flight',
+  const how = plan.pace ? [
+    'For each workload and each system in turn, the system was started on a fresh data directory, warmed up for',
+    `${plan.warmupSeconds} s, then driven for ${plan.seconds} s by a paced client (node:http, keep-alive, one socket; it posts an event every`,
+    `${(1000 / plan.pace).toFixed(0)} ms, or as soon as the one before is answered when that is later: one device pipeline at ${plan.pace} events a second).`,
+    'At that pace a commit or a checkpoint is shared by few events, so the bytes written per event are what a box sees at',
+    'its usual rate, where the concurrency sweep (RESULTS.sweep.md) runs every system flat out. Every write is durable',
+    'before its answer (RESULTS.md says how each system makes it so).',
+  ] : [
+    'For each workload, each number of requests in flight',
     'and each system in turn, the system was started on a fresh data directory, warmed up for',
     `${plan.warmupSeconds} s, then driven for ${plan.seconds} s by a closed-loop client (node:http, keep-alive, one socket per loop; each`,
     'loop posts an event and waits for its 201 before the next: what a device pipeline does). Every write is durable before',
     'its answer (RESULTS.md says how each system makes it so).',
+  ];
+  const lines = [
+    plan.pace
+      ? `# Pipeline pace: ${plan.pace} events a second, one at a time${res.quick ? ' (quick run, not for comparison)' : ''}`
+      : `# Concurrency sweep${res.quick ? ' (quick run: short windows, not for comparison)' : ''}`,
+    '',
+    `Written by \`npm run ${plan.pace ? 'paced' : 'sweep'}\` (native-bench/sweep.js${plan.pace ? ` --pace=${plan.pace}` : ''}) on ${new Date().toISOString().slice(0, 10)} in ${res.minutes.toFixed(1)} min, store ${machine.store}.`,
+    'Every figure below comes from that one run; none is edited by hand.',
+    ...how,
     '',
     '- **events/s, p50 / p99**: 201 answers over the window, and latency from the post to the answer\'s last byte (every',
     '  request, nearest rank). The ratio columns divide edge-event-store\'s rate by each peer\'s: above 1, it is ahead.',
