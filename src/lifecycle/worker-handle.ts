@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/event-store.js';
+import type { StoreUsage } from './capacity.js';
 import { CapacityGate } from './capacity-gate.js';
 import { sweepDrafts } from './draft-sweeper.js';
 import type { CleanupResult, CleanupTrigger } from './cleanup.js';
@@ -115,8 +116,13 @@ export class LifecycleWorkerHandle {
     } else if (message.type === 'reclaimed') {
       this.store.segmentsDeleted(message.segments);
     } else if (message.type === 'usage') {
-      const usage = { records: this.store.counters().events, storageBytes: this.store.storageBytes() };
-      this.current?.postMessage({ type: 'writer-done', id: message.id, usage } satisfies ToWorker);
+      let answer: { usage: StoreUsage } | { failed: string };
+      try {
+        answer = { usage: { records: this.store.counters().events, storageBytes: this.store.storageBytes() } };
+      } catch (err) {
+        answer = { failed: String((err as Error).message ?? err) }; // the store is closing
+      }
+      this.current?.postMessage({ type: 'writer-done', id: message.id, ...answer } satisfies ToWorker);
     } else if (message.type === 'retire-segment' || message.type === 'compact-segment' || message.type === 'checkpoint' || message.type === 'sweep-drafts') {
       const reply = (answer: { failed?: string; closed?: number }) => this.current?.postMessage({ type: 'writer-done', id: message.id, ...answer } satisfies ToWorker);
       const work: Promise<number | void> = message.type === 'checkpoint' ? this.store.checkpointed()

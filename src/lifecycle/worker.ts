@@ -70,14 +70,14 @@ function enqueue<T>(job: () => Promise<T>): Promise<T> {
   return result;
 }
 
+type WriterDone = Extract<ToWorker, { type: 'writer-done' }>;
+
 /** Jobs asked of the store's writer on the HTTP thread, by id, until it answers. */
 const writerJobs = new Map<number, (answer: WriterDone) => void>();
 let nextWriterJob = 1;
 
-type WriterDone = Extract<ToWorker, { type: 'writer-done' }>;
-
 /**
- * Asks the HTTP thread's writer for `job`; rejects only when a checkpoint or a sweep failed.
+ * Asks the HTTP thread's writer for `job`; rejects when a checkpoint, a sweep or a usage reading failed.
  * @returns its answer: the drafts a sweep closed, the store's usage
  */
 function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' | 'checkpoint' | 'sweep-drafts' | 'usage' }>): Promise<WriterDone> {
