@@ -36,7 +36,7 @@ export interface LoggedCreate {
 
 /**
  * How long the index head waits before a checkpoint by default once it holds CHECKPOINT_BATCH_ENTRIES,
- * or whenever a sink ships from LMDB (ms; INDEX_CHECKPOINT_MS; docs/STORAGE.md, "The index head").
+ * or whenever a sink ships from LMDB (ms; INDEX_CHECKPOINT_MS; docs/STORAGE.md, "When a checkpoint runs").
  */
 export const DEFAULT_CHECKPOINT_MS = 1000;
 
