@@ -70,9 +70,8 @@ export class CapacityMonitor {
     private readonly log: Logger,
   ) {}
 
-  /** Usage of both capacities: `current`, else what this thread's view of LMDB holds. */
-  usage(current: StoreUsage = { records: this.store.counters().events, storageBytes: this.store.storageBytes() }): CapacityUsage {
-    const { records, storageBytes } = current;
+  /** Usage of both capacities, from the store's usage. */
+  private usage({ records, storageBytes }: StoreUsage): CapacityUsage {
     return {
       records,
       storageBytes,
@@ -93,7 +92,7 @@ export class CapacityMonitor {
     if (!over) {
       // Uploads or deletions made room: the gate reopens (the HTTP thread closes it again at
       // the create that would overfill).
-      if (isCapacityBlocked(this.flag) && !this.createWouldOverfill()) this.publish(false);
+      if (isCapacityBlocked(this.flag) && !this.createWouldOverfill()) this.publish(false, usage);
       return false;
     }
     return Date.now() - this.lastCleanupAt >= (isCapacityBlocked(this.flag) ? BLOCKED_RETRY_MS : 0);
@@ -105,14 +104,15 @@ export class CapacityMonitor {
    * Without cloud upload everything is deletable: ingest outrunning a cleanup is caught by the
    * next one, never refused.
    * @param deleted whether the cleanup deleted any record or file
+   * @param current the store's usage with the index head after the cleanup (as `needsCleanup`)
    */
-  update(deleted: boolean): void {
+  update(deleted: boolean, current: StoreUsage): void {
     this.lastCleanupAt = Date.now();
-    const usage = this.usage();
+    const usage = this.usage(current);
     this.warn(usage);
     const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
     const blocked = (this.store.shipping && over && !deleted) || this.createWouldOverfill();
-    this.publish(blocked);
+    this.publish(blocked, usage);
   }
 
   private createWouldOverfill(): boolean {
@@ -120,10 +120,10 @@ export class CapacityMonitor {
   }
 
   /** Sets the flag, logging a change (a closing by the HTTP thread is logged there). */
-  private publish(blocked: boolean): void {
+  private publish(blocked: boolean, usage: CapacityUsage): void {
     if (blocked === isCapacityBlocked(this.flag)) return;
-    if (blocked) this.log.warn({ usage: this.usage() }, 'capacity blocked: over a limit with nothing deletable');
-    else this.log.info({ usage: this.usage() }, 'capacity gate reopened');
+    if (blocked) this.log.warn({ usage }, 'capacity blocked: over a limit with nothing deletable');
+    else this.log.info({ usage }, 'capacity gate reopened');
     Atomics.store(this.flag, 0, blocked ? 1 : 0);
   }
 

@@ -22,7 +22,7 @@ export async function sweepDrafts(store: EventStore, cutoff: number): Promise<nu
   // The drafts index is LMDB's. A draft still in the index head would be missed, so when the head
   // holds creates old enough to close they are checkpointed first; a draft finalized in the head
   // is still in the index until its checkpoint, and is skipped below.
-  if (store.headHoldsCreatedBefore(cutoff)) await store.checkpointed();
+  await store.checkpointedBefore(cutoff);
   const ids = draftsOlderThan(store, cutoff, BATCH).map((createdAt) => store.getRecord(createdAt)).filter((record) => record?.draft).map((record) => record!.id);
   const outcomes = await Promise.all(ids.map((id) => finalizeEvent(store, id, true).catch((err: unknown) => {
     // Deleted by a cleanup since the drafts index was read: nothing left to close.

@@ -107,7 +107,7 @@ function cleanup(trigger: CleanupTrigger) {
     if (await reserve.releaseIfLow()) log.warn({ bytes: reserve.bytes }, 'disk almost full: disk reserve given back so cleanup can commit');
     const result = await runCleanup(store, config, trigger, hooks);
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });
-    monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0);
+    monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await storeUsage());
     if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
     await reserve.take().catch((err: unknown) => log.warn({ err }, 'disk reserve not taken'));
     return result;

@@ -48,7 +48,7 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
   const cutoff = retentionCutoff(now, config.retentionDays);
   // The retention prediction reads LMDB, as cleanup does after its checkpoint: creates in the
   // index head already past retention are checkpointed first (docs/STORAGE.md, "When a checkpoint runs").
-  if (store.headHoldsCreatedBefore(cutoff)) await store.checkpointed();
+  await store.checkpointedBefore(cutoff);
   const { gate, lastCleanup } = live;
   const counters = store.counters();
   const storageBytes = store.storageBytes();

@@ -105,7 +105,7 @@ export function retentionCutoff(nowMicros: number, retentionDays: number): numbe
  * cleanup may delete (not `isProtected`), and their files still stored, with their bytes. Walks
  * the records and files past the cutoff; nothing else. Reads LMDB alone, as cleanup does after its
  * checkpoint: a caller first checkpoints an index head that holds creates before `cutoff`
- * (`StoreView.headHoldsCreatedBefore`; operations/store-stats.ts).
+ * (`StoreView.checkpointedBefore`; operations/store-stats.ts).
  */
 export function retentionBacklog(store: StoreView, cutoff: number): RetentionBacklog {
   let records = 0;

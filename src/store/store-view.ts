@@ -141,12 +141,14 @@ export class StoreView {
   }
 
   /**
-   * The index head holds a create from before `cutoff` (µs): a reader of LMDB's own entries (the
-   * drafts index) needs a checkpoint first (docs/STORAGE.md, "When a checkpoint runs").
+   * Resolves once every create from before `cutoff` (µs) is in LMDB, checkpointing the head only
+   * when it holds one: for readers of LMDB's own entries, such as the drafts index and the
+   * retention prediction (docs/STORAGE.md, "When a checkpoint runs").
+   * @throws the lmdb error of a failed checkpoint
    */
-  headHoldsCreatedBefore(cutoff: number): boolean {
+  async checkpointedBefore(cutoff: number): Promise<void> {
     const oldest = this.head?.oldest;
-    return oldest !== undefined && oldest < cutoff;
+    if (oldest !== undefined && oldest < cutoff) await this.checkpointed();
   }
 
   /** The head holds a change to the event created at `createdAt` (µs) that LMDB's record and index entries may not show yet. */
