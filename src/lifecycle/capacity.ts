@@ -6,7 +6,8 @@
  * (src/lifecycle/capacity-gate.ts); the worker, after each cleanup, closes it too when the store
  * is over a limit and nothing could be deleted, and reopens it once there is room. The worker also
  * warns once each time a capacity crosses 80%. The flag's functions and `createWouldOverfill` are
- * used by both threads; `CapacityMonitor` runs in the worker.
+ * used by both threads; `CapacityMonitor` runs in the worker. It reads the store's write count
+ * (`EventStore.writes`) the same way, so an idle store is not asked for its usage.
  */
 import type { Logger } from '../logger.js';
 import type { Counters } from '../store/lmdb-env.js';
@@ -62,11 +63,17 @@ export function createWouldOverfill(counters: Counters, storageBytes: () => numb
 export class CapacityMonitor {
   private lastCleanupAt = 0;
   private readonly alerted = { records: false, storage: false };
+  /** The store's write count when a look last found it within its limits with the gate open. */
+  private settledAt: number | undefined;
 
+  /**
+   * @param writes the store's write count (`EventStore.writes`, shared with the HTTP thread)
+   */
   constructor(
     private readonly store: StoreView,
     private readonly limits: CapacityLimits,
     private readonly flag: Int32Array,
+    private readonly writes: Int32Array,
     private readonly log: Logger,
   ) {}
 
@@ -81,18 +88,28 @@ export class CapacityMonitor {
   }
 
   /**
-   * True when a limit is crossed and a cleanup should run now (throttled while blocked).
-   * @param current the store's usage with the index head (the HTTP thread's view): creates not yet
-   *   checkpointed count against the limits too
+   * True when a limit is crossed and a cleanup should run now (throttled while blocked). The
+   * usage is not asked for when the store has made no write since a look found it within its
+   * limits with the gate open: usage moves only with writes (docs/STORAGE.md, "When a
+   * checkpoint runs"). The lifecycle worker's own commits are not counted, but a cleanup is
+   * followed by `update`, and a closed gate is looked at every time.
+   * @param usageNow the store's usage with the index head (the HTTP thread's view): creates not
+   *   yet checkpointed count against the limits too
+   * @throws what `usageNow` throws
    */
-  needsCleanup(current: StoreUsage): boolean {
-    const usage = this.usage(current);
+  async needsCleanup(usageNow: () => Promise<StoreUsage>): Promise<boolean> {
+    const writes = Atomics.load(this.writes, 0);
+    if (writes === this.settledAt && !isCapacityBlocked(this.flag)) return false;
+    this.settledAt = undefined;
+    const usage = this.usage(await usageNow());
     this.warn(usage);
     const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
     if (!over) {
       // Uploads or deletions made room: the gate reopens (the HTTP thread closes it again at
       // the create that would overfill).
       if (isCapacityBlocked(this.flag) && !this.createWouldOverfill()) this.publish(false, usage);
+      // The count was read before the usage: a write in between shows as a moved count.
+      this.settledAt = writes;
       return false;
     }
     return Date.now() - this.lastCleanupAt >= (isCapacityBlocked(this.flag) ? BLOCKED_RETRY_MS : 0);
@@ -108,6 +125,7 @@ export class CapacityMonitor {
    */
   update(deleted: boolean, current: StoreUsage): void {
     this.lastCleanupAt = Date.now();
+    this.settledAt = undefined;
     const usage = this.usage(current);
     this.warn(usage);
     const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;

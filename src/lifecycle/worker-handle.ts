@@ -51,7 +51,7 @@ export class LifecycleWorkerHandle {
 
   /** Starts the worker; resolves once it is running. */
   start(): Promise<void> {
-    const worker = new Worker(workerUrl, { workerData: { config: this.config, capacityFlag: this.capacityFlag } });
+    const worker = new Worker(workerUrl, { workerData: { config: this.config, capacityFlag: this.capacityFlag, storeWrites: this.store.writes.buffer } });
     this.current = worker;
     worker.on('message', (message: ToMain) => this.receive(message));
     worker.on('error', (err) => this.log.error({ err }, 'lifecycle worker failed'));

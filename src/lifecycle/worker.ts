@@ -5,8 +5,9 @@
  * cloud uploader and NATS JetStream). The thread owns cleanup (on a timer, when a limit is
  * crossed, and on request), the consistency pass, the capacity state, the auto-finalize sweep, and
  * shipping the ledger through each sink (network-bound, so beside the job queue, never in it). It
- * talks to the HTTP thread by messages (see lifecycle-messages.ts) and one shared flag (the
- * capacity state).
+ * talks to the HTTP thread by messages (see lifecycle-messages.ts) and two shared counters: the
+ * capacity state, and the store's write count, which spares an idle store the limit check's
+ * question.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { configuredSinks, secretsOf, type Config } from '../config.js';
@@ -32,7 +33,7 @@ const LIMIT_CHECK_MS = 1000;
  */
 const SWEEP_MAX_INTERVAL_MS = 30_000;
 
-const { config, capacityFlag } = workerData as { config: Config; capacityFlag: SharedArrayBuffer };
+const { config, capacityFlag, storeWrites } = workerData as { config: Config; capacityFlag: SharedArrayBuffer; storeWrites: SharedArrayBuffer };
 const port = parentPort!;
 const post = (message: ToMain) => port.postMessage(message);
 
@@ -43,7 +44,7 @@ const changes: EventChange[] = [];
 const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
 // Cleanup's file deletions rewrite records with their JSON (presentEventJson).
 const store = StoreView.openView(config.dataDir, { sinks: configuredSinks(config), present: presentEventJson, announce: forwardChange });
-const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), log);
+const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), new Int32Array(storeWrites), log);
 /** Room for a cleanup's commits on a disk ingest has filled (disk-reserve.ts). */
 const reserve = new DiskReserve(config.dataDir, config.diskReserveBytes);
 /** The ledger sinks configured (docs/OPERATIONS.md, "Sinks"), each shipped by sink-runner.ts. */
@@ -124,7 +125,7 @@ const timers = [
   every(config.cleanupIntervalSeconds * 1000, () => cleanup('AUTOMATIC')),
   // Between scheduled runs, a crossed limit starts a cleanup within LIMIT_CHECK_MS.
   every(LIMIT_CHECK_MS, async () => {
-    if (monitor.needsCleanup(await storeUsage())) await cleanup('AUTOMATIC');
+    if (await monitor.needsCleanup(storeUsage)) await cleanup('AUTOMATIC');
   }),
   every(Math.min((config.draftAutoFinalizeSeconds * 1000) / 2, SWEEP_MAX_INTERVAL_MS), () => enqueue(async () => {
     const { closed } = await askWriter({ type: 'sweep-drafts', id: 0, cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });

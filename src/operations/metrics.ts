@@ -42,7 +42,7 @@ export interface MetricSources {
 }
 
 /** How often the event loop's delay is sampled for `nodejs_eventloop_lag_*` (ms; prom-client `eventLoopMonitoringPrecision`). */
-const EVENT_LOOP_SAMPLE_MS = 100;
+const EVENT_LOOP_SAMPLE_MS = 1000;
 
 export class StoreMetrics {
   readonly registry = new Registry();
@@ -53,8 +53,9 @@ export class StoreMetrics {
   constructor(sources: MetricSources) {
     const { config, store, lifecycle, stream, mqtt, diskWrites, hub } = sources;
     const registers = [this.registry];
-    // The event loop delay histogram samples every EVENT_LOOP_SAMPLE_MS: prom-client's default of
-    // 10 ms woke an idle store 100 times a second, 4 ms of CPU a second (docs/OPERATIONS.md, "Metrics").
+    // The event loop delay histogram samples every EVENT_LOOP_SAMPLE_MS: each sample wakes an idle
+    // store. prom-client's default of 10 ms cost it 4 ms of CPU a second, 100 ms still 0.85
+    // (docs/OPERATIONS.md, "Metrics").
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
     // prom-client names three gauges `*_total`, which `promtool check metrics` flags (exit 3); the
     // same counts stay exposed by type as `nodejs_active_handles`, `_requests` and `_resources`.

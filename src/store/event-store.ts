@@ -132,6 +132,14 @@ export class EventStore extends StoreView {
   /** Changes to events once durable and visible, in that order (store-changes.ts). */
   readonly changes: StoreChanges;
   /**
+   * How many writes the store has made: batches into the head, checkpoints, and its own LMDB
+   * commits (reset, segment retirement, compaction). One 32-bit counter over a
+   * SharedArrayBuffer, read with `Atomics.load` from any thread without a round trip: a count
+   * that has not moved means the store's usage has not either (docs/STORAGE.md, "When a
+   * checkpoint runs"). It wraps at 2^31.
+   */
+  readonly writes = new Int32Array(new SharedArrayBuffer(4));
+  /**
    * The search index covers every event (search-index.ts); false while its backfill runs, when
    * searches check classes, streams and solutions on records.
    */
@@ -372,6 +380,7 @@ export class EventStore extends StoreView {
   /** Runs `writes` in one LMDB transaction and waits until it is flushed. */
   private async commitDurably(writes: () => void): Promise<void> {
     await this.dbs.root.transaction(writes);
+    Atomics.add(this.writes, 0, 1);
     await this.flushed();
   }
 
@@ -515,6 +524,7 @@ export class EventStore extends StoreView {
   /** Puts an appended batch in the head, announces its creates and schedules a checkpoint. */
   private enterHead(batch: HeadBatch): void {
     this.head.add(batch);
+    Atomics.add(this.writes, 0, 1);
     if (this.changes.listened) {
       for (const { record, value } of batch.creates) {
         this.announceChange({ kind: 'created', id: record.id, createdAt: record.created_at, record, json: storedJson(value, this.present) });
@@ -591,6 +601,7 @@ export class EventStore extends StoreView {
       throw err;
     }
     this.head.drop(batches.length);
+    Atomics.add(this.writes, 0, 1);
     this.checkpointError = undefined;
     this.stageTimer?.('index', batches.length, batches.reduce((n, b) => n + b.creates.length + b.changes.length, 0), (performance.now() - started) / 1000);
     this.scheduleCheckpoint();
