@@ -15,16 +15,17 @@
  *
  * Run: `npm run sweep` (setup.sh, then `node sweep.js`), or `node sweep.js [--quick]
  * [--seconds=N] [--systems=edge-event-store,fastify-sqlite] [--in-flight=1,4] [--workloads=small]
- * [--late-check=N] [--pace=R]`.
+ * [--late-check=N] [--pace=R] [--warmup=N]`.
  * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes
  * and writes RESULTS.sweep.md; --quick (3 s windows, no wait for a quiet machine) writes
  * .data/RESULTS.sweep.quick.md instead, so a noisy check never replaces measured figures.
  * Both print the report and keep the raw figures in .data/sweep.json.
  *
  * `--pace=R` (`npm run paced`: R = 10) drives each system at a pipeline's pace instead: one event
- * at a time, R a second (lib/closed-loop.js `runPaced`), for 60 s windows, so that the bytes a
- * store writes per event at the rate a box really sees are measured, where a checkpoint or a
- * commit is shared by few events. About 10 minutes; it writes RESULTS.paced.md (.data/paced.json).
+ * at a time, R a second (lib/closed-loop.js `runPaced`), for 60 s windows after 150 s of warm-up at
+ * the same pace (PACED_WARMUP_SECONDS), so that the bytes and the CPU a store spends per event at
+ * the rate a box really sees are measured, where a checkpoint or a commit is shared by few events.
+ * About 32 minutes; it writes RESULTS.paced.md (.data/paced.json).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -57,6 +58,15 @@ const LATE_CHECK_SECONDS = Number(option('late-check') ?? 5);
 const PORT = Number(process.env.BENCH_PORT ?? 18001);
 
 /**
+ * Seconds of warm-up at the pace before a paced window. V8 optimizes a function only after many
+ * calls, which at 10 events a second takes minutes: a paced window after a short warm-up measures
+ * the JIT, not the system (PROFILE.md, "CPU at a pipeline's pace"). 150 rather than 120 or 180,
+ * so the store's 60 s checkpoint (fewer than 2,000 creates waiting) falls inside the 60 s window,
+ * not at its edge, and each window holds one.
+ */
+const PACED_WARMUP_SECONDS = 150;
+
+/**
  * @type {{ seconds: number, warmupSeconds: number, quietWaitSeconds: number, tailSeconds: number,
  *   lateCheckSeconds: number, pace?: number }} seconds: each measured window; quietWaitSeconds: how
  *   long each cell waits for a quiet machine before it starts anyway (0: it does not wait); pace:
@@ -64,13 +74,14 @@ const PORT = Number(process.env.BENCH_PORT ?? 18001);
  */
 const plan = {
   seconds: Number(option('seconds') ?? (pace ? 60 : quick ? 3 : 8)),
-  warmupSeconds: quick ? 0.5 : 2,
+  warmupSeconds: Number(option('warmup') ?? (quick ? 0.5 : pace ? PACED_WARMUP_SECONDS : 2)),
   quietWaitSeconds: quick ? 0 : 30,
   tailSeconds: TAIL_SECONDS,
   lateCheckSeconds: LATE_CHECK_SECONDS,
   pace,
 };
 if (!(plan.lateCheckSeconds >= TAIL_SECONDS)) throw new Error(`--late-check=${option('late-check')}: at least ${TAIL_SECONDS} s`);
+if (!(plan.warmupSeconds >= 0)) throw new Error(`--warmup=${option('warmup')}: a number of seconds, 0 or more`);
 if (!(plan.seconds > 0)) throw new Error(`--seconds=${option('seconds')}: a number of seconds above 0`);
 const inFlight = pace ? [1] : (list('in-flight') ?? ['1', '4', '16', '50']).map(Number);
 if (inFlight.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--in-flight=${option('in-flight')}: whole numbers from 1`);

@@ -92,9 +92,11 @@ export function renderSweep(res) {
   const all = res.systems.flatMap((s) => Object.values(s.cells).flat());
   const otherCores = all.reduce((n, c) => n + c.otherCpuSeconds, 0) / all.reduce((n, c) => n + c.seconds, 0);
   const how = plan.pace ? [
-    'For each workload and each system in turn, the system was started on a fresh data directory, warmed up for',
-    `${plan.warmupSeconds} s, then driven for ${plan.seconds} s by a paced client (node:http, keep-alive, one socket; it posts an event every`,
+    'For each workload and each system in turn, the system was started on a fresh data directory, warmed up at the same',
+    `pace for ${plan.warmupSeconds} s, then measured for ${plan.seconds} s, driven by a paced client (node:http, keep-alive, one socket; it posts an event every`,
     `${(1000 / plan.pace).toFixed(0)} ms, or as soon as the one before is answered when that is later: one device pipeline at ${plan.pace} events a second).`,
+    'The warm-up is long because at this pace V8 optimizes a function only after minutes: a window after a few seconds',
+    'measures the JIT, not the system (PROFILE.md, "CPU at a pipeline\'s pace").',
     'At that pace a commit or a checkpoint is shared by few events, so the bytes written per event are what a box sees at',
     'its usual rate, where the concurrency sweep (RESULTS.sweep.md) runs every system flat out. Every write is durable',
     'before its answer (RESULTS.md says how each system makes it so).',
