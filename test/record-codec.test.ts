@@ -169,6 +169,38 @@ t.test('the stored JSON is byte-identical to presenting the decoded record, what
   t.notOk(details.failed, (details.failed ? fc.defaultReportMessage(details) : undefined) ?? '300 generated records');
 });
 
+t.test('each value msgpack would change is presented as it decodes, wherever it sits', async (t) => {
+  // encodeRecord presents a record as it is unless msgpack would give it back changed; each case
+  // below has one such value alone, so each guard of that check is needed for it to pass.
+  const cases: Record<string, Partial<EventRecord>> = {
+    'a __proto__ key deep in event_data': { event_data: JSON.parse('{"a": [{"__proto__": {"x": 1}}]}') },
+    'a lone surrogate in a key': { custom_metadata: { 'k\udfff': 'v' } },
+    'a lone surrogate in a nested string': { event_data: { notes: ['fine', { text: 'x\ud800' }] } },
+    'a lone surrogate in a top-level field': { stream_id: '\udbff' },
+  };
+  for (const [name, fields] of Object.entries(cases)) {
+    const record = sampleRecord(fields);
+    const value = encodeRecord(record);
+    t.equal(storedJson(value).toString(), presentedAfterDecode(value), name);
+    t.not(storedJson(value).toString(), presentEventJson(record), `${name}: msgpack changes it`);
+  }
+});
+
+t.test('a record msgpack gives back unchanged is stored with the same JSON, for any well-formed values', async (t) => {
+  const text = fc.string({ unit: 'binary', maxLength: 16 });
+  const number = fc.oneof(fc.double(), fc.integer(), fc.maxSafeInteger(), fc.constant(2 ** 64), fc.constant(-0));
+  const details = fc.check(fc.property(
+    fc.record({ device: fc.option(text), data: fc.dictionary(text, fc.jsonValue({ stringUnit: 'binary' })), metadata: fc.dictionary(text, fc.oneof(text, number, fc.boolean())), label: fc.option(text) }),
+    ({ device, data, metadata, label }) => {
+      const record = sampleRecord({ device_id: device, event_data: data, custom_metadata: metadata });
+      record.images[0].label = label;
+      const stored = encodeRecord(record);
+      return storedJson(stored).toString() === presentedAfterDecode(stored);
+    },
+  ), { numRuns: 300 });
+  t.notOk(details.failed, (details.failed ? fc.defaultReportMessage(details) : undefined) ?? '300 generated records');
+});
+
 t.test('records of layouts 1, 2 and 3 in one store are returned by queries side by side', async (t) => {
   const dataDir = tempDataDir();
   const dbs = openDatabases(dataDir);

@@ -36,12 +36,22 @@ export function parseIsoMicros(text: string): number | undefined {
   return ms * 1000 + Number(fraction.padEnd(6, '0').slice(0, 6));
 }
 
+/**
+ * The last value `formatMicros` formatted (µs), and its text. A create formats its created_at
+ * for the stored JSON, again as its finalized_at, and again for the 201.
+ */
+let lastFormatted = Number.NaN;
+let lastText = '';
+
 /** Formats µs since the epoch as `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
 export function formatMicros(micros: number): string {
+  if (micros === lastFormatted) return lastText;
   const ms = Math.floor(micros / 1000);
   const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
   const sub = String(micros - ms * 1000).padStart(3, '0');
-  return `${iso.slice(0, 23)}${sub}Z`;
+  lastFormatted = micros;
+  lastText = `${iso.slice(0, 23)}${sub}Z`;
+  return lastText;
 }
 
 /** Like `formatMicros`, passing null through. */
