@@ -15,7 +15,7 @@
  *
  * Run: `npm run sweep` (setup.sh, then `node sweep.js`), or `node sweep.js [--quick]
  * [--seconds=N] [--systems=edge-event-store,fastify-sqlite] [--in-flight=1,4] [--workloads=small]
- * [--late-check=N] [--pace=R] [--warmup=N]`.
+ * [--late-check=N] [--pace=R] [--warmup=N] [--preload=S]`.
  * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes
  * and writes RESULTS.sweep.md; --quick (3 s windows, no wait for a quiet machine) writes
  * .data/RESULTS.sweep.quick.md instead, so a noisy check never replaces measured figures.
@@ -25,7 +25,9 @@
  * at a time, R a second (lib/closed-loop.js `runPaced`), for 60 s windows after 150 s of warm-up at
  * the same pace (PACED_WARMUP_SECONDS), so that the bytes and the CPU a store spends per event at
  * the rate a box really sees are measured, where a checkpoint or a commit is shared by few events.
- * About 32 minutes; it writes RESULTS.paced.md (.data/paced.json).
+ * About 30 minutes; it writes RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each
+ * fresh store flat out for S seconds (PRELOAD_IN_FLIGHT requests in flight), so the window's
+ * checkpoint lands on an index of a box that has run a while, not on a nearly empty one.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -65,12 +67,16 @@ const PORT = Number(process.env.BENCH_PORT ?? 18001);
  * not at its edge, and each window holds one.
  */
 const PACED_WARMUP_SECONDS = 150;
+/** Requests in flight while `--preload=S` fills a store before its warm-up. */
+const PRELOAD_IN_FLIGHT = 4;
 
 /**
  * @type {{ seconds: number, warmupSeconds: number, quietWaitSeconds: number, tailSeconds: number,
- *   lateCheckSeconds: number, pace?: number }} seconds: each measured window; quietWaitSeconds: how
- *   long each cell waits for a quiet machine before it starts anyway (0: it does not wait); pace:
- *   events a second, one at a time, when paced
+ *   lateCheckSeconds: number, preloadSeconds: number, preloadInFlight: number, pace?: number }}
+ *   seconds: each measured window; quietWaitSeconds: how long each cell waits for a quiet machine
+ *   before it starts anyway (0: it does not wait); preloadSeconds: how long a fresh store is filled
+ *   flat out, preloadInFlight requests at a time, before its warm-up (0: not at all); pace: events
+ *   a second, one at a time, when paced
  */
 const plan = {
   seconds: Number(option('seconds') ?? (pace ? 60 : quick ? 3 : 8)),
@@ -78,9 +84,12 @@ const plan = {
   quietWaitSeconds: quick ? 0 : 30,
   tailSeconds: TAIL_SECONDS,
   lateCheckSeconds: LATE_CHECK_SECONDS,
+  preloadSeconds: Number(option('preload') ?? 0),
+  preloadInFlight: PRELOAD_IN_FLIGHT,
   pace,
 };
 if (!(plan.lateCheckSeconds >= TAIL_SECONDS)) throw new Error(`--late-check=${option('late-check')}: at least ${TAIL_SECONDS} s`);
+if (!(plan.preloadSeconds >= 0)) throw new Error(`--preload=${option('preload')}: a number of seconds, 0 or more`);
 if (!(plan.warmupSeconds >= 0)) throw new Error(`--warmup=${option('warmup')}: a number of seconds, 0 or more`);
 if (!(plan.seconds > 0)) throw new Error(`--seconds=${option('seconds')}: a number of seconds above 0`);
 const inFlight = pace ? [1] : (list('in-flight') ?? ['1', '4', '16', '50']).map(Number);
@@ -130,6 +139,14 @@ async function measureCell(system, workload, n, device) {
   const agent = closedLoopAgent(n);
   const load = { url: `${running.url}/v2/events`, bodies: workload.bodies, inFlight: n, agent, rate: pace };
   const drive = pace ? runPaced : runClosedLoop;
+  let preloaded = 0;
+  if (plan.preloadSeconds > 0) {
+    const preloadAgent = closedLoopAgent(plan.preloadInFlight);
+    const preload = await runClosedLoop({ ...load, inFlight: plan.preloadInFlight, agent: preloadAgent, seconds: plan.preloadSeconds });
+    preloadAgent.destroy();
+    preloaded = preload.requests;
+    log(`${label}: preloaded ${preloaded} events in ${plan.preloadSeconds} s`);
+  }
   const warm = await drive({ ...load, seconds: plan.warmupSeconds });
 
   const cpu0 = running.usage().cpuSeconds;
@@ -149,13 +166,15 @@ async function measureCell(system, workload, n, device) {
   agent.destroy();
 
   const stored = await running.eventCount();
-  if (stored < warm.requests + run.requests) throw new Error(`${label}: ${warm.requests + run.requests} acknowledged, ${stored} stored`);
+  const acknowledged = preloaded + warm.requests + run.requests;
+  if (stored < acknowledged) throw new Error(`${label}: ${acknowledged} acknowledged, ${stored} stored`);
   const stopped = await running.stop();
   if (stopped.code !== 0) throw new Error(`${label}: the server did not stop gracefully: ${JSON.stringify(stopped)}\n${running.output}`);
   fs.rmSync(dataDir, { recursive: true, force: true });
 
   const cell = {
     inFlight: n,
+    preloaded,
     requests: run.requests,
     seconds: run.seconds,
     rate: run.rate,

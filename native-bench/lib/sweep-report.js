@@ -10,6 +10,7 @@ const us = (seconds) => `${int(seconds * 1e6)} µs`;
 /**
  * @typedef {object} SweepCell one system at one concurrency on one workload (sweep.js `measureCell`)
  * @property {number} inFlight requests in flight
+ * @property {number} preloaded events posted flat out before the warm-up (`--preload=S`; 0 without)
  * @property {number} requests answered 201 in the measured window
  * @property {number} seconds length of the window, s
  * @property {number} rate events/s
@@ -107,6 +108,13 @@ export function renderSweep(res) {
     'loop posts an event and waits for its 201 before the next: what a device pipeline does). Every write is durable before',
     'its answer (RESULTS.md says how each system makes it so).',
   ];
+  if (plan.preloadSeconds > 0) {
+    how.push(
+      `Before its warm-up each system was filled flat out for ${plan.preloadSeconds} s (${plan.preloadInFlight} requests in flight; ${int(Math.min(...all.map((c) => c.preloaded)))}`
+        + ` to ${int(Math.max(...all.map((c) => c.preloaded)))} events),`,
+      'so the window\'s checkpoints land on the index of a box that has run a while.',
+    );
+  }
   const lines = [
     plan.pace
       ? `# Pipeline pace: ${plan.pace} events a second, one at a time${res.quick ? ' (quick run, not for comparison)' : ''}`

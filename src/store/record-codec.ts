@@ -71,8 +71,8 @@ function encodeLayout2(r: EventRecord): Buffer {
  * is byte-identical to presenting `decodeRecord` of the stored value. msgpack gives a record
  * back as it was, except that it replaces a lone surrogate with U+FFFD characters and reads a
  * `__proto__` key back as `__proto_` (msgpackr's unpack.js): a record with either is presented
- * as it decodes, any other as it is, without that round trip (about a quarter of a small
- * create's allocation).
+ * as it decodes, any other as it is, without that round trip (about 3 of the 42 KB a small
+ * create allocates: native-bench/PROFILE.md, "The paced bench warms up at the pace").
  * @param present the store's presenter (StoreOptions.present)
  */
 export function encodeRecord(r: EventRecord, present: RecordPresenter): Buffer {
