@@ -142,6 +142,25 @@ t.test('layouts 1 and 2 keep decoding, and present their JSON on demand', async 
   t.same(decodeRecord(encodeRecord(decodeRecord(value1))), decodeRecord(value1), 'a layout-1 record rewritten as layout 3 keeps its fields');
 });
 
+/**
+ * Runs 300 generated records through encodeRecord and checks that each one's stored JSON equals
+ * presenting its decoded record. `text` makes the device id, the image label and every key;
+ * `data` event_data's values; `metadata` custom_metadata's values.
+ * @returns fast-check's report of the first record that fails, or undefined
+ */
+function firstRecordNotStoredAsDecoded(text: fc.Arbitrary<string>, data: fc.Arbitrary<unknown>, metadata: fc.Arbitrary<string | number | boolean>): string | undefined {
+  const details = fc.check(fc.property(
+    fc.record({ device: fc.option(text), data: fc.dictionary(text, data), metadata: fc.dictionary(text, metadata), label: fc.option(text) }),
+    ({ device, data, metadata, label }) => {
+      const record = sampleRecord({ device_id: device, event_data: data, custom_metadata: metadata });
+      record.images[0].label = label;
+      const stored = encodeRecord(record);
+      return storedJson(stored).toString() === presentedAfterDecode(stored);
+    },
+  ), { numRuns: 300 });
+  return details.failed ? (fc.defaultReportMessage(details) ?? 'a generated record failed') : undefined;
+}
+
 t.test('the stored JSON is byte-identical to presenting the decoded record, whatever the values', async (t) => {
   // msgpack stores a lone surrogate as U+FFFD and reads a `__proto__` key back as `__proto_`: the
   // stored JSON says what the record decodes to, as GET answered before layout 3.
@@ -156,17 +175,7 @@ t.test('the stored JSON is byte-identical to presenting the decoded record, what
 
   const lone = fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code));
   const text = fc.string({ unit: fc.oneof(fc.constant('a'), lone, fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), maxLength: 12 });
-  const metadataValue = fc.oneof(text, fc.double(), fc.integer(), fc.boolean());
-  const details = fc.check(fc.property(
-    fc.record({ device: fc.option(text), data: fc.dictionary(text, fc.jsonValue()), metadata: fc.dictionary(text, metadataValue), label: fc.option(text) }),
-    ({ device, data, metadata, label }) => {
-      const record = sampleRecord({ device_id: device, event_data: data, custom_metadata: metadata });
-      record.images[0].label = label;
-      const stored = encodeRecord(record);
-      return storedJson(stored).toString() === presentedAfterDecode(stored);
-    },
-  ), { numRuns: 300 });
-  t.notOk(details.failed, (details.failed ? fc.defaultReportMessage(details) : undefined) ?? '300 generated records');
+  t.equal(firstRecordNotStoredAsDecoded(text, fc.jsonValue(), fc.oneof(text, fc.double(), fc.integer(), fc.boolean())), undefined, '300 generated records');
 });
 
 t.test('each value msgpack would change is presented as it decodes, wherever it sits', async (t) => {
@@ -189,16 +198,7 @@ t.test('each value msgpack would change is presented as it decodes, wherever it 
 t.test('a record msgpack gives back unchanged is stored with the same JSON, for any well-formed values', async (t) => {
   const text = fc.string({ unit: 'binary', maxLength: 16 });
   const number = fc.oneof(fc.double(), fc.integer(), fc.maxSafeInteger(), fc.constant(2 ** 64), fc.constant(-0));
-  const details = fc.check(fc.property(
-    fc.record({ device: fc.option(text), data: fc.dictionary(text, fc.jsonValue({ stringUnit: 'binary' })), metadata: fc.dictionary(text, fc.oneof(text, number, fc.boolean())), label: fc.option(text) }),
-    ({ device, data, metadata, label }) => {
-      const record = sampleRecord({ device_id: device, event_data: data, custom_metadata: metadata });
-      record.images[0].label = label;
-      const stored = encodeRecord(record);
-      return storedJson(stored).toString() === presentedAfterDecode(stored);
-    },
-  ), { numRuns: 300 });
-  t.notOk(details.failed, (details.failed ? fc.defaultReportMessage(details) : undefined) ?? '300 generated records');
+  t.equal(firstRecordNotStoredAsDecoded(text, fc.jsonValue({ stringUnit: 'binary' }), fc.oneof(text, number, fc.boolean())), undefined, '300 generated records');
 });
 
 t.test('records of layouts 1, 2 and 3 in one store are returned by queries side by side', async (t) => {
