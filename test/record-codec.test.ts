@@ -162,7 +162,7 @@ function firstRecordNotStoredAsDecoded(text: fc.Arbitrary<string>, data: fc.Arbi
 }
 
 t.test('the stored JSON is byte-identical to presenting the decoded record, whatever the values', async (t) => {
-  // msgpack stores a lone surrogate as U+FFFD and reads a `__proto__` key back as `__proto_`: the
+  // msgpack stores a lone surrogate as U+FFFD characters and reads a `__proto__` key back as `__proto_`: the
   // stored JSON says what the record decodes to, as GET answered before layout 3.
   const awkward = sampleRecord({
     device_id: 'cam-\ud800-lone',
