@@ -78,6 +78,18 @@ export interface DiskWriteStats {
   write_amplification: number | null;
   bytes_written_per_event: number | null;
   bytes_written_per_day: number | null;
+  /** The data directory's block device, every writer on it; null where it has none. */
+  device?: DeviceWriteStats | null;
+}
+
+/** What the block device under the data directory wrote since the store started (`disk_writes.device`). */
+export interface DeviceWriteStats {
+  source: string;
+  name: string;
+  bytes_written: number;
+  write_amplification: number | null;
+  bytes_written_per_event: number | null;
+  bytes_written_per_day: number;
 }
 
 /** `GET /stats`. */

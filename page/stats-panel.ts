@@ -3,7 +3,8 @@
  * (`capacity.records`), storage (`capacity.storage`), days of data (`current.days_of_data_stored`
  * of `configuration.retention_days`), the cloud upload backlog (`capacity.uploads_pending`), MQTT
  * (`mqtt`, hidden when null or absent) and the latest cleanup (`last_cleanup`, hidden when null or
- * absent), and the disk writes (`disk_writes`: a day's bytes, per event, the write amplification).
+ * absent), and the disk writes (`disk_writes`: a day's bytes, per event, the write amplification, of
+ * the data directory's device and of the store process).
  * Each gauge is a `<meter>` (0..100 percent) and a line of figures.
  */
 import type { DiskWriteStats, LastCleanup, MqttStats, Stats } from './shapes.js';
@@ -79,15 +80,33 @@ function renderCleanup(cleanup: LastCleanup | null | undefined): void {
     + `${count.format(cleanup.files_deleted)} files deleted; ${formatBytes(cleanup.bytes_freed)} freed in ${formatDuration(cleanup.duration_seconds)}`;
 }
 
-/** Bytes written a day (the flash's wear), per event, and the write amplification; hidden where the kernel does not report writes. */
+/** Per event and the write amplification, as a card's note says them. */
+function perEventAndAmplification(figures: { bytes_written_per_event: number | null; write_amplification: number | null }): string {
+  const perEvent = figures.bytes_written_per_event === null ? 'no event yet' : `${formatBytes(figures.bytes_written_per_event)} per event`;
+  return figures.write_amplification === null ? perEvent : `${perEvent}, ${decimal.format(figures.write_amplification)}× what was accepted`;
+}
+
+/**
+ * Bytes written a day (the flash's wear), per event, and the write amplification. The headline is
+ * the data directory's device where /stats has it (every writer on it, but what wears the card);
+ * the store process's own count follows, which Linux can inflate by counting whole page-cache
+ * folios (docs/OPERATIONS.md, "Disk writes"). Hidden where the kernel reports neither.
+ */
 function renderDiskWrites(writes: DiskWriteStats | null | undefined): void {
   const card = element('#disk-writes');
-  card.hidden = !writes || writes.bytes_written === null || writes.bytes_written_per_day === null;
-  if (card.hidden) return;
-  element('#disk-writes .figure').textContent = `${formatBytes(writes!.bytes_written_per_day!)}/day`;
-  const perEvent = writes!.bytes_written_per_event === null ? 'no event yet' : `${formatBytes(writes!.bytes_written_per_event)} per event`;
-  const amplification = writes!.write_amplification === null ? '' : `, ${decimal.format(writes!.write_amplification)}× what was accepted`;
-  element('#disk-writes .note').textContent = `${perEvent}${amplification}; ${formatBytes(writes!.bytes_written!)} since the start`;
+  const own = writes && writes.bytes_written !== null && writes.bytes_written_per_day !== null
+    ? { ...writes, bytes_written: writes.bytes_written, bytes_written_per_day: writes.bytes_written_per_day }
+    : null;
+  const device = writes?.device ?? null;
+  const headline = device ?? own;
+  card.hidden = !headline;
+  if (!headline) return;
+  element('#disk-writes .figure').textContent = `${formatBytes(headline.bytes_written_per_day)}/day`;
+  const where = device ? `; device ${device.name}, every writer on it` : '';
+  element('#disk-writes .summary').textContent = `${perEventAndAmplification(headline)}; ${formatBytes(headline.bytes_written)} since the start${where}`;
+  const processNote = element('#disk-writes .process');
+  processNote.hidden = !device || !own;
+  if (device && own) processNote.textContent = `The store process counts ${formatBytes(own.bytes_written_per_day)}/day, ${perEventAndAmplification(own)}`;
 }
 
 /** Shows `stats` in the page's gauges and cards. */

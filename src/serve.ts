@@ -86,7 +86,7 @@ export async function startService(config: Config): Promise<StoreService> {
   const stream = new StreamFanout(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
   const mqtt = config.mqttUrl === undefined ? undefined
     : new (await import('./sinks/mqtt-sink.js')).MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
-  const diskWrites = new DiskWrites();
+  const diskWrites = new DiskWrites(config.dataDir);
   const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });
   let server: RunningServer;
   try {

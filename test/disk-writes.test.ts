@@ -1,10 +1,15 @@
 /**
  * The store reports what it writes (docs/OPERATIONS.md, "Disk writes"): /stats `disk_writes` and
  * /metrics count the request bodies of accepted creates and attachments exactly, take the bytes
- * written from /proc/self/io, and give the write amplification and bytes per event from them;
- * a refused create counts for nothing.
+ * written from /proc/self/io and from the data directory's block device, and give the write
+ * amplification and bytes per event from them; a refused create counts for nothing.
  */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import t from 'tap';
+import { blockDeviceOf, deviceWrittenBytes } from '../src/operations/block-device.js';
+import { DiskWrites } from '../src/operations/disk-writes.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { startStore } from './support/store-server.js';
@@ -17,8 +22,12 @@ function sample(text: string, name: string): number {
 }
 
 t.test('bytes accepted are the bodies of accepted creates and attachments; written come from /proc/self/io', async (t) => {
+  // Read before the store starts: the store counts from its own start.
+  const device = blockDeviceOf(os.tmpdir());
+  const deviceBefore = device && deviceWrittenBytes(device.name);
   const store = await startStore({ CLEANUP_INTERVAL_SECONDS: '3600' });
   t.teardown(store.stop);
+  t.same(blockDeviceOf(store.dataDir), device, 'the data directory is in the temporary directory');
   const before = (await getJson(`${store.url}/stats`)).body.disk_writes;
   t.same([before.bytes_accepted, before.events_accepted, before.write_amplification, before.bytes_written_per_event], [0, 0, null, null], 'nothing accepted yet');
 
@@ -45,8 +54,37 @@ t.test('bytes accepted are the bodies of accepted creates and attachments; writt
   t.equal(writes.bytes_written_per_event, Math.round(writes.bytes_written / 3));
   t.ok(writes.bytes_written_per_day >= writes.bytes_written, 'a day is longer than the test');
 
+  if (!device) {
+    t.equal(writes.device, null, `the data directory ${store.dataDir} has no block device of its own`);
+  } else {
+    const deviceAfter = deviceWrittenBytes(device.name)!;
+    t.equal(writes.device.source, '/proc/diskstats sectors written');
+    t.equal(writes.device.name, device.name);
+    t.ok(writes.device.bytes_written >= video.length, `the video reached ${device.name} before its 201 (${writes.device.bytes_written} bytes)`);
+    t.ok(writes.device.bytes_written <= deviceAfter - deviceBefore!, 'and the device wrote no more than it did while the store ran');
+    t.equal(writes.device.write_amplification, Number((writes.device.bytes_written / writes.bytes_accepted).toFixed(2)));
+    t.equal(writes.device.bytes_written_per_event, Math.round(writes.device.bytes_written / 3));
+  }
+
   const metrics = await (await fetch(`${store.url}/metrics`)).text();
   t.equal(sample(metrics, 'edge_events_ingested_bytes_total'), writes.bytes_accepted, '/metrics counts the same bodies');
   t.ok(sample(metrics, 'edge_events_disk_written_bytes_total') >= writes.bytes_written, 'and the bytes written');
   t.ok(sample(metrics, 'edge_events_write_amplification_ratio') > 0);
+  if (device) t.ok(sample(metrics, `edge_events_device_written_bytes_total{device="${device.name}"}`) >= writes.device.bytes_written, 'and the device\'s');
+});
+
+t.test('the block device under a directory is the one stat(1) and /sys name', async (t) => {
+  const dir = t.testdir();
+  const device = blockDeviceOf(dir);
+  const majorMinor = execFileSync('stat', ['--format=%Hd:%Ld', dir], { encoding: 'utf8' }).trim();
+  if (!fs.existsSync(`/sys/dev/block/${majorMinor}`)) {
+    t.equal(device, null, `${dir} (${majorMinor}) is on no block device`);
+  } else {
+    t.equal(device?.majorMinor, majorMinor, 'major and minor decoded from st_dev');
+    t.equal(fs.readFileSync(`/sys/class/block/${device!.name}/dev`, 'utf8').trim(), majorMinor, `${device!.name} is that device`);
+    t.type(deviceWrittenBytes(device!.name), 'number', '/proc/diskstats has its line');
+  }
+  t.equal(blockDeviceOf('/dev/shm'), null, 'tmpfs has none');
+  t.equal(deviceWrittenBytes('no-such-device'), undefined, 'a device /proc/diskstats does not list');
+  t.equal(new DiskWrites('/dev/shm').report().device, null, 'so /stats reports device: null');
 });

@@ -267,7 +267,14 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.notOk(await page.locator('#mqtt').isVisible(), 'MQTT off (mqtt null): its card is hidden');
     t.ok(await page.locator('#disk-writes').isVisible(), 'the disk writes card');
     t.match(await page.locator('#disk-writes .figure').innerText(), /^[\d.]+ (B|KiB|MiB|GiB|TiB)\/day$/, 'bytes a day');
-    t.match(await page.locator('#disk-writes .note').innerText(), /^[\d.]+ (B|KiB|MiB) per event, [\d.,]+× what was accepted; /, 'per event and the amplification');
+    t.match(await page.locator('#disk-writes .summary').innerText(), /^[\d.]+ (B|KiB|MiB) per event, [\d.,]+× what was accepted; /, 'per event and the amplification');
+    const device = stats.disk_writes.device;
+    if (device) {
+      t.match(await page.locator('#disk-writes .summary').innerText(), new RegExp(`; device ${device.name}, every writer on it$`), 'the headline is the data directory\'s device');
+      t.match(await page.locator('#disk-writes .process').innerText(), /^The store process counts [\d.]+ (B|KiB|MiB|GiB|TiB)\/day, [\d.]+ (B|KiB|MiB) per event, [\d.,]+× what was accepted$/, 'then the process\'s own count');
+    } else {
+      t.notOk(await page.locator('#disk-writes .process').isVisible(), 'no device: the headline is the process\'s count, and no second line');
+    }
 
     // The store runs a cleanup of its own at start-up; a manual one comes after it.
     t.equal((await postJson(`${store.url}/admin/cleanup`, undefined, auth)).status, 200);

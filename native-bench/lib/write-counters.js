@@ -5,11 +5,8 @@
  * writer on that device: the journal, and any other work on the machine).
  */
 import fs from 'node:fs';
-import path from 'node:path';
+import { blockDeviceOf, deviceWrittenBytes as readDeviceWrittenBytes } from '../../dist/src/operations/block-device.js';
 import { processTree } from './store-process.js';
-
-/** /proc/diskstats counts sectors of 512 bytes, whatever the device's own sector size. */
-const DISKSTATS_SECTOR_BYTES = 512;
 
 /** `write_bytes` of one process (all its threads, and its reaped children), in bytes. */
 function processWriteBytes(pid) {
@@ -35,31 +32,18 @@ export function treeWriteBytes(pid) {
 }
 
 /**
- * The block device that holds `dir`, as /proc/diskstats names it: from the directory's st_dev
- * (major:minor) through /sys/dev/block/MAJ:MIN, so a partition or a dm device is itself, not its
- * disk. Null when the filesystem has no block device of its own (tmpfs, overlay, btrfs's
- * anonymous device numbers).
+ * The block device that holds `dir`, as /proc/diskstats names it, or null when its filesystem has
+ * none of its own: the store's own reader (src/operations/block-device.ts), from the build.
  * @returns {{ name: string, majorMinor: string } | null}
  */
-export function blockDeviceOf(dir) {
-  const { dev } = fs.statSync(dir, { bigint: true });
-  // Linux's new_encode_dev: minor in bits 0-7 and 20-31, major in bits 8-19.
-  const major = Number((dev >> 8n) & 0xfffn);
-  const minor = Number((dev & 0xffn) | ((dev >> 12n) & 0xfff00n));
-  const majorMinor = `${major}:${minor}`;
-  try {
-    return { name: path.basename(fs.realpathSync(`/sys/dev/block/${majorMinor}`)), majorMinor };
-  } catch {
-    return null;
-  }
-}
+export { blockDeviceOf };
 
-/** Bytes the block device `name` has written since boot (sectors written x 512). */
+/**
+ * Bytes the block device `name` has written since boot (sectors written x 512).
+ * @throws Error when /proc/diskstats has no line for it
+ */
 export function deviceWrittenBytes(name) {
-  for (const line of fs.readFileSync('/proc/diskstats', 'utf8').split('\n')) {
-    // major minor name reads reads-merged sectors-read ms-reading writes writes-merged sectors-written ...
-    const fields = line.trim().split(/\s+/);
-    if (fields[2] === name) return Number(fields[9]) * DISKSTATS_SECTOR_BYTES;
-  }
-  throw new Error(`/proc/diskstats has no line for ${name}`);
+  const bytes = readDeviceWrittenBytes(name);
+  if (bytes === undefined) throw new Error(`/proc/diskstats has no line for ${name}`);
+  return bytes;
 }

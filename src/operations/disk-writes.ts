@@ -7,8 +7,12 @@
  * threads, caused to be sent to the storage layer: the log's appends, LMDB's commits and flushes,
  * staging files), since the store started. Accepted: the request bodies of the creates and
  * attachments the store answered 2xx (JSON with base64 images as sent, uploads as streamed).
+ * Beside them, the sectors written by the block device under the data directory
+ * (block-device.ts): every writer on it, but not the whole page-cache folios `write_bytes` can
+ * count for a small write.
  */
 import fs from 'node:fs';
+import { blockDeviceOf, deviceWrittenBytes } from './block-device.js';
 
 /** Where `written` comes from, as /stats names it. */
 export const WRITES_SOURCE = '/proc/self/io write_bytes';
@@ -27,6 +31,22 @@ export function processWriteBytes(): number | undefined {
   }
 }
 
+/** Where `device.bytes_written` comes from, as /stats names it. */
+export const DEVICE_WRITES_SOURCE = '/proc/diskstats sectors written';
+
+/** What the data directory's block device wrote since the store started (/stats `disk_writes.device`). */
+export interface DeviceWriteReport {
+  source: string;
+  /** The device as /proc/diskstats names it (`mmcblk0p2`). */
+  name: string;
+  /** Bytes written by every writer on the device. */
+  bytes_written: number;
+  /** bytes_written / bytes_accepted; null before anything was accepted. */
+  write_amplification: number | null;
+  bytes_written_per_event: number | null;
+  bytes_written_per_day: number;
+}
+
 /** The figures /stats reports under `disk_writes` (docs/API.md, "Statistics"). */
 export interface DiskWriteReport {
   /** null where the kernel does not report it (no /proc/self/io). */
@@ -40,13 +60,26 @@ export interface DiskWriteReport {
   bytes_written_per_event: number | null;
   /** bytes_written over the time since the start, scaled to a day. */
   bytes_written_per_day: number | null;
+  /** null where the data directory has no block device of its own (tmpfs, overlay) or no /proc/diskstats. */
+  device: DeviceWriteReport | null;
 }
 
 export class DiskWrites {
   private readonly startedAt = Date.now();
   private readonly baseline = processWriteBytes();
+  private readonly device: { name: string; baseline: number } | undefined;
   private acceptedBytes = 0;
   private acceptedEvents = 0;
+
+  /**
+   * @param dataDir the store's DATA_DIR: the block device under it is reported beside the
+   *   process (none when omitted, or when it has no block device of its own)
+   */
+  constructor(dataDir?: string) {
+    const device = dataDir === undefined ? null : blockDeviceOf(dataDir);
+    const baseline = device ? deviceWrittenBytes(device.name) : undefined;
+    if (device && baseline !== undefined) this.device = { name: device.name, baseline };
+  }
 
   /**
    * Counts an accepted request body.
@@ -64,6 +97,16 @@ export class DiskWrites {
     return now === undefined || this.baseline === undefined ? undefined : now - this.baseline;
   }
 
+  /**
+   * Bytes the data directory's block device wrote since the start, by every writer on it, with
+   * its name; undefined where there is none to read.
+   */
+  deviceWritten(): { name: string; bytes: number } | undefined {
+    if (!this.device) return undefined;
+    const now = deviceWrittenBytes(this.device.name);
+    return now === undefined ? undefined : { name: this.device.name, bytes: now - this.device.baseline };
+  }
+
   /** Bytes of accepted request bodies since the start. */
   accepted(): number {
     return this.acceptedBytes;
@@ -72,17 +115,21 @@ export class DiskWrites {
   /** The report at `now` (ms since the epoch). */
   report(now = Date.now()): DiskWriteReport {
     const written = this.written();
-    const ratio = (per: number) => (written === undefined || per === 0 ? null : Number((written / per).toFixed(2)));
     const seconds = Math.max(1, (now - this.startedAt) / 1000);
+    const figures = (bytes: number) => ({
+      write_amplification: this.acceptedBytes === 0 ? null : Number((bytes / this.acceptedBytes).toFixed(2)),
+      bytes_written_per_event: this.acceptedEvents === 0 ? null : Math.round(bytes / this.acceptedEvents),
+      bytes_written_per_day: Math.round((bytes * DAY_SECONDS) / seconds),
+    });
+    const device = this.deviceWritten();
     return {
       source: written === undefined ? null : WRITES_SOURCE,
       since: new Date(this.startedAt).toISOString(),
       bytes_written: written ?? null,
       bytes_accepted: this.acceptedBytes,
       events_accepted: this.acceptedEvents,
-      write_amplification: ratio(this.acceptedBytes),
-      bytes_written_per_event: ratio(this.acceptedEvents) === null ? null : Math.round(written! / this.acceptedEvents),
-      bytes_written_per_day: written === undefined ? null : Math.round((written * DAY_SECONDS) / seconds),
+      ...(written === undefined ? { write_amplification: null, bytes_written_per_event: null, bytes_written_per_day: null } : figures(written)),
+      device: device ? { source: DEVICE_WRITES_SOURCE, name: device.name, bytes_written: device.bytes, ...figures(device.bytes) } : null,
     };
   }
 }

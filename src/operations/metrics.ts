@@ -17,7 +17,7 @@ import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-topic.js';
 import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
-import { WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
+import { DEVICE_WRITES_SOURCE, WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 
 const PREFIX = 'edge_events_';
@@ -104,6 +104,18 @@ export class StoreMetrics {
         const written = diskWrites.written();
         if (written !== undefined && written > writtenSoFar) this.inc(written - writtenSoFar);
         writtenSoFar = Math.max(writtenSoFar, written ?? 0);
+      },
+    });
+    let deviceSoFar = 0;
+    new Counter({
+      name: `${PREFIX}device_written_bytes_total`,
+      help: `Bytes the block device under DATA_DIR wrote since the store started, by every writer on it (${DEVICE_WRITES_SOURCE}; absent where it has none).`,
+      labelNames: ['device'],
+      registers,
+      collect() {
+        const written = diskWrites.deviceWritten();
+        if (written && written.bytes > deviceSoFar) this.inc({ device: written.name }, written.bytes - deviceSoFar);
+        deviceSoFar = Math.max(deviceSoFar, written?.bytes ?? 0);
       },
     });
     new Gauge({
