@@ -25,7 +25,7 @@
  * at a time, R a second (lib/closed-loop.js `runPaced`), for 60 s windows after 150 s of warm-up at
  * the same pace (PACED_WARMUP_SECONDS), so that the bytes and the CPU a store spends per event at
  * the rate a box really sees are measured, where a checkpoint or a commit is shared by few events.
- * About 30 minutes; it writes RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each
+ * About 35 minutes (each window is followed by the disk alone at the pace, as long); it writes RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each
  * fresh store flat out for S seconds (PRELOAD_IN_FLIGHT requests in flight), so the window's
  * checkpoint lands on an index of a box that has run a while, not on a nearly empty one.
  */
@@ -34,7 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closedLoopAgent, runClosedLoop, runPaced } from './lib/closed-loop.js';
-import { machineBusySeconds, machineDetails, waitForQuiet } from './lib/machine.js';
+import { machineBusySeconds, machineDetails, pacedSyncLatency, waitForQuiet } from './lib/machine.js';
 import { imageEventBodies, smallEventBodies } from './lib/payloads.js';
 import { repoRoot, ServerProcess } from './lib/store-process.js';
 import { renderSweep } from './lib/sweep-report.js';
@@ -171,6 +171,8 @@ async function measureCell(system, workload, n, device) {
   const stopped = await running.stop();
   if (stopped.code !== 0) throw new Error(`${label}: the server did not stop gracefully: ${JSON.stringify(stopped)}\n${running.output}`);
   fs.rmSync(dataDir, { recursive: true, force: true });
+  const bodyBytes = Math.round(workload.bodies.reduce((n, b) => n + b.length, 0) / workload.bodies.length);
+  const diskAlone = pace ? await pacedSyncLatency({ dir: path.dirname(dataDir), bytes: bodyBytes, rate: pace, seconds: plan.seconds }) : null;
 
   const cell = {
     inFlight: n,
@@ -188,11 +190,13 @@ async function measureCell(system, workload, n, device) {
     deviceWrittenBytes: device ? device1 - device0 : null,
     lateProcessBytes: process2 - process1,
     lateDeviceBytes: device ? device2 - device1 : null,
+    diskAlone,
   };
   const kib = (bytes) => (bytes === null ? 'n/a' : `${(bytes / cell.requests / 1024).toFixed(1)} KiB`);
   log(`${label}: ${cell.rate.toFixed(0)} events/s, p50 ${cell.p50Ms.toFixed(2)} ms, p99 ${cell.p99Ms.toFixed(2)} ms, `
     + `CPU ${((1e6 * serverCpuSeconds) / cell.requests).toFixed(0)} µs/event, written ${kib(cell.processWrittenBytes)} / ${kib(cell.deviceWrittenBytes)} per event `
-    + `(late +${kib(cell.lateProcessBytes)} / +${kib(cell.lateDeviceBytes)}), other ${(cell.otherCpuSeconds / cell.seconds).toFixed(2)} cores, load ${load1.toFixed(2)}`);
+    + `(late +${kib(cell.lateProcessBytes)} / +${kib(cell.lateDeviceBytes)}), other ${(cell.otherCpuSeconds / cell.seconds).toFixed(2)} cores, load ${load1.toFixed(2)}`
+    + (diskAlone ? `; the disk alone after it: p50 ${diskAlone.p50Ms.toFixed(2)} ms, p99 ${diskAlone.p99Ms.toFixed(2)} ms` : ''));
   return cell;
 }
 

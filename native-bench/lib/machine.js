@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import { quantile } from './closed-loop.js';
 
 const run = (cmd, args) => {
   try {
@@ -45,6 +46,43 @@ function fdatasyncMs(dir) {
   fs.unlinkSync(file);
   times.sort((a, b) => a - b);
   return { p50: times[150], p99: times[296] };
+}
+
+/**
+ * The disk alone at a pipeline's pace (sweep.js `--pace`): `bytes` written and fdatasync'd `rate`
+ * times a second for `seconds`, into a file pre-zeroed and synced first (so an append commits no
+ * file size), in `dir`. A paced run's p99 is mostly this disk's own stalls (PROFILE.md, "Stalls and
+ * `write_bytes` on a grown store, traced"), which come and go by the minute; measured right after
+ * each system, it says what the disk did then.
+ * @param {{ dir: string, bytes: number, rate: number, seconds: number }} options bytes per write;
+ *   rate: writes a second
+ * @returns {Promise<{ p50Ms: number, p99Ms: number, maxMs: number, writes: number }>} latency of
+ *   write + fdatasync, ms (nearest rank)
+ */
+export async function pacedSyncLatency({ dir, bytes, rate, seconds }) {
+  const file = `${dir}/paced-sync-probe`;
+  const count = Math.floor(seconds * rate);
+  const fd = fs.openSync(file, 'w');
+  try {
+    fs.writeSync(fd, Buffer.alloc(count * bytes));
+    fs.fsyncSync(fd);
+    const block = Buffer.alloc(bytes, 1);
+    const times = [];
+    const started = performance.now();
+    for (let k = 0; k < count; k++) {
+      const wait = started + (k * 1000) / rate - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const t0 = performance.now();
+      fs.writeSync(fd, block, 0, bytes, k * bytes);
+      fs.fdatasyncSync(fd);
+      times.push(performance.now() - t0);
+    }
+    times.sort((a, b) => a - b);
+    return { p50Ms: quantile(times, 0.5), p99Ms: quantile(times, 0.99), maxMs: times[times.length - 1], writes: times.length };
+  } finally {
+    fs.closeSync(fd);
+    fs.unlinkSync(file);
+  }
 }
 
 function cpuDescription() {

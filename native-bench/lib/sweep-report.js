@@ -25,6 +25,8 @@ const us = (seconds) => `${int(seconds * 1e6)} µs`;
  *   window + tail (null when it has no block device)
  * @property {number} lateProcessBytes process bytes written after the tail, up to the late check
  * @property {number | null} lateDeviceBytes device bytes written after the tail, up to the late check
+ * @property {{ p50Ms: number, p99Ms: number, maxMs: number, writes: number } | null} diskAlone paced runs: the
+ *   disk alone at the pace right after the system stopped (machine.js `pacedSyncLatency`); null otherwise
  */
 
 /**
@@ -75,7 +77,8 @@ function besideTable(res, workload) {
   const rows = res.inFlight.map((n) => [rowName(res, n), ...res.systems.map((s) => {
     const c = cellOf(s, workload, n);
     return `other ${(c.otherCpuSeconds / c.seconds).toFixed(2)} cores, load ${c.load1.toFixed(2)}; client ${us(c.clientCpuSeconds / c.requests)}; `
-      + `late +${perEvent(c.lateProcessBytes, c)} / +${perEvent(c.lateDeviceBytes, c)}`;
+      + `late +${perEvent(c.lateProcessBytes, c)} / +${perEvent(c.lateDeviceBytes, c)}`
+      + (c.diskAlone ? `; the disk alone after it ${ms(c.diskAlone.p50Ms)} / ${ms(c.diskAlone.p99Ms)}` : '');
   })]);
   return table([rowHead(res), ...res.systems.map((s) => s.name)], rows);
 }
@@ -134,6 +137,12 @@ export function renderSweep(res) {
     `- **Beside each run**: the machine's busy CPU over the window minus the server's and the client's (other work), the`,
     '  1-minute load average at the window\'s end, the client\'s own CPU per event, and what was written after the tail',
     `  (from ${plan.tailSeconds} s to ${plan.lateCheckSeconds} s after the window; not counted above): when it is not near zero, the tail was too short.`,
+    ...(plan.pace ? [
+      `  Then **the disk alone after it**, p50 / p99: right after the system stopped, a write of the workload's mean body size`,
+      `  and an fdatasync into a pre-zeroed file, ${plan.pace} a second for ${plan.seconds} s. This virtual disk stalls for 100 ms and more`,
+      '  by the minute, with or without a server on it, and a paced p99 is mostly those stalls (PROFILE.md, "Stalls and',
+      '  `write_bytes` on a grown store, traced"): compare a system\'s p99 with the disk\'s of the same minutes.',
+    ] : []),
     '',
     ...(otherCores < 0.25 ? [] : [
       `**The machine was not quiet:** other work used ${otherCores.toFixed(2)} of its ${machine.cores} cores on average during the measured windows;`,
