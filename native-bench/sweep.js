@@ -19,15 +19,16 @@
  * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes
  * and writes RESULTS.sweep.md; --quick (3 s windows, no wait for a quiet machine) writes
  * .data/RESULTS.sweep.quick.md instead, so a noisy check never replaces measured figures.
- * Both print the report and keep the raw figures in .data/sweep.json.
+ * Both print the report and keep the raw figures in .data/sweep.json (.data/sweep.quick.json).
  *
  * `--pace=R` (`npm run paced`: R = 10) drives each system at a pipeline's pace instead: one event
  * at a time, R a second (lib/closed-loop.js `runPaced`), for 60 s windows after 150 s of warm-up at
  * the same pace (PACED_WARMUP_SECONDS), so that the bytes and the CPU a store spends per event at
  * the rate a box really sees are measured, where a checkpoint or a commit is shared by few events.
- * About 35 minutes (each window is followed by the disk alone at the pace, as long); it writes RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each
- * fresh store flat out for S seconds (PRELOAD_IN_FLIGHT requests in flight), so the window's
- * checkpoint lands on an index of a box that has run a while, not on a nearly empty one.
+ * About 35 minutes, each window followed by the disk alone at the pace for as long; it writes
+ * RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each fresh store flat out for S
+ * seconds (PRELOAD_IN_FLIGHT requests in flight), so the window's checkpoint lands on an index of a
+ * box that has run a while, not on a nearly empty one.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -226,7 +227,8 @@ async function main() {
     minutes: (performance.now() - started) / 60_000,
   };
   const name = pace ? 'paced' : 'sweep';
-  fs.writeFileSync(path.join(workDir, `${name}.json`), JSON.stringify(res, null, 2));
+  // A quick run keeps its raw figures apart too, so it never replaces a full run's.
+  fs.writeFileSync(path.join(workDir, `${name}${quick ? '.quick' : ''}.json`), JSON.stringify(res, null, 2));
   const report = renderSweep(res);
   const file = quick ? path.join(workDir, `RESULTS.${name}.quick.md`) : path.join(here, `RESULTS.${name}.md`);
   fs.writeFileSync(file, report);
