@@ -82,13 +82,10 @@ export interface DiskWriteStats {
   device?: DeviceWriteStats | null;
 }
 
-/** What the block device under the data directory wrote since the store started (`disk_writes.device`). */
-export interface DeviceWriteStats {
-  source: string;
+/** What the block device under the data directory wrote since the store started (`disk_writes.device`); its bytes are always known. */
+export interface DeviceWriteStats extends Pick<DiskWriteStats, 'write_amplification' | 'bytes_written_per_event'> {
   name: string;
   bytes_written: number;
-  write_amplification: number | null;
-  bytes_written_per_event: number | null;
   bytes_written_per_day: number;
 }
 

@@ -21,7 +21,7 @@ function sample(text: string, name: string): number {
   return Number(line.slice(name.length + 1));
 }
 
-t.test('bytes accepted are the bodies of accepted creates and attachments; written come from /proc/self/io', async (t) => {
+t.test('bytes accepted are the bodies of accepted creates and attachments; written come from /proc/self/io and the data directory\'s device', async (t) => {
   // Read before the store starts: the store counts from its own start.
   const device = blockDeviceOf(os.tmpdir());
   const deviceBefore = device && deviceWrittenBytes(device.name);
