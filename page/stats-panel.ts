@@ -102,8 +102,8 @@ function renderDiskWrites(writes: DiskWriteStats | null | undefined): void {
   card.hidden = !headline;
   if (!headline) return;
   element('#disk-writes .figure').textContent = `${formatBytes(headline.bytes_written_per_day)}/day`;
-  const where = device ? `; device ${device.name}, every writer on it` : '';
-  element('#disk-writes .summary').textContent = `${perEventAndAmplification(headline)}; ${formatBytes(headline.bytes_written)} since the start${where}`;
+  const whose = device ? `Device ${device.name}, every writer on it: ` : '';
+  element('#disk-writes .summary').textContent = `${whose}${perEventAndAmplification(headline)}; ${formatBytes(headline.bytes_written)} since the start`;
   const processNote = element('#disk-writes .process');
   processNote.hidden = !device || !own;
   if (device && own) processNote.textContent = `The store process counts ${formatBytes(own.bytes_written_per_day)}/day, ${perEventAndAmplification(own)}`;
