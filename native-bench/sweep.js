@@ -103,6 +103,9 @@ if (unknown.length > 0 || systems.length === 0) throw new Error(`--systems: unkn
 const log = (message) => console.log(`[sweep ${new Date().toISOString().slice(11, 19)}] ${message}`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Mean length of `bodies` (bytes). */
+const meanLength = (bodies) => bodies.reduce((n, b) => n + b.length, 0) / bodies.length;
+
 /**
  * The workloads: a name, a label for the report and the request bodies (posted in turn).
  * @returns {Array<{ name: string, label: string, bodies: Buffer[] }>}
@@ -110,12 +113,11 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 function workloads() {
   const small = smallEventBodies(2000).map((body) => Buffer.from(body));
   const images = imageEventBodies(50);
-  const mean = (bodies) => bodies.reduce((n, b) => n + b.length, 0) / bodies.length;
   const all = [
-    { name: 'small', label: `Small events (~${Math.round(mean(small))} B)`, bodies: small },
+    { name: 'small', label: `Small events (~${Math.round(meanLength(small))} B)`, bodies: small },
     {
       name: 'image',
-      label: `Image events (one JPEG of ${images.imageBytes.toLocaleString('en-US')} B, bodies of ~${Math.round(mean(images.bodies.map((b) => Buffer.from(b)))).toLocaleString('en-US')} B)`,
+      label: `Image events (one JPEG of ${images.imageBytes.toLocaleString('en-US')} B, bodies of ~${Math.round(meanLength(images.bodies.map((b) => Buffer.from(b)))).toLocaleString('en-US')} B)`,
       bodies: images.bodies.map((body) => Buffer.from(body)),
     },
   ];
@@ -172,8 +174,9 @@ async function measureCell(system, workload, n, device) {
   const stopped = await running.stop();
   if (stopped.code !== 0) throw new Error(`${label}: the server did not stop gracefully: ${JSON.stringify(stopped)}\n${running.output}`);
   fs.rmSync(dataDir, { recursive: true, force: true });
-  const bodyBytes = Math.round(workload.bodies.reduce((n, b) => n + b.length, 0) / workload.bodies.length);
-  const diskAlone = pace ? await pacedSyncLatency({ dir: path.dirname(dataDir), bytes: bodyBytes, rate: pace, seconds: plan.seconds }) : null;
+  const diskAlone = pace
+    ? await pacedSyncLatency({ dir: path.dirname(dataDir), bytes: Math.round(meanLength(workload.bodies)), rate: pace, seconds: plan.seconds })
+    : null;
 
   const cell = {
     inFlight: n,
