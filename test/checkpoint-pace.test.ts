@@ -59,3 +59,20 @@ t.test('with a sink configured, a head of one create is checkpointed after the i
   await until('the create was checkpointed', () => checkpoints.length > 0);
   t.same(checkpoints, [1]);
 });
+
+t.test('creates that arrive during a batch checkpoint wait for the next batch, not the interval', async (t) => {
+  const { checkpoints, create } = await pacedStore(t, { checkpointMs: 1, checkpointMaxMs: 600_000 });
+  for (let i = 0; i < CHECKPOINT_BATCH_ENTRIES; i++) await create();
+  let created = CHECKPOINT_BATCH_ENTRIES;
+  while (checkpoints.length === 0) {
+    await create();
+    created++;
+  }
+  t.ok(checkpoints[0]! < created, 'some creates arrived while the first checkpoint ran');
+  // The head left behind is small: a timer armed while it still held the batch must not outlive the run.
+  while (checkpoints.length < 2) {
+    await create();
+    created++;
+  }
+  t.ok(checkpoints[1]! >= CHECKPOINT_BATCH_ENTRIES, `the second checkpoint held a whole batch (${checkpoints[1]} creates)`);
+});

@@ -20,6 +20,7 @@ import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/ev
 import { postFile } from './support/multipart.js';
 import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
+import { until } from './support/waiting.js';
 import { presentEventJson } from '../src/events/present.js';
 
 /** How the stores opened in this process directly (below, without startStore) are run: as the service runs its own, records keep their JSON. */
@@ -251,6 +252,16 @@ t.test('a checkpoint that fails keeps its creates in the index head: still ackno
   const reopened = await EventStore.open(dataDir, STORE_OPTIONS);
   t.same([reopened.opened.replayed, reopened.counters().events], [0, 2], 'a clean stop replays nothing');
   await reopened.close();
+});
+
+t.test('a background checkpoint that fails is tried again a tick later, on its own', async (t) => {
+  const FaultyStore = await storeWithFailingCheckpoints(t, (commit) => commit === 1);
+  const errors: string[] = [];
+  const store = await FaultyStore.open(tempDataDir(), { ...STORE_OPTIONS, checkpointMs: 20, checkpointMaxMs: 20, onBackgroundError: (err, task) => errors.push(`${task}: ${String(err)}`) });
+  t.teardown(() => store.close());
+  const created = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
+  await until('the create reached LMDB', () => store.dbs.eventIds.get(created.id) !== undefined);
+  t.match(errors, [/index checkpoint: Error: EIO: injected/], 'the first try failed and was reported once');
 });
 
 t.test('creates acknowledged while every checkpoint fails come back from the log at the next open', async (t) => {

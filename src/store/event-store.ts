@@ -11,7 +11,7 @@ import { AppError, fromDiskError } from '../errors.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
 import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
 import { indexBatches } from './create-index.js';
-import { checkpointDue, checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, IndexHead, type HeadBatch, type LoggedCreate } from './index-head.js';
+import { checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, IndexHead, type CheckpointPace, type HeadBatch, type LoggedCreate } from './index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { RecordAttachment, RecordImage, RecordImageResults } from './event-record.js';
@@ -116,8 +116,6 @@ export class EventStore extends StoreView {
   private checkpointTimer: NodeJS.Timeout | undefined;
   /** When the armed checkpoint timer fires (`performance.now()`, ms). */
   private checkpointAt = 0;
-  /** When the head's oldest batch waiting for a checkpoint arrived (`performance.now()`, ms). */
-  private headSince = 0;
   /** Why the last checkpoint failed; cleared by the next one that succeeds. */
   private checkpointError: unknown;
   private nextSegment: number;
@@ -193,7 +191,8 @@ export class EventStore extends StoreView {
       const store: EventStore = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
       if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
       // The replayed creates and changes are served from the head; its first checkpoint commits them.
-      for (const batch of head) store.head.add(batch);
+      const replayedAt = performance.now();
+      for (const batch of head) store.head.add(batch, replayedAt);
       store.scheduleCheckpoint();
       store.opened = { replayed, changesReplayed, skipped, ms: Math.round(performance.now() - started) };
       store.searchIndexReady = searchIndexReady;
@@ -523,7 +522,7 @@ export class EventStore extends StoreView {
 
   /** Puts an appended batch in the head, announces its creates and schedules a checkpoint. */
   private enterHead(batch: HeadBatch): void {
-    this.head.add(batch);
+    this.head.add(batch, performance.now());
     Atomics.add(this.writes, 0, 1);
     if (this.changes.listened) {
       for (const { record, value } of batch.creates) {
@@ -533,29 +532,36 @@ export class EventStore extends StoreView {
     this.scheduleCheckpoint();
   }
 
-  /**
-   * Arranges the next checkpoint, `checkpointWaitMs` after the head's oldest batch arrived: at
-   * once at the size trigger, sooner as the head fills (docs/STORAGE.md, "When a checkpoint
-   * runs"). A failed background checkpoint is reported and tried again at the next tick.
-   */
-  private scheduleCheckpoint(): void {
-    if (this.head.empty) return;
-    const full = checkpointDue(this.head);
-    if (full && this.checkpointRun) return; // the run under way reschedules when it ends
-    const now = performance.now();
-    if (this.checkpointTimer === undefined) this.headSince = now;
-    const at = this.headSince + checkpointWaitMs(this.head, {
+  /** When checkpoints run (docs/STORAGE.md, "When a checkpoint runs"). */
+  private get pace(): CheckpointPace {
+    return {
       intervalMs: this.options.checkpointMs ?? DEFAULT_CHECKPOINT_MS,
       maxMs: this.options.checkpointMaxMs ?? DEFAULT_CHECKPOINT_MAX_MS,
       shipping: this.shipping,
-    });
-    if (this.checkpointTimer !== undefined && at >= this.checkpointAt) return;
+    };
+  }
+
+  /**
+   * Arranges the next checkpoint, `checkpointWaitMs` after the head's oldest batch arrived: at
+   * once at the size trigger, sooner as the head fills (docs/STORAGE.md, "When a checkpoint
+   * runs"). An armed timer that fires sooner is kept.
+   */
+  private scheduleCheckpoint(): void {
+    const since = this.head.since;
+    if (since === undefined) return;
+    if (this.checkpointRun) return; // the run under way reschedules when it ends
+    this.armCheckpoint(since + checkpointWaitMs(this.head, this.pace));
+  }
+
+  /** Sets the checkpoint timer to fire at `at` (`performance.now()`, ms) unless it already fires sooner. */
+  private armCheckpoint(at: number): void {
+    if (this.closing || (this.checkpointTimer !== undefined && at >= this.checkpointAt)) return;
     clearTimeout(this.checkpointTimer);
     this.checkpointAt = at;
     this.checkpointTimer = setTimeout(() => {
       this.checkpointTimer = undefined;
       this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
-    }, Math.max(0, at - now));
+    }, Math.max(0, at - performance.now()));
     this.checkpointTimer.unref();
   }
 
@@ -578,8 +584,21 @@ export class EventStore extends StoreView {
         await this.checkpointRun;
       } finally {
         this.checkpointRun = undefined;
+        this.rescheduleCheckpoint();
       }
     }
+  }
+
+  /**
+   * Rearms the checkpoint timer when a checkpoint ends: the head's remaining batches wait from
+   * the oldest of them, and after a failure the same batches are tried again a tick
+   * (INDEX_CHECKPOINT_MS) later, not at once.
+   */
+  private rescheduleCheckpoint(): void {
+    clearTimeout(this.checkpointTimer);
+    this.checkpointTimer = undefined;
+    if (this.checkpointError === undefined) this.scheduleCheckpoint();
+    else this.armCheckpoint(performance.now() + this.pace.intervalMs);
   }
 
   /**
@@ -597,13 +616,11 @@ export class EventStore extends StoreView {
       await indexBatches(this.dbs, batches, { shipping: this.shipping, present: this.present });
     } catch (err) {
       this.checkpointError = err;
-      this.scheduleCheckpoint();
       throw err;
     }
     this.head.drop(batches.length);
     Atomics.add(this.writes, 0, 1);
     this.checkpointError = undefined;
     this.stageTimer?.('index', batches.length, batches.reduce((n, b) => n + b.creates.length + b.changes.length, 0), (performance.now() - started) / 1000);
-    this.scheduleCheckpoint();
   }
 }

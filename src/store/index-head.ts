@@ -182,6 +182,8 @@ export class IndexHead {
   private batches: HeadBatch[] = [];
   /** What each batch adds to the counters, in the order of `batches`. */
   private deltas: CounterDelta[] = [];
+  /** When each batch entered the head (`performance.now()`, ms), in the order of `batches`. */
+  private arrivals: number[] = [];
   /** created_at of every create in the head, ascending (the log assigns them in increasing order). */
   private order: number[] = [];
   private readonly creates = new Map<number, LoggedCreate>();
@@ -213,14 +215,23 @@ export class IndexHead {
     return this.order.length + this.changeCount;
   }
 
+  /** When the oldest batch entered the head (`performance.now()`, ms); what a checkpoint's wait counts from. */
+  get since(): number | undefined {
+    return this.arrivals[0];
+  }
+
   /** Batches in the head, oldest first (a checkpoint commits a prefix of them). */
   get pending(): readonly HeadBatch[] {
     return this.batches;
   }
 
-  /** Adds a batch whose frames are durable in the log; its creates are visible from now on. */
-  add(batch: HeadBatch): void {
+  /**
+   * Adds a batch whose frames are durable in the log; its creates are visible from now on.
+   * `arrivedAt` is when it entered the head (`performance.now()`, ms).
+   */
+  add(batch: HeadBatch, arrivedAt: number): void {
     this.batches.push(batch);
+    this.arrivals.push(arrivedAt);
     const delta = { ...NO_DELTA };
     this.deltas.push(delta);
     for (const create of batch.creates) {
@@ -258,6 +269,7 @@ export class IndexHead {
    */
   drop(n: number): void {
     this.deltas.splice(0, n);
+    this.arrivals.splice(0, n);
     for (const batch of this.batches.splice(0, n)) {
       for (const create of batch.creates) {
         const { record, value } = create;
