@@ -8,6 +8,7 @@ import path from 'node:path';
 import t from 'tap';
 import { responseProblems } from './support/response-shapes.js';
 import { runCleanup } from '../src/lifecycle/cleanup.js';
+import { createEvent } from '../src/events/create-event.js';
 import { FRAME_HEADER_BYTES } from '../src/store/segment-frames.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { clockPast, openLocalStore } from './support/local-store.js';
@@ -40,10 +41,10 @@ t.test('retention deletes the records created before now minus RETENTION_DAYS, w
   t.ok(local.createdAt(fresh.id) >= boundaryMs * 1000, 'the fresh event is created after the boundary');
   const day = 86_400_000;
 
-  const early = await runCleanup(local.store, local.config, 'AUTOMATIC', local.hooks, Math.floor(local.createdAt(old[0].id) / 1000) + day);
+  const early = await runCleanup(local.store, local.config, 'AUTOMATIC', local.hooks, { now: Math.floor(local.createdAt(old[0].id) / 1000) + day });
   t.same([early.records_deleted.total, early.files_deleted.total], [0, 0], 'a day after the first event, nothing is older than a day yet');
 
-  const result = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, boundaryMs + day);
+  const result = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: boundaryMs + day });
   t.same(responseProblems('cleanup-result', result), []);
   t.same(result.records_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
   t.same(result.files_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
@@ -61,8 +62,42 @@ t.test('retention deletes the records created before now minus RETENTION_DAYS, w
   await local.store.blobs.read(kept.segment, kept.offset, bytes);
   t.ok(bytes.equals(fixture('cat.jpg')), 'the fresh event keeps its image bytes');
 
-  const again = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, boundaryMs + day);
+  const again = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: boundaryMs + day });
   t.equal(again.records_deleted.total, 0, 'the same `now` again deletes nothing more');
+});
+
+t.test('an automatic cleanup checkpoints the index head only when a deletion may be due', async (t) => {
+  // A checkpoint on a grown index writes about a thousand pages however few creates it carries,
+  // so the scheduled cleanup of a store within its limits leaves the head to its own checkpoint.
+  const local = await openLocalStore({ MAX_RECORDS: '2', RETENTION_DAYS: '1' });
+  t.teardown(local.close);
+  let checkpoints = 0;
+  const hooks = { ...local.hooks, checkpoint: () => (checkpoints++, local.hooks.checkpoint()) };
+  const inHead = await createEvent(local.store, local.config, smallEvent());
+  const now = Date.now();
+
+  const within = await runCleanup(local.store, local.config, 'AUTOMATIC', hooks, { now });
+  t.equal(checkpoints, 0, 'within its limits and nothing past retention: no checkpoint');
+  t.equal(local.store.dbs.eventIds.get(inHead.id), undefined, 'the create is still in the head only');
+  t.same([within.records_deleted.total, within.consistency.ran], [0, true], 'the consistency pass ran all the same');
+
+  await runCleanup(local.store, local.config, 'MANUAL', hooks, { now });
+  t.equal(checkpoints, 1, 'a manual cleanup always checkpoints');
+  t.not(local.store.dbs.eventIds.get(inHead.id), undefined, 'and the create is in LMDB');
+
+  await runCleanup(local.store, local.config, 'AUTOMATIC', hooks, { now: now + 2 * 86_400_000 });
+  t.equal(checkpoints, 2, 'a record in LMDB past retention: a checkpoint first');
+  t.equal(local.store.getEvent(inHead.id), undefined, 'and retention deleted it');
+
+  for (let i = 0; i < 3; i++) await createEvent(local.store, local.config, smallEvent());
+  const over = await runCleanup(local.store, local.config, 'AUTOMATIC', hooks, { now });
+  t.equal(checkpoints, 3, 'three creates in the head over MAX_RECORDS=2: a checkpoint first');
+  t.same([over.records_deleted.overlimit, local.store.counters().events], [1, 2], 'and the oldest went');
+
+  await createEvent(local.store, local.config, smallEvent());
+  const failing = { ...hooks, usage: () => Promise.reject(new Error('the HTTP thread did not answer')) };
+  await runCleanup(local.store, local.config, 'AUTOMATIC', failing, { now });
+  t.equal(checkpoints, 4, 'a usage that could not be read counts as over the limits');
 });
 
 t.test('over-limit: the oldest records beyond MAX_RECORDS go, without waiting for the schedule', async (t) => {
@@ -104,12 +139,12 @@ t.test('total_images follows file deletions, then record deletions, down to zero
   t.equal(local.store.counters().images, 7, 'six image files and one image entry without a file');
   const now = Math.floor(local.createdAt(created[5].id) / 1000) + 1;
 
-  const storage = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, now);
+  const storage = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now });
   t.ok(storage.files_deleted.storage > 0, `the storage cap removed ${storage.files_deleted.storage} files`);
   t.equal(storage.records_deleted.total, 0, 'their records stay');
   t.equal(local.store.counters().images, 7 - storage.files_deleted.storage, 'lowered by each image file removed');
 
-  const retention = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, now + 2 * 86_400_000);
+  const retention = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: now + 2 * 86_400_000 });
   t.equal(retention.records_deleted.retention, 7, 'retention deletes every record');
   t.same([local.store.counters().events, local.store.counters().images], [0, 0], 'no image counted twice');
 });

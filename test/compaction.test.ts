@@ -42,7 +42,7 @@ t.test('an old segment whose live share fell low is compacted, giving its space 
   t.same([...new Set(old.map((id) => segmentOf(local.store.getEvent(id)!.images[0].file_id!)))], [segment], `the ${old.length} old events fill the first segment`);
   t.same(survivors.map((s) => segmentOf(s.image_ids[0])), [segment, next, next, next, next, next], 'the first survivor is its last append');
 
-  const cleanup = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, boundaryMs + 86_400_000);
+  const cleanup = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: boundaryMs + 86_400_000 });
   t.equal(cleanup.records_deleted.total, old.length, 'the old events deleted; the first segment keeps one live image');
   t.not(segmentOf(survivors[0].image_ids[0]), segment, 'that image was copied forward');
   t.notOk(fs.existsSync(firstSegment), 'and the first segment deleted');

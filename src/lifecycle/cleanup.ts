@@ -12,6 +12,7 @@ import type { StoreView } from '../store/store-view.js';
 import { isProtected } from '../store/sink-ledger.js';
 import type { DeletionReason } from '../store/store-changes.js';
 import { checkConsistency } from '../store/consistency.js';
+import type { StoreUsage } from './capacity.js';
 
 /**
  * Records or files per deletion transaction. A record is ~14 keys to remove, and every deletion
@@ -79,7 +80,16 @@ export interface CleanupHooks {
    * newest segment may not be in LMDB yet.
    */
   checkpoint: () => Promise<void>;
+  /** The store's usage with the index head, as the HTTP thread counts it (capacity.ts `StoreUsage`). */
+  usage: () => Promise<StoreUsage>;
 }
+
+/**
+ * When a cleanup commits the index head first: `always`, or `when-due`, only when a deletion may
+ * be due (`deletionMayBeDue`). A checkpoint on a grown index writes about a thousand pages however
+ * few creates it carries (docs/OPERATIONS.md, "Keeping the disk bounded").
+ */
+export type HeadCheckpoint = 'always' | 'when-due';
 
 const pause = () => new Promise<void>((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
 
@@ -147,19 +157,39 @@ async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: Clea
 }
 
 /**
- * Runs one cleanup.
+ * True when a cleanup may have something to delete: the store's usage with the index head is over
+ * MAX_RECORDS or MAX_STORAGE_BYTES, or LMDB holds a record past retention. The head holds the
+ * newest creates, which retention reaches only after their checkpoint.
+ * @param usage the store's usage with the index head (`CleanupHooks.usage`)
  * @param now the time (ms since the epoch) retention is measured from
+ */
+export function deletionMayBeDue(store: StoreView, limits: CleanupLimits, usage: StoreUsage, now: number): boolean {
+  if (usage.records > limits.maxRecords || usage.storageBytes > limits.maxStorageBytes) return true;
+  return !eventsOldestFirst(store, { before: retentionCutoff(now * 1000, limits.retentionDays), limit: 1 }).next().done;
+}
+
+/**
+ * Runs one cleanup.
  * @param hooks what the HTTP thread does for a cleanup (see CleanupHooks)
+ * @param options `now`, the time (ms since the epoch) retention is measured from (default: now);
+ *   `headCheckpoint` (default: `when-due` for an AUTOMATIC cleanup, `always` for a MANUAL one).
+ *   Without the checkpoint the consistency pass removes no orphaned segment file, since the head's
+ *   newest segment may not be in LMDB yet.
  */
 export async function runCleanup(
   store: StoreView,
   limits: CleanupLimits,
   trigger: CleanupTrigger,
   hooks: CleanupHooks,
-  now = Date.now(),
+  options: { now?: number; headCheckpoint?: HeadCheckpoint } = {},
 ): Promise<CleanupResult> {
   const started = performance.now();
-  const headCommitted = await hooks.checkpoint().then(() => true, () => false);
+  const now = options.now ?? Date.now();
+  const headCheckpoint = options.headCheckpoint ?? (trigger === 'MANUAL' ? 'always' : 'when-due');
+  // A usage the HTTP thread could not read counts as over the limits.
+  const usage = headCheckpoint === 'when-due' ? await hooks.usage().catch(() => undefined) : undefined;
+  const checkpointFirst = headCheckpoint === 'always' || !usage || deletionMayBeDue(store, limits, usage, now);
+  const headCommitted = checkpointFirst && await hooks.checkpoint().then(() => true, () => false);
   const before = snapshot(store);
   const consistency = await checkConsistency(store, now, headCommitted);
 

@@ -17,7 +17,7 @@ import { createLogger } from '../logger.js';
 import { DiskReserve } from '../store/disk-reserve.js';
 import { StoreView } from '../store/store-view.js';
 import type { EventChange, StoreChange } from '../store/store-changes.js';
-import { runCleanup, type CleanupHooks, type CleanupTrigger } from './cleanup.js';
+import { runCleanup, type CleanupHooks, type CleanupTrigger, type HeadCheckpoint } from './cleanup.js';
 import { CapacityMonitor, type StoreUsage } from './capacity.js';
 import { CloudSink } from './cloud-uploader.js';
 import type { Sink } from '../sinks/ledger-sink.js';
@@ -101,12 +101,14 @@ const hooks: CleanupHooks = {
   retireSegment: async (segment) => void await askWriter({ type: 'retire-segment', id: 0, segment }),
   compactSegment: async (segment) => void await askWriter({ type: 'compact-segment', id: 0, segment }),
   checkpoint: async () => void await askWriter({ type: 'checkpoint', id: 0 }),
+  usage: storeUsage,
 };
 
-function cleanup(trigger: CleanupTrigger) {
+/** Queues a cleanup; `headCheckpoint` as runCleanup takes it (default: by `trigger`). */
+function cleanup(trigger: CleanupTrigger, headCheckpoint?: HeadCheckpoint) {
   return enqueue(async () => {
     if (await reserve.releaseIfLow()) log.warn({ bytes: reserve.bytes }, 'disk almost full: disk reserve given back so cleanup can commit');
-    const result = await runCleanup(store, config, trigger, hooks);
+    const result = await runCleanup(store, config, trigger, hooks, { headCheckpoint });
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });
     monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await storeUsage());
     if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
@@ -156,6 +158,7 @@ port.on('message', (message: ToWorker) => {
   }
 });
 
-// The consistency pass and limits are checked once at start-up.
-cleanup('AUTOMATIC').catch((err: unknown) => log.error({ err }, 'start-up cleanup failed'));
+// The consistency pass and limits are checked once at start-up, with the head checkpointed, so
+// that segment files a crash left orphaned are removed.
+cleanup('AUTOMATIC', 'always').catch((err: unknown) => log.error({ err }, 'start-up cleanup failed'));
 post({ type: 'ready' });

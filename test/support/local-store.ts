@@ -57,6 +57,7 @@ export async function openLocalStore(env: Record<string, string> = {}, sinks?: s
       retireSegment: (segment) => store.retireSegment(segment),
       compactSegment: (segment) => store.compactSegment(segment),
       checkpoint: () => store.checkpointed(),
+      usage: async () => ({ records: store.counters().events, storageBytes: store.storageBytes() }),
     },
     close: () => store.close(),
   };
