@@ -22,10 +22,11 @@
  * Both print the report and keep the raw figures in .data/sweep.json (.data/sweep.quick.json).
  *
  * `--pace=R` (`npm run paced`: R = 10) drives each system at a pipeline's pace instead: one event
- * at a time, R a second (lib/closed-loop.js `runPaced`), for 60 s windows after 150 s of warm-up at
- * the same pace (PACED_WARMUP_SECONDS), so that the bytes and the CPU a store spends per event at
- * the rate a box really sees are measured, where a checkpoint or a commit is shared by few events.
- * About 35 minutes, each window followed by the disk alone at the pace for as long; it writes
+ * at a time, R a second (lib/closed-loop.js `runPaced`), for windows of PACED_WINDOW_SECONDS after
+ * 150 s of warm-up at the same pace (PACED_WARMUP_SECONDS), so that the bytes and the CPU a store
+ * spends per event at the rate a box really sees are measured, where a checkpoint or a commit is
+ * shared by few events. About 80 minutes, each window followed by the disk alone at the pace for
+ * as long; it writes
  * RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each fresh store flat out for S
  * seconds (PRELOAD_IN_FLIGHT requests in flight), so the window's checkpoint lands on an index of a
  * box that has run a while, not on a nearly empty one.
@@ -63,11 +64,16 @@ const PORT = Number(process.env.BENCH_PORT ?? 18001);
 /**
  * Seconds of warm-up at the pace before a paced window. V8 optimizes a function only after many
  * calls, which at 10 events a second takes minutes: a paced window after a short warm-up measures
- * the JIT, not the system (PROFILE.md, "CPU at a pipeline's pace"). 150 rather than 120 or 180,
- * so the store's 60 s checkpoint (fewer than 2,000 creates waiting) falls inside the 60 s window,
- * not at its edge, and each window holds one.
+ * the JIT, not the system (PROFILE.md, "CPU at a pipeline's pace").
  */
 const PACED_WARMUP_SECONDS = 150;
+/**
+ * Seconds of a paced window. At 10 events a second the store checkpoints every 200 s, when its
+ * head holds CHECKPOINT_BATCH_ENTRIES (2,000) creates, sooner than INDEX_CHECKPOINT_MAX_MS (300 s;
+ * docs/STORAGE.md, "When a checkpoint runs"). A 200 s window after the 150 s warm-up holds exactly
+ * one, 50 s in, never at an edge: one checkpoint per 2,000 events, as on a box that runs for days.
+ */
+const PACED_WINDOW_SECONDS = 200;
 /** Requests in flight while `--preload=S` fills a store before its warm-up. */
 const PRELOAD_IN_FLIGHT = 4;
 
@@ -80,7 +86,7 @@ const PRELOAD_IN_FLIGHT = 4;
  *   a second, one at a time, when paced
  */
 const plan = {
-  seconds: Number(option('seconds') ?? (pace ? 60 : quick ? 3 : 8)),
+  seconds: Number(option('seconds') ?? (pace ? PACED_WINDOW_SECONDS : quick ? 3 : 8)),
   warmupSeconds: Number(option('warmup') ?? (quick ? 0.5 : pace ? PACED_WARMUP_SECONDS : 2)),
   quietWaitSeconds: quick ? 0 : 30,
   tailSeconds: TAIL_SECONDS,

@@ -63,7 +63,7 @@ t.test('values are parsed and validated', async (t) => {
   t.equal(loadConfig({ API_KEY: '  ' }).apiKey, undefined, 'blank means unset');
   t.equal(loadConfig({}).indexCheckpointMs, 1000, 'a checkpoint a second by default (docs/STORAGE.md, "The index head")');
   t.equal(loadConfig({ INDEX_CHECKPOINT_MS: '250' }).indexCheckpointMs, 250);
-  t.equal(loadConfig({}).indexCheckpointMaxMs, 60_000, 'a slowly filling head waits up to a minute (docs/STORAGE.md, "When a checkpoint runs")');
+  t.equal(loadConfig({}).indexCheckpointMaxMs, 300_000, 'a slowly filling head waits up to five minutes (docs/STORAGE.md, "When a checkpoint runs")');
   t.equal(loadConfig({ INDEX_CHECKPOINT_MAX_MS: '600000' }).indexCheckpointMaxMs, 600_000);
 
   const bad: [string, string][] = [

@@ -40,8 +40,8 @@ export type ToMain =
   | { type: 'sweep-drafts'; id: number; cutoff: number }
   /**
    * Report the store's usage as the HTTP thread's view counts it, with the index head
-   * (capacity.ts): the worker's own view sees only what checkpoints committed, up to a minute
-   * late when creates come slowly (docs/STORAGE.md, "When a checkpoint runs").
+   * (capacity.ts): the worker's own view sees only what checkpoints committed, up to five
+   * minutes late when creates come slowly (docs/STORAGE.md, "When a checkpoint runs").
    */
   | { type: 'usage'; id: number }
   /** A sink shipped, failed, stalled or moved again (/stats `sinks`, /metrics). */
