@@ -25,9 +25,8 @@
  * at a time, R a second (lib/closed-loop.js `runPaced`), for windows of PACED_WINDOW_SECONDS after
  * 150 s of warm-up at the same pace (PACED_WARMUP_SECONDS), so that the bytes and the CPU a store
  * spends per event at the rate a box really sees are measured, where a checkpoint or a commit is
- * shared by few events. About 80 minutes, each window followed by the disk alone at the pace for
- * as long; it writes
- * RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each fresh store flat out for S
+ * shared by few events. About 75 minutes, each window followed by the disk alone at the pace for
+ * as long; it writes RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each fresh store flat out for S
  * seconds (PRELOAD_IN_FLIGHT requests in flight), so the window's checkpoint lands on an index of a
  * box that has run a while, not on a nearly empty one.
  */

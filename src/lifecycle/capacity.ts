@@ -36,6 +36,11 @@ export interface CapacityLimits {
   maxStorageBytes: number;
 }
 
+/** True when `usage` is over MAX_RECORDS or MAX_STORAGE_BYTES (docs/API.md, "Capacity and 529"). */
+export function overLimit(usage: StoreUsage, limits: CapacityLimits): boolean {
+  return usage.records > limits.maxRecords || usage.storageBytes > limits.maxStorageBytes;
+}
+
 /** True when the flag says the store is capacity-blocked. */
 export function isCapacityBlocked(flag: Int32Array): boolean {
   return Atomics.load(flag, 0) === 1;
@@ -103,7 +108,7 @@ export class CapacityMonitor {
     this.settledAt = undefined;
     const usage = this.usage(await usageNow());
     this.warn(usage);
-    const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
+    const over = overLimit(usage, this.limits);
     if (!over) {
       // Uploads or deletions made room: the gate reopens (the HTTP thread closes it again at
       // the create that would overfill).
@@ -128,7 +133,7 @@ export class CapacityMonitor {
     this.settledAt = undefined;
     const usage = this.usage(current);
     this.warn(usage);
-    const over = usage.records > this.limits.maxRecords || usage.storageBytes > this.limits.maxStorageBytes;
+    const over = overLimit(usage, this.limits);
     const blocked = (this.store.shipping && over && !deleted) || this.createWouldOverfill();
     this.publish(blocked, usage);
   }

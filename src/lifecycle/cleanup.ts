@@ -12,7 +12,7 @@ import type { StoreView } from '../store/store-view.js';
 import { isProtected } from '../store/sink-ledger.js';
 import type { DeletionReason } from '../store/store-changes.js';
 import { checkConsistency } from '../store/consistency.js';
-import type { StoreUsage } from './capacity.js';
+import { overLimit, type StoreUsage } from './capacity.js';
 
 /**
  * Records or files per deletion transaction. A record is ~14 keys to remove, and every deletion
@@ -164,7 +164,7 @@ async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: Clea
  * @param now the time (ms since the epoch) retention is measured from
  */
 export function deletionMayBeDue(store: StoreView, limits: CleanupLimits, usage: StoreUsage, now: number): boolean {
-  if (usage.records > limits.maxRecords || usage.storageBytes > limits.maxStorageBytes) return true;
+  if (overLimit(usage, limits)) return true;
   return !eventsOldestFirst(store, { before: retentionCutoff(now * 1000, limits.retentionDays), limit: 1 }).next().done;
 }
 
