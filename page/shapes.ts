@@ -83,10 +83,9 @@ export interface DiskWriteStats {
 }
 
 /** What the block device under the data directory wrote since the store started (`disk_writes.device`); its bytes are always known. */
-export interface DeviceWriteStats extends Pick<DiskWriteStats, 'write_amplification' | 'bytes_written_per_event'> {
+export interface DeviceWriteStats extends Pick<DiskWriteStats, 'write_amplification' | 'bytes_written_per_event' | 'bytes_written_per_day'> {
   name: string;
   bytes_written: number;
-  bytes_written_per_day: number;
 }
 
 /** `GET /stats`. */

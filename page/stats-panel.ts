@@ -86,27 +86,32 @@ function perEventAndAmplification(figures: { bytes_written_per_event: number | n
   return figures.write_amplification === null ? perEvent : `${perEvent}, ${decimal.format(figures.write_amplification)}× what was accepted`;
 }
 
+/** Bytes a day where /stats has them (after the store's first 10 minutes), else the bytes since the start. */
+function amountWritten(figures: { bytes_written: number; bytes_written_per_day: number | null }): string {
+  return figures.bytes_written_per_day === null ? `${formatBytes(figures.bytes_written)} since the start` : `${formatBytes(figures.bytes_written_per_day)}/day`;
+}
+
 /**
  * Bytes written a day (the flash's wear), per event, and the write amplification. The headline is
  * the data directory's device where /stats has it (every writer on it, but what wears the card);
  * the store process's own count follows, which Linux can inflate by counting whole page-cache
- * folios (docs/OPERATIONS.md, "Disk writes"). Hidden where the kernel reports neither.
+ * folios. In the first 10 minutes /stats gives no day's figure, and the card shows the bytes
+ * since the start (docs/OPERATIONS.md, "Disk writes"). Hidden where the kernel reports neither.
  */
 function renderDiskWrites(writes: DiskWriteStats | null | undefined): void {
   const card = element('#disk-writes');
-  const own = writes && writes.bytes_written !== null && writes.bytes_written_per_day !== null
-    ? { ...writes, bytes_written: writes.bytes_written, bytes_written_per_day: writes.bytes_written_per_day }
-    : null;
+  const own = writes && writes.bytes_written !== null ? { ...writes, bytes_written: writes.bytes_written } : null;
   const device = writes?.device ?? null;
   const headline = device ?? own;
   card.hidden = !headline;
   if (!headline) return;
-  element('#disk-writes .figure').textContent = `${formatBytes(headline.bytes_written_per_day)}/day`;
+  element('#disk-writes .figure').textContent = amountWritten(headline);
   const whose = device ? `Device ${device.name}, every writer on it: ` : '';
-  element('#disk-writes .summary').textContent = `${whose}${perEventAndAmplification(headline)}; ${formatBytes(headline.bytes_written)} since the start`;
+  const total = headline.bytes_written_per_day === null ? 'bytes a day after the first 10 minutes' : `${formatBytes(headline.bytes_written)} since the start`;
+  element('#disk-writes .summary').textContent = `${whose}${perEventAndAmplification(headline)}; ${total}`;
   const processNote = element('#disk-writes .process');
   processNote.hidden = !device || !own;
-  if (device && own) processNote.textContent = `The store process counts ${formatBytes(own.bytes_written_per_day)}/day, ${perEventAndAmplification(own)}`;
+  if (device && own) processNote.textContent = `The store process counts ${amountWritten(own)}, ${perEventAndAmplification(own)}`;
 }
 
 /** Shows `stats` in the page's gauges and cards. */

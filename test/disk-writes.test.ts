@@ -9,10 +9,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import t from 'tap';
 import { blockDeviceOf, deviceWrittenBytes } from '../src/operations/block-device.js';
-import { DiskWrites } from '../src/operations/disk-writes.js';
+import { DiskWrites, PER_DAY_AFTER_SECONDS } from '../src/operations/disk-writes.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { startStore } from './support/store-server.js';
+
+const DAY_MS = 86_400_000;
 
 /** The value of the sample `name` as the exposition writes it. */
 function sample(text: string, name: string): number {
@@ -52,7 +54,7 @@ t.test('bytes accepted are the bodies of accepted creates and attachments; writt
   t.ok(writes.bytes_written >= video.length, `the log's writes are counted (${writes.bytes_written} bytes)`);
   t.equal(writes.write_amplification, Number((writes.bytes_written / writes.bytes_accepted).toFixed(2)));
   t.equal(writes.bytes_written_per_event, Math.round(writes.bytes_written / 3));
-  t.ok(writes.bytes_written_per_day >= writes.bytes_written, 'a day is longer than the test');
+  t.equal(writes.bytes_written_per_day, null, 'no day\'s figure in the first 10 minutes');
 
   if (!device) {
     t.equal(writes.device, null, `the data directory ${store.dataDir} has no block device of its own`);
@@ -64,6 +66,7 @@ t.test('bytes accepted are the bodies of accepted creates and attachments; writt
     t.ok(writes.device.bytes_written <= deviceAfter - deviceBefore!, 'and the device wrote no more than it did while the store ran');
     t.equal(writes.device.write_amplification, Number((writes.device.bytes_written / writes.bytes_accepted).toFixed(2)));
     t.equal(writes.device.bytes_written_per_event, Math.round(writes.device.bytes_written / 3));
+    t.equal(writes.device.bytes_written_per_day, null);
   }
 
   const metrics = await (await fetch(`${store.url}/metrics`)).text();
@@ -87,4 +90,25 @@ t.test('the block device under a directory is the one stat(1) and /sys name', as
   t.equal(blockDeviceOf('/dev/shm'), null, 'tmpfs has none');
   t.equal(deviceWrittenBytes('no-such-device'), undefined, 'a device /proc/diskstats does not list');
   t.equal(new DiskWrites('/dev/shm').report().device, null, 'so /stats reports device: null');
+});
+
+t.test('bytes a day are scaled from the time since the start, and only after the first 10 minutes', async (t) => {
+  const dir = t.testdir();
+  const writes = new DiskWrites(dir);
+  const startedAt = Date.parse(writes.report().since);
+  // Written with O_SYNC so that write_bytes counts it now, not at the page cache's writeback.
+  const fd = fs.openSync(`${dir}/written`, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_SYNC);
+  fs.writeSync(fd, Buffer.alloc(64 * 1024, 1));
+  fs.closeSync(fd);
+  writes.accept(1000, 1);
+
+  const early = writes.report(startedAt + (PER_DAY_AFTER_SECONDS - 1) * 1000);
+  t.equal(early.bytes_written_per_day, null, 'none in the first 10 minutes');
+  t.not(early.bytes_written_per_event, null, 'while the other figures are there at once');
+  if (early.device) t.equal(early.device.bytes_written_per_day, null, 'nor for the device');
+
+  const later = writes.report(startedAt + 2 * DAY_MS);
+  t.ok(later.bytes_written! >= 64 * 1024, `the write counted (${later.bytes_written} bytes)`);
+  t.equal(later.bytes_written_per_day, Math.round(later.bytes_written! / 2), 'two days after the start, half of what was written');
+  if (later.device) t.equal(later.device.bytes_written_per_day, Math.round(later.device.bytes_written / 2), 'and the device\'s');
 });

@@ -17,6 +17,12 @@ import { blockDeviceOf, deviceWrittenBytes } from './block-device.js';
 /** Where `written` comes from, as /stats names it. */
 export const WRITES_SOURCE = '/proc/self/io write_bytes';
 const DAY_SECONDS = 86_400;
+/**
+ * Seconds the store must have run before /stats scales its bytes written to a day (600 s). The
+ * first seconds hold start-up's own writes (the replay, the start-up cleanup's checkpoint) and,
+ * on the device, whatever else wrote then: scaled to a day they read as terabytes.
+ */
+export const PER_DAY_AFTER_SECONDS = 600;
 
 /**
  * The process's `write_bytes` (bytes), or undefined where `/proc/self/io` is absent (not Linux)
@@ -44,7 +50,8 @@ export interface DeviceWriteReport {
   /** bytes_written / bytes_accepted; null before anything was accepted. */
   write_amplification: number | null;
   bytes_written_per_event: number | null;
-  bytes_written_per_day: number;
+  /** As the process's: null in the first PER_DAY_AFTER_SECONDS. */
+  bytes_written_per_day: number | null;
 }
 
 /** The figures /stats reports under `disk_writes` (docs/API.md, "Statistics"). */
@@ -58,7 +65,10 @@ export interface DiskWriteReport {
   /** bytes_written / bytes_accepted; null before anything was accepted. */
   write_amplification: number | null;
   bytes_written_per_event: number | null;
-  /** bytes_written over the time since the start, scaled to a day. */
+  /**
+   * bytes_written over the time since the start, scaled to a day (bytes); null until the store has
+   * run PER_DAY_AFTER_SECONDS.
+   */
   bytes_written_per_day: number | null;
   /** null where the data directory has no block device of its own (tmpfs, overlay) or no /proc/diskstats. */
   device: DeviceWriteReport | null;
@@ -115,11 +125,11 @@ export class DiskWrites {
   /** The report at `now` (ms since the epoch). */
   report(now = Date.now()): DiskWriteReport {
     const written = this.written();
-    const seconds = Math.max(1, (now - this.startedAt) / 1000);
+    const seconds = (now - this.startedAt) / 1000;
     const figures = (bytes: number) => ({
       write_amplification: this.acceptedBytes === 0 ? null : Number((bytes / this.acceptedBytes).toFixed(2)),
       bytes_written_per_event: this.acceptedEvents === 0 ? null : Math.round(bytes / this.acceptedEvents),
-      bytes_written_per_day: Math.round((bytes * DAY_SECONDS) / seconds),
+      bytes_written_per_day: seconds < PER_DAY_AFTER_SECONDS ? null : Math.round((bytes * DAY_SECONDS) / seconds),
     });
     const device = this.deviceWritten();
     return {
