@@ -16,13 +16,11 @@ const threadUrl = new URL(import.meta.url.endsWith('.ts') ? './index-writer-thre
 
 /**
  * Creates from which a checkpoint's puts go to the index writer thread: fewer are put on the HTTP
- * thread in one turn (at most about 6 ms). A store whose checkpoints stay small (a sink configured
- * checkpoints every second, a handful of creates at a pipeline's pace), and each test's small
- * store, then runs no thread of its own.
+ * thread in one turn (at most about 6 ms), which spares a store with a slow pace, and each test's
+ * small store, a thread of its own.
  */
 export const WRITER_THREAD_MIN_CREATES = 256;
 
-/** One per store (event-store.ts); `putCreates` one checkpoint at a time, `close` when the store closes. */
 export class IndexWriter {
   private current: Worker | undefined;
   private nextId = 1;
