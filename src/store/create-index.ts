@@ -4,21 +4,14 @@
  * replays frames the index had not covered. Both go through `indexLogged`, so a replayed create
  * or change gets exactly the entries a live one gets.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PutOptions } from 'lmdb';
 import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
 import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import type { HeadBatch, LoggedCreate, LoggedEntries } from './index-head.js';
+import type { HeadBatch, LoggedEntries } from './index-head.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from './record-codec.js';
 import { applyChange, attachedFile, changeCounts, type RecordChange } from './record-change.js';
-
-/**
- * Puts creates' records, ids, file locations and index entries into LMDB and resolves once they
- * have committed: `putCreates` on the calling thread, or the index writer thread's
- * (index-writer.ts).
- * @throws the lmdb error of a failed commit
- */
-export type CreatePuts = (creates: readonly LoggedCreate[]) => Promise<void>;
 
 /** How a store indexes. */
 export interface IndexOptions {
@@ -26,58 +19,43 @@ export interface IndexOptions {
   shipping: boolean;
   /** The presenter records are stored with (store-view.ts `StoreOptions.present`). */
   present: RecordPresenter;
-  /** Where the creates' puts run (docs/STORAGE.md, "The index head"); `putCreates` on this thread when unset. */
-  putCreates?: CreatePuts;
 }
 
 /**
- * Puts the records, ids, file locations and index entries of `creates` into LMDB as plain puts,
- * all in one turn of the event loop: lmdb-js encodes them on the calling thread and applies a
- * turn's puts on its write thread in one transaction (lmdb-js `write.js`, event-turn batching),
- * so a checkpoint writes each B-tree page its creates land on once. Resolves once all have
- * committed. Runs on the HTTP thread for a small checkpoint and for recovery, and on the index
- * writer thread for a large checkpoint (index-writer.ts), which would otherwise hold the HTTP
- * thread for about 25 µs per create.
- * @throws the lmdb error of a failed commit (some of the puts may have committed: a later
- *   checkpoint or replay puts them again, with the same values)
+ * Creates whose puts are issued in one turn of the event loop (docs/STORAGE.md, "The index
+ * head"): a checkpoint of thousands of creates yields between runs of this many, so the HTTP
+ * thread answers requests meanwhile instead of stalling for the whole checkpoint.
  */
-export async function putCreates(dbs: StoreDatabases, creates: readonly LoggedCreate[]): Promise<void> {
+const PUT_RUN_CREATES = 256;
+
+/**
+ * Commits the LMDB entries of `creates` and `changes`: first the creates' records, ids, file
+ * locations and index entries as plain puts, issued `PUT_RUN_CREATES` at a time with a turn of the event loop
+ * between runs (lmdb-js encodes them here and applies them on its write thread, in one or more
+ * commits); once every put has committed, one transaction with the segment accounting, the
+ * counters, the shipping ledger, every change (applied to the record as that transaction reads
+ * it) and the log position `logEnd` they bring the index to (a read-modify-write that must see
+ * every earlier commit). The position moves only in that last transaction, so until it commits
+ * recovery replays these creates and changes, and counters, which add the head's batches past
+ * the position, count them once (docs/STORAGE.md, "The index head").
+ * @throws the lmdb error of a failed commit (the batch's counters, changes and position are then
+ *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
+ */
+export async function indexLogged(dbs: StoreDatabases, { creates, changes }: LoggedEntries, logEnd: LogPosition, { shipping, present }: IndexOptions): Promise<void> {
+  const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
   const puts: Promise<boolean>[] = [];
-  for (const { record, value, files } of creates) {
-    for (const file of files) {
+  let drafts = 0;
+  let images = 0;
+  let files = 0;
+  let liveBytes = 0;
+  for (const [n, { record, value, files: own }] of creates.entries()) {
+    if (n > 0 && n % PUT_RUN_CREATES === 0) await nextTurn();
+    for (const file of own) {
       const { at } = file;
       puts.push(dbs.files.put(file.fileId, {
         segment: at.segment, offset: at.offset, length: at.length, kind: file.kind,
         contentType: file.contentType, event: record.created_at, crc: at.crc,
       }));
-    }
-    puts.push(putCreated(dbs, record.created_at, value), dbs.eventIds.put(record.id, record.created_at));
-    for (const key of indexKeysOf(record)) puts.push(dbs.index.put(key, EMPTY));
-  }
-  await Promise.all(puts);
-}
-
-/**
- * Commits the LMDB entries of `creates` and `changes`: first the creates' puts (`options.putCreates`,
- * `putCreates` on this thread when unset); once they have committed, one transaction with the
- * segment accounting, the counters, the shipping ledger, every change (applied to the record as
- * that transaction reads it) and the log position `logEnd` they bring the index to (a
- * read-modify-write that must see every earlier commit). The position moves only in that last
- * transaction, so until it commits recovery replays these creates and changes, and counters,
- * which add the head's batches past the position, count them once (docs/STORAGE.md, "The index
- * head").
- * @throws the lmdb error of a failed commit (the batch's counters, changes and position are then
- *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
- */
-export async function indexLogged(dbs: StoreDatabases, { creates, changes }: LoggedEntries, logEnd: LogPosition, options: IndexOptions): Promise<void> {
-  const { shipping, present } = options;
-  const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
-  let drafts = 0;
-  let images = 0;
-  let files = 0;
-  let liveBytes = 0;
-  for (const { record, files: own } of creates) {
-    for (const { at } of own) {
       const segment = bySegment.get(at.segment) ?? { end: 0, bytes: 0, blobs: 0 };
       segment.end = Math.max(segment.end, at.offset + at.length);
       segment.bytes += at.length;
@@ -86,13 +64,15 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
       liveBytes += at.length;
     }
     files += own.length;
+    puts.push(putCreated(dbs, record.created_at, value), dbs.eventIds.put(record.id, record.created_at));
+    for (const key of indexKeysOf(record)) puts.push(dbs.index.put(key, EMPTY));
     if (record.draft) drafts++;
     images += record.images.length;
   }
   const logged = bySegment.get(logEnd.segment) ?? { end: 0, bytes: 0, blobs: 0 };
   logged.end = Math.max(logged.end, logEnd.offset);
   bySegment.set(logEnd.segment, logged);
-  if (creates.length > 0) await (options.putCreates ?? ((c) => putCreates(dbs, c)))(creates);
+  await Promise.all(puts);
   await dbs.root.transaction(() => {
     for (const [number, added] of bySegment) {
       const segment = dbs.segments.get(number) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
@@ -134,8 +114,7 @@ async function putCreated(dbs: StoreDatabases, createdAt: number, value: Buffer)
 /**
  * Commits batches of the index head, oldest first (a checkpoint, event-store.ts `commitHead`, or
  * a replay past the checkpoint's size trigger, recovery.ts): their creates, then their changes, in
- * one `indexLogged` that brings LMDB's log position to where the last batch ends; `options.putCreates`
- * says where the creates' puts run.
+ * one `indexLogged` that brings LMDB's log position to where the last batch ends.
  * @throws as `indexLogged`
  */
 export async function indexBatches(dbs: StoreDatabases, batches: readonly HeadBatch[], options: IndexOptions): Promise<void> {

@@ -11,7 +11,6 @@ import { AppError, fromDiskError } from '../errors.js';
 import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
 import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
 import { indexBatches } from './create-index.js';
-import { IndexWriter, WRITER_THREAD_MIN_CREATES } from './index-writer.js';
 import { checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, IndexHead, type CheckpointPace, type HeadBatch, type LoggedCreate } from './index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
@@ -112,8 +111,6 @@ export class EventStore extends StoreView {
   private readonly committer: GroupCommitter<LogJob, LogResult>;
   /** Creates and changes durable in the log and not yet in LMDB (index-head.ts). */
   protected override head: IndexHead;
-  /** Where a large checkpoint's puts run (index-writer.ts). */
-  readonly indexWriter: IndexWriter;
   /** The checkpoint under way, if any: one at a time. */
   private checkpointRun: Promise<void> | undefined;
   private checkpointTimer: NodeJS.Timeout | undefined;
@@ -164,7 +161,6 @@ export class EventStore extends StoreView {
     this.changes = new StoreChanges((err) => options.onBackgroundError?.(err, 'change listener'));
     this.head = new IndexHead(this.shipping, this.present);
     this.committer = new GroupCommitter((batch, release) => this.commitLogged(batch, release));
-    this.indexWriter = new IndexWriter(dataDir);
   }
 
   /**
@@ -407,7 +403,6 @@ export class EventStore extends StoreView {
     await this.committer.whenIdle();
     clearTimeout(this.checkpointTimer);
     await this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
-    await this.indexWriter.close();
     await this.appender.close();
     await super.close();
     this.unlock();
@@ -607,21 +602,18 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * One checkpoint: the head's batches go to LMDB, their creates' puts first (on the index writer
-   * thread from WRITER_THREAD_MIN_CREATES creates on), then one transaction with their changes and
-   * the log position they bring the index to (create-index.ts `indexLogged`), and leave the head
+   * One checkpoint: the head's batches go to LMDB, their creates' puts first, then one
+   * transaction with their changes and the log position they bring the index to (create-index.ts
+   * `indexLogged`), and leave the head
    * once that transaction has resolved (reads tolerate the moment they are in both: index-head.ts). lmdb-js flushes the
    * commit afterwards; until then recovery replays these creates from the log.
-   * @throws the lmdb error of a failed commit, or the Error of an index writer thread that died;
-   *   the batches then stay in the head
+   * @throws the lmdb error of a failed commit; the batches then stay in the head
    */
   private async commitHead(): Promise<void> {
     const batches = this.head.pending.slice();
     const started = performance.now();
-    const creates = batches.reduce((n, b) => n + b.creates.length, 0);
-    const putCreates = creates >= WRITER_THREAD_MIN_CREATES ? this.indexWriter.putCreates.bind(this.indexWriter) : undefined;
     try {
-      await indexBatches(this.dbs, batches, { shipping: this.shipping, present: this.present, putCreates });
+      await indexBatches(this.dbs, batches, { shipping: this.shipping, present: this.present });
     } catch (err) {
       this.checkpointError = err;
       throw err;
