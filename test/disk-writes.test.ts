@@ -96,7 +96,7 @@ t.test('bytes a day are scaled from the time since the start, and only after the
   const dir = t.testdir();
   const writes = new DiskWrites(dir);
   const startedAt = Date.parse(writes.report().since);
-  // Written with O_SYNC so that write_bytes counts it now, not at the page cache's writeback.
+  // O_SYNC: the block device has written it too before the reports read it.
   const fd = fs.openSync(`${dir}/written`, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_SYNC);
   fs.writeSync(fd, Buffer.alloc(64 * 1024, 1));
   fs.closeSync(fd);
