@@ -96,13 +96,15 @@ export class NodeExchange extends Exchange {
   /**
    * Reads the rest of the body and drops it, past the handler that stopped reading it: the
    * request stream flows with no listener (Node's reference, "readable.resume()"), and the
-   * socket's idle timeout still closes a body that stops coming.
+   * socket's idle timeout still closes a body that stops coming; once it is in, the connection
+   * waits for its next request as any other.
    */
   private drainBody(): void {
     if (this.bodyListeners) {
       this.req.off('data', this.bodyListeners.data);
       this.req.off('end', this.bodyListeners.end);
     }
+    this.req.once('end', () => this.req.socket.setTimeout(0));
     this.req.resume();
   }
 
