@@ -121,6 +121,18 @@ export interface ResponseDefaults {
   headers: [string, string][];
 }
 
+/**
+ * The most bytes of a refused request's body the store still reads, and drops, when it answers
+ * before reading it (8 MiB; docs/ARCHITECTURE.md, "The lifecycle of a request", step 10). Closing a
+ * connection whose client is still sending makes the kernel reset it, and the client's next write
+ * fails with EPIPE, often before it has read the answer: a 409 or 529 to an upload reached Node's
+ * fetch as "fetch failed" in one try in three on node:http. Reading the rest lets the client finish
+ * and read the answer, and the connection stays open. A longer body, or one of unknown length, is
+ * cut off (`Connection: close`). node:http drains (node-exchange.ts); uWebSockets.js still closes,
+ * and failed two tries in three the same way.
+ */
+export const DRAIN_MAX_BYTES = 8 * 1024 * 1024;
+
 export abstract class Exchange {
   readonly method: string;
   readonly url: string;
@@ -131,6 +143,7 @@ export abstract class Exchange {
   private started = false;
   private sentStatus = 0;
   private bodyLeft: boolean;
+  private readonly bodyChunked: boolean;
   private bodyBytes = 0;
   private stream: ResponseStream | undefined;
   private defaults: ResponseDefaults = { errorShape: 'store', headers: [] };
@@ -143,6 +156,7 @@ export abstract class Exchange {
     this.params = head.rawParams.map(decodePathSegment);
     this.headers = head.headers;
     this.bodyLeft = (head.headers.contentLength ?? 0) > 0 || head.chunked;
+    this.bodyChunked = head.chunked;
   }
 
   /** True once the client went away; nothing may be written then. */
@@ -163,6 +177,15 @@ export abstract class Exchange {
   /** True while the request body has not been read to its end (a POST until its last chunk). */
   get bodyUnread(): boolean {
     return this.bodyLeft;
+  }
+
+  /**
+   * True while the unread rest of the body has a declared length of at most DRAIN_MAX_BYTES: an
+   * answer given now reads it and drops it instead of closing the connection.
+   */
+  protected get bodyDrainable(): boolean {
+    const length = this.headers.contentLength;
+    return this.bodyLeft && !this.bodyChunked && length !== undefined && length - this.bodyBytes <= DRAIN_MAX_BYTES;
   }
 
   /** True once a handler took the response over (`takeOver`): it writes the response itself. */

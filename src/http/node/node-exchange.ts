@@ -3,23 +3,13 @@
  * "Class: http.ServerResponse"): the body is the request stream (paused and resumed for
  * backpressure), writes follow `res.write`'s return value and `'drain'`, an abort is the
  * response closing before it ended, and `Connection: close` closes the connection after the
- * response; an answer given before a short body was read lets the body finish first
- * (`DRAIN_MAX_BYTES`).
+ * response; an answer given before a short body was read sends at once and reads the rest after
+ * it (exchange.ts `DRAIN_MAX_BYTES`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Exchange, statusText } from '../exchange.js';
 
 const EMPTY = Buffer.alloc(0);
-
-/**
- * The most bytes of a refused request's body the store still reads, and drops, after answering
- * (8 MiB). Closing a connection whose client is still sending makes the kernel reset it, and the
- * client's next write then fails with EPIPE, often before it has read the answer: a 409 or 529 to
- * an upload reached Node's fetch as "fetch failed" in about one try in three. Reading the rest
- * lets the client finish and read the answer, and the connection stays open for its next request.
- * A longer body, or one of unknown length, is cut off as before (`Connection: close`).
- */
-const DRAIN_MAX_BYTES = 8 * 1024 * 1024;
 
 /** A header's first value ('' when absent). */
 function header(req: IncomingMessage, name: string): string {
@@ -78,19 +68,12 @@ export class NodeExchange extends Exchange {
   protected sendWhole(status: number, body: string | Buffer, headers: [string, string][], closeConnection: boolean): void {
     // writeHead fixes the head at once, so Node cannot add Content-Length itself at end().
     const flat = [...headers.flat(), 'Content-Length', String(Buffer.byteLength(body))];
-    const drain = closeConnection && this.bodyDrainable();
+    const drain = closeConnection && this.bodyDrainable;
     // Node reads this header: no keep-alive, the socket ends once the response is out.
     if (closeConnection && !drain) flat.push('Connection', 'close');
     this.res.writeHead(status, statusText(status) || undefined, flat);
     this.res.end(body);
     if (drain) this.drainBody();
-  }
-
-  /** True when the unread rest of the body has a declared length of at most DRAIN_MAX_BYTES. */
-  private bodyDrainable(): boolean {
-    const length = this.headers.contentLength;
-    return this.bodyUnread && length !== undefined && this.req.headers['transfer-encoding'] === undefined
-      && length - this.bodyBytesRead <= DRAIN_MAX_BYTES;
   }
 
   /**
