@@ -128,8 +128,7 @@ export interface ResponseDefaults {
  * fails with EPIPE, often before it has read the answer: a 409 or 529 to an upload reached Node's
  * fetch as "fetch failed" in one try in three on node:http. Reading the rest lets the client finish
  * and read the answer, and the connection stays open. A longer body, or one of unknown length, is
- * cut off (`Connection: close`). node:http drains (node-exchange.ts); uWebSockets.js still closes,
- * and failed two tries in three the same way.
+ * cut off (`Connection: close`). Each engine drains its own way (node-exchange.ts, uws-exchange.ts).
  */
 export const DRAIN_MAX_BYTES = 8 * 1024 * 1024;
 

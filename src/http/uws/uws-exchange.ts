@@ -4,7 +4,10 @@
  * `onAborted` is attached at once, `res` is never touched after abort or end, every write from
  * async code happens inside `res.cork()`, and a streamed body with a known length goes through
  * `tryEnd` with one `onWritable` handler per response that resends the pending chunk from its
- * offset.
+ * offset. An answer given before a short body was read (exchange.ts `DRAIN_MAX_BYTES`) keeps the
+ * connection: uWebSockets' parser reads the rest of the body past the response and drops it
+ * (uWebSockets source: src/HttpParser.h, `remainingStreamingBytes`), where `end(body, true)` closed
+ * the socket under the client's writes.
  */
 import { Exchange, statusLine } from '../exchange.js';
 import type { UwsRequest, UwsResponse } from './uws-api.js';
@@ -20,6 +23,9 @@ export class UwsExchange extends Exchange {
   private pending: { chunk: Buffer; start: number; released: (() => void) | undefined } | undefined;
   private backpressured = false;
   private wakers: (() => void)[] = [];
+  /** Where body chunks go; swapped, not re-registered, so uWS never drops a handler it is calling. */
+  private bodyHandler: ((chunk: Buffer, isLast: boolean) => void) | undefined;
+  private bodyPaused = false;
 
   /**
    * Copies what the exchange needs from `req` (valid only during the uWS callback) and attaches
@@ -56,30 +62,53 @@ export class UwsExchange extends Exchange {
   }
 
   protected sendWhole(status: number, body: string | Buffer, headers: [string, string][], closeConnection: boolean): void {
+    const drain = closeConnection && this.bodyDrainable;
+    if (drain) this.dropBody();
     this.res.cork(() => {
+      // uWS's resume restores the events saved by a pause; without one it stops the socket's reads.
+      if (drain && this.bodyPaused) {
+        this.bodyPaused = false;
+        this.res.resume();
+      }
       this.res.writeStatus(statusLine(status));
       for (const [name, value] of headers) this.res.writeHeader(name, value);
       // uWebSockets.js writes a body even for HEAD: the head alone, with the body's length. Its
       // 20.30 then reads no further request on the connection: close it rather than leave it hanging.
       if (this.method === 'HEAD') this.res.endWithoutBody(Buffer.byteLength(body), true);
-      else this.res.end(body, closeConnection);
+      else this.res.end(body, closeConnection && !drain);
     });
+  }
+
+  /**
+   * Drops the rest of the body as it comes. A listener stays registered so that uWS keeps timing
+   * the body out (10 s without its throughput) and clears the timeout once it is in.
+   */
+  private dropBody(): void {
+    this.onBody(() => undefined);
   }
 
   onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
+    const listening = this.bodyHandler !== undefined;
+    this.bodyHandler = handler;
+    if (listening) return;
     this.res.onData((chunk, isLast) => {
       this.countBody(chunk.byteLength);
       if (isLast) this.markBodyRead();
-      handler(Buffer.from(chunk), isLast);
+      this.bodyHandler?.(Buffer.from(chunk), isLast);
     });
   }
 
+  // Once answered, the body is dropped (sendWhole) or the connection closes: no more throttling.
   pauseBody(): void {
-    if (!this.aborted) this.res.pause();
+    if (this.aborted || this.responded || this.bodyPaused) return;
+    this.bodyPaused = true;
+    this.res.pause();
   }
 
   resumeBody(): void {
-    if (!this.aborted) this.res.resume();
+    if (this.aborted || this.responded || !this.bodyPaused) return;
+    this.bodyPaused = false;
+    this.res.resume();
   }
 
   protected beginStream(status: number, reason: string, headers: (readonly [string, string])[], totalBytes: number | undefined): void {
