@@ -231,3 +231,22 @@ t.test('cleanup gives the bytes of deleted files back to the disk, the active se
   const onDisk = fs.readdirSync(blobsDir).reduce((sum, name) => sum + fs.statSync(path.join(blobsDir, name)).size, 0);
   t.ok(onDisk < fixture('retina.jpg').length, `blobs/ holds ${onDisk} bytes after deleting 3 x ${fixture('retina.jpg').length}`);
 });
+
+t.test('a cleanup that deleted no file leaves the active segment of events without files alone', async (t) => {
+  // Events without images leave their segment with no live blob, as if every blob in it had been
+  // deleted. Retiring it for that checkpointed the head early, sealed the segment and started a
+  // new file at every cleanup (native-bench/PROFILE.md, "A cleanup checkpointed the head every
+  // five minutes").
+  const store = await startStore();
+  t.teardown(store.stop);
+  for (let i = 0; i < 3; i++) t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201);
+  const blobsDir = path.join(store.dataDir, 'blobs');
+  const segments = () => fs.readdirSync(blobsDir).sort();
+  const before = segments();
+  t.equal(before.length, 1, 'one segment holds the three creates');
+  const result = await cleanup(store);
+  t.same([result.records_deleted.total, result.files_deleted.total], [0, 0], 'nothing to delete');
+  t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201);
+  t.same(segments(), before, 'the next create is appended to the same segment');
+  t.equal(result.after.records, 3, 'the three events stay');
+});

@@ -150,7 +150,7 @@ async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: Clea
     const tally = await deleteFiles(store, batch);
     total.files += tally.files;
     total.bytes += tally.bytes;
-    hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment));
+    hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment, tally.files > 0));
     await pause();
   }
   return total;
@@ -200,7 +200,8 @@ export async function runCleanup(
   const storageRecords = store.storageBytes() > limits.maxStorageBytes
     ? await deleteOldestRecordsUntil(store, limits.maxStorageBytes)
     : { records: 0, files: 0, bytes: 0 };
-  hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment));
+  const filesDeleted = retention.files + overlimit.files + storageFiles.files + storageRecords.files + consistency.danglingDbRecordsRemoved > 0;
+  hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment, filesDeleted));
 
   const after = snapshot(store);
   const records = { retention: retention.records, overlimit: overlimit.records, storage: storageRecords.records };

@@ -6,7 +6,7 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { segmentFileName } from './blob-log.js';
+import { SEGMENT_ROLL_BYTES, segmentFileName } from './blob-log.js';
 import { deadLetterRange, fileAgeKey, fileIdsOf, indexKeysOf, pendingKey } from './index-keys.js';
 import { addToCounters, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, type EventRecord } from './record-codec.js';
@@ -20,6 +20,14 @@ const COMPACT_MIN_BYTES = 1024 * 1024;
  * forward then frees at least three bytes for every byte copied.
  */
 const COMPACT_MAX_LIVE_SHARE = 1 / 4;
+/**
+ * An active segment with no live blob is retired when files were just deleted, or else once it is
+ * this long (bytes, a quarter of a segment). Most such segments never held a blob: they hold the
+ * record frames of events without images, and retiring one costs a checkpoint of the head, a flushed
+ * commit and a new segment file for a few kilobytes (native-bench/PROFILE.md, "A cleanup
+ * checkpointed the head every five minutes").
+ */
+const RETIRE_MIN_BYTES = SEGMENT_ROLL_BYTES / 4;
 
 /** What a deletion removed. Bytes are blob data bytes. */
 export interface DeletionTally {
@@ -144,16 +152,19 @@ export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<D
 
 /**
  * Deletes segment files that hold no live blob. The newest unsealed segment may be the one the
- * HTTP thread appends to: when it is empty too, `retire` asks the HTTP thread to stop appending
- * to it and seal it first; without `retire` it is left alone.
+ * HTTP thread appends to: when it is empty too, and `filesDeleted` or it is RETIRE_MIN_BYTES
+ * long, `retire` asks the HTTP thread to stop appending to it and seal it first; otherwise it is
+ * left alone (docs/STORAGE.md, "Reclaiming space").
  * @param retire asks the segment's writer to retire it (EventStore.retireSegment)
  * @param compact asks the segment's writer to copy its live blobs forward (EventStore.compactSegment)
+ * @param filesDeleted whether the caller just deleted files, whose bytes may sit in the active segment
  * @returns the numbers of the segments deleted
  */
 export async function reclaimSegments(
   store: StoreView,
   retire?: (segment: number) => Promise<void>,
   compact?: (segment: number) => Promise<void>,
+  filesDeleted = false,
 ): Promise<number[]> {
   const { dbs } = store;
   let newestUnsealed = 0;
@@ -172,7 +183,8 @@ export async function reclaimSegments(
   if (compacted) dbs.root.resetReadTxn();
   const empty: number[] = [];
   for (const { key, value } of dbs.segments.getRange()) if (value.liveBlobs <= 0) empty.push(key);
-  if (retire && empty.includes(newestUnsealed)) {
+  const worthRetiring = filesDeleted || (dbs.segments.get(newestUnsealed)?.committed ?? 0) >= RETIRE_MIN_BYTES;
+  if (retire && worthRetiring && empty.includes(newestUnsealed)) {
     await retire(newestUnsealed);
     // The writer sealed it in its own commit, on another thread: read from the latest snapshot,
     // not the one this thread's read transaction may still hold (lmdb-js README, "resetReadTxn").
