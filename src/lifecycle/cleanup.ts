@@ -200,14 +200,14 @@ export async function runCleanup(
   const storageRecords = store.storageBytes() > limits.maxStorageBytes
     ? await deleteOldestRecordsUntil(store, limits.maxStorageBytes)
     : { records: 0, files: 0, bytes: 0 };
-  const filesDeleted = retention.files + overlimit.files + storageFiles.files + storageRecords.files + consistency.danglingDbRecordsRemoved > 0;
-  hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment, filesDeleted));
-
-  const after = snapshot(store);
   const records = { retention: retention.records, overlimit: overlimit.records, storage: storageRecords.records };
   const files = { retention: retention.files, overlimit: overlimit.files, storage: storageFiles.files + storageRecords.files };
   const recordsTotal = records.retention + records.overlimit + records.storage;
   const filesTotal = files.retention + files.overlimit + files.storage;
+  const filesDeleted = filesTotal + consistency.danglingDbRecordsRemoved > 0;
+  hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment, filesDeleted));
+
+  const after = snapshot(store);
   return {
     trigger,
     duration_seconds: Number(((performance.now() - started) / 1000).toFixed(3)),
