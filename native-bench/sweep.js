@@ -15,7 +15,7 @@
  *
  * Run: `npm run sweep` (setup.sh, then `node sweep.js`), or `node sweep.js [--quick]
  * [--seconds=N] [--systems=edge-event-store,fastify-sqlite] [--in-flight=1,4] [--workloads=small]
- * [--late-check=N] [--pace=R] [--warmup=N] [--preload=S]`.
+ * [--late-check=N] [--pace=R] [--warmup=N] [--preload=S] [--data-root=DIR] [--results=NAME]`.
  * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes
  * and writes RESULTS.sweep.md; --quick (3 s windows, no wait for a quiet machine) writes
  * .data/RESULTS.sweep.quick.md instead, so a noisy check never replaces measured figures.
@@ -28,7 +28,11 @@
  * shared by few events. About 75 minutes, each window followed by the disk alone at the pace for
  * as long; it writes RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each fresh store flat out for S
  * seconds (PRELOAD_IN_FLIGHT requests in flight), so the window's checkpoint lands on an index of a
- * box that has run a while, not on a nearly empty one.
+ * box that has run a while, not on a nearly empty one. `--data-root=DIR` puts the data directories
+ * under DIR instead of .data/sweep, and counts DIR's block device: a file system mounted the way a
+ * box mounts its own (ext4 with its journal, say, on a loop device) where this machine's differs;
+ * `--results=NAME` writes RESULTS.NAME.md (.data/NAME.json) instead, so such a run keeps its own
+ * report (journaled-ext4.sh, `npm run paced:journaled`).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -47,6 +51,8 @@ const workDir = path.join(here, '.data');
 const option = (name) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 const list = (name) => option(name)?.split(',');
 const quick = process.argv.includes('--quick');
+/** Where each cell's fresh data directory is made (`--data-root=DIR`), and whose block device is counted. */
+const dataRoot = path.resolve(option('data-root') ?? path.join(workDir, 'sweep'));
 /** Events a second offered one at a time (`--pace=R`), or undefined for the closed loops. */
 const pace = option('pace') === undefined ? undefined : Number(option('pace'));
 if (pace !== undefined && !(pace > 0)) throw new Error(`--pace=${option('pace')}: events a second, above 0`);
@@ -97,6 +103,7 @@ const plan = {
 if (!(plan.lateCheckSeconds >= TAIL_SECONDS)) throw new Error(`--late-check=${option('late-check')}: at least ${TAIL_SECONDS} s`);
 if (!(plan.preloadSeconds >= 0)) throw new Error(`--preload=${option('preload')}: a number of seconds, 0 or more`);
 if (!(plan.warmupSeconds >= 0)) throw new Error(`--warmup=${option('warmup')}: a number of seconds, 0 or more`);
+if (option('results') !== undefined && !/^[\w-]+$/.test(option('results'))) throw new Error(`--results=${option('results')}: letters, digits, - and _ only`);
 if (!(plan.seconds > 0)) throw new Error(`--seconds=${option('seconds')}: a number of seconds above 0`);
 const inFlight = pace ? [1] : (list('in-flight') ?? ['1', '4', '16', '50']).map(Number);
 if (inFlight.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--in-flight=${option('in-flight')}: whole numbers from 1`);
@@ -138,7 +145,7 @@ function workloads() {
  */
 async function measureCell(system, workload, n, device) {
   const label = `${system.name} ${workload.name} x${n}`;
-  const dataDir = path.join(workDir, 'sweep', `${system.name}-${workload.name}-${n}`);
+  const dataDir = path.join(dataRoot, `${system.name}-${workload.name}-${n}`);
   fs.rmSync(dataDir, { recursive: true, force: true });
   if (plan.quietWaitSeconds > 0 && !(await waitForQuiet({ timeoutSeconds: plan.quietWaitSeconds }))) {
     log(`${label}: the machine stayed busy with other work; measuring anyway`);
@@ -211,9 +218,9 @@ async function measureCell(system, workload, n, device) {
 
 async function main() {
   const started = performance.now();
-  fs.mkdirSync(path.join(workDir, 'sweep'), { recursive: true });
-  const machine = machineDetails(path.join(workDir, 'sweep'), repoRoot);
-  const device = blockDeviceOf(path.join(workDir, 'sweep'));
+  fs.mkdirSync(dataRoot, { recursive: true });
+  const machine = machineDetails(dataRoot, repoRoot);
+  const device = blockDeviceOf(dataRoot);
   if (!device) log('the data directory has no block device of its own: device bytes are not reported');
   const chosen = workloads();
   log(`${systems.map((s) => s.name).join(', ')}; ${chosen.map((w) => w.name).join(', ')}; ${inFlight.join(', ')} in flight; `
@@ -232,9 +239,10 @@ async function main() {
     plan,
     device,
     quick,
+    argv: process.argv.slice(2),
     minutes: (performance.now() - started) / 60_000,
   };
-  const name = pace ? 'paced' : 'sweep';
+  const name = option('results') ?? (pace ? 'paced' : 'sweep');
   // A quick run keeps its raw figures apart too, so it never replaces a full run's.
   fs.writeFileSync(path.join(workDir, `${name}${quick ? '.quick' : ''}.json`), JSON.stringify(res, null, 2));
   const report = renderSweep(res);

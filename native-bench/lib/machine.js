@@ -102,9 +102,25 @@ function storeBuild(repoDir) {
 }
 
 /**
+ * How the file system on `device` (`/dev/vda`) is mounted, from findmnt, and for ext4 whether it
+ * keeps a journal: jbd2 lists each journal it runs in /proc/fs/jbd2 (`vda-8`). A journal changes
+ * what a sync writes: an append that allocates blocks commits the journal, a timestamp alone does
+ * not (PROFILE.md, "A journaled ext4").
+ */
+function mountDescription(device, fsType) {
+  const options = run('findmnt', ['-n', '-o', 'OPTIONS', '--source', device]).split('\n')[0] || '?';
+  if (fsType !== 'ext4') return options;
+  const name = device.replace('/dev/', '');
+  const journals = fs.existsSync('/proc/fs/jbd2') ? fs.readdirSync('/proc/fs/jbd2') : [];
+  const journaled = journals.some((journal) => journal.startsWith(`${name}-`));
+  return `${options}; ${journaled ? 'with' : 'without'} a journal`;
+}
+
+/**
  * CPU model, cores, RAM, kernel, Node and wrk versions, the disk under `dataDir` (device,
- * filesystem, size, fdatasync latency, and `diskCeilingMBs`: MB/s of sequential 4 MiB writes
- * each followed by fdatasync, the disk ceiling) and the build of the store in `repoDir`.
+ * filesystem, its mount options and journal, size, fdatasync latency, and `diskCeilingMBs`: MB/s
+ * of sequential 4 MiB writes each followed by fdatasync, the disk ceiling) and the build of the
+ * store in `repoDir`.
  */
 export function machineDetails(dataDir, repoDir) {
   const [device = '?', fsType = '?', size = '?', avail = '?'] = run('df', ['-h', '--output=source,fstype,size,avail', dataDir]).split('\n')[1]?.trim().split(/\s+/) ?? [];
@@ -118,7 +134,7 @@ export function machineDetails(dataDir, repoDir) {
     node: process.version,
     // `wrk --version` exits 1 after printing.
     wrk: run('sh', ['-c', 'wrk --version 2>&1 | head -1']).split(' [')[0],
-    disk: `${device} (${fsType}, ${size}, ${avail} free)`,
+    disk: `${device} (${fsType}, ${mountDescription(device, fsType)}, ${size}, ${avail} free)`,
     fdatasync: `p50 ${sync.p50.toFixed(2)} ms, p99 ${sync.p99.toFixed(2)} ms (4 KiB write + fdatasync)`,
     syncedWrite: `${diskCeilingMBs.toFixed(0)} MB/s (4 MiB writes, fdatasync after each)`,
     diskCeilingMBs,

@@ -88,7 +88,8 @@ function besideTable(res, workload) {
  * @param {{ machine: object, systems: Array<{ name: string, engine?: string, stack: string,
  *   cells: Record<string, SweepCell[]> }>, workloads: Array<{ name: string, label: string }>,
  *   inFlight: number[], plan: object, device: { name: string, majorMinor: string } | null,
- *   quick: boolean, minutes: number }} res
+ *   quick: boolean, argv?: string[], minutes: number }} res argv: sweep.js's arguments, named in
+ *   the report (results written before they were kept name the npm script instead)
  * @returns {string} markdown
  */
 export function renderSweep(res) {
@@ -123,7 +124,8 @@ export function renderSweep(res) {
       ? `# Pipeline pace: ${plan.pace} events a second, one at a time${res.quick ? ' (quick run, not for comparison)' : ''}`
       : `# Concurrency sweep${res.quick ? ' (quick run: short windows, not for comparison)' : ''}`,
     '',
-    `Written by \`npm run ${plan.pace ? 'paced' : 'sweep'}\` (native-bench/sweep.js${plan.pace ? ` --pace=${plan.pace}` : ''}) on ${new Date().toISOString().slice(0, 10)} in ${res.minutes.toFixed(1)} min, store ${machine.store}.`,
+    `Written by ${res.argv ? `\`node sweep.js${res.argv.map((arg) => ` ${arg}`).join('')}\` in native-bench` : `\`npm run ${plan.pace ? 'paced' : 'sweep'}\` (native-bench/sweep.js${plan.pace ? ` --pace=${plan.pace}` : ''})`}`
+      + ` on ${new Date().toISOString().slice(0, 10)} in ${res.minutes.toFixed(1)} min, store ${machine.store}.`,
     'Every figure below comes from that one run; none is edited by hand.',
     ...how,
     '',
