@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { quantile } from './closed-loop.js';
+import { blockDeviceOf } from './write-counters.js';
 
 const run = (cmd, args) => {
   try {
@@ -102,15 +103,16 @@ function storeBuild(repoDir) {
 }
 
 /**
- * How the file system on `device` (`/dev/vda`) is mounted, from findmnt, and for ext4 whether it
- * keeps a journal: jbd2 lists each journal it runs in /proc/fs/jbd2 (`vda-8`). A journal changes
- * what a sync writes: an append that allocates blocks commits the journal, a timestamp alone does
- * not (PROFILE.md, "A journaled ext4").
+ * How the file system holding `dataDir` is mounted, from findmnt, and for ext4 whether it keeps a
+ * journal: jbd2 lists each journal it runs in /proc/fs/jbd2 under its block device's name (`vda-8`),
+ * the name `blockDeviceOf` resolves (df may say `/dev/root`). A journal changes what a sync writes:
+ * an append that allocates blocks commits the journal, a timestamp alone does not (PROFILE.md, "A
+ * journaled ext4").
  */
-function mountDescription(device, fsType) {
-  const options = run('findmnt', ['-n', '-o', 'OPTIONS', '--source', device]).split('\n')[0] || '?';
+function mountDescription(dataDir, fsType) {
+  const options = run('findmnt', ['-n', '-o', 'OPTIONS', '--target', dataDir]) || '?';
   if (fsType !== 'ext4') return options;
-  const name = device.replace('/dev/', '');
+  const name = blockDeviceOf(dataDir)?.name;
   const journals = fs.existsSync('/proc/fs/jbd2') ? fs.readdirSync('/proc/fs/jbd2') : [];
   const journaled = journals.some((journal) => journal.startsWith(`${name}-`));
   return `${options}; ${journaled ? 'with' : 'without'} a journal`;
@@ -134,7 +136,7 @@ export function machineDetails(dataDir, repoDir) {
     node: process.version,
     // `wrk --version` exits 1 after printing.
     wrk: run('sh', ['-c', 'wrk --version 2>&1 | head -1']).split(' [')[0],
-    disk: `${device} (${fsType}, ${mountDescription(device, fsType)}, ${size}, ${avail} free)`,
+    disk: `${device} (${fsType}, ${mountDescription(dataDir, fsType)}, ${size}, ${avail} free)`,
     fdatasync: `p50 ${sync.p50.toFixed(2)} ms, p99 ${sync.p99.toFixed(2)} ms (4 KiB write + fdatasync)`,
     syncedWrite: `${diskCeilingMBs.toFixed(0)} MB/s (4 MiB writes, fdatasync after each)`,
     diskCeilingMBs,
