@@ -10,6 +10,7 @@ import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
 import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import type { HeadBatch, LoggedEntries } from './index-head.js';
+import { IndexKeyOrder } from './index-key-order.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from './record-codec.js';
 import { applyChange, attachedFile, changeCounts, type RecordChange } from './record-change.js';
 
@@ -22,40 +23,61 @@ export interface IndexOptions {
 }
 
 /**
- * Creates whose puts are issued in one turn of the event loop (docs/STORAGE.md, "The index
- * head"): a checkpoint of thousands of creates yields between runs of this many, so the HTTP
- * thread answers requests meanwhile instead of stalling for the whole checkpoint.
+ * Creates gathered between two turns of the event loop (docs/STORAGE.md, "The index head"): a
+ * checkpoint of thousands of creates yields between runs of this many, so the HTTP thread answers
+ * requests meanwhile instead of stalling for the whole checkpoint.
  */
-const PUT_RUN_CREATES = 256;
+const GATHER_RUN_CREATES = 256;
+
+/** Puts issued in one turn of the event loop (same section): those of about 200 bench creates. */
+const PUT_RUN_ENTRIES = 4096;
 
 /**
- * Commits the LMDB entries of `creates` and `changes`: first the creates' records, ids, file
- * locations and index entries as plain puts, issued `PUT_RUN_CREATES` at a time with a turn of the event loop
- * between runs (lmdb-js encodes them here and applies them on its write thread, in one or more
- * commits); once every put has committed, one transaction with the segment accounting, the
- * counters, the shipping ledger, every change (applied to the record as that transaction reads
- * it) and the log position `logEnd` they bring the index to (a read-modify-write that must see
- * every earlier commit). The position moves only in that last transaction, so until it commits
- * recovery replays these creates and changes, and counters, which add the head's batches past
- * the position, count them once (docs/STORAGE.md, "The index head").
+ * Creates whose entries are put in key order together (docs/STORAGE.md, "Checkpoint commits"):
+ * a checkpoint of up to CHECKPOINT_BATCH_ENTRIES creates in one window, a larger replay in
+ * windows of this many, so the entries gathered stay a few MB.
+ */
+const ORDER_WINDOW_CREATES = 2048;
+
+/** A put gathered, issued when its window is (`putWindow`). */
+type Put = () => Promise<boolean>;
+
+/**
+ * Commits the LMDB entries of `creates` and `changes`: first the creates' file locations, ids,
+ * index entries and records as plain puts, and once every put has committed, one transaction with
+ * the segment accounting, the counters, the shipping ledger, every change (applied to the record
+ * as that transaction reads it) and the log position `logEnd` they bring the index to (a
+ * read-modify-write that must see every earlier commit). The position moves only in that last
+ * transaction, so until it commits recovery replays these creates and changes, and counters,
+ * which add the head's batches past the position, count them once (docs/STORAGE.md, "The index
+ * head").
+ *
+ * The puts go ORDER_WINDOW_CREATES creates at a time: a window's file locations, then its ids,
+ * then its index entries in key order (index-key-order.ts), then its records, PUT_RUN_ENTRIES per
+ * turn of the event loop. lmdb-js applies them on its write thread in that order, in one or more
+ * commits, each a prefix of them (docs/STORAGE.md, "Checkpoint commits"): a record in LMDB has its
+ * every entry there too, so a reader of LMDB alone (the lifecycle worker) that finds the record
+ * finds the whole create. Readers that merge the head skip LMDB's entries of the head's creates
+ * (store-view.ts `withHead`), which may be part-way in.
  * @throws the lmdb error of a failed commit (the batch's counters, changes and position are then
  *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
  */
 export async function indexLogged(dbs: StoreDatabases, { creates, changes }: LoggedEntries, logEnd: LogPosition, { shipping, present }: IndexOptions): Promise<void> {
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
-  const puts: Promise<boolean>[] = [];
+  const committed: Promise<boolean>[] = [];
   let drafts = 0;
   let images = 0;
   let files = 0;
   let liveBytes = 0;
+  const window = { files: [] as Put[], ids: [] as Put[], index: new IndexKeyOrder(), records: [] as Put[] };
   for (const [n, { record, value, files: own }] of creates.entries()) {
-    if (n > 0 && n % PUT_RUN_CREATES === 0) await nextTurn();
+    if (n > 0 && n % ORDER_WINDOW_CREATES === 0) await putWindow(dbs, window, committed);
+    else if (n > 0 && n % GATHER_RUN_CREATES === 0) await nextTurn();
+    const createdAt = record.created_at;
     for (const file of own) {
       const { at } = file;
-      puts.push(dbs.files.put(file.fileId, {
-        segment: at.segment, offset: at.offset, length: at.length, kind: file.kind,
-        contentType: file.contentType, event: record.created_at, crc: at.crc,
-      }));
+      const entry = { segment: at.segment, offset: at.offset, length: at.length, kind: file.kind, contentType: file.contentType, event: createdAt, crc: at.crc };
+      window.files.push(() => dbs.files.put(file.fileId, entry));
       const segment = bySegment.get(at.segment) ?? { end: 0, bytes: 0, blobs: 0 };
       segment.end = Math.max(segment.end, at.offset + at.length);
       segment.bytes += at.length;
@@ -64,15 +86,17 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
       liveBytes += at.length;
     }
     files += own.length;
-    puts.push(putCreated(dbs, record.created_at, value), dbs.eventIds.put(record.id, record.created_at));
-    for (const key of indexKeysOf(record)) puts.push(dbs.index.put(key, EMPTY));
+    window.ids.push(() => dbs.eventIds.put(record.id, createdAt));
+    for (const key of indexKeysOf(record)) window.index.add(key, createdAt);
+    window.records.push(() => putCreated(dbs, createdAt, value));
     if (record.draft) drafts++;
     images += record.images.length;
   }
+  await putWindow(dbs, window, committed);
   const logged = bySegment.get(logEnd.segment) ?? { end: 0, bytes: 0, blobs: 0 };
   logged.end = Math.max(logged.end, logEnd.offset);
   bySegment.set(logEnd.segment, logged);
-  await Promise.all(puts);
+  await Promise.all(committed);
   await dbs.root.transaction(() => {
     for (const [number, added] of bySegment) {
       const segment = dbs.segments.get(number) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
@@ -91,6 +115,22 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
     for (const change of changes) applyChangeSync(dbs, change, shipping, present);
   });
+}
+
+/**
+ * Issues the puts `window` gathered, in the order `indexLogged` gives, PUT_RUN_ENTRIES per turn
+ * of the event loop from the next, adding their promises to `committed`; leaves `window` empty.
+ */
+async function putWindow(
+  dbs: StoreDatabases,
+  window: { files: Put[]; ids: Put[]; index: IndexKeyOrder; records: Put[] },
+  committed: Promise<boolean>[],
+): Promise<void> {
+  const puts = [...window.files.splice(0), ...window.ids.splice(0), ...window.index.take().map((key) => () => dbs.index.put(key, EMPTY)), ...window.records.splice(0)];
+  for (const [n, put] of puts.entries()) {
+    if (n % PUT_RUN_ENTRIES === 0) await nextTurn();
+    committed.push(put());
+  }
 }
 
 /**

@@ -102,6 +102,31 @@ export class UnionCursor implements CreatedAtCursor {
 }
 
 /**
+ * Values of `inner` below `bound()` (exclusive), read at every seek; every value while it gives
+ * undefined. Clips LMDB's side of a merged read to the events older than the index head's
+ * creates (store-view.ts `withHead`).
+ */
+export class BelowCursor implements CreatedAtCursor {
+  constructor(
+    private readonly inner: CreatedAtCursor,
+    private readonly bound: () => number | undefined,
+    private readonly dir: Direction,
+  ) {}
+
+  seek(ts: number): number | undefined {
+    const bound = this.bound();
+    if (bound === undefined) return this.inner.seek(ts);
+    if (this.dir === 'desc') return this.inner.seek(Math.min(ts, bound - 1));
+    const value = this.inner.seek(ts);
+    return value !== undefined && value < bound ? value : undefined;
+  }
+
+  close(): void {
+    this.inner.close();
+  }
+}
+
+/**
  * Values of a driving cursor that also pass every probe: the plan of a query with several
  * indexed conditions. The sparsest condition drives (see event-query.ts); each other condition
  * is a point lookup of its index key for the candidate, which costs far less than a range seek.

@@ -5,8 +5,9 @@
  * file lookups, lists, searches, counts, counters); a checkpoint commits the oldest batches to
  * LMDB (their creates' puts, then one transaction with their changes and the log position) and
  * drops them from the head as soon as that transaction completes. Until then a batch may be in
- * both, which every read tolerates: cursors are merged by a union, counters and changes by the
- * log position LMDB covers.
+ * both, part-way or whole, which every read tolerates: point reads ask the head first, cursors
+ * read LMDB only below the head's oldest create (store-view.ts `withHead`), counters and changes
+ * go by the log position LMDB covers.
  *
  * A change may be to an event in the head or to one already in LMDB. Reads apply the head's
  * changes to LMDB's record as they read it, so a change made meanwhile in LMDB by the lifecycle

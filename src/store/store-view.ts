@@ -11,7 +11,7 @@ import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEv
 import { decodeRecord, storedJson, type EventRecord, type RecordPresenter } from './record-codec.js';
 import { StoredFile } from './stored-file.js';
 import type { IndexHead } from './index-head.js';
-import { NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
+import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 
 /** How a store is run. */
 export interface StoreOptions {
@@ -159,7 +159,10 @@ export class StoreView {
   /**
    * `cursor` (over LMDB) merged with the head (index-head.ts) in [lo, hi] (µs): what every list,
    * search and count plan walks. The head yields its creates and the LMDB events it has changed,
-   * which `cursor` skips, since their index entries may be stale. For an exact plan, whose values
+   * which `cursor` skips, since their index entries may be stale. `cursor` stops short of the
+   * head's oldest create: every LMDB entry from there on is of a create the head holds, put by a
+   * checkpoint under way (or one that failed, or one a crash cut short) in key order, so some of
+   * its entries may be in LMDB and others not yet (create-index.ts `indexLogged`). For an exact plan, whose values
    * are not checked again, the head's records are checked with `accepts` as the cursor reaches
    * them (as LMDB's index entries answer exact conditions); otherwise the scan checks them, within
    * its budget, as it checks LMDB's records (event-query.ts `scanPlan`).
@@ -168,9 +171,10 @@ export class StoreView {
     const { head } = this;
     if (!head || head.empty) return cursor;
     const check = exact ? accepts : undefined;
-    const parts = [cursor, head.cursor(lo, hi, direction, check)];
+    const stored = new BelowCursor(cursor, () => head.oldest, direction);
+    const parts = [stored, head.cursor(lo, hi, direction, check)];
     if (head.hasChanges) {
-      parts[0] = new ProbeCursor(cursor, [(ts) => !head.isChanged(ts)], direction);
+      parts[0] = new ProbeCursor(stored, [(ts) => !head.isChanged(ts)], direction);
       parts.push(head.changedCursor(lo, hi, direction, (ts) => this.changedRecord(head, ts), check));
     }
     return new UnionCursor(parts, direction);
