@@ -8,7 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PutOptions } from 'lmdb';
 import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from './index-keys.js';
 import { enterLedger } from './sink-ledger.js';
-import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from './lmdb-env.js';
+import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type FileEntry, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import type { HeadBatch, LoggedEntries } from './index-head.js';
 import { IndexKeyOrder } from './index-key-order.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from './record-codec.js';
@@ -39,8 +39,13 @@ const PUT_RUN_ENTRIES = 4096;
  */
 const ORDER_WINDOW_CREATES = 2048;
 
-/** A put gathered, issued when its window is (`putWindow`). */
-type Put = () => Promise<boolean>;
+/** The entries of a window of creates, gathered until `putWindow` issues them. */
+interface Window {
+  files: [fileId: string, entry: FileEntry][];
+  ids: [id: string, createdAt: number][];
+  index: IndexKeyOrder;
+  records: [createdAt: number, value: Buffer][];
+}
 
 /**
  * Commits the LMDB entries of `creates` and `changes`: first the creates' file locations, ids,
@@ -69,7 +74,7 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
   let images = 0;
   let files = 0;
   let liveBytes = 0;
-  const window = { files: [] as Put[], ids: [] as Put[], index: new IndexKeyOrder(), records: [] as Put[] };
+  const window: Window = { files: [], ids: [], index: new IndexKeyOrder(), records: [] };
   for (const [n, { record, value, files: own }] of creates.entries()) {
     if (n > 0 && n % ORDER_WINDOW_CREATES === 0) await putWindow(dbs, window, committed);
     else if (n > 0 && n % GATHER_RUN_CREATES === 0) await nextTurn();
@@ -77,7 +82,7 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
     for (const file of own) {
       const { at } = file;
       const entry = { segment: at.segment, offset: at.offset, length: at.length, kind: file.kind, contentType: file.contentType, event: createdAt, crc: at.crc };
-      window.files.push(() => dbs.files.put(file.fileId, entry));
+      window.files.push([file.fileId, entry]);
       const segment = bySegment.get(at.segment) ?? { end: 0, bytes: 0, blobs: 0 };
       segment.end = Math.max(segment.end, at.offset + at.length);
       segment.bytes += at.length;
@@ -86,9 +91,9 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
       liveBytes += at.length;
     }
     files += own.length;
-    window.ids.push(() => dbs.eventIds.put(record.id, createdAt));
+    window.ids.push([record.id, createdAt]);
     for (const key of indexKeysOf(record)) window.index.add(key, createdAt);
-    window.records.push(() => putCreated(dbs, createdAt, value));
+    window.records.push([createdAt, value]);
     if (record.draft) drafts++;
     images += record.images.length;
   }
@@ -121,16 +126,20 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
  * Issues the puts `window` gathered, in the order `indexLogged` gives, PUT_RUN_ENTRIES per turn
  * of the event loop from the next, adding their promises to `committed`; leaves `window` empty.
  */
-async function putWindow(
-  dbs: StoreDatabases,
-  window: { files: Put[]; ids: Put[]; index: IndexKeyOrder; records: Put[] },
-  committed: Promise<boolean>[],
-): Promise<void> {
-  const puts = [...window.files.splice(0), ...window.ids.splice(0), ...window.index.take().map((key) => () => dbs.index.put(key, EMPTY)), ...window.records.splice(0)];
-  for (const [n, put] of puts.entries()) {
-    if (n % PUT_RUN_ENTRIES === 0) await nextTurn();
+async function putWindow(dbs: StoreDatabases, window: Window, committed: Promise<boolean>[]): Promise<void> {
+  let n = 0;
+  for (const put of windowPuts(dbs, window)) {
+    if (n++ % PUT_RUN_ENTRIES === 0) await nextTurn();
     committed.push(put());
   }
+}
+
+/** The puts of `window`, in the order `indexLogged` gives, each issued when called; empties `window`. */
+function* windowPuts(dbs: StoreDatabases, window: Window): Generator<() => Promise<boolean>, void, undefined> {
+  for (const [fileId, entry] of window.files.splice(0)) yield () => dbs.files.put(fileId, entry);
+  for (const [id, createdAt] of window.ids.splice(0)) yield () => dbs.eventIds.put(id, createdAt);
+  for (const key of window.index.take()) yield () => dbs.index.put(key, EMPTY);
+  for (const [createdAt, value] of window.records.splice(0)) yield () => putCreated(dbs, createdAt, value);
 }
 
 /**

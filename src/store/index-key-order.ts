@@ -46,19 +46,23 @@ export class IndexKeyOrder {
     this.size++;
   }
 
-  /** Every key gathered, in key order, and starts over empty. */
-  take(): Key[][] {
-    const ordered: Key[][] = [];
-    const walk = (group: KeyGroup): void => {
-      for (const key of group.keys) ordered.push(key);
-      if (!group.children) return;
-      const parts = [...group.children.keys()];
-      if (parts.length > 1) parts.sort(compareKeys);
-      for (const part of parts) walk(group.children.get(part)!);
-    };
-    walk(this.root);
+  /**
+   * Every key gathered, in key order, walked as the caller asks for them (a checkpoint issues
+   * them over several turns of the event loop); the order starts over empty at once.
+   */
+  take(): Generator<Key[], void, undefined> {
+    const root = this.root;
     this.root = { keys: [], children: undefined };
     this.size = 0;
-    return ordered;
+    return walk(root);
   }
+}
+
+/** The keys of `group` and of its children, in key order. */
+function* walk(group: KeyGroup): Generator<Key[], void, undefined> {
+  yield* group.keys;
+  if (!group.children) return;
+  const parts = [...group.children.keys()];
+  if (parts.length > 1) parts.sort(compareKeys);
+  for (const part of parts) yield* walk(group.children.get(part)!);
 }
