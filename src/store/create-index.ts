@@ -127,19 +127,20 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
  * of the event loop from the next, adding their promises to `committed`; leaves `window` empty.
  */
 async function putWindow(dbs: StoreDatabases, window: Window, committed: Promise<boolean>[]): Promise<void> {
+  await nextTurn();
   let n = 0;
   for (const put of windowPuts(dbs, window)) {
-    if (n++ % PUT_RUN_ENTRIES === 0) await nextTurn();
-    committed.push(put());
+    committed.push(put);
+    if (++n % PUT_RUN_ENTRIES === 0) await nextTurn();
   }
 }
 
-/** The puts of `window`, in the order `indexLogged` gives, each issued when called; empties `window`. */
-function* windowPuts(dbs: StoreDatabases, window: Window): Generator<() => Promise<boolean>, void, undefined> {
-  for (const [fileId, entry] of window.files.splice(0)) yield () => dbs.files.put(fileId, entry);
-  for (const [id, createdAt] of window.ids.splice(0)) yield () => dbs.eventIds.put(id, createdAt);
-  for (const key of window.index.take()) yield () => dbs.index.put(key, EMPTY);
-  for (const [createdAt, value] of window.records.splice(0)) yield () => putCreated(dbs, createdAt, value);
+/** Issues the puts of `window` one by one as it is walked, in the order `indexLogged` gives; empties `window`. */
+function* windowPuts(dbs: StoreDatabases, window: Window): Generator<Promise<boolean>, void, undefined> {
+  for (const [fileId, entry] of window.files.splice(0)) yield dbs.files.put(fileId, entry);
+  for (const [id, createdAt] of window.ids.splice(0)) yield dbs.eventIds.put(id, createdAt);
+  for (const key of window.index.take()) yield dbs.index.put(key, EMPTY);
+  for (const [createdAt, value] of window.records.splice(0)) yield putCreated(dbs, createdAt, value);
 }
 
 /**
