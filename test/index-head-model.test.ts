@@ -285,6 +285,24 @@ t.test('lists, counts, searches, point reads and files equal the model with even
 });
 
 /**
+ * A store in a temp dir whose head holds `count` creates (no checkpoint for a minute), and its
+ * model: devices in turn, lines 1 and 2 in turn, every `draftEvery`-th create a draft.
+ */
+async function storeWithHead(t: Test, count: number, draftEvery: number): Promise<{ store: EventStore; model: ModelEvent[] }> {
+  const store = await EventStore.open(tempDataDir(), { sinks: [], present: presentEventJson, checkpointMs: 60_000 });
+  t.teardown(() => store.close());
+  const model: ModelEvent[] = [];
+  for (let n = 0; n < count; n++) {
+    const device = DEVICES[n % DEVICES.length];
+    const line = 1 + (n % 2);
+    const draft = n % draftEvery === 0;
+    const created = await store.create(newEvent(device, line, draft));
+    model.push({ id: created.id, createdAt: created.created_at, device, line, draft, videos: [] });
+  }
+  return { store, model };
+}
+
+/**
  * A record LMDB holds without its id or one of its index entries, or undefined: what a reader of
  * LMDB alone (the lifecycle worker) must never meet (create-index.ts `indexLogged` puts records last).
  */
@@ -300,18 +318,9 @@ function partWayRecord(store: EventStore, model: ModelEvent[]): string | undefin
 }
 
 t.test('a checkpoint of more creates than one turn of puts: every read equals the model at every turn until it commits, and LMDB holds no record before its entries', async (t) => {
-  const dataDir = tempDataDir();
-  const store = await EventStore.open(dataDir, { sinks: [], present: presentEventJson, checkpointMs: 60_000 });
-  t.teardown(() => store.close());
-  const model: ModelEvent[] = [];
   // 990 creates in the head (the searches read 1,000 at most): a checkpoint gathers them in four
   // turns (256 creates a turn), then issues their 5,000-odd puts in two (4,096 a turn).
-  for (let n = 0; n < 990; n++) {
-    const device = DEVICES[n % DEVICES.length];
-    const line = 1 + (n % 2);
-    const created = await store.create(newEvent(device, line, n % 5 === 0));
-    model.push({ id: created.id, createdAt: created.created_at, device, line, draft: n % 5 === 0, videos: [] });
-  }
+  const { store, model } = await storeWithHead(t, 990, 5);
   let committed = false;
   const checkpoint = store.checkpointed().then(() => { committed = true; });
   let turns = 0;
@@ -330,16 +339,7 @@ t.test('a checkpoint of more creates than one turn of puts: every read equals th
 });
 
 t.test('entries of creates the head holds, part-way in LMDB in any order (a checkpoint cut short), are never read from LMDB', async (t) => {
-  const dataDir = tempDataDir();
-  const store = await EventStore.open(dataDir, { sinks: [], present: presentEventJson, checkpointMs: 60_000 });
-  t.teardown(() => store.close());
-  const model: ModelEvent[] = [];
-  for (let n = 0; n < 12; n++) {
-    const device = DEVICES[n % DEVICES.length];
-    const draft = n % 3 === 0;
-    const created = await store.create(newEvent(device, 1 + (n % 2), draft));
-    model.push({ id: created.id, createdAt: created.created_at, device, line: 1 + (n % 2), draft, videos: [] });
-  }
+  const { store, model } = await storeWithHead(t, 12, 3);
   t.equal(difference(store, model), undefined, 'before: every create in the head alone');
   // A draft's record and its other index entries put, its drafts-index entry not (yet): what a
   // checkpoint whose puts were issued in another order, and were cut short, leaves in LMDB.
