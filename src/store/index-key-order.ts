@@ -26,8 +26,6 @@ interface KeyGroup {
 /** Index entries gathered create by create and given back in key order; see the module comment. */
 export class IndexKeyOrder {
   private root: KeyGroup = { keys: [], children: undefined };
-  /** Keys gathered since the last `take`. */
-  size = 0;
 
   /**
    * Gathers `key`, an index entry of the create at `createdAt` (µs). Creates must be added in
@@ -43,7 +41,6 @@ export class IndexKeyOrder {
       group = next;
     }
     group.keys.push(key);
-    this.size++;
   }
 
   /**
@@ -53,7 +50,6 @@ export class IndexKeyOrder {
   take(): Generator<Key[], void, undefined> {
     const root = this.root;
     this.root = { keys: [], children: undefined };
-    this.size = 0;
     return walk(root);
   }
 }
