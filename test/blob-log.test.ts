@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
-import { SegmentAppender, segmentFileName, writeAll, writeAllSync, ZERO_AHEAD_BYTES } from '../src/store/blob-log.js';
+import { SegmentAppender, writeAll, writeAllSync, ZERO_AHEAD_BYTES } from '../src/store/blob-log.js';
+import { segmentFileName } from '../src/store/segment-files.js';
 import { timeOrderedId } from '../src/store/ids.js';
 import { blobCrcMatches, checksum, FRAME_HEADER_BYTES, frameHeader } from '../src/store/segment-frames.js';
 import { tempDataDir } from './support/store-server.js';
@@ -35,7 +36,7 @@ function pattern(length: number, seed: number): Buffer {
 function frameBuffers(lengths: number[]): Buffer[] {
   return lengths.flatMap((length, i) => {
     const data = pattern(length, i + 1);
-    return [frameHeader(timeOrderedId(), i % 2 ? 'record' : 'image', length, checksum(data)), data];
+    return [frameHeader(timeOrderedId(), i % 2 ? 'record' : 'image', length, checksum(data), 0), data];
   });
 }
 
@@ -159,14 +160,14 @@ t.test("a frame header is laid out as docs/STORAGE.md's table says", async (t) =
   const data = Buffer.from('123456789');
   const crc = checksum(data);
   t.equal(crc, 0xe3069283, 'CRC32C (Castagnoli) of "123456789" is the standard check value');
-  const header = frameHeader(id, 'record', data.length, crc);
+  const header = frameHeader(id, 'record', data.length, crc, 0x0a0b0c);
   t.equal(header.length, FRAME_HEADER_BYTES);
   t.equal(header.toString('latin1', 0, 4), 'EEB1', 'magic');
-  t.same([...header.subarray(4, 8)], [16, 0, 0, 0], 'kind 16 (record), three reserved zero bytes');
+  t.same([...header.subarray(4, 8)], [16, 0x0a, 0x0b, 0x0c], 'kind 16 (record), then the segment tag, 24 bits big-endian');
   t.equal(header.toString('hex', 8, 24), id.replaceAll('-', ''), 'the id as its 16 UUID bytes');
   t.equal(header.readBigUInt64BE(24), 9n, 'data length, u64 big-endian');
   t.equal(header.readUInt32BE(32), 0xe3069283, 'CRC32C of the data, u32 big-endian');
-  t.same(['image', 'video', 'local_only'].map((kind) => frameHeader(id, kind as 'image', 0, 0)[4]), [1, 2, 3], 'kinds 1, 2, 3');
+  t.same(['image', 'video', 'local_only'].map((kind) => frameHeader(id, kind as 'image', 0, 0, 0)[4]), [1, 2, 3], 'kinds 1, 2, 3');
 });
 
 /** Writes one frame header at the start of a new file whose size is `size` (sparse beyond the header). */
@@ -188,7 +189,7 @@ function zerosChecksum(length: number): number {
 t.test('a scan ends at a header of an unknown kind, or one whose length runs past the file', async (t) => {
   const id = timeOrderedId();
   const data = Buffer.from('payload');
-  const good = Buffer.concat([frameHeader(id, 'record', data.length, checksum(data)), data]);
+  const good = Buffer.concat([frameHeader(id, 'record', data.length, checksum(data), 0), data]);
   for (const code of [0, 4, 15, 18, 255]) {
     const bad = Buffer.from(good);
     bad[4] = code;
@@ -211,10 +212,10 @@ t.test('a record frame longer than a record can be ends the scan; a blob frame o
   const id = timeOrderedId();
   const over = MAX_RECORD_FRAME_BYTES + 1;
   const overCrc = zerosChecksum(over);
-  t.same(await scan(headerOnlyFile(frameHeader(id, 'record', over, overCrc), FRAME_HEADER_BYTES + over)), [], `a ${over}-byte record frame is torn`);
-  const blobs = await scan(headerOnlyFile(frameHeader(id, 'video', over, overCrc), FRAME_HEADER_BYTES + over));
+  t.same(await scan(headerOnlyFile(frameHeader(id, 'record', over, overCrc, 0), FRAME_HEADER_BYTES + over)), [], `a ${over}-byte record frame is torn`);
+  const blobs = await scan(headerOnlyFile(frameHeader(id, 'video', over, overCrc, 0), FRAME_HEADER_BYTES + over));
   t.same(blobs.map((f) => [f.kind, f.length, f.data]), [['video', over, undefined]], 'a video frame of the same length is found, its data not read');
-  const atLimit = await scan(headerOnlyFile(frameHeader(id, 'record', MAX_RECORD_FRAME_BYTES, zerosChecksum(MAX_RECORD_FRAME_BYTES)), FRAME_HEADER_BYTES + MAX_RECORD_FRAME_BYTES));
+  const atLimit = await scan(headerOnlyFile(frameHeader(id, 'record', MAX_RECORD_FRAME_BYTES, zerosChecksum(MAX_RECORD_FRAME_BYTES), 0), FRAME_HEADER_BYTES + MAX_RECORD_FRAME_BYTES));
   t.same(atLimit.map((f) => [f.kind, f.length]), [['record', MAX_RECORD_FRAME_BYTES]], 'a record frame of exactly the limit is read and checked');
 });
 
@@ -260,7 +261,7 @@ t.test('a scan does not check blob data: blobCrcMatches does, across its 1 MiB r
 
 t.test('garbage after the last frame, or a scan started off a frame boundary, yields no false frame', async (t) => {
   const data = Buffer.from('a record');
-  const frame = Buffer.concat([frameHeader(timeOrderedId(), 'record', data.length, checksum(data)), data]);
+  const frame = Buffer.concat([frameHeader(timeOrderedId(), 'record', data.length, checksum(data), 0), data]);
   const file = path.join(tempDataDir(), 'segment');
   for (const tail of [pattern(FRAME_HEADER_BYTES + 40, 3), Buffer.alloc(4096), Buffer.from('EEB1')]) {
     fs.writeFileSync(file, Buffer.concat([frame, tail]));

@@ -165,18 +165,23 @@ t.test('consistency: missing and corrupt blobs are dropped, stray files removed,
   const stray = path.join(blobsDir, 'seg-09999999.blob');
   fs.writeFileSync(stray, 'stray');
   fs.utimesSync(stray, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
+  // A recycled segment file as old, kept for the log to overwrite (docs/STORAGE.md, "Recycled segments").
+  const recycled = path.join(blobsDir, 'recycled-00000001.blob');
+  fs.writeFileSync(recycled, 'former frames');
+  fs.utimesSync(recycled, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
 
   const result = await cleanup(store);
   t.equal(result.trigger, 'MANUAL', 'POST /admin/cleanup runs a MANUAL cleanup');
   t.equal(result.consistency.dangling_db_records_removed, 1, `corrupt blob dropped: ${JSON.stringify(result)}`);
   t.equal(result.consistency.orphaned_disk_files_removed, 1, 'stray file removed');
   t.notOk(fs.existsSync(stray));
+  t.ok(fs.existsSync(recycled), 'the recycled file kept');
   t.equal(await status(`${store.url}/images/${first.image_ids[0]}`), 404);
   t.equal((await getJson(`${store.url}/v2/events/${first.id}`)).body.current_file_count, 0);
 
   // A segment deleted from under the store: 404 at once, dropped by the next pass.
   const second = (await postJson(`${store.url}/v2/events`, { ...imageEvent(), images: [{ base64Image: fixture('camera.jpg').toString('base64') }] })).body;
-  for (const name of fs.readdirSync(blobsDir)) fs.rmSync(path.join(blobsDir, name));
+  for (const name of fs.readdirSync(blobsDir)) if (name.startsWith('seg-')) fs.rmSync(path.join(blobsDir, name));
   t.equal(await status(`${store.url}/images/${second.image_ids[0]}`), 404, 'a vanished blob answers 404');
   t.equal((await cleanup(store)).consistency.dangling_db_records_removed, 1);
 });

@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { EventStore, type CreatedEvent } from '../src/store/event-store.js';
-import { SegmentAppender, segmentFileName } from '../src/store/blob-log.js';
+import { SegmentAppender } from '../src/store/blob-log.js';
+import { segmentFileName } from '../src/store/segment-files.js';
 import type { EventRecord } from '../src/store/event-record.js';
 import { timeOrderedId } from '../src/store/ids.js';
 import { LOG_POSITION_KEY, openDatabases, type LogPosition } from '../src/store/lmdb-env.js';
@@ -207,6 +208,45 @@ t.test('a log of the release before, whose record frames hold the presented JSON
     t.equal(reopened.getEventJson(r.id)?.toString(), presentEventJson(r), `and from LMDB (${name})`);
     t.equal(reopened.dbs.events.getBinary(r.created_at)?.[0], 3, `which holds it with its JSON, in layout 3 (${name})`);
   }
+});
+
+t.test('a replay of a segment in a recycled file stops at its former creates, and start-up keeps the recycled files', async (t) => {
+  const dataDir = tempDataDir();
+  await (await EventStore.open(dataDir, STORE_OPTIONS)).close();
+  const dbs = openDatabases(dataDir);
+  const position = dbs.meta.get(LOG_POSITION_KEY) as LogPosition;
+  await dbs.root.close();
+  const blobsDir = path.join(dataDir, 'blobs');
+  const record = (n: number): EventRecord => ({
+    ...NEW_EVENT_FIELDS, id: timeOrderedId(), created_at: 1_795_000_000_000_000 + n, custom_metadata: { n },
+    images: [], videos: [], local_only_files: [], original_file_count: 0, current_file_count: 0,
+    finalized_at: 1_795_000_000_000_000 + n, auto_finalized_at: null,
+  });
+  const frameOf = (r: EventRecord) => ({ id: r.id, kind: 'record' as const, bytes: encodeRecordFrame({ record: frameRecordBytes(encodeRecord(r, presentEventJson)), files: [] }) });
+  // A former life, segment 7 of an earlier store, kept twice as recycled files.
+  const [former1, former2, current] = [record(1), record(2), record(3)];
+  const formerDir = tempDataDir();
+  const formerLog = new SegmentAppender(formerDir, () => 7);
+  await formerLog.append([frameOf(former1), frameOf(former2)]);
+  await formerLog.close();
+  const hourAgo = new Date(Date.now() - 3_600_000); // kept long enough ago to be taken (RECYCLED_MIN_AGE_MS)
+  for (const name of ['recycled-00000007.blob', 'recycled-00000008.blob']) {
+    fs.copyFileSync(path.join(formerDir, segmentFileName(7)), path.join(blobsDir, name));
+    fs.utimesSync(path.join(blobsDir, name), hourAgo, hourAgo);
+  }
+  // The log's next segment takes one; its first create is exactly as long as the former first.
+  const log = new SegmentAppender(blobsDir, () => position.segment);
+  const appended = await log.append([frameOf(current)]);
+  t.equal(frameOf(current).bytes.length, frameOf(former1).bytes.length, 'the former second frame starts where the new one ends');
+  t.ok(fs.statSync(path.join(blobsDir, segmentFileName(position.segment))).size > appended.end, 'the former frames are there, past the end');
+
+  const reopened = await EventStore.open(dataDir, STORE_OPTIONS); // as after a kill -9: the log's tail is not cut
+  t.teardown(() => reopened.close());
+  t.equal(reopened.opened.replayed, 1, 'one create replayed');
+  t.ok(reopened.getEventJson(current.id), 'the new create is there');
+  t.equal(reopened.getEventJson(former2.id), undefined, 'the former one is not');
+  t.same(fs.readdirSync(blobsDir).filter((name) => name.startsWith('recycled-')), ['recycled-00000008.blob'], 'the other recycled file is kept');
+  t.ok(reopened.allocateSegment() > 8, 'and no new segment takes its number');
 });
 
 t.test('a clean stop replays nothing', async (t) => {

@@ -6,13 +6,15 @@
  * returns once the data is durable (open(2): "as though each write(2) was followed by a call to
  * fdatasync(2)"): the durability point of a create, in one system call instead of two in turn
  * (writev, then fdatasync). A small append into zeros written ahead is made on the calling thread
- * while such appends are fast (append-pace.ts); any other goes to the thread pool.
+ * while such appends are fast (append-pace.ts); any other goes to the thread pool. A new segment
+ * takes a recycled file when one is kept (segment-files.ts), so its appends overwrite too.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { AppendPace } from './append-pace.js';
-import { checksum, FRAME_HEADER_BYTES, frameHeader, type FrameKind } from './segment-frames.js';
+import { checksum, FRAME_HEADER_BYTES, frameHeader, segmentTag, type FrameKind } from './segment-frames.js';
+import { segmentFileName, syncDirectory, takeRecycledSegment } from './segment-files.js';
 
 export const SEGMENT_ROLL_BYTES = 64 * 1024 * 1024;
 
@@ -71,17 +73,6 @@ export interface Appended {
   end: number;
 }
 
-/** File name of segment `n` inside blobs/. */
-export function segmentFileName(n: number): string {
-  return `seg-${String(n).padStart(8, '0')}.blob`;
-}
-
-/** Segment number of a blobs/ file name, or undefined for any other name. */
-export function segmentNumberOf(fileName: string): number | undefined {
-  const match = /^seg-(\d{8})\.blob$/.exec(fileName);
-  return match ? Number(match[1]) : undefined;
-}
-
 /**
  * Appender of the active segment. Appends are serialised: each starts when the previous ended.
  */
@@ -95,7 +86,10 @@ export class SegmentAppender {
   private zeroHandle: fsp.FileHandle | undefined;
   private segment = 0;
   private end = 0;
-  /** Bytes of the active segment's file: its frames, then zeros written ahead. */
+  /**
+   * Bytes of the active segment's file: its frames, then zeros written ahead, or a recycled
+   * file's former frames.
+   */
   private fileBytes = 0;
   /** Exponential mean of the bytes of recent appends (bytes). */
   private meanAppend = SMALL_APPEND_BYTES;
@@ -148,17 +142,19 @@ export class SegmentAppender {
     const buffers: Buffer[] = [];
     const placed: AppendedFrame[] = [];
     let offset = start;
+    const tag = segmentTag(this.segment);
     for (const frame of frames) {
       const crc = checksum(frame.bytes);
-      buffers.push(frameHeader(frame.id, frame.kind, frame.bytes.length, crc), frame.bytes);
+      buffers.push(frameHeader(frame.id, frame.kind, frame.bytes.length, crc, tag), frame.bytes);
       placed.push({ segment: this.segment, offset: offset + FRAME_HEADER_BYTES, length: frame.bytes.length, crc });
       offset += FRAME_HEADER_BYTES + frame.bytes.length;
     }
     this.meanAppend += ((offset - start) - this.meanAppend) / 8;
-    // A replay stops at the zeros: no frame starts with them (segment-frames.ts, magic).
+    // A replay stops at the zeros (no frame starts with them) and at a recycled file's former
+    // frames (their tag is another segment's): segment-frames.ts.
     const zeroAhead = offset > this.fileBytes && this.meanAppend < SMALL_APPEND_BYTES ? Math.max(0, Math.min(ZERO_AHEAD_BYTES, this.rollBytes - offset)) : 0;
-    // An overwrite of zeros syncs its data blocks alone, nothing of the file system's: the
-    // cheapest write the device does, and the only kind the pace times.
+    // An overwrite of zeros or of a recycled file's blocks syncs its data blocks alone, nothing
+    // of the file system's: the cheapest write the device does, and the only kind the pace times.
     const smallOverwrite = offset <= this.fileBytes && offset - start <= SMALL_APPEND_BYTES;
     try {
       if (smallOverwrite) await this.pace.write(() => writeAllSync(handle.fd, buffers, start), () => writeAll(handle, buffers, start));
@@ -216,12 +212,17 @@ export class SegmentAppender {
     await this.zeroHandle!.datasync();
   }
 
+  /**
+   * Opens a new segment: a recycled file when one is kept, whose blocks the appends then
+   * overwrite (docs/STORAGE.md, "Recycled segments"), else a new empty file.
+   */
   private async roll(): Promise<void> {
     await this.closeHandle();
     this.segment = this.allocateSegment();
-    await this.open(this.segment, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_TRUNC);
+    const recycled = await takeRecycledSegment(this.blobsDir, this.segment);
+    const handle = await this.open(this.segment, fs.constants.O_RDWR | (recycled ? 0 : fs.constants.O_CREAT | fs.constants.O_TRUNC));
     this.end = 0;
-    this.fileBytes = 0;
+    this.fileBytes = recycled ? (await handle.stat()).size : 0;
     await syncDirectory(this.blobsDir);
   }
 }
@@ -273,23 +274,4 @@ async function writeZeros(handle: fsp.FileHandle, position: number, bytes: numbe
     at = next;
   }
   await Promise.all(writes);
-}
-
-/** fsyncs a directory so a created or renamed file in it survives a crash. */
-export async function syncDirectory(dir: string): Promise<void> {
-  const handle = await fsp.open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Ensures DATA_DIR/blobs and DATA_DIR/staging exist; returns their paths. */
-export function ensureBlobDirs(dataDir: string): { blobsDir: string; stagingDir: string } {
-  const blobsDir = path.join(dataDir, 'blobs');
-  const stagingDir = path.join(dataDir, 'staging');
-  fs.mkdirSync(blobsDir, { recursive: true });
-  fs.mkdirSync(stagingDir, { recursive: true });
-  return { blobsDir, stagingDir };
 }

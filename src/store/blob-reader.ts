@@ -6,7 +6,7 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { segmentFileName } from './blob-log.js';
+import { segmentFileName } from './segment-files.js';
 
 const MAX_OPEN_SEGMENTS = 64;
 

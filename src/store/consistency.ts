@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { segmentFileName, segmentNumberOf } from './blob-log.js';
+import { recycledNumberOf, segmentFileName, segmentNumberOf } from './segment-files.js';
 import { checksum } from './segment-frames.js';
 import { deleteFiles, type FileRef } from './event-deletion.js';
 import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from './lifecycle-queries.js';
@@ -51,7 +51,7 @@ async function removeOrphanedSegments(store: StoreView, now: number): Promise<nu
   let removed = 0;
   for (const name of await fsp.readdir(store.blobsDir)) {
     const segment = segmentNumberOf(name);
-    if (segment !== undefined && hasSegment(store, segment)) continue;
+    if ((segment !== undefined && hasSegment(store, segment)) || recycledNumberOf(name) !== undefined) continue;
     const file = path.join(store.blobsDir, name);
     const stat = await fsp.stat(file).catch(() => undefined);
     if (stat && now - stat.mtimeMs > ORPHAN_GRACE_MS) {

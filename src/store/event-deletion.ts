@@ -4,9 +4,8 @@
  * dead in their segments' accounting and lowers the counters, so the storage figures drop at once.
  * Segment files with no live blob left are reclaimed afterwards by `reclaimSegments`.
  */
-import fsp from 'node:fs/promises';
-import path from 'node:path';
-import { SEGMENT_ROLL_BYTES, segmentFileName } from './blob-log.js';
+import { SEGMENT_ROLL_BYTES } from './blob-log.js';
+import { recycleOrRemove } from './segment-files.js';
 import { deadLetterRange, fileAgeKey, fileIdsOf, indexKeysOf, pendingKey } from './index-keys.js';
 import { addToCounters, type StoreDatabases } from './lmdb-env.js';
 import { encodeRecord, type EventRecord } from './record-codec.js';
@@ -204,7 +203,7 @@ export async function reclaimSegments(
   await store.flushed();
   for (const segment of removed) {
     await store.blobs.forget(segment);
-    await fsp.rm(path.join(store.blobsDir, segmentFileName(segment)), { force: true });
+    await recycleOrRemove(store.blobsDir, segment, SEGMENT_ROLL_BYTES);
   }
   return removed;
 }

@@ -8,7 +8,8 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { AppError, fromDiskError } from '../errors.js';
-import { ensureBlobDirs, SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
+import { SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
+import { ensureBlobDirs } from './segment-files.js';
 import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
 import { indexBatches } from './create-index.js';
 import { checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, IndexHead, type CheckpointPace, type HeadBatch, type LoggedCreate } from './index-head.js';

@@ -7,7 +7,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { fromDiskError } from '../errors.js';
-import { segmentFileName, syncDirectory } from './blob-log.js';
+import { segmentFileName, syncDirectory } from './segment-files.js';
 import type { FinalizeOutcome } from './change-decisions.js';
 import type { RecordAttachment } from './event-record.js';
 import type { EventStore } from './event-store.js';

@@ -9,7 +9,8 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { SEGMENT_ROLL_BYTES, segmentFileName, segmentNumberOf } from './blob-log.js';
+import { SEGMENT_ROLL_BYTES } from './blob-log.js';
+import { recycledNumberOf, segmentFileName, segmentNumberOf } from './segment-files.js';
 import { indexBatches, type IndexOptions } from './create-index.js';
 import { checkpointDue, type HeadBatch, type LoggedEntries } from './index-head.js';
 import { indexedLogPosition, LOG_POSITION_KEY, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
@@ -141,7 +142,7 @@ async function replaySegment(file: string, segment: number, start: number, repla
       await replay.add(batch, { segment, offset: end });
       batch = { creates: [], changes: [] };
     };
-    for await (const frame of scanFrames(handle, start)) {
+    for await (const frame of scanFrames(handle, start, segment)) {
       if (frame.kind === 'change') {
         batch.changes.push(decodeChange(frame.data!));
         end = frame.offset + frame.length;
@@ -245,6 +246,11 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
 
   let orphanedDiskFilesRemoved = 0;
   for (const name of await fsp.readdir(blobsDir)) {
+    const recycled = recycledNumberOf(name);
+    if (recycled !== undefined) { // kept for the log to overwrite (docs/STORAGE.md, "Recycled segments")
+      lastSegment = Math.max(lastSegment, recycled);
+      continue;
+    }
     const segment = segmentNumberOf(name);
     if (segment !== undefined) lastSegment = Math.max(lastSegment, segment);
     if (segment === undefined || !segments.has(segment)) {

@@ -2,8 +2,13 @@
  * The frame format of segment files (docs/STORAGE.md, "The segment log"). A segment is a
  * sequence of frames; each frame can be verified on its own:
  *
- *   magic "EEB1" (4) | kind (1) | reserved (3) | id, uuid bytes (16) | length u64 BE (8) |
+ *   magic "EEB1" (4) | kind (1) | segment tag (3) | id, uuid bytes (16) | length u64 BE (8) |
  *   CRC32C of the data u32 BE (4) | data (length bytes)
+ *
+ * The segment tag is the low 24 bits of the number of the segment the frame was appended to
+ * (`segmentTag`), or 0 for a frame written before tags, or by an upload before its segment had
+ * a number. A recycled segment file still holds its former life's frames past the new ones
+ * (docs/STORAGE.md, "Recycled segments"); their tag is another segment's, so a scan stops there.
  *
  * Kinds: 1 image, 2 video, 3 local-only file (blob frames: the id is the file id, the data the
  * file's bytes), 16 record (the id is the event id, the data a record frame, see
@@ -35,11 +40,21 @@ export function checksum(bytes: Uint8Array, initial = 0): number {
   return crc32c(bytes, initial) >>> 0;
 }
 
-/** Builds the header of a frame whose data is `length` bytes with CRC32C `crc`. */
-export function frameHeader(id: string, kind: FrameKind, length: number, crc: number): Buffer {
+/** The tag of segment `segment`'s frames: its number's low 24 bits (0 stands for "untagged"). */
+export function segmentTag(segment: number): number {
+  return segment % 0x1000000;
+}
+
+/**
+ * Builds the header of a frame whose data is `length` bytes with CRC32C `crc`.
+ * @param tag `segmentTag` of the segment it is appended to; 0 for an upload, staged before its
+ *   segment has a number
+ */
+export function frameHeader(id: string, kind: FrameKind, length: number, crc: number, tag: number): Buffer {
   const header = Buffer.alloc(FRAME_HEADER_BYTES);
   header.writeUInt32BE(MAGIC, 0);
   header.writeUInt8(KIND_CODES[kind], 4);
+  header.writeUIntBE(tag, 5, 3);
   header.write(id.replaceAll('-', ''), 8, 16, 'hex');
   header.writeBigUInt64BE(BigInt(length), 24);
   header.writeUInt32BE(crc >>> 0, 32);
@@ -113,20 +128,25 @@ class ReadAhead {
 }
 
 /**
- * Walks the frames of an open segment file from `start` (bytes). Each header is checked and a
+ * Walks the frames of segment `segment`'s open file from `start` (bytes). Each header is checked
+ * (magic, kind, length, and a tag of 0 or the segment's own: a frame of another segment is the
+ * former life of a recycled file, docs/STORAGE.md "Recycled segments") and a
  * record or change frame's data read (into a buffer of its own) and checked against its CRC; a
  * blob frame's data is not checked (a segment may hold gigabytes of video): `blobCrcMatches`
  * checks it when it matters. Reads go through a 256 KiB read-ahead window. Stops at the end of
  * the file or at the first torn frame.
  * @throws the fs error of a failed read
  */
-export async function* scanFrames(handle: fsp.FileHandle, start: number): AsyncGenerator<ScannedFrame, void, void> {
+export async function* scanFrames(handle: fsp.FileHandle, start: number, segment: number): AsyncGenerator<ScannedFrame, void, void> {
   const size = (await handle.stat()).size;
   const reader = new ReadAhead(handle);
+  const ownTag = segmentTag(segment);
   let at = start;
   while (at + FRAME_HEADER_BYTES <= size) {
     const header = await reader.bytesAt(at, FRAME_HEADER_BYTES);
     if (!header || header.readUInt32BE(0) !== MAGIC) return;
+    const tag = header.readUIntBE(5, 3);
+    if (tag !== 0 && tag !== ownTag) return;
     const kind = KINDS_BY_CODE.get(header.readUInt8(4));
     const length = Number(header.readBigUInt64BE(24));
     const crc = header.readUInt32BE(32);
@@ -142,6 +162,17 @@ export async function* scanFrames(handle: fsp.FileHandle, start: number): AsyncG
     yield { kind, id, offset, length, crc, data };
     at = offset + length;
   }
+}
+
+/**
+ * The tag of the first frame of an open segment file (`segmentTag`), or undefined when the file
+ * does not start with a frame header.
+ * @throws the fs error of a failed read
+ */
+export async function firstFrameTag(handle: fsp.FileHandle): Promise<number | undefined> {
+  const header = Buffer.alloc(FRAME_HEADER_BYTES);
+  if ((await readAt(handle, header, 0)) < FRAME_HEADER_BYTES || header.readUInt32BE(0) !== MAGIC) return undefined;
+  return header.readUIntBE(5, 3);
 }
 
 /**

@@ -114,7 +114,8 @@ export class StagingFile {
     if (this.failure) throw this.failure;
     const handle = await fsp.open(this.path, 'r+');
     try {
-      await handle.write(frameHeader(this.fileId, kind, this.size, this.crc), 0, FRAME_HEADER_BYTES, 0);
+      // Untagged: the segment's number is allocated at the attach (segment-frames.ts, segment tag).
+      await handle.write(frameHeader(this.fileId, kind, this.size, this.crc, 0), 0, FRAME_HEADER_BYTES, 0);
       await handle.datasync();
     } finally {
       await handle.close();
