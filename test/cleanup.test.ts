@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { responseProblems } from './support/response-shapes.js';
-import { runCleanup } from '../src/lifecycle/cleanup.js';
+import { runCleanup, storageTarget } from '../src/lifecycle/cleanup.js';
 import { createEvent } from '../src/events/create-event.js';
 import { FRAME_HEADER_BYTES } from '../src/store/segment-frames.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
@@ -128,6 +128,41 @@ t.test('storage: oldest files go first and their records stay with current_file_
   const removed = (await Promise.all(created.map(async (c) => (await getJson(`${store.url}/v2/events/${c.id}`)).body.current_file_count))).filter((n) => n === 0).length;
   t.ok(removed > 0, `${removed} image files removed by the storage cap`);
   t.equal((await getJson(`${store.url}/stats`)).body.current.total_images, 6 - removed, 'total_images counts the image files still stored');
+});
+
+t.test('a storage cleanup runs only over MAX_STORAGE_BYTES, and then brings storage down to 95% of it', async (t) => {
+  const limit = 8 * 1024 * 1024; // its 5% margin is wider than an image
+  const local = await openLocalStore({ MAX_STORAGE_BYTES: String(limit) });
+  t.teardown(local.close);
+  const image = fixture('retina.jpg').length;
+  t.equal(storageTarget(limit), limit - Math.floor(limit / 20), 'the target: 95% of the limit');
+  // Under the limit but above the target: nothing to delete.
+  while (local.store.storageBytes() + image <= limit) await local.create(imageEvent({}, 'retina.jpg'));
+  t.ok(local.store.storageBytes() > storageTarget(limit), `${local.store.storageBytes()} bytes stored, over the target`);
+  const under = await runCleanup(local.store, local.config, 'MANUAL', local.hooks);
+  t.equal(under.files_deleted.total, 0, 'under the limit, no file deleted');
+  // One more image crosses it: the cleanup deletes past the excess, down to the target.
+  await local.create(imageEvent({}, 'retina.jpg'));
+  const excess = local.store.storageBytes() - limit;
+  t.ok(excess > 0 && excess < image, `over the limit by ${excess} bytes, less than one image`);
+  const over = await runCleanup(local.store, local.config, 'MANUAL', local.hooks);
+  t.ok(over.files_deleted.storage >= 2, `${over.files_deleted.storage} files deleted for an excess of less than one`);
+  t.ok(local.store.storageBytes() <= storageTarget(limit), `${local.store.storageBytes()} bytes stored, within the target`);
+  t.equal(over.records_deleted.total, 0, 'the records stay');
+});
+
+t.test('a cleanup started by a crossed limit leaves the consistency pass to the schedule', async (t) => {
+  const limit = 1024 * 1024;
+  const store = await startStore({ MAX_STORAGE_BYTES: String(limit), CLEANUP_INTERVAL_SECONDS: '3600' });
+  t.teardown(store.stop);
+  await cleanup(store); // the start-up cleanup is done: the stray file below is not seen by it
+  const stray = path.join(store.dataDir, 'blobs', 'seg-09999999.blob');
+  fs.writeFileSync(stray, 'stray');
+  fs.utimesSync(stray, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
+  for (let i = 0; i < 5; i++) t.equal((await postJson(`${store.url}/v2/events`, imageEvent({}, 'retina.jpg'))).status, 201);
+  await until('a cleanup started by the crossed limit', async () => (await getJson(`${store.url}/stats`)).body.current.total_storage_bytes <= storageTarget(limit));
+  t.ok(fs.existsSync(stray), 'the stray file is still there');
+  t.equal((await cleanup(store)).consistency.orphaned_disk_files_removed, 1, 'a scheduled or manual cleanup removes it');
 });
 
 t.test('total_images follows file deletions, then record deletions, down to zero and never below', async (t) => {

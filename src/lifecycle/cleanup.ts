@@ -1,8 +1,8 @@
 /**
  * Cleanup (docs/OPERATIONS.md, "Keeping the disk bounded"): in order, retention (records older than
- * RETENTION_DAYS), over-limit (oldest records beyond MAX_RECORDS), storage (oldest files until the
- * store is within MAX_STORAGE_BYTES, keeping their records; oldest records next if files alone
- * cannot get it there). Deletions go in bounded batches, each its own transaction, with a pause
+ * RETENTION_DAYS), over-limit (oldest records beyond MAX_RECORDS), storage (once the store is over
+ * MAX_STORAGE_BYTES, oldest files until it is down to `storageTarget`, keeping their records;
+ * oldest records next if files alone cannot get it there). Deletions go in bounded batches, each its own transaction, with a pause
  * between them so ingest latency stays flat. With cloud upload on, drafts and events not yet
  * uploaded are never deleted.
  */
@@ -29,6 +29,20 @@ export const CLEANUP_BATCH = 100;
 const SCAN_LIMIT = CLEANUP_BATCH * 4;
 /** Pause between deletion transactions (ms), for the ingest commits queued behind them. */
 const BATCH_PAUSE_MS = 2;
+
+/** Most bytes a storage cleanup deletes beyond the excess (see `storageTarget`). */
+const STORAGE_MARGIN_MAX_BYTES = 1024 ** 3;
+
+/**
+ * Storage (bytes) a cleanup brings a store over `maxStorageBytes` down to: 95% of it, or 1 GiB
+ * below it on a limit over 20 GiB (docs/OPERATIONS.md, "Keeping the disk bounded"). Deleting only
+ * the excess left a full store at its limit, so the next limit check (every second) started
+ * another cleanup, each checkpointing a few creates and running the consistency pass: most of a
+ * core and twice the bytes written per event (native-bench/PROFILE.md, "A full store").
+ */
+export function storageTarget(maxStorageBytes: number): number {
+  return maxStorageBytes - Math.min(Math.floor(maxStorageBytes / 20), STORAGE_MARGIN_MAX_BYTES);
+}
 
 export type CleanupTrigger = 'MANUAL' | 'AUTOMATIC';
 
@@ -174,14 +188,16 @@ export function deletionMayBeDue(store: StoreView, limits: CleanupLimits, usage:
  * @param options `now`, the time (ms since the epoch) retention is measured from (default: now);
  *   `headCheckpoint` (default: `when-due` for an AUTOMATIC cleanup, `always` for a MANUAL one).
  *   Without the checkpoint the consistency pass removes no orphaned segment file, since the head's
- *   newest segment may not be in LMDB yet.
+ *   newest segment may not be in LMDB yet. `consistency` (default true): false skips the
+ *   consistency pass (`consistency.ran` false), for a cleanup started by a crossed limit between
+ *   scheduled ones.
  */
 export async function runCleanup(
   store: StoreView,
   limits: CleanupLimits,
   trigger: CleanupTrigger,
   hooks: CleanupHooks,
-  options: { now?: number; headCheckpoint?: HeadCheckpoint } = {},
+  options: { now?: number; headCheckpoint?: HeadCheckpoint; consistency?: boolean } = {},
 ): Promise<CleanupResult> {
   const started = performance.now();
   const now = options.now ?? Date.now();
@@ -191,15 +207,19 @@ export async function runCleanup(
   const checkpointFirst = headCheckpoint === 'always' || !usage || deletionMayBeDue(store, limits, usage, now);
   const headCommitted = checkpointFirst && await hooks.checkpoint().then(() => true, () => false);
   const before = snapshot(store);
-  const consistency = await checkConsistency(store, now, headCommitted);
+  const runConsistency = options.consistency ?? true;
+  const consistency = runConsistency
+    ? await checkConsistency(store, now, headCommitted)
+    : { danglingDbRecordsRemoved: 0, orphanedDiskFilesRemoved: 0, stagingFilesRemoved: 0 };
 
   const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays), Infinity, 'retention');
+  const none = { records: 0, files: 0, bytes: 0 };
   const excess = store.counters().events - limits.maxRecords;
-  const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess, 'max_records') : { records: 0, files: 0, bytes: 0 };
-  const storageFiles = await deleteOldestFiles(store, limits.maxStorageBytes, hooks);
-  const storageRecords = store.storageBytes() > limits.maxStorageBytes
-    ? await deleteOldestRecordsUntil(store, limits.maxStorageBytes)
-    : { records: 0, files: 0, bytes: 0 };
+  const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess, 'max_records') : none;
+  const target = storageTarget(limits.maxStorageBytes);
+  const storageOver = store.storageBytes() > limits.maxStorageBytes;
+  const storageFiles = storageOver ? await deleteOldestFiles(store, target, hooks) : none;
+  const storageRecords = storageOver && store.storageBytes() > target ? await deleteOldestRecordsUntil(store, target) : none;
   const records = { retention: retention.records, overlimit: overlimit.records, storage: storageRecords.records };
   const files = { retention: retention.files, overlimit: overlimit.files, storage: storageFiles.files + storageRecords.files };
   const recordsTotal = records.retention + records.overlimit + records.storage;
@@ -217,7 +237,7 @@ export async function runCleanup(
     before,
     after,
     consistency: {
-      ran: true,
+      ran: runConsistency,
       dangling_db_records_removed: consistency.danglingDbRecordsRemoved,
       orphaned_disk_files_removed: consistency.orphanedDiskFilesRemoved,
     },

@@ -104,11 +104,14 @@ const hooks: CleanupHooks = {
   usage: storeUsage,
 };
 
-/** Queues a cleanup; `headCheckpoint` as runCleanup takes it (default: by `trigger`). */
-function cleanup(trigger: CleanupTrigger, headCheckpoint?: HeadCheckpoint) {
+/**
+ * Queues a cleanup; `headCheckpoint` and `consistency` as runCleanup takes them (default: by
+ * `trigger`, and with the consistency pass).
+ */
+function cleanup(trigger: CleanupTrigger, options: { headCheckpoint?: HeadCheckpoint; consistency?: boolean } = {}) {
   return enqueue(async () => {
     if (await reserve.releaseIfLow()) log.warn({ bytes: reserve.bytes }, 'disk almost full: disk reserve given back so cleanup can commit');
-    const result = await runCleanup(store, config, trigger, hooks, { headCheckpoint });
+    const result = await runCleanup(store, config, trigger, hooks, options);
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });
     monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await storeUsage());
     if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
@@ -125,9 +128,10 @@ function every(ms: number, job: () => Promise<unknown>): NodeJS.Timeout {
 
 const timers = [
   every(config.cleanupIntervalSeconds * 1000, () => cleanup('AUTOMATIC')),
-  // Between scheduled runs, a crossed limit starts a cleanup within LIMIT_CHECK_MS.
+  // Between scheduled runs, a crossed limit starts a cleanup within LIMIT_CHECK_MS; the
+  // consistency pass is left to the schedule (docs/OPERATIONS.md, "Keeping the disk bounded").
   every(LIMIT_CHECK_MS, async () => {
-    if (await monitor.needsCleanup(storeUsage)) await cleanup('AUTOMATIC');
+    if (await monitor.needsCleanup(storeUsage)) await cleanup('AUTOMATIC', { consistency: false });
   }),
   every(Math.min((config.draftAutoFinalizeSeconds * 1000) / 2, SWEEP_MAX_INTERVAL_MS), () => enqueue(async () => {
     const { closed } = await askWriter({ type: 'sweep-drafts', id: 0, cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });
@@ -160,5 +164,5 @@ port.on('message', (message: ToWorker) => {
 
 // The consistency pass and limits are checked once at start-up, with the head checkpointed, so
 // that segment files a crash left orphaned are removed.
-cleanup('AUTOMATIC', 'always').catch((err: unknown) => log.error({ err }, 'start-up cleanup failed'));
+cleanup('AUTOMATIC', { headCheckpoint: 'always' }).catch((err: unknown) => log.error({ err }, 'start-up cleanup failed'));
 post({ type: 'ready' });
