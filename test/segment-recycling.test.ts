@@ -10,7 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { SegmentAppender } from '../src/store/blob-log.js';
 import { timeOrderedId } from '../src/store/ids.js';
-import { RECYCLED_MIN_AGE_MS, RECYCLED_SEGMENTS_KEPT, recycledFileName, recycleOrRemove, segmentFileName } from '../src/store/segment-files.js';
+import { RECYCLED_MIN_AGE_MS, RECYCLED_SEGMENTS_KEPT, recycledFileName, recycleOrRemove, releaseRecycledIfLow, segmentFileName } from '../src/store/segment-files.js';
 import { checksum, frameHeader } from '../src/store/segment-frames.js';
 import { tempDataDir } from './support/store-server.js';
 import { scan } from './support/segment-scan.js';
@@ -93,4 +93,19 @@ t.test('a reclaimed segment is removed when it never rolled, is untagged, or eno
   t.same(kept, [...Array<boolean>(RECYCLED_SEGMENTS_KEPT).fill(true), false], `${RECYCLED_SEGMENTS_KEPT} kept, then removed`);
   t.same(fs.readdirSync(dir).sort(), [recycledFileName(10), recycledFileName(11), segmentFileName(13)]);
   t.equal(await recycleOrRemove(dir, 12, ROLL_BYTES), false, 'a segment already gone is no error');
+});
+
+t.test('recycled files go back to a disk that filled after they were kept', async (t) => {
+  const dir = tempDataDir();
+  const log = appenderFrom(dir, 1);
+  for (let i = 0; i < 5; i++) await log.append([{ id: timeOrderedId(), kind: 'image', bytes: bytes(ROLL_BYTES / 2, 1) }]);
+  await log.close();
+  t.same([await recycleOrRemove(dir, 1, ROLL_BYTES), await recycleOrRemove(dir, 2, ROLL_BYTES)], [true, true], 'two kept');
+  const size = fs.statSync(path.join(dir, recycledFileName(1))).size;
+  t.equal(await releaseRecycledIfLow(dir, async () => 4 * size), 0, 'with four times a file\'s size free, both stay');
+  let free = 4 * size - 1;
+  t.equal(await releaseRecycledIfLow(dir, async () => free), 2, 'with less, both go');
+  t.same(fs.readdirSync(dir), [segmentFileName(3)]);
+  free = 0;
+  t.equal(await releaseRecycledIfLow(dir, async () => free), 0, 'none left, none removed');
 });

@@ -90,6 +90,26 @@ export async function recycleOrRemove(blobsDir: string, segment: number, minByte
 }
 
 /**
+ * Gives the recycled files back to the disk while it has less than RECYCLE_MIN_FREE_FACTOR times
+ * one's size free: the rule that kept them, applied again before each cleanup, for a disk that
+ * filled after they were kept (docs/STORAGE.md, "Recycled segments").
+ * @param free reads the free bytes of the disk holding blobs/ (a parameter for tests)
+ * @returns how many were removed
+ * @throws the fs error of a failed listing, statfs or removal
+ */
+export async function releaseRecycledIfLow(blobsDir: string, free = freeBytes): Promise<number> {
+  let removed = 0;
+  for (const former of await recycledSegments(blobsDir)) {
+    const file = path.join(blobsDir, recycledFileName(former));
+    const size = (await fsp.stat(file).catch(() => undefined))?.size;
+    if (size === undefined || (await free(blobsDir)) >= RECYCLE_MIN_FREE_FACTOR * size) continue;
+    await fsp.rm(file, { force: true });
+    removed++;
+  }
+  return removed;
+}
+
+/**
  * Makes the oldest recycled file kept at least RECYCLED_MIN_AGE_MS segment `segment`'s file, when
  * there is one: renamed, with its modification time set to now (the consistency pass spares a
  * young file no entry knows yet). Its former frames stay past the log's end, where a scan stops
