@@ -2,8 +2,8 @@
  * Cleanup (docs/OPERATIONS.md, "Keeping the disk bounded"): in order, retention (records older than
  * RETENTION_DAYS), over-limit (oldest records beyond MAX_RECORDS), storage (once the store is over
  * MAX_STORAGE_BYTES, oldest files until it is down to `storageTarget`, keeping their records;
- * oldest records next if files alone cannot get it there). Deletions go in bounded batches, each its own transaction, with a pause
- * between them so ingest latency stays flat. With cloud upload on, drafts and events not yet
+ * oldest records next if files alone cannot get it there). Deletions go in bounded batches, each
+ * its own transaction, with a pause between them so ingest latency stays flat. With cloud upload on, drafts and events not yet
  * uploaded are never deleted.
  */
 import { deleteFiles, deleteRecords, reclaimSegments, type FileRef } from '../store/event-deletion.js';
@@ -38,7 +38,7 @@ const STORAGE_MARGIN_MAX_BYTES = 1024 ** 3;
  * below it on a limit over 20 GiB (docs/OPERATIONS.md, "Keeping the disk bounded"). Deleting only
  * the excess left a full store at its limit, so the next limit check (every second) started
  * another cleanup, each checkpointing a few creates and running the consistency pass: most of a
- * core and twice the bytes written per event (native-bench/PROFILE.md, "A full store").
+ * core and twice the bytes written per event (native-bench/PROFILE.md, "A full store at the pace").
  */
 export function storageTarget(maxStorageBytes: number): number {
   return maxStorageBytes - Math.min(Math.floor(maxStorageBytes / 20), STORAGE_MARGIN_MAX_BYTES);

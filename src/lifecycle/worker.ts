@@ -15,7 +15,6 @@ import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
 import { DiskReserve } from '../store/disk-reserve.js';
-import { releaseRecycledIfLow } from '../store/segment-files.js';
 import { StoreView } from '../store/store-view.js';
 import type { EventChange, StoreChange } from '../store/store-changes.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger, type HeadCheckpoint } from './cleanup.js';
@@ -112,7 +111,7 @@ const hooks: CleanupHooks = {
 function cleanup(trigger: CleanupTrigger, options: { headCheckpoint?: HeadCheckpoint; consistency?: boolean } = {}) {
   return enqueue(async () => {
     if (await reserve.releaseIfLow()) log.warn({ bytes: reserve.bytes }, 'disk almost full: disk reserve given back so cleanup can commit');
-    const recycledRemoved = await releaseRecycledIfLow(store.blobsDir);
+    const recycledRemoved = await store.releaseRecycledIfLow();
     if (recycledRemoved > 0) log.warn({ files: recycledRemoved }, 'disk almost full: recycled segment files given back');
     const result = await runCleanup(store, config, trigger, hooks, options);
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });

@@ -114,9 +114,10 @@ export async function releaseRecycledIfLow(blobsDir: string, free = freeBytes): 
  * there is one: renamed, with its modification time set to now (the consistency pass spares a
  * young file no entry knows yet). Its former frames stay past the log's end, where a scan stops
  * at their tag. One whose tag is the new segment's (16,777,216 segments before it) is removed
- * instead. The caller syncs the directory before appending.
+ * instead. A file removed meanwhile is passed over. The caller syncs the directory before
+ * appending.
  * @returns whether a recycled file became the segment's
- * @throws the fs error of a failed listing, stat, rename or removal
+ * @throws the fs error of a failed listing, stat, rename or removal, but ENOENT
  */
 export async function takeRecycledSegment(blobsDir: string, segment: number): Promise<boolean> {
   for (const former of await recycledSegments(blobsDir)) {
@@ -126,10 +127,15 @@ export async function takeRecycledSegment(blobsDir: string, segment: number): Pr
       continue;
     }
     const now = new Date();
-    if (now.getTime() - (await fsp.stat(file)).mtimeMs < RECYCLED_MIN_AGE_MS) continue;
-    await fsp.utimes(file, now, now);
-    await fsp.rename(file, path.join(blobsDir, segmentFileName(segment)));
-    return true;
+    try {
+      if (now.getTime() - (await fsp.stat(file)).mtimeMs < RECYCLED_MIN_AGE_MS) continue;
+      await fsp.utimes(file, now, now);
+      await fsp.rename(file, path.join(blobsDir, segmentFileName(segment)));
+      return true;
+    } catch (err) {
+      // The lifecycle worker gave it back to the disk meanwhile (`releaseRecycledIfLow`).
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
   }
   return false;
 }

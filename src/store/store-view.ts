@@ -9,6 +9,7 @@ import type { StoreChange } from './store-changes.js';
 import { BlobReader } from './blob-reader.js';
 import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
 import { decodeRecord, storedJson, type EventRecord, type RecordPresenter } from './record-codec.js';
+import { releaseRecycledIfLow } from './segment-files.js';
 import { StoredFile } from './stored-file.js';
 import type { IndexHead } from './index-head.js';
 import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
@@ -226,6 +227,16 @@ export class StoreView {
   openFile(fileId: string): StoredFile | undefined {
     const entry = this.getFile(fileId);
     return entry && new StoredFile(fileId, entry, this.blobs, (id) => this.getFile(id));
+  }
+
+  /**
+   * Gives the recycled segment files back to a disk that filled after they were kept
+   * (segment-files.ts `releaseRecycledIfLow`; docs/STORAGE.md, "Recycled segments").
+   * @returns how many were removed
+   * @throws the fs error of a failed listing, statfs or removal
+   */
+  releaseRecycledIfLow(): Promise<number> {
+    return releaseRecycledIfLow(this.blobsDir);
   }
 
   /** Closes the cached handles of segments the lifecycle worker deleted (their numbers, opaque outside the store). */
