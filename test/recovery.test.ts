@@ -177,18 +177,28 @@ t.test('a replay over an index that holds the records but not their accounting c
   await reopened.close();
 });
 
-t.test('a log of the release before, whose record frames hold the presented JSON, replays beside today\'s frames with the same JSON', async (t) => {
+/** A new, empty store's data directory, and the log position its log starts at. */
+async function emptyStore(): Promise<{ dataDir: string; position: LogPosition }> {
   const dataDir = tempDataDir();
   await (await EventStore.open(dataDir, STORE_OPTIONS)).close();
   const dbs = openDatabases(dataDir);
   const position = dbs.meta.get(LOG_POSITION_KEY) as LogPosition;
   await dbs.root.close();
-  const record = (n: number): EventRecord => ({
-    ...NEW_EVENT_FIELDS, id: timeOrderedId(), created_at: 1_795_000_000_000_000 + n, custom_metadata: { n, note: 'é\u2028"' },
+  return { dataDir, position };
+}
+
+/** A finalized event without files, created at the n-th µs of a fixed second, for a hand-written log. */
+function loggedRecord(n: number, metadata: Record<string, unknown> = {}): EventRecord {
+  return {
+    ...NEW_EVENT_FIELDS, id: timeOrderedId(), created_at: 1_795_000_000_000_000 + n, custom_metadata: { n, ...metadata },
     images: [], videos: [], local_only_files: [], original_file_count: 0, current_file_count: 0,
     finalized_at: 1_795_000_000_000_000 + n, auto_finalized_at: null,
-  });
-  const [older, newer] = [record(1), record(2)];
+  };
+}
+
+t.test('a log of the release before, whose record frames hold the presented JSON, replays beside today\'s frames with the same JSON', async (t) => {
+  const { dataDir, position } = await emptyStore();
+  const [older, newer] = [loggedRecord(1, { note: 'é\u2028"' }), loggedRecord(2, { note: 'é\u2028"' })];
   // The log of the release before: the frame holds the whole stored value, its JSON included.
   const appender = new SegmentAppender(path.join(dataDir, 'blobs'), () => position.segment);
   await appender.append([
@@ -211,20 +221,11 @@ t.test('a log of the release before, whose record frames hold the presented JSON
 });
 
 t.test('a replay of a segment in a recycled file stops at its former creates, and start-up keeps the recycled files', async (t) => {
-  const dataDir = tempDataDir();
-  await (await EventStore.open(dataDir, STORE_OPTIONS)).close();
-  const dbs = openDatabases(dataDir);
-  const position = dbs.meta.get(LOG_POSITION_KEY) as LogPosition;
-  await dbs.root.close();
+  const { dataDir, position } = await emptyStore();
   const blobsDir = path.join(dataDir, 'blobs');
-  const record = (n: number): EventRecord => ({
-    ...NEW_EVENT_FIELDS, id: timeOrderedId(), created_at: 1_795_000_000_000_000 + n, custom_metadata: { n },
-    images: [], videos: [], local_only_files: [], original_file_count: 0, current_file_count: 0,
-    finalized_at: 1_795_000_000_000_000 + n, auto_finalized_at: null,
-  });
   const frameOf = (r: EventRecord) => ({ id: r.id, kind: 'record' as const, bytes: encodeRecordFrame({ record: frameRecordBytes(encodeRecord(r, presentEventJson)), files: [] }) });
   // A former life, segment 7 of an earlier store, kept twice as recycled files.
-  const [former1, former2, current] = [record(1), record(2), record(3)];
+  const [former1, former2, current] = [loggedRecord(1), loggedRecord(2), loggedRecord(3)];
   const formerDir = tempDataDir();
   const formerLog = new SegmentAppender(formerDir, () => 7);
   await formerLog.append([frameOf(former1), frameOf(former2)]);
