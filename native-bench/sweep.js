@@ -15,7 +15,8 @@
  *
  * Run: `npm run sweep` (setup.sh, then `node sweep.js`), or `node sweep.js [--quick]
  * [--seconds=N] [--systems=edge-event-store,fastify-sqlite] [--in-flight=1,4] [--workloads=small]
- * [--late-check=N] [--pace=R] [--warmup=N] [--preload=S] [--max-storage=MiB] [--data-root=DIR] [--results=NAME]`.
+ * [--late-check=N] [--pace=R] [--warmup=N] [--preload=S] [--max-storage=MiB] [--data-root=DIR]
+ * [--results=NAME]`.
  * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes
  * and writes RESULTS.sweep.md; --quick (3 s windows, no wait for a quiet machine) writes
  * .data/RESULTS.sweep.quick.md instead, so a noisy check never replaces measured figures.
@@ -28,11 +29,11 @@
  * shared by few events. About 75 minutes, each window followed by the disk alone at the pace for
  * as long; it writes RESULTS.paced.md (.data/paced.json). `--preload=S` first fills each fresh store flat out for S
  * seconds (PRELOAD_IN_FLIGHT requests in flight), so the window's checkpoint lands on an index of a
- * box that has run a while, not on a nearly empty one. `--max-storage=MiB` runs edge-event-store with
- * MAX_STORAGE_BYTES of that many MiB (the peers have no such limit): with a preload past it, the
- * window is a full store's, whose cleanup deletes the oldest files as the events come, the steady
- * state of a box whose card is full (PROFILE.md, "A full store at the pace"). `--data-root=DIR` puts the data directories
- * under DIR instead of .data/sweep, and counts DIR's block device: a file system mounted the way a
+ * box that has run a while, not on a nearly empty one. `--max-storage=MiB` runs edge-event-store
+ * with MAX_STORAGE_BYTES of that many MiB (the peers have no such limit): with a preload past it,
+ * the window is a full store's, whose cleanup deletes the oldest files as the events come, the
+ * steady state of a box whose card is full (PROFILE.md, "A full store at the pace").
+ * `--data-root=DIR` puts the data directories under DIR instead of .data/sweep, and counts DIR's block device: a file system mounted the way a
  * box mounts its own (ext4 with its journal, say, on a loop device) where this machine's differs;
  * `--results=NAME` writes RESULTS.NAME.md (.data/NAME.json) instead, so such a run keeps its own
  * report (journaled-ext4.sh, `npm run paced:journaled`).

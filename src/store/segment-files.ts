@@ -21,26 +21,35 @@ export const RECYCLED_SEGMENTS_KEPT = 2;
  */
 export const RECYCLED_MIN_AGE_MS = 60 * 1000;
 
+/** `prefix-NNNNNNNN.blob`: the name of file `n` of a kind inside blobs/. */
+function numberedName(prefix: 'seg' | 'recycled', n: number): string {
+  return `${prefix}-${String(n).padStart(8, '0')}.blob`;
+}
+
+/** The `n` of a `numberedName` of `prefix`, or undefined for any other name. */
+function numberOfName(prefix: 'seg' | 'recycled', fileName: string): number | undefined {
+  const match = /^([a-z]+)-(\d{8})\.blob$/.exec(fileName);
+  return match && match[1] === prefix ? Number(match[2]) : undefined;
+}
+
 /** File name of segment `n` inside blobs/. */
 export function segmentFileName(n: number): string {
-  return `seg-${String(n).padStart(8, '0')}.blob`;
+  return numberedName('seg', n);
 }
 
 /** Segment number of a blobs/ file name, or undefined for any other name. */
 export function segmentNumberOf(fileName: string): number | undefined {
-  const match = /^seg-(\d{8})\.blob$/.exec(fileName);
-  return match ? Number(match[1]) : undefined;
+  return numberOfName('seg', fileName);
 }
 
 /** File name, inside blobs/, of segment `n`'s file kept for recycling. */
 export function recycledFileName(n: number): string {
-  return `recycled-${String(n).padStart(8, '0')}.blob`;
+  return numberedName('recycled', n);
 }
 
 /** The former segment number of a recycled file's name, or undefined for any other name. */
 export function recycledNumberOf(fileName: string): number | undefined {
-  const match = /^recycled-(\d{8})\.blob$/.exec(fileName);
-  return match ? Number(match[1]) : undefined;
+  return numberOfName('recycled', fileName);
 }
 
 /** The former segment numbers of the recycled files in `blobsDir`, ascending. */
