@@ -1,5 +1,5 @@
 /**
- * `npm run crash-loop [-- --cycles N --cycles-per-store N --seed N --max-kill-ms N --max-records N]`
+ * `npm run crash-loop [-- --cycles N --cycles-per-store N --seed N --max-kill-ms N --max-records N --reset-every-ms N]`
  *
  * Power cuts, simulated: starts the built store on a fresh DATA_DIR, runs concurrent writers
  * (image events with real JPEGs, drafts with streamed video and local-only uploads, finalizes),
@@ -12,7 +12,9 @@
  *
  * With `--max-records N` the store runs with MAX_RECORDS=N, so cleanup deletes the oldest events
  * (and reclaims their segments) while the writers write and the kills fall; an event may then be
- * missing only if it is older than every event still listed.
+ * missing only if it is older than every event still listed, and each deletion seen and then
+ * acknowledged by `POST /admin/cleanup` must hold. With `--reset-every-ms N` a writer resets the
+ * store about every N ms: no event stored before an acknowledged reset may be listed again.
  *
  * Prints one line per cycle and a summary; exits 1 on any lost or corrupt event or file, any
  * inconsistency, any unexpected answer, or a store that fails to start or dies by itself.
@@ -32,6 +34,7 @@ const cyclesPerStore = numberOption('cycles-per-store', 25);
 const seed = numberOption('seed', freshSeed());
 const maxKillMs = numberOption('max-kill-ms', 1500);
 const recordCap = optionalNumberOption('max-records');
+const resetEveryMs = optionalNumberOption('reset-every-ms');
 const IMAGE_WRITERS = 4;
 const DRAFT_WRITERS = 2;
 /** Cleanup runs every second (consistency pass included) and deletes nothing unless there is a record cap. */
@@ -65,7 +68,7 @@ async function cycle(n: number, dataDir: string, ledger: Ledger): Promise<void> 
   const started = performance.now();
   const { store, client, found } = await restartAndAudit(dataDir, ledger);
   const before = ledger.tally();
-  const writers = new CrashWriters(client, ledger, rng, recordCap !== undefined);
+  const writers = new CrashWriters(client, ledger, rng, { recordCap: recordCap !== undefined, resetEveryMs });
   writers.start(IMAGE_WRITERS, DRAFT_WRITERS);
   const killAfter = rng.int(50, maxKillMs);
   await sleep(killAfter);
@@ -104,6 +107,7 @@ function summary(fatal: string | undefined): number {
   console.log(`  files acknowledged     ${totals.files} (images and uploads); finalizes acknowledged ${totals.finalized}`);
   console.log(`  verified               ${findings.eventsVerified} event reads, ${findings.filesVerified} file downloads`);
   if (recordCap !== undefined) console.log(`  deleted by cleanup     ${findings.deletedByCleanup} events, oldest first (MAX_RECORDS=${recordCap})`);
+  if (recordCap !== undefined || resetEveryMs !== undefined) console.log(findings.removalLine(totals));
   console.log(`  restart to listening   median ${median(restartMs).toFixed(0)} ms, max ${Math.max(0, ...restartMs).toFixed(0)} ms; audit median ${median(auditMs).toFixed(0)} ms`);
   for (const line of findings.summaryLines()) console.log(line);
   console.log(`  unexpected answers     ${unexpected.length}`);
@@ -116,7 +120,8 @@ function summary(fatal: string | undefined): number {
   return failed ? 1 : 0;
 }
 
-console.log(`crash-loop: ${cycles} cycles, ${cyclesPerStore} per data directory, seed ${seed}${recordCap === undefined ? '' : `, MAX_RECORDS=${recordCap}`}`);
+console.log(`crash-loop: ${cycles} cycles, ${cyclesPerStore} per data directory, seed ${seed}`
+  + `${recordCap === undefined ? '' : `, MAX_RECORDS=${recordCap}`}${resetEveryMs === undefined ? '' : `, a reset about every ${resetEveryMs} ms`}`);
 let fatal: string | undefined;
 try {
   for (let first = 1; first <= cycles; first += cyclesPerStore) await storeLife(first, Math.min(cyclesPerStore, cycles - first + 1));

@@ -1,5 +1,5 @@
 /**
- * `npm run power-loss [-- --cuts N --cuts-per-image N --image-mib N --max-cut-ms N --seed N --same-boot]`, as root
+ * `npm run power-loss [-- --cuts N --cuts-per-image N --image-mib N --max-cut-ms N --max-records N --reset-every-ms N --seed N --same-boot]`, as root
  *
  * Power cuts on a real file system (docs/RELIABILITY.md, "Power loss"): DATA_DIR is on an ext4
  * image mounted through a loop device (loop-image.ts). While the crash loop's writers write
@@ -13,6 +13,12 @@
  * SIGSTOP: every event acknowledged before the cut listed with its fields, every acknowledged
  * file with its exact bytes, nothing refused stored, staging empty, counters and filtered
  * queries in agreement. A write in flight at the freeze may be there or not.
+ *
+ * Nothing acknowledged may be undone either: a finalize, an upload, and the removals the writers
+ * have acknowledged (crash-writers.ts): the store runs with MAX_RECORDS=`--max-records` (150), so
+ * cleanup deletes the oldest events while the cuts fall and a writer has each deletion it sees
+ * acknowledged by `POST /admin/cleanup`, and a writer resets the store about every
+ * `--reset-every-ms` (4000). No event removed before a cut may be listed on its copy.
  *
  * With `--same-boot` the store on a copy reads the current boot id: the device lost power alone
  * (a disk unplugged, the machine running on), and what reads the boot id takes the cut for a
@@ -47,12 +53,16 @@ const cuts = numberOption('cuts', 100);
 const cutsPerImage = numberOption('cuts-per-image', 10);
 const imageMiB = numberOption('image-mib', 1024);
 const maxCutMs = numberOption('max-cut-ms', 1500);
+const recordCap = numberOption('max-records', 150);
+const resetEveryMs = numberOption('reset-every-ms', 4000);
 const seed = numberOption('seed', freshSeed());
 const sameBoot = flagOption('same-boot');
 const IMAGE_WRITERS = 4;
 const DRAFT_WRITERS = 2;
-/** As in the crash loop: cleanup runs every second (consistency pass included) and deletes nothing. */
-const STORE_ENV: Record<string, string> = { CLEANUP_INTERVAL_SECONDS: '1', RETENTION_DAYS: '3650', DRAFT_AUTO_FINALIZE_SECONDS: '86400' };
+/** As in the crash loop: cleanup runs every second (consistency pass included), and deletes beyond the record cap. */
+const STORE_ENV: Record<string, string> = {
+  CLEANUP_INTERVAL_SECONDS: '1', RETENTION_DAYS: '3650', DRAFT_AUTO_FINALIZE_SECONDS: '86400', MAX_RECORDS: String(recordCap),
+};
 const MiB = 1024 * 1024;
 
 const refusal = loopMountRefusal();
@@ -100,7 +110,7 @@ async function auditCut(n: number, cut: Cut): Promise<void> {
   let mount: MountedImage | undefined;
   try {
     mount = mountImage(cut.copy, path.join(workDir, `cut-${n}`));
-    const audited = await startAndAudit(path.join(mount.mountPoint, 'data'), STORE_ENV, cut.expected, rng, { prefix: copyPrefix });
+    const audited = await startAndAudit(path.join(mount.mountPoint, 'data'), STORE_ENV, cut.expected, rng, { prefix: copyPrefix, recordCap });
     await audited.store.kill('SIGKILL');
     times.start.push(audited.startMs);
     times.audit.push(audited.auditMs);
@@ -142,7 +152,7 @@ async function imageLife(first: number, count: number): Promise<void> {
   const store = await launchStore({ DATA_DIR: dataDir, ...STORE_ENV }).catch((err: Error) => {
     throw new Fatal(`the store did not start on a new image: ${err.message.slice(-2000)}`);
   });
-  const writers = new CrashWriters(new StoreClient(store.url, 60_000), ledger, rng);
+  const writers = new CrashWriters(new StoreClient(store.url, 60_000), ledger, rng, { recordCap: true, resetEveryMs });
   writers.start(IMAGE_WRITERS, DRAFT_WRITERS);
   try {
     for (let k = 0; k < count; k++) {
@@ -184,6 +194,8 @@ function summary(fatal: string | undefined): number {
   console.log(`  expected at the cuts   ${atCuts.acked} acknowledged events and ${atCuts.files} files summed over the cuts, each audited on its copy; `
     + `${atCuts.unknown} creates in flight at a cut, ${atCuts.unknownKept} of them found stored`);
   console.log(`  verified               ${findings.eventsVerified} event reads, ${findings.filesVerified} file downloads`);
+  console.log(`  deleted by cleanup     ${findings.deletedByCleanup} events found gone on a copy, oldest first (MAX_RECORDS=${recordCap})`);
+  console.log(findings.removalLine(atCuts));
   console.log(`  copies                 ${mean(times.copyMiB).toFixed(0)} MiB allocated on average; copy mean ${mean(times.copy).toFixed(0)} ms, max ${max(times.copy).toFixed(0)} ms; `
     + `store frozen mean ${mean(times.frozen).toFixed(0)} ms, max ${max(times.frozen).toFixed(0)} ms`);
   console.log(`  writes during a copy   ${totals.copiesRetaken} copies taken again (${totals.sectorsDuringCopies} sectors reached the device while one was read); ${totals.notQuiet} audited though not quiet`);
@@ -204,7 +216,8 @@ function summary(fatal: string | undefined): number {
   return failed ? 1 : 0;
 }
 
-console.log(`power-loss: ${cuts} cuts, ${cutsPerImage} per ${imageMiB} MiB ext4 image, seed ${seed}${sameBoot ? ', same boot' : ''}; work directory ${workDir}`);
+console.log(`power-loss: ${cuts} cuts, ${cutsPerImage} per ${imageMiB} MiB ext4 image, MAX_RECORDS=${recordCap}, a reset about every ${resetEveryMs} ms, `
+  + `seed ${seed}${sameBoot ? ', same boot' : ''}; work directory ${workDir}`);
 let fatal: string | undefined;
 try {
   for (let first = 1; first <= cuts; first += cutsPerImage) await imageLife(first, Math.min(cutsPerImage, cuts - first + 1));

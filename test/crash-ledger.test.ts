@@ -39,7 +39,7 @@ t.test('a snapshot is not changed by later answers, new requests or audits', asy
   t.equal(snapshot.events.get(inFlight.token)!.outcome, 'unknown');
   t.equal(snapshot.events.get(inFlight.token)!.attachments[0].outcome, 'unknown');
   t.equal(snapshot.events.get(acked.token)!.finalize, 'none');
-  t.same(snapshot.tally(), { acked: 1, unknown: 1, unknownKept: 0, refused: 0, files: 1, finalized: 0 });
+  t.same(snapshot.tally(), { ...emptyTally(), acked: 1, unknown: 1, files: 1 });
 
   snapshot.events.get(acked.token)!.seen = true;
   t.equal(acked.seen, false, 'an audit of the snapshot leaves the ledger as it was');
@@ -47,7 +47,48 @@ t.test('a snapshot is not changed by later answers, new requests or audits', asy
 
 t.test('tallies add count by count, other counts of the total left alone', async (t) => {
   const total = { cuts: 3, ...emptyTally() };
-  addTally(total, { acked: 2, unknown: 1, unknownKept: 1, refused: 0, files: 4, finalized: 1 });
-  addTally(total, { acked: 1, unknown: 0, unknownKept: 0, refused: 2, files: 1, finalized: 0 });
-  t.same(total, { cuts: 3, acked: 3, unknown: 1, unknownKept: 1, refused: 2, files: 5, finalized: 1 });
+  addTally(total, { ...emptyTally(), acked: 2, unknown: 1, unknownKept: 1, files: 4, finalized: 1, resets: 1, resetAway: 2 });
+  addTally(total, { ...emptyTally(), acked: 1, refused: 2, files: 1, resets: 1, deletionsAcked: 3 });
+  t.same(total, { cuts: 3, acked: 3, unknown: 1, unknownKept: 1, refused: 2, files: 5, finalized: 1, resets: 2, resetAway: 2, deletionsAcked: 3 });
+});
+
+t.test('an acknowledged reset removes what was stored before it was sent; what it overlapped may be gone', async (t) => {
+  const ledger = new Ledger();
+  const before = Object.assign(sent(ledger, 'acked'), { storedBy: ledger.now() });
+  const refused = sent(ledger, 'refused');
+  const sentAt = ledger.resetSent();
+  const during = sent(ledger, 'unknown');
+  const answeredDuring = Object.assign(sent(ledger, 'acked'), { storedBy: ledger.now() });
+  const snapshot = ledger.snapshot();
+  ledger.resetAnswered(sentAt, 'acked');
+
+  t.equal(ledger.removed.get(before.token), 'reset');
+  t.same([...ledger.events.keys()], [refused.token, during.token, answeredDuring.token]);
+  t.same([during.mayBeReset, answeredDuring.mayBeReset, refused.mayBeReset], [true, true, undefined]);
+  t.same(ledger.tally(), { ...emptyTally(), acked: 2, unknown: 1, refused: 1, files: 2, resets: 1, resetAway: 1 });
+  t.equal(snapshot.removed.size, 0, 'a snapshot taken while the reset was unanswered keeps its events');
+  t.equal(snapshot.events.get(before.token)!.mayBeReset, true, '... as possibly gone');
+
+  const later = sent(ledger, 'acked');
+  t.equal(later.mayBeReset, undefined, 'an event sent after the answer is not the reset\'s');
+  t.equal(ledger.snapshot().removed.get(before.token), 'reset', 'a snapshot keeps the removals');
+});
+
+t.test('a refused reset leaves every event as it was; an unanswered one leaves them possibly gone', async (t) => {
+  const ledger = new Ledger();
+  const event = Object.assign(sent(ledger, 'acked'), { storedBy: ledger.now() });
+  ledger.resetAnswered(ledger.resetSent(), 'refused');
+  t.equal(event.mayBeReset, false);
+  t.equal(ledger.removed.size, 0);
+  ledger.resetAnswered(ledger.resetSent(), 'unknown');
+  t.equal(event.mayBeReset, true);
+  t.same([ledger.removed.size, ledger.tally().resets], [0, 0]);
+});
+
+t.test('an acknowledged deletion removes the event for good', async (t) => {
+  const ledger = new Ledger();
+  const event = sent(ledger, 'acked');
+  ledger.deletionAcknowledged(event);
+  t.notOk(ledger.events.has(event.token));
+  t.same([ledger.removed.get(event.token), ledger.tally().deletionsAcked, ledger.tally().acked], ['deleted by cleanup', 1, 1]);
 });

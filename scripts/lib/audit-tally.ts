@@ -3,6 +3,7 @@
  * printed once as it turns up, and the counts of what was verified.
  */
 import type { AuditFindings } from './crash-audit.js';
+import type { Tally } from './crash-ledger.js';
 
 const KINDS = ['lostEvents', 'lostFiles', 'corrupt', 'inconsistent'] as const;
 
@@ -15,6 +16,8 @@ export class AuditTally {
   eventsVerified = 0;
   filesVerified = 0;
   deletedByCleanup = 0;
+  removalsChecked = 0;
+  goneWithReset = 0;
 
   /**
    * Adds one audit's findings, printing those not seen before.
@@ -31,11 +34,22 @@ export class AuditTally {
     this.eventsVerified += found.eventsChecked;
     this.filesVerified += found.filesChecked;
     this.deletedByCleanup += found.deletedByCleanup;
+    this.removalsChecked += found.removalsChecked;
+    this.goneWithReset += found.goneWithReset;
   }
 
   /** Lost events and files, corrupt and inconsistent findings, all together. */
   problems(): number {
     return KINDS.reduce((sum, key) => sum + this[key].size, 0);
+  }
+
+  /**
+   * The summary line of removals: how many acknowledged ones `written` holds (cleanup deletions,
+   * resets and the events they took) and how often an audit found one held.
+   */
+  removalLine(written: Tally): string {
+    return `  removals acknowledged  ${written.deletionsAcked} cleanup deletions; ${written.resets} resets, taking ${written.resetAway} events; `
+      + `${this.removalsChecked} checks that one held after a cut or kill; ${this.goneWithReset} events in flight during a reset found gone with it`;
   }
 
   /** The summary lines of the findings: lost, corrupt, inconsistent. */

@@ -30,6 +30,10 @@ export interface AuditFindings {
   filesChecked: number;
   /** Events gone because the record cap deleted them (the oldest first): allowed, and forgotten. */
   deletedByCleanup: number;
+  /** Events whose removal was acknowledged (`Ledger.removed`), checked absent. */
+  removalsChecked: number;
+  /** Events created while an acknowledged reset ran, found gone with it: allowed, and forgotten. */
+  goneWithReset: number;
 }
 
 /** How the store was run. */
@@ -114,7 +118,9 @@ function attachmentProblems(sent: SentEvent, got: ListedEvent, findings: AuditFi
  * @param dataDir the store's DATA_DIR (its staging/ must be empty after start-up)
  */
 export async function auditStore(client: StoreClient, ledger: Ledger, dataDir: string, rng: Random, options: AuditOptions = {}): Promise<AuditFindings> {
-  const findings: AuditFindings = { lostEvents: [], lostFiles: [], corrupt: [], inconsistent: [], eventsChecked: 0, filesChecked: 0, deletedByCleanup: 0 };
+  const findings: AuditFindings = {
+    lostEvents: [], lostFiles: [], corrupt: [], inconsistent: [], eventsChecked: 0, filesChecked: 0, deletedByCleanup: 0, removalsChecked: 0, goneWithReset: 0,
+  };
   const staging = fs.readdirSync(path.join(dataDir, 'staging'));
   if (staging.length > 0) findings.inconsistent.push(`staging not empty after start-up: ${staging.join(', ')}`);
 
@@ -124,11 +130,14 @@ export async function auditStore(client: StoreClient, ledger: Ledger, dataDir: s
   for (const event of events) {
     const token = String(event.custom_metadata.token);
     const sent = ledger.events.get(token);
+    const removal = ledger.removed.get(token);
     if (byToken.has(token)) findings.corrupt.push(`event ${event.id}: token ${token} stored twice`);
+    else if (removal) findings.corrupt.push(`event ${event.id} (${token}): its removal (${removal}) was acknowledged, yet it is listed again`);
     else if (!sent) findings.corrupt.push(`event ${event.id}: never sent (token ${token})`);
     else if (sent.outcome === 'refused') findings.corrupt.push(`event ${event.id}: create of ${token} was refused, yet stored`);
     byToken.set(token, event);
   }
+  findings.removalsChecked = [...ledger.removed.keys()].filter((token) => !byToken.has(token)).length;
 
   // With a record cap, cleanup deletes the oldest events: an event older than every one listed may be gone.
   const oldestListed = events.find((e) => ledger.events.has(String(e.custom_metadata.token)))?.created_at;
@@ -136,7 +145,10 @@ export async function auditStore(client: StoreClient, ledger: Ledger, dataDir: s
   for (const sent of [...ledger.events.values()]) {
     const got = byToken.get(sent.token);
     if (!got) {
-      if (options.recordCap !== undefined && sent.createdAt !== undefined && oldestListed !== undefined && sent.createdAt < oldestListed) {
+      if (sent.mayBeReset) {
+        ledger.forget(sent);
+        findings.goneWithReset++;
+      } else if (options.recordCap !== undefined && sent.createdAt !== undefined && oldestListed !== undefined && sent.createdAt < oldestListed) {
         ledger.forget(sent);
         findings.deletedByCleanup++;
       } else if (sent.outcome === 'acked' || sent.seen) {
@@ -149,6 +161,7 @@ export async function auditStore(client: StoreClient, ledger: Ledger, dataDir: s
     const problems = fieldProblems(sent, got);
     if (problems.length > 0) findings.corrupt.push(`event ${got.id} (${sent.token}): ${problems.join('; ')}`);
     sent.seen = true;
+    sent.storedBy ??= ledger.now();
     sent.id = got.id;
     sent.createdAt = got.created_at;
     sent.imageIds = got.images.map((i) => i.file_id!);

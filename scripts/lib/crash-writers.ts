@@ -1,7 +1,9 @@
 /**
  * The crash loop's writers: concurrent loops that create image events (real JPEGs), open drafts,
  * stream video and local-only uploads into them and finalize them, recording every request and
- * its outcome in the ledger, until the store is killed under them.
+ * its outcome in the ledger, until the store is killed under them. With `WriterOptions` they also
+ * reset the store now and then, and have the deletions of a record cap acknowledged, so that an
+ * audit can check that no acknowledged removal is undone.
  */
 import type { Answer, StoreClient } from './http-client.js';
 import { fixtureBase64, IMAGE_FIXTURES } from './fixtures.js';
@@ -22,6 +24,20 @@ const LINES = ['A', 'B', 'C'];
 const SCHEMAS = ['quality_check', 'inventory_count', 'safety_alert', 'custom', 'operator_feedback'] as const;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** The oldest acknowledged events a deletion round looks up. */
+const DELETION_PROBES = 16;
+
+/** What the writers do beside creates, uploads and finalizes. */
+export interface WriterOptions {
+  /**
+   * The store runs with a record cap (MAX_RECORDS): cleanup may delete a draft under its writer,
+   * so attach and finalize may answer 404; a loop has each deletion it sees acknowledged
+   * (`Ledger.deletionAcknowledged`).
+   */
+  recordCap?: boolean;
+  /** A loop resets the store (`POST /reset/request`, `/reset/confirm`) every `resetEveryMs` on average. */
+  resetEveryMs?: number;
+}
 
 /** Runs the writer loops of one cycle against one store. */
 export class CrashWriters {
@@ -29,23 +45,28 @@ export class CrashWriters {
   private stopping = false;
   private loops: Promise<void>[] = [];
   private seq = 0;
+  /** Resets sent so far, and whether one is unanswered: a deletion seen meanwhile may be the reset's. */
+  private resetsSent = 0;
+  private resetInFlight = false;
+  /** Attach and finalize may answer 404: cleanup or a reset may remove a draft under its writer. */
+  private readonly eventsMayVanish: boolean;
 
-  /**
-   * @param eventsMayVanish the store runs with a record cap: cleanup may delete a draft under its
-   *   writer, so attach and finalize may answer 404
-   */
   constructor(
     private readonly client: StoreClient,
     private readonly ledger: Ledger,
     private readonly rng: Random,
-    private readonly eventsMayVanish = false,
-  ) {}
+    private readonly options: WriterOptions = {},
+  ) {
+    this.eventsMayVanish = options.recordCap === true || options.resetEveryMs !== undefined;
+  }
 
-  /** Starts `imageWriters` image loops and `draftWriters` draft loops. */
+  /** Starts `imageWriters` image loops and `draftWriters` draft loops, and the loops `options` asks for. */
   start(imageWriters: number, draftWriters: number): void {
     this.stopping = false;
     for (let i = 0; i < imageWriters; i++) this.loops.push(this.imageLoop());
     for (let i = 0; i < draftWriters; i++) this.loops.push(this.draftLoop());
+    if (this.options.recordCap) this.loops.push(this.deletionLoop());
+    if (this.options.resetEveryMs !== undefined) this.loops.push(this.resetLoop(this.options.resetEveryMs));
   }
 
   /** Ends the loops (call once the store is dead: their requests fail at once) and waits for them. */
@@ -72,6 +93,55 @@ export class CrashWriters {
       event.finalize = await this.send(`finalize ${event.id}`, this.eventsMayVanish ? [200, 404] : [200], () => this.client.request('POST', `/v2/events/${event.id}/finalize`));
       // A late upload to a finalized event must be refused (409) and leave nothing behind.
       if (event.finalize === 'acked' && this.rng.chance(0.2)) await this.attach(event, 409);
+    }
+  }
+
+  /**
+   * Looks up the oldest acknowledged events; once some are gone (deleted by cleanup, which the
+   * record cap makes delete the oldest first), asks for a cleanup: its 200 comes after every
+   * earlier cleanup has ended durably, so the deletions seen are acknowledged. A round that
+   * overlaps a reset acknowledges nothing, since what it saw gone may be the reset's.
+   */
+  private async deletionLoop(): Promise<void> {
+    while (!this.stopping) {
+      await pause(this.rng.int(200, 800));
+      const resets = this.resetsSent;
+      if (this.resetInFlight) continue;
+      const oldest = [...this.ledger.events.values()]
+        .filter((e) => e.outcome === 'acked' && e.createdAt !== undefined)
+        .sort((a, b) => (a.createdAt! < b.createdAt! ? -1 : 1))
+        .slice(0, DELETION_PROBES);
+      const gone: SentEvent[] = [];
+      for (const event of oldest) {
+        const status = await this.statusOf(`read ${event.id}`, [200, 404], 'GET', `/v2/events/${event.id}`);
+        if (status !== 404) break;
+        gone.push(event);
+      }
+      if (gone.length === 0 || this.stopping) continue;
+      const cleanup = await this.statusOf('cleanup', [200], 'POST', '/admin/cleanup');
+      if (cleanup === 200 && this.resetsSent === resets && !this.resetInFlight) for (const event of gone) this.ledger.deletionAcknowledged(event);
+    }
+  }
+
+  /** Resets the store at random moments, `everyMs` apart on average; each acknowledged reset goes in the ledger. */
+  private async resetLoop(everyMs: number): Promise<void> {
+    while (!this.stopping) {
+      await pause(this.rng.int(everyMs / 2, everyMs * 1.5));
+      if (this.stopping) return;
+      let token: string | undefined;
+      const issued = await this.send('reset request', [200], async () => {
+        const answer = await this.client.request('POST', '/reset/request');
+        if (answer.status === 200) token = answer.json().reset_token;
+        return answer;
+      });
+      if (issued !== 'acked' || this.stopping) continue;
+      this.resetsSent++;
+      this.resetInFlight = true;
+      const sentAt = this.ledger.resetSent();
+      const confirmed = await this.send('reset confirm', [200], () => this.client.request('POST', '/reset/confirm', { json: { reset_token: token } }));
+      this.ledger.resetAnswered(sentAt, confirmed);
+      // An unanswered reset may have happened or not: until these writers stop, nothing seen gone counts.
+      if (confirmed !== 'unknown') this.resetInFlight = false;
     }
   }
 
@@ -126,6 +196,7 @@ export class CrashWriters {
       return answer;
     });
     if (created) {
+      event.storedBy = this.ledger.now();
       event.id = created.id;
       event.createdAt = created.created_at;
       event.imageIds = created.image_ids;
@@ -149,6 +220,20 @@ export class CrashWriters {
       if (answer.status === 201) attachment.fileId = answer.json().file_id;
       return answer;
     });
+  }
+
+  /**
+   * Sends a request without a body; a status outside `expected` is recorded as unexpected.
+   * @returns the status, or undefined when no answer came (the store is down)
+   */
+  private async statusOf(request: string, expected: number[], method: string, path: string): Promise<number | undefined> {
+    try {
+      const answer = await this.client.request(method, path);
+      if (!expected.includes(answer.status)) this.unexpected.push({ request, status: answer.status, body: answer.bytes.toString('utf8', 0, 300) });
+      return answer.status;
+    } catch {
+      return undefined;
+    }
   }
 
   /**
