@@ -73,6 +73,8 @@ t.test('bytes accepted are the bodies of accepted creates and attachments; writt
   t.equal(sample(metrics, 'edge_events_ingested_bytes_total'), writes.bytes_accepted, '/metrics counts the same bodies');
   t.ok(sample(metrics, 'edge_events_disk_written_bytes_total') >= writes.bytes_written, 'and the bytes written');
   t.ok(sample(metrics, 'edge_events_write_amplification_ratio') > 0);
+  t.ok(sample(metrics, 'edge_events_disk_written_bytes_per_event') >= writes.bytes_written_per_event, 'the bytes per event, written no less since /stats');
+  t.equal(sample(metrics, 'edge_events_disk_written_bytes_per_day'), 0, 'and no day\'s figure in the first 10 minutes');
   if (device) t.ok(sample(metrics, `edge_events_device_written_bytes_total{device="${device.name}"}`) >= writes.device.bytes_written, 'and the device\'s');
 });
 

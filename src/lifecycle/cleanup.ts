@@ -155,7 +155,7 @@ async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: Clea
       last = file;
       if (isProtected(store, file.createdAt)) continue;
       batch.push(file);
-      planned += store.getFile(file.fileId)?.length ?? 0;
+      planned += store.openFile(file.fileId)?.size ?? 0;
       if (batch.length >= CLEANUP_BATCH || planned >= excess) break;
     }
     if (!last) break;

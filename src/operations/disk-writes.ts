@@ -122,15 +122,25 @@ export class DiskWrites {
     return this.acceptedBytes;
   }
 
-  /** The report at `now` (ms since the epoch). */
-  report(now = Date.now()): DiskWriteReport {
-    const written = this.written();
+  /**
+   * What `bytes` written since the start come to (docs/API.md, "Statistics", `disk_writes`): over
+   * the bytes accepted (null before anything was accepted), per event accepted (bytes; null before
+   * the first), and scaled to a day at the rate since the start (bytes; null in the first
+   * PER_DAY_AFTER_SECONDS).
+   * @param now ms since the epoch
+   */
+  figures(bytes: number, now = Date.now()): Pick<DiskWriteReport, 'write_amplification' | 'bytes_written_per_event' | 'bytes_written_per_day'> {
     const seconds = (now - this.startedAt) / 1000;
-    const figures = (bytes: number) => ({
+    return {
       write_amplification: this.acceptedBytes === 0 ? null : Number((bytes / this.acceptedBytes).toFixed(2)),
       bytes_written_per_event: this.acceptedEvents === 0 ? null : Math.round(bytes / this.acceptedEvents),
       bytes_written_per_day: seconds < PER_DAY_AFTER_SECONDS ? null : Math.round((bytes * DAY_SECONDS) / seconds),
-    });
+    };
+  }
+
+  /** The report at `now` (ms since the epoch). */
+  report(now = Date.now()): DiskWriteReport {
+    const written = this.written();
     const device = this.deviceWritten();
     return {
       source: written === undefined ? null : WRITES_SOURCE,
@@ -138,8 +148,8 @@ export class DiskWrites {
       bytes_written: written ?? null,
       bytes_accepted: this.acceptedBytes,
       events_accepted: this.acceptedEvents,
-      ...(written === undefined ? { write_amplification: null, bytes_written_per_event: null, bytes_written_per_day: null } : figures(written)),
-      device: device ? { source: DEVICE_WRITES_SOURCE, name: device.name, bytes_written: device.bytes, ...figures(device.bytes) } : null,
+      ...(written === undefined ? { write_amplification: null, bytes_written_per_event: null, bytes_written_per_day: null } : this.figures(written, now)),
+      device: device ? { source: DEVICE_WRITES_SOURCE, name: device.name, bytes_written: device.bytes, ...this.figures(device.bytes, now) } : null,
     };
   }
 }

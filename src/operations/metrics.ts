@@ -129,6 +129,18 @@ export class StoreMetrics {
         this.set(written === undefined || accepted === 0 ? 0 : written / accepted);
       },
     });
+    /** A gauge of one of the process's disk-write figures (DiskWrites.figures), 0 while it has none. */
+    const writeFigure = (name: string, help: string, figure: 'bytes_written_per_event' | 'bytes_written_per_day') => new Gauge({
+      name: `${PREFIX}${name}`,
+      help,
+      registers,
+      collect() {
+        const written = diskWrites.written();
+        this.set((written === undefined ? null : diskWrites.figures(written)[figure]) ?? 0);
+      },
+    });
+    writeFigure('disk_written_bytes_per_event', `Bytes the store process caused to be written (${WRITES_SOURCE}) per event accepted, since the store started (0 before the first).`, 'bytes_written_per_event');
+    writeFigure('disk_written_bytes_per_day', `Bytes the store process caused to be written (${WRITES_SOURCE}) at its rate since the start, scaled to a day (0 in its first 10 minutes).`, 'bytes_written_per_day');
 
     const counters = () => store.counters();
     new Gauge({ name: `${PREFIX}stored_events`, help: 'Events stored.', registers, collect() { this.set(counters().events); } });
