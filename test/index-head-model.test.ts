@@ -1,9 +1,11 @@
 /**
  * The index head against a model (docs/STORAGE.md, "The index head"): random sequences of
- * creates, finalizes, attaches, deletions, resets, checkpoints, restarts and crashes run on a
- * real store in a temp dir and on a plain in-memory model. After every step, every list, count,
- * search, point read and file lookup must equal the model's answer, whether the events and their
- * changes are still in the head, already in LMDB, or some of each. A crash is a close whose last
+ * creates, finalizes (by the producer and by the auto-finalize sweep), attaches, deletions,
+ * resets, checkpoints, restarts and crashes run on a real store in a temp dir and on a plain
+ * in-memory model. After every step, every list, count, search (newest and oldest first), point
+ * read and file lookup must equal the model's answer, and every event deleted or reset away must
+ * be gone from point reads too, whether the events and their changes are still in the head,
+ * already in LMDB, or some of each. A crash is a close whose last
  * checkpoint fails (fault injection), so the next open replays the head from the log.
  */
 import fc from 'fast-check';
@@ -12,6 +14,7 @@ import { EventStore, type NewEvent } from '../src/store/event-store.js';
 import { StoreView } from '../src/store/store-view.js';
 import { countEvents, scanEvents, scanPlan, type EventQuery } from '../src/store/event-query.js';
 import { planSearch, type SearchCondition } from '../src/store/event-search.js';
+import type { Direction } from '../src/store/created-at-cursors.js';
 import { deleteRecords } from '../src/store/event-deletion.js';
 import { attachStagedBlob, finalizeEvent } from '../src/store/event-updates.js';
 import { StagingFile } from '../src/store/staging-file.js';
@@ -29,13 +32,21 @@ interface ModelEvent {
   device: string;
   line: number;
   draft: boolean;
+  /** Finalized by the auto-finalize sweep (`auto_finalized_at` set). */
+  autoFinalized: boolean;
   /** Ids of the videos attached, in order. */
   videos: string[];
 }
 
+/** What deletions and resets took: no read may find any of it again. */
+interface Gone {
+  ids: string[];
+  files: string[];
+}
+
 type Command =
   | { kind: 'create'; device: number; line: number; draft: boolean }
-  | { kind: 'finalize'; pick: number }
+  | { kind: 'finalize'; pick: number; auto: boolean }
   | { kind: 'attach'; pick: number }
   | { kind: 'change during a checkpoint'; pick: number; attach: boolean }
   | { kind: 'crash' }
@@ -46,7 +57,7 @@ type Command =
 
 const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('create' as const), device: fc.nat(2), line: fc.integer({ min: 1, max: 2 }), draft: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('finalize' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('finalize' as const), pick: fc.nat(), auto: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('attach' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('change during a checkpoint' as const), pick: fc.nat(), attach: fc.boolean() }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
@@ -110,16 +121,17 @@ function listIds(store: EventStore, q: EventQuery): string[] {
   return ids;
 }
 
-function searchIds(store: EventStore, condition: SearchCondition): string[] {
+function searchIds(store: EventStore, condition: SearchCondition, direction: Direction): string[] {
   const ids: string[] = [];
-  const plan = planSearch(store, condition, { searchIndexReady: store.searchIndexReady, direction: 'desc' });
-  scanPlan(store, plan, 'desc', 1000, BUDGET, { add: (json) => ids.push(JSON.parse(Buffer.from(json).toString()).id) > 0 });
+  const plan = planSearch(store, condition, { searchIndexReady: store.searchIndexReady, direction });
+  scanPlan(store, plan, direction, 1000, BUDGET, { add: (json) => ids.push(JSON.parse(Buffer.from(json).toString()).id) > 0 });
   return ids;
 }
 
 /** Compares every read of the store with the model; returns the first difference, or undefined. */
-function difference(store: EventStore, model: ModelEvent[], goneFiles: readonly string[] = []): string | undefined {
-  for (const id of goneFiles) if (store.openFile(id)) return `file ${id} of a deleted event: still served`;
+function difference(store: EventStore, model: ModelEvent[], gone: Gone = { ids: [], files: [] }): string | undefined {
+  for (const id of gone.files) if (store.openFile(id)) return `file ${id} of a deleted event: still served`;
+  for (const id of gone.ids) if (store.getEvent(id) || store.getEventJson(id)) return `point read ${id}: a deleted event still answers`;
   const newestFirst = [...model].reverse();
   for (const { name, query: q, keep } of listQueries(model)) {
     const expected = (q.direction === 'asc' ? model : newestFirst).filter(keep).map((e) => e.id);
@@ -131,16 +143,20 @@ function difference(store: EventStore, model: ModelEvent[], goneFiles: readonly 
     if (JSON.stringify(counts) !== JSON.stringify(want)) return `count ${name}: got ${JSON.stringify(counts)}, expected ${JSON.stringify(want)}`;
   }
   for (const { name, condition, keep } of SEARCHES) {
-    const expected = newestFirst.filter(keep).map((e) => e.id);
-    const got = searchIds(store, condition);
-    if (JSON.stringify(got) !== JSON.stringify(expected)) return `search ${name}: got ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`;
+    for (const direction of ['desc', 'asc'] as const) {
+      const expected = (direction === 'asc' ? model : newestFirst).filter(keep).map((e) => e.id);
+      const got = searchIds(store, condition, direction);
+      if (JSON.stringify(got) !== JSON.stringify(expected)) return `search ${name} (${direction}): got ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`;
+    }
   }
   for (const e of model) {
     const record = store.getEvent(e.id);
-    const seen = record && { created_at: record.created_at, draft: record.draft, videos: record.videos.map((v) => v.file_id) };
-    if (JSON.stringify(seen) !== JSON.stringify({ created_at: e.createdAt, draft: e.draft, videos: e.videos })) return `point read ${e.id}: ${JSON.stringify(seen)}`;
+    const seen = record && { created_at: record.created_at, draft: record.draft, auto: record.auto_finalized_at !== null, videos: record.videos.map((v) => v.file_id) };
+    const want = { created_at: e.createdAt, draft: e.draft, auto: e.autoFinalized, videos: e.videos };
+    if (JSON.stringify(seen) !== JSON.stringify(want)) return `point read ${e.id}: ${JSON.stringify(seen)}, expected ${JSON.stringify(want)}`;
     const json = store.getEventJson(e.id);
-    if (!json || (JSON.parse(json.toString()) as { draft: boolean }).draft !== e.draft) return `point read (JSON) ${e.id}: ${json?.toString()}`;
+    const presented = json && (JSON.parse(json.toString()) as { draft: boolean; auto_finalized_at: string | null });
+    if (!presented || presented.draft !== e.draft || (presented.auto_finalized_at !== null) !== e.autoFinalized) return `point read (JSON) ${e.id}: ${json?.toString()}`;
     for (const video of e.videos) if (store.openFile(video)?.size !== VIDEO.length) return `file ${video} of ${e.id}: not found`;
   }
   const counters = store.counters();
@@ -223,18 +239,20 @@ t.test('lists, counts, searches, point reads and files equal the model with even
       const options = { sinks: [], present: presentEventJson, checkpointMs: 60_000, onBackgroundError: () => undefined };
       let store: EventStore = await CrashableStore.open(dataDir, options);
       let model: ModelEvent[] = [];
-      /** Videos of events deleted or reset away. */
-      const goneFiles: string[] = [];
+      /** Events deleted or reset away, and their videos. */
+      const gone: Gone = { ids: [], files: [] };
       try {
         for (const [step, c] of commands.entries()) {
           if (c.kind === 'create') {
             const device = DEVICES[c.device];
             const created = await store.create(newEvent(device, c.line, c.draft));
-            model.push({ id: created.id, createdAt: created.created_at, device, line: c.line, draft: c.draft, videos: [] });
+            model.push({ id: created.id, createdAt: created.created_at, device, line: c.line, draft: c.draft, autoFinalized: false, videos: [] });
           } else if (c.kind === 'finalize' && model.length > 0) {
             const e = model[c.pick % model.length];
-            const outcome = await finalizeEvent(store, e.id);
+            const outcome = await finalizeEvent(store, e.id, c.auto);
             if (outcome.alreadyFinalized === e.draft) throw new Error(`finalize ${e.id}: alreadyFinalized ${outcome.alreadyFinalized} for a draft=${e.draft}`);
+            // Only the finalize that ends the draft says how it was finalized.
+            if (e.draft) e.autoFinalized = c.auto;
             e.draft = false;
           } else if (c.kind === 'attach' && model.length > 0) {
             await attachAs(model[c.pick % model.length], store);
@@ -256,7 +274,8 @@ t.test('lists, counts, searches, point reads and files equal the model with even
               // Through a view with no head, as the worker's: the head may hold a change to the event.
               await deleteRecords(new StoreView(store.dbs, dataDir, options), [e.createdAt], 'retention');
               model = model.filter((m) => m !== e);
-              goneFiles.push(...e.videos);
+              gone.ids.push(e.id);
+              gone.files.push(...e.videos);
             }
           } else if (c.kind === 'checkpoint') {
             await store.checkpointed();
@@ -269,10 +288,11 @@ t.test('lists, counts, searches, point reads and files equal the model with even
             store = await CrashableStore.open(dataDir, options);
           } else if (c.kind === 'reset') {
             await store.clearAll();
-            goneFiles.push(...model.flatMap((m) => m.videos));
+            gone.ids.push(...model.map((m) => m.id));
+            gone.files.push(...model.flatMap((m) => m.videos));
             model = [];
           }
-          const diff = difference(store, model, goneFiles);
+          const diff = difference(store, model, gone);
           if (diff) throw new Error(`after step ${step} (${JSON.stringify(c)}): ${diff}`);
         }
       } finally {
@@ -297,7 +317,7 @@ async function storeWithHead(t: Test, count: number, draftEvery: number): Promis
     const line = 1 + (n % 2);
     const draft = n % draftEvery === 0;
     const created = await store.create(newEvent(device, line, draft));
-    model.push({ id: created.id, createdAt: created.created_at, device, line, draft, videos: [] });
+    model.push({ id: created.id, createdAt: created.created_at, device, line, draft, autoFinalized: false, videos: [] });
   }
   return { store, model };
 }
