@@ -195,7 +195,7 @@ function summary(fatal: string | undefined): number {
     + `${atCuts.unknown} creates in flight at a cut, ${atCuts.unknownKept} of them found stored`);
   console.log(`  verified               ${findings.eventsVerified} event reads, ${findings.filesVerified} file downloads`);
   console.log(`  deleted by cleanup     ${findings.deletedByCleanup} events found gone on a copy, oldest first (MAX_RECORDS=${recordCap})`);
-  console.log(findings.removalLine(atCuts));
+  console.log(findings.removalLine(written));
   console.log(`  copies                 ${mean(times.copyMiB).toFixed(0)} MiB allocated on average; copy mean ${mean(times.copy).toFixed(0)} ms, max ${max(times.copy).toFixed(0)} ms; `
     + `store frozen mean ${mean(times.frozen).toFixed(0)} ms, max ${max(times.frozen).toFixed(0)} ms`);
   console.log(`  writes during a copy   ${totals.copiesRetaken} copies taken again (${totals.sectorsDuringCopies} sectors reached the device while one was read); ${totals.notQuiet} audited though not quiet`);

@@ -49,7 +49,7 @@ export class AuditTally {
    */
   removalLine(written: Tally): string {
     return `  removals acknowledged  ${written.deletionsAcked} cleanup deletions; ${written.resets} resets, taking ${written.resetAway} events; `
-      + `${this.removalsChecked} checks that one held after a cut or kill; ${this.goneWithReset} events in flight during a reset found gone with it`;
+      + `summed over the audits, ${this.removalsChecked} checks that one held and ${this.goneWithReset} events in flight during a reset found gone with it`;
   }
 
   /** The summary lines of the findings: lost, corrupt, inconsistent. */
