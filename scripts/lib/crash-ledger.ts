@@ -54,7 +54,7 @@ export interface SentEvent {
   attachments: SentAttachment[];
   /** The ledger's moment (`Ledger.now`) its 201 was read, or an audit first found it stored. */
   storedBy?: number;
-  /** A reset was acknowledged while this create was in flight: it may be gone with it. */
+  /** A reset was sent before this create was answered, and was not refused: it may be gone with it. */
   mayBeReset?: boolean;
 }
 
@@ -74,8 +74,9 @@ export interface Tally {
   finalized: number;
   /** Resets acknowledged (`POST /reset/confirm` 200). */
   resets: number;
-  /** Events whose removal was acknowledged (`Ledger.removed`): by a reset, or by a cleanup's deletion. */
+  /** Events an acknowledged reset removed (`Ledger.removed`). */
   resetAway: number;
+  /** Events whose deletion by cleanup was acknowledged (`Ledger.removed`). */
   deletionsAcked: number;
 }
 
