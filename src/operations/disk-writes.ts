@@ -117,11 +117,6 @@ export class DiskWrites {
     return now === undefined ? undefined : { name: this.device.name, bytes: now - this.device.baseline };
   }
 
-  /** Bytes of accepted request bodies since the start. */
-  accepted(): number {
-    return this.acceptedBytes;
-  }
-
   /**
    * What `bytes` written since the start come to (docs/API.md, "Statistics", `disk_writes`): over
    * the bytes accepted (null before anything was accepted), per event accepted (bytes; null before

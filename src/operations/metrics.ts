@@ -17,7 +17,7 @@ import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-topic.js';
 import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
-import { DEVICE_WRITES_SOURCE, WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
+import { DEVICE_WRITES_SOURCE, PER_DAY_AFTER_SECONDS, WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 
 const PREFIX = 'edge_events_';
@@ -118,19 +118,11 @@ export class StoreMetrics {
         deviceSoFar = Math.max(deviceSoFar, written?.bytes ?? 0);
       },
     });
-    new Gauge({
-      name: `${PREFIX}write_amplification_ratio`,
-      help: `Bytes the store process caused to be written to storage (${WRITES_SOURCE}) over bytes of request bodies accepted, since the store started (0 before anything was accepted).`,
-      registers,
-      // From the two totals alone: the whole report would read /proc/diskstats once more per scrape.
-      collect() {
-        const written = diskWrites.written();
-        const accepted = diskWrites.accepted();
-        this.set(written === undefined || accepted === 0 ? 0 : written / accepted);
-      },
-    });
-    /** A gauge of one of the process's disk-write figures (DiskWrites.figures), 0 while it has none. */
-    const writeFigure = (name: string, help: string, figure: 'bytes_written_per_event' | 'bytes_written_per_day') => new Gauge({
+    /**
+     * A gauge of one of the process's disk-write figures (DiskWrites.figures), 0 while it has none;
+     * from the totals alone: the whole report would read /proc/diskstats once more per scrape.
+     */
+    const writeFigure = (name: string, help: string, figure: keyof ReturnType<DiskWrites['figures']>) => new Gauge({
       name: `${PREFIX}${name}`,
       help,
       registers,
@@ -139,8 +131,9 @@ export class StoreMetrics {
         this.set((written === undefined ? null : diskWrites.figures(written)[figure]) ?? 0);
       },
     });
+    writeFigure('write_amplification_ratio', `Bytes the store process caused to be written to storage (${WRITES_SOURCE}) over bytes of request bodies accepted, since the store started (0 before anything was accepted).`, 'write_amplification');
     writeFigure('disk_written_bytes_per_event', `Bytes the store process caused to be written (${WRITES_SOURCE}) per event accepted, since the store started (0 before the first).`, 'bytes_written_per_event');
-    writeFigure('disk_written_bytes_per_day', `Bytes the store process caused to be written (${WRITES_SOURCE}) at its rate since the start, scaled to a day (0 in its first 10 minutes).`, 'bytes_written_per_day');
+    writeFigure('disk_written_bytes_per_day', `Bytes the store process caused to be written (${WRITES_SOURCE}) at its rate since the start, scaled to a day (0 in its first ${PER_DAY_AFTER_SECONDS / 60} minutes).`, 'bytes_written_per_day');
 
     const counters = () => store.counters();
     new Gauge({ name: `${PREFIX}stored_events`, help: 'Events stored.', registers, collect() { this.set(counters().events); } });
