@@ -18,7 +18,7 @@ import { fallbackNotice } from '../src/http/engine-choice.js';
 import { uwsBinariesToKeep, UWS_BUILDS, type InstalledBuilds, type UwsHost } from '../src/http/uws/uws-builds.js';
 import { loadUws } from '../src/http/uws/uws-loader.js';
 import { devFileKind } from '../src/install/dependency-dev-files.js';
-import { nodeAbisToKeep, otherLibcBinaries, pruneHostBinaries } from '../src/install/host-binaries.js';
+import { installTreeNodeModules, nodeAbisToKeep, otherLibcBinaries, pruneHostBinaries } from '../src/install/host-binaries.js';
 import { packageRoot } from '../src/paths.js';
 
 const PINNED: InstalledBuilds = { 'btc-vision': '20.57.0', trufflesuite: '20.30.0-unofficial.0' };
@@ -53,16 +53,7 @@ t.test('one binary per ABI, the loader\'s pick on this platform, arch and libc',
 function fixtureTree(): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-host-binaries-'));
   fs.writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'edge-event-store', engines: { node: ENGINES } }));
-  for (const build of [UWS_BUILDS['btc-vision'], UWS_BUILDS.trufflesuite]) {
-    const real = path.join(packageRoot, 'node_modules', build.packageName);
-    const copy = path.join(root, 'node_modules', build.packageName);
-    fs.mkdirSync(copy, { recursive: true });
-    fs.copyFileSync(path.join(real, 'package.json'), path.join(copy, 'package.json'));
-    for (const file of filesUnder(real).filter((name) => name.endsWith('.node'))) {
-      fs.mkdirSync(path.dirname(path.join(copy, file)), { recursive: true });
-      fs.writeFileSync(path.join(copy, file), 'x');
-    }
-  }
+  addUwsPackages(path.join(root, 'node_modules'));
   for (const pkg of ['bufferutil', 'utf-8-validate']) {
     for (const target of ['linux-x64', 'darwin-x64+arm64', 'win32-ia32']) {
       fs.mkdirSync(path.join(root, 'node_modules', pkg, 'prebuilds', target), { recursive: true });
@@ -70,6 +61,20 @@ function fixtureTree(): string {
     }
   }
   return root;
+}
+
+/** The two pinned uWebSockets.js packages under `nodeModules`: their package.json and their binaries' real names as empty files. */
+function addUwsPackages(nodeModules: string, builds = [UWS_BUILDS['btc-vision'], UWS_BUILDS.trufflesuite]): void {
+  for (const build of builds) {
+    const real = path.join(packageRoot, 'node_modules', build.packageName);
+    const copy = path.join(nodeModules, build.packageName);
+    fs.mkdirSync(copy, { recursive: true });
+    fs.copyFileSync(path.join(real, 'package.json'), path.join(copy, 'package.json'));
+    for (const file of filesUnder(real).filter((name) => name.endsWith('.node'))) {
+      fs.mkdirSync(path.dirname(path.join(copy, file)), { recursive: true });
+      fs.writeFileSync(path.join(copy, file), 'x');
+    }
+  }
 }
 
 /** Every file under `dir`, relative to it, sorted. */
@@ -99,6 +104,72 @@ t.test('the prune leaves exactly the host\'s binaries, and is idempotent', async
     t.same(pruneHostBinaries(root, host).removed, [], 'a second run removes nothing');
     t.ok(filesUnder(nodeModules).includes('@trufflesuite/uws-js-unofficial/package.json'), 'the packages themselves stay');
   }
+});
+
+/** The `*.node` files under `dir`, relative to it, sorted. */
+const binariesUnder = (dir: string) => filesUnder(dir).filter((file) => file.endsWith('.node'));
+
+t.test('the prune touches only its install\'s tree: never a parent folder\'s node_modules, nor another global package', async (t) => {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-prune-tree-'));
+  t.teardown(() => fs.rmSync(base, { recursive: true, force: true }));
+  const host: UwsHost = { ...linux('2.39'), abi: 137 };
+  const manifest = JSON.stringify({ name: 'edge-event-store', engines: { node: ENGINES } });
+
+  // A project installed the tarball; an unrelated project one folder up has its own uWebSockets.js.
+  const unrelated = path.join(base, 'node_modules');
+  addUwsPackages(unrelated);
+  const unrelatedBefore = binariesUnder(unrelated);
+  const project = path.join(base, 'project');
+  const root = path.join(project, 'node_modules', 'edge-event-store');
+  fs.mkdirSync(root, { recursive: true });
+  fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ dependencies: { 'edge-event-store': '*' } }));
+  fs.writeFileSync(path.join(root, 'package.json'), manifest);
+  // npm hoisted trufflesuite's package to the project's node_modules; btc-vision's was not installed (an optional dependency left out).
+  addUwsPackages(path.join(project, 'node_modules'), [UWS_BUILDS.trufflesuite]);
+
+  t.same(installTreeNodeModules(root), [path.join(root, 'node_modules'), path.join(project, 'node_modules')], 'the tree: its own node_modules, the project\'s it was hoisted into');
+  const report = pruneHostBinaries(root, host);
+  t.same(binariesUnder(unrelated), unrelatedBefore, `the parent folder's ${unrelatedBefore.length} binaries all stay`);
+  t.same(report.keptUws, ['../@trufflesuite/uws-js-unofficial/binaries/uws_linux_x64_115.node'], 'the hoisted dependency npm installed for it is pruned to the one binary kept');
+  t.same(binariesUnder(path.join(project, 'node_modules')), ['@trufflesuite/uws-js-unofficial/binaries/uws_linux_x64_115.node']);
+  t.ok(report.removed.every((file) => file.startsWith('../@trufflesuite/')), 'nothing removed outside the install\'s tree');
+
+  // npm install -g: every global package keeps its dependencies in its own node_modules, so a sibling's are another install's.
+  const globalModules = path.join(base, 'prefix', 'lib', 'node_modules');
+  const globalRoot = path.join(globalModules, 'edge-event-store');
+  fs.mkdirSync(path.join(globalRoot, 'node_modules'), { recursive: true });
+  fs.writeFileSync(path.join(globalRoot, 'package.json'), manifest);
+  addUwsPackages(globalModules);
+  const siblingsBefore = binariesUnder(globalModules);
+  t.same(installTreeNodeModules(globalRoot), [path.join(globalRoot, 'node_modules')], 'global: its own node_modules only');
+  t.same(pruneHostBinaries(globalRoot, host).removed, [], 'global: nothing removed');
+  t.same(binariesUnder(globalModules), siblingsBefore, 'global: the other global package\'s binaries all stay');
+});
+
+t.test('the postinstall, run as npm runs it, leaves the home folder\'s uWebSockets.js alone and prunes its own', async (t) => {
+  t.ok(fs.existsSync(path.join(packageRoot, 'dist', 'src', 'install', 'host-binaries.js')), 'dist/ is built (npm run build)');
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-postinstall-'));
+  t.teardown(() => fs.rmSync(base, { recursive: true, force: true }));
+  const home = path.join(base, 'home');
+  addUwsPackages(path.join(home, '.node_modules'));
+  addUwsPackages(path.join(home, 'node_modules'));
+  const homeBefore = binariesUnder(home);
+  // A global install under the home folder: ~/.local/lib/node_modules/edge-event-store, as docs/OPERATIONS.md's `--prefix ~/.local`.
+  const root = path.join(home, '.local', 'lib', 'node_modules', 'edge-event-store');
+  fs.mkdirSync(path.join(root, 'scripts'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'edge-event-store', engines: { node: ENGINES } }));
+  fs.copyFileSync(path.join(packageRoot, 'scripts', 'prune-host-binaries.mjs'), path.join(root, 'scripts', 'prune-host-binaries.mjs'));
+  fs.symlinkSync(path.join(packageRoot, 'dist'), path.join(root, 'dist'));
+  addUwsPackages(path.join(root, 'node_modules'), [UWS_BUILDS.trufflesuite]);
+  const ownBefore = binariesUnder(path.join(root, 'node_modules'));
+
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, npm_config_global: 'true' };
+  delete env.EDGE_EVENTS_KEEP_ALL_BINARIES;
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, [path.join(root, 'scripts', 'prune-host-binaries.mjs')], { cwd: root, env });
+  t.equal(stderr, '', 'no warning');
+  t.match(stdout, /^edge-event-store: removed /, stdout.trim());
+  t.ok(binariesUnder(path.join(root, 'node_modules')).length < ownBefore.length, 'its own uWebSockets.js package was pruned');
+  t.same(binariesUnder(home).filter((file) => !file.startsWith('.local/')), homeBefore, 'the home folder\'s node_modules and .node_modules keep every binary');
 });
 
 t.test('a binary the install removed: the loader says so and the store would fall back to node:http', async (t) => {
