@@ -73,6 +73,9 @@ export async function startService(config: Config): Promise<StoreService> {
     checkpointMaxMs: config.indexCheckpointMaxMs,
   });
   log.info({ store: store.opened }, 'store opened');
+  for (const damage of store.opened.quarantined) {
+    log.error(damage, 'the log replay went past damaged bytes: the events and changes they held are lost, the bytes were moved to quarantine/ (docs/STORAGE.md, "Damage in the log")');
+  }
   for (const skipped of store.opened.skipped) log.warn(skipped, 'the log replay went past a create naming a file no frame holds; it is not in the index (docs/STORAGE.md, "Recovery")');
   const lifecycle = new LifecycleWorkerHandle(config, store, log);
   // The worker loads while the server already answers: start-up time is the HTTP side's.

@@ -137,6 +137,13 @@ export class StoreMetrics {
 
     const counters = () => store.counters();
     new Gauge({ name: `${PREFIX}stored_events`, help: 'Events stored.', registers, collect() { this.set(counters().events); } });
+    new Gauge({
+      name: `${PREFIX}log_damage_events_lost`,
+      help: 'Creates lost with damaged bytes of the segment log that replays moved to quarantine/ (docs/STORAGE.md, "Damage in the log").',
+      registers,
+      collect() { this.set(store.quarantine().lostEvents); },
+    });
+    new Gauge({ name: `${PREFIX}log_damage_quarantined_ranges`, help: 'Damaged ranges of the segment log in quarantine/.', registers, collect() { this.set(store.quarantine().ranges); } });
     new Gauge({ name: `${PREFIX}stored_images`, help: 'Images stored.', registers, collect() { this.set(counters().images); } });
     new Gauge({ name: `${PREFIX}stored_bytes`, help: 'Bytes the store takes: live blob bytes and LMDB pages in use (total_storage_bytes of /stats).', registers, collect() { this.set(store.storageBytes()); } });
     new Gauge({

@@ -117,6 +117,7 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
       files_deleted: lastCleanup.result.files_deleted.total,
       bytes_freed: lastCleanup.result.bytes_freed,
     },
+    log_damage: logDamage(store),
     sinks: sinkStatuses(store, live.sinkProgress, now / 1000),
     mqtt: live.mqtt ?? null,
     search_index: {
@@ -124,5 +125,28 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
       backfill_indexed: live.searchIndex.backfill?.indexed ?? null,
       backfill_until: live.searchIndex.backfill ? formatMicros(live.searchIndex.backfill.until) : null,
     },
+  };
+}
+
+/**
+ * What the log's replays found damaged and moved to quarantine/ (docs/STORAGE.md, "Damage in the
+ * log"), for /stats: the totals and the newest entries.
+ * @throws the fs error when quarantine/ cannot be read
+ */
+function logDamage(store: StoreView) {
+  const { ranges, bytes, lostEvents, recent } = store.quarantine();
+  return {
+    quarantined_ranges: ranges,
+    quarantined_bytes: bytes,
+    events_lost: lostEvents,
+    recent: recent.map((entry) => ({
+      segment: entry.segment,
+      offset: entry.offset,
+      end: entry.end,
+      lost_events: entry.lostEvents,
+      lost_changes: entry.lostChanges,
+      file: `quarantine/${entry.file}`,
+      found_at: entry.foundAt,
+    })),
   };
 }

@@ -23,6 +23,7 @@ import { encodeRecord, frameRecordBytes, storedJson, type EventRecord } from './
 import { encodeRecordFrame } from './record-frame.js';
 import { encodeChange, type RecordChange } from './record-change.js';
 import { recoverStore, type SkippedCreate } from './recovery.js';
+import { quarantineDirOf, type QuarantinedBytes } from './quarantine.js';
 import { StoreChanges, type StoreChange } from './store-changes.js';
 import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
@@ -83,6 +84,8 @@ export interface OpenReport {
   changesReplayed: number;
   /** Creates the replay went past (recovery.ts SkippedCreate): whole frames it could not index. */
   skipped: SkippedCreate[];
+  /** Damage in the log this open found and quarantined (docs/STORAGE.md, "Damage in the log"). */
+  quarantined: QuarantinedBytes[];
   /** Time the open took (ms). */
   ms: number;
 }
@@ -121,7 +124,7 @@ export class EventStore extends StoreView {
   private checkpointError: unknown;
   private nextSegment: number;
   /** How the open that made this store found it. */
-  opened: OpenReport = { replayed: 0, changesReplayed: 0, skipped: [], ms: 0 };
+  opened: OpenReport = { replayed: 0, changesReplayed: 0, skipped: [], quarantined: [], ms: 0 };
   /**
    * Told how long each round of a write stage took (docs/OPERATIONS.md, "Metrics"): the log
    * stage's append + fdatasync, a checkpoint's commit; with the batches, and the creates and
@@ -182,7 +185,8 @@ export class EventStore extends StoreView {
       const dbs = openDatabases(dataDir);
       await migrateToLedger(dbs);
       const searchIndexReady = await prepareSearchIndex(dbs);
-      const { lastSegment, activeSegment, lastCreatedAt, head, replayed, changesReplayed, skipped } = await recoverStore(dbs, blobsDir, stagingDir, { shipping: options.sinks.length > 0, present: options.present });
+      const recovered = await recoverStore(dbs, { blobsDir, stagingDir, quarantineDir: quarantineDirOf(dataDir) }, { shipping: options.sinks.length > 0, present: options.present });
+      const { lastSegment, activeSegment, lastCreatedAt, head, replayed, changesReplayed, skipped, quarantined } = recovered;
       await completeCounters(dbs, () => countPending(dbs));
       await startCursors(dbs, options.sinks);
       await dbs.root.flushed;
@@ -195,7 +199,7 @@ export class EventStore extends StoreView {
       const replayedAt = performance.now();
       for (const batch of head) store.head.add(batch, replayedAt);
       store.scheduleCheckpoint();
-      store.opened = { replayed, changesReplayed, skipped, ms: Math.round(performance.now() - started) };
+      store.opened = { replayed, changesReplayed, skipped, quarantined, ms: Math.round(performance.now() - started) };
       store.searchIndexReady = searchIndexReady;
       if (!searchIndexReady) store.backfill = store.runSearchIndexBackfill();
       return store;

@@ -17,7 +17,8 @@ import { indexedLogPosition, LOG_POSITION_KEY, type FileKind, type LogPosition, 
 import { recordFromFrame, type RecordPresenter } from './record-codec.js';
 import { decodeRecordFrame } from './record-frame.js';
 import { attachedFile, decodeChange } from './record-change.js';
-import { blobCrcMatches, scanFrames, type ScannedFrame } from './segment-frames.js';
+import { blobCrcMatches, FRAME_HEADER_BYTES, readFrameHeader, scanSegment, segmentTag, type DamagedBytes, type ScannedFrame } from './segment-frames.js';
+import { quarantine, type LogDamage, type QuarantinedBytes } from './quarantine.js';
 
 /** Creates, or changes, per batch a replay hands to the index head. */
 const REPLAY_BATCH = 1000;
@@ -40,6 +41,8 @@ export interface RecoveryResult {
   changesReplayed: number;
   /** Creates skipped by the replay: whole frames naming a file no frame before them holds. */
   skipped: SkippedCreate[];
+  /** Damage the replay went past, or found in a cut tail, each copied into quarantine/ (quarantine.ts). */
+  quarantined: QuarantinedBytes[];
   stagingFilesRemoved: number;
   tailsTruncated: number;
   orphanedDiskFilesRemoved: number;
@@ -57,6 +60,39 @@ export interface SkippedCreate {
   eventId: string;
   /** The file ids no frame holds. */
   missingFiles: string[];
+}
+
+/** The folders of DATA_DIR recovery works in. */
+export interface RecoveryDirs {
+  blobsDir: string;
+  stagingDir: string;
+  /** quarantine.ts `quarantineDirOf`. */
+  quarantineDir: string;
+}
+
+/**
+ * The damage a segment's cut tail holds, when the tail starts with a header of a frame of the
+ * segment itself in a segment the log had moved on from: that frame was whole once (only the
+ * active segment's last append can be torn), so it is damage, not a torn append. A tail of zeros
+ * written ahead, or of a recycled file's former frames (another segment's tag), is none.
+ * @param committed where the tail starts (bytes); `size` the file's size (bytes)
+ * @throws the fs error of a failed read
+ */
+async function damagedTail(file: string, segment: number, committed: number, size: number): Promise<LogDamage | undefined> {
+  const handle = await fsp.open(file, 'r');
+  try {
+    const header = await readFrameHeader(handle, committed);
+    if (!header || header.tag !== segmentTag(segment)) return undefined;
+    return {
+      segment,
+      offset: committed,
+      end: Math.min(size, committed + FRAME_HEADER_BYTES + header.length),
+      lostEvents: header.kind === 'record' ? [header.id] : [],
+      lostChanges: header.kind === 'change' ? [header.id] : [],
+    };
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Segment numbers of the files in blobs/, ascending. */
@@ -111,6 +147,12 @@ class ReplayedBatches {
   }
 }
 
+/** What the replay of one segment found besides what it replayed. */
+interface SegmentFindings {
+  skipped: SkippedCreate[];
+  damaged: LogDamage[];
+}
+
 /**
  * Replays the creates and changes logged in segment `segment` from `start` (bytes) into
  * `replay`, in log order, in batches of creates followed by changes to events created before
@@ -121,28 +163,37 @@ class ReplayedBatches {
  * create in both (index-head.ts), its checkpoint's puts are idempotent, and the counters and
  * segment accounting of a create are never in the index before the position passes it, so it is
  * counted exactly once.
- * Stops at the first torn frame, or at the first create one of whose blobs fails its CRC:
- * appends are sequential, so nothing after it was acknowledged. A whole create naming a file no
- * frame holds is skipped and reported, never a reason to stop (SkippedCreate). A change's
- * counters and entries move only in the transaction that moves the position past it, so it is
- * applied exactly once too.
+ * Stops at the torn tail: a torn frame with no whole frame after it (the last append, cut by a
+ * crash). Damage with whole frames after it (docs/STORAGE.md, "Damage in the log") is reported
+ * and gone past: the creates and changes whose frames it holds are lost, the rest replayed; a
+ * create one of whose blobs fails its CRC is lost likewise, with its frames. A whole create naming
+ * a file no frame holds is skipped and reported (SkippedCreate), or counted lost when damage
+ * since the create before it took the file's frame. A change's counters and entries move only in
+ * the transaction that moves the position past it, so it is applied exactly once too.
  * @param present the store's presenter: it renders the presented JSON a record frame leaves out
  *   (record-codec.ts `recordFromFrame`)
- * @returns the creates skipped
+ * @returns the creates skipped and the damage gone past, in log order
  * @throws the fs error of a failed read, the lmdb error of a failed checkpoint
  */
-async function replaySegment(file: string, segment: number, start: number, replay: ReplayedBatches, present: RecordPresenter): Promise<SkippedCreate[]> {
+async function replaySegment(file: string, segment: number, start: number, replay: ReplayedBatches, present: RecordPresenter): Promise<SegmentFindings> {
   const handle = await fsp.open(file, 'r');
-  const skipped: SkippedCreate[] = [];
+  const findings: SegmentFindings = { skipped: [], damaged: [] };
   try {
     const blobs = new Map<string, ScannedFrame>();
+    /** Damage since the last create: a create after it missing a file lost the file to it. */
+    let damageSinceCreate: LogDamage | undefined;
     let batch: LoggedEntries = { creates: [], changes: [] };
     let end = start;
     const flush = async () => {
       await replay.add(batch, { segment, offset: end });
       batch = { creates: [], changes: [] };
     };
-    for await (const frame of scanFrames(handle, start, segment)) {
+    for await (const frame of scanSegment(handle, start, segment)) {
+      if (frame.kind === 'damaged') {
+        damageSinceCreate = damageOf(segment, frame);
+        findings.damaged.push(damageSinceCreate);
+        continue;
+      }
       if (frame.kind === 'change') {
         batch.changes.push(decodeChange(frame.data!));
         end = frame.offset + frame.length;
@@ -157,31 +208,49 @@ async function replaySegment(file: string, segment: number, start: number, repla
       const { record, value } = recordFromFrame(bytes, present);
       const placed = files.map(({ fileId, contentType }) => ({ fileId, contentType, frame: blobs.get(fileId) }));
       const missingFiles = placed.filter(({ frame: blob }) => !blob).map(({ fileId }) => fileId);
-      if (missingFiles.length > 0) {
-        skipped.push({ segment, offset: frame.offset, eventId: record.id, missingFiles });
-        end = frame.offset + frame.length;
-        blobs.clear();
-        continue;
-      }
-      const whole = await Promise.all(placed.map(({ frame: blob }) => blobCrcMatches(handle, blob!)));
-      if (whole.includes(false)) break;
-      end = frame.offset + frame.length;
+      const whole = missingFiles.length > 0 ? [] : await Promise.all(placed.map(({ frame: blob }) => blobCrcMatches(handle, blob!)));
+      const recordEnd = frame.offset + frame.length;
       blobs.clear();
-      batch.creates.push({
-        record,
-        value,
-        files: placed.map(({ fileId, contentType, frame: blob }) => ({
-          fileId, contentType, kind: blob!.kind as FileKind,
-          at: { segment, offset: blob!.offset, length: blob!.length, crc: blob!.crc },
-        })),
-      });
+      if (missingFiles.length > 0 && damageSinceCreate) {
+        damageSinceCreate.end = recordEnd; // the create's frames after the damage go with it
+        damageSinceCreate.lostEvents.push(record.id);
+      } else if (missingFiles.length > 0) {
+        findings.skipped.push({ segment, offset: frame.offset, eventId: record.id, missingFiles });
+      } else if (whole.includes(false)) {
+        const first = Math.min(...placed.map(({ frame: blob }) => blob!.offset - FRAME_HEADER_BYTES));
+        findings.damaged.push({ segment, offset: first, end: recordEnd, lostEvents: [record.id], lostChanges: [] });
+      }
+      damageSinceCreate = undefined;
+      if (findings.damaged.at(-1)?.end === recordEnd) continue; // lost: `end` stays before it
+      if (missingFiles.length === 0) {
+        batch.creates.push({
+          record,
+          value,
+          files: placed.map(({ fileId, contentType, frame: blob }) => ({
+            fileId, contentType, kind: blob!.kind as FileKind,
+            at: { segment, offset: blob!.offset, length: blob!.length, crc: blob!.crc },
+          })),
+        });
+      }
+      end = recordEnd;
       if (batch.creates.length >= REPLAY_BATCH) await flush();
     }
     await flush();
+    // Damage with nothing whole replayed after it is the torn tail of the last append: cut, not quarantined.
+    while ((findings.damaged.at(-1)?.offset ?? -1) >= end) findings.damaged.pop();
   } finally {
     await handle.close();
   }
-  return skipped;
+  return findings;
+}
+
+/** The damage `scanSegment` reported, with the create or change its first frame held when its header still names it. */
+function damageOf(segment: number, { offset, end, frame }: DamagedBytes): LogDamage {
+  return {
+    segment, offset, end,
+    lostEvents: frame?.kind === 'record' ? [frame.id] : [],
+    lostChanges: frame?.kind === 'change' ? [frame.id] : [],
+  };
 }
 
 /**
@@ -191,7 +260,7 @@ async function replaySegment(file: string, segment: number, start: number, repla
  * @returns what was replayed, and the position's segment
  * @throws the fs error of a failed read, the lmdb error of a failed commit
  */
-async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOptions): Promise<{ replay: ReplayedBatches; skipped: SkippedCreate[]; positionSegment: number }> {
+async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOptions): Promise<SegmentFindings & { replay: ReplayedBatches; positionSegment: number }> {
   const onDisk = await segmentsOnDisk(blobsDir);
   const position: LogPosition | undefined = indexedLogPosition(dbs);
   const replay = new ReplayedBatches(dbs, options);
@@ -200,26 +269,33 @@ async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOp
     for (const key of dbs.segments.getKeys()) last = Math.max(last, key);
     const start = { segment: last + 1, offset: 0 };
     await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, start));
-    return { replay, skipped: [], positionSegment: start.segment };
+    return { replay, skipped: [], damaged: [], positionSegment: start.segment };
   }
-  const skipped: SkippedCreate[] = [];
+  const findings: SegmentFindings = { skipped: [], damaged: [] };
   for (const segment of onDisk.filter((n) => n >= position.segment)) {
     const from = segment === position.segment ? position.offset : 0;
-    skipped.push(...await replaySegment(path.join(blobsDir, segmentFileName(segment)), segment, from, replay, options.present));
+    const { skipped, damaged } = await replaySegment(path.join(blobsDir, segmentFileName(segment)), segment, from, replay, options.present);
+    findings.skipped.push(...skipped);
+    findings.damaged.push(...damaged);
   }
-  return { replay, skipped, positionSegment: position.segment };
+  return { replay, ...findings, positionSegment: position.segment };
 }
 
 /**
  * Brings the index up to the log, then DATA_DIR's files in line with the index and the head:
- * what LMDB lacks is replayed into batches for the index head (RecoveryResult `head`), and
- * segment tails past what either covers are cut.
+ * what LMDB lacks is replayed into batches for the index head (RecoveryResult `head`), damage
+ * the replay went past is quarantined, and segment tails past what either covers are cut (a
+ * tail that is a frame of its segment, in a segment the log had moved on from, is quarantined
+ * first: docs/STORAGE.md, "Damage in the log").
  * @param options how creates and changes checkpointed during the replay are indexed (`shipping`:
  *   finalized events enter the shipping ledger)
  * @throws the fs error when blobs/ or staging/ cannot be read, the lmdb error of a failed commit
  */
-export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagingDir: string, options: IndexOptions): Promise<RecoveryResult> {
-  const { replay, skipped, positionSegment } = await replayLog(dbs, blobsDir, options);
+export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, options: IndexOptions): Promise<RecoveryResult> {
+  const { blobsDir, stagingDir } = dirs;
+  const { replay, skipped, damaged, positionSegment } = await replayLog(dbs, blobsDir, options);
+  const quarantined: QuarantinedBytes[] = [];
+  for (const damage of damaged) quarantined.push(await quarantine(blobsDir, dirs.quarantineDir, damage));
 
   const stagingFiles = await fsp.readdir(stagingDir);
   await Promise.all(stagingFiles.map((f) => fsp.rm(path.join(stagingDir, f), { force: true, recursive: true })));
@@ -232,6 +308,8 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
     segments.set(segment, { committed: Math.max(entry?.committed ?? 0, end), sealed: sealed || (entry?.sealed ?? false) });
   }
   const newestSegment = Math.max(0, ...segments.keys());
+  // The log appends to the newest unsealed segment; an upload's segment is sealed when attached.
+  const newestLogSegment = Math.max(0, ...[...segments].filter(([, { sealed }]) => !sealed).map(([segment]) => segment));
 
   let lastSegment = Math.max(positionSegment, newestSegment);
   let tailsTruncated = 0;
@@ -239,6 +317,8 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
     const file = path.join(blobsDir, segmentFileName(segment));
     const size = fs.statSync(file, { throwIfNoEntry: false })?.size;
     if (size !== undefined && size > committed) {
+      const damage = segment < newestLogSegment ? await damagedTail(file, segment, committed, size) : undefined;
+      if (damage) quarantined.push(await quarantine(blobsDir, dirs.quarantineDir, damage));
       await fsp.truncate(file, committed);
       tailsTruncated++;
     }
@@ -274,6 +354,7 @@ export async function recoverStore(dbs: StoreDatabases, blobsDir: string, stagin
     replayed: replay.replayed,
     changesReplayed: replay.changesReplayed,
     skipped,
+    quarantined,
     stagingFilesRemoved: stagingFiles.length,
     tailsTruncated,
     orphanedDiskFilesRemoved,

@@ -13,7 +13,9 @@
  * Kinds: 1 image, 2 video, 3 local-only file (blob frames: the id is the file id, the data the
  * file's bytes), 16 record (the id is the event id, the data a record frame, see
  * record-frame.ts) and 17 change (the id is the changed event's id, the data a change to it, see
- * record-change.ts). A frame whose header or CRC does not check is torn: a scan stops there.
+ * record-change.ts). A frame whose header or CRC does not check is torn: `scanFrames` stops
+ * there; `scanSegment` tells damage in the middle of a segment (whole frames after it) from the
+ * torn tail of the last append (none after it), docs/STORAGE.md "Damage in the log".
  */
 import fsp from 'node:fs/promises';
 import { crc32c } from '@node-rs/crc32';
@@ -127,6 +129,34 @@ class ReadAhead {
   }
 }
 
+/** Whether `tag` may be a frame of segment tag `ownTag`'s: its own, or 0 (an upload's, or written before tags). */
+function tagBelongs(tag: number, ownTag: number): boolean {
+  return tag === 0 || tag === ownTag;
+}
+
+/**
+ * The frame whose header starts at `at` (bytes), or undefined when it is torn: a header that does
+ * not check (magic, kind, a tag `tagBelongs` refuses, a length past `size`) or, for a record or
+ * change frame, data that fails its CRC. A blob frame's data is not read.
+ */
+async function frameAt(reader: ReadAhead, at: number, size: number, ownTag: number): Promise<ScannedFrame | undefined> {
+  const header = await reader.bytesAt(at, FRAME_HEADER_BYTES);
+  if (!header || header.readUInt32BE(0) !== MAGIC || !tagBelongs(header.readUIntBE(5, 3), ownTag)) return undefined;
+  const kind = KINDS_BY_CODE.get(header.readUInt8(4));
+  const length = Number(header.readBigUInt64BE(24));
+  const crc = header.readUInt32BE(32);
+  const id = uuidOf(header.subarray(8, 24));
+  const offset = at + FRAME_HEADER_BYTES;
+  if (!kind || offset + length > size || (isDataFrame(kind) && length > MAX_RECORD_FRAME_BYTES)) return undefined;
+  let data: Buffer | undefined;
+  if (isDataFrame(kind)) {
+    const read = await reader.bytesAt(offset, length);
+    if (!read || checksum(read) !== crc) return undefined;
+    data = reader.owned(read); // the window's bytes change at its next read
+  }
+  return { kind, id, offset, length, crc, data };
+}
+
 /**
  * Walks the frames of segment `segment`'s open file from `start` (bytes). Each header is checked
  * (magic, kind, length, and a tag of 0 or the segment's own: a frame of another segment is the
@@ -134,34 +164,126 @@ class ReadAhead {
  * record or change frame's data read (into a buffer of its own) and checked against its CRC; a
  * blob frame's data is not checked (a segment may hold gigabytes of video): `blobCrcMatches`
  * checks it when it matters. Reads go through a 256 KiB read-ahead window. Stops at the end of
- * the file or at the first torn frame.
+ * the file or at the first torn frame (`scanSegment` looks past it).
  * @throws the fs error of a failed read
  */
 export async function* scanFrames(handle: fsp.FileHandle, start: number, segment: number): AsyncGenerator<ScannedFrame, void, void> {
   const size = (await handle.stat()).size;
   const reader = new ReadAhead(handle);
   const ownTag = segmentTag(segment);
-  let at = start;
-  while (at + FRAME_HEADER_BYTES <= size) {
-    const header = await reader.bytesAt(at, FRAME_HEADER_BYTES);
-    if (!header || header.readUInt32BE(0) !== MAGIC) return;
-    const tag = header.readUIntBE(5, 3);
-    if (tag !== 0 && tag !== ownTag) return;
-    const kind = KINDS_BY_CODE.get(header.readUInt8(4));
-    const length = Number(header.readBigUInt64BE(24));
-    const crc = header.readUInt32BE(32);
-    const id = uuidOf(header.subarray(8, 24));
-    const offset = at + FRAME_HEADER_BYTES;
-    if (!kind || offset + length > size || (isDataFrame(kind) && length > MAX_RECORD_FRAME_BYTES)) return;
-    let data: Buffer | undefined;
-    if (isDataFrame(kind)) {
-      const read = await reader.bytesAt(offset, length);
-      if (!read || checksum(read) !== crc) return;
-      data = reader.owned(read); // the window's bytes change at its next read
-    }
-    yield { kind, id, offset, length, crc, data };
-    at = offset + length;
+  for (let at = start; at + FRAME_HEADER_BYTES <= size;) {
+    const frame = await frameAt(reader, at, size, ownTag);
+    if (!frame) return;
+    yield frame;
+    at = frame.offset + frame.length;
   }
+}
+
+/**
+ * Bytes of a segment that hold no frame that checks, with whole frames after them
+ * (docs/STORAGE.md, "Damage in the log"). Offsets in bytes from the start of the segment file.
+ */
+export interface DamagedBytes {
+  kind: 'damaged';
+  /** Offset of the first byte that is not a whole frame. */
+  offset: number;
+  /** Offset of the next whole frame's header. */
+  end: number;
+  /**
+   * The frame whose header starts the damage, when its header still checks and only its data
+   * fails the CRC: its kind and id (the event id of a record or change frame) are known.
+   */
+  frame: { kind: FrameKind; id: string } | undefined;
+}
+
+/**
+ * Like `scanFrames`, but a torn frame followed by whole frames of the same segment is reported as
+ * `DamagedBytes` and the walk goes on at the next whole frame; a torn frame with none after it is
+ * the log's torn tail, where the walk ends, as `scanFrames`'s does (docs/STORAGE.md, "Damage in
+ * the log"). A whole frame found past damage is one `resyncAt` accepts: its header checks with
+ * the segment's own tag, and its data, blob or not, matches its CRC.
+ * @throws the fs error of a failed read
+ */
+export async function* scanSegment(handle: fsp.FileHandle, start: number, segment: number): AsyncGenerator<ScannedFrame | DamagedBytes, void, void> {
+  const size = (await handle.stat()).size;
+  const reader = new ReadAhead(handle);
+  const ownTag = segmentTag(segment);
+  for (let at = start; at + FRAME_HEADER_BYTES <= size;) {
+    const frame = await frameAt(reader, at, size, ownTag);
+    if (frame) {
+      yield frame;
+      at = frame.offset + frame.length;
+      continue;
+    }
+    const next = await resyncAt(handle, at + 1, size, ownTag);
+    if (next === undefined) return; // the torn tail
+    yield { kind: 'damaged', offset: at, end: next, frame: await damagedFrameHeader(handle, at, next) };
+    at = next;
+  }
+}
+
+/**
+ * The kind and id of the frame at `at` when its header checks and its data ends exactly at
+ * `next` (only the data was damaged), else undefined.
+ */
+async function damagedFrameHeader(handle: fsp.FileHandle, at: number, next: number): Promise<DamagedBytes['frame']> {
+  const header = await readFrameHeader(handle, at);
+  return header && at + FRAME_HEADER_BYTES + header.length === next ? { kind: header.kind, id: header.id } : undefined;
+}
+
+/** What a frame header says of its frame; its data is not read. */
+export interface FrameHeader {
+  kind: FrameKind;
+  id: string;
+  /** The segment tag (`segmentTag`), 0 when untagged. */
+  tag: number;
+  /** Bytes of data after the header. */
+  length: number;
+}
+
+/**
+ * The header at `at` (bytes) of an open segment file when it has the magic and a known kind,
+ * else undefined. Nothing else is checked.
+ * @throws the fs error of a failed read
+ */
+export async function readFrameHeader(handle: fsp.FileHandle, at: number): Promise<FrameHeader | undefined> {
+  const header = Buffer.alloc(FRAME_HEADER_BYTES);
+  if ((await readAt(handle, header, at)) < FRAME_HEADER_BYTES || header.readUInt32BE(0) !== MAGIC) return undefined;
+  const kind = KINDS_BY_CODE.get(header.readUInt8(4));
+  if (!kind) return undefined;
+  return { kind, id: uuidOf(header.subarray(8, 24)), tag: header.readUIntBE(5, 3), length: Number(header.readBigUInt64BE(24)) };
+}
+
+const MAGIC_BYTES = Buffer.from([0x45, 0x45, 0x42, 0x31]);
+
+/**
+ * The offset (bytes) of the first whole frame of the segment whose tag is `ownTag` at or after
+ * `from`, or undefined when none is left before `size`: a header that checks with `ownTag`
+ * itself (a frame tagged 0 or another segment's is not taken as proof: zeros and a recycled
+ * file's former frames are not the log), and data, blob or not, that matches its CRC. Frames of
+ * an untagged segment (`ownTag` 0) are never looked for past damage.
+ * @throws the fs error of a failed read
+ */
+export async function resyncAt(handle: fsp.FileHandle, from: number, size: number, ownTag: number): Promise<number | undefined> {
+  if (ownTag === 0) return undefined;
+  const window = Buffer.allocUnsafe(SCAN_WINDOW_BYTES);
+  for (let base = from; base + FRAME_HEADER_BYTES <= size; base += SCAN_WINDOW_BYTES - MAGIC_BYTES.length + 1) {
+    const read = await readAt(handle, window, base);
+    for (let i = window.subarray(0, read).indexOf(MAGIC_BYTES); i >= 0 && i < read; i = window.subarray(0, read).indexOf(MAGIC_BYTES, i + 1)) {
+      if (await isWholeFrame(handle, base + i, size, ownTag)) return base + i;
+    }
+  }
+  return undefined;
+}
+
+/** Whether a frame tagged `ownTag` whose data matches its CRC starts at `at`. */
+async function isWholeFrame(handle: fsp.FileHandle, at: number, size: number, ownTag: number): Promise<boolean> {
+  const reader = new ReadAhead(handle);
+  const frame = await frameAt(reader, at, size, ownTag);
+  if (!frame) return false;
+  const header = await reader.bytesAt(at, FRAME_HEADER_BYTES);
+  if (header?.readUIntBE(5, 3) !== ownTag) return false;
+  return frame.data !== undefined || await blobCrcMatches(handle, frame);
 }
 
 /**

@@ -12,6 +12,7 @@ import { decodeRecord, storedJson, type EventRecord, type RecordPresenter } from
 import { releaseRecycledIfLow } from './segment-files.js';
 import { StoredFile } from './stored-file.js';
 import type { IndexHead } from './index-head.js';
+import { quarantineDirOf, readQuarantine, type QuarantineSummary } from './quarantine.js';
 import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
 
 /** How a store is run. */
@@ -58,6 +59,15 @@ export class StoreView {
     this.blobs = new BlobReader(this.blobsDir);
     this.sinks = storeOptions.sinks;
     this.present = storeOptions.present;
+  }
+
+  /**
+   * What DATA_DIR/quarantine/ holds: damage the log's replays went past (docs/STORAGE.md,
+   * "Damage in the log").
+   * @throws the fs error when quarantine/ cannot be read
+   */
+  quarantine(): QuarantineSummary {
+    return readQuarantine(quarantineDirOf(this.dataDir));
   }
 
   /** Some sink is configured: finalized events enter the shipping ledger, and cleanup keeps what it holds. */

@@ -1,0 +1,161 @@
+/**
+ * Damage in the log (docs/STORAGE.md, "Damage in the log"): a byte flipped in the middle of a
+ * segment, as an SD card or eMMC returns it, costs the creates whose frames it hit and nothing
+ * more. The replay after a kill -9 goes past the damage, keeps every intact acknowledged event
+ * after it, copies the damaged bytes into quarantine/ and reports them in the log, /stats and
+ * /metrics; a torn tail is still cut without a word.
+ */
+import { once } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { FRAME_HEADER_BYTES, type ScannedFrame } from '../src/store/segment-frames.js';
+import { segmentNumberOf } from '../src/store/segment-files.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
+import { scan } from './support/segment-scan.js';
+import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
+import { tempDataDir } from './support/store-server.js';
+import { until } from './support/waiting.js';
+
+/** No checkpoint and no cleanup within a test: every create stays in the log alone until the kill. */
+const NO_CHECKPOINT = { PORT: '0', INDEX_CHECKPOINT_MS: '60000', INDEX_CHECKPOINT_MAX_MS: '300000', CLEANUP_INTERVAL_SECONDS: '3600' };
+
+async function kill(store: SpawnedStore): Promise<void> {
+  const exited = once(store.child, 'exit');
+  store.child.kill('SIGKILL');
+  await exited;
+}
+
+/** The log's segment files in `dataDir`, by number. */
+function segmentFiles(dataDir: string): string[] {
+  const blobs = path.join(dataDir, 'blobs');
+  return fs.readdirSync(blobs).filter((name) => segmentNumberOf(name) !== undefined).sort().map((name) => path.join(blobs, name));
+}
+
+/** XORs the byte at `offset` of `file` with 0xFF, as a bad flash page returns it. */
+function flipByte(file: string, offset: number): void {
+  const fd = fs.openSync(file, 'r+');
+  try {
+    const byte = Buffer.alloc(1);
+    fs.readSync(fd, byte, 0, 1, offset);
+    byte[0] ^= 0xff;
+    fs.writeSync(fd, byte, 0, 1, offset);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The log lines of a spawned store with `msg` in them, parsed. */
+function logLines(store: SpawnedStore, msg: string): Record<string, unknown>[] {
+  return store.output().split('\n').filter((line) => line.includes(msg)).map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/**
+ * Creates `count` events, sequentially; every `imageEvery`-th one with an image. Resolves with their ids, in log order.
+ * Waits first for the start-up cleanup, whose checkpoint would commit creates made meanwhile.
+ */
+async function createEvents(store: SpawnedStore, count: number, imageEvery = 0): Promise<string[]> {
+  await until('the start-up cleanup is done', async () => (await getJson(`${store.url}/stats`)).body.last_cleanup !== null);
+  const ids: string[] = [];
+  for (let n = 0; n < count; n++) {
+    const body = imageEvery > 0 && n % imageEvery === 0 ? imageEvent({ customMetadata: { n } }) : smallEvent({ custom_metadata: { n } });
+    const res = await postJson(`${store.url}/v2/events`, body);
+    if (res.status !== 201) throw new Error(`create ${n} answered ${res.status}`);
+    ids.push(res.body.id);
+  }
+  return ids;
+}
+
+/** The ids of `ids` a store no longer answers for. */
+async function missing(store: SpawnedStore, ids: string[]): Promise<string[]> {
+  const gone: string[] = [];
+  for (const id of ids) if ((await getJson(`${store.url}/v2/events/${id}`)).status !== 200) gone.push(id);
+  return gone;
+}
+
+t.test('a byte flipped mid-segment loses only the create it hit: the replay keeps every create after it and quarantines the bytes', async (t) => {
+  const dataDir = tempDataDir();
+  const env = { ...NO_CHECKPOINT, DATA_DIR: dataDir };
+  let store = await spawnStore(env);
+  t.teardown(() => void store.child.kill('SIGKILL'));
+  const ids = await createEvents(store, 120);
+  await kill(store);
+
+  const [segment] = segmentFiles(dataDir);
+  const records = (await scan(segment)).filter((frame) => frame.kind === 'record');
+  t.equal(records.length, 120, 'every create is in the log');
+  const hit = records[40]; // one byte of its data: its header still names it
+  flipByte(segment, hit.offset + Math.floor(hit.length / 2));
+  const headerHit = records[80]; // its magic: the replay has to find the next frame by itself
+  flipByte(segment, headerHit.offset - FRAME_HEADER_BYTES);
+  const sizeBefore = fs.statSync(segment).size;
+
+  store = await spawnStore(env);
+  const lost = await missing(store, ids);
+  t.same(lost.sort(), [ids[40], ids[80]].sort(), 'only the two creates whose frames were hit are lost');
+  t.ok(fs.statSync(segment).size >= records[119].offset + records[119].length, 'the segment keeps its frames after the damage');
+  t.ok(fs.statSync(segment).size <= sizeBefore);
+
+  const damage = logLines(store, 'damaged bytes');
+  t.equal(damage.length, 2, 'each damaged range is logged at error');
+  t.ok(damage.every((line) => line.level === 50), 'at error level');
+  t.same(damage[0].lostEvents, [ids[40]], 'the first names the create its frame held');
+  t.equal(damage[0].offset, hit.offset - FRAME_HEADER_BYTES, 'from the damaged frame\'s header');
+  t.equal(damage[0].end, hit.offset + hit.length, 'to its end');
+
+  const stats = (await getJson(`${store.url}/stats`)).body.log_damage;
+  t.equal(stats.quarantined_ranges, 2);
+  t.equal(stats.events_lost, 1, 'the create whose header was hit is lost unnamed; the other by its id');
+  t.ok(stats.recent.some((entry: { lost_events: string[] }) => entry.lost_events.includes(ids[40])));
+  const quarantined = path.join(dataDir, stats.recent[0].file);
+  t.equal(fs.statSync(quarantined).size, stats.recent[0].end - stats.recent[0].offset, 'the damaged bytes are copied whole into quarantine/');
+  const metrics = await (await fetch(`${store.url}/metrics`)).text();
+  t.match(metrics, /^edge_events_log_damage_quarantined_ranges 2$/m, '/metrics counts the ranges');
+
+  // The report outlives the replay that found it.
+  await kill(store);
+  store = await spawnStore(env);
+  t.equal((await getJson(`${store.url}/stats`)).body.log_damage.quarantined_ranges, 2, 'quarantine/ is read again at the next start');
+  t.same(await missing(store, ids.filter((id) => id !== ids[40] && id !== ids[80])), [], 'and every other create is still there');
+});
+
+t.test('an image that fails its CRC mid-segment loses its create alone, reported by id', async (t) => {
+  const dataDir = tempDataDir();
+  const env = { ...NO_CHECKPOINT, DATA_DIR: dataDir };
+  let store = await spawnStore(env);
+  t.teardown(() => void store.child.kill('SIGKILL'));
+  const ids = await createEvents(store, 12, 3);
+  await kill(store);
+
+  const [segment] = segmentFiles(dataDir);
+  const frames = await scan(segment);
+  const images = frames.filter((frame: ScannedFrame) => frame.kind === 'image');
+  t.equal(images.length, 4);
+  flipByte(segment, images[1].offset + 1000); // the create n = 3's image
+  store = await spawnStore(env);
+  t.same(await missing(store, ids), [ids[3]], 'only the create whose image was hit is lost');
+  const imageId = (await scan(segment)).find((frame) => frame.kind === 'image' && frame.offset > images[1].offset)!.id;
+  const bytes = Buffer.from(await (await fetch(`${store.url}/images/${imageId}`)).arrayBuffer());
+  t.ok(bytes.equals(fixture('cat.jpg')), 'an image after the damage is served byte-exact');
+  const report = (await getJson(`${store.url}/stats`)).body.log_damage;
+  t.same(report.recent[0].lost_events, [ids[3]]);
+});
+
+t.test('a torn tail is cut without a word, as before', async (t) => {
+  const dataDir = tempDataDir();
+  const env = { ...NO_CHECKPOINT, DATA_DIR: dataDir };
+  let store = await spawnStore(env);
+  t.teardown(() => void store.child.kill('SIGKILL'));
+  const ids = await createEvents(store, 20);
+  await kill(store);
+
+  const [segment] = segmentFiles(dataDir);
+  const last = (await scan(segment)).at(-1)!;
+  flipByte(segment, last.offset + 3); // the last append, torn by the kill
+  store = await spawnStore(env);
+  t.same(await missing(store, ids), [ids[19]], 'the torn create is gone');
+  t.same(logLines(store, 'damaged bytes'), [], 'no damage reported');
+  t.equal((await getJson(`${store.url}/stats`)).body.log_damage.quarantined_ranges, 0);
+  t.equal(fs.statSync(segment).size, last.offset - FRAME_HEADER_BYTES, 'cut at the torn frame');
+  t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201, 'and the log goes on after it');
+});
