@@ -1,0 +1,181 @@
+/**
+ * `edge-events check [--data-dir DIR] [--repair] [--json]` (docs/OPERATIONS.md, "Checking and
+ * repairing a data folder"): checks a data folder no store is running on (src/store/store-check.ts)
+ * and says what it found in plain words, or as JSON; with `--repair`, rebuilds a damaged or
+ * missing index from the log, then checks again.
+ *
+ * Output contract, as the other subcommands': in JSON mode stdout gets one object,
+ * `{check, repair, recheck}` (`repair` and `recheck` null without `--repair` or when no rebuild
+ * was made); a failure to check at all leaves stdout empty and writes `{"error": {"message",
+ * "hint"}}` to stderr. Exit codes (src/command-runner.ts): 0 nothing damaged (after the repair,
+ * with `--repair`); 1 damage found and left, or the check could not run (a store holds the
+ * folder, no such folder, a bad setting).
+ */
+import path from 'node:path';
+import type { Command } from 'commander';
+import { registerCommand, runCommand, type ExitCode } from '../command-runner.js';
+import { configuredSinks, ConfigError, loadConfig } from '../config.js';
+import type { CheckReport, RebuildReport } from '../store/store-check.js';
+
+/** Where the command reads its environment and writes its output. */
+export interface CheckCliIo {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+  env: Record<string, string | undefined>;
+}
+
+interface CheckOptions {
+  dataDir?: string;
+  repair?: boolean;
+  json?: boolean;
+}
+
+/** Adds `check` to `program`; its action sets `process.exitCode`. */
+export function registerCheckCommand(program: Command): void {
+  registerCommand(program, addCheckCommand, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+}
+
+/**
+ * Runs `edge-events check` in-process, for tests and embedding.
+ * @param argv the arguments after `check`, e.g. `['--data-dir', dir, '--json']`
+ * @returns the exit code: 0 clean, 1 damage found or no check possible
+ */
+export function runCheckCli(argv: string[], io: CheckCliIo): Promise<ExitCode> {
+  return runCommand('check', addCheckCommand, argv, io);
+}
+
+function addCheckCommand(program: Command, io: CheckCliIo, setExitCode: (code: ExitCode) => void): void {
+  program
+    .command('check')
+    .description('Check a data folder no store is running on: the index file, every frame of the log, the index against the log (docs/OPERATIONS.md, "Checking and repairing a data folder").')
+    .option('--data-dir <dir>', 'the data folder (env DATA_DIR, default ./data)')
+    .option('--repair', 'rebuild a damaged or missing index from the log (the old db/ is kept as db.damaged-<time>), then check again')
+    .option('--json', 'machine-readable output: {check,repair,recheck} on stdout, {error:{message,hint}} on stderr')
+    .action(async (options: CheckOptions) => {
+      setExitCode(await executeCheck(options, io));
+    });
+}
+
+/** The data folder: `--data-dir`, else DATA_DIR as the store reads it (src/config.ts), else ./data. */
+function dataDirOf(options: CheckOptions, env: CheckCliIo['env']): string {
+  return path.resolve(options.dataDir ?? (env.DATA_DIR?.trim() || './data'));
+}
+
+async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<ExitCode> {
+  const json = options.json === true;
+  const dataDir = dataDirOf(options, io.env);
+  try {
+    // The store's modules (LMDB among them) load for this command only, as for `serve` (src/cli.ts).
+    const [{ checkStore, rebuildIndex }, { presentEventJson }] = await Promise.all([import('../store/store-check.js'), import('../events/present.js')]);
+    const check = await checkStore(dataDir);
+    let repair: RebuildReport | null = null;
+    let recheck: CheckReport | null = null;
+    if (options.repair === true && check.rebuild !== null) {
+      // The store's own settings: its sinks get the shipping ledger the replay rebuilds.
+      const config = loadConfig({ ...io.env, DATA_DIR: dataDir });
+      repair = await rebuildIndex(dataDir, { sinks: configuredSinks(config), present: presentEventJson });
+      recheck = await checkStore(dataDir);
+    }
+    const final = recheck ?? check;
+    io.stdout.write(json ? `${JSON.stringify({ check, repair, recheck })}\n` : describe(check, options.repair === true, repair, recheck));
+    return final.damage ? 1 : 0;
+  } catch (error) {
+    const message = (error as Error).message;
+    const hint = error instanceof ConfigError
+      ? 'The repair opens the store with its settings: run it with the environment the store runs with (e.g. its env file).'
+      : 'See edge-events check --help.';
+    io.stderr.write(json ? `${JSON.stringify({ error: { message, hint } })}\n` : `error: ${message}\nhint: ${hint}\n`);
+    return 1;
+  }
+}
+
+const n = (value: number): string => value.toLocaleString('en-US');
+const plural = (count: number, one: string, many = `${one}s`): string => `${n(count)} ${count === 1 ? one : many}`;
+
+/** The report in plain words, one finding a line. */
+export function describe(check: CheckReport, repairAsked: boolean, repair: RebuildReport | null, recheck: CheckReport | null): string {
+  const lines = [`Data folder ${check.dataDir}`, ...describeCheck(check)];
+  if (repairAsked && repair === null) {
+    lines.push(check.damage ? `Repair: not made. ${whyNoRebuild(check)}` : 'Repair: nothing to repair.');
+  }
+  if (repair && recheck) {
+    lines.push('', `Repair: ${check.rebuild}: rebuilt the index from the log.`);
+    if (repair.movedTo) lines.push(`  The former index is kept in ${repair.movedTo} (delete it once the store serves as it should).`);
+    lines.push(repair.firstSegment === null
+      ? '  The log holds no segment: the new index is empty.'
+      : `  Replayed the log from segment ${repair.firstSegment}: ${plural(repair.replayed, 'event')} and ${plural(repair.changesReplayed, 'change')}; the index holds ${plural(repair.events, 'event')} (the log holds ${plural(check.log.records, 'record')}).`);
+    if (repair.skipped > 0) lines.push(`  ${plural(repair.skipped, 'record')} named a file no frame holds and could not be indexed (docs/STORAGE.md, "Recovery").`);
+    lines.push('', 'Checked again after the repair:', ...describeCheck(recheck));
+  }
+  const final = recheck ?? check;
+  lines.push('', final.damage ? 'Damage found.' : 'No damage found.');
+  if (final.damage && !repairAsked && check.rebuild) lines.push(`${check.rebuild}: \`edge-events check --repair --data-dir ${check.dataDir}\` rebuilds the index from the log (docs/OPERATIONS.md, "Checking and repairing a data folder").`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Why `--repair` made no rebuild although damage was found. */
+function whyNoRebuild(check: CheckReport): string {
+  const against = check.indexAgainstLog;
+  if (against && against.indexOnly > 0 && (against.badLocationCount > 0 || against.unindexedCount > 0)) {
+    return `The index holds ${plural(against.indexOnly, 'event')} whose record is in no segment left on disk: a rebuild from the log would lose them.`;
+  }
+  return 'The damage is in the log, which a rebuild of the index cannot mend: what the damaged bytes held is lost.';
+}
+
+function describeCheck(check: CheckReport): string[] {
+  const { index, log } = check;
+  const lines: string[] = [];
+  const indexFile = path.relative(check.dataDir, index.file);
+  switch (index.state) {
+    case 'sound':
+      lines.push(`Index ${indexFile}: sound (${n(index.fileBytes ?? 0)} bytes, pages of ${n(index.pageSize ?? 0)} bytes, opens at transaction ${n(index.transaction ?? 0)}).`);
+      break;
+    case 'absent':
+      lines.push(`Index ${indexFile}: missing or empty${log.segments > 0 ? ', while the log has segments: the store refuses to start on it' : ' (a new store)'}.`);
+      break;
+    case 'damaged':
+      lines.push(`Index ${indexFile}: DAMAGED: ${index.problem}.`);
+      break;
+    case 'unreadable':
+      lines.push(`Index ${indexFile}: the file checks, but LMDB cannot read it: ${index.problem}.`);
+      break;
+  }
+  const crcs = log.damageCount === 0 ? 'every frame whole, every CRC32C matching' : `${plural(log.damageCount, 'damaged place')}`;
+  lines.push(`Log blobs/: ${plural(log.segments, 'segment')}, ${n(log.bytes)} bytes: ${plural(log.frames, 'frame')} (${plural(log.records, 'record')}, ${plural(log.changes, 'change')}, ${plural(log.fileFrames, 'image or file', 'images and files')}); ${crcs}.`);
+  for (const d of log.damage) {
+    lines.push(d.what === 'crc'
+      ? `  DAMAGED: segment ${d.segment}, bytes ${n(d.offset)} to ${n(d.end)}: a ${d.kind} frame (${d.id}) whose data fails its CRC32C.`
+      : `  DAMAGED: segment ${d.segment}, bytes ${n(d.offset)} to ${n(d.end)}: no frame, with whole frames after them.`);
+  }
+  if (log.damageCount > log.damage.length) lines.push(`  ... and ${plural(log.damageCount - log.damage.length, 'more place')}.`);
+  for (const t of log.tails) {
+    lines.push(t.acknowledged
+      ? `  DAMAGED: segment ${t.segment} ends in ${n(t.bytes)} bytes of no frame from byte ${n(t.offset)}, where the index counts committed frames: they are lost.`
+      : `  Segment ${t.segment} ends in ${n(t.bytes)} bytes of no frame from byte ${n(t.offset)}: the torn tail of an unclean stop (or zeros written ahead), which the next start cuts.`);
+  }
+  for (const s of log.shortSegments) {
+    lines.push(s.fileBytes === null
+      ? `  DAMAGED: segment ${s.segment} is missing, with ${plural(s.liveBlobs, 'file')} the index places in it.`
+      : `  DAMAGED: segment ${s.segment} is ${n(s.fileBytes)} bytes, shorter than the ${n(s.committed)} the index counts as committed.`);
+  }
+  const against = check.indexAgainstLog;
+  if (!against) {
+    if (index.state !== 'absent') lines.push('Index against the log: not checked (the index does not open).');
+    return lines;
+  }
+  const position = against.logPosition ? `segment ${against.logPosition.segment}, byte ${n(against.logPosition.offset)}` : 'none';
+  lines.push(`Index against the log: ${plural(against.events, 'event')}, ${plural(against.files, 'file location')}; log position ${position}.`);
+  lines.push(against.badLocationCount === 0
+    ? '  Every file location leads to its whole frame.'
+    : `  DAMAGED: ${plural(against.badLocationCount, 'file location')} lead${against.badLocationCount === 1 ? 's' : ''} to no whole frame:`);
+  for (const b of against.badLocations) lines.push(`    file ${b.fileId} (segment ${b.segment}, byte ${n(b.offset)}): ${b.why} (${b.side === 'log' ? 'damage in the log' : 'damage in the index'}).`);
+  lines.push(`  ${plural(against.recordsIndexed, 'record')} of the log indexed; ${plural(against.recordsToReplay, 'record')} after the log position, which the next start replays; ${plural(against.deletedByCleanup, 'record')} of events a cleanup deleted.`);
+  if (against.unindexedCount > 0) {
+    lines.push(`  DAMAGED: ${plural(against.unindexedCount, 'event')} logged before the log position are not in the index, and no cleanup explains them:`);
+    for (const u of against.unindexed) lines.push(`    event ${u.eventId} (segment ${u.segment}, byte ${n(u.offset)})`);
+  }
+  if (against.indexOnly > 0) {
+    lines.push(`  ${plural(against.indexOnly, 'event')} of the index have no record in the log any more (their segments were reclaimed): the index is their only copy, and a rebuild from the log would not bring them back.`);
+  }
+  return lines;
+}

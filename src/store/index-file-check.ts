@@ -1,0 +1,215 @@
+/**
+ * Checks the index's file, `DATA_DIR/db/data.mdb`, with plain reads before LMDB maps it
+ * (docs/STORAGE.md, "A damaged index"). LMDB reads a page by touching its memory map; a page past
+ * the end of a file that was cut short is no memory at all, and the process dies of SIGBUS, with
+ * nothing in its log. So before the store opens LMDB this module reads the two meta pages and
+ * the file's length, and a file LMDB cannot open safely makes the start-up refuse with a message
+ * that names the damage and `edge-events check --repair` (docs/OPERATIONS.md, "Checking and
+ * repairing a data folder").
+ *
+ * The layout read here is LMDB's, as lmdb-js 3.x builds it (its dependencies/lmdb mdb.c):
+ *
+ *   page 0 and page 1, each: page header (`MDB_page_header`, 24 bytes: page number u64, txnid
+ *   u64, pad u16, flags u16 with P_META 0x08, lower/upper u32), then `MDB_meta`:
+ *     +0 mm_magic u32 (0xBEEFC0DE)   +4 mm_version u32 (MDB_DATA_VERSION, 2; low 16 bits)
+ *     +8 mm_address   +16 mm_mapsize u64
+ *     +24 mm_dbs[FREE_DBI] (`MDB_db`, 48 bytes): md_pad u32 = the page size (mm_psize),
+ *         md_flags u16 = the environment's flags (mm_flags), ..., +64 md_root u64
+ *     +72 mm_dbs[MAIN_DBI]: ..., +112 md_root u64
+ *     +120 mm_last_pg u64 (the last page the snapshot uses)   +128 mm_txnid u64
+ *   and, lmdb-js's own, a third copy at half a page into page 0 (`mdb_env_pick_meta`): the meta
+ *   of the last commit flushed to disk under overlapping sync, whose magic and version are never
+ *   written (`mdb_env_write_meta` writes from mm_mapsize on).
+ *
+ * Values are little-endian (x86-64, arm64: the byte order LMDB writes natively).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { segmentNumberOf } from './segment-files.js';
+
+/** `MDB_MAGIC` (mdb.c). */
+const MDB_MAGIC = 0xbeefc0de;
+/** `MDB_DATA_VERSION` of the LMDB lmdb-js 3.x builds (mdb.c). */
+const MDB_DATA_VERSION = 2;
+/** `sizeof(MDB_page_header)` on a 64-bit build (mdb.c `PAGEHDRSZ`). */
+const PAGE_HEADER_BYTES = 24;
+/** `P_META`, the page flag of a meta page (mdb.c). */
+const P_META = 0x08;
+/** `MDB_OVERLAPPINGSYNC` (lmdb.h): set in a meta's mm_flags until its commit is flushed. */
+const MDB_OVERLAPPINGSYNC = 0x1000;
+/** `P_INVALID` (mdb.c): the root of an empty tree. */
+const P_INVALID = 0xffffffffffffffffn;
+/** The smallest and largest page sizes LMDB writes (mdb.c `MAX_PAGESIZE`; pages are powers of two). */
+const MIN_PAGE_BYTES = 512;
+const MAX_PAGE_BYTES = 65536;
+/** Offsets of `MDB_meta`'s fields (see above). */
+const META = { magic: 0, version: 4, pageSize: 24, flags: 28, freeRoot: 64, mainRoot: 112, lastPage: 120, txnid: 128, end: 136 } as const;
+
+/** One meta of data.mdb, as read. Page numbers and transaction ids as bigints (u64 on disk). */
+export interface IndexMeta {
+  /** Where it is: `page 0`, `page 1`, or lmdb-js's copy of the last flushed meta in page 0. */
+  slot: 'page 0' | 'page 1' | 'flushed copy';
+  txnid: bigint;
+  /** The last page the snapshot uses (mm_last_pg): the file must hold pages 0 to this one. */
+  lastPage: bigint;
+  /** mm_flags: MDB_OVERLAPPINGSYNC set means the commit was not yet known flushed when written. */
+  flags: number;
+  pageSize: number;
+  freeRoot: bigint;
+  mainRoot: bigint;
+}
+
+/** What the plain reads found in `db/data.mdb`. */
+export type IndexFileReport =
+  /** No data.mdb, or an empty one: LMDB would create a new, empty index. */
+  | { state: 'absent'; file: string }
+  /** Both meta pages whole, and the file holds every page of the snapshot LMDB opens at. */
+  | { state: 'sound'; file: string; fileBytes: number; pageSize: number; opensAt: IndexMeta }
+  /** What LMDB would refuse, or die of (SIGBUS): `problem` says what, in plain words. */
+  | { state: 'damaged'; file: string; fileBytes: number; problem: string };
+
+/** The index file of a data directory. */
+export function indexFileOf(dataDir: string): string {
+  return path.join(dataDir, 'db', 'data.mdb');
+}
+
+const bytes = (n: number | bigint): string => `${n.toLocaleString('en-US')} bytes`;
+
+/** Reads the meta at `at` in `page` (a buffer of the file's first bytes). */
+function metaAt(page: Buffer, at: number, slot: IndexMeta['slot']): IndexMeta {
+  return {
+    slot,
+    txnid: page.readBigUInt64LE(at + META.txnid),
+    lastPage: page.readBigUInt64LE(at + META.lastPage),
+    flags: page.readUInt16LE(at + META.flags),
+    pageSize: page.readUInt32LE(at + META.pageSize),
+    freeRoot: page.readBigUInt64LE(at + META.freeRoot),
+    mainRoot: page.readBigUInt64LE(at + META.mainRoot),
+  };
+}
+
+/** Why meta page `n` (at `at`) is not one LMDB accepts, or undefined when it is. */
+function metaPageProblem(head: Buffer, at: number, n: number): string | undefined {
+  const flags = head.readUInt16LE(at + 18);
+  const meta = at + PAGE_HEADER_BYTES;
+  const magic = head.readUInt32LE(meta + META.magic);
+  if (magic !== MDB_MAGIC || (flags & P_META) === 0) {
+    const zeros = head.subarray(at, meta + META.end).every((b) => b === 0);
+    return `meta page ${n} is ${zeros ? 'all zeros' : `not an LMDB meta page (magic 0x${magic.toString(16)}, expected 0x${MDB_MAGIC.toString(16)})`}`;
+  }
+  const version = head.readUInt32LE(meta + META.version) & 0xffff;
+  if (version !== MDB_DATA_VERSION) return `meta page ${n} is of LMDB file format ${version}; this build reads format ${MDB_DATA_VERSION}`;
+  return undefined;
+}
+
+/** A page size LMDB writes: a power of two from MIN_PAGE_BYTES to MAX_PAGE_BYTES. */
+function validPageSize(n: number): boolean {
+  return n >= MIN_PAGE_BYTES && n <= MAX_PAGE_BYTES && (n & (n - 1)) === 0;
+}
+
+/**
+ * `mdb_pick_meta` (mdb.c) as the store opens LMDB: overlapping sync, previous snapshot and
+ * safeRestore (lmdb-env.ts), so of two metas the newer is taken only when its commit was
+ * flushed, else the older.
+ */
+function pickMeta(a: IndexMeta, b: IndexMeta): IndexMeta {
+  const latest = a.txnid >= b.txnid ? a : b;
+  if (b.txnid === 0n) return a;
+  if ((latest.flags & MDB_OVERLAPPINGSYNC) === 0) return latest;
+  return a.txnid > b.txnid ? b : a;
+}
+
+/**
+ * Reads `db/data.mdb` under `dataDir` with plain file reads, never a memory map: both meta
+ * pages (magic 0xBEEFC0DE, P_META, file format 2, one page size), and the meta LMDB will open at
+ * (`mdb_env_pick_meta` with the store's safeRestore: the newest flushed one), whose last page
+ * must be in the file: the file holds at least (mm_last_pg + 1) * page size bytes, and the trees'
+ * roots are pages up to mm_last_pg.
+ * @returns `absent` (no file, or an empty one), `sound`, or `damaged` with the problem in words
+ * @throws the fs error of a failed read (EACCES, EIO), never for damage
+ */
+export function inspectIndexFile(dataDir: string): IndexFileReport {
+  const file = indexFileOf(dataDir);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'absent', file };
+    throw err;
+  }
+  try {
+    const fileBytes = fs.fstatSync(fd).size;
+    if (fileBytes === 0) return { state: 'absent', file };
+    const damaged = (problem: string): IndexFileReport => ({ state: 'damaged', file, fileBytes, problem });
+    const head = Buffer.alloc(2 * MAX_PAGE_BYTES);
+    const read = fs.readSync(fd, head, 0, head.length, 0);
+    if (read < PAGE_HEADER_BYTES + META.end) return damaged(`the file is ${bytes(fileBytes)}, shorter than one meta page`);
+    const first = metaPageProblem(head, 0, 0);
+    if (first) return damaged(first);
+    const pageSize = head.readUInt32LE(PAGE_HEADER_BYTES + META.pageSize);
+    if (!validPageSize(pageSize)) return damaged(`meta page 0 names a page size of ${bytes(pageSize)}; LMDB's are powers of two from 512 to 65,536`);
+    if (fileBytes < 2 * pageSize) return damaged(`the file is ${bytes(fileBytes)}, shorter than its two meta pages (${bytes(2 * pageSize)})`);
+    const second = metaPageProblem(head, pageSize, 1);
+    if (second) return damaged(second);
+    const page1Size = head.readUInt32LE(pageSize + PAGE_HEADER_BYTES + META.pageSize);
+    if (page1Size !== pageSize) return damaged(`meta page 1 names a page size of ${bytes(page1Size)}, meta page 0 ${bytes(pageSize)}`);
+    const m0 = metaAt(head, PAGE_HEADER_BYTES, 'page 0');
+    const m1 = metaAt(head, pageSize + PAGE_HEADER_BYTES, 'page 1');
+    const flushed = metaAt(head, pageSize / 2 + PAGE_HEADER_BYTES, 'flushed copy');
+    // The flushed copy counts only where lmdb-js wrote one (mdb_env_pick_meta reads it whatever
+    // it holds; a zero txnid is never picked).
+    const opensAt = flushed.txnid === 0n || flushed.pageSize !== pageSize ? pickMeta(m0, m1) : pickMeta(pickMeta(m0, m1), flushed);
+    const needed = (opensAt.lastPage + 1n) * BigInt(pageSize);
+    if (BigInt(fileBytes) < needed) {
+      return damaged(`the file is ${bytes(fileBytes)}, but the snapshot LMDB opens at (transaction ${opensAt.txnid}, ${opensAt.slot}) uses pages 0 to ${opensAt.lastPage} of ${bytes(pageSize)}: ${bytes(needed)}; the file was cut short`);
+    }
+    for (const [tree, root] of [['main', opensAt.mainRoot], ['free-page', opensAt.freeRoot]] as const) {
+      if (root !== P_INVALID && (root < 2n || root > opensAt.lastPage)) {
+        return damaged(`the ${tree} tree's root, page ${root}, is outside the pages 2 to ${opensAt.lastPage} the snapshot (transaction ${opensAt.txnid}, ${opensAt.slot}) uses`);
+      }
+    }
+    return { state: 'sound', file, fileBytes, pageSize, opensAt };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * The index cannot be opened safely; the log can rebuild it. The message names the damage and
+ * the command that repairs it (docs/OPERATIONS.md, "Checking and repairing a data folder").
+ */
+export class IndexDamaged extends Error {
+  constructor(readonly dataDir: string, readonly problem: string) {
+    super(`DATA_DIR ${dataDir}: the index ${path.join('db', 'data.mdb')} ${problem}. The log in blobs/ holds the events: `
+      + `stop the store and run \`edge-events check --repair --data-dir ${dataDir}\` to rebuild the index from it `
+      + '(docs/OPERATIONS.md, "Checking and repairing a data folder")');
+    this.name = 'IndexDamaged';
+  }
+}
+
+/** The number of segment files (`seg-NNNNNNNN.blob`) in `dataDir`'s blobs/. */
+export function segmentFilesIn(dataDir: string): number {
+  const names = fs.readdirSync(path.join(dataDir, 'blobs'), { withFileTypes: true, encoding: 'utf8' });
+  return names.filter((entry) => entry.isFile() && segmentNumberOf(entry.name) !== undefined).length;
+}
+
+/**
+ * Refuses to open an index LMDB cannot open safely (docs/STORAGE.md, "A damaged index"): a
+ * damaged `db/data.mdb` (`inspectIndexFile`), or none at all (missing or empty) while blobs/
+ * holds segments of the log: LMDB would start an empty index, whose log position is after
+ * every segment, and the open's tidy step would then remove every segment as a file no entry
+ * knows. Call with the data directory locked, before LMDB opens.
+ * @throws IndexDamaged naming the problem and `edge-events check --repair`
+ * @throws the fs error of a failed read
+ */
+export function assertIndexOpenable(dataDir: string): void {
+  const report = inspectIndexFile(dataDir);
+  if (report.state === 'damaged') throw new IndexDamaged(dataDir, `is damaged: ${report.problem}`);
+  if (report.state === 'absent') {
+    const segments = segmentFilesIn(dataDir);
+    if (segments > 0) {
+      throw new IndexDamaged(dataDir, `is missing or empty while blobs/ holds ${segments} segment file${segments === 1 ? '' : 's'} of the log `
+        + '(an empty index would start after them, and the open would remove them as files it does not know)');
+    }
+  }
+}
