@@ -158,6 +158,10 @@ function describeCheck(check: CheckReport): string[] {
       ? `  DAMAGED: segment ${s.segment} is missing, with ${plural(s.liveBlobs, 'file')} the index places in it.`
       : `  DAMAGED: segment ${s.segment} is ${n(s.fileBytes)} bytes, shorter than the ${n(s.committed)} the index counts as committed.`);
   }
+  const { quarantine } = check;
+  if (quarantine.ranges > 0) {
+    lines.push(`Quarantine quarantine/: ${plural(quarantine.ranges, 'damaged range')} (${n(quarantine.bytes)} bytes, ${plural(quarantine.lostEvents, 'event')} lost) that earlier start-ups moved aside (docs/STORAGE.md, "Damage in the log").`);
+  }
   const against = check.indexAgainstLog;
   if (!against) {
     if (index.state !== 'absent') lines.push('Index against the log: not checked (the index does not open).');

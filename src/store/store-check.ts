@@ -6,9 +6,11 @@
  * The check reads three things and reports what disagrees:
  * - the index's file, `db/data.mdb`, by plain reads (index-file-check.ts);
  * - every frame of every segment (docs/STORAGE.md, "The segment log"): headers, and every
- *   frame's data against its CRC32C, images and files included; it looks past bytes that are no
- *   frame for the next whole frame (frame-resync.ts), and tells damage in the middle of a segment
- *   from the torn tail an unclean stop leaves, which the next start cuts;
+ *   frame's data against its CRC32C, images and files included; past bytes that are no frame it
+ *   goes on at the next whole frame as a replay does (segment-frames.ts `scanSegment`), so it
+ *   tells damage in the middle of a segment ("Damage in the log") from the torn tail an unclean
+ *   stop leaves, which the next start cuts; damage before the index's log position, which no
+ *   replay reads, is found only here;
  * - when LMDB opens, the index against the log: every file location points at the whole frame it
  *   names, and every event whose record frame is in the log before the index's log position is
  *   in the index, or was deleted by a cleanup.
@@ -22,26 +24,32 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { lockDataDir } from './data-dir-lock.js';
 import { EventStore } from './event-store.js';
-import { walkSegment } from './frame-resync.js';
 import { assertIndexOpenable, inspectIndexFile, type IndexFileReport } from './index-file-check.js';
 import { draftKey, pendingKey } from './index-keys.js';
 import { indexedLogPosition, LOG_POSITION_KEY, openDatabases, type LogPosition, type StoreDatabases } from './lmdb-env.js';
+import { quarantineDirOf, readQuarantine } from './quarantine.js';
 import { decodeRecord } from './record-codec.js';
 import { decodeRecordFrame } from './record-frame.js';
 import { segmentFileName, segmentNumberOf, syncDirectory } from './segment-files.js';
-import { blobCrcMatches, FRAME_HEADER_BYTES, type FrameKind } from './segment-frames.js';
+import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type FrameKind } from './segment-frames.js';
 import { startCursors } from './sink-ledger.js';
 import type { StoreOptions } from './store-view.js';
 
 /** Items listed at most in each list of a report; the counts cover them all. */
 const LISTED = 50;
 
-/** Bytes of the log that are damaged. Offsets in bytes from the start of the segment file. */
-export interface LogDamage {
+/**
+ * Bytes of the log that are damaged (docs/STORAGE.md, "Damage in the log"). Offsets in bytes from
+ * the start of the segment file.
+ */
+export interface DamageInLog {
   segment: number;
   offset: number;
   end: number;
-  /** `no-frame`: bytes that are no frame, with whole frames after them; `crc`: a frame whose data fails its CRC32C. */
+  /**
+   * `no-frame`: bytes that are no frame, with whole frames after them; `crc`: a frame whose
+   * header checks and whose data fails its CRC32C.
+   */
   what: 'no-frame' | 'crc';
   /** For `crc`: the frame's kind and id (a file id, or the event id of a record or change frame). */
   kind?: FrameKind;
@@ -131,10 +139,12 @@ export interface CheckReport {
     /** Frames of images, videos and local-only files. */
     fileFrames: number;
     damageCount: number;
-    damage: LogDamage[];
+    damage: DamageInLog[];
     tails: LogTail[];
     shortSegments: ShortSegment[];
   };
+  /** What earlier replays moved aside into quarantine/ (quarantine.ts): damage found before, not by this check. */
+  quarantine: { ranges: number; bytes: number; lostEvents: number };
   /** Null when the index did not open (absent, damaged, unreadable). */
   indexAgainstLog: IndexAgainstLog | null;
   /** Anything above that loses or risks acknowledged data: the command exits 1. */
@@ -231,7 +241,7 @@ function createdAtOf(data: Buffer): number {
 type BlobFrames = Map<number, { id: string; length: number; crc: number; whole: boolean }>;
 
 /** Checks the index's file locations in `segment` against the frames the walk found there. */
-function checkLocations(index: IndexState, segment: number, fileBytes: number | null, blobs: BlobFrames, damaged: LogDamage[], out: IndexAgainstLog): void {
+function checkLocations(index: IndexState, segment: number, fileBytes: number | null, blobs: BlobFrames, damaged: DamageInLog[], out: IndexAgainstLog): void {
   for (const entry of index.files.get(segment) ?? []) {
     const bad = (side: BadLocation['side'], why: string) => {
       out.badLocationCount++;
@@ -257,9 +267,9 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
   const { log } = report;
   const out = report.indexAgainstLog;
   const handle = await fsp.open(path.join(blobsDir, segmentFileName(segment)), 'r');
-  const damaged: LogDamage[] = [];
+  const damaged: DamageInLog[] = [];
   const blobs: BlobFrames = new Map();
-  const noteDamage = (d: LogDamage) => {
+  const noteDamage = (d: DamageInLog) => {
     damaged.push(d);
     log.damageCount++;
     if (log.damage.length < LISTED) log.damage.push(d);
@@ -268,17 +278,17 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
   try {
     fileBytes = (await handle.stat()).size;
     log.bytes += fileBytes;
-    for await (const piece of walkSegment(handle, segment)) {
-      if (piece.type === 'damaged') {
-        noteDamage({ segment, offset: piece.offset, end: piece.end, what: 'no-frame' });
+    let end = 0;
+    for await (const piece of scanSegment(handle, 0, segment)) {
+      if (piece.kind === 'damaged') {
+        noteDamage(piece.frame
+          ? { segment, offset: piece.offset, end: piece.end, what: 'crc', kind: piece.frame.kind, id: piece.frame.id }
+          : { segment, offset: piece.offset, end: piece.end, what: 'no-frame' });
+        end = piece.end;
         continue;
       }
-      if (piece.type === 'tail') {
-        const committed = index?.segments.get(segment)?.committed ?? 0;
-        log.tails.push({ segment, offset: piece.offset, bytes: piece.end - piece.offset, acknowledged: committed > piece.offset });
-        continue;
-      }
-      const { frame } = piece;
+      const frame = piece;
+      end = frame.offset + frame.length;
       log.frames++;
       if (frame.kind === 'change') {
         log.changes++;
@@ -288,13 +298,13 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
         log.fileFrames++;
         const whole = await blobCrcMatches(handle, frame);
         blobs.set(frame.offset, { id: frame.id, length: frame.length, crc: frame.crc, whole });
-        if (!whole) noteDamage({ segment, offset: frame.offset - FRAME_HEADER_BYTES, end: frame.offset + frame.length, what: 'crc', kind: frame.kind, id: frame.id });
+        if (!whole) noteDamage({ segment, offset: frame.offset - FRAME_HEADER_BYTES, end, what: 'crc', kind: frame.kind, id: frame.id });
         continue;
       }
       log.records++;
       if (!index || !out) continue;
       if (index.dbs.eventIds.get(frame.id) !== undefined) out.recordsIndexed++;
-      else if (!covered(index.position, segment, frame.offset + frame.length)) out.recordsToReplay++;
+      else if (!covered(index.position, segment, end)) out.recordsToReplay++;
       else {
         const createdAt = createdAtOf(frame.data!);
         if (createdAt >= 0 && (index.oldestDeletable === undefined || createdAt < index.oldestDeletable)) out.deletedByCleanup++;
@@ -303,6 +313,11 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
           if (out.unindexed.length < LISTED) out.unindexed.push({ eventId: frame.id, createdAt, segment, offset: frame.offset - FRAME_HEADER_BYTES });
         }
       }
+    }
+    // scanSegment ends silently at a torn tail: the bytes after the last whole frame.
+    if (end < fileBytes) {
+      const committed = index?.segments.get(segment)?.committed ?? 0;
+      log.tails.push({ segment, offset: end, bytes: fileBytes - end, acknowledged: committed > end });
     }
   } finally {
     await handle.close();
@@ -365,6 +380,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
     dataDir,
     index: indexPart(file),
     log: { segments: onDisk.length, bytes: 0, frames: 0, records: 0, changes: 0, fileFrames: 0, damageCount: 0, damage: [], tails: [], shortSegments: [] },
+    quarantine: (({ ranges, bytes, lostEvents }) => ({ ranges, bytes, lostEvents }))(readQuarantine(quarantineDirOf(dataDir))),
     indexAgainstLog: null,
     damage: false,
     rebuild: null,

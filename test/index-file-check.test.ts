@@ -1,0 +1,111 @@
+/**
+ * A damaged index file is refused before LMDB maps it (docs/STORAGE.md, "A damaged index";
+ * src/store/index-file-check.ts): a `db/data.mdb` cut short killed the store with SIGBUS (exit 135,
+ * nothing in its log), a zeroed meta page went unseen or failed with LMDB's own words, and a
+ * missing index let the open remove every segment of the log. Each case is a real store's data
+ * folder, damaged on disk; the start-up refusals run the real `edge-events serve`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { refusedStart } from '../scripts/lib/spawned-store.js';
+import { presentEventJson } from '../src/events/present.js';
+import { EventStore } from '../src/store/event-store.js';
+import { assertIndexOpenable, IndexDamaged, inspectIndexFile } from '../src/store/index-file-check.js';
+import { imageEvent, smallEvent } from './support/events.js';
+import { openLocalStore } from './support/local-store.js';
+import { tempDataDir } from './support/store-server.js';
+
+/** A closed store's data folder with `count` events, every third with an image. */
+async function storeWithEvents(count: number): Promise<string> {
+  const local = await openLocalStore();
+  for (let i = 0; i < count; i++) await local.create(i % 3 === 0 ? imageEvent({ customMetadata: { i } }) : smallEvent({ custom_metadata: { i } }));
+  await local.close();
+  return local.dataDir;
+}
+
+/** A copy of a data folder, to damage. */
+function copyOf(dataDir: string): string {
+  const copy = tempDataDir();
+  fs.cpSync(dataDir, copy, { recursive: true });
+  return copy;
+}
+
+const dataMdb = (dataDir: string) => path.join(dataDir, 'db', 'data.mdb');
+const segmentFiles = (dataDir: string) => fs.readdirSync(path.join(dataDir, 'blobs')).filter((name) => name.startsWith('seg-'));
+
+/** Overwrites `length` bytes at `at` of a file with zeros. */
+function zero(file: string, at: number, length: number): void {
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, Buffer.alloc(length), 0, length, at);
+  fs.closeSync(fd);
+}
+
+t.test('damaged index files', async (t) => {
+  const whole = await storeWithEvents(600);
+  const sound = inspectIndexFile(whole);
+  if (sound.state !== 'sound') throw new Error(`expected a sound index, got ${JSON.stringify(sound)}`);
+  const needed = Number(sound.opensAt.lastPage + 1n) * sound.pageSize;
+  t.ok(sound.fileBytes >= needed && needed > 4 * sound.pageSize, `the index uses ${needed} of its ${sound.fileBytes} bytes`);
+  t.doesNotThrow(() => assertIndexOpenable(whole), 'a whole index opens');
+
+  t.test('a data.mdb cut short names the damage and the repair command, and leaves the folder unlocked', async (t) => {
+    const dir = copyOf(whole);
+    fs.truncateSync(dataMdb(dir), needed - 3 * sound.pageSize);
+    const report = inspectIndexFile(dir);
+    t.equal(report.state, 'damaged');
+    t.match(report.state === 'damaged' ? report.problem : '', /uses pages 0 to \d+ of 4,096 bytes: .* the file was cut short/);
+    await t.rejects(EventStore.open(dir, { sinks: [], present: presentEventJson }), IndexDamaged);
+    t.throws(() => assertIndexOpenable(dir), /the index db\/data\.mdb is damaged: .*cut short.*edge-events check --repair --data-dir/);
+    t.notOk(fs.existsSync(path.join(dir, 'store.lock')), 'the refused open released the lock');
+  });
+
+  t.test('a zeroed meta page, either of the two', async (t) => {
+    for (const page of [0, 1]) {
+      const dir = copyOf(whole);
+      zero(dataMdb(dir), page * sound.pageSize, sound.pageSize);
+      const report = inspectIndexFile(dir);
+      t.equal(report.state, 'damaged', `meta page ${page}`);
+      t.equal(report.state === 'damaged' ? report.problem : '', `meta page ${page} is all zeros`);
+    }
+    const dir = copyOf(whole);
+    const fd = fs.openSync(dataMdb(dir), 'r+');
+    fs.writeSync(fd, Buffer.from([0xde, 0xc0, 0xef, 0xbf]), 0, 4, sound.pageSize + 24); // one bit of page 1's magic
+    fs.closeSync(fd);
+    t.match(inspectIndexFile(dir), { state: 'damaged', problem: /^meta page 1 is not an LMDB meta page \(magic 0xbfefc0de, expected 0xbeefc0de\)$/ });
+  });
+
+  t.test('no index, or an empty one, while the log has segments: refused, and the segments stay', async (t) => {
+    const missing = copyOf(whole);
+    fs.rmSync(path.join(missing, 'db'), { recursive: true });
+    const empty = copyOf(whole);
+    fs.truncateSync(dataMdb(empty), 0);
+    for (const dir of [missing, empty]) {
+      const segments = segmentFiles(dir);
+      t.ok(segments.length > 0);
+      t.equal(inspectIndexFile(dir).state, 'absent');
+      await t.rejects(EventStore.open(dir, { sinks: [], present: presentEventJson }), { name: 'IndexDamaged', message: /is missing or empty while blobs\/ holds 1 segment file of the log/ });
+      t.same(segmentFiles(dir), segments, 'no segment was removed');
+    }
+    const fresh = tempDataDir();
+    const store = await EventStore.open(fresh, { sinks: [], present: presentEventJson });
+    await store.close();
+    t.equal(inspectIndexFile(fresh).state, 'sound', 'a new folder opens, and its new index is sound');
+  });
+
+  t.test('the real store refuses to start on each: exit 1 naming the command, no SIGBUS', async (t) => {
+    const cut = copyOf(whole);
+    fs.truncateSync(dataMdb(cut), needed - 3 * sound.pageSize);
+    const zeroed = copyOf(whole);
+    zero(dataMdb(zeroed), sound.pageSize, sound.pageSize);
+    const missing = copyOf(whole);
+    fs.rmSync(path.join(missing, 'db'), { recursive: true });
+    for (const [dir, what] of [[cut, /cut short/], [zeroed, /meta page 1 is all zeros/], [missing, /missing or empty/]] as const) {
+      const { code, stderr } = await refusedStart({ DATA_DIR: dir });
+      t.equal(code, 1, `exit 1, not a signal (${stderr.trim().slice(0, 200)})`);
+      t.match(stderr, /^edge-events: cannot start: DATA_DIR .*: the index db\/data\.mdb /);
+      t.match(stderr, what);
+      t.match(stderr, `run \`edge-events check --repair --data-dir ${dir}\``);
+    }
+  });
+});
