@@ -46,6 +46,10 @@ const registry = {
   disk_full: { status: 507, message: 'Insufficient storage: the disk is full' },
   // E10: back-pressure, not a failure; the capacity gate logs when it closes and counts the rest.
   capacity_blocked: { status: 529, message: 'Store is over its capacity limits and waiting for uploads to drain', quiet: true },
+  // Back-pressure: JSON bodies held at once would pass MAX_INFLIGHT_BODY_BYTES; sent with Retry-After, counted in /metrics.
+  body_budget_full: { status: 503, message: 'Service Unavailable: request bodies in memory are at MAX_INFLIGHT_BODY_BYTES; retry after Retry-After', quiet: true },
+  // A write or sync of the log failed with an I/O error (a bad flash page): the store moved to a new segment; sent with Retry-After.
+  disk_io_error: { status: 503, message: 'Service Unavailable: the disk returned an I/O error writing the event log; nothing was stored. The store writes to a new segment from now on; retry after Retry-After' },
   store_failure: { status: 500, message: 'Internal store failure' },
   upstream_unreachable: { status: 502, message: 'Hosted API unreachable' },
   search_request_invalid: { status: 400, message: 'Invalid search request' }, // the hosted API's 400, answered on the device (docs/API.md, "Search gateway")
@@ -116,13 +120,15 @@ export function validationError(loc: (string | number)[], msg: string, type = 'v
 
 /**
  * Maps an error of a disk write or an LMDB commit to the registry, keeping it as the cause:
- * ENOSPC/EDQUOT become `disk_full` (507), anything else `store_failure` (500); an AppError (a
+ * ENOSPC/EDQUOT become `disk_full` (507), EIO `disk_io_error` (503 with Retry-After), anything
+ * else `store_failure` (500); an AppError (a
  * refusal decided below) is returned as it is.
  */
 export function fromDiskError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC' || code === 'EDQUOT') return new AppError('disk_full', undefined, { cause: err });
+  if (code === 'EIO') return new AppError('disk_io_error', undefined, { cause: err, headers: { 'Retry-After': '1' } });
   return new AppError('store_failure', undefined, { cause: err });
 }
 

@@ -35,6 +35,18 @@ export const ZERO_AHEAD_BYTES = 1024 * 1024;
  */
 const SMALL_APPEND_BYTES = 16 * 1024;
 
+/**
+ * After a write or sync of the log fails other than for space, appends are refused for this long
+ * (ms) before the next one tries a new segment (`SegmentAppender.abandon`).
+ */
+export const IO_RETRY_MS = 1000;
+
+/** Whether a failed write ran out of space (ENOSPC, EDQUOT): the segment is sound, and appends go on in it once there is room. */
+function isOutOfSpace(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
 /** writev's cap on buffers per call (IOV_MAX on Linux). */
 const IOV_MAX = 1024;
 
@@ -97,6 +109,10 @@ export class SegmentAppender {
   private readonly pace = new AppendPace();
   /** The append under way; the next one starts after it. */
   private tail: Promise<void> = Promise.resolve();
+  /** When an append last failed other than for space (`performance.now()`, ms); -Infinity: never. */
+  private failedAt = -Infinity;
+  /** Segments given up after a failed write or sync (`abandon`), since the store opened. */
+  abandoned = 0;
 
   /**
    * @param blobsDir DATA_DIR/blobs
@@ -127,7 +143,9 @@ export class SegmentAppender {
    * overwrite. An append of at most SMALL_APPEND_BYTES that only overwrites zeros is written on
    * the calling thread while `AppendPace` allows it (docs/STORAGE.md, "Small appends on the
    * calling thread"); others on the thread pool. On failure the segment is truncated back to
-   * where the append began and the error (e.g. ENOSPC) is rethrown.
+   * where the append began and the error (e.g. ENOSPC) is rethrown; after a failure other than
+   * for space (EIO) the segment takes no more appends (`abandon`).
+   * @throws the fs error of the write or sync; an EIO error while appends are refused after one
    */
   append(frames: FrameToAppend[]): Promise<Appended> {
     const result = this.tail.then(() => this.appendNow(frames));
@@ -136,6 +154,9 @@ export class SegmentAppender {
   }
 
   private async appendNow(frames: FrameToAppend[]): Promise<Appended> {
+    if (!this.handle && performance.now() - this.failedAt < IO_RETRY_MS) {
+      throw Object.assign(new Error(`the segment log's last write failed with an I/O error less than ${IO_RETRY_MS} ms ago`), { code: 'EIO' });
+    }
     if (!this.handle || this.end >= this.rollBytes) await this.roll();
     const handle = this.handle!;
     const start = this.end;
@@ -165,8 +186,24 @@ export class SegmentAppender {
     } catch (err) {
       await handle.truncate(start).catch(() => undefined);
       this.fileBytes = Math.min(this.fileBytes, start);
+      if (!isOutOfSpace(err)) await this.abandon();
       throw err;
     }
+  }
+
+  /**
+   * Stops appending to the active segment after a write or sync of it failed other than for
+   * space (EIO from a bad flash page, say): what the file and the kernel's cache of it hold is
+   * unknown after such a failure (PostgreSQL's handling of fsync failures since 2018), so no
+   * later append may land on its pages. The next append rolls to a new segment; until
+   * IO_RETRY_MS has passed it is refused at once with the failure's error instead, so a device
+   * that fails every write does not leave a new file per create (docs/STORAGE.md, "An I/O error
+   * in the log").
+   */
+  private async abandon(): Promise<void> {
+    this.failedAt = performance.now();
+    this.abandoned++;
+    await this.closeHandle().catch(() => undefined);
   }
 
   /** The segment appended to now (0 when none is open: the next append opens a new one). */

@@ -72,9 +72,11 @@ export interface RecoveryDirs {
 
 /**
  * The damage a segment's cut tail holds, when the tail starts with a header of a frame of the
- * segment itself in a segment the log had moved on from: that frame was whole once (only the
- * active segment's last append can be torn), so it is damage, not a torn append. A tail of zeros
- * written ahead, or of a recycled file's former frames (another segment's tag), is none.
+ * segment itself, whose data the file holds whole, in a segment the log had moved on from: that
+ * frame was written whole once (only the active segment's last append can be torn), so it is
+ * damage, not a torn append. A tail of zeros written ahead, of a recycled file's former frames
+ * (another segment's tag), or of a write that failed after its first header (zeros follow it)
+ * before the log gave the segment up (blob-log.ts `abandon`) is none.
  * @param committed where the tail starts (bytes); `size` the file's size (bytes)
  * @throws the fs error of a failed read
  */
@@ -82,17 +84,30 @@ async function damagedTail(file: string, segment: number, committed: number, siz
   const handle = await fsp.open(file, 'r');
   try {
     const header = await readFrameHeader(handle, committed);
-    if (!header || header.tag !== segmentTag(segment)) return undefined;
+    if (!header || header.tag !== segmentTag(segment) || committed + FRAME_HEADER_BYTES + header.length > size) return undefined;
+    if (await allZero(handle, committed + FRAME_HEADER_BYTES, header.length)) return undefined; // a header written alone
     return {
       segment,
       offset: committed,
-      end: Math.min(size, committed + FRAME_HEADER_BYTES + header.length),
+      end: committed + FRAME_HEADER_BYTES + header.length,
       lostEvents: header.kind === 'record' ? [header.id] : [],
       lostChanges: header.kind === 'change' ? [header.id] : [],
     };
   } finally {
     await handle.close();
   }
+}
+
+/** Whether the `length` bytes at `position` of an open file are all zeros. */
+async function allZero(handle: fsp.FileHandle, position: number, length: number): Promise<boolean> {
+  const chunk = Buffer.allocUnsafe(Math.min(length, 1024 * 1024));
+  for (let at = position; at < position + length;) {
+    const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, position + length - at), at);
+    if (bytesRead === 0) return true;
+    if (chunk.subarray(0, bytesRead).some((byte) => byte !== 0)) return false;
+    at += bytesRead;
+  }
+  return true;
 }
 
 /** Segment numbers of the files in blobs/, ascending. */
