@@ -42,7 +42,7 @@ function zero(file: string, at: number, length: number): void {
 }
 
 t.test('damaged index files', async (t) => {
-  const whole = await storeWithEvents(600);
+  const whole = await storeWithEvents(300);
   const sound = inspectIndexFile(whole);
   if (sound.state !== 'sound') throw new Error(`expected a sound index, got ${JSON.stringify(sound)}`);
   const needed = Number(sound.opensAt.lastPage + 1n) * sound.pageSize;

@@ -90,6 +90,7 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
 }
 
 const n = (value: number): string => value.toLocaleString('en-US');
+const FRAME_NAMES: Record<string, string> = { image: 'an image frame', video: 'a video frame', local_only: 'a local-only file\'s frame', record: 'a record frame', change: 'a change frame' };
 const plural = (count: number, one: string, many = `${one}s`): string => `${n(count)} ${count === 1 ? one : many}`;
 
 /** The report in plain words, one finding a line. */
@@ -116,8 +117,9 @@ export function describe(check: CheckReport, repairAsked: boolean, repair: Rebui
 /** Why `--repair` made no rebuild although damage was found. */
 function whyNoRebuild(check: CheckReport): string {
   const against = check.indexAgainstLog;
-  if (against && against.indexOnly > 0 && (against.badLocationCount > 0 || against.unindexedCount > 0)) {
-    return `The index holds ${plural(against.indexOnly, 'event')} whose record is in no segment left on disk: a rebuild from the log would lose them.`;
+  const lacking = against ? against.indexOnly + against.indexedRecordsDamaged : 0;
+  if (against && lacking > 0 && (against.badLocations.some((b) => b.side === 'index') || against.unindexedCount > 0)) {
+    return `The index holds ${plural(lacking, 'event')} whose record frame is gone from the log or damaged there: a rebuild from the log would lose them.`;
   }
   return 'The damage is in the log, which a rebuild of the index cannot mend: what the damaged bytes held is lost.';
 }
@@ -144,7 +146,7 @@ function describeCheck(check: CheckReport): string[] {
   lines.push(`Log blobs/: ${plural(log.segments, 'segment')}, ${n(log.bytes)} bytes: ${plural(log.frames, 'frame')} (${plural(log.records, 'record')}, ${plural(log.changes, 'change')}, ${plural(log.fileFrames, 'image or file', 'images and files')}); ${crcs}.`);
   for (const d of log.damage) {
     lines.push(d.what === 'crc'
-      ? `  DAMAGED: segment ${d.segment}, bytes ${n(d.offset)} to ${n(d.end)}: a ${d.kind} frame (${d.id}) whose data fails its CRC32C.`
+      ? `  DAMAGED: segment ${d.segment}, bytes ${n(d.offset)} to ${n(d.end)}: ${FRAME_NAMES[d.kind ?? ''] ?? 'a frame'} (${d.id}) whose data fails its CRC32C.`
       : `  DAMAGED: segment ${d.segment}, bytes ${n(d.offset)} to ${n(d.end)}: no frame, with whole frames after them.`);
   }
   if (log.damageCount > log.damage.length) lines.push(`  ... and ${plural(log.damageCount - log.damage.length, 'more place')}.`);
@@ -175,11 +177,16 @@ function describeCheck(check: CheckReport): string[] {
   for (const b of against.badLocations) lines.push(`    file ${b.fileId} (segment ${b.segment}, byte ${n(b.offset)}): ${b.why} (${b.side === 'log' ? 'damage in the log' : 'damage in the index'}).`);
   lines.push(`  ${plural(against.recordsIndexed, 'record')} of the log indexed; ${plural(against.recordsToReplay, 'record')} after the log position, which the next start replays; ${plural(against.deletedByCleanup, 'record')} of events a cleanup deleted.`);
   if (against.unindexedCount > 0) {
-    lines.push(`  DAMAGED: ${plural(against.unindexedCount, 'event')} logged before the log position are not in the index, and no cleanup explains them:`);
+    lines.push(`  DAMAGED: ${plural(against.unindexedCount, 'event')} logged before the log position ${against.unindexedCount === 1 ? 'is' : 'are'} not in the index, and no cleanup explains ${against.unindexedCount === 1 ? 'it' : 'them'}:`);
     for (const u of against.unindexed) lines.push(`    event ${u.eventId} (segment ${u.segment}, byte ${n(u.offset)})`);
   }
+  if (against.indexedRecordsDamaged > 0) {
+    const one = against.indexedRecordsDamaged === 1;
+    lines.push(`  ${plural(against.indexedRecordsDamaged, 'event')} of the index ${one ? 'has its' : 'have their'} record frame among the damage above: the index still serves ${one ? 'it' : 'them'}, a rebuild from the log would lose ${one ? 'it' : 'them'}.`);
+  }
   if (against.indexOnly > 0) {
-    lines.push(`  ${plural(against.indexOnly, 'event')} of the index have no record in the log any more (their segments were reclaimed): the index is their only copy, and a rebuild from the log would not bring them back.`);
+    const one = against.indexOnly === 1;
+    lines.push(`  ${plural(against.indexOnly, 'event')} of the index ${one ? 'has no record frame' : 'have no record frames'} in the log any more (segments reclaimed, docs/STORAGE.md "Reclaiming space"): the index is the only copy, and a rebuild from the log would not bring ${one ? 'it' : 'them'} back.`);
   }
   return lines;
 }

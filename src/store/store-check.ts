@@ -110,6 +110,8 @@ export interface IndexAgainstLog {
   /** Record frames before the position the index lacks and no cleanup explains: lost from the index. */
   unindexedCount: number;
   unindexed: UnindexedEvent[];
+  /** Events of the index whose record frame is damaged in the log: a rebuild would lose them. */
+  indexedRecordsDamaged: number;
   /**
    * Events of the index whose record frame is in no segment on disk (its segment was reclaimed:
    * docs/STORAGE.md, "Reclaiming space"): the index is their only copy, and a rebuild loses them.
@@ -281,6 +283,7 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
     let end = 0;
     for await (const piece of scanSegment(handle, 0, segment)) {
       if (piece.kind === 'damaged') {
+        if (out && piece.frame?.kind === 'record' && index?.dbs.eventIds.get(piece.frame.id) !== undefined) out.indexedRecordsDamaged++;
         noteDamage(piece.frame
           ? { segment, offset: piece.offset, end: piece.end, what: 'crc', kind: piece.frame.kind, id: piece.frame.id }
           : { segment, offset: piece.offset, end: piece.end, what: 'no-frame' });
@@ -338,7 +341,7 @@ export function needsRebuild(report: Omit<CheckReport, 'rebuild' | 'damage'>): s
   if (index.state === 'damaged') return 'the index file is damaged';
   if (index.state === 'unreadable') return 'LMDB cannot read the index';
   if (index.state === 'absent') return log.segments > 0 ? 'the index is missing while the log has segments' : null;
-  if (!against || against.indexOnly > 0) return null;
+  if (!against || against.indexOnly > 0 || against.indexedRecordsDamaged > 0) return null;
   if (against.badLocations.some((b) => b.side === 'index')) return 'file locations in the index name no frame of the log';
   if (against.unindexedCount > 0) return 'events of the log are missing from the index';
   return null;
@@ -398,7 +401,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
     if (index) {
       report.indexAgainstLog = {
         logPosition: index.position ?? null, events: index.events, files: index.fileCount, badLocationCount: 0, badLocations: [],
-        recordsIndexed: 0, recordsToReplay: 0, deletedByCleanup: 0, unindexedCount: 0, unindexed: [], indexOnly: 0,
+        recordsIndexed: 0, recordsToReplay: 0, deletedByCleanup: 0, unindexedCount: 0, unindexed: [], indexedRecordsDamaged: 0, indexOnly: 0,
       };
     }
     for (const segment of onDisk) await checkSegment(report, blobsDir, segment, index);
@@ -411,7 +414,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
         const size = scanned.has(segment) ? fs.statSync(path.join(blobsDir, segmentFileName(segment))).size : null;
         if (size === null ? liveBlobs > 0 : size < committed) report.log.shortSegments.push({ segment, fileBytes: size, committed, liveBlobs });
       }
-      against.indexOnly = Math.max(0, against.events - against.recordsIndexed);
+      against.indexOnly = Math.max(0, against.events - against.recordsIndexed - against.indexedRecordsDamaged);
     }
   } finally {
     await index?.dbs.root.close();

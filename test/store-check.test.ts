@@ -1,0 +1,198 @@
+/**
+ * `edge-events check [--repair] [--json]` (docs/OPERATIONS.md, "Checking and repairing a data
+ * folder"; src/store/store-check.ts), run as the real binary on real stores' data folders: a
+ * data.mdb cut short is named and rebuilt from the log with every acknowledged event back; a
+ * missing index likewise; damage in the log is named by segment, bytes and event, and left to
+ * the log (a rebuild would lose what the index still holds); a location of the index that names
+ * no frame is mended by a rebuild; events a cleanup deleted are not damage; a running store's
+ * folder is refused.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { deleteRecords } from '../src/store/event-deletion.js';
+import { openDatabases } from '../src/store/lmdb-env.js';
+import type { CheckReport } from '../src/store/store-check.js';
+import { runCli } from './support/cli-process.js';
+import { fixture, getJson, imageEvent, smallEvent } from './support/events.js';
+import { openLocalStore } from './support/local-store.js';
+import { scan } from './support/segment-scan.js';
+import { startStore, tempDataDir } from './support/store-server.js';
+
+const EVENTS = 90;
+
+// About fifteen runs of the real binary and four starts of the real server, each a process's
+// start-up: on a busy 2-core box that is more than tap's default two minutes.
+t.setTimeout(300_000);
+
+/** A closed store's data folder with EVENTS events, every third with an image; their ids, oldest first. */
+async function storeWithEvents(): Promise<{ dataDir: string; ids: string[]; imageIds: string[] }> {
+  const local = await openLocalStore();
+  const ids: string[] = [];
+  const imageIds: string[] = [];
+  for (let i = 0; i < EVENTS; i++) {
+    const created = await local.create(i % 3 === 0 ? imageEvent({ customMetadata: { i } }) : smallEvent({ custom_metadata: { i } }));
+    ids.push(created.id);
+    imageIds.push(...created.image_ids);
+  }
+  await local.close();
+  return { dataDir: local.dataDir, ids, imageIds };
+}
+
+function copyOf(dataDir: string): string {
+  const copy = tempDataDir();
+  fs.cpSync(dataDir, copy, { recursive: true });
+  return copy;
+}
+
+const check = (dataDir: string, ...flags: string[]) => runCli(['check', '--data-dir', dataDir, ...flags]);
+
+/** `check --json`'s report of `dataDir`. */
+async function jsonCheck(dataDir: string, ...flags: string[]): Promise<{ code: number | null; check: CheckReport; repair: unknown; recheck: CheckReport | null }> {
+  const { code, stdout, stderr } = await check(dataDir, '--json', ...flags);
+  if (stdout === '') throw new Error(`no report: ${stderr}`);
+  return { code, ...JSON.parse(stdout) };
+}
+
+/** Every event id the store in `dataDir` lists, served by the real server, and one image's bytes. */
+async function listedByServer(dataDir: string, imageId: string): Promise<{ ids: string[]; image: Buffer }> {
+  const store = await startStore({ DATA_DIR: dataDir });
+  try {
+    const { status, body } = await getJson(`${store.url}/v2/events?limit=1000`);
+    if (status !== 200) throw new Error(`list answered ${status}`);
+    const image = Buffer.from(await (await fetch(`${store.url}/images/${imageId}`)).arrayBuffer());
+    return { ids: (body.events as { id: string }[]).map((e) => e.id), image };
+  } finally {
+    await store.stop();
+  }
+}
+
+/** Flips one byte of a file. */
+function flip(file: string, at: number): void {
+  const fd = fs.openSync(file, 'r+');
+  const byte = Buffer.alloc(1);
+  fs.readSync(fd, byte, 0, 1, at);
+  byte[0] ^= 0x40;
+  fs.writeSync(fd, byte, 0, 1, at);
+  fs.closeSync(fd);
+}
+
+t.test('check and repair', async (t) => {
+  const { dataDir: whole, ids, imageIds } = await storeWithEvents();
+  const segment = path.join(whole, 'blobs', fs.readdirSync(path.join(whole, 'blobs')).find((name) => name.startsWith('seg-'))!);
+  const catJpeg = fixture('cat.jpg');
+
+  t.test('a whole store is clean', async (t) => {
+    const { code, stdout } = await check(whole);
+    t.equal(code, 0, stdout);
+    t.match(stdout, /Index db\/data\.mdb: sound/);
+    t.match(stdout, new RegExp(`Log blobs/: 1 segment, [\\d,]+ bytes: ${EVENTS + imageIds.length} frames \\(${EVENTS} records, 0 changes, ${imageIds.length} images and files\\); every frame whole, every CRC32C matching\\.`));
+    t.match(stdout, /Every file location leads to its whole frame\./);
+    t.match(stdout, /No damage found\./);
+    const { code: again, stdout: repaired } = await check(whole, '--repair');
+    t.equal(again, 0);
+    t.match(repaired, /Repair: nothing to repair\./);
+    t.notOk(fs.readdirSync(whole).some((name) => name.startsWith('db.damaged-')), 'a sound index is never moved aside');
+  });
+
+  t.test('a data.mdb cut short: named, then rebuilt from the log with every event back', async (t) => {
+    const dir = copyOf(whole);
+    const dataMdb = path.join(dir, 'db', 'data.mdb');
+    const cutAt = Math.floor(fs.statSync(dataMdb).size / 2 / 4096) * 4096;
+    fs.truncateSync(dataMdb, cutAt);
+    const plain = await check(dir);
+    t.equal(plain.code, 1, 'damage: exit 1');
+    t.match(plain.stdout, /Index db\/data\.mdb: DAMAGED: the file is [\d,]+ bytes, but the snapshot LMDB opens at .* the file was cut short\./);
+    t.match(plain.stdout, /Index against the log: not checked/);
+    t.match(plain.stdout, `the index file is damaged: \`edge-events check --repair --data-dir ${dir}\` rebuilds the index from the log`);
+    const json = await jsonCheck(dir);
+    t.equal(json.code, 1);
+    t.match(json.check, { index: { state: 'damaged' }, log: { records: EVENTS, damageCount: 0 }, damage: true, rebuild: 'the index file is damaged' });
+    t.equal(json.repair, null);
+
+    const repair = await check(dir, '--repair');
+    t.equal(repair.code, 0, repair.stdout + repair.stderr);
+    t.match(repair.stdout, /Repair: the index file is damaged: rebuilt the index from the log\./);
+    t.match(repair.stdout, new RegExp(`the index holds ${EVENTS} events \\(the log holds ${EVENTS} records\\)`));
+    t.match(repair.stdout, /Checked again after the repair:\nIndex db\/data\.mdb: sound/);
+    const aside = fs.readdirSync(dir).filter((name) => name.startsWith('db.damaged-'));
+    t.equal(aside.length, 1, 'the damaged index is kept aside');
+    t.equal(fs.statSync(path.join(dir, aside[0], 'data.mdb')).size, cutAt, 'as it was');
+
+    const listed = await listedByServer(dir, imageIds[0]);
+    t.same(listed.ids.toSorted(), ids.toSorted(), `all ${EVENTS} events are listed`);
+    t.same(listed.image, catJpeg, 'and their images served');
+  });
+
+  t.test('a missing index: the store refused it; the repair rebuilds it', async (t) => {
+    const dir = copyOf(whole);
+    fs.rmSync(path.join(dir, 'db'), { recursive: true });
+    const plain = await check(dir);
+    t.equal(plain.code, 1);
+    t.match(plain.stdout, /Index db\/data\.mdb: missing or empty, while the log has segments/);
+    const repair = await jsonCheck(dir, '--repair');
+    t.equal(repair.code, 0);
+    t.match(repair, { check: { rebuild: 'the index is missing while the log has segments' }, repair: { movedTo: null, events: EVENTS }, recheck: { damage: false } });
+    t.same((await listedByServer(dir, imageIds[0])).ids.toSorted(), ids.toSorted());
+  });
+
+  t.test('damage in the log is named, and left to the log', async (t) => {
+    const dir = copyOf(whole);
+    const frames = await scan(segment);
+    const record = frames.filter((f) => f.kind === 'record')[EVENTS / 2];
+    const image = frames.filter((f) => f.kind === 'image')[5];
+    const file = path.join(dir, 'blobs', path.basename(segment));
+    flip(file, record.offset + 7);
+    flip(file, image.offset + 1000);
+    const { code, stdout } = await check(dir);
+    t.equal(code, 1, stdout);
+    t.match(stdout, `DAMAGED: segment 2, bytes ${(record.offset - 36).toLocaleString('en-US')} to ${(record.offset + record.length).toLocaleString('en-US')}: a record frame (${record.id}) whose data fails its CRC32C.`);
+    t.match(stdout, `an image frame (${image.id}) whose data fails its CRC32C.`);
+    t.match(stdout, new RegExp(`file ${image.id} \\(segment 2, byte [\\d,]+\\): the frame's data fails its CRC32C \\(damage in the log\\)`));
+    t.match(stdout, /1 event of the index has its record frame among the damage above/);
+    const repair = await check(dir, '--repair');
+    t.equal(repair.code, 1);
+    t.match(repair.stdout, /Repair: not made\. The damage is in the log, which a rebuild of the index cannot mend/);
+    t.notOk(fs.readdirSync(dir).some((name) => name.startsWith('db.damaged-')), 'the index is left as it is');
+  });
+
+  t.test('a file location naming no frame is damage in the index, which a rebuild mends', async (t) => {
+    const dir = copyOf(whole);
+    const dbs = openDatabases(dir);
+    const entry = dbs.files.get(imageIds[3])!;
+    await dbs.files.put(imageIds[3], { ...entry, offset: entry.offset + 8 });
+    await dbs.root.close();
+    const json = await jsonCheck(dir);
+    t.equal(json.code, 1);
+    t.match(json.check.indexAgainstLog, { badLocationCount: 1, badLocations: [{ fileId: imageIds[3], side: 'index', why: 'no frame starts there' }], indexOnly: 0 });
+    t.equal(json.check.rebuild, 'file locations in the index name no frame of the log');
+    const repair = await check(dir, '--repair');
+    t.equal(repair.code, 0, repair.stdout);
+    const listed = await listedByServer(dir, imageIds[3]);
+    t.same(listed.image, catJpeg, 'the image is served from its frame again');
+    t.equal(listed.ids.length, EVENTS);
+  });
+
+  t.test('events a cleanup deleted are not damage', async (t) => {
+    const local = await openLocalStore({ DATA_DIR: copyOf(whole) });
+    const oldest = ids.slice(0, 7).map((id) => local.createdAt(id));
+    await deleteRecords(local.store, oldest, 'retention');
+    await local.close();
+    const json = await jsonCheck(local.dataDir);
+    t.equal(json.code, 0);
+    t.match(json.check.indexAgainstLog, { events: EVENTS - 7, recordsIndexed: EVENTS - 7, deletedByCleanup: 7, unindexedCount: 0, indexOnly: 0 });
+  });
+
+  t.test('a folder a running store holds is refused', async (t) => {
+    const store = await startStore({ DATA_DIR: copyOf(whole) });
+    t.teardown(() => store.stop());
+    const { code, stdout, stderr } = await check(store.dataDir);
+    t.equal(code, 1);
+    t.equal(stdout, '');
+    t.match(stderr, new RegExp(`error: DATA_DIR ${store.dataDir} is in use by process ${process.pid}; one store per data directory: stop it first`));
+    const json = await check(store.dataDir, '--json', '--repair');
+    t.equal(json.code, 1);
+    t.match(JSON.parse(json.stderr), { error: { message: /is in use by process/ } });
+    t.ok(fs.existsSync(path.join(store.dataDir, 'db', 'data.mdb')), 'nothing was moved');
+  });
+});
