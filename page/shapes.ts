@@ -61,6 +61,14 @@ export interface MqttStats {
 }
 
 /** The latest cleanup run since the store started, null before the first. */
+/** `/stats` `log_damage`: damage in the segment log that start-up replays moved to quarantine/ (docs/API.md, "Statistics"). */
+export interface LogDamageStats {
+  quarantined_ranges: number;
+  quarantined_bytes: number;
+  events_lost: number;
+  recent: { segment: number; offset: number; end: number; lost_events: string[]; file: string; found_at: string }[];
+}
+
 export interface LastCleanup {
   trigger: 'MANUAL' | 'AUTOMATIC';
   finished_at: string;
@@ -102,6 +110,8 @@ export interface Stats {
   mqtt?: MqttStats | null;
   /** Absent on a store older than this field. */
   last_cleanup?: LastCleanup | null;
+  /** Absent on a store older than this field. */
+  log_damage?: LogDamageStats;
   /** Absent on a store older than this field. */
   disk_writes?: DiskWriteStats | null;
 }

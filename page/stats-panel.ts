@@ -3,11 +3,11 @@
  * (`capacity.records`), storage (`capacity.storage`), days of data (`current.days_of_data_stored`
  * of `configuration.retention_days`), the cloud upload backlog (`capacity.uploads_pending`), MQTT
  * (`mqtt`, hidden when null or absent) and the latest cleanup (`last_cleanup`, hidden when null or
- * absent), and the disk writes (`disk_writes`: a day's bytes, per event, the write amplification, of
+ * absent), damage in the log (`log_damage`, hidden when there is none), and the disk writes (`disk_writes`: a day's bytes, per event, the write amplification, of
  * the data directory's device and of the store process).
  * Each gauge is a `<meter>` (0..100 percent) and a line of figures.
  */
-import type { DiskWriteStats, LastCleanup, MqttStats, Stats } from './shapes.js';
+import type { DiskWriteStats, LastCleanup, LogDamageStats, MqttStats, Stats } from './shapes.js';
 
 const count = new Intl.NumberFormat('en');
 const decimal = new Intl.NumberFormat('en', { maximumFractionDigits: 2 });
@@ -69,6 +69,21 @@ function renderMqtt(mqtt: MqttStats | null | undefined): void {
   element('#mqtt .note').textContent = `${count.format(mqtt.published_total)} published; ${backlog}${skipped}${error}`;
 }
 
+/**
+ * Damage in the segment log that start-up replays went past (docs/STORAGE.md, "Damage in the
+ * log"): shown only when quarantine/ holds some, with the creates known lost and where the
+ * newest range was found.
+ */
+function renderLogDamage(damage: LogDamageStats | undefined): void {
+  const card = element('#log-damage');
+  card.hidden = !damage || damage.quarantined_ranges === 0;
+  if (!damage || damage.quarantined_ranges === 0) return;
+  element('#log-damage .figure').textContent = `${count.format(damage.events_lost)} events lost`;
+  const newest = damage.recent[0];
+  const where = newest ? `; newest in segment ${newest.segment} at byte ${count.format(newest.offset)}, found ${formatMoment(newest.found_at)}` : '';
+  element('#log-damage .note').textContent = `${count.format(damage.quarantined_ranges)} damaged ranges (${formatBytes(damage.quarantined_bytes)}) moved to quarantine/${where}`;
+}
+
 function renderCleanup(cleanup: LastCleanup | null | undefined): void {
   const card = element('#last-cleanup');
   card.hidden = cleanup === null || cleanup === undefined;
@@ -128,5 +143,6 @@ export function renderStats(stats: Stats): void {
   element('#blocked').hidden = !stats.capacity.blocked;
   renderMqtt(stats.mqtt);
   renderCleanup(stats.last_cleanup);
+  renderLogDamage(stats.log_damage);
   renderDiskWrites(stats.disk_writes);
 }

@@ -16,6 +16,7 @@ import { scan } from './support/segment-scan.js';
 import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
 import { tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
+import { launchBrowser } from './support/browser.js';
 
 /** No checkpoint and no cleanup within a test: every create stays in the log alone until the kill. */
 const NO_CHECKPOINT = { PORT: '0', INDEX_CHECKPOINT_MS: '60000', INDEX_CHECKPOINT_MAX_MS: '300000', CLEANUP_INTERVAL_SECONDS: '3600' };
@@ -111,6 +112,15 @@ t.test('a byte flipped mid-segment loses only the create it hit: the replay keep
   t.equal(fs.statSync(quarantined).size, stats.recent[0].end - stats.recent[0].offset, 'the damaged bytes are copied whole into quarantine/');
   const metrics = await (await fetch(`${store.url}/metrics`)).text();
   t.match(metrics, /^edge_events_log_damage_quarantined_ranges 2$/m, '/metrics counts the ranges');
+
+  const browser = await launchBrowser();
+  t.teardown(() => browser.close());
+  const page = await browser.newPage();
+  await page.goto(`${store.url}/`);
+  const card = page.locator('#log-damage');
+  await until('the operator page shows the damage', () => card.isVisible());
+  t.equal(await card.locator('.figure').innerText(), '1 events lost', 'the operator page leads with the creates lost');
+  t.match(await card.locator('.note').innerText(), /^2 damaged ranges \(.+\) moved to quarantine\/; newest in segment /);
 
   // The report outlives the replay that found it.
   await kill(store);
