@@ -69,6 +69,7 @@ export async function startService(config: Config): Promise<StoreService> {
     present: presentEventJson,
     onBackgroundError: (err, task) => log.error({ err, task }, 'store background work failed'),
     onSearchIndexProgress: searchIndexLogger(log),
+    onClockJump: (jump) => log.warn({ jump }, 'the wall clock jumped (docs/STORAGE.md, "A clock that jumps")'),
     checkpointMs: config.indexCheckpointMs,
     checkpointMaxMs: config.indexCheckpointMaxMs,
   });

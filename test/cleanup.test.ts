@@ -41,10 +41,10 @@ t.test('retention deletes the records created before now minus RETENTION_DAYS, w
   t.ok(local.createdAt(fresh.id) >= boundaryMs * 1000, 'the fresh event is created after the boundary');
   const day = 86_400_000;
 
-  const early = await runCleanup(local.store, local.config, 'AUTOMATIC', local.hooks, { now: Math.floor(local.createdAt(old[0].id) / 1000) + day });
+  const early = await runCleanup(local.store, local.config, 'AUTOMATIC', local.hooks, local.ranUntil(Math.floor(local.createdAt(old[0].id) / 1000) + day));
   t.same([early.records_deleted.total, early.files_deleted.total], [0, 0], 'a day after the first event, nothing is older than a day yet');
 
-  const result = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: boundaryMs + day });
+  const result = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, local.ranUntil(boundaryMs + day));
   t.same(responseProblems('cleanup-result', result), []);
   t.same(result.records_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
   t.same(result.files_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
@@ -62,7 +62,7 @@ t.test('retention deletes the records created before now minus RETENTION_DAYS, w
   await local.store.blobs.read(kept.segment, kept.offset, bytes);
   t.ok(bytes.equals(fixture('cat.jpg')), 'the fresh event keeps its image bytes');
 
-  const again = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: boundaryMs + day });
+  const again = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, local.ranUntil(boundaryMs + day));
   t.equal(again.records_deleted.total, 0, 'the same `now` again deletes nothing more');
 });
 
@@ -85,7 +85,7 @@ t.test('an automatic cleanup checkpoints the index head only when a deletion may
   t.equal(checkpoints, 1, 'a manual cleanup always checkpoints');
   t.not(local.store.dbs.eventIds.get(inHead.id), undefined, 'and the create is in LMDB');
 
-  await runCleanup(local.store, local.config, 'AUTOMATIC', hooks, { now: now + 2 * 86_400_000 });
+  await runCleanup(local.store, local.config, 'AUTOMATIC', hooks, local.ranUntil(now + 2 * 86_400_000));
   t.equal(checkpoints, 2, 'a record in LMDB past retention: a checkpoint first');
   t.equal(local.store.getEvent(inHead.id), undefined, 'and retention deleted it');
 
@@ -179,7 +179,7 @@ t.test('total_images follows file deletions, then record deletions, down to zero
   t.equal(storage.records_deleted.total, 0, 'their records stay');
   t.equal(local.store.counters().images, 7 - storage.files_deleted.storage, 'lowered by each image file removed');
 
-  const retention = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: now + 2 * 86_400_000 });
+  const retention = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, local.ranUntil(now + 2 * 86_400_000));
   t.equal(retention.records_deleted.retention, 7, 'retention deletes every record');
   t.same([local.store.counters().events, local.store.counters().images], [0, 0], 'no image counted twice');
 });

@@ -18,7 +18,7 @@ t.test('an old segment whose live share fell low is compacted, giving its space 
   // compacted. Before the fix nothing compacted: on a full disk, a retention cleanup that deleted
   // most of a segment freed no space. The first segment is filled with old events up to just
   // under SEGMENT_ROLL_BYTES, so the first survivor is appended to it and keeps it alive.
-  // runCleanup is handed `now`: the old events are made a day old by moving it, not by waiting.
+  // runCleanup is handed `now` and `running`: the old events are made a day old by moving them, not by waiting.
   const local = await openLocalStore({ RETENTION_DAYS: '1' });
   t.teardown(local.close);
   const image = fixture('retina.jpg'); // 269,564 bytes: about 248 events fill a 64 MiB segment
@@ -43,7 +43,7 @@ t.test('an old segment whose live share fell low is compacted, giving its space 
   t.same([...new Set(old.map((id) => segmentOf(local.store.getEvent(id)!.images[0].file_id!)))], [segment], `the ${old.length} old events fill the first segment`);
   t.same(survivors.map((s) => segmentOf(s.image_ids[0])), [segment, next, next, next, next, next], 'the first survivor is its last append');
 
-  const cleanup = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: boundaryMs + 86_400_000 });
+  const cleanup = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, local.ranUntil(boundaryMs + 86_400_000));
   t.equal(cleanup.records_deleted.total, old.length, 'the old events deleted; the first segment keeps one live image');
   t.not(segmentOf(survivors[0].image_ids[0]), segment, 'that image was copied forward');
   t.notOk(fs.existsSync(firstSegment), 'and the first segment deleted');

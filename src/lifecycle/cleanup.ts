@@ -12,6 +12,7 @@ import type { StoreView } from '../store/store-view.js';
 import { isProtected } from '../store/sink-ledger.js';
 import type { DeletionReason } from '../store/store-changes.js';
 import { checkConsistency } from '../store/consistency.js';
+import { heldClock, type HeldClock } from '../store/store-clock.js';
 import { overLimit, type StoreUsage } from './capacity.js';
 
 /**
@@ -176,16 +177,19 @@ async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: Clea
  * newest creates, which retention reaches only after their checkpoint.
  * @param usage the store's usage with the index head (`CleanupHooks.usage`)
  * @param now the time (ms since the epoch) retention is measured from
+ * @param held the store's running time and epochs retention also reckons by (store-clock.ts)
  */
-export function deletionMayBeDue(store: StoreView, limits: CleanupLimits, usage: StoreUsage, now: number): boolean {
+export function deletionMayBeDue(store: StoreView, limits: CleanupLimits, usage: StoreUsage, now: number, held: HeldClock): boolean {
   if (overLimit(usage, limits)) return true;
-  return !eventsOldestFirst(store, { before: retentionCutoff(now * 1000, limits.retentionDays), limit: 1 }).next().done;
+  return !eventsOldestFirst(store, { before: retentionCutoff(now * 1000, limits.retentionDays, held), limit: 1 }).next().done;
 }
 
 /**
  * Runs one cleanup.
  * @param hooks what the HTTP thread does for a cleanup (see CleanupHooks)
  * @param options `now`, the time (ms since the epoch) retention is measured from (default: now);
+ *   `running`, the store's running time (µs; default: store-clock.ts `runningMicros`), which an
+ *   event must also have been held for RETENTION_DAYS of (docs/STORAGE.md, "A clock that jumps");
  *   `headCheckpoint` (default: `when-due` for an AUTOMATIC cleanup, `always` for a MANUAL one).
  *   Without the checkpoint the consistency pass removes no orphaned segment file, since the head's
  *   newest segment may not be in LMDB yet. `consistency` (default true): false skips the
@@ -197,14 +201,15 @@ export async function runCleanup(
   limits: CleanupLimits,
   trigger: CleanupTrigger,
   hooks: CleanupHooks,
-  options: { now?: number; headCheckpoint?: HeadCheckpoint; consistency?: boolean } = {},
+  options: { now?: number; running?: number; headCheckpoint?: HeadCheckpoint; consistency?: boolean } = {},
 ): Promise<CleanupResult> {
   const started = performance.now();
   const now = options.now ?? Date.now();
+  const held = heldClock(store, options.running);
   const headCheckpoint = options.headCheckpoint ?? (trigger === 'MANUAL' ? 'always' : 'when-due');
   // A usage the HTTP thread could not read counts as over the limits.
   const usage = headCheckpoint === 'when-due' ? await hooks.usage().catch(() => undefined) : undefined;
-  const checkpointFirst = headCheckpoint === 'always' || !usage || deletionMayBeDue(store, limits, usage, now);
+  const checkpointFirst = headCheckpoint === 'always' || !usage || deletionMayBeDue(store, limits, usage, now, held);
   const headCommitted = checkpointFirst && await hooks.checkpoint().then(() => true, () => false);
   const before = snapshot(store);
   const runConsistency = options.consistency ?? true;
@@ -212,7 +217,7 @@ export async function runCleanup(
     ? await checkConsistency(store, now, headCommitted)
     : { danglingDbRecordsRemoved: 0, orphanedDiskFilesRemoved: 0, stagingFilesRemoved: 0 };
 
-  const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays), Infinity, 'retention');
+  const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays, held), Infinity, 'retention');
   const none = { records: 0, files: 0, bytes: 0 };
   const excess = store.counters().events - limits.maxRecords;
   const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess, 'max_records') : none;

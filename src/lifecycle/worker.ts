@@ -15,6 +15,7 @@ import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
 import { DiskReserve } from '../store/disk-reserve.js';
+import { saveRunningTime } from '../store/store-clock.js';
 import { StoreView } from '../store/store-view.js';
 import type { EventChange, StoreChange } from '../store/store-changes.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger, type HeadCheckpoint } from './cleanup.js';
@@ -113,6 +114,8 @@ function cleanup(trigger: CleanupTrigger, options: { headCheckpoint?: HeadCheckp
     if (await reserve.releaseIfLow()) log.warn({ bytes: reserve.bytes }, 'disk almost full: disk reserve given back so cleanup can commit');
     const recycledRemoved = await store.releaseRecycledIfLow();
     if (recycledRemoved > 0) log.warn({ files: recycledRemoved }, 'disk almost full: recycled segment files given back');
+    // The store's running time, which retention also reckons by, survives a crash up to here (docs/STORAGE.md, "A clock that jumps").
+    await saveRunningTime(store).catch((err: unknown) => log.warn({ err }, 'running time not saved'));
     const result = await runCleanup(store, config, trigger, hooks, options);
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });
     monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await storeUsage());

@@ -19,6 +19,7 @@ import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import { DEVICE_WRITES_SOURCE, PER_DAY_AFTER_SECONDS, WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
+import { clockStatus } from '../store/store-clock.js';
 
 const PREFIX = 'edge_events_';
 
@@ -159,6 +160,7 @@ export class StoreMetrics {
     if (store.shipping) sinkMetrics(store, lifecycle, registers);
     new Counter({ name: `${PREFIX}capacity_refusals_total`, help: 'Requests answered 529 while the store was capacity-blocked.', registers, collect() { this.reset(); this.inc(lifecycle.gate.refusedTotal); } });
     new Counter({ name: `${PREFIX}lifecycle_worker_restarts_total`, help: 'Restarts of the lifecycle worker after a crash.', registers, collect() { this.reset(); this.inc(lifecycle.crashRestarts); } });
+    clockMetrics(store, registers);
     new Counter({
       name: `${PREFIX}cleanup_runs_total`,
       help: 'Cleanup runs ended, by trigger (AUTOMATIC: schedule or a crossed limit; MANUAL: POST /admin/cleanup).',
@@ -192,6 +194,26 @@ export class StoreMetrics {
   async scrape(): Promise<{ text: string; contentType: string }> {
     return { text: await this.registry.metrics(), contentType: this.registry.contentType };
   }
+}
+
+/** The store's clock against a wall clock that jumps (docs/STORAGE.md, "A clock that jumps"). */
+function clockMetrics(store: EventStore, registers: Registry[]): void {
+  new Counter({
+    name: `${PREFIX}clock_jumps_total`,
+    help: 'Steps of the wall clock over 1 s the store found (while running, at start against its newest event, over a downtime within one boot), by direction, since the store was created.',
+    labelNames: ['direction'],
+    registers,
+    collect() {
+      const { jumps } = clockStatus(store);
+      this.reset();
+      this.inc({ direction: 'forward' }, jumps.forward);
+      this.inc({ direction: 'backward' }, jumps.backward);
+    },
+  });
+  new Gauge({ name: `${PREFIX}clock_last_jump_seconds`, help: 'Size of the last jump of the wall clock the store found (negative: set back; 0 before any).', registers, collect() { this.set((clockStatus(store).jumps.last?.micros ?? 0) / 1e6); } });
+  new Counter({ name: `${PREFIX}restamped_events_total`, help: 'Events re-stamped at start because a clock set back had left them ahead of it, since the store was created.', registers, collect() { this.reset(); this.inc(clockStatus(store).jumps.restamped); } });
+  new Gauge({ name: `${PREFIX}store_running_seconds`, help: 'How long the store has run over all its starts, by the monotonic clock: the time retention also reckons by.', registers, collect() { this.set(clockStatus(store).running / 1e6); } });
+  new Gauge({ name: `${PREFIX}created_at_ahead_seconds`, help: 'How far created_at runs ahead of the wall clock after a jump back while running (0 otherwise); the next start re-stamps.', registers, collect() { this.set(clockStatus(store).ahead / 1e6); } });
 }
 
 /** The MQTT publisher's metrics (docs/OPERATIONS.md, "MQTT"). */

@@ -15,6 +15,7 @@ import { oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff } from 
 import type { StoreView } from '../store/store-view.js';
 import type { BackfillProgress } from '../store/search-index.js';
 import { DAY_MICROS, formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
+import { clockStatus, heldClock, runningAtCreation } from '../store/store-clock.js';
 
 const format = (bytes: number): string => prettyBytes(bytes, { binary: true });
 const percent = (used: number, limit: number): number => Number(((100 * used) / limit).toFixed(2));
@@ -40,12 +41,35 @@ export interface LiveState {
 }
 
 /**
+ * The store's clock for `/stats` (docs/API.md, "Statistics"; docs/STORAGE.md, "A clock that
+ * jumps"): its running time, how far created_at runs ahead of the wall clock, the jumps of the
+ * wall clock it found and the events it re-stamped.
+ */
+function clockStats(store: StoreView) {
+  const { running, ahead, jumps } = clockStatus(store);
+  return {
+    store_running_seconds: Math.round(running / 1e3) / 1e3,
+    created_at_ahead_seconds: Math.round(ahead / 1e3) / 1e3,
+    jumps_forward: jumps.forward,
+    jumps_backward: jumps.backward,
+    events_restamped: jumps.restamped,
+    last_jump: jumps.last === null ? null : {
+      seconds: Math.round(jumps.last.micros / 1e3) / 1e3,
+      found: jumps.last.found,
+      at: formatMicros(jumps.last.at),
+      events_restamped: jumps.last.restamped,
+    },
+  };
+}
+
+/**
  * The statistics of a store under `config` (docs/API.md, "Statistics").
  * @param now the time (µs since the epoch)
  * @throws the lmdb error of a failed checkpoint (below)
  */
 export async function storeStats(store: StoreView, config: Config, live: LiveState, now = Date.now() * 1000) {
-  const cutoff = retentionCutoff(now, config.retentionDays);
+  const held = heldClock(store);
+  const cutoff = retentionCutoff(now, config.retentionDays, held);
   // The retention prediction reads LMDB, as cleanup does after its checkpoint: creates in the
   // index head already past retention are checkpointed first (docs/STORAGE.md, "When a checkpoint runs").
   await store.checkpointedBefore(cutoff);
@@ -67,7 +91,8 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
       oldest_event_timestamp: formatMicrosOrNull(oldest),
       newest_event_timestamp: formatMicrosOrNull(newest),
       days_of_data_stored: oldest === null ? 0 : Number(((now - oldest) / DAY_MICROS).toFixed(4)),
-      time_until_oldest_data_deleted: oldest === null ? null : Math.max(0, Math.round((oldest + retentionMicros - now) / 1e6)),
+      // Past RETENTION_DAYS by the wall clock and by the store's running time (docs/STORAGE.md, "A clock that jumps").
+      time_until_oldest_data_deleted: oldest === null ? null : Math.max(0, Math.round(Math.max(oldest + retentionMicros - now, runningAtCreation(held, oldest) + retentionMicros - held.running) / 1e6)),
       draft_events: counters.drafts,
       oldest_draft_age_seconds: draftCreatedAt === null ? null : Math.max(0, Math.round((now - draftCreatedAt) / 1e6)),
     },
@@ -109,6 +134,7 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
       excess_bytes_over_limit: excessBytes,
       excess_bytes_formatted: format(excessBytes),
     },
+    clock: clockStats(store),
     last_cleanup: lastCleanup === undefined ? null : {
       trigger: lastCleanup.result.trigger,
       finished_at: new Date(lastCleanup.finishedAt).toISOString(),

@@ -28,6 +28,7 @@ import { quarantineDirOf, type QuarantinedBytes } from './quarantine.js';
 import { StoreChanges, type StoreChange } from './store-changes.js';
 import { StoreView, type StoreOptions } from './store-view.js';
 import { nextUniqueMicros } from './timestamps.js';
+import { keepClockSync, StoreClock, type ClockJumpReport } from './store-clock.js';
 import { countPending, migrateToLedger, startCursors } from './sink-ledger.js';
 import { backfillSearchIndex, markSearchIndexCurrentSync, prepareSearchIndex, type BackfillProgress } from './search-index.js';
 
@@ -97,6 +98,8 @@ export interface EventStoreOptions extends StoreOptions {
   onBackgroundError?: (err: unknown, task: string) => void;
   /** Told as the search index backfill advances (search-index.ts), and when it is done. */
   onSearchIndexProgress?: (progress: BackfillProgress, done: boolean) => void;
+  /** Told each jump of the wall clock the store finds (docs/STORAGE.md, "A clock that jumps"), to log. */
+  onClockJump?: (jump: ClockJumpReport) => void;
   /**
    * How long a create waits in the index head before a checkpoint commits it to LMDB once the
    * head holds CHECKPOINT_BATCH_ENTRIES, or whenever sinks are configured (ms,
@@ -147,6 +150,8 @@ export class EventStore extends StoreView {
    * searches check classes, streams and solutions on records.
    */
   searchIndexReady = false;
+  /** The clock against a wall clock that jumps (store-clock.ts); set by `open`. */
+  clock: StoreClock | undefined;
   /** How far the search index backfill got (after its latest step); null when none ran. */
   searchIndexBackfill: Readonly<BackfillProgress> | null = null;
   /** The search index backfill started at open; settles when it is done, stopped or failed. */
@@ -202,6 +207,10 @@ export class EventStore extends StoreView {
       // The replayed creates and changes are served from the head; its first checkpoint commits them.
       const replayedAt = performance.now();
       for (const batch of head) store.head.add(batch, replayedAt);
+      // Events a clock set back left ahead of it are re-stamped (docs/STORAGE.md, "A clock that jumps").
+      store.clock = await StoreClock.open(store, lastCreatedAt, () => store.checkpoint(), {
+        present: options.present, onJump: options.onClockJump, onError: (err) => options.onBackgroundError?.(err, 'clock jump record'),
+      });
       store.scheduleCheckpoint();
       store.opened = { replayed, changesReplayed, skipped, quarantined, ms: Math.round(performance.now() - started) };
       store.searchIndexReady = searchIndexReady;
@@ -301,7 +310,9 @@ export class EventStore extends StoreView {
       // The log starts again after every segment there was, so no replay finds the old creates.
       const restart: LogPosition = { segment: this.allocateSegment(), offset: 0 };
       await this.commitDurably(() => {
+        const keepClock = keepClockSync(dbs);
         for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta]) db.clearSync();
+        keepClock();
         dbs.meta.putSync(LOG_POSITION_KEY, restart);
         markSearchIndexCurrentSync(dbs);
       });
@@ -412,6 +423,7 @@ export class EventStore extends StoreView {
     await this.committer.whenIdle();
     clearTimeout(this.checkpointTimer);
     await this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
+    await this.clock?.close().catch((err: unknown) => this.options.onBackgroundError?.(err, 'running time save'));
     await this.appender.close();
     await super.close();
     this.unlock();

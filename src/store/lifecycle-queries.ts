@@ -13,6 +13,7 @@ import { createdAtOfKey, draftRange, fileAgeKey, fileAgeRange, fileOfAgeKey } fr
 import type { FileRef } from './event-deletion.js';
 import type { FileEntry, SegmentEntry } from './lmdb-env.js';
 import type { StoreView } from './store-view.js';
+import { heldCutoff, type HeldClock } from './store-clock.js';
 import { DAY_MICROS } from './timestamps.js';
 import { isProtected } from './sink-ledger.js';
 
@@ -89,15 +90,20 @@ export function oldestAndNewest(store: StoreView): { oldest: number | null; newe
 }
 
 /**
- * The retention cutoff (docs/OPERATIONS.md, "Keeping the disk bounded", retention): records
- * created before it (exclusive) are past retention. The one place it is computed, for cleanup and
- * for `/stats`' prediction of it.
- * @param nowMicros the time retention is measured from (µs since the epoch)
+ * The retention cutoff (docs/OPERATIONS.md, "Keeping the disk bounded", retention; docs/STORAGE.md,
+ * "A clock that jumps"): records created before it (exclusive) are past retention, older than
+ * RETENTION_DAYS by the wall clock and held for RETENTION_DAYS of the store's running time
+ * (store-clock.ts `heldCutoff`), so a clock that was behind and is corrected deletes nothing the
+ * store has not held that long. The one place it is computed, for cleanup and for `/stats`'
+ * prediction of it.
+ * @param nowMicros the wall clock's time retention is measured from (µs since the epoch)
  * @param retentionDays RETENTION_DAYS (decimals allowed)
+ * @param held the store's running time and epochs (store-clock.ts `heldClock`)
  * @returns µs since the epoch, an integer
  */
-export function retentionCutoff(nowMicros: number, retentionDays: number): number {
-  return Math.floor(nowMicros - retentionDays * DAY_MICROS);
+export function retentionCutoff(nowMicros: number, retentionDays: number, held: HeldClock): number {
+  const retentionMicros = retentionDays * DAY_MICROS;
+  return Math.min(Math.floor(nowMicros - retentionMicros), heldCutoff(held, retentionMicros));
 }
 
 /**

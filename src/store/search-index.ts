@@ -149,3 +149,17 @@ export async function backfillSearchIndex(
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
+
+/**
+ * Moves a backfill's resume point and bound through `restamp` (created_at µs to created_at µs,
+ * increasing), for events re-stamped after a clock was set back (restamp.ts; docs/STORAGE.md, "A
+ * clock that jumps"); the re-stamp puts the search entries of the events it moves itself. Call
+ * inside the write transaction that re-keys them; a no-op when no backfill is under way.
+ */
+export function restampSearchIndexSync(dbs: StoreDatabases, restamp: (createdAt: number) => number): void {
+  const state = readState(dbs);
+  const { building } = state;
+  if (!building) return;
+  const next = building.next === -Infinity ? building.next : restamp(building.next);
+  dbs.meta.putSync(STATE_KEY, { ...state, building: { ...building, next, until: restamp(building.until) } } satisfies SearchIndexState);
+}

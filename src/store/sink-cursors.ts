@@ -5,6 +5,7 @@
  * stopped. A cursor is written after what it names was acknowledged, so a crash between the two
  * re-ships (at least once), never skips.
  */
+import type { StoreDatabases } from './lmdb-env.js';
 import type { StoreView } from './store-view.js';
 
 const key = (sink: string) => `sink:${sink}`;
@@ -21,4 +22,16 @@ export function readSinkCursor(store: StoreView, sink: string): number | undefin
  */
 export async function writeSinkCursor(store: StoreView, sink: string, createdAt: number): Promise<void> {
   await store.dbs.meta.put(key(sink), createdAt);
+}
+
+/**
+ * Moves every sink's cursor through `restamp` (created_at µs to created_at µs, increasing), for
+ * events re-stamped after a clock was set back (restamp.ts; docs/STORAGE.md, "A clock that
+ * jumps"), so a sink resumes after the same event. Call inside the write transaction that
+ * re-keys them.
+ */
+export function restampSinkCursorsSync(dbs: StoreDatabases, restamp: (createdAt: number) => number): void {
+  // Every `sink:<name>` key: from `key('')` ('sink:') up to 'sink;', ';' being the character after ':'.
+  const cursors = [...dbs.meta.getRange({ start: key(''), end: `${key('').slice(0, -1)};` })];
+  for (const { key: name, value } of cursors) if (typeof value === 'number') dbs.meta.putSync(name, restamp(value));
 }

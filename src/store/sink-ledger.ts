@@ -146,3 +146,33 @@ export async function migrateToLedger(dbs: StoreDatabases): Promise<void> {
     dbs.meta.putSync(LEDGER_LAYOUT_KEY, 1);
   });
 }
+
+/**
+ * Moves the ledger's entries of re-stamped events to their new created_at (restamp.ts; docs/STORAGE.md,
+ * "A clock that jumps"): their `Q` entries keep their seq, so the order they ship in and every
+ * cursor stay; their `U` and `X` entries follow. Call inside the write transaction that re-keys them.
+ * @param moved old created_at to new (µs), for every re-stamped event
+ */
+export function restampLedgerSync(dbs: StoreDatabases, moved: ReadonlyMap<number, number>): void {
+  if (moved.size === 0) return;
+  const first = Math.min(...moved.keys());
+  const ledger = [...dbs.index.getKeys(ledgerRange(1))].map(entryOfKey).filter((entry) => moved.has(entry.createdAt));
+  const pending = [...dbs.index.getKeys({ start: pendingKey(first), end: pendingKey(Infinity) })].map((key) => (key as Key[])[1] as number);
+  const dead = [...dbs.index.getKeys({ start: ['X', first], end: ['X', Infinity] })].map((key) => key as [string, number, string]);
+  for (const { seq, createdAt } of ledger) {
+    dbs.index.removeSync(ledgerKey(seq, createdAt));
+    dbs.index.putSync(ledgerKey(seq, moved.get(createdAt)!), EMPTY);
+  }
+  for (const createdAt of pending) {
+    const to = moved.get(createdAt);
+    if (to === undefined) continue;
+    dbs.index.removeSync(pendingKey(createdAt));
+    dbs.index.putSync(pendingKey(to), EMPTY);
+  }
+  for (const [, createdAt, sink] of dead) {
+    const to = moved.get(createdAt);
+    if (to === undefined) continue;
+    dbs.index.removeSync(deadLetterKey(createdAt, sink));
+    dbs.index.putSync(deadLetterKey(to, sink), EMPTY);
+  }
+}

@@ -59,15 +59,115 @@ export function formatMicrosOrNull(micros: number | null): string | null {
   return micros === null ? null : formatMicros(micros);
 }
 
+/**
+ * A step of the wall clock beyond this (µs, either way) is a jump (docs/STORAGE.md, "A clock that
+ * jumps"): NTP steps a clock that is off by more than 128 ms (ntpd) or 1 s (chrony's `makestep`),
+ * and slews it otherwise. Steps below it are left alone, so created_at stays within a second of
+ * the wall clock.
+ */
+export const CLOCK_JUMP_MICROS = 1_000_000;
+
+/** A jump of the wall clock, as the created_at clock saw it. Times in µs since the epoch. */
+export interface ClockJump {
+  /** Size: the wall clock's new reading less what it would have read without the jump (µs; < 0: set back). */
+  micros: number;
+  /** True when created_at follows it: a clock set forward past created_at's own; never one set back. */
+  followed: boolean;
+  /** The wall clock after the jump. */
+  wall: number;
+  /** The created_at clock after the jump. */
+  stamp: number;
+}
+
+/**
+ * The clock created_at is read from (docs/STORAGE.md, "A clock that jumps"): the monotonic clock
+ * (`performance.now()`, CLOCK_MONOTONIC, which no setting of the time moves) plus an offset to
+ * the wall clock. Each reading compares the wall clock with the monotonic one: a step of more than
+ * CLOCK_JUMP_MICROS is a jump, told to the listeners. created_at follows a jump forward (a clock
+ * that was behind, corrected), and keeps its pace through a jump back (a clock that was ahead,
+ * corrected): stamps stay increasing and as far apart as the events, where following it would
+ * stamp every event 1 µs after the newest until the wall clock caught up, for as long as the
+ * clock had been ahead. The store's next start re-stamps what is then ahead of the wall clock
+ * (restamp.ts).
+ */
+export class StampClock {
+  /** wall − monotonic (µs) as last seen: moves only at a jump. */
+  private wallOffset: number;
+  /** created_at − monotonic (µs): follows the wall clock forward, never back. */
+  private stampOffset: number;
+  private readonly listeners = new Set<(jump: ClockJump) => void>();
+
+  /**
+   * @param wall the wall clock (µs since the epoch; default `Date.now()`)
+   * @param monotonic the monotonic clock (µs from any origin; default `performance.now()`)
+   * @param origin the wall clock at the monotonic clock's origin (µs; default
+   *   `performance.timeOrigin`), taken unless the wall clock is now a jump away from it
+   */
+  constructor(
+    private readonly wall: () => number = () => Date.now() * 1000,
+    private readonly monotonic: () => number = () => performance.now() * 1000,
+    origin = performance.timeOrigin * 1000,
+  ) {
+    this.wallOffset = this.wall() - this.monotonic();
+    this.stampOffset = Math.abs(this.wallOffset - origin) < CLOCK_JUMP_MICROS ? origin : this.wallOffset;
+  }
+
+  /** The created_at clock now (µs since the epoch, fractional); tells the listeners of a jump first. */
+  now(): number {
+    const monotonic = this.monotonic();
+    const offset = this.wall() - monotonic;
+    const micros = offset - this.wallOffset;
+    if (micros >= CLOCK_JUMP_MICROS || micros <= -CLOCK_JUMP_MICROS) {
+      this.wallOffset = offset;
+      const followed = offset > this.stampOffset;
+      if (followed) this.stampOffset = offset;
+      const jump = { micros: Math.round(micros), followed, wall: Math.floor(monotonic + offset), stamp: Math.floor(monotonic + this.stampOffset) };
+      for (const listener of this.listeners) listener(jump);
+    }
+    return monotonic + this.stampOffset;
+  }
+
+  /**
+   * How far created_at runs ahead of the wall clock (µs, ≥ 0): the size of a jump back it did not
+   * follow, 0 otherwise. As of the last reading.
+   */
+  get ahead(): number {
+    return Math.max(0, this.stampOffset - this.wallOffset);
+  }
+
+  /** Calls `listener` at each jump, synchronously, inside the reading that found it; returns the function that stops it. */
+  onJump(listener: (jump: ClockJump) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+/** The created_at clock of this thread. */
+export const createdAtClock = new StampClock();
+
 let last = 0;
 
 /**
- * The current time in µs, strictly greater than every value it returned before in this thread,
- * so created_at is unique and ordered even when the clock stalls or steps back.
+ * The current time in µs by `createdAtClock`, strictly greater than every value it returned before
+ * in this thread, so created_at is unique and ordered even when the clock stalls or steps back.
  * @param floor a value the result must exceed too (the newest created_at already stored)
  */
 export function nextUniqueMicros(floor = 0): number {
-  const now = Math.floor((performance.timeOrigin + performance.now()) * 1000);
-  last = Math.max(now, last + 1, floor + 1);
+  last = Math.max(Math.floor(createdAtClock.now()), last + 1, floor + 1);
   return last;
+}
+
+/** The last value `nextUniqueMicros` returned in this thread (µs; 0 before the first). */
+export function lastUniqueMicros(): number {
+  return last;
+}
+
+/**
+ * Sets the floor of `nextUniqueMicros` to `floor` (µs), lower than it may be: after the store's
+ * open re-stamped events a clock set back had left ahead of it (restamp.ts), the next created_at
+ * is the wall clock's again. The floor is the thread's: a test that opens two stores in one
+ * thread and re-stamps one may see the other's next created_at below its newest.
+ */
+export function restartUniqueMicros(floor: number): void {
+  last = floor;
 }

@@ -10,6 +10,7 @@ import { matchesQuery, type EventQuery } from '../store/event-query.js';
 import type { EventRecord } from '../store/event-record.js';
 import type { EventStore } from '../store/event-store.js';
 import type { StoreChange } from '../store/store-changes.js';
+import { oldestAndNewest } from '../store/lifecycle-queries.js';
 import { sourceOf, StreamMessage } from './stream-message.js';
 import { Subscription, type OfferedChange, type StreamTransport, type SubscriptionLimits } from './subscription.js';
 
@@ -64,11 +65,15 @@ export class StreamFanout {
   /**
    * Adds a subscriber and starts its catch-up from the store (docs/API.md, "Live stream").
    * @param filter the list filters (limit, order and time bounds are not used)
-   * @param since created_at (µs) of the last event the client has; undefined: live from now
+   * @param since created_at (µs) of the last event the client has; undefined: live from now. One
+   *   past the newest event stored (a client of events re-stamped since, docs/STORAGE.md, "A clock
+   *   that jumps") resumes after the newest: nothing newer exists, and every later create comes after it.
    * @returns the subscription; `cancel()` it when the client goes away
    */
   subscribe(filter: EventQuery, since: number | undefined, transport: HeartbeatTransport): Subscription {
-    const subscription = new Subscription(this.store, this.shared(filter), since, transport, this.options, (ended, overflowed) => {
+    const { newest } = oldestAndNewest(this.store);
+    const resume = since !== undefined && since > (newest ?? -Infinity) ? newest ?? undefined : since;
+    const subscription = new Subscription(this.store, this.shared(filter), resume, transport, this.options, (ended, overflowed) => {
       this.subscriptions.delete(ended);
       if (overflowed) this.dropped++;
     });

@@ -1,7 +1,7 @@
 /**
  * The store opened in the test's own process, without HTTP or the lifecycle worker: for tests
- * that hand the lifecycle code the time it would read from the clock (`runCleanup`'s `now`,
- * `sweepDrafts`'s cutoff) instead of sleeping until it comes. Events are created through the
+ * that hand the lifecycle code the time it would read from the clock (`runCleanup`'s `now` and
+ * `running`, `sweepDrafts`'s cutoff) instead of sleeping until it comes. Events are created through the
  * same `createEvent` the HTTP route calls, into a real LMDB and segment log in a temp dir, and
  * each is checkpointed into LMDB before `create` resolves: the lifecycle code these tests drive
  * runs in the worker, which sees only what checkpoints committed (docs/STORAGE.md, "The index
@@ -12,6 +12,8 @@ import { createEvent, type CreateResponse } from '../../src/events/create-event.
 import { presentEventJson } from '../../src/events/present.js';
 import type { CleanupHooks } from '../../src/lifecycle/cleanup.js';
 import { EventStore } from '../../src/store/event-store.js';
+import { runningMicros } from '../../src/store/store-clock.js';
+import { createdAtClock } from '../../src/store/timestamps.js';
 import { tempDataDir } from './store-server.js';
 
 export interface LocalStore {
@@ -24,6 +26,13 @@ export interface LocalStore {
   createdAt(id: string): number;
   /** What the HTTP thread does when the lifecycle worker asks it (src/lifecycle/worker-handle.ts). */
   hooks: CleanupHooks;
+  /**
+   * `runCleanup`'s `now` and `running` for a cleanup at `nowMs` (ms since the epoch) of a store
+   * that ran all along until then, and a millisecond more: retention reckons by the wall clock and
+   * by the store's running time (docs/STORAGE.md, "A clock that jumps"), and the margin leaves a
+   * whole-millisecond `now`'s boundary to the wall clock.
+   */
+  ranUntil(nowMs: number): { now: number; running: number };
   close(): Promise<void>;
 }
 
@@ -50,6 +59,7 @@ export async function openLocalStore(env: Record<string, string> = {}, sinks?: s
       if (!record) throw new Error(`event ${id} not stored`);
       return record.created_at;
     },
+    ranUntil: (nowMs) => ({ now: nowMs, running: runningMicros(store) + nowMs * 1000 - createdAtClock.now() + 1000 }),
     hooks: {
       onReclaimed: (segments) => {
         for (const segment of segments) void store.blobs.forget(segment);
