@@ -92,7 +92,11 @@ export interface Config {
    * port may then search with the device's hosted key. Default false: no store key, no gateway.
    */
   searchProxyOpen: boolean;
-  /** Extra names browsers may reach the store by (ALLOWED_HOSTS; see http/browser-guard.ts). */
+  /**
+   * Names added to the default ones (localhost, the hostname, `<hostname>.local`, the machine's
+   * addresses) by which any client may reach the store (ALLOWED_HOSTS; see http/browser-guard.ts,
+   * `allowedHostNames`): under a DNS name not among them every route answers 421.
+   */
   allowedHosts: string[];
   /** Origins whose pages may change the store (CORS_ALLOWED_ORIGINS), e.g. `http://dashboard:3000`. */
   corsAllowedOrigins: string[];

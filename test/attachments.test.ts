@@ -145,7 +145,7 @@ t.test('bad multipart requests: 400, 422, 413, and nothing stored', async (t) =>
   const chunks: Buffer[] = [];
   for (const b of body) for (let i = 0; i < b.length; i += 16384) chunks.push(b.subarray(i, i + 16384));
   const tooBig = await rawRequest(Number(new URL(store.url).port), [
-    `POST ${new URL(videos).pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${length}\r\n\r\n`,
+    `POST ${new URL(videos).pathname} HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${length}\r\n\r\n`,
     ...chunks,
   ]);
   t.equal(tooBig !== 'closed' && tooBig.status, 413, 'oversized video: 413');

@@ -1,8 +1,17 @@
 /** The browser guard's rules over a table of requests (src/http/browser-guard.ts). */
+import type os from 'node:os';
 import t from 'tap';
-import { createBrowserGuard, hostName, jsonContentTypeProblem, type GuardedHeaders } from '../src/http/browser-guard.js';
+import { allowedHostNames, createBrowserGuard, hostName, jsonContentTypeProblem, type GuardedHeaders, type MachineNames } from '../src/http/browser-guard.js';
 
-const guard = createBrowserGuard({ allowedHosts: ['events.plant.example'], corsAllowedOrigins: ['http://dashboard:3000'] }, 'edge-box-7');
+/** An interface's address as os.networkInterfaces() lists it. */
+const address = (ip: string, family: 'IPv4' | 'IPv6'): os.NetworkInterfaceInfo => (family === 'IPv4'
+  ? { address: ip, family, netmask: '255.255.255.0', mac: '02:00:00:00:00:07', internal: false, cidr: `${ip}/24` }
+  : { address: ip, family, netmask: 'ffff:ffff:ffff:ffff::', mac: '02:00:00:00:00:07', internal: false, cidr: `${ip}/64`, scopeid: 0 });
+const machine: MachineNames = {
+  hostname: 'Edge-Box-7',
+  interfaces: { lo: [address('127.0.0.1', 'IPv4'), address('::1', 'IPv6')], eth0: [address('192.168.1.20', 'IPv4'), address('fd00::7', 'IPv6')] },
+};
+const guard = createBrowserGuard({ allowedHosts: ['events.plant.example'], corsAllowedOrigins: ['http://dashboard:3000'] }, machine);
 const headers = (extra: Partial<GuardedHeaders>): GuardedHeaders => ({ host: '192.168.1.20:8001', origin: '', fetchSite: '', ...extra });
 const post = { changesState: true };
 const cleanup = post;
@@ -15,29 +24,24 @@ t.test('host names: port stripped, case folded, IPv6 brackets kept', async (t) =
   t.equal(hostName('localhost'), 'localhost');
 });
 
-t.test('producers are never refused for their Host', async (t) => {
-  for (const host of ['event-store:8001', 'attacker.example', 'storage.internal', '']) {
-    t.equal(guard(headers({ host }), post), undefined, host);
-  }
+t.test('the default names: localhost, the hostname, <hostname>.local and the machine\'s addresses; ALLOWED_HOSTS adds to them', async (t) => {
+  t.same(allowedHostNames([], machine), ['localhost', 'edge-box-7', 'edge-box-7.local', '127.0.0.1', '[::1]', '192.168.1.20', '[fd00::7]'], 'a LAN box needs no setting');
+  t.same(allowedHostNames(['Events.Plant.Example', 'store.lan:8001'], machine).slice(-2), ['events.plant.example', 'store.lan'], 'listed names, lower-cased, without a port');
 });
 
-t.test('a browser must use one of the store\'s names (DNS rebinding): 421 otherwise', async (t) => {
-  const allowed = ['192.168.1.20:8001', '127.0.0.1:8001', '[::1]:8001', 'localhost:8001', 'edge-box-7:8001', 'EDGE-BOX-7.local:8001', 'events.plant.example', 'app.localhost:8001'];
-  for (const host of allowed) t.equal(guard(headers({ host, fetchSite: 'same-origin' }), get), undefined, host);
-  for (const host of ['rebind.attacker.example:8001', 'edge-box-7.attacker.example', 'localhost.attacker.example', '1.2.3.4.nip.io:8001']) {
-    t.equal(guard(headers({ host, fetchSite: 'none' }), get)?.status, 421, `${host} (Sec-Fetch-Site)`);
-    t.equal(guard(headers({ host, origin: `http://${host}` }), get)?.status, 421, `${host} (Origin)`);
+t.test('every route under a DNS name not the store\'s answers 421, whoever asks: a rebinding page\'s GET carries no browser header', async (t) => {
+  const allowed = ['192.168.1.20:8001', '10.9.8.7:8001', '127.0.0.1:8001', '[::1]:8001', '[fd00::7]:8001', 'localhost:8001', 'edge-box-7:8001', 'EDGE-BOX-7.local:8001', 'events.plant.example', 'app.localhost:8001', ''];
+  const rebound = ['evil.test:18221', 'rebind.attacker.example:8001', 'edge-box-7.attacker.example', 'localhost.attacker.example', '1.2.3.4.nip.io:8001', 'event-store:8001', 'store.lan'];
+  const asks: [string, Partial<GuardedHeaders>][] = [['no browser header', {}], ['Sec-Fetch-Site', { fetchSite: 'same-origin' }], ['Origin', { origin: 'http://x' }]];
+  for (const [who, extra] of asks) {
+    for (const host of allowed) t.equal(guard(headers({ host, ...extra }), get), undefined, `${JSON.stringify(host)}, ${who}: allowed`);
+    for (const host of rebound) {
+      t.equal(guard(headers({ host, ...extra }), get)?.status, 421, `${host}, ${who}: a GET refused`);
+      t.equal(guard(headers({ host, ...extra }), post)?.status, 421, `${host}, ${who}: a POST refused`);
+    }
   }
-});
-
-t.test('the operator page is served under the store\'s names only, whoever asks (a navigation over HTTP has no browser header)', async (t) => {
-  const page = { changesState: false, forBrowsers: true };
-  const refused = guard(headers({ host: 'store.lan:8001' }), page);
-  t.equal(refused?.status, 421, 'no Origin, no Sec-Fetch-Site: still refused');
+  const refused = guard(headers({ host: 'store.lan:8001' }), get);
   t.match(refused?.message, 'Host "store.lan:8001" is not a name of this store: add "store.lan" to ALLOWED_HOSTS', 'names the host without its port, and the setting');
-  t.equal(guard(headers({ host: 'events.plant.example:8001' }), page), undefined, 'a listed name');
-  t.equal(guard(headers({ host: '192.168.1.20:8001' }), page), undefined, 'an IP literal');
-  t.equal(guard(headers({ host: 'store.lan:8001' }), get), undefined, 'another route without browser headers: a producer');
 });
 
 t.test('another origin may not change the store (403), unless listed; it may read', async (t) => {

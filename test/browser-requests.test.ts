@@ -2,12 +2,14 @@
  * What a page an operator visits, or a client speaking odd HTTP, cannot make the store do
  * (docs/RELIABILITY.md, "Security"), over real HTTP on the engine the test process runs
  * (test/node-engine/ runs this file again on node:http): cross-site writes, DNS rebinding,
- * text/plain JSON, ambiguous framing, and pipelined requests.
+ * text/plain JSON, ambiguous framing, and pipelined requests. DNS rebinding is shown in Chromium
+ * too: a page at `http://evil.test:<port>` resolved to the store.
  */
 import os from 'node:os';
 import t from 'tap';
 import { expectedEngine } from './support/engines.js';
-import { getJson, smallEvent } from './support/events.js';
+import { launchBrowser } from './support/browser.js';
+import { getJson, imageEvent, smallEvent } from './support/events.js';
 import { rawRequest } from '../scripts/lib/raw-http.js';
 import { startStore } from './support/store-server.js';
 import net from 'node:net';
@@ -54,22 +56,64 @@ t.test('the store\'s own pages and listed origins may write; listed ones get COR
   t.equal(stranger.headers.get('access-control-allow-origin'), null);
 });
 
-t.test('DNS rebinding: a browser using a name that is not the store\'s gets 421; producers use any name', async (t) => {
-  for (const host of ['rebind.attacker.example:8001', 'edge.attacker.example']) {
-    const answer = await rawRequest(port, [`GET /v2/events HTTP/1.1\r\nHost: ${host}\r\nSec-Fetch-Site: none\r\nConnection: close\r\n\r\n`]);
-    t.equal(answer === 'closed' ? 0 : answer.status, 421, host);
+/** GET (or another method) `path` with `host` and no browser header, as a rebinding page's same-origin fetch over plain HTTP sends it. */
+async function asHost(path: string, host: string, method = 'GET', body = ''): Promise<{ status: number; detail: string }> {
+  const length = body === '' ? '' : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`;
+  const answer = await rawRequest(port, [`${method} ${path} HTTP/1.1\r\nHost: ${host}\r\n${length}Connection: close\r\n\r\n${body}`]);
+  if (answer === 'closed') return { status: 0, detail: '' };
+  return { status: answer.status, detail: answer.headers['content-type']?.startsWith('application/json') ? String(JSON.parse(answer.body.toString()).detail ?? '') : '' };
+}
+
+t.test('DNS rebinding: every route under a DNS name not the store\'s answers 421, with or without browser headers', async (t) => {
+  const created = await fetch(`${store.url}/v2/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(imageEvent()) });
+  const imageId = ((await created.json()) as { image_ids: string[] }).image_ids[0];
+  const reads = ['/v2/events', '/stats', `/images/${imageId}`, '/v2/export?format=coco', '/health', '/'];
+  for (const path of reads) {
+    const answer = await asHost(path, 'evil.test:18221');
+    t.equal(answer.status, 421, `GET ${path} as evil.test, no Origin, no Sec-Fetch-Site`);
   }
-  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `${os.hostname()}:${port}`, `${os.hostname()}.local`]) {
-    const answer = await rawRequest(port, [`GET /v2/events HTTP/1.1\r\nHost: ${host}\r\nSec-Fetch-Site: same-origin\r\nConnection: close\r\n\r\n`]);
-    t.equal(answer === 'closed' ? 0 : answer.status, 200, host);
+  const refused = await asHost('/v2/events', 'evil.test:18221');
+  t.match(refused.detail, 'Host "evil.test:18221" is not a name of this store: add "evil.test" to ALLOWED_HOSTS', 'the answer names the host and the setting');
+  const before = await total();
+  t.equal((await asHost('/v2/events', 'evil.test:18221', 'POST', event)).status, 421, 'a POST too');
+  const browser = await rawRequest(port, [`GET /v2/events HTTP/1.1\r\nHost: rebind.attacker.example:8001\r\nSec-Fetch-Site: same-origin\r\nConnection: close\r\n\r\n`]);
+  t.equal(browser === 'closed' ? 0 : browser.status, 421, 'with Sec-Fetch-Site as before');
+  t.equal((await asHost('/v2/events', 'event-store:8001', 'POST', event)).status, 421, 'a producer by a container name not listed');
+  t.equal(await total(), before, 'nothing was stored');
+
+  const addresses = Object.values(os.networkInterfaces()).flatMap((infos) => infos ?? []).map((info) => (info.family === 'IPv6' ? `[${info.address}]` : info.address));
+  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `${os.hostname()}:${port}`, `${os.hostname()}.local`, ...addresses.map((address) => `${address}:${port}`)]) {
+    t.equal((await asHost('/v2/events', host)).status, 200, `${host}: one of the store's names by default`);
   }
-  const producer = await rawRequest(port, [`POST /v2/events HTTP/1.1\r\nHost: event-store:8001\r\nContent-Type: application/json\r\nContent-Length: ${event.length}\r\nConnection: close\r\n\r\n${event}`]);
-  t.equal(producer === 'closed' ? 0 : producer.status, 201, 'a container name, without browser headers');
+});
+
+t.test('a name in ALLOWED_HOSTS is served, to producers and browsers alike', async (t) => {
+  const listed = await startStore({ ALLOWED_HOSTS: 'event-store, events.plant.example' });
+  t.teardown(listed.stop);
+  const listedPort = Number(new URL(listed.url).port);
+  const producer = await rawRequest(listedPort, [`POST /v2/events HTTP/1.1\r\nHost: event-store:8001\r\nContent-Type: application/json\r\nContent-Length: ${event.length}\r\nConnection: close\r\n\r\n${event}`]);
+  t.equal(producer === 'closed' ? 0 : producer.status, 201, 'a container name, listed');
+  const page = await rawRequest(listedPort, [`GET /v2/events HTTP/1.1\r\nHost: events.plant.example\r\nSec-Fetch-Site: same-origin\r\nConnection: close\r\n\r\n`]);
+  t.equal(page === 'closed' ? 0 : page.status, 200, 'a DNS alias, listed');
+  const other = await rawRequest(listedPort, [`GET /stats HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n`]);
+  t.equal(other === 'closed' ? 0 : other.status, 421, 'any other name still');
+});
+
+t.test('a page at http://evil.test, resolved to the store, reads nothing (Chromium)', async (t) => {
+  const browser = await launchBrowser(['--host-resolver-rules=MAP evil.test 127.0.0.1']);
+  t.teardown(() => browser.close());
+  // The attacker's page is its own (no policy of the store's applies to its scripts): only the Host decides.
+  const context = await browser.newContext({ bypassCSP: true });
+  const tab = await context.newPage();
+  tab.setDefaultTimeout(10_000);
+  await tab.goto(`http://evil.test:${port}/`);
+  const statuses = await tab.evaluate(async (paths) => Promise.all(paths.map(async (path) => (await fetch(path)).status)), ['/v2/events', '/stats', '/v2/export?format=coco']);
+  t.same(statuses, [421, 421, 421], 'the rebinding page\'s same-origin GETs');
 });
 
 t.test('ambiguous framing is refused and the connection closed (RFC 9112, section 6)', async (t) => {
   const before = await total();
-  const head = 'POST /v2/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n';
+  const head = 'POST /v2/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n';
   const chunked = `${event.length.toString(16)}\r\n${event}\r\n0\r\n\r\n`;
   const cases: [string, string, number[]][] = [
     ['two Content-Length headers', `${head}Content-Length: ${event.length}\r\nContent-Length: 5\r\n\r\n${event}`, [400]],
@@ -107,8 +151,8 @@ function pipelined(requests: string[]): Promise<string[]> {
 }
 
 t.test('pipelined requests: answered in order on node:http; refused by closing on uWebSockets.js', async (t) => {
-  const create = `POST /v2/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${event.length}\r\n\r\n${event}`;
-  const health = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+  const create = `POST /v2/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${event.length}\r\n\r\n${event}`;
+  const health = 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n';
   const statuses = await pipelined([create, create, health]);
   if (expectedEngine().engine === 'node') {
     t.same(statuses, ['HTTP/1.1 201', 'HTTP/1.1 201', 'HTTP/1.1 200'], 'every answer, in order');

@@ -27,14 +27,14 @@ t.test('a refused upload is read to its end and the connection serves the next r
   socket.on('data', (data) => (received += data.toString('latin1')));
   socket.on('close', () => (closed = true));
   await new Promise((resolve) => socket.once('connect', resolve));
-  socket.write(`POST /v2/events/${finalized}/videos HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${part.length}\r\n\r\n`);
+  socket.write(`POST /v2/events/${finalized}/videos HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${part.length}\r\n\r\n`);
   socket.write(part.subarray(0, 1000));
 
   await until('the answer, before the body is all sent', () => received.includes('\r\n\r\n{'));
   t.match(received, /^HTTP\/1\.1 409 /, 'the upload is refused at once');
   t.notMatch(received, /connection: close/i, 'without closing the connection');
   socket.write(part.subarray(1000));
-  socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+  socket.write('GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n');
   await until('the next answer on the same connection', () => closed || (received.match(/HTTP\/1\.1 \d+/g) ?? []).length === 2);
   t.same(received.match(/HTTP\/1\.1 \d+/g), ['HTTP/1.1 409', 'HTTP/1.1 200'], 'the rest of the body was dropped and the next request answered');
   t.notOk(closed, 'the connection is still open');

@@ -67,7 +67,7 @@ t.test('a body declared too large is answered 413 at once, and the connection cl
   socket.on('data', (data) => (received += data));
   const closed = once(socket, 'close');
   // Only the head is sent: the answer cannot wait for a body that never comes.
-  socket.write('POST /v2/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"a":');
+  socket.write('POST /v2/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"a":');
   await closed;
   t.match(received, /^HTTP\/1\.1 413 /, 'answered 413');
   t.match(received, /"detail":"Record of 100000000 bytes exceeds the limit of 65536 bytes"/);
@@ -143,7 +143,7 @@ t.test('one store per data directory and per port', async (t) => {
 t.test('a client hanging up in the middle of a JSON body does not hold up a graceful stop', { timeout: 30_000 }, async (t) => {
   const store = await startStore();
   const port = Number(new URL(store.url).port);
-  await rawRequest(port, ['POST /v2/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"inference_'], { abort: true });
+  await rawRequest(port, ['POST /v2/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"inference_'], { abort: true });
   t.equal((await getJson(`${store.url}/health`)).status, 200);
   // The abandoned request can never finish: a stop that waits for it waits its whole grace
   // period (10 minutes here, so a defect shows as this subtest's 30 s timeout, not as a figure).

@@ -122,7 +122,7 @@ t.test('a body over MAX_RECORD_SIZE_BYTES answers 413 without being read whole',
   const chunks: Buffer[] = [];
   for (let i = 0; i < bytes.length; i += 16384) chunks.push(bytes.subarray(i, i + 16384));
   const chunked = await rawRequest(Number(new URL(store.url).port), [
-    'POST /v2/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n',
+    'POST /v2/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n',
     ...chunks.map((c) => Buffer.concat([Buffer.from(`${c.length.toString(16)}\r\n`), c, Buffer.from('\r\n')])),
     '0\r\n\r\n',
   ]);
@@ -137,7 +137,7 @@ t.test('a client that disconnects mid-body leaves no trace and others are served
   const body = JSON.stringify(imageEvent());
   await new Promise<void>((resolve) => {
     const socket = net.connect(Number(port), '127.0.0.1', () => {
-      socket.write(`POST /v2/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      socket.write(`POST /v2/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
       socket.write(body.slice(0, body.length / 2), () => {
         socket.destroy();
         resolve();

@@ -107,7 +107,7 @@ t.test('under a name not in ALLOWED_HOSTS the page and its scripts answer 421, t
     t.equal((await ask('/', host)).status, 200, `the HTML under ${host}`);
     t.equal((await ask('/operator/main.js', host)).status, 200, `its script under ${host}`);
   }
-  t.equal((await ask('/health', 'event-store:8001')).status, 200, 'a monitor still probes /health by any name');
+  t.equal((await ask('/health', 'event-store:8001')).status, 421, 'every route under an unlisted name, /health too (docs/SECURITY.md)');
 
   // The report, in a browser: Chromium resolves both names to the store.
   const browser = await launchBrowser(['--host-resolver-rules=MAP store.lan 127.0.0.1, MAP events.plant.example 127.0.0.1']);

@@ -223,7 +223,7 @@ t.test('search proxy path segments cannot change the hosted path', async (t) => 
       [`/${trick}/${trick}/search`, '{}', /^\/api\/[^/]+\/[^/]+\/search\?api_key=hosted-key$/],
     ] as const) {
       const before = seen.length;
-      const answer = await rawRequest(port, [`POST ${target} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`]);
+      const answer = await rawRequest(port, [`POST ${target} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`]);
       const forwarded = seen.slice(before);
       if (answer === 'closed' || answer.status >= 500) t.fail(`POST ${target} answered ${answer === 'closed' ? 'by closing' : answer.status}`);
       for (const url of forwarded) {
@@ -248,10 +248,10 @@ t.test('request headers and bodies are bounded', async (t) => {
   // answers 431 and a control character 400, both closing the connection; the number of header
   // lines is bounded by the head's size alone.
   const [hugeHeader, hugeLine, manyHeaders, controlCharacter] = await Promise.all([
-    rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\nX-Big: ${'a'.repeat(1024 * 1024)}\r\n\r\n`]),
-    rawRequest(port, [`GET /v2/events?device_id=${'d'.repeat(256 * 1024)} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\n\r\n`]),
-    rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\n${Array.from({ length: 200 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`], { timeoutMs: 60_000 }),
-    rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\nRange: bytes=0-\u000e\r\n\r\n`], { timeoutMs: 60_000 }),
+    rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\nX-Big: ${'a'.repeat(1024 * 1024)}\r\n\r\n`]),
+    rawRequest(port, [`GET /v2/events?device_id=${'d'.repeat(256 * 1024)} HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\n\r\n`]),
+    rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\n${Array.from({ length: 200 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`], { timeoutMs: 60_000 }),
+    rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\nRange: bytes=0-\u000e\r\n\r\n`], { timeoutMs: 60_000 }),
   ]);
   const engine = store.service.runtime.http_engine;
   /** The engine's refusal: uws closes without an answer; node answers `status` and closes. */
@@ -268,7 +268,7 @@ t.test('request headers and bodies are bounded', async (t) => {
   // trufflesuite 20.30 build closes it (docs/RELIABILITY.md, "Limits").
   const headOf = (bytes: number) => {
     const prefix = 'GET /v2/events?limit=1&device_id=';
-    const suffix = ` HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\n\r\n`;
+    const suffix = ` HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\n\r\n`;
     const head = `${prefix}${'d'.repeat(bytes - prefix.length - suffix.length)}${suffix}`;
     return [head.slice(0, 1000), head.slice(1000, 2000), head.slice(2000)];
   };
@@ -279,15 +279,15 @@ t.test('request headers and bodies are bounded', async (t) => {
   else t.equal(large !== 'closed' && large.status, 200, `a 64 KiB head in three writes: answered (${engine}, ${store.service.runtime.uws_build ?? 'node:http'})`);
 
   const big = JSON.stringify(imageEvent({ custom_metadata: { pad: 'p'.repeat(70 * 1024) } }));
-  const declared = await rawRequest(port, [`POST /v2/events HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n`, big]);
+  const declared = await rawRequest(port, [`POST /v2/events HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n`, big]);
   t.equal(declared !== 'closed' && declared.status, 413, 'a body declared past MAX_RECORD_SIZE_BYTES: 413');
   const chunked = await rawRequest(port, [
-    `POST /v2/events HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    `POST /v2/events HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
     ...Array.from({ length: 8 }, (_, i) => big.slice(i * 10_000, (i + 1) * 10_000)).filter((c) => c).map((c) => `${c.length.toString(16)}\r\n${c}\r\n`),
     '0\r\n\r\n',
   ]);
   t.equal(chunked !== 'closed' && chunked.status, 413, 'a chunked body growing past MAX_RECORD_SIZE_BYTES: 413');
-  const search = await rawRequest(port, [`POST /acme/search/v1 HTTP/1.1\r\nHost: x\r\nX-API-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n`, big]);
+  const search = await rawRequest(port, [`POST /acme/search/v1 HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n`, big]);
   t.equal(search !== 'closed' && search.status, 413, 'a search body past its 64 KiB limit: 413');
 
   t.same(await counts(store), before, 'nothing stored');

@@ -17,7 +17,7 @@ function validRequest(kind: Kind, draftId: string): { head: string; body: Buffer
     ? Buffer.from(JSON.stringify({ inference_timestamp: '2026-11-22T01:00:00Z', event_schema: 'custom', event_data: {}, images: [{ base64_image: fixture('cat.jpg').toString('base64') }] }))
     : Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="file"; filename="c.mov"\r\n\r\n'), fixture('testsrc.mov'), Buffer.from('\r\n--b--\r\n')]);
   const [path, type] = kind === 'create' ? ['/v2/events', 'application/json'] : [`/v2/events/${draftId}/videos`, 'multipart/form-data; boundary=b'];
-  return { head: `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`, body };
+  return { head: `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`, body };
 }
 
 /** `bytes` cut at the given fractions (sorted, deduplicated) into consecutive pieces. */

@@ -77,7 +77,7 @@ const rangeProperty: FuzzProperty = {
   name: 'Range header',
   build: (ctx) => fc.asyncProperty(rangeHeader, tracked(ctx, async (range) => {
     const size = ctx.imageBytes.length;
-    const answer = await raw(ctx, `GET /images/${ctx.imageId} HTTP/1.1\r\nHost: x\r\nRange: ${range}\r\n\r\n`);
+    const answer = await raw(ctx, `GET /images/${ctx.imageId} HTTP/1.1\r\nHost: localhost\r\nRange: ${range}\r\n\r\n`);
     if (answer === 'closed') throw new InvariantBroken(`Range ${JSON.stringify(range)}: connection closed`);
     const what = `GET /images with Range ${JSON.stringify(range)}`;
     expectStatus(what, answer.status, [200, 206, 416], answer.body);
@@ -100,7 +100,7 @@ const multipartProperty: FuzzProperty = {
     const draftId = await newDraft(ctx);
     const before = await footprint(ctx);
     const path = `/v2/events/${draftId}/${route}`;
-    const answer = await raw(ctx, `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${upload.contentType}\r\nContent-Length: ${upload.body.length}\r\n\r\n`, upload.body);
+    const answer = await raw(ctx, `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${upload.contentType}\r\nContent-Length: ${upload.body.length}\r\n\r\n`, upload.body);
     if (answer !== 'closed') {
       expectStatus(`POST ${path}`, answer.status, [201, 400, 413, 415, 422, 507, 529], answer.body);
       await assertStagingEmpty(ctx, `POST ${path}`);
@@ -134,7 +134,7 @@ const pathIdProperty: FuzzProperty = {
     const before = await footprint(ctx);
     const body = method === 'POST' ? VIDEO_FORM : Buffer.alloc(0);
     const target = `${prefix}${id}${suffix}`;
-    const answer = await raw(ctx, `${method} ${target} HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${body.length}\r\n\r\n`, body);
+    const answer = await raw(ctx, `${method} ${target} HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${body.length}\r\n\r\n`, body);
     if (answer !== 'closed') assertNoServerError(answer.status, `${method} ${target}`, answer.body.toString('utf8'));
     await assertNothingStored(ctx, before, `${method} ${target}`);
     await assertHealthy(ctx, `${method} ${target}`);

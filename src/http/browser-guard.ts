@@ -1,14 +1,17 @@
 /**
  * What a web page an operator visits must not make the store do (docs/RELIABILITY.md,
- * "Security"): with auth off, a page could otherwise POST events or run a cleanup (cross-site
- * requests), or read the store under a name of its own that resolves to the device (DNS
- * rebinding). Browsers say who they are: they send `Origin` on cross-site requests and
- * `Sec-Fetch-Site` on every request. Producers (Python, curl, other services) send neither and
- * reach the store by any name (`http://event-store:8001`): they are never refused for their Host.
+ * "Security"; docs/SECURITY.md, "A web page opened on the LAN"): with auth off, a page could
+ * otherwise POST events or run a cleanup (cross-site requests), or read the store under a name of
+ * its own that resolves to the device (DNS rebinding). A rebinding page's reads cannot be told
+ * from a producer's: over plain HTTP to a name other than `localhost`, Chromium sends neither
+ * `Origin` nor `Sec-Fetch-Site` on a same-origin GET. So the Host decides, on every route and
+ * whoever asks: an IP literal cannot be rebound and is always allowed; a DNS name must be one of
+ * the store's (`allowedHostNames`: localhost, the machine's hostname and `<hostname>.local`, its
+ * addresses, and ALLOWED_HOSTS). A producer that reaches the store by another name
+ * (`http://event-store:8001`) lists it in ALLOWED_HOSTS or uses an address.
  *
- * Rules: a browser request whose Host is not an allowed name answers 421; so does any request for
- * the operator page and its files under such a name, whoever asks (see `GuardedRoute.forBrowsers`);
- * a request that changes
+ * Rules: a request whose Host is not an allowed name answers 421 (naming the host and
+ * ALLOWED_HOSTS); a request that changes
  * state with an Origin other than the store's own (and not listed in CORS_ALLOWED_ORIGINS)
  * answers 403; both before the key is checked. After it, a JSON route's body must be
  * `application/json` (415): that is what a page cannot send cross-site without a preflight.
@@ -30,17 +33,10 @@ export interface GuardedHeaders {
 export interface GuardedRoute {
   /** A POST: creates, attaches, finalizes, cleans up, resets, or spends the hosted key. */
   changesState: boolean;
-  /**
-   * The route serves browsers only (the operator page and its files): its Host is checked even
-   * without browser headers. Over plain HTTP to a name that is not `localhost`, Chromium sends no
-   * `Sec-Fetch-*` (only to potentially trustworthy origins) and a navigation carries no `Origin`,
-   * while the page's module scripts carry `Origin` (CORS mode): without this, the HTML loads under
-   * any name and its scripts answer 421 (docs/SECURITY.md, "A web page opened on the LAN").
-   */
-  forBrowsers?: boolean;
+
 }
 
-/** Names and origins allowed beyond the built-in ones (ALLOWED_HOSTS, CORS_ALLOWED_ORIGINS). */
+/** Names and origins allowed beyond the built-in ones (ALLOWED_HOSTS, CORS_ALLOWED_ORIGINS; `allowedHostNames` adds the defaults). */
 export interface GuardSettings {
   allowedHosts: readonly string[];
   corsAllowedOrigins: readonly string[];
@@ -57,25 +53,47 @@ export function hostName(host: string): string {
   return colon === -1 ? lower : lower.slice(0, colon);
 }
 
+/** What `allowedHostNames` reads of the machine: its hostname and its network interfaces (os.networkInterfaces). */
+export interface MachineNames {
+  hostname: string;
+  interfaces: NodeJS.Dict<os.NetworkInterfaceInfo[]>;
+}
+
+/**
+ * The host names a request may carry (docs/OPERATIONS.md, "Settings", ALLOWED_HOSTS), lower-cased,
+ * as they appear in a Host header without its port: the default a LAN box needs no setting for
+ * (`localhost`, the machine's hostname and `<hostname>.local`, the addresses of its interfaces,
+ * IPv6 in brackets) followed by the names listed in ALLOWED_HOSTS, which add to it. IP literals
+ * are allowed whether listed or not (`createBrowserGuard`): an address cannot be rebound.
+ * @param machine the machine (default: this one, `os.hostname()` and `os.networkInterfaces()`)
+ */
+export function allowedHostNames(listed: readonly string[], machine: MachineNames = { hostname: os.hostname(), interfaces: os.networkInterfaces() }): string[] {
+  const hostname = machine.hostname.toLowerCase();
+  const addresses = Object.values(machine.interfaces).flatMap((infos) => infos ?? [])
+    .map((info) => (info.family === 'IPv6' ? `[${info.address.toLowerCase()}]` : info.address));
+  return [...new Set(['localhost', hostname, `${hostname}.local`, ...addresses, ...listed.map((name) => hostName(name))])];
+}
+
 /**
  * A checker for `settings`: answers the error a request must get, or undefined to let it on.
- * Allowed names: IP literals, `localhost`, this machine's hostname and `<hostname>.local`, and
- * ALLOWED_HOSTS. Allowed origins: the store's own (`http://<Host>`) and CORS_ALLOWED_ORIGINS.
- * @param machineName the machine's hostname (default `os.hostname()`)
+ * Allowed names, on every route and whoever asks (docs/SECURITY.md, "A web page opened on the
+ * LAN"): IP literals, names ending in `.localhost` (loopback, RFC 6761), no Host at all, and
+ * `allowedHostNames(settings.allowedHosts)`. Allowed origins: the store's own (`http://<Host>`)
+ * and CORS_ALLOWED_ORIGINS.
+ * @param machine the machine whose names are allowed (default: this one; see `allowedHostNames`)
  * @returns AppError misdirected_request (421, its detail naming the host and ALLOWED_HOSTS) or
  *   cross_origin_refused (403); undefined when the
  *   request may go on
  */
-export function createBrowserGuard(settings: GuardSettings, machineName = os.hostname()) {
-  const machine = machineName.toLowerCase();
-  const names = new Set(['localhost', machine, `${machine}.local`, ...settings.allowedHosts.map((name) => name.toLowerCase())]);
+export function createBrowserGuard(settings: GuardSettings, machine?: MachineNames) {
+  const names = new Set(allowedHostNames(settings.allowedHosts, machine));
   const origins = new Set(settings.corsAllowedOrigins.map((origin) => origin.toLowerCase()));
-  const allowedName = (name: string): boolean => names.has(name) || IPV4.test(name) || IPV6.test(name) || name.endsWith('.localhost');
+  const allowedName = (name: string): boolean => name === '' || names.has(name) || IPV4.test(name) || IPV6.test(name) || name.endsWith('.localhost');
 
   return (headers: GuardedHeaders, route: GuardedRoute): AppError | undefined => {
-    const fromBrowser = headers.origin !== '' || headers.fetchSite !== '' || route.forBrowsers === true;
+    // Every route, GETs too: a rebinding page's GET carries no browser header (docs/SECURITY.md).
     const name = hostName(headers.host);
-    if (fromBrowser && !allowedName(name)) {
+    if (!allowedName(name)) {
       return new AppError('misdirected_request', `Host ${JSON.stringify(headers.host)} is not a name of this store: `
         + `add ${JSON.stringify(name)} to ALLOWED_HOSTS (comma-separated, in the store's environment) and restart the store`);
     }

@@ -126,7 +126,7 @@ const pathParamNames = (routePath: string): string[] => [...routePath.matchAll(/
 /**
  * What the route table answers for `route` before its handler runs (route-table.ts), as errors
  * of the route's doc: 401 (the key), 413 and 415 (a JSON body it reads or requires), 421 (a page
- * for browsers under a name not theirs), 529 (`capacity_blocked`).
+ * for browsers, or any route, under a DNS name not the store's), 529 (`capacity_blocked`).
  */
 function routeTableErrors(route: Route): Partial<Record<ErrorCode, ErrorDoc>> {
   const errors: Partial<Record<ErrorCode, ErrorDoc>> = {};
@@ -135,9 +135,7 @@ function routeTableErrors(route: Route): Partial<Record<ErrorCode, ErrorDoc>> {
   }
   if (route.body === 'json') errors.record_too_large = 'Record exceeds MAX_RECORD_SIZE_BYTES.';
   if (route.body === 'json' || route.jsonBody) errors.unsupported_content_type = 'Content-Type is not application/json.';
-  if (route.forBrowsers) {
-    errors.misdirected_request = `Host is not a name browsers may use for this store, whoever asks; add it to ALLOWED_HOSTS${route.errorShape === 'page' ? ' (an HTML page says so)' : ''}.`;
-  }
+  errors.misdirected_request = `Host is a DNS name not among the store's (localhost, its hostname, <hostname>.local, ALLOWED_HOSTS); add it to ALLOWED_HOSTS${route.errorShape === 'page' ? ' (an HTML page says so)' : ''}.`;
   if (route.gated) errors.capacity_blocked = 'Store over its capacity limits, waiting for uploads to drain; nothing was written.';
   return errors;
 }

@@ -7,9 +7,8 @@
  * Like /docs, the page and its files open without the key: they hold no data. The page asks for
  * the key and sends it on the calls it makes (docs/API.md, "Authentication").
  *
- * They are served only under a name a browser may use for the store (`forBrowsers`; docs/API.md,
- * "Browsers"): under any other, the HTML is a 421 page naming the host and ALLOWED_HOSTS, rather
- * than a page whose scripts the browser guard refuses.
+ * Like every route, they are served only under a name of the store (docs/API.md, "Browsers"):
+ * under any other, the HTML is a 421 page naming the host and ALLOWED_HOSTS (`errorShape: 'page'`).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -66,7 +65,6 @@ export const operatorPageRoutes: Route[] = [
     method: 'get',
     path: '/',
     public: true,
-    forBrowsers: true,
     errorShape: 'page',
     head: true,
     doc: {
@@ -87,7 +85,6 @@ export const operatorPageRoutes: Route[] = [
     method: 'get',
     path: '/operator/:file',
     public: true,
-    forBrowsers: true,
     doc: {
       tag: 'operator page',
       summary: 'A file of the operator page',

@@ -105,11 +105,6 @@ export interface Route {
    */
   errorShape?: ErrorShape;
   /**
-   * Only browsers ask for it (the operator page and its files): the browser guard checks its Host
-   * whoever asks, so the page and its scripts load under the same names (browser-guard.ts).
-   */
-  forBrowsers?: true;
-  /**
    * Answers 529 while the store is capacity-blocked, before any body is read (`capacity_blocked`); `create`
    * also closes the gate when this create would overfill the store (docs/API.md, "Capacity and 529").
    */
@@ -197,7 +192,7 @@ export function createAdmission(ctx: ServerContext): Admission {
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
   const admit: Admission['admit'] = (ex, route, changesState = route.method === 'post' || route.refusesCrossOrigin === true) => {
     ex.setResponseDefaults({ errorShape: route.errorShape ?? 'store', headers: corsHeaders(ex.headers.origin, allowedOrigins) });
-    const refused = guard(ex.headers, { changesState, forBrowsers: route.forBrowsers === true });
+    const refused = guard(ex.headers, { changesState });
     if (refused) return refused;
     if (!route.public && !checkKey(presentedKey(ex, route))) return new AppError('unauthorized');
     const notJson = route.body === 'json' || route.jsonBody === true ? jsonContentTypeProblem(ex.headers.contentType) : undefined;

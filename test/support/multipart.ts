@@ -29,7 +29,7 @@ export function abortedUpload(baseUrl: string, path: string, head: Buffer, sendB
   const declaredLength = preamble.length + 100 * 1024 * 1024;
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), '127.0.0.1', () => {
-      socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${declaredLength}\r\n\r\n${preamble}`);
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${declaredLength}\r\n\r\n${preamble}`);
       socket.write(head);
       socket.write(Buffer.alloc(sendBytes - head.length, 7), () => {
         until('the upload under way', underWay).then(() => {
