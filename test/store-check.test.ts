@@ -118,6 +118,7 @@ t.test('check and repair', async (t) => {
     const aside = fs.readdirSync(dir).filter((name) => name.startsWith('db.damaged-'));
     t.equal(aside.length, 1, 'the damaged index is kept aside');
     t.equal(fs.statSync(path.join(dir, aside[0], 'data.mdb')).size, cutAt, 'as it was');
+    t.notOk(fs.readdirSync(dir).some((name) => name.startsWith('blobs.before-rebuild-')), 'no segment file was removed, so none is kept');
 
     const listed = await listedByServer(dir, imageIds[0]);
     t.same(listed.ids.toSorted(), ids.toSorted(), `all ${EVENTS} events are listed`);
@@ -130,9 +131,20 @@ t.test('check and repair', async (t) => {
     const plain = await check(dir);
     t.equal(plain.code, 1);
     t.match(plain.stdout, /Index db\/data\.mdb: missing or empty, while the log has segments/);
+    // A segment file no frame of the log names (as an upload whose attach frame was in a segment
+    // already reclaimed): the open removes it, and the repair keeps it.
+    fs.writeFileSync(path.join(dir, 'blobs', 'seg-00000009.blob'), Buffer.alloc(1000));
     const repair = await jsonCheck(dir, '--repair');
     t.equal(repair.code, 0);
-    t.match(repair, { check: { rebuild: 'the index is missing while the log has segments' }, repair: { movedTo: null, events: EVENTS }, recheck: { damage: false } });
+    t.match(repair, {
+      check: { rebuild: 'the index is missing while the log has segments' },
+      repair: { movedTo: null, events: EVENTS, segmentFilesRemoved: ['seg-00000009.blob'], keptIn: /\/blobs\.before-rebuild-/ },
+      recheck: { damage: false },
+    });
+    const { keptIn } = repair.repair as { keptIn: string };
+    t.same(fs.readdirSync(keptIn), ['seg-00000009.blob'], 'only the removed file is kept: the links of the others are gone');
+    t.equal(fs.statSync(path.join(keptIn, 'seg-00000009.blob')).size, 1000);
+    t.notOk(fs.existsSync(path.join(dir, 'blobs', 'seg-00000009.blob')));
     t.same((await listedByServer(dir, imageIds[0])).ids.toSorted(), ids.toSorted());
   });
 

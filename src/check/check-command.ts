@@ -105,6 +105,7 @@ export function describe(check: CheckReport, repairAsked: boolean, repair: Rebui
     lines.push(repair.firstSegment === null
       ? '  The log holds no segment: the new index is empty.'
       : `  Replayed the log from segment ${repair.firstSegment}: ${plural(repair.replayed, 'event')} and ${plural(repair.changesReplayed, 'change')}; the index holds ${plural(repair.events, 'event')} (the log holds ${plural(check.log.records, 'record')}).`);
+    if (repair.keptIn) lines.push(`  The open removed ${plural(repair.segmentFilesRemoved.length, 'segment file')} no replayed frame names (${repair.segmentFilesRemoved.join(', ')}): kept as they were in ${repair.keptIn}.`);
     if (repair.skipped > 0) lines.push(`  ${plural(repair.skipped, 'record')} named a file no frame holds and could not be indexed (docs/STORAGE.md, "Recovery").`);
     lines.push('', 'Checked again after the repair:', ...describeCheck(recheck));
   }

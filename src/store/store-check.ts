@@ -440,6 +440,13 @@ export interface RebuildReport {
   skipped: number;
   /** Events in the rebuilt index. */
   events: number;
+  /**
+   * Segment files the open removed as files the rebuilt index does not know (docs/STORAGE.md,
+   * "Recovery", step 3), kept as they were in `keptIn`; empty when it removed none.
+   */
+  segmentFilesRemoved: string[];
+  /** `blobs.before-rebuild-<time>`, holding `segmentFilesRemoved`; null when it removed none. */
+  keptIn: string | null;
   ms: number;
 }
 
@@ -449,13 +456,48 @@ function chownTree(dir: string, uid: number, gid: number): void {
   for (const name of fs.readdirSync(dir)) fs.chownSync(path.join(dir, name), uid, gid);
 }
 
-/** `db.damaged-<ISO time>` in `dataDir`, one no other rebuild took. */
-function asideName(dataDir: string, now: Date): string {
+/** `<time>` for the names of a rebuild's folders in `dataDir`, one no other rebuild took. */
+function rebuildStamp(dataDir: string, now: Date): string {
   const stamp = now.toISOString().replaceAll(':', '-');
   for (let n = 0; ; n++) {
-    const name = path.join(dataDir, `db.damaged-${stamp}${n === 0 ? '' : `-${n}`}`);
-    if (!fs.existsSync(name)) return name;
+    const candidate = `${stamp}${n === 0 ? '' : `-${n}`}`;
+    if (!fs.existsSync(path.join(dataDir, `db.damaged-${candidate}`)) && !fs.existsSync(path.join(dataDir, `blobs.before-rebuild-${candidate}`))) return candidate;
   }
+}
+
+/**
+ * Hard-links every segment file of `blobsDir` into the new folder `kept`: the open that follows a
+ * rebuild removes the files no replayed frame names (an upload whose attach frame was in a
+ * segment already reclaimed), and a link keeps their bytes without copying them.
+ * @throws the fs error of a failed link (another file system: nothing is changed then)
+ */
+function linkSegments(blobsDir: string, kept: string): void {
+  fs.mkdirSync(kept);
+  try {
+    for (const name of fs.readdirSync(blobsDir)) {
+      if (segmentNumberOf(name) !== undefined) fs.linkSync(path.join(blobsDir, name), path.join(kept, name));
+    }
+  } catch (err) {
+    fs.rmSync(kept, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * Removes from `kept` the links of the segment files still in `blobsDir` (the same file), and
+ * `kept` itself when nothing else is left.
+ * @returns the names of the files left in `kept`: those the open removed from blobs/
+ */
+function pruneKept(blobsDir: string, kept: string): string[] {
+  const removed: string[] = [];
+  for (const name of fs.readdirSync(kept)) {
+    const link = fs.statSync(path.join(kept, name));
+    const still = fs.statSync(path.join(blobsDir, name), { throwIfNoEntry: false });
+    if (still && still.ino === link.ino && still.dev === link.dev) fs.rmSync(path.join(kept, name));
+    else removed.push(name);
+  }
+  if (removed.length === 0) fs.rmdirSync(kept);
+  return removed.sort();
 }
 
 /**
@@ -464,26 +506,31 @@ function asideName(dataDir: string, now: Date): string {
  * first segment on disk at offset 0 and whose shipping sinks start at the beginning of the
  * ledger (everything finalized is shipped again: shipping is at least once), then opens the
  * store, whose recovery replays the whole log into the index, and closes it, which checkpoints
- * what the replay left in the index head. Run as root on a folder another user owns, the new
- * `db/` is given to that user.
+ * what the replay left in the index head. Every segment file is hard-linked into
+ * `blobs.before-rebuild-<time>` first; what the open removed stays there, the rest is unlinked.
+ * Run as root on a folder another user owns, the new folders are given to that user.
  * @param options the store's options: `sinks` as the store is configured (finalized events enter
  *   the shipping ledger for them), `present` its record presenter
  * @throws CheckRefused when `dataDir` is not a folder or a running store holds it
- * @throws the fs or lmdb error of a failed step; `db.damaged-*` keeps the former index, and the
- *   rebuild can be run again
+ * @throws the fs or lmdb error of a failed step; `db.damaged-*` keeps the former index and
+ *   `blobs.before-rebuild-*` every segment file, and the rebuild can be run again
  */
 export async function rebuildIndex(dataDir: string, options: StoreOptions, now = new Date()): Promise<RebuildReport> {
   const started = performance.now();
   const unlock = lockForCheck(dataDir);
   const dbDir = path.join(dataDir, 'db');
+  const blobsDir = path.join(dataDir, 'blobs');
+  const stamp = rebuildStamp(dataDir, now);
+  const kept = path.join(dataDir, `blobs.before-rebuild-${stamp}`);
   let movedTo: string | null = null;
   let firstSegment: number | null = null;
   try {
+    firstSegment = segmentsOnDisk(blobsDir)[0] ?? null;
+    if (firstSegment !== null) linkSegments(blobsDir, kept);
     if (fs.existsSync(dbDir)) {
-      movedTo = asideName(dataDir, now);
+      movedTo = path.join(dataDir, `db.damaged-${stamp}`);
       fs.renameSync(dbDir, movedTo);
     }
-    firstSegment = segmentsOnDisk(path.join(dataDir, 'blobs'))[0] ?? null;
     const dbs = openDatabases(dataDir);
     try {
       const start: LogPosition | undefined = firstSegment === null ? undefined : { segment: firstSegment, offset: 0 };
@@ -494,7 +541,10 @@ export async function rebuildIndex(dataDir: string, options: StoreOptions, now =
       await dbs.root.close();
     }
     const owner = fs.statSync(dataDir);
-    if (process.getuid?.() === 0 && (owner.uid !== 0 || owner.gid !== 0)) chownTree(dbDir, owner.uid, owner.gid);
+    if (process.getuid?.() === 0 && (owner.uid !== 0 || owner.gid !== 0)) {
+      chownTree(dbDir, owner.uid, owner.gid);
+      if (firstSegment !== null) fs.chownSync(kept, owner.uid, owner.gid);
+    }
     await syncDirectory(dataDir);
   } finally {
     unlock();
@@ -504,5 +554,9 @@ export async function rebuildIndex(dataDir: string, options: StoreOptions, now =
   const { replayed, changesReplayed, skipped } = store.opened;
   const events = store.counters().events;
   await store.close();
-  return { movedTo, firstSegment, replayed, changesReplayed, skipped: skipped.length, events, ms: Math.round(performance.now() - started) };
+  const segmentFilesRemoved = firstSegment === null ? [] : pruneKept(blobsDir, kept);
+  return {
+    movedTo, firstSegment, replayed, changesReplayed, skipped: skipped.length, events,
+    segmentFilesRemoved, keptIn: segmentFilesRemoved.length > 0 ? kept : null, ms: Math.round(performance.now() - started),
+  };
 }
