@@ -1,8 +1,10 @@
 /**
  * Human-mode rendering of stored events for `edge-events events`: one line per event with its
- * time, device, schema and the classes its images predict (with counts), and its id.
+ * time, device, schema and the classes its images predict (with counts), and its id. Every cell
+ * comes from the store, so its control characters are shown as escapes (src/terminal-text.ts).
  */
 import type { StoredEvent } from '../events/types.js';
+import { visibleControls } from '../terminal-text.js';
 
 const MAX_CELL = 48;
 
@@ -19,7 +21,8 @@ export function classSummary(event: StoredEvent): string {
 
 /**
  * Renders `events` as a table (TIME in UTC, DEVICE, SCHEMA, CLASSES, ID), columns padded to the
- * widest cell, cells past 48 characters cut with an ellipsis. Ends with a newline.
+ * widest cell, control characters shown as escapes (`\x1b`; docs/SECURITY.md, "A store or search
+ * server the CLI talks to"), cells past 48 characters then cut with an ellipsis. Ends with a newline.
  */
 export function renderEventTable(events: StoredEvent[]): string {
   const header = ['TIME (UTC)', 'DEVICE', 'SCHEMA', 'CLASSES', 'ID'];
@@ -35,6 +38,7 @@ export function renderEventTable(events: StoredEvent[]): string {
   return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
 
-function clip(text: string): string {
+function clip(raw: string): string {
+  const text = visibleControls(raw);
   return text.length > MAX_CELL ? `${text.slice(0, MAX_CELL - 1)}…` : text;
 }

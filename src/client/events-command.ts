@@ -6,11 +6,13 @@
  * `{events, count, next_cursor}` to stdout; failure leaves stdout empty and writes
  * `{"error": {"message", "hint"}}` to stderr. In human mode, a table and the next `--cursor` go to
  * stdout, `error: ...` and `hint: ...` to stderr. Exit codes: store-failure.ts. A malformed query
- * exits 1 before anything is sent.
+ * exits 1 before anything is sent. What the store sent is printed with its control characters
+ * escaped (src/terminal-text.ts; docs/SECURITY.md, "A store or search server the CLI talks to").
  */
 import type { Command } from 'commander';
 import { registerCommand, runCommand, type ExitCode, type Failure } from '../command-runner.js';
 import { eventSearchConditions } from '../events/search-conditions.js';
+import { terminalJson, visibleControls } from '../terminal-text.js';
 import { renderEventTable } from './event-table.js';
 import { StoreClient, StoreUsageError, type EventSearchPage, type StoreFlags } from './store-client.js';
 import { describeStoreFailure } from './store-failure.js';
@@ -73,7 +75,7 @@ async function executeEvents(query: string, options: EventsOptions, io: StoreCli
     eventSearchConditions(query);
     const limit = parseLimit(options.limit);
     const page = await new StoreClient(options, io.env).searchEvents(query, { limit, cursor: options.cursor });
-    io.stdout.write(json ? `${JSON.stringify(page)}\n` : humanPage(page));
+    io.stdout.write(json ? `${terminalJson(page)}\n` : humanPage(page));
     return 0;
   } catch (error) {
     const failure = describeStoreFailure(error);
@@ -93,11 +95,13 @@ function parseLimit(limit: string | undefined): number | undefined {
 
 function humanPage(page: EventSearchPage): string {
   if (page.events.length === 0 && page.next_cursor === null) return 'No events.\n';
-  const next = page.next_cursor === null ? 'No more events.\n' : `Next page: --cursor ${page.next_cursor}\n`;
+  const next = page.next_cursor === null ? 'No more events.\n' : `Next page: --cursor ${visibleControls(page.next_cursor)}\n`;
   const table = page.events.length === 0 ? '' : renderEventTable(page.events);
   return `${table}${page.count} ${page.count === 1 ? 'event' : 'events'}.\n${next}`;
 }
 
 function renderFailure(failure: Failure, json: boolean): string {
-  return json ? `${JSON.stringify({ error: { message: failure.message, hint: failure.hint } })}\n` : `error: ${failure.message}\nhint: ${failure.hint}\n`;
+  return json
+    ? `${terminalJson({ error: { message: failure.message, hint: failure.hint } })}\n`
+    : `error: ${visibleControls(failure.message, { lines: true })}\nhint: ${visibleControls(failure.hint, { lines: true })}\n`;
 }

@@ -9,13 +9,16 @@
  * `edge-events events` (src/client/store-failure.ts): 0 success, 2 API key refused (401), 3 no
  * event store at --store, 1 anything else. A malformed query exits 1 before anything is sent.
  * The binary, interrupted by SIGINT or SIGTERM, removes its temporary files, restores the
- * terminal and exits 130 or 143 (docs/USAGE.md, "Exporting a dataset").
+ * terminal and exits 130 or 143 (docs/USAGE.md, "Exporting a dataset"). A failure's message,
+ * which may carry the store's detail or a zip entry's name, is printed with its control characters
+ * escaped (src/terminal-text.ts; docs/SECURITY.md, "A store or search server the CLI talks to").
  */
 import { Option, type Command } from 'commander';
 import { registerCommand, runCommand, type ExitCode } from '../command-runner.js';
 import { DEFAULT_STORE_URL, StoreClient } from '../client/store-client.js';
 import { describeStoreFailure } from '../client/store-failure.js';
 import { eventSearchConditions } from '../events/search-conditions.js';
+import { visibleControls } from '../terminal-text.js';
 import type { ProgressStream } from '../search/download-progress.js';
 import { formatBytes } from '../search/download-progress.js';
 import { ExportCliError } from './export-cli-error.js';
@@ -105,7 +108,7 @@ async function executeExport(query: string, options: ExportOptions, io: ExportCl
     return 0;
   } catch (error) {
     const failure = error instanceof ExportCliError ? error : describeStoreFailure(error);
-    io.stderr.write(`error: ${failure.message}\nhint: ${failure.hint}\n`);
+    io.stderr.write(`error: ${visibleControls(failure.message, { lines: true })}\nhint: ${visibleControls(failure.hint, { lines: true })}\n`);
     return failure.exitCode;
   } finally {
     cleanup.release();

@@ -1,7 +1,9 @@
 /**
  * Human-mode rendering of workspace search results: a plain-text table with one row per image
- * and only the columns some result has data for.
+ * and only the columns some result has data for. Every cell comes from the hosted API, so its
+ * control characters are shown as escapes (src/terminal-text.ts).
  */
+import { visibleControls } from '../terminal-text.js';
 import type { WorkspaceSearchImage } from './types.js';
 
 interface Column {
@@ -26,7 +28,9 @@ const COLUMNS: Column[] = [
 
 /**
  * Renders `results` as a table: a header line, then one line per image; columns padded to the
- * widest cell, cells longer than 48 characters cut with an ellipsis. Ends with a newline.
+ * widest cell, control characters shown as escapes (`\x1b`; docs/SECURITY.md, "A store or search
+ * server the CLI talks to"), cells longer than 48 characters then cut with an ellipsis. Ends with
+ * a newline.
  */
 export function renderResultTable(results: WorkspaceSearchImage[]): string {
   const columns = COLUMNS.filter((column) => column.header === 'ID' || results.some((image) => column.cell(image) !== ''));
@@ -40,6 +44,7 @@ function unique(values: (string | undefined)[]): string[] {
   return [...new Set(values.filter((value): value is string => value !== undefined && value !== ''))];
 }
 
-function clip(text: string): string {
+function clip(raw: string): string {
+  const text = visibleControls(raw);
   return text.length > MAX_CELL ? `${text.slice(0, MAX_CELL - 1)}…` : text;
 }

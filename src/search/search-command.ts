@@ -6,10 +6,13 @@
  * `{export: {id, location, zip, files}}`) to stdout; failure leaves stdout empty and writes
  * `{"error": {"message", "hint"}}` to stderr. In human mode, a table and the next `--cursor`
  * go to stdout, `error: ...` and `hint: ...` lines to stderr. Exit codes: `failure.ts`.
- * A malformed query exits 1 before anything is sent.
+ * A malformed query exits 1 before anything is sent. What the hosted API sent is printed with its
+ * control characters escaped (src/terminal-text.ts; docs/SECURITY.md, "A store or search server
+ * the CLI talks to").
  */
 import type { Command } from 'commander';
 import { registerCommand, runCommand, type ExitCode, type Failure } from '../command-runner.js';
+import { terminalJson, visibleControls } from '../terminal-text.js';
 import { SearchClient } from './client.js';
 import type { SearchClientOptions } from './client.js';
 import { describeFailure } from './failure.js';
@@ -120,13 +123,13 @@ async function executeSearch(query: string, options: SearchOptions, io: SearchCl
         query, format: options.format, location: options.location, dataset: options.dataset,
         annotationGroup: options.annotationGroup, name: options.name, extract: options.extract, progress: io.stderr,
       });
-      io.stdout.write(json ? `${JSON.stringify({ export: exportSummary(result) })}\n` : humanExport(result));
+      io.stdout.write(json ? `${terminalJson({ export: exportSummary(result) })}\n` : humanExport(result));
     } else {
       const page = await client.workspaceSearch({
         query, pageSize: pageSize(options.limit), continuationToken: options.cursor,
         fields: options.fields === undefined ? DEFAULT_CLI_FIELDS : parseFieldList(options.fields, WORKSPACE_SEARCH_FIELDS),
       });
-      io.stdout.write(json ? `${JSON.stringify({ results: page.results, total: page.total, cursor: page.continuationToken ?? null })}\n` : humanPage(page));
+      io.stdout.write(json ? `${terminalJson({ results: page.results, total: page.total, cursor: page.continuationToken ?? null })}\n` : humanPage(page));
     }
     return 0;
   } catch (error) {
@@ -163,7 +166,7 @@ function pageSize(limit: string | undefined): number {
 
 function humanPage(page: WorkspaceSearchResponse): string {
   if (page.results.length === 0) return `No results (total ${page.total}).\n`;
-  const next = page.continuationToken ? `Next page: --cursor ${page.continuationToken}\n` : 'No more results.\n';
+  const next = page.continuationToken ? `Next page: --cursor ${visibleControls(page.continuationToken)}\n` : 'No more results.\n';
   return `${renderResultTable(page.results)}\n${page.results.length} of ${page.total} results.\n${next}`;
 }
 
@@ -173,14 +176,14 @@ function exportSummary(result: SearchExportResult): object {
 
 function humanExport(result: SearchExportResult): string {
   return result.zipPath === null
-    ? `Export ${result.exportId}: ${result.files.length} files extracted to ${result.location}\n`
-    : `Export ${result.exportId}: zip saved to ${result.zipPath}\n`;
+    ? `Export ${visibleControls(result.exportId)}: ${result.files.length} files extracted to ${visibleControls(result.location)}\n`
+    : `Export ${visibleControls(result.exportId)}: zip saved to ${visibleControls(result.zipPath)}\n`;
 }
 
 function jsonFailure(failure: Failure): string {
-  return `${JSON.stringify({ error: { message: failure.message, hint: failure.hint } })}\n`;
+  return `${terminalJson({ error: { message: failure.message, hint: failure.hint } })}\n`;
 }
 
 function humanFailure(failure: Failure): string {
-  return `error: ${failure.message}\nhint: ${failure.hint}\n`;
+  return `error: ${visibleControls(failure.message, { lines: true })}\nhint: ${visibleControls(failure.hint, { lines: true })}\n`;
 }
