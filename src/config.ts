@@ -49,6 +49,11 @@ export interface Config {
   streamSubscriberBufferBytes: number;
   /** Bytes kept free in DATA_DIR for cleanup's commits on a full disk (store/disk-reserve.ts); 0: none. */
   diskReserveBytes: number;
+  /**
+   * Thumbnails waiting to be made beyond the one being made (THUMBNAIL_QUEUE_MAX; docs/API.md,
+   * "Thumbnails"): past it a thumbnail request answers 503 `thumbnails_busy` with Retry-After.
+   */
+  thumbnailQueueMax: number;
   defaultSolutionId: string | undefined;
   /** Unset: cloud upload off. */
   cloudUploadUrl: string | undefined;
@@ -272,6 +277,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
     streamSubscriberBufferBytes: number(env, 'STREAM_SUBSCRIBER_BUFFER_BYTES', 4 * MiB, { min: 64 * 1024 }),
     diskReserveBytes: number(env, 'DISK_RESERVE_BYTES', 8 * MiB, { min: 0 }),
+    // The default is src/events/thumbnails.ts THUMBNAIL_QUEUE_MAX (the operator page asks for up to 200 at once).
+    thumbnailQueueMax: number(env, 'THUMBNAIL_QUEUE_MAX', 256, { min: 0, max: 100_000 }),
     defaultSolutionId: text(env, 'DEFAULT_SOLUTION_ID'),
     cloudUploadUrl: url(env, 'CLOUD_UPLOAD_URL'),
     cloudApiKey: text(env, 'CLOUD_API_KEY'),

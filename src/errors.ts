@@ -32,7 +32,7 @@ const registry = {
   event_data_invalid: { status: 400, message: 'event_data does not conform to the schema' }, // E2
   image_decode_failed: { status: 400, message: 'Image could not be decoded from base64' }, // E3
   unknown_event_schema: { status: 422, message: 'Unknown event_schema' }, // E4
-  thumbnail_unavailable: { status: 422, message: 'The stored image cannot be made into a thumbnail' }, // no image sharp decodes, or too many pixels
+  thumbnail_unavailable: { status: 422, message: 'The stored image cannot be made into a thumbnail' }, // a format not allowed (SVG...), no image sharp decodes, too many pixels, too slow
   invalid_query: { status: 400, message: 'Invalid query filter' }, // E5
   invalid_search_query: { status: 400, message: 'Invalid search query' }, // a query of GET /v2/events/search or /v2/export that does not parse
   validation_failed: { status: 422, message: 'Request validation failed' }, // E6, E7
@@ -50,6 +50,8 @@ const registry = {
   body_budget_full: { status: 503, message: 'Service Unavailable: request bodies in memory are at MAX_INFLIGHT_BODY_BYTES; retry after Retry-After', quiet: true },
   // A write or sync of the log failed with an I/O error (a bad flash page): the store moved to a new segment; sent with Retry-After.
   disk_io_error: { status: 503, message: 'Service Unavailable: the disk returned an I/O error writing the event log; nothing was stored. The store writes to a new segment from now on; retry after Retry-After' },
+  // Back-pressure: THUMBNAIL_QUEUE_MAX thumbnails already wait to be made; sent with Retry-After (src/events/thumbnails.ts).
+  thumbnails_busy: { status: 503, message: 'Service Unavailable: too many thumbnails are waiting to be made; retry after Retry-After', quiet: true },
   store_failure: { status: 500, message: 'Internal store failure' },
   upstream_unreachable: { status: 502, message: 'Hosted API unreachable' },
   search_request_invalid: { status: 400, message: 'Invalid search request' }, // the hosted API's 400, answered on the device (docs/API.md, "Search gateway")

@@ -115,6 +115,22 @@ export function jsonContentTypeProblem(contentType: string): AppError | undefine
   return new AppError('unsupported_content_type', `Content-Type must be application/json, got ${JSON.stringify(contentType)}`);
 }
 
+/**
+ * The error of a browser's request for an image or its thumbnail from another site's page, or
+ * undefined (docs/API.md, "Browsers"; issue 58, finding 4): `Sec-Fetch-Site: cross-site`, which
+ * browsers send on an `<img>` of another site's page (Fetch Metadata, W3C), unless its `Origin` is
+ * listed in CORS_ALLOWED_ORIGINS (a page that fetches with CORS). With auth off, any page could
+ * otherwise make the store decode images for it, one thumbnail per `<img>`. A same-origin page,
+ * a navigation (`none`) and producers, which send no Sec-Fetch-Site, are never refused here.
+ * @param allowed the origins of CORS_ALLOWED_ORIGINS
+ * @returns AppError cross_origin_refused (403)
+ */
+export function crossSiteReadProblem(headers: GuardedHeaders, allowed: ReadonlySet<string>): AppError | undefined {
+  if (headers.fetchSite.toLowerCase() !== 'cross-site' || (headers.origin !== '' && allowed.has(headers.origin))) return undefined;
+  return new AppError('cross_origin_refused', 'Images and thumbnails are not served to pages of other sites (Sec-Fetch-Site: cross-site); '
+    + 'a page of an origin listed in CORS_ALLOWED_ORIGINS may fetch them with CORS');
+}
+
 /** Request headers a listed origin's page may send, and response headers it may read. */
 const CORS_REQUEST_HEADERS = 'Content-Type, X-API-Key, Range';
 const CORS_EXPOSED_HEADERS = 'Content-Range, Content-Length, Content-Disposition, Retry-After, Allow, X-Source-Width, X-Source-Height';

@@ -20,7 +20,7 @@ import type { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/event-store.js';
 import type { Thumbnails } from '../events/thumbnails.js';
 import { createKeyChecker } from './auth.js';
-import { corsHeaders, createBrowserGuard, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';
+import { corsHeaders, createBrowserGuard, crossSiteReadProblem, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';
 import type { HttpEngine, RuntimeInfo } from './engine.js';
 import type { ErrorShape, Exchange } from './exchange.js';
 import { readJsonBody } from './json-body.js';
@@ -89,6 +89,12 @@ export interface Route {
    * for it (docs/RELIABILITY.md, "Security").
    */
   refusesCrossOrigin?: boolean;
+  /**
+   * A browser's request from another site's page (`Sec-Fetch-Site: cross-site`) is refused (403)
+   * unless its origin is listed in CORS_ALLOWED_ORIGINS: images and thumbnails, which an `<img>`
+   * of any page could otherwise make the store read and decode (browser-guard.ts `crossSiteReadProblem`).
+   */
+  refusesCrossSite?: true;
   /**
    * The body is data the store keeps: `event` for a create, `file` for an attachment. A 2xx
    * answer counts its body as accepted (/stats `disk_writes`, /metrics `ingested_bytes_total`).
@@ -194,6 +200,8 @@ export function createAdmission(ctx: ServerContext): Admission {
     ex.setResponseDefaults({ errorShape: route.errorShape ?? 'store', headers: corsHeaders(ex.headers.origin, allowedOrigins) });
     const refused = guard(ex.headers, { changesState });
     if (refused) return refused;
+    const crossSite = route.refusesCrossSite ? crossSiteReadProblem(ex.headers, allowedOrigins) : undefined;
+    if (crossSite) return crossSite;
     if (!route.public && !checkKey(presentedKey(ex, route))) return new AppError('unauthorized');
     const notJson = route.body === 'json' || route.jsonBody === true ? jsonContentTypeProblem(ex.headers.contentType) : undefined;
     if (notJson) return notJson;

@@ -97,7 +97,7 @@ export async function startServer(parts: ServerParts): Promise<RunningServer> {
   const { config, log } = parts;
   const engine = createEngine(config.httpEngine, log);
   // What only requests use, and nothing needs to close: the server's own.
-  const ctx: ServerContext = { ...parts, resetTokens: new ResetTokens(), runtime: engine.runtime, thumbnails: new Thumbnails() };
+  const ctx: ServerContext = { ...parts, resetTokens: new ResetTokens(), runtime: engine.runtime, thumbnails: new Thumbnails({ maxQueued: config.thumbnailQueueMax }) };
   const admission = createAdmission(ctx);
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
   engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, admission));

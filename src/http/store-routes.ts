@@ -5,7 +5,7 @@ import { createEvent, type EventWriter } from '../events/create-event.js';
 import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, searchEventsBody, type ListLimits } from '../events/read-events.js';
 import { EVENT_SCHEMAS } from '../events/types.js';
 import type { StoredFile } from '../store/stored-file.js';
-import { MAX_SOURCE_PIXELS, THUMBNAIL_LONGEST_SIDE } from '../events/thumbnails.js';
+import { MAX_AVIF_PIXELS, MAX_SOURCE_PIXELS, MAX_WHOLE_DECODE_PIXELS, THUMBNAIL_LONGEST_SIDE, THUMBNAIL_TIMEOUT_SECONDS } from '../events/thumbnails.js';
 import { downloadHeaders } from './download-headers.js';
 import { sendFile } from './file-download.js';
 import { receiveUpload } from './multipart-upload.js';
@@ -156,6 +156,9 @@ function downloadDoc(idName: string, what: string, operationId: string, notFound
     },
   };
 }
+
+/** What the image routes say of their 403 to another site's page (docs/API.md, "Browsers"; route-table.ts `refusesCrossSite`). */
+const crossSiteRefused = 'A browser\'s request from another site\'s page (Sec-Fetch-Site: cross-site) whose Origin is not in CORS_ALLOWED_ORIGINS, such as an <img> of that page.';
 
 /** An attachment route's doc (docs/API.md, "Drafts and attachments"). */
 function attachDoc(kind: 'video' | 'local-only file', operationId: string, fields: OpenApiObject, errors: RouteDoc['errors']): RouteDoc {
@@ -361,20 +364,22 @@ export const storeRoutes: Route[] = [
     method: 'get',
     path: '/images/:image_id',
     gated: 'other',
-    doc: downloadDoc('image_id', 'image', 'downloadImage', 'No such image.'),
+    refusesCrossSite: true,
+    doc: (({ errors, ...doc }) => ({ ...doc, errors: { ...errors, cross_origin_refused: crossSiteRefused } }))(downloadDoc('image_id', 'image', 'downloadImage', 'No such image.')),
     handler: (ex, ctx) => download(ex, ctx, 'image'),
   },
   {
     method: 'get',
     path: '/images/:image_id/thumbnail',
     gated: 'other',
+    refusesCrossSite: true,
     doc: {
       tag: 'files',
       summary: 'A thumbnail of an image',
       operationId: 'imageThumbnail',
       description: `The image as a WebP whose longest side is at most ${THUMBNAIL_LONGEST_SIDE} px (a smaller image keeps its size), turned as its EXIF `
         + 'orientation says; X-Source-Width and X-Source-Height give the image\'s own size, in which its boxes are. Made once and kept in memory; '
-        + 'one resize at a time. File ids are ephemeral: handle 404.',
+        + 'one resize at a time. Made of JPEG, PNG, WebP, GIF and AVIF images only (an SVG, a TIFF or anything else answers 422 naming its format). File ids are ephemeral: handle 404.',
       pathParams: { image_id: 'Id of the image.' },
       responses: {
         200: {
@@ -389,7 +394,11 @@ export const storeRoutes: Route[] = [
       },
       errors: {
         file_not_found: 'No such image.',
-        thumbnail_unavailable: `The stored bytes are no image the store decodes, or one over ${MAX_SOURCE_PIXELS / 1e6} megapixels.`,
+        thumbnail_unavailable: `The stored image is of a format thumbnails are not made of (named in the detail), no image the store decodes, over its pixel limit (${MAX_SOURCE_PIXELS / 1e6} megapixels; `
+          + `${MAX_WHOLE_DECODE_PIXELS / 1e6} for one decoded whole: progressive JPEG, interlaced PNG, lossless WebP, GIF, animated; ${MAX_AVIF_PIXELS / 1e6} for AVIF), `
+          + `or one whose resize took over ${THUMBNAIL_TIMEOUT_SECONDS} s. Asked again, the same answer at once.`,
+        thumbnails_busy: 'THUMBNAIL_QUEUE_MAX thumbnails already wait to be made; retry after Retry-After (seconds).',
+        cross_origin_refused: crossSiteRefused,
       },
     },
     handler: (ex, ctx) => thumbnail(ex, ctx),
