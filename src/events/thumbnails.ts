@@ -44,9 +44,9 @@ export const THUMBNAIL_QUEUE_MAX = 256;
 export const THUMBNAIL_RETRY_AFTER_SECONDS = 1;
 /**
  * Seconds one resize may take before libvips stops it (sharp's `timeout`; whole seconds only): a
- * backstop, as the pixel limits below bound the work of a decoder that behaves. The slowest image
- * within them took under 3 s on a loaded box (docs/RELIABILITY.md, "Thumbnails"); an SVG of
- * nested `<use>` took 23 s before SVG was refused.
+ * backstop, as the pixel limits below bound the work of a decoder that behaves: the slowest image
+ * measured within them took 0.8 s at load 8 on 2 cores (docs/RELIABILITY.md, "Thumbnails"); an
+ * SVG of nested `<use>` took 23 s before SVG was refused.
  */
 export const THUMBNAIL_TIMEOUT_SECONDS = 5;
 /** Refusals kept, so that asking again is answered at once with the same error. */
@@ -56,21 +56,22 @@ export const THUMBNAIL_FAILURE_TTL_MS = 10 * 60 * 1000;
 /**
  * Pixels of an image shrunk as it is decoded or streamed through the resize, at most (40
  * megapixels, 7680x5120): a baseline JPEG (libjpeg scales on load), a lossy WebP (libwebp does),
- * a non-interlaced PNG (read line by line). A 40 MP one adds at most 81 MB of RSS (measured,
- * docs/RELIABILITY.md, "Thumbnails").
+ * a non-interlaced PNG (read line by line). A 40 MP one added at most 81 MB of RSS (a lossy WebP
+ * with alpha; docs/RELIABILITY.md, "Thumbnails").
  */
 export const MAX_SOURCE_PIXELS = 40_000_000;
 /**
  * Pixels of an image decoded whole before it is shrunk, at most (12.5 megapixels: a 4032x3024
  * phone photo): a progressive JPEG (all its coefficients), an interlaced PNG, a lossless WebP, a
- * GIF, an animated image. Up to 11 bytes a pixel (a 16-bit RGBA interlaced PNG): at most about
- * 140 MB of RSS, where 40 MP would take up to 450 MB.
+ * GIF, an animated image. Up to 11 bytes a pixel (a 16-bit RGBA interlaced PNG): 137 MB of RSS
+ * measured at this limit, where 40 MP would take over 400 MB.
  */
 export const MAX_WHOLE_DECODE_PIXELS = 12_500_000;
 /**
  * Pixels of an AVIF (HEIF) image, at most (4.2 megapixels, 2560x1600 fits): libheif has no
  * shrink-on-load and decodes the whole image at up to 16 bits a sample, about 29 bytes of RSS a
- * pixel at 12 bits with alpha (a 2 KB 40 MP AVIF took 997 MB; issue 58, finding 5).
+ * pixel at 12 bits with alpha: 116 MB measured for a 2560x1600 one, where a 2 KB AVIF of 40 MP
+ * took 997 MB (issue 58, finding 5; docs/RELIABILITY.md, "Thumbnails").
  */
 export const MAX_AVIF_PIXELS = 4_200_000;
 const WEBP_QUALITY = 70;
