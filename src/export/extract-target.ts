@@ -10,6 +10,7 @@
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { OversizeError } from '../search/download-limits.js';
 import { extractZip } from '../search/zip-extract.js';
 import { ExportCliError } from './export-cli-error.js';
 import type { CleanupSteps } from './interrupt-cleanup.js';
@@ -73,9 +74,11 @@ export async function planExtract(directory: string, force: boolean, zipPath?: s
  *   registered while it exists, for an interruption (SIGINT, SIGTERM)
  * @returns the extracted files, relative to `directory` with `/` separators, sorted, and the plan
  *   followed
- * @throws ExportCliError (exit code 1) for a refused folder (see planExtract), or a corrupt zip
- *   or failed write (its cause the underlying error); `directory` is then as it was and the
- *   staging folder removed
+ * @throws ExportCliError (exit code 1) for a refused folder (see planExtract), a corrupt zip, a
+ *   zip bomb (an entry or the archive inflating past 200 times its compressed size), entries that
+ *   would not fit in the free space, or a failed write (its cause the underlying error; the sizes
+ *   are checked before any entry is written, src/search/zip-extract.ts); `directory` is then as
+ *   it was and the staging folder removed
  */
 export async function extractExport(zipPath: string, directory: string, force: boolean, cleanup?: CleanupSteps): Promise<{ files: string[]; plan: ExtractPlan }> {
   const plan = await planExtract(directory, force);
@@ -88,8 +91,10 @@ export async function extractExport(zipPath: string, directory: string, force: b
     rmSync(staging, { recursive: true, force: true });
   });
   try {
-    const files = await extractZip(zipPath, extracted).catch((error: Error) => {
-      throw new ExportCliError(error.message, 1, 'The zip is kept; extract it again, or into another folder.', { cause: error });
+    const files = await extractZip(zipPath, extracted, { shownAs: directory }).catch((error: Error) => {
+      // A zip bomb, or entries past the free space: refused before any entry is written (zip-extract.ts).
+      const hint = error instanceof OversizeError ? error.hint : 'The zip is kept; extract it again, or into another folder.';
+      throw new ExportCliError(error.message, 1, hint, { cause: error });
     });
     await moveIntoPlace(extracted, target, previous, plan).catch((error: Error) => {
       throw new ExportCliError(`Could not move the extracted export into ${directory}: ${error.message}`, 1, 'The zip is kept; extract it again, or into another folder.', { cause: error });

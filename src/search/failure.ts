@@ -1,7 +1,8 @@
 /**
  * Maps any failure of a search to what the CLI and the MCP server tell the user: the message, a
  * hint, and the CLI exit code (docs/SEARCH.md, "The hosted API"): 0 success; 1 bad input, network
- * failure, unexpected answer, quota, rate limit, server error; 2 missing or invalid key, no
+ * failure, unexpected answer, quota, rate limit, server error, a download or zip larger than the
+ * CLI takes (download-limits.ts); 2 missing or invalid key, no
  * workspace; 3 not found or not visible to the key. A 403 (key valid, no access to the workspace or
  * resource) is "not visible to the key", so 3.
  */
@@ -11,6 +12,7 @@ import {
   SearchResponseError, SearchServerError,
 } from './errors.js';
 import { QuerySyntaxError } from '../query-language/query-syntax-error.js';
+import { OversizeError } from './download-limits.js';
 import { SearchUsageError } from './settings.js';
 import type { ExitCode, Failure } from '../command-runner.js';
 
@@ -29,6 +31,7 @@ export function describeFailure(error: unknown): Failure {
       : fail(2, 'Pass -w/--workspace or set SEARCH_WORKSPACE.');
   }
   if (error instanceof SearchApiError) return fail(apiExitCode(error), error.hostedHint ?? apiHint(error));
+  if (error instanceof OversizeError) return fail(1, error.hint);
   if (error instanceof SearchNetworkError) return fail(1, 'Check the base URL (--base-url or SEARCH_BASE_URL) and the network, then retry.');
   if (error instanceof SearchResponseError) return fail(1, 'The answer was not the hosted search API\'s; check that the base URL points at it.');
   return fail(1, 'Retry; if it persists, report it with the message above.');

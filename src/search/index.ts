@@ -17,6 +17,7 @@ export {
   SearchAuthError, SearchForbiddenError, SearchNotFoundError, SearchRateLimitError, SearchServerError,
   SearchNetworkError, SearchResponseError, SearchExportTimeoutError,
 } from './errors.js';
+export { OversizeError } from './download-limits.js';
 export {
   validateProjectSearchBody, validateWorkspaceSearchBody, validateQuery, parseFieldList,
 } from './request-validation.js';

@@ -3,7 +3,8 @@
  * `POST /:workspace/search/export` with `{query, format, dataset?, annotationGroup?, name?}`
  * answers 202 `{link: exportId}`; `GET /:workspace/search/export/:exportId` is polled until
  * `{ready: true, link}`; the zip at `link` is streamed to disk and extracted unless `extract` is
- * false.
+ * false. Neither is trusted to stop: the download is bounded by its `Content-Length` and the free
+ * space beside it (download-limits.ts), the extraction refuses a zip bomb (zip-extract.ts).
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
@@ -13,6 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import {
   SearchArgumentError, SearchError, SearchExportTimeoutError, SearchNetworkError, SearchResponseError,
 } from './errors.js';
+import { boundedDownload, declaredLength } from './download-limits.js';
 import { startDownloadProgress } from './download-progress.js';
 import { validateQuery } from './request-validation.js';
 import type { HostedTransport } from './transport.js';
@@ -92,10 +94,16 @@ async function downloadTo(transport: HostedTransport, link: string, zipPath: str
   });
   const partPath = `${zipPath}.part`;
   try {
-    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), counter, createWriteStream(partPath));
+    // Bounded by its Content-Length and the free space beside it (download-limits.ts; docs/SECURITY.md).
+    const bound = await boundedDownload({
+      directory: path.dirname(zipPath), declared: declaredLength(response.headers), sender: 'The export download',
+      senderHint: 'The server sent more than it declared; retry, and check --base-url (or SEARCH_BASE_URL).',
+    });
+    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), bound, counter, createWriteStream(partPath));
     await rename(partPath, zipPath);
   } catch (error) {
     await rm(partPath, { force: true });
+    if (!response.body.locked) await response.body.cancel().catch(() => undefined);
     const isFileSystemError = typeof (error as NodeJS.ErrnoException).code === 'string';
     if (error instanceof SearchError || isFileSystemError) throw error;
     throw new SearchNetworkError(`Export download broke off: ${(error as Error).message}`, { cause: error });

@@ -4,13 +4,20 @@
  * itself, and moved into place only once the whole archive has been read and every entry passed.
  * A refused or corrupt archive leaves the target as it was, and no entry can overwrite the
  * archive while it is being read. Entries whose path would leave the target (absolute paths,
- * `..`) are refused.
+ * `..`) are refused. So is a zip bomb, before any entry is written (docs/SECURITY.md, "A store
+ * or search server the CLI talks to"): an entry past 1 MiB that inflates more than 200 times its
+ * compressed size, a whole archive that does, or entries that together would not fit in the free
+ * space beside the target (less a reserve, download-limits.ts). The sizes are those the zip's
+ * central directory declares, which yauzl holds each entry to (`validateEntrySizes`, on by default:
+ * an entry inflating past its declared size fails).
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import yauzl from 'yauzl';
+import { OversizeError, usableSpace } from './download-limits.js';
+import { formatBytes } from './download-progress.js';
 import { SearchResponseError } from './errors.js';
 
 export interface ExtractOptions {
@@ -20,6 +27,8 @@ export interface ExtractOptions {
    * Without it, an entry that would replace the archive refuses the whole archive.
    */
   removeArchive?: boolean;
+  /** The folder messages name (default `directory`): the one the user asked for, when `directory` is a staging folder inside it. */
+  shownAs?: string;
 }
 
 /**
@@ -27,8 +36,9 @@ export interface ExtractOptions {
  * Files already in `directory` under an entry's name are replaced; others are left alone.
  * @returns the extracted files, relative to `directory` with `/` separators, sorted
  * @throws SearchResponseError (its `cause` the underlying error) when the zip is corrupt, an
- *   entry would escape `directory` or replace the archive, or writing fails; `directory` is
- *   then as before and the temporary directory is removed
+ *   entry would escape `directory` or replace the archive, or writing fails; OversizeError for a
+ *   zip bomb or entries that do not fit (see above); `directory` is then as before and the
+ *   temporary directory is removed
  */
 export async function extractZip(zipPath: string, directory: string, options: ExtractOptions = {}): Promise<string[]> {
   const root = path.resolve(directory);
@@ -37,7 +47,7 @@ export async function extractZip(zipPath: string, directory: string, options: Ex
   const aside = `${staging}.archive`;
   let archiveAside = false;
   try {
-    const files = await extractInto(archive, staging);
+    const files = await extractInto(archive, staging, options.shownAs ?? directory);
     const targets = files.map((file) => path.join(root, ...file.split('/')));
     if (!options.removeArchive && targets.includes(archive)) {
       throw new SearchResponseError(`Export zip entry ${JSON.stringify(path.relative(root, archive))} would replace the archive itself`);
@@ -52,7 +62,7 @@ export async function extractZip(zipPath: string, directory: string, options: Ex
     return files;
   } catch (error) {
     if (archiveAside) await rename(aside, archive).catch(() => undefined);
-    throw error instanceof SearchResponseError ? error : new SearchResponseError(`Export zip could not be extracted: ${(error as Error).message}`, { cause: error });
+    throw error instanceof SearchResponseError || error instanceof OversizeError ? error : new SearchResponseError(`Export zip could not be extracted: ${(error as Error).message}`, { cause: error });
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
@@ -74,12 +84,61 @@ async function makeStaging(root: string): Promise<string> {
   }
 }
 
-/** Reads the whole archive into `staging`; returns its files, relative with `/`, sorted. */
-async function extractInto(zipPath: string, staging: string): Promise<string[]> {
+/** An entry may inflate to this many times its compressed size, past `RATIO_GRACE_BYTES` (docs/SECURITY.md). */
+export const MAX_COMPRESSION_RATIO = 200;
+/** Entries (and archives) up to this size inflated are not held to the ratio: too small to harm. */
+const RATIO_GRACE_BYTES = 1024 * 1024;
+
+/** Whether `uncompressed` bytes from `compressed` pass the ratio a dataset's zip never comes near. */
+const absurdRatio = (uncompressed: number, compressed: number): boolean =>
+  uncompressed > RATIO_GRACE_BYTES && uncompressed > compressed * MAX_COMPRESSION_RATIO;
+
+const ratioOf = (uncompressed: number, compressed: number): string => (compressed === 0 ? 'from nothing' : `${Math.round(uncompressed / compressed)} times`);
+
+/**
+ * Refuses a zip bomb before anything is written: an entry or the whole archive inflating past
+ * MAX_COMPRESSION_RATIO times its compressed size, or entries that together need more than the
+ * usable space of `staging`'s file system (download-limits.ts).
+ * @throws OversizeError naming the entry, its sizes and the limit
+ */
+async function checkSizes(entries: yauzl.Entry[], staging: string, shownAs: string): Promise<void> {
+  const hint = 'The zip is not a dataset export\'s (a zip bomb, or damaged); nothing was extracted.';
+  for (const entry of entries) {
+    if (absurdRatio(entry.uncompressedSize, entry.compressedSize)) {
+      throw new OversizeError(`Export zip entry ${JSON.stringify(entry.fileName)} inflates ${ratioOf(entry.uncompressedSize, entry.compressedSize)} `
+        + `(${formatBytes(entry.compressedSize)} to ${formatBytes(entry.uncompressedSize)}), past the ${MAX_COMPRESSION_RATIO} times allowed`, hint);
+    }
+  }
+  const inflated = entries.reduce((sum, entry) => sum + entry.uncompressedSize, 0);
+  const compressed = entries.reduce((sum, entry) => sum + entry.compressedSize, 0);
+  if (absurdRatio(inflated, compressed)) {
+    throw new OversizeError(`Export zip inflates ${ratioOf(inflated, compressed)} as a whole (${formatBytes(compressed)} to ${formatBytes(inflated)}), past the ${MAX_COMPRESSION_RATIO} times allowed`, hint);
+  }
+  const space = await usableSpace(staging);
+  if (inflated > space.usableBytes) {
+    throw new OversizeError(`Export zip needs ${formatBytes(inflated)} extracted, but only ${formatBytes(space.freeBytes)} is free where ${shownAs} goes`,
+      `Free space there or extract elsewhere (extraction keeps ${formatBytes(space.reserveBytes)} free); nothing was extracted, the zip is kept.`);
+  }
+}
+
+/** Every entry of `zip`, from its central directory. */
+async function allEntries(zip: yauzl.ZipFile): Promise<yauzl.Entry[]> {
+  const entries: yauzl.Entry[] = [];
+  for (let entry = await nextEntry(zip); entry !== null; entry = await nextEntry(zip)) entries.push(entry);
+  return entries;
+}
+
+/**
+ * Reads the whole archive into `staging` once its sizes pass (`checkSizes`, its messages naming
+ * `shownAs`); returns its files, relative with `/`, sorted.
+ */
+async function extractInto(zipPath: string, staging: string, shownAs: string): Promise<string[]> {
   const zip = await openZip(zipPath);
   const files = new Set<string>();
   try {
-    for (let entry = await nextEntry(zip); entry !== null; entry = await nextEntry(zip)) {
+    const entries = await allEntries(zip);
+    await checkSizes(entries, staging, shownAs);
+    for (const entry of entries) {
       const target = path.resolve(staging, entry.fileName);
       if (target === staging || !target.startsWith(staging + path.sep)) {
         if (target === staging && entry.fileName.endsWith('/')) continue;
