@@ -118,7 +118,9 @@ t.test('an error that wraps a lower one keeps it as its cause', async (t) => {
   const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
   const eio = Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO', errno: -5, syscall: 'fdatasync' });
   t.match(fromDiskError(enospc), { code: 'disk_full', status: 507, cause: enospc });
-  t.match(fromDiskError(eio), { code: 'store_failure', status: 500, cause: eio });
+  t.match(fromDiskError(eio), { code: 'disk_io_error', status: 503, cause: eio, headers: { 'Retry-After': '1' } });
+  const eacces = Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES', errno: -13, syscall: 'open' });
+  t.match(fromDiskError(eacces), { code: 'store_failure', status: 500, cause: eacces });
   const refusal = new AppError('event_finalized');
   t.equal(fromDiskError(refusal), refusal, 'a refusal decided below passes as it is');
   t.notOk('cause' in new AppError('not_found'), 'an error without a cause has no cause property');
