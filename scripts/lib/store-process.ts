@@ -42,11 +42,19 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+/** The store ended before it listened: `exit` says how (a refusal's code, or the signal that killed it). */
+export class StoreNotStarted extends Error {
+  constructor(message: string, readonly exit: Exit) {
+    super(message);
+    this.name = 'StoreNotStarted';
+  }
+}
+
 /**
  * Starts `edge-events serve` with `env` (HOST is 127.0.0.1, PORT 0 unless given) and waits until
  * it listens.
  * @param prefix a command that execs `node cli.js serve` in place (see SpawnOptions)
- * @throws Error with the store's output when it exits before listening
+ * @throws StoreNotStarted with the store's output when it exits before listening
  */
 export async function launchStore(env: Record<string, string>, prefix: string[] = []): Promise<StoreProcess> {
   // Known to the exit hook from its spawn on: a harness stopped while a store starts leaves none behind.
@@ -58,8 +66,9 @@ export async function launchStore(env: Record<string, string>, prefix: string[] 
       running.add(child);
     },
   }).catch((err: Error) => {
-    if (starting) running.delete(starting);
-    throw err;
+    if (!starting) throw err;
+    running.delete(starting);
+    throw new StoreNotStarted(err.message, { code: starting.exitCode, signal: starting.signalCode });
   });
   const { child } = spawned;
   let ended: Exit | undefined;
