@@ -172,6 +172,7 @@ t.test('a real store under a clock 30 days behind, corrected by a restart: RETEN
   const dataDir = tempDataDir();
   const clock = new FakeClock('-30d');
   const behind = await launch({ DATA_DIR: dataDir, RETENTION_DAYS: '7', ...clock.env() });
+  t.teardown(() => behind.kill());
   const created = await createEvents(behind.url, 5);
   t.ok(micros(created[4].created_at) < Date.now() * 1000 - 29 * DAY_MICROS, 'stamped 30 days back');
   t.equal((await behind.kill('SIGTERM')).code, 0);
@@ -196,6 +197,7 @@ t.test('a real store under a clock a year ahead, corrected by a restart: later e
   const dataDir = tempDataDir();
   const clock = new FakeClock('+365d');
   const ahead = await launch({ DATA_DIR: dataDir, ...clock.env() });
+  t.teardown(() => ahead.kill());
   const created = await createEvents(ahead.url, 5);
   t.ok(micros(created[0].created_at) > Date.now() * 1000 + 364 * DAY_MICROS, 'stamped a year ahead');
   t.equal((await ahead.kill('SIGTERM')).code, 0);
@@ -247,6 +249,7 @@ t.test('a real store whose clock jumps while it runs', async (t) => {
     const clock = new FakeClock('+365d');
     const dataDir = tempDataDir();
     const store = await launch({ DATA_DIR: dataDir, ...clock.env() });
+    t.teardown(() => store.kill());
     const early = await createEvents(store.url, 2);
     clock.set('+0');
     const [late] = await createEvents(store.url, 1);

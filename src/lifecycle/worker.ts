@@ -62,6 +62,11 @@ function forwardChange(change: StoreChange): void {
   changes.push(change);
 }
 
+/** Least time (ms) between two saves of the store's running time by cleanups. */
+const RUNNING_SAVE_MS = 60_000;
+/** When a cleanup last saved the running time (`performance.now()`, ms). */
+let runningSavedAt = -Infinity;
+
 /** The job under way; jobs run one at a time, in the order they were asked for. */
 let queue: Promise<unknown> = Promise.resolve();
 let stopping = false;
@@ -114,8 +119,12 @@ function cleanup(trigger: CleanupTrigger, options: { headCheckpoint?: HeadCheckp
     if (await reserve.releaseIfLow()) log.warn({ bytes: reserve.bytes }, 'disk almost full: disk reserve given back so cleanup can commit');
     const recycledRemoved = await store.releaseRecycledIfLow();
     if (recycledRemoved > 0) log.warn({ files: recycledRemoved }, 'disk almost full: recycled segment files given back');
-    // The store's running time, which retention also reckons by, survives a crash up to here (docs/STORAGE.md, "A clock that jumps").
-    await saveRunningTime(store).catch((err: unknown) => log.warn({ err }, 'running time not saved'));
+    // The store's running time, which retention also reckons by, survives a crash up to here
+    // (docs/STORAGE.md, "A clock that jumps"); a commit a minute at most, however often a crossed limit cleans.
+    if (performance.now() - runningSavedAt >= RUNNING_SAVE_MS) {
+      runningSavedAt = performance.now();
+      await saveRunningTime(store).catch((err: unknown) => log.warn({ err }, 'running time not saved'));
+    }
     const result = await runCleanup(store, config, trigger, hooks, options);
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });
     monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await storeUsage());

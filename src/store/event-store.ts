@@ -209,7 +209,7 @@ export class EventStore extends StoreView {
       for (const batch of head) store.head.add(batch, replayedAt);
       // Events a clock set back left ahead of it are re-stamped (docs/STORAGE.md, "A clock that jumps").
       store.clock = await StoreClock.open(store, lastCreatedAt, () => store.checkpoint(), {
-        present: options.present, onJump: options.onClockJump, onError: (err) => options.onBackgroundError?.(err, 'clock jump record'),
+        present: options.present, onJump: options.onClockJump, onError: (err) => options.onBackgroundError?.(err, 'store clock'),
       });
       store.scheduleCheckpoint();
       store.opened = { replayed, changesReplayed, skipped, quarantined, ms: Math.round(performance.now() - started) };

@@ -6,7 +6,7 @@
  *
  * - **The running time**: how long the store has run, over all its starts, by the monotonic clock
  *   (`process.hrtime`, CLOCK_MONOTONIC: no setting of the time moves it). Each start continues
- *   from the last saved value (`meta['storeClock:saved']`: saved at every cleanup by the lifecycle
+ *   from the last saved value (`meta['storeClock:saved']`: saved at a cleanup by the lifecycle
  *   worker and at a clean stop), so downtime does not count, and a crash loses the time since the
  *   last save, which only keeps events longer. Retention deletes an event only once the store has
  *   also run RETENTION_DAYS since its created_at (lifecycle-queries.ts `retentionCutoff`).
@@ -122,7 +122,7 @@ export function runningMicros(store: StoreView): number {
 /**
  * Saves the running time (`meta['storeClock:saved']`), with the wall and monotonic clocks and the
  * boot, so the next start continues it and can tell a jump over the downtime. The lifecycle worker
- * saves at every cleanup, the store at a clean stop.
+ * saves at a cleanup, at most once a minute; the store at a clean stop.
  * @throws the lmdb error of a failed commit
  */
 export async function saveRunningTime(store: StoreView): Promise<void> {
@@ -261,57 +261,70 @@ export class StoreClock {
    * transaction that records the epoch; within one boot, a jump over the downtime is found by
    * the wall clock against the monotonic clock since the last save. Starts this start's epoch and
    * the running time from the last saved, then watches for jumps while running. Resolves once
-   * that transaction is flushed.
+   * that transaction is flushed. A store that cannot write it (a failed checkpoint, a full disk)
+   * opens all the same, told to `onError`: nothing is re-stamped, and its running time stays
+   * where it was last saved until a start records it, which keeps events longer, never shorter.
    * @param newest the newest created_at stored (µs; 0: none), LMDB's or the replayed head's
    * @param checkpoint commits the index head to LMDB
-   * @throws the lmdb error of a failed checkpoint or commit
    */
   static async open(store: StoreView, newest: number, checkpoint: () => Promise<void>, options: StoreClockOptions): Promise<StoreClock> {
     const { dbs } = store;
     const wall = Date.now() * 1000;
-    const behind = newest - wall > CLOCK_JUMP_MICROS;
-    if (behind) await checkpoint();
-    const found: JumpRecord[] = [];
-    let start: ClockRecord['start'] | undefined;
-    let restamped: Restamped | undefined;
-    await dbs.root.transaction(() => {
-      const saved = readSaved(dbs);
-      const record = readClock(dbs);
-      const epochs = record?.epochs ?? [];
-      const jumps = { ...(record?.jumps ?? { forward: 0, backward: 0, restamped: 0, last: null }) };
-      const run = Math.max(saved?.run ?? 0, epochs.at(-1)?.run ?? 0);
-      restamped = behind ? restampAheadSync(dbs, wall, options.present) : undefined;
-      if (restamped) {
-        found.push({ micros: -restamped.shift, found: 'start', at: wall, restamped: restamped.events });
-        // The re-stamped events count as created now: how long they were held before is unknown.
-        const after = restamped.after;
-        epochs.splice(0, epochs.length, ...epochs.filter((epoch) => epoch.from <= after), { from: after + 1, offset: null, run });
-      } else if (saved && saved.boot !== null && saved.boot === bootId()) {
-        const micros = wall - saved.wall - (monotonicMicros() - saved.monotonic);
-        if (Math.abs(micros) >= CLOCK_JUMP_MICROS) found.push({ micros, found: 'downtime', at: wall, restamped: 0 });
-      }
-      // Epochs wholly before the oldest event stored reckon nothing any more.
-      const [oldest] = dbs.events.getKeys({ limit: 1 });
-      while (oldest !== undefined && epochs.length > 1 && epochs[1].from <= oldest) epochs.shift();
-      start = { run, monotonic: monotonicMicros(), pid: process.pid };
-      // The next created_at is past the newest stored (re-stamped) and every one this thread gave out.
-      const from = (restamped ? restamped.newest : Math.max(newest, lastUniqueMicros())) + 1;
-      epochs.push({ from, offset: Math.floor(createdAtClock.now()) - run, run });
-      for (const jump of found) {
-        if (jump.micros > 0) jumps.forward++;
-        else jumps.backward++;
-        jumps.restamped += jump.restamped;
-        jumps.last = jump;
-      }
-      dbs.meta.putSync(CLOCK_KEY, { epochs, start, jumps } satisfies ClockRecord);
-    });
-    await dbs.root.flushed;
-    if (restamped) restartUniqueMicros(restamped.newest);
-    for (const jump of found) {
+    let behind = newest - wall > CLOCK_JUMP_MICROS;
+    if (behind) await checkpoint().catch((err: unknown) => { behind = false; options.onError?.(err); });
+    let begun: { start: ClockRecord['start']; found: JumpRecord[]; restamped: Restamped | undefined } | undefined;
+    try {
+      begun = await dbs.root.transaction(() => StoreClock.beginSync(dbs, newest, wall, behind, options.present));
+      await dbs.root.flushed;
+    } catch (err) {
+      options.onError?.(err);
+    }
+    if (begun?.restamped) restartUniqueMicros(begun.restamped.newest);
+    for (const jump of begun?.found ?? []) {
       const created = jump.found === 'start' ? 'restamped' : 'unaffected';
       options.onJump?.({ seconds: jump.micros / 1e6, found: jump.found, created_at: created, restamped: jump.restamped });
     }
-    return new StoreClock(store, start!, options);
+    const start = begun?.start ?? { run: readSaved(dbs)?.run ?? 0, monotonic: monotonicMicros(), pid: process.pid };
+    return new StoreClock(store, start, options);
+  }
+
+  /**
+   * The open's transaction: re-stamps when `behind`, finds a jump over the downtime, and records
+   * the jumps found and this start's epoch and running time in `meta['storeClock']`.
+   * @param wall the wall clock at the open (µs)
+   */
+  private static beginSync(dbs: StoreDatabases, newest: number, wall: number, behind: boolean, present: RecordPresenter) {
+    const saved = readSaved(dbs);
+    const record = readClock(dbs);
+    const epochs = record?.epochs ?? [];
+    const jumps = { ...(record?.jumps ?? { forward: 0, backward: 0, restamped: 0, last: null }) };
+    const run = Math.max(saved?.run ?? 0, epochs.at(-1)?.run ?? 0);
+    const found: JumpRecord[] = [];
+    const restamped = behind ? restampAheadSync(dbs, wall, present) : undefined;
+    if (restamped) {
+      found.push({ micros: -restamped.shift, found: 'start', at: wall, restamped: restamped.events });
+      // The re-stamped events count as created now: how long they were held before is unknown.
+      const after = restamped.after;
+      epochs.splice(0, epochs.length, ...epochs.filter((epoch) => epoch.from <= after), { from: after + 1, offset: null, run });
+    } else if (saved && saved.boot !== null && saved.boot === bootId()) {
+      const micros = wall - saved.wall - (monotonicMicros() - saved.monotonic);
+      if (Math.abs(micros) >= CLOCK_JUMP_MICROS) found.push({ micros, found: 'downtime', at: wall, restamped: 0 });
+    }
+    // Epochs wholly before the oldest event stored reckon nothing any more.
+    const [oldest] = dbs.events.getKeys({ limit: 1 });
+    while (oldest !== undefined && epochs.length > 1 && epochs[1].from <= oldest) epochs.shift();
+    const start = { run, monotonic: monotonicMicros(), pid: process.pid };
+    // The next created_at is past the newest stored (re-stamped) and every one this thread gave out.
+    const from = (restamped ? restamped.newest : Math.max(newest, lastUniqueMicros())) + 1;
+    epochs.push({ from, offset: Math.floor(createdAtClock.now()) - run, run });
+    for (const jump of found) {
+      if (jump.micros > 0) jumps.forward++;
+      else jumps.backward++;
+      jumps.restamped += jump.restamped;
+      jumps.last = jump;
+    }
+    dbs.meta.putSync(CLOCK_KEY, { epochs, start, jumps } satisfies ClockRecord);
+    return { start, found, restamped };
   }
 
   /** The running time now (µs), by this start's record. */
