@@ -42,6 +42,14 @@ export interface Config {
   maxListScanRecords: number;
   /** Entries per image, summed over detections, segmentations, keypoint groups and classifications. */
   maxPredictionsPerImage: number;
+  /** Polygon points and keypoints of one create, summed over its images (docs/API.md, "Create an event"). */
+  maxPointsPerEvent: number;
+  /**
+   * Bytes of JSON request bodies the store holds at once, from the first byte received to the
+   * answer, each weighed by its bytes and what parsing adds (docs/OPERATIONS.md, "Memory"); a body
+   * that would pass it answers 503 `body_budget_full`. At least maxRecordSizeBytes.
+   */
+  maxInflightBodyBytes: number;
   /**
    * Bytes of live-stream messages one subscriber may have waiting while it is behind; past it
    * the store closes its stream with its resume point (docs/API.md, "Live stream").
@@ -238,6 +246,14 @@ function flag(env: Env, name: string): boolean {
   throw new ConfigError(name, 'true or false', raw);
 }
 
+/**
+ * MAX_INFLIGHT_BODY_BYTES (docs/OPERATIONS.md, "Memory"): 64 MiB, or MAX_RECORD_SIZE_BYTES when
+ * that is larger; never below MAX_RECORD_SIZE_BYTES, or a body the store takes could never be read.
+ */
+function inflightBodyBytes(env: Env, maxRecordSizeBytes: number): number {
+  return number(env, 'MAX_INFLIGHT_BODY_BYTES', Math.max(64 * MiB, maxRecordSizeBytes), { min: maxRecordSizeBytes, max: 64 * GiB });
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const HTTP_ENGINES = ['uws', 'node'] as const;
 
@@ -257,6 +273,7 @@ function httpEngine(env: Env): Config['httpEngine'] {
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', LOG_LEVELS.join(', '), logLevel);
+  const maxRecordSizeBytes = number(env, 'MAX_RECORD_SIZE_BYTES', 20 * MiB, { min: 1024, max: 1 * GiB });
   return {
     host: text(env, 'HOST') ?? '0.0.0.0',
     port: number(env, 'PORT', 8001, { max: 65535 }),
@@ -264,7 +281,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiKey: text(env, 'API_KEY'),
     retentionDays: number(env, 'RETENTION_DAYS', 1, { integer: false, min: 0.000001 }),
     maxRecords: number(env, 'MAX_RECORDS', 1_000_000, { min: 1 }),
-    maxRecordSizeBytes: number(env, 'MAX_RECORD_SIZE_BYTES', 20 * MiB, { min: 1024, max: 1 * GiB }),
+    maxRecordSizeBytes,
     maxStorageBytes: number(env, 'MAX_STORAGE_BYTES', 10 * GiB, { min: MiB }),
     cleanupIntervalSeconds: number(env, 'CLEANUP_INTERVAL_SECONDS', 300, { min: 1 }),
     indexCheckpointMs: number(env, 'INDEX_CHECKPOINT_MS', DEFAULT_CHECKPOINT_MS, { min: 1, max: 60_000 }),
@@ -275,6 +292,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxListResponseBytes: number(env, 'MAX_LIST_RESPONSE_BYTES', 16 * MiB, { min: 1024, max: 1 * GiB }),
     maxListScanRecords: number(env, 'MAX_LIST_SCAN_RECORDS', 10_000, { min: 1 }),
     maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
+    maxPointsPerEvent: number(env, 'MAX_POINTS_PER_EVENT', 100_000, { min: 1 }),
+    maxInflightBodyBytes: inflightBodyBytes(env, maxRecordSizeBytes),
     streamSubscriberBufferBytes: number(env, 'STREAM_SUBSCRIBER_BUFFER_BYTES', 4 * MiB, { min: 64 * 1024 }),
     diskReserveBytes: number(env, 'DISK_RESERVE_BYTES', 8 * MiB, { min: 0 }),
     // The default is src/events/thumbnails.ts THUMBNAIL_QUEUE_MAX (the operator page asks for up to 200 at once).

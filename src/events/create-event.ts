@@ -7,7 +7,7 @@ import { AppError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
 import { formatMicros } from '../store/timestamps.js';
 import { decodeImage } from './decode-image.js';
-import { assertPredictionLimit } from './prediction-limit.js';
+import { assertPointLimit, assertPredictionLimit } from './prediction-limit.js';
 import type { CreateEventInput } from './types.js';
 import { validateCreateBody } from './validate.js';
 
@@ -30,13 +30,15 @@ export interface CreateResponse {
  * Validates and stores one event.
  * @param body the parsed JSON body, camelCase or snake_case
  * @throws AppError validation_failed / unknown_event_schema (422; validation_failed also
- *   for an image over MAX_PREDICTIONS_PER_IMAGE), event_data_invalid
+ *   for an image over MAX_PREDICTIONS_PER_IMAGE and an event over MAX_POINTS_PER_EVENT),
+ *   event_data_invalid
  *   (400), solution_required (400), image_decode_failed (400), disk_full (507),
  *   store_failure (500)
  */
 export async function createEvent(store: EventWriter, config: Config, body: unknown): Promise<CreateResponse> {
   const input = validateCreateBody(body);
   assertPredictionLimit(input.images, config.maxPredictionsPerImage);
+  assertPointLimit(input.images, config.maxPointsPerEvent);
   if (input.solution === null && config.defaultSolutionId === undefined && config.cloudUploadUrl !== undefined) {
     throw new AppError('solution_required');
   }

@@ -1,8 +1,13 @@
 /**
- * The per-image bound on predictions (MAX_PREDICTIONS_PER_IMAGE; docs/OPERATIONS.md, "Settings"). A
- * create body within MAX_RECORD_SIZE_BYTES can still carry hundreds of thousands of detections per
- * image, and every list page that returns such an event decodes and serializes them all; the bound
- * keeps one event's cost on the read routes in proportion to what a pipeline really sends.
+ * The bounds on what one create carries beyond its bytes (docs/API.md, "Create an event";
+ * docs/OPERATIONS.md, "Settings"): predictions per image (MAX_PREDICTIONS_PER_IMAGE) and points per
+ * event (MAX_POINTS_PER_EVENT). A create body within MAX_RECORD_SIZE_BYTES can still carry hundreds
+ * of thousands of detections per image, or millions of polygon points (a 20 MiB body holds 3.5
+ * million `[x,y]` pairs, each a JavaScript array of about 70 bytes once parsed: 12 times its text),
+ * and every list page that returns such an event decodes and serializes them all; the bounds keep
+ * one event's memory and time, on the create and on the read routes, in proportion to what a
+ * pipeline really sends. The schema bounds each polygon and keypoint group (schemas/shapes.json);
+ * these bound the sums.
  */
 import { AppError } from '../errors.js';
 import type { ImageResults } from './types.js';
@@ -13,7 +18,24 @@ export function predictionCount(image: ImageResults): number {
 }
 
 /**
- * Checks every image of a validated, normalised create body against the bound.
+ * The points of an image: those of its instance segmentations' polygons and its keypoints. A
+ * segmentation's `points` is one polygon of `[x, y]` pairs or several flat `[x1, y1, x2, y2, ...]`
+ * polygons (src/export/geometry.ts reads both); either way each inner array counts as half its
+ * numbers, rounded up, and at least one point (an empty or one-number array still costs an array).
+ * Each keypoint counts one.
+ * @returns points (a count)
+ */
+export function pointCount(image: ImageResults): number {
+  let points = 0;
+  for (const segmentation of image.instance_segmentations) {
+    for (const inner of segmentation.points) points += Math.max(1, Math.ceil(inner.length / 2));
+  }
+  for (const group of image.keypoints) points += group.keypoints.length;
+  return points;
+}
+
+/**
+ * Checks every image of a validated, normalised create body against the bound on predictions.
  * @param images the images as `validateCreateBody` returns them (snake_case, arrays present)
  * @param maxPerImage MAX_PREDICTIONS_PER_IMAGE (entries per image)
  * @throws AppError validation_failed (422), one FastAPI-shaped issue at `['body', 'images', i]`
@@ -30,4 +52,26 @@ export function assertPredictionLimit(images: readonly ImageResults[], maxPerIma
       type: 'value_error.predictions.max_items',
     }]);
   });
+}
+
+/**
+ * Checks a validated, normalised create body against the bound on points: polygon points and
+ * keypoints summed over all its images (docs/API.md, "Create an event").
+ * @param images the images as `validateCreateBody` returns them (snake_case, arrays present)
+ * @param maxPerEvent MAX_POINTS_PER_EVENT (points per create, counted as `pointCount` does)
+ * @throws AppError validation_failed (422), one FastAPI-shaped issue at `['body', 'images', i]`,
+ *   the image at which the sum passes the bound, naming MAX_POINTS_PER_EVENT and the event's total
+ */
+export function assertPointLimit(images: readonly ImageResults[], maxPerEvent: number): void {
+  const counts = images.map(pointCount);
+  const total = counts.reduce((sum, count) => sum + count, 0);
+  if (total <= maxPerEvent) return;
+  let sum = 0;
+  const at = counts.findIndex((count) => (sum += count) > maxPerEvent);
+  throw new AppError('validation_failed', [{
+    loc: ['body', 'images', at],
+    msg: `the event has ${total} points (instance segmentation polygon points and keypoints, over all its images), passing the bound at image ${at}; `
+      + `MAX_POINTS_PER_EVENT allows at most ${maxPerEvent} per event`,
+    type: 'value_error.points.max_items',
+  }]);
 }

@@ -1,42 +1,76 @@
 /**
  * JSON request bodies, streamed with MAX_RECORD_SIZE_BYTES enforced while reading:
  * a body that declares or reaches more than the limit is answered 413 at once and the
- * connection closed, without buffering the rest.
+ * connection closed, without buffering the rest. With a BodyHold (body-budget.ts), the body's
+ * weight is reserved against MAX_INFLIGHT_BODY_BYTES before it is kept: the declared
+ * Content-Length before the first byte, a chunked body's bytes as they arrive, and what parsing
+ * each chunk will add (`parsedExtraBytes`) as it arrives, so a body that would not fit is refused
+ * before it is parsed.
  */
 import { AppError, validationError } from '../errors.js';
+import { parsedExtraBytes, type BodyHold } from './body-budget.js';
 import type { Exchange } from './exchange.js';
 
 /**
  * Starts reading the body of `ex`. Must be called synchronously in the route handler (it
  * attaches `onBody`). Each chunk is copied: it is valid only during the callback.
  * @param limit most bytes accepted
+ * @param hold where the body's weight is reserved (docs/OPERATIONS.md, "Memory"); the caller
+ *   releases it once the request is over. Without one, nothing is reserved (the search gateway's
+ *   bodies of at most 64 KiB)
  * @returns the parsed JSON value; undefined for an empty body
- * @throws AppError record_too_large (413) past `limit`, validation_failed (422) on malformed JSON
+ * @throws AppError record_too_large (413) past `limit`; body_budget_full (503, Retry-After) when
+ *   `hold` cannot take the declared length or a chunk's weight; validation_failed (422) on malformed JSON,
+ *   and when the client disconnects before the body's end (then nothing is answered: the
+ *   promise settles so that the request's hold is released)
  */
-export function readJsonBody(ex: Exchange, limit: number): Promise<unknown> {
+export function readJsonBody(ex: Exchange, limit: number, hold?: BodyHold): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    if (ex.headers.contentLength !== undefined && ex.headers.contentLength > limit) {
-      reject(new AppError('record_too_large', `Record of ${ex.headers.contentLength} bytes exceeds the limit of ${limit} bytes`));
+    const declared = ex.headers.contentLength;
+    if (declared !== undefined && declared > limit) {
+      reject(new AppError('record_too_large', `Record of ${declared} bytes exceeds the limit of ${limit} bytes`));
+      return;
+    }
+    try {
+      if (declared !== undefined) hold?.take(declared);
+    } catch (err) {
+      reject(err);
       return;
     }
     // With Content-Length known, chunks are copied once, straight into the body's buffer;
     // otherwise (chunked) they are kept and joined at the end.
-    const declared = ex.headers.contentLength;
     const preallocated = declared !== undefined ? Buffer.allocUnsafe(declared) : undefined;
     const chunks: Buffer[] = [];
     let received = 0;
-    let failed = false;
+    let done = false;
+    const fail = (err: unknown) => {
+      done = true;
+      reject(err);
+    };
+    ex.onAbort(() => {
+      if (!done) fail(validationError(['body'], 'Client disconnected before the body ended', 'value_error.incomplete'));
+    });
     ex.onBody((view, isLast) => {
-      if (failed) return;
+      if (done) return;
       if (received + view.length > (declared ?? limit)) {
-        failed = true;
-        reject(new AppError('record_too_large', `Record exceeds the limit of ${limit} bytes`));
+        fail(new AppError('record_too_large', `Record exceeds the limit of ${limit} bytes`));
         return;
       }
+      // A declared body's bytes are held already; what parsing adds is held as it arrives.
+      const weight = view.length === 0 ? 0 : (preallocated ? 0 : view.length) + parsedExtraBytes(view);
+      if (hold && weight > 0) {
+        try {
+          hold.take(weight);
+        } catch (err) {
+          fail(err);
+          return;
+        }
+      }
       if (preallocated) view.copy(preallocated, received);
-      else if (!isLast) chunks.push(Buffer.from(view)); // the chunk's memory may be reused after this call
+      else if (!isLast && view.length > 0) chunks.push(Buffer.from(view)); // the chunk's memory may be reused after this call
       received += view.length;
       if (!isLast) return;
+      done = true;
       const body = preallocated ? preallocated.subarray(0, received) : chunks.length === 0 ? view : Buffer.concat([...chunks, view]);
       if (body.length === 0) {
         resolve(undefined);

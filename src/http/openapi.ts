@@ -125,15 +125,19 @@ const pathParamNames = (routePath: string): string[] => [...routePath.matchAll(/
 
 /**
  * What the route table answers for `route` before its handler runs (route-table.ts), as errors
- * of the route's doc: 401 (the key), 413 and 415 (a JSON body it reads or requires), 421 (a page
- * for browsers, or any route, under a DNS name not the store's), 529 (`capacity_blocked`).
+ * of the route's doc: 401 (the key), 413, 415 and 503 (a JSON body it reads or requires, or holds
+ * past MAX_INFLIGHT_BODY_BYTES), 421 (a page for browsers, or any route, under a DNS name not the store's), 529
+ * (`capacity_blocked`).
  */
 function routeTableErrors(route: Route): Partial<Record<ErrorCode, ErrorDoc>> {
   const errors: Partial<Record<ErrorCode, ErrorDoc>> = {};
   if (!route.public) {
     errors.unauthorized = route.keyInQuery ? 'Missing or invalid store key (X-API-Key or api_key).' : 'Missing or invalid X-API-Key (only when API_KEY is set).';
   }
-  if (route.body === 'json') errors.record_too_large = 'Record exceeds MAX_RECORD_SIZE_BYTES.';
+  if (route.body === 'json') {
+    errors.record_too_large = 'Record exceeds MAX_RECORD_SIZE_BYTES.';
+    errors.body_budget_full = 'Request bodies held at once (their bytes and what parsing adds) would pass MAX_INFLIGHT_BODY_BYTES; retry after Retry-After (seconds); nothing was stored.';
+  }
   if (route.body === 'json' || route.jsonBody) errors.unsupported_content_type = 'Content-Type is not application/json.';
   errors.misdirected_request = `Host is a DNS name not among the store's (localhost, its hostname, <hostname>.local, ALLOWED_HOSTS); add it to ALLOWED_HOSTS${route.errorShape === 'page' ? ' (an HTML page says so)' : ''}.`;
   if (route.gated) errors.capacity_blocked = 'Store over its capacity limits, waiting for uploads to drain; nothing was written.';

@@ -2,7 +2,8 @@
  * Registration of routes on an HTTP engine (engine.ts): one wrapper gives every route the same
  * treatment: exchange set up before any await, the browser guard (browser-guard.ts), X-API-Key
  * check (all routes but the public ones), the capacity gate, JSON body streamed within
- * MAX_RECORD_SIZE_BYTES, errors mapped to responses in one place, and the count of in-flight
+ * MAX_RECORD_SIZE_BYTES and held within MAX_INFLIGHT_BODY_BYTES over all requests (body-budget.ts)
+ * until the request is over, errors mapped to responses in one place, and the count of in-flight
  * requests that a graceful stop waits for. A known path asked with another method answers 405
  * with `Allow` (an allowed origin's CORS preflight 204); an unknown path 404 (docs/API.md, "Errors").
  */
@@ -24,6 +25,7 @@ import { corsHeaders, createBrowserGuard, crossSiteReadProblem, jsonContentTypeP
 import type { HttpEngine, RuntimeInfo } from './engine.js';
 import type { ErrorShape, Exchange } from './exchange.js';
 import { readJsonBody } from './json-body.js';
+import { BodyBudget } from './body-budget.js';
 import type { RouteDoc } from './route-docs.js';
 
 /** A reply whose body is sent as JSON. */
@@ -215,9 +217,17 @@ export function createAdmission(ctx: ServerContext): Admission {
  * Registers `routes` on `engine`, a 405 for every known path asked with another method, and a
  * catch-all 404.
  * @param admission the server's admission checks (default: built from `ctx`)
+ * @param bodies where `json` routes hold their bodies, from the first byte to the end of the
+ *   request (default: a budget of MAX_INFLIGHT_BODY_BYTES of its own)
  * @returns the in-flight counter of these routes
  */
-export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext, admission: Admission = createAdmission(ctx)): InFlight {
+export function registerRoutes(
+  engine: HttpEngine,
+  routes: Route[],
+  ctx: ServerContext,
+  admission: Admission = createAdmission(ctx),
+  bodies: BodyBudget = new BodyBudget(ctx.config.maxInflightBodyBytes),
+): InFlight {
   const inFlight = new InFlight();
   const logError = (err: AppError) => ctx.log.error({ err }, 'request failed');
   const { gate } = ctx.lifecycle;
@@ -251,10 +261,13 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
       // A client gone mid-body never completes its request: it must not hold up a graceful stop.
       ex.onAbort(leave);
       let reply: Promise<RouteReply | void> | RouteReply | void;
+      // A JSON body, and so what the handler makes of it, is held until the request is over:
+      // answered, failed, or (readJsonBody settles then) cut off mid-body (docs/OPERATIONS.md, "Memory").
+      const hold = route.body === 'json' ? bodies.hold() : undefined;
       try {
         // Handlers run synchronously here, so a streaming handler attaches onData in time.
-        reply = route.body === 'json'
-          ? readJsonBody(ex, ctx.config.maxRecordSizeBytes).then((parsed) => route.handler(ex, ctx, parsed))
+        reply = hold
+          ? readJsonBody(ex, ctx.config.maxRecordSizeBytes, hold).then((parsed) => route.handler(ex, ctx, parsed))
           : route.handler(ex, ctx, undefined);
       } catch (err) {
         reply = Promise.reject(err);
@@ -266,7 +279,10 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
         })
         // A response sent before the body was read closes the connection (nothing else can).
         .catch((err: unknown) => ex.fail(err, logError))
-        .finally(leave);
+        .finally(() => {
+          hold?.release();
+          leave();
+        });
     };
     for (const method of route.head ? [route.method, 'head'] : [route.method]) {
       engine.route(method, route.path, handle);

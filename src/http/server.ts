@@ -17,6 +17,7 @@ import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 import { ResetTokens } from '../operations/reset.js';
 import { Thumbnails } from '../events/thumbnails.js';
 import type { EventStore } from '../store/event-store.js';
+import { BodyBudget } from './body-budget.js';
 import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';
 import { createEngine } from './engine-choice.js';
@@ -101,7 +102,9 @@ export async function startServer(parts: ServerParts): Promise<RunningServer> {
   const admission = createAdmission(ctx);
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
   engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, admission));
-  const inFlight = registerRoutes(engine, routesFor(config), ctx, admission);
+  const bodies = new BodyBudget(config.maxInflightBodyBytes);
+  parts.metrics.followBodyBudget(bodies);
+  const inFlight = registerRoutes(engine, routesFor(config), ctx, admission, bodies);
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
   warnAboutGateway(config, log);

@@ -190,6 +190,20 @@ export class StoreMetrics {
     if (storedBodyBytes > 0) this.ingestedBytes.inc(storedBodyBytes);
   }
 
+  /**
+   * Exposes the HTTP server's bound on JSON bodies held at once (docs/OPERATIONS.md, "Memory"):
+   * `edge_events_inflight_body_bytes` (held now), `_inflight_body_limit_bytes`
+   * (MAX_INFLIGHT_BODY_BYTES) and `edge_events_body_budget_refusals_total` (503 `body_budget_full`).
+   * Called once, by the server that holds the budget.
+   * @param budget read at each scrape: bytes held, the limit (bytes), refusals since the start
+   */
+  followBodyBudget(budget: { readonly held: number; readonly limit: number; readonly refusedTotal: number }): void {
+    const registers = [this.registry];
+    new Gauge({ name: `${PREFIX}inflight_body_bytes`, help: 'Bytes of JSON request bodies held now, from their first byte to their answer.', registers, collect() { this.set(budget.held); } });
+    new Gauge({ name: `${PREFIX}inflight_body_limit_bytes`, help: 'MAX_INFLIGHT_BODY_BYTES: the most bytes of JSON request bodies held at once.', registers, collect() { this.set(budget.limit); } });
+    new Counter({ name: `${PREFIX}body_budget_refusals_total`, help: 'Requests answered 503 body_budget_full: their body would have passed MAX_INFLIGHT_BODY_BYTES.', registers, collect() { this.reset(); this.inc(budget.refusedTotal); } });
+  }
+
   /** The text exposition of every metric, with its Content-Type. */
   async scrape(): Promise<{ text: string; contentType: string }> {
     return { text: await this.registry.metrics(), contentType: this.registry.contentType };

@@ -1,0 +1,108 @@
+/**
+ * The bound on JSON request bodies held in memory at once (MAX_INFLIGHT_BODY_BYTES;
+ * docs/OPERATIONS.md, "Memory"). Every JSON body is read whole and parsed on the HTTP thread
+ * (json-body.ts), and a create keeps its parsed body, decoded images and record until its answer:
+ * without a bound, twenty 18.6 MB creates at once took the store past V8's heap limit (issue 58).
+ *
+ * A body is held by its weight, from its first byte to the end of its request: its bytes plus what
+ * parsing will add (`parsedExtraBytes`), counted as the bytes arrive, so that a body which would
+ * not fit is refused before it is parsed. A declared body reserves its Content-Length before any
+ * byte is read. What a request holds is given back when it ends, answered, failed or aborted (the
+ * route table, route-table.ts). A request that would pass the bound is answered 503
+ * `body_budget_full` with Retry-After, as a server that is "temporarily overloaded" (RFC 9110,
+ * 15.6.4), unless it is the only one holding anything: any body the store takes can be stored.
+ */
+import { AppError } from '../errors.js';
+
+/** Seconds a client refused for the budget is told to wait (`Retry-After`): one group commit or a few, in practice. */
+export const BODY_BUDGET_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * What V8 adds to a JSON text when it parses it, per `[` or `{` (an array or object: 56 to 72
+ * bytes) and per `,` (a value in an array or object: 8 bytes for a number, a pointer for the
+ * rest), in bytes. Measured with `v8.getHeapStatistics()` around `JSON.parse` on Node 20, 64-bit:
+ * `[1,2],` (6 bytes of text) takes 72 once parsed, weighed 6 + 64 + 2 x 8 = 86; a detection of 80
+ * bytes takes 144, weighed 192; a keypoint of 48 takes 96, weighed 144; `1,` in a flat array takes
+ * 8, weighed 10; base64 text takes its length, weighed the same. Brackets and commas inside strings
+ * count too: the weight errs high, never low.
+ */
+export const PARSED_WEIGHT = { container: 64, value: 8 } as const;
+
+/** Occurrences of `byte` in `chunk` (Buffer.indexOf: a memchr over text without it, such as base64). */
+function occurrences(chunk: Buffer, byte: number): number {
+  let count = 0;
+  for (let at = chunk.indexOf(byte); at !== -1; at = chunk.indexOf(byte, at + 1)) count++;
+  return count;
+}
+
+/**
+ * What parsing `chunk` of a JSON text adds to its bytes in V8's heap, by PARSED_WEIGHT.
+ * @returns bytes (an upper estimate)
+ */
+export function parsedExtraBytes(chunk: Buffer): number {
+  return PARSED_WEIGHT.container * (occurrences(chunk, 0x5b /* [ */) + occurrences(chunk, 0x7b /* { */)) + PARSED_WEIGHT.value * occurrences(chunk, 0x2c /* , */);
+}
+
+/** The bytes one request holds of a BodyBudget, given back once by `release`. */
+export interface BodyHold {
+  /** Bytes this request holds now. */
+  readonly bytes: number;
+  /**
+   * Reserves `bytes` more for this request: always when it is the only request holding any,
+   * else only within the limit.
+   * @throws AppError body_budget_full (503, with Retry-After) when the budget cannot take them;
+   *   what the request held stays held until `release`
+   */
+  take(bytes: number): void;
+  /** Gives back everything this request holds; later calls do nothing. */
+  release(): void;
+}
+
+export class BodyBudget {
+  private heldBytes = 0;
+  private refused = 0;
+
+  /** @param limit bytes (weights) of bodies held at once (MAX_INFLIGHT_BODY_BYTES) */
+  constructor(readonly limit: number) {}
+
+  /** Bytes (weights) held now, over every request (for /metrics, `edge_events_inflight_body_bytes`). */
+  get held(): number {
+    return this.heldBytes;
+  }
+
+  /** Requests refused with body_budget_full since the start. */
+  get refusedTotal(): number {
+    return this.refused;
+  }
+
+  /** A hold for one request, holding nothing yet. */
+  hold(): BodyHold {
+    let bytes = 0;
+    let released = false;
+    return {
+      get bytes() {
+        return bytes;
+      },
+      take: (more) => {
+        if (released) return;
+        // A request alone is let in whatever it weighs, so every valid create can be stored.
+        const alone = this.heldBytes === bytes;
+        if (this.heldBytes + more > this.limit && !alone) {
+          this.refused++;
+          throw new AppError('body_budget_full', `Request bodies held in memory would pass MAX_INFLIGHT_BODY_BYTES (${this.limit} bytes): `
+            + `${this.heldBytes} held, this one needs ${bytes + more}; retry after ${BODY_BUDGET_RETRY_AFTER_SECONDS} s`, {
+            headers: { 'Retry-After': String(BODY_BUDGET_RETRY_AFTER_SECONDS) },
+          });
+        }
+        this.heldBytes += more;
+        bytes += more;
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.heldBytes -= bytes;
+        bytes = 0;
+      },
+    };
+  }
+}
