@@ -28,19 +28,27 @@ export const BODY_BUDGET_RETRY_AFTER_SECONDS = 1;
  */
 export const PARSED_WEIGHT = { container: 64, value: 8 } as const;
 
-/** Occurrences of `byte` in `chunk` (Buffer.indexOf: a memchr over text without it, such as base64). */
-function occurrences(chunk: Buffer, byte: number): number {
-  let count = 0;
-  for (let at = chunk.indexOf(byte); at !== -1; at = chunk.indexOf(byte, at + 1)) count++;
-  return count;
-}
+const COMMA = 0x2c;
+const OPEN_BRACKET = 0x5b;
+const OPEN_BRACE = 0x7b;
 
 /**
- * What parsing `chunk` of a JSON text adds to its bytes in V8's heap, by PARSED_WEIGHT.
+ * What parsing `chunk` of a JSON text adds to its bytes in V8's heap, by PARSED_WEIGHT. A chunk
+ * with none of `,`, `[`, `{` (base64, long strings) is answered by three `Buffer.indexOf`, each a
+ * memchr; any other by one pass over its bytes (a call per occurrence would cost 30 ms for the
+ * 0.6 MB of 100,000 `[x,y]` pairs, the pass 2 ms).
  * @returns bytes (an upper estimate)
  */
 export function parsedExtraBytes(chunk: Buffer): number {
-  return PARSED_WEIGHT.container * (occurrences(chunk, 0x5b /* [ */) + occurrences(chunk, 0x7b /* { */)) + PARSED_WEIGHT.value * occurrences(chunk, 0x2c /* , */);
+  if (chunk.indexOf(COMMA) === -1 && chunk.indexOf(OPEN_BRACKET) === -1 && chunk.indexOf(OPEN_BRACE) === -1) return 0;
+  let containers = 0;
+  let values = 0;
+  for (let i = 0; i < chunk.length; i++) {
+    const byte = chunk[i];
+    if (byte === COMMA) values++;
+    else if (byte === OPEN_BRACKET || byte === OPEN_BRACE) containers++;
+  }
+  return PARSED_WEIGHT.container * containers + PARSED_WEIGHT.value * values;
 }
 
 /** The bytes one request holds of a BodyBudget, given back once by `release`. */
