@@ -9,11 +9,11 @@
  * start-up cleanup has checkpointed, and is killed (SIGKILL): half the events are in the LMDB
  * index, half only in the log, replayed at the next start.
  *
- * Each fault (fault-injection.ts), `--runs` times (3) at seeded random offsets, is made on a
- * fresh copy of that folder: in the log's segments a flipped byte, a zeroed 4 KiB page, a lost
- * 4 KiB page (reads as the zeros it held before the write), a cut at a random byte and a missing
- * segment; in db/data.mdb a flipped byte, a zeroed page, a lost page (reads as it was at the clean
- * stop) and a cut. The store is started on the copy. Once its start-up cleanup has ended (its
+ * Each fault (fault-injection.ts) is made on a fresh copy of that folder, `--runs` times (3) at
+ * seeded random offsets: in the log's segments a flipped byte, a zeroed 4 KiB page, a lost 4 KiB
+ * page (reads as the zeros it held before the write), a cut at a random byte and a missing
+ * segment; in db/data.mdb a flipped byte, a zeroed page, a lost page (reads as it was at the
+ * clean stop; made on each page changed since, in turn) and a cut. The store is started on the copy. Once its start-up cleanup has ended (its
  * consistency pass drops file entries whose bytes are missing or fail their CRC), every
  * acknowledged event is read back (`GET /v2/events/{id}`, 200 = readable), every image compared
  * with the bytes sent (missing or differing: corrupt), and /stats `log_damage` read (the events
@@ -40,7 +40,7 @@ import path from 'node:path';
 import { AckedEvents, type AckedEvent } from './lib/acked-events.js';
 import { flagOption, numberOption } from './lib/args.js';
 import { eventBody } from './lib/disk-fill.js';
-import { applyFault, drawFault, FAULT_KINDS, type Fault, type FaultKind, type FaultLayout } from './lib/fault-injection.js';
+import { applyFault, drawFault, FAULT_KINDS, runsOf, type Fault, type FaultKind, type FaultLayout } from './lib/fault-injection.js';
 import { fixture } from './lib/fixtures.js';
 import { StoreClient } from './lib/http-client.js';
 import { FrameMap, readLogFrames, segmentFiles } from './lib/log-frames.js';
@@ -482,7 +482,7 @@ try {
   const kinds: (FaultKind | 'none (control)')[] = ['none (control)', ...FAULT_KINDS];
   for (const [k, kind] of kinds.entries()) {
     if (only && !kind.includes(only)) continue;
-    for (let r = 0; r < (kind === 'none (control)' ? 1 : runs); r++) {
+    for (let r = 0; r < (kind === 'none (control)' ? 1 : runsOf(kind, layout, runs)); r++) {
       // One generator per run, so that --only repeats a run's draw.
       const rng = new Random((seed + k * 7919 + r * 104729) >>> 0);
       const fault = kind === 'none (control)' ? undefined : drawFault(kind, r, layout, rng);

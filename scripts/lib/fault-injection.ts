@@ -123,7 +123,7 @@ function drawRecordByte(layout: FaultLayout, spans: Span[], rng: Random): { segm
  * missing segment takes the segments in turn. In data.mdb a flipped byte or zeroed page falls
  * anywhere, on a branch page or on a leaf page (as their headers say: a page LMDB no longer uses
  * may say so too); a lost page is one whose content changed since the clean stop, which it
- * takes back; a truncation cuts at any byte.
+ * takes back, each such page in turn (`runsOf`); a truncation cuts at any byte.
  * @throws Error when the layout holds nothing the draw needs (no segment, no record frame)
  */
 export function drawFault(kind: FaultKind, run: number, layout: FaultLayout, rng: Random): Fault {
@@ -171,19 +171,34 @@ export function drawFault(kind: FaultKind, run: number, layout: FaultLayout, rng
       return onIndex(kind, target, Math.min(offset, layout.index.length - 1), kind === 'data.mdb: flipped byte' ? 1 : PAGE_BYTES, layout);
     }
     case 'data.mdb: lost page': {
-      const changed: number[] = [];
-      for (let at = 0; at < layout.index.length; at += PAGE_BYTES) {
-        if (!layout.index.subarray(at, at + PAGE_BYTES).equals(olderPage(layout, at))) changed.push(at);
-      }
+      const changed = changedIndexPages(layout);
       if (changed.length === 0) return onIndex(kind, 'no page changed since the clean stop: page 2', 2 * PAGE_BYTES, PAGE_BYTES, layout);
-      const offset = rng.pick(changed);
-      return { ...onIndex(kind, `one of the ${changed.length} 4 KiB pages changed since the clean stop`, offset, PAGE_BYTES, layout), revertTo: olderPage(layout, offset) };
+      const offset = changed[run % changed.length];
+      return { ...onIndex(kind, `page ${offset / PAGE_BYTES}, ${run % changed.length + 1} of the ${changed.length} 4 KiB pages changed since the clean stop`, offset, PAGE_BYTES, layout), revertTo: olderPage(layout, offset) };
     }
     case 'data.mdb: truncated': {
       const offset = rng.int(1, layout.index.length - 1);
       return onIndex(kind, 'any byte', offset, layout.index.length - offset, layout);
     }
   }
+}
+
+/** Offsets (bytes) of the 4 KiB pages of data.mdb whose content changed since the clean stop, ascending. */
+function changedIndexPages(layout: FaultLayout): number[] {
+  const changed: number[] = [];
+  for (let at = 0; at < layout.index.length; at += PAGE_BYTES) {
+    if (!layout.index.subarray(at, at + PAGE_BYTES).equals(olderPage(layout, at))) changed.push(at);
+  }
+  return changed;
+}
+
+/**
+ * How many runs fault `kind` gets: `runs`, but a lost page of data.mdb is made on every page
+ * that changed since the clean stop, in turn (a dozen or so: a few drawn at random miss the
+ * pages whose loss matters most, as the meta pages and the tree that names the databases).
+ */
+export function runsOf(kind: FaultKind, layout: FaultLayout, runs: number): number {
+  return kind === 'data.mdb: lost page' ? Math.max(1, changedIndexPages(layout).length) : runs;
 }
 
 /** A fault in data.mdb at `offset`, its length clipped to the file. */
