@@ -118,6 +118,8 @@ t.test('retention reckons by the store\'s running time too: events stamped 30 da
   t.equal(almost.records_deleted.total, 0, 'a minute short of 7 days of running time: none');
   const after = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: corrected + 7 * DAY_MS, running: running + 7 * DAY_MICROS + 60e6 });
   t.equal(after.records_deleted.retention, 5, 'past 7 days by both clocks: all five');
+  await local.store.clearAll();
+  t.ok(runningMicros(local.store) >= running, 'a reset deletes the events, not the running time');
 });
 
 t.test('a re-stamp moves every entry naming an event\'s created_at, in order, in one transaction', async (t) => {

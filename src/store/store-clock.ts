@@ -349,7 +349,10 @@ export class StoreClock {
       if (jump.micros > 0) jumps.forward++;
       else jumps.backward++;
       dbs.meta.putSync(CLOCK_KEY, { ...stored, epochs: epoch ? [...stored.epochs, epoch] : stored.epochs, jumps } satisfies ClockRecord);
-    })).then(() => undefined, (err: unknown) => this.options.onError?.(err));
+    }))
+      // Saved past the jump, so that the next start, after a crash too, does not find it again over the downtime.
+      .then(() => saveRunningTime(this.store))
+      .then(() => undefined, (err: unknown) => this.options.onError?.(err));
   }
 
   /**
