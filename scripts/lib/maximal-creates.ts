@@ -26,6 +26,7 @@ export const MAX_POINTS_PER_POLYGON = 10_000;
 /** The kinds of maximal create (what fills the body). */
 export type MaximalKind = 'image' | 'points' | 'detections';
 
+/** Every kind, in the order `npm run memory-peak` sends them. */
 export const MAXIMAL_KINDS: readonly MaximalKind[] = ['image', 'points', 'detections'];
 
 /** Bytes kept below MAX_RECORD_SIZE_BYTES (the body is built to end just under it). */

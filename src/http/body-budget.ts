@@ -66,6 +66,10 @@ export interface BodyHold {
   release(): void;
 }
 
+/**
+ * The JSON bodies under way, weighed (bytes), against MAX_INFLIGHT_BODY_BYTES: one per HTTP server,
+ * built by it (server.ts) and handed to the route table, which gives each JSON request a hold.
+ */
 export class BodyBudget {
   private heldBytes = 0;
   private refused = 0;
