@@ -119,12 +119,79 @@ function pickMeta(a: IndexMeta, b: IndexMeta): IndexMeta {
   return a.txnid > b.txnid ? b : a;
 }
 
+/** Page flags and node flags of LMDB's pages (mdb.c). */
+const P_BRANCH = 0x01;
+const P_LEAF = 0x02;
+const P_LEAF2 = 0x20;
+const F_BIGDATA = 0x01;
+const F_SUBDATA = 0x02;
+/** `sizeof(MDB_node)` without its data (mdb.c `NODESIZE`), and `MDB_db.md_root`'s offset in a sub-database's node data. */
+const NODE_HEADER_BYTES = 8;
+const DB_ROOT_OFFSET = 40;
+
+/**
+ * Walks the trees of snapshot `meta` (the free-page tree, the main tree and every named database
+ * it lists) with plain reads, page by page, for a page the snapshot reaches that is not in the
+ * file's first `filePages` pages: a branch's child, a leaf's overflow pages, a named database's
+ * root. Only the pages the trees reach are read; LMDB never reads any other. Page layout: mdb.c
+ * `MDB_page_header` (24 bytes; `mp_lower` at 20 counts the bytes of the node offsets that follow
+ * it, `NUMKEYS`), `MDB_node` (`mn_lo`, `mn_hi`, `mn_flags`, `mn_ksize`, then key and data;
+ * `NODEPGNO`, `NODEDSZ`), overflow pages `OVPAGES`.
+ * @returns what was found outside the file, in words, or undefined when every page is in it
+ */
+function pageOutsideFile(fd: number, pageSize: number, filePages: bigint, meta: IndexMeta): string | undefined {
+  const page = Buffer.alloc(pageSize);
+  const seen = new Set<bigint>();
+  const stack: { pgno: bigint; tree: string }[] = [];
+  if (meta.freeRoot !== P_INVALID) stack.push({ pgno: meta.freeRoot, tree: 'free-page tree' });
+  if (meta.mainRoot !== P_INVALID) stack.push({ pgno: meta.mainRoot, tree: 'main tree' });
+  while (stack.length > 0) {
+    const { pgno, tree } = stack.pop()!;
+    if (pgno >= filePages) return `page ${pgno} of its ${tree} is past the file's end`;
+    if (seen.has(pgno)) continue;
+    seen.add(pgno);
+    if (fs.readSync(fd, page, 0, pageSize, Number(pgno) * pageSize) < pageSize) return `page ${pgno} of its ${tree} is past the file's end`;
+    const flags = page.readUInt16LE(18);
+    if ((flags & P_LEAF2) !== 0) continue; // fixed-size duplicates: no page numbers in it
+    if ((flags & (P_BRANCH | P_LEAF)) === 0) return `page ${pgno} of its ${tree} is neither a branch nor a leaf`;
+    const keys = page.readUInt16LE(20) >> 1;
+    for (let i = 0; i < keys; i++) {
+      const pointer = PAGE_HEADER_BYTES + 2 * i;
+      const node = pointer + 2 <= pageSize ? PAGE_HEADER_BYTES + page.readUInt16LE(pointer) : pageSize;
+      if (node + NODE_HEADER_BYTES > pageSize) return `page ${pgno} of its ${tree} is malformed`;
+      const lo = page.readUInt16LE(node);
+      const hi = page.readUInt16LE(node + 2);
+      const nodeFlags = page.readUInt16LE(node + 4);
+      if ((flags & P_BRANCH) !== 0) {
+        stack.push({ pgno: BigInt(lo) | (BigInt(hi) << 16n) | (BigInt(nodeFlags) << 32n), tree });
+        continue;
+      }
+      const data = node + NODE_HEADER_BYTES + page.readUInt16LE(node + 6);
+      if ((nodeFlags & F_BIGDATA) !== 0) {
+        if (data + 8 > pageSize) return `page ${pgno} of its ${tree} is malformed`;
+        const size = lo + hi * 0x10000;
+        const pages = BigInt(Math.floor((PAGE_HEADER_BYTES - 1 + size) / pageSize) + 1);
+        const first = page.readBigUInt64LE(data);
+        if (first + pages > filePages) return `overflow pages ${first} to ${first + pages - 1n} of its ${tree} are past the file's end`;
+      } else if ((nodeFlags & F_SUBDATA) !== 0) {
+        if (data + DB_ROOT_OFFSET + 8 > pageSize) return `page ${pgno} of its ${tree} is malformed`;
+        const root = page.readBigUInt64LE(data + DB_ROOT_OFFSET);
+        const name = tree === 'main tree' ? `database ${JSON.stringify(page.toString('latin1', node + NODE_HEADER_BYTES, data).replace(/\0+$/, ''))}` : tree;
+        if (root !== P_INVALID) stack.push({ pgno: root, tree: name });
+      }
+    }
+  }
+  return undefined;
+}
+
 /**
  * Reads `db/data.mdb` under `dataDir` with plain file reads, never a memory map: both meta
  * pages (magic 0xBEEFC0DE, P_META, file format 2, one page size), and the meta LMDB will open at
- * (`mdb_env_pick_meta` with the store's safeRestore: the newest flushed one), whose last page
- * must be in the file: the file holds at least (mm_last_pg + 1) * page size bytes, and the trees'
- * roots are pages up to mm_last_pg.
+ * (`mdb_env_pick_meta` with the store's safeRestore: the newest flushed one), whose trees' roots
+ * are pages up to its mm_last_pg, and whose pages must be in the file: the file holds at least
+ * (mm_last_pg + 1) * page size bytes, or, when it is shorter (LMDB may leave pages it freed
+ * again unwritten at the end), every page the snapshot's trees reach is in it, which this walks
+ * (`pageOutsideFile`: one read per page, in this rare case only).
  * @returns `absent` (no file, or an empty one), `sound`, or `damaged` with the problem in words
  * @throws the fs error of a failed read (EACCES, EIO), never for damage
  */
@@ -159,14 +226,19 @@ export function inspectIndexFile(dataDir: string): IndexFileReport {
     // The flushed copy counts only where lmdb-js wrote one (mdb_env_pick_meta reads it whatever
     // it holds; a zero txnid is never picked).
     const opensAt = flushed.txnid === 0n || flushed.pageSize !== pageSize ? pickMeta(m0, m1) : pickMeta(pickMeta(m0, m1), flushed);
-    const needed = (opensAt.lastPage + 1n) * BigInt(pageSize);
-    if (BigInt(fileBytes) < needed) {
-      return damaged(`the file is ${bytes(fileBytes)}, but the snapshot LMDB opens at (transaction ${opensAt.txnid}, ${opensAt.slot}) uses pages 0 to ${opensAt.lastPage} of ${bytes(pageSize)}: ${bytes(needed)}; the file was cut short`);
-    }
+    const snapshot = `the snapshot LMDB opens at (transaction ${opensAt.txnid}, ${opensAt.slot})`;
     for (const [tree, root] of [['main', opensAt.mainRoot], ['free-page', opensAt.freeRoot]] as const) {
       if (root !== P_INVALID && (root < 2n || root > opensAt.lastPage)) {
-        return damaged(`the ${tree} tree's root, page ${root}, is outside the pages 2 to ${opensAt.lastPage} the snapshot (transaction ${opensAt.txnid}, ${opensAt.slot}) uses`);
+        return damaged(`the ${tree} tree's root, page ${root}, is outside the pages 2 to ${opensAt.lastPage} ${snapshot} uses`);
       }
+    }
+    const needed = (opensAt.lastPage + 1n) * BigInt(pageSize);
+    if (BigInt(fileBytes) < needed) {
+      // LMDB leaves the last pages unwritten when a commit freed them again (mdb.c, mm_last_pg:
+      // "the file may be shorter if the freeDB lists the final pages"): only a page the snapshot
+      // reaches must be in the file.
+      const missing = pageOutsideFile(fd, pageSize, BigInt(Math.floor(fileBytes / pageSize)), opensAt);
+      if (missing) return damaged(`the file is ${bytes(fileBytes)}, but ${snapshot} uses pages 0 to ${opensAt.lastPage} of ${bytes(pageSize)} (${bytes(needed)}), and ${missing}; the file was cut short`);
     }
     return { state: 'sound', file, fileBytes, pageSize, opensAt };
   } finally {
