@@ -100,6 +100,14 @@ t.test('damaged index files', async (t) => {
     t.match(inspectIndexFile(dir), { state: 'damaged', problem: /^meta page 1 is not an LMDB meta page \(magic 0xbfefc0de, expected 0xbeefc0de\)$/ });
   });
 
+  t.test('a zeroed page inside the index: the walk edge-events check asks for finds it', async (t) => {
+    const dir = copyOf(whole);
+    zero(dataMdb(dir), Number(sound.opensAt.mainRoot) * sound.pageSize, sound.pageSize);
+    t.equal(inspectIndexFile(dir).state, 'sound', 'the open reads the meta pages and the length only');
+    t.match(inspectIndexFile(dir, { walk: true }), { state: 'damaged', problem: `in the snapshot LMDB opens at (transaction ${sound.opensAt.txnid}, ${sound.opensAt.slot}), page ${sound.opensAt.mainRoot} of its main tree says it is page 0` });
+    t.equal(inspectIndexFile(whole, { walk: true }).state, 'sound', 'every page of the whole index checks');
+  });
+
   t.test('no index, or an empty one, while the log has segments: refused, and the segments stay', async (t) => {
     const missing = copyOf(whole);
     fs.rmSync(path.join(missing, 'db'), { recursive: true });

@@ -139,7 +139,7 @@ const DB_ROOT_OFFSET = 40;
  * `NODEPGNO`, `NODEDSZ`), overflow pages `OVPAGES`.
  * @returns what was found outside the file, in words, or undefined when every page is in it
  */
-function pageOutsideFile(fd: number, pageSize: number, filePages: bigint, meta: IndexMeta): string | undefined {
+function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: IndexMeta): string | undefined {
   const page = Buffer.alloc(pageSize);
   const seen = new Set<bigint>();
   const stack: { pgno: bigint; tree: string }[] = [];
@@ -147,10 +147,12 @@ function pageOutsideFile(fd: number, pageSize: number, filePages: bigint, meta: 
   if (meta.mainRoot !== P_INVALID) stack.push({ pgno: meta.mainRoot, tree: 'main tree' });
   while (stack.length > 0) {
     const { pgno, tree } = stack.pop()!;
+    if (pgno > meta.lastPage || pgno < 2n) return `its ${tree} names page ${pgno}, outside the pages 2 to ${meta.lastPage} it uses`;
     if (pgno >= filePages) return `page ${pgno} of its ${tree} is past the file's end`;
     if (seen.has(pgno)) continue;
     seen.add(pgno);
     if (fs.readSync(fd, page, 0, pageSize, Number(pgno) * pageSize) < pageSize) return `page ${pgno} of its ${tree} is past the file's end`;
+    if (page.readBigUInt64LE(0) !== pgno) return `page ${pgno} of its ${tree} says it is page ${page.readBigUInt64LE(0)}`;
     const flags = page.readUInt16LE(18);
     if ((flags & P_LEAF2) !== 0) continue; // fixed-size duplicates: no page numbers in it
     if ((flags & (P_BRANCH | P_LEAF)) === 0) return `page ${pgno} of its ${tree} is neither a branch nor a leaf`;
@@ -172,6 +174,7 @@ function pageOutsideFile(fd: number, pageSize: number, filePages: bigint, meta: 
         const size = lo + hi * 0x10000;
         const pages = BigInt(Math.floor((PAGE_HEADER_BYTES - 1 + size) / pageSize) + 1);
         const first = page.readBigUInt64LE(data);
+        if (first < 2n || first + pages - 1n > meta.lastPage) return `its ${tree} names overflow pages ${first} to ${first + pages - 1n}, outside the pages 2 to ${meta.lastPage} it uses`;
         if (first + pages > filePages) return `overflow pages ${first} to ${first + pages - 1n} of its ${tree} are past the file's end`;
       } else if ((nodeFlags & F_SUBDATA) !== 0) {
         if (data + DB_ROOT_OFFSET + 8 > pageSize) return `page ${pgno} of its ${tree} is malformed`;
@@ -191,11 +194,14 @@ function pageOutsideFile(fd: number, pageSize: number, filePages: bigint, meta: 
  * are pages up to its mm_last_pg, and whose pages must be in the file: the file holds at least
  * (mm_last_pg + 1) * page size bytes, or, when it is shorter (LMDB may leave pages it freed
  * again unwritten at the end), every page the snapshot's trees reach is in it, which this walks
- * (`pageOutsideFile`: one read per page, in this rare case only).
+ * (`treeProblem`: one read per page, in this rare case only, or when `walk` asks).
+ * @param options `walk`: walk the trees whatever the file's length (`edge-events check`), which
+ *   also finds a branch or leaf page zeroed or overwritten, or a page number damaged in one, that
+ *   LMDB would meet as a crash or a wrong answer; a read of every page the index uses
  * @returns `absent` (no file, or an empty one), `sound`, or `damaged` with the problem in words
  * @throws the fs error of a failed read (EACCES, EIO), never for damage
  */
-export function inspectIndexFile(dataDir: string): IndexFileReport {
+export function inspectIndexFile(dataDir: string, options: { walk?: boolean } = {}): IndexFileReport {
   const file = indexFileOf(dataDir);
   let fd: number;
   try {
@@ -233,12 +239,14 @@ export function inspectIndexFile(dataDir: string): IndexFileReport {
       }
     }
     const needed = (opensAt.lastPage + 1n) * BigInt(pageSize);
-    if (BigInt(fileBytes) < needed) {
+    const short = BigInt(fileBytes) < needed;
+    if (short || options.walk === true) {
       // LMDB leaves the last pages unwritten when a commit freed them again (mdb.c, mm_last_pg:
       // "the file may be shorter if the freeDB lists the final pages"): only a page the snapshot
       // reaches must be in the file.
-      const missing = pageOutsideFile(fd, pageSize, BigInt(Math.floor(fileBytes / pageSize)), opensAt);
-      if (missing) return damaged(`the file is ${bytes(fileBytes)}, but ${snapshot} uses pages 0 to ${opensAt.lastPage} of ${bytes(pageSize)} (${bytes(needed)}), and ${missing}; the file was cut short`);
+      const problem = treeProblem(fd, pageSize, BigInt(Math.floor(fileBytes / pageSize)), opensAt);
+      if (problem && short) return damaged(`the file is ${bytes(fileBytes)}, but ${snapshot} uses pages 0 to ${opensAt.lastPage} of ${bytes(pageSize)} (${bytes(needed)}), and ${problem}; the file was cut short`);
+      if (problem) return damaged(`in ${snapshot}, ${problem}`);
     }
     return { state: 'sound', file, fileBytes, pageSize, opensAt };
   } finally {

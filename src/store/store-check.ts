@@ -378,7 +378,7 @@ function indexPart(file: IndexFileReport): CheckReport['index'] {
 async function checkLocked(dataDir: string): Promise<CheckReport> {
   const blobsDir = path.join(dataDir, 'blobs');
   const onDisk = segmentsOnDisk(blobsDir);
-  const file = inspectIndexFile(dataDir);
+  const file = inspectIndexFile(dataDir, { walk: true });
   const report: CheckReport = {
     dataDir,
     index: indexPart(file),
