@@ -62,7 +62,9 @@ const READERS = 8;
 const IMAGE = 'retina.jpg';
 /** The second life of the folder: no checkpoint and no cleanup of its own after the start-up one, so its creates stay in the log alone. */
 const SECOND_LIFE = { INDEX_CHECKPOINT_MS: '60000', INDEX_CHECKPOINT_MAX_MS: '300000', CLEANUP_INTERVAL_SECONDS: '3600' };
-const STOP_DEADLINE_MS = 60_000;
+const STOP_DEADLINE_MS = 30_000;
+/** Deadline of a probe (`/health`, `/stats` while waiting for the start-up cleanup). */
+const PROBE_DEADLINE_MS = 5_000;
 const CLEANUP_DEADLINE_MS = 120_000;
 const CHECK_DEADLINE_MS = 600_000;
 
@@ -104,7 +106,7 @@ async function stopStore(store: StoreProcess): Promise<Exit> {
  */
 async function startUpCleanupDone(client: StoreClient, store: StoreProcess): Promise<boolean> {
   for (const deadline = performance.now() + CLEANUP_DEADLINE_MS; performance.now() < deadline && !store.hasExited(); await sleep(200)) {
-    const answer = await client.request('GET', '/stats').catch(() => undefined);
+    const answer = await client.request('GET', '/stats', { timeoutMs: PROBE_DEADLINE_MS }).catch(() => undefined);
     if (answer?.status === 200 && answer.json().last_cleanup !== null) return true;
   }
   return false;
@@ -196,10 +198,10 @@ async function readLayout(): Promise<FaultLayout> {
   for (const event of setup.events) acked.add(event);
   const fileEvents = new Map<string, string>();
   for (const event of setup.events) for (const image of event.images) fileEvents.set(image.fileId, event.id);
-  const scratch = path.join(workDir, 'scratch');
+  const scratch = path.join(fs.mkdtempSync(path.join(workDir, 'layout-')), 'data');
   copyPristine(scratch);
   const check = await runCheck(scratch, false);
-  fs.rmSync(scratch, { recursive: true, force: true });
+  fs.rmSync(path.dirname(scratch), { recursive: true, force: true });
   const report = check.report?.check;
   const position = report?.indexAgainstLog?.logPosition;
   if (!report || !position || report.index.pageSize === null) throw new Error(`edge-events check on the undamaged folder gave no log position or page size (${exitText(check.exit)}): ${check.stderr.slice(0, 2000)}`);
@@ -221,6 +223,8 @@ interface Attempt {
   /** How the store ended: before listening (refused or killed), during the reads, or at its stop. */
   startExit: Exit | undefined;
   diedDuringReads: Exit | undefined;
+  /** The store stopped answering (a request past its deadline, then /health too); the reads left were not sent. */
+  hung: boolean;
   stopExit: Exit | undefined;
   startMs: number;
   /** Whether the start-up cleanup ended before the reads began (startUpCleanupDone). */
@@ -236,10 +240,16 @@ interface Attempt {
   output: string;
 }
 
+/** Whether the store at `client` answers `GET /health` within PROBE_DEADLINE_MS. */
+async function answers(client: StoreClient): Promise<boolean> {
+  const answer = await client.request('GET', '/health', { timeoutMs: PROBE_DEADLINE_MS }).catch(() => undefined);
+  return answer?.status === 200;
+}
+
 /** Starts the store on `dataDir`, reads every acknowledged event and image back and /stats, and stops it. */
 async function startAndRead(dataDir: string): Promise<Attempt> {
   const attempt: Attempt = {
-    startExit: undefined, diedDuringReads: undefined, stopExit: undefined, startMs: 0, cleanupDone: false,
+    startExit: undefined, diedDuringReads: undefined, hung: false, stopExit: undefined, startMs: 0, cleanupDone: false,
     readable: new Set(), corrupt: new Set(), statuses: new StatusTally(), images: new StatusTally(), named: new Set(), eventsLost: 0, ranges: 0, output: '',
   };
   const begun = performance.now();
@@ -256,6 +266,7 @@ async function startAndRead(dataDir: string): Promise<Attempt> {
   const client = new StoreClient(store.url, 30_000);
   attempt.cleanupDone = await startUpCleanupDone(client, store);
   await mapParallel([...acked.events.values()], READERS, async (event) => {
+    if (attempt.hung) return attempt.statuses.add('not sent: the store had stopped answering');
     try {
       const answer = await client.request('GET', `/v2/events/${event.id}`);
       attempt.statuses.add(answer.status);
@@ -267,10 +278,15 @@ async function startAndRead(dataDir: string): Promise<Attempt> {
         if (found !== 'ok') attempt.corrupt.add(event.id);
       }
     } catch (err) {
-      attempt.statuses.add(failureOutcome(err));
+      const outcome = failureOutcome(err);
+      attempt.statuses.add(outcome);
+      // A request past its deadline while /health does not answer either: the store hangs, and
+      // the reads left would each wait out their deadline.
+      if (outcome === 'timeout' && !(await answers(client))) attempt.hung = true;
     }
   });
   try {
+    if (attempt.hung) throw new Error('not asked: the store had stopped answering');
     const damage = (await client.getJson('/stats')).log_damage;
     attempt.eventsLost = damage.events_lost;
     attempt.ranges = damage.quarantined_ranges;
@@ -337,8 +353,8 @@ function removedByStore(copy: string, fault: Fault | undefined): { deleted: stri
 
 /** Runs one fault (or none, for the control run) on a fresh copy. */
 async function runFault(fault: Fault | undefined, layout: FaultLayout, replayed: Set<string>, label: string): Promise<FaultRun> {
-  const copy = path.join(workDir, 'copy');
-  fs.rmSync(copy, { recursive: true, force: true });
+  // A folder of its own: two runs with the same --setup never share a copy.
+  const copy = path.join(fs.mkdtempSync(path.join(workDir, 'run-')), 'data');
   copyPristine(copy);
   const run: FaultRun = { fault, touched: new Set(), attempts: [], checks: [], violations: [], notes: [] };
   const onIndex = fault !== undefined && fault.segment === undefined;
@@ -357,7 +373,7 @@ async function runFault(fault: Fault | undefined, layout: FaultLayout, replayed:
   const firstLoss = lossOf(attempt);
   const lostOnDamagedIndex = onIndex && attempt.startExit === undefined && firstLoss.lost.length + firstLoss.corrupt.length > 0;
   if (lostOnDamagedIndex) run.notes.push(`the store started on the damaged data.mdb and lost ${firstLoss.lost.length}, corrupted ${firstLoss.corrupt.length} events before any repair`);
-  if (attempt.startExit || attempt.diedDuringReads || lostOnDamagedIndex) {
+  if (attempt.startExit || attempt.diedDuringReads || attempt.hung || lostOnDamagedIndex) {
     // As an operator would: the check first (what it says of the damage), then the repair.
     run.checks.push(await runCheck(copy, false), await runCheck(copy, true));
     attempt = await startAndRead(copy);
@@ -367,7 +383,8 @@ async function runFault(fault: Fault | undefined, layout: FaultLayout, replayed:
     const which = k === 0 ? 'the store' : 'the store after check --repair';
     signalled(`${which} at start-up:`, a.startExit);
     if (a.diedDuringReads) violation(`${which} died while read: ${exitText(a.diedDuringReads)}`);
-    signalled(`${which} at its stop:`, a.stopExit);
+    if (a.hung) violation(`${which} stopped answering while read (a hang)`);
+    signalled(`${which} at its stop (SIGTERM, SIGKILL after ${seconds(STOP_DEADLINE_MS)}):`, a.stopExit);
     const refusal = a.startExit && !a.startExit.signal;
     if (refusal && k === 0 && !namesRepair) violation(`the store refused to start (${exitText(a.startExit!)}) without naming check --repair: ${oneLine(a.output, 300)}`);
     if (!a.startExit && !a.diedDuringReads && !a.cleanupDone) violation(`${which}: its start-up cleanup did not end within ${seconds(CLEANUP_DEADLINE_MS)}`);
@@ -412,7 +429,7 @@ async function runFault(fault: Fault | undefined, layout: FaultLayout, replayed:
     for (const a of run.attempts) printLoggedErrors(a.output);
     violations.push(...run.violations.map((v) => `${label}: ${v}`));
   }
-  fs.rmSync(copy, { recursive: true, force: true });
+  fs.rmSync(path.dirname(copy), { recursive: true, force: true });
   return run;
 }
 
@@ -439,7 +456,7 @@ function printRun(label: string, run: FaultRun, lost: string[], corrupt: string[
     const lostHere = acked.events.size - a.readable.size;
     console.log(`  store started in ${n(Math.round(a.startMs))} ms; ${n(a.readable.size)} of ${n(acked.events.size)} readable (${lostHere} lost), ${a.corrupt.size} with a missing or differing image; `
       + `log_damage: ${a.ranges} ranges, ${a.eventsLost} events named; GET /v2/events/{id}: ${a.statuses}; images: ${a.images}; `
-      + `${a.diedDuringReads ? `DIED while read (${exitText(a.diedDuringReads)})` : `stopped: ${exitText(a.stopExit!)}`}`);
+      + `${a.hung ? 'STOPPED ANSWERING while read; ' : ''}${a.diedDuringReads ? `DIED while read (${exitText(a.diedDuringReads)})` : `stopped: ${exitText(a.stopExit!)}`}`);
   }
   console.log(`  lost ${lost.length}, corrupt ${corrupt.length}; ${run.violations.length === 0 ? 'as expected' : 'NOT AS EXPECTED'}`);
   for (const note of run.notes) console.log(`  note: ${note}`);
