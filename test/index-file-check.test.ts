@@ -2,7 +2,7 @@
  * A damaged index file is refused before LMDB maps it (docs/STORAGE.md, "A damaged index";
  * src/store/index-file-check.ts): a `db/data.mdb` cut short killed the store with SIGBUS (exit 135,
  * nothing in its log), a zeroed meta page went unseen or failed with LMDB's own words, and a
- * missing index let the open remove every segment of the log. Each case is a real store's data
+ * missing index, or one that reads as new, let the open remove every segment of the log. Each case is a real store's data
  * folder, damaged on disk; the start-up refusals run the real `edge-events serve`.
  */
 import fs from 'node:fs';
@@ -12,6 +12,7 @@ import { refusedStart } from '../scripts/lib/spawned-store.js';
 import { presentEventJson } from '../src/events/present.js';
 import { EventStore } from '../src/store/event-store.js';
 import { assertIndexOpenable, IndexDamaged, inspectIndexFile } from '../src/store/index-file-check.js';
+import { openDatabases } from '../src/store/lmdb-env.js';
 import { imageEvent, smallEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
 import { tempDataDir } from './support/store-server.js';
@@ -33,6 +34,46 @@ function copyOf(dataDir: string): string {
 
 const dataMdb = (dataDir: string) => path.join(dataDir, 'db', 'data.mdb');
 const segmentFiles = (dataDir: string) => fs.readdirSync(path.join(dataDir, 'blobs')).filter((name) => name.startsWith('seg-'));
+
+/**
+ * A copy of `dataDir` whose index opens but reads as a new one, as a lost page of it left one: all
+ * its databases emptied.
+ */
+async function emptiedIndex(dataDir: string): Promise<string> {
+  const dir = copyOf(dataDir);
+  const dbs = openDatabases(dir);
+  await dbs.root.transaction(() => {
+    for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta]) db.clearSync();
+  });
+  await dbs.root.close();
+  return dir;
+}
+
+/**
+ * The first child page of database `name`'s root, a branch: the main tree's root (a leaf, with a
+ * store's few databases) names the database's root (mdb.c: `MDB_node` of 8 bytes, then the key,
+ * then an `MDB_db` whose root is at byte 40; a branch node's page number in its first 6 bytes).
+ */
+function firstChildOf(file: string, pageSize: number, mainRoot: bigint, name: string): bigint {
+  const page = Buffer.alloc(pageSize);
+  const fd = fs.openSync(file, 'r');
+  try {
+    fs.readSync(fd, page, 0, pageSize, Number(mainRoot) * pageSize);
+    let root: bigint | undefined;
+    for (let i = 0; i < page.readUInt16LE(20) >> 1; i++) {
+      const node = 24 + page.readUInt16LE(24 + 2 * i);
+      const keyEnd = node + 8 + page.readUInt16LE(node + 6);
+      if (page.toString('latin1', node + 8, keyEnd).replace(/\0+$/, '') === name) root = page.readBigUInt64LE(keyEnd + 40);
+    }
+    if (root === undefined) throw new Error(`no database ${name} in the main tree's root`);
+    fs.readSync(fd, page, 0, pageSize, Number(root) * pageSize);
+    if ((page.readUInt16LE(18) & 0x01) === 0) throw new Error(`database ${name}'s root is not a branch`);
+    const node = 24 + page.readUInt16LE(24);
+    return BigInt(page.readUInt16LE(node)) | (BigInt(page.readUInt16LE(node + 2)) << 16n) | (BigInt(page.readUInt16LE(node + 4)) << 32n);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
 
 /** Overwrites `length` bytes at `at` of a file with zeros. */
 function zero(file: string, at: number, length: number): void {
@@ -100,11 +141,16 @@ t.test('damaged index files', async (t) => {
     t.match(inspectIndexFile(dir), { state: 'damaged', problem: /^meta page 1 is not an LMDB meta page \(magic 0xbfefc0de, expected 0xbeefc0de\)$/ });
   });
 
-  t.test('a zeroed page inside the index: the walk edge-events check asks for finds it', async (t) => {
-    const dir = copyOf(whole);
-    zero(dataMdb(dir), Number(sound.opensAt.mainRoot) * sound.pageSize, sound.pageSize);
-    t.equal(inspectIndexFile(dir).state, 'sound', 'the open reads the meta pages and the length only');
-    t.match(inspectIndexFile(dir, { walk: true }), { state: 'damaged', problem: `in the snapshot LMDB opens at (transaction ${sound.opensAt.txnid}, ${sound.opensAt.slot}), page ${sound.opensAt.mainRoot} of its main tree says it is page 0` });
+  t.test('a zeroed page inside the index: a root refuses the open, a deeper page the walk of edge-events check finds', async (t) => {
+    const root = copyOf(whole);
+    zero(dataMdb(root), Number(sound.opensAt.mainRoot) * sound.pageSize, sound.pageSize);
+    const snapshot = `in the snapshot LMDB opens at (transaction ${sound.opensAt.txnid}, ${sound.opensAt.slot})`;
+    t.match(inspectIndexFile(root), { state: 'damaged', problem: `${snapshot}, page ${sound.opensAt.mainRoot} of its main tree says it is page 0` });
+    const deeper = copyOf(whole);
+    const leaf = firstChildOf(dataMdb(whole), sound.pageSize, sound.opensAt.mainRoot, 'events');
+    zero(dataMdb(deeper), Number(leaf) * sound.pageSize, sound.pageSize);
+    t.equal(inspectIndexFile(deeper).state, 'sound', 'the open reads the meta pages, the length and the roots only');
+    t.match(inspectIndexFile(deeper, { walk: true }), { state: 'damaged', problem: `${snapshot}, page ${leaf} of its database "events" says it is page 0` });
     t.equal(inspectIndexFile(whole, { walk: true }).state, 'sound', 'every page of the whole index checks');
   });
 
@@ -120,6 +166,13 @@ t.test('damaged index files', async (t) => {
       await t.rejects(EventStore.open(dir, { sinks: [], present: presentEventJson }), { name: 'IndexDamaged', message: /is missing or empty while blobs\/ holds 1 segment file of the log/ });
       t.same(segmentFiles(dir), segments, 'no segment was removed');
     }
+    const emptied = await emptiedIndex(whole);
+    const segments = segmentFiles(emptied);
+    await t.rejects(EventStore.open(emptied, { sinks: [], present: presentEventJson }), { name: 'IndexDamaged', message: /reads as a new, empty index \(no log position, no entry for any of the 1 segment file in blobs\/\)/ });
+    t.same(segmentFiles(emptied), segments, 'an index that reads as new: refused, and no segment was removed');
+    const again = await EventStore.open(whole, { sinks: [], present: presentEventJson });
+    t.equal(again.counters().events, 300, 'the refused opens left the whole folder as it was');
+    await again.close();
     const fresh = tempDataDir();
     const store = await EventStore.open(fresh, { sinks: [], present: presentEventJson });
     await store.close();
@@ -133,7 +186,8 @@ t.test('damaged index files', async (t) => {
     zero(dataMdb(zeroed), sound.pageSize, sound.pageSize);
     const missing = copyOf(whole);
     fs.rmSync(path.join(missing, 'db'), { recursive: true });
-    for (const [dir, what] of [[cut, /cut short/], [zeroed, /meta page 1 is all zeros/], [missing, /missing or empty/]] as const) {
+    const emptied = await emptiedIndex(whole);
+    for (const [dir, what] of [[cut, /cut short/], [zeroed, /meta page 1 is all zeros/], [missing, /missing or empty/], [emptied, /reads as a new, empty index/]] as const) {
       const { code, stderr } = await refusedStart({ DATA_DIR: dir });
       t.equal(code, 1, `exit 1, not a signal (${stderr.trim().slice(0, 200)})`);
       t.match(stderr, /^edge-events: cannot start: DATA_DIR .*: the index db\/data\.mdb /);

@@ -15,7 +15,7 @@ import { indexBatches } from './create-index.js';
 import { checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, IndexHead, type CheckpointPace, type HeadBatch, type LoggedCreate } from './index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
-import { assertIndexOpenable } from './index-file-check.js';
+import { assertIndexCoversLog, assertIndexOpenable } from './index-file-check.js';
 import type { RecordAttachment, RecordImage, RecordImageResults } from './event-record.js';
 import { GroupCommitter } from './group-commit.js';
 import { timeOrderedId } from './ids.js';
@@ -180,8 +180,8 @@ export class EventStore extends StoreView {
    * emptied and segment tails neither covers are cut.
    * @throws DataDirLocked when another running store holds `dataDir`
    * @throws DataDirUnusable naming why `dataDir` cannot be written (data-dir-check.ts)
-   * @throws IndexDamaged when db/data.mdb is damaged, or missing while blobs/ holds segments
-   *   (index-file-check.ts): its message names `edge-events check --repair`
+   * @throws IndexDamaged when db/data.mdb is damaged, or missing or reading as a new index while
+   *   blobs/ holds segments (index-file-check.ts): its message names `edge-events check --repair`
    * @throws the fs or lmdb error when the data directory is unusable otherwise
    */
   static async open(dataDir: string, options: EventStoreOptions): Promise<EventStore> {
@@ -192,6 +192,7 @@ export class EventStore extends StoreView {
     try {
       assertIndexOpenable(dataDir); // before LMDB maps a file cut short (docs/STORAGE.md, "A damaged index")
       const dbs = openDatabases(dataDir);
+      await assertIndexCoversLog(dbs, dataDir); // an index that reads as new would have recovery remove the log
       await migrateToLedger(dbs);
       const searchIndexReady = await prepareSearchIndex(dbs);
       const recovered = await recoverStore(dbs, { blobsDir, stagingDir, quarantineDir: quarantineDirOf(dataDir) }, { shipping: options.sinks.length > 0, present: options.present });

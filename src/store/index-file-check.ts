@@ -25,6 +25,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { indexedLogPosition, type StoreDatabases } from './lmdb-env.js';
 import { segmentNumberOf } from './segment-files.js';
 
 /** `MDB_MAGIC` (mdb.c). */
@@ -131,22 +132,27 @@ const DB_ROOT_OFFSET = 40;
 
 /**
  * Walks the trees of snapshot `meta` (the free-page tree, the main tree and every named database
- * it lists) with plain reads, page by page, for a page the snapshot reaches that is not in the
- * file's first `filePages` pages: a branch's child, a leaf's overflow pages, a named database's
- * root. Only the pages the trees reach are read; LMDB never reads any other. Page layout: mdb.c
- * `MDB_page_header` (24 bytes; `mp_lower` at 20 counts the bytes of the node offsets that follow
- * it, `NUMKEYS`), `MDB_node` (`mn_lo`, `mn_hi`, `mn_flags`, `mn_ksize`, then key and data;
- * `NODEPGNO`, `NODEDSZ`), overflow pages `OVPAGES`.
- * @returns what was found outside the file, in words, or undefined when every page is in it
+ * it lists) with plain reads, page by page, for a page that is not what the snapshot needs: a page
+ * number outside the snapshot's pages or past the file's first `filePages` pages (a branch's child,
+ * a leaf's overflow pages, a named database's root), or a page whose header does not check: its
+ * own page number, a branch or leaf flag, and the transaction that wrote it, which is never later
+ * than the snapshot's (pages the snapshot reaches are not reused before a later commit is flushed,
+ * docs/STORAGE.md "The index"; a meta page that reverted to an older snapshot meets pages since
+ * rewritten). `full` walks every page; otherwise only the main tree and the roots of the free-page
+ * tree and of each named database are read, a few pages. Page layout: mdb.c `MDB_page_header`
+ * (24 bytes: page number, txnid, pad, flags at 18, `mp_lower` at 20 counting the bytes of the
+ * node offsets that follow the header, `NUMKEYS`), `MDB_node` (`mn_lo`, `mn_hi`, `mn_flags`,
+ * `mn_ksize`, then key and data; `NODEPGNO`, `NODEDSZ`), overflow pages `OVPAGES`.
+ * @returns what was found, in words, or undefined when every page read checks
  */
-function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: IndexMeta): string | undefined {
+function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: IndexMeta, full: boolean): string | undefined {
   const page = Buffer.alloc(pageSize);
   const seen = new Set<bigint>();
-  const stack: { pgno: bigint; tree: string }[] = [];
-  if (meta.freeRoot !== P_INVALID) stack.push({ pgno: meta.freeRoot, tree: 'free-page tree' });
-  if (meta.mainRoot !== P_INVALID) stack.push({ pgno: meta.mainRoot, tree: 'main tree' });
+  const stack: { pgno: bigint; tree: string; descend: boolean }[] = [];
+  if (meta.freeRoot !== P_INVALID) stack.push({ pgno: meta.freeRoot, tree: 'free-page tree', descend: full });
+  if (meta.mainRoot !== P_INVALID) stack.push({ pgno: meta.mainRoot, tree: 'main tree', descend: true });
   while (stack.length > 0) {
-    const { pgno, tree } = stack.pop()!;
+    const { pgno, tree, descend } = stack.pop()!;
     if (pgno > meta.lastPage || pgno < 2n) return `its ${tree} names page ${pgno}, outside the pages 2 to ${meta.lastPage} it uses`;
     if (pgno >= filePages) return `page ${pgno} of its ${tree} is past the file's end`;
     if (seen.has(pgno)) continue;
@@ -154,8 +160,10 @@ function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: Inde
     if (fs.readSync(fd, page, 0, pageSize, Number(pgno) * pageSize) < pageSize) return `page ${pgno} of its ${tree} is past the file's end`;
     if (page.readBigUInt64LE(0) !== pgno) return `page ${pgno} of its ${tree} says it is page ${page.readBigUInt64LE(0)}`;
     const flags = page.readUInt16LE(18);
-    if ((flags & P_LEAF2) !== 0) continue; // fixed-size duplicates: no page numbers in it
-    if ((flags & (P_BRANCH | P_LEAF)) === 0) return `page ${pgno} of its ${tree} is neither a branch nor a leaf`;
+    if ((flags & (P_BRANCH | P_LEAF | P_LEAF2)) === 0) return `page ${pgno} of its ${tree} is neither a branch nor a leaf`;
+    const writtenBy = page.readBigUInt64LE(8);
+    if (writtenBy > meta.txnid) return `page ${pgno} of its ${tree} was written by transaction ${writtenBy}, after the snapshot's`;
+    if (!descend || (flags & P_LEAF2) !== 0) continue; // fixed-size duplicates hold no page numbers
     const keys = page.readUInt16LE(20) >> 1;
     for (let i = 0; i < keys; i++) {
       const pointer = PAGE_HEADER_BYTES + 2 * i;
@@ -165,7 +173,7 @@ function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: Inde
       const hi = page.readUInt16LE(node + 2);
       const nodeFlags = page.readUInt16LE(node + 4);
       if ((flags & P_BRANCH) !== 0) {
-        stack.push({ pgno: BigInt(lo) | (BigInt(hi) << 16n) | (BigInt(nodeFlags) << 32n), tree });
+        stack.push({ pgno: BigInt(lo) | (BigInt(hi) << 16n) | (BigInt(nodeFlags) << 32n), tree, descend });
         continue;
       }
       const data = node + NODE_HEADER_BYTES + page.readUInt16LE(node + 6);
@@ -180,7 +188,7 @@ function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: Inde
         if (data + DB_ROOT_OFFSET + 8 > pageSize) return `page ${pgno} of its ${tree} is malformed`;
         const root = page.readBigUInt64LE(data + DB_ROOT_OFFSET);
         const name = tree === 'main tree' ? `database ${JSON.stringify(page.toString('latin1', node + NODE_HEADER_BYTES, data).replace(/\0+$/, ''))}` : tree;
-        if (root !== P_INVALID) stack.push({ pgno: root, tree: name });
+        if (root !== P_INVALID) stack.push({ pgno: root, tree: name, descend: full });
       }
     }
   }
@@ -240,14 +248,12 @@ export function inspectIndexFile(dataDir: string, options: { walk?: boolean } = 
     }
     const needed = (opensAt.lastPage + 1n) * BigInt(pageSize);
     const short = BigInt(fileBytes) < needed;
-    if (short || options.walk === true) {
-      // LMDB leaves the last pages unwritten when a commit freed them again (mdb.c, mm_last_pg:
-      // "the file may be shorter if the freeDB lists the final pages"): only a page the snapshot
-      // reaches must be in the file.
-      const problem = treeProblem(fd, pageSize, BigInt(Math.floor(fileBytes / pageSize)), opensAt);
-      if (problem && short) return damaged(`the file is ${bytes(fileBytes)}, but ${snapshot} uses pages 0 to ${opensAt.lastPage} of ${bytes(pageSize)} (${bytes(needed)}), and ${problem}; the file was cut short`);
-      if (problem) return damaged(`in ${snapshot}, ${problem}`);
-    }
+    // LMDB leaves the last pages unwritten when a commit freed them again (mdb.c, mm_last_pg: "the
+    // file may be shorter if the freeDB lists the final pages"): in a shorter file, every page the
+    // snapshot reaches must be in it. Otherwise the roots are read, a few pages.
+    const problem = treeProblem(fd, pageSize, BigInt(Math.floor(fileBytes / pageSize)), opensAt, short || options.walk === true);
+    if (problem && short) return damaged(`the file is ${bytes(fileBytes)}, but ${snapshot} uses pages 0 to ${opensAt.lastPage} of ${bytes(pageSize)} (${bytes(needed)}), and ${problem}; the file was cut short`);
+    if (problem) return damaged(`in ${snapshot}, ${problem}`);
     return { state: 'sound', file, fileBytes, pageSize, opensAt };
   } finally {
     fs.closeSync(fd);
@@ -267,10 +273,41 @@ export class IndexDamaged extends Error {
   }
 }
 
-/** The number of segment files (`seg-NNNNNNNN.blob`) in `dataDir`'s blobs/. */
-export function segmentFilesIn(dataDir: string): number {
-  const names = fs.readdirSync(path.join(dataDir, 'blobs'), { withFileTypes: true, encoding: 'utf8' });
-  return names.filter((entry) => entry.isFile() && segmentNumberOf(entry.name) !== undefined).length;
+/** The numbers of the segment files (`seg-NNNNNNNN.blob`) in `dataDir`'s blobs/; none when it is missing. */
+export function segmentFilesIn(dataDir: string): number[] {
+  let names: fs.Dirent[];
+  try {
+    names = fs.readdirSync(path.join(dataDir, 'blobs'), { withFileTypes: true, encoding: 'utf8' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  return names.filter((entry) => entry.isFile()).map((entry) => segmentNumberOf(entry.name)).filter((n): n is number => n !== undefined);
+}
+
+/**
+ * Whether an open index reads as a new one while the log has segments: it holds no log
+ * position and no entry for any segment file in blobs/. A store writes its position at its first
+ * open, before anything is logged, so only a damaged index reads so (a page of it lost, its
+ * meta database reading empty); recovery would take it for a new store, start the log after
+ * every segment and remove them all as files it does not know (docs/STORAGE.md, "Recovery").
+ * @param segments the segment numbers in blobs/ (`segmentFilesIn`)
+ */
+export function readsAsNew(dbs: StoreDatabases, segments: number[]): boolean {
+  return segments.length > 0 && indexedLogPosition(dbs) === undefined && !segments.some((n) => dbs.segments.get(n) !== undefined);
+}
+
+/**
+ * Refuses an index that opened but reads as new while the log has segments (`readsAsNew`):
+ * closes it, then throws. Call right after LMDB opens, before anything writes to it.
+ * @throws IndexDamaged naming the problem and `edge-events check --repair`
+ */
+export async function assertIndexCoversLog(dbs: StoreDatabases, dataDir: string): Promise<void> {
+  const segments = segmentFilesIn(dataDir);
+  if (!readsAsNew(dbs, segments)) return;
+  await dbs.root.close();
+  throw new IndexDamaged(dataDir, `reads as a new, empty index (no log position, no entry for any of the ${segments.length} segment file${segments.length === 1 ? '' : 's'} in blobs/), `
+    + 'so the open would remove the whole log as files it does not know');
 }
 
 /**
@@ -286,7 +323,7 @@ export function assertIndexOpenable(dataDir: string): void {
   const report = inspectIndexFile(dataDir);
   if (report.state === 'damaged') throw new IndexDamaged(dataDir, `is damaged: ${report.problem}`);
   if (report.state === 'absent') {
-    const segments = segmentFilesIn(dataDir);
+    const segments = segmentFilesIn(dataDir).length;
     if (segments > 0) {
       throw new IndexDamaged(dataDir, `is missing or empty while blobs/ holds ${segments} segment file${segments === 1 ? '' : 's'} of the log `
         + '(an empty index would start after them, and the open would remove them as files it does not know)');
