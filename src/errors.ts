@@ -122,16 +122,24 @@ export function validationError(loc: (string | number)[], msg: string, type = 'v
 
 /**
  * Maps an error of a disk write or an LMDB commit to the registry, keeping it as the cause:
- * ENOSPC/EDQUOT become `disk_full` (507), EIO `disk_io_error` (503 with Retry-After), anything
- * else `store_failure` (500); an AppError (a
+ * ENOSPC/EDQUOT become `disk_full` (507), anything else `store_failure` (500); an AppError (a
  * refusal decided below) is returned as it is.
  */
 export function fromDiskError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC' || code === 'EDQUOT') return new AppError('disk_full', undefined, { cause: err });
-  if (code === 'EIO') return new AppError('disk_io_error', undefined, { cause: err, headers: { 'Retry-After': '1' } });
   return new AppError('store_failure', undefined, { cause: err });
+}
+
+/**
+ * Maps an error of an append to the segment log (a create or a change) as `fromDiskError` does,
+ * but for EIO: `disk_io_error` (503 with Retry-After), since the log has given that segment up
+ * and the next append goes to a new one (docs/STORAGE.md, "An I/O error in the log").
+ */
+export function fromLogWriteError(err: unknown): AppError {
+  if ((err as NodeJS.ErrnoException | undefined)?.code === 'EIO') return new AppError('disk_io_error', undefined, { cause: err, headers: { 'Retry-After': '1' } });
+  return fromDiskError(err);
 }
 
 /**

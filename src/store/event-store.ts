@@ -7,7 +7,7 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { AppError, fromDiskError } from '../errors.js';
+import { AppError, fromDiskError, fromLogWriteError } from '../errors.js';
 import { SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
 import { ensureBlobDirs } from './segment-files.js';
 import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
@@ -227,8 +227,9 @@ export class EventStore extends StoreView {
    * Stores an event and its images durably: resolves once the event's frames (its images and
    * its record) are fdatasync'd in the segment log, and the event is in the index head, visible
    * to every read of this thread (docs/STORAGE.md, "Creates").
-   * @throws AppError disk_full on ENOSPC, store_failure on any other failure; either, with the
-   *   checkpoint's error as cause, while checkpoints fail and the head is full
+   * @throws AppError disk_full on ENOSPC, disk_io_error on EIO (docs/STORAGE.md, "An I/O error in
+   *   the log"), store_failure on any other failure; either, with the checkpoint's error as
+   *   cause, while checkpoints fail and the head is full
    */
   async create(event: NewEvent): Promise<CreatedEvent> {
     this.refuseWhenHeadFull();
@@ -528,7 +529,7 @@ export class EventStore extends StoreView {
       appended = await this.appender.append(frames);
       this.stageTimer?.('log', 1, creates.length + changes.length, (performance.now() - appendStarted) / 1000);
     } catch (err) {
-      throw fromDiskError(err);
+      throw fromLogWriteError(err);
     } finally {
       release();
     }
