@@ -38,7 +38,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { AckedEvents, type AckedEvent } from './lib/acked-events.js';
-import { flagOption, numberOption } from './lib/args.js';
+import { flagOption, numberOption, textOption } from './lib/args.js';
 import { eventBody } from './lib/disk-fill.js';
 import { applyFault, drawFault, FAULT_KINDS, runsOf, type Fault, type FaultKind, type FaultLayout } from './lib/fault-injection.js';
 import { fixture } from './lib/fixtures.js';
@@ -55,8 +55,8 @@ import type { CheckReport, RebuildReport } from '../src/store/store-check.js';
 const eventsPerHalf = numberOption('events', 1000);
 const runs = numberOption('runs', 3);
 const seed = numberOption('seed', freshSeed());
-const only = optionText('only');
-const setupDir = optionText('setup');
+const only = textOption('only');
+const setupDir = textOption('setup');
 const WRITERS = 4;
 const READERS = 8;
 const IMAGE = 'retina.jpg';
@@ -67,15 +67,6 @@ const STOP_DEADLINE_MS = 30_000;
 const PROBE_DEADLINE_MS = 5_000;
 const CLEANUP_DEADLINE_MS = 120_000;
 const CHECK_DEADLINE_MS = 600_000;
-
-/** `--name value` or `--name=value` as text (args.ts reads numbers and flags). */
-function optionText(name: string, argv = process.argv.slice(2)): string | undefined {
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === `--${name}`) return argv[i + 1];
-    if (argv[i].startsWith(`--${name}=`)) return argv[i].slice(name.length + 3);
-  }
-  return undefined;
-}
 
 const started = performance.now();
 const loads = [os.loadavg()[0]];
