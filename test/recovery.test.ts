@@ -23,6 +23,7 @@ import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
 import { presentEventJson } from '../src/events/present.js';
+import { indexBatches } from '../src/store/create-index.js';
 
 /** How the stores opened in this process directly (below, without startStore) are run: as the service runs its own, records keep their JSON. */
 const STORE_OPTIONS = { sinks: [], present: presentEventJson };
@@ -393,4 +394,19 @@ t.test('a replay goes past a create whose file id was no UUID, reports it, and r
     t.same(await reopened.openFile(record!.images[0]!.file_id!)!.readAll(), fixture('cat.jpg'), 'with its image');
   }
   t.equal(reopened.getEvent(legacy.id), undefined, 'the skipped create is not half-indexed');
+});
+
+t.test('a checkpoint whose batches span a segment roll records where each segment\'s frames end, so a restart cuts none of them', async (t) => {
+  // A batch of record frames only (no image) ended segment 1, the next batch began segment 2:
+  // segment 1's length came from its image frames alone, and a restart cut its last records.
+  const { dataDir } = await emptyStore();
+  const dbs = openDatabases(dataDir);
+  t.teardown(() => dbs.root.close());
+  await indexBatches(dbs, [
+    { creates: [], changes: [], end: { segment: 7, offset: 5000 } },
+    { creates: [], changes: [], end: { segment: 8, offset: 300 } },
+  ], { shipping: false, present: presentEventJson });
+  t.equal(dbs.segments.get(7)?.committed, 5000, 'the older segment is committed to its last batch\'s end');
+  t.equal(dbs.segments.get(8)?.committed, 300);
+  t.same(dbs.meta.get(LOG_POSITION_KEY), { segment: 8, offset: 300 }, 'the position is the last batch\'s end');
 });

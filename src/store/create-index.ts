@@ -51,7 +51,8 @@ interface Window {
  * Commits the LMDB entries of `creates` and `changes`: first the creates' file locations, ids,
  * index entries and records as plain puts, and once every put has committed, one transaction with
  * the segment accounting, the counters, the shipping ledger, every change (applied to the record
- * as that transaction reads it) and the log position `logEnd` they bring the index to (a
+ * as that transaction reads it) and the log position they bring the index to, the last of
+ * `batchEnds` (where each logged batch ends; every one counts for its segment's committed length) (a
  * read-modify-write that must see every earlier commit). The position moves only in that last
  * transaction, so until it commits recovery replays these creates and changes, and counters,
  * which add the head's batches past the position, count them once (docs/STORAGE.md, "The index
@@ -67,7 +68,8 @@ interface Window {
  * @throws the lmdb error of a failed commit (the batch's counters, changes and position are then
  *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
  */
-export async function indexLogged(dbs: StoreDatabases, { creates, changes }: LoggedEntries, logEnd: LogPosition, { shipping, present }: IndexOptions): Promise<void> {
+export async function indexLogged(dbs: StoreDatabases, { creates, changes }: LoggedEntries, batchEnds: readonly LogPosition[], { shipping, present }: IndexOptions): Promise<void> {
+  const logEnd = batchEnds[batchEnds.length - 1];
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
   const committed: Promise<boolean>[] = [];
   let drafts = 0;
@@ -98,9 +100,13 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
     images += record.images.length;
   }
   await putWindow(dbs, window, committed);
-  const logged = bySegment.get(logEnd.segment) ?? { end: 0, bytes: 0, blobs: 0 };
-  logged.end = Math.max(logged.end, logEnd.offset);
-  bySegment.set(logEnd.segment, logged);
+  // Each batch's end counts for its own segment: batches before a roll end in an older segment,
+  // with record frames after its last image, which a restart must not cut as an unlogged tail.
+  for (const end of batchEnds) {
+    const logged = bySegment.get(end.segment) ?? { end: 0, bytes: 0, blobs: 0 };
+    logged.end = Math.max(logged.end, end.offset);
+    bySegment.set(end.segment, logged);
+  }
   await Promise.all(committed);
   await dbs.root.transaction(() => {
     for (const [number, added] of bySegment) {
@@ -164,13 +170,14 @@ async function putCreated(dbs: StoreDatabases, createdAt: number, value: Buffer)
 /**
  * Commits batches of the index head, oldest first (a checkpoint, event-store.ts `commitHead`, or
  * a replay past the checkpoint's size trigger, recovery.ts): their creates, then their changes, in
- * one `indexLogged` that brings LMDB's log position to where the last batch ends.
+ * one `indexLogged` that brings LMDB's log position to where the last batch ends, and each
+ * segment's committed length to where the last batch in it ends.
  * @throws as `indexLogged`
  */
 export async function indexBatches(dbs: StoreDatabases, batches: readonly HeadBatch[], options: IndexOptions): Promise<void> {
   const creates = batches.flatMap((b) => b.creates);
   const changes = batches.flatMap((b) => b.changes);
-  await indexLogged(dbs, { creates, changes }, batches[batches.length - 1].end, options);
+  await indexLogged(dbs, { creates, changes }, batches.map((b) => b.end), options);
 }
 
 /**

@@ -17,7 +17,7 @@ import { indexedLogPosition, LOG_POSITION_KEY, type FileKind, type LogPosition, 
 import { recordFromFrame, type RecordPresenter } from './record-codec.js';
 import { decodeRecordFrame } from './record-frame.js';
 import { attachedFile, decodeChange } from './record-change.js';
-import { blobCrcMatches, FRAME_HEADER_BYTES, readFrameHeader, scanSegment, segmentTag, type DamagedBytes, type ScannedFrame } from './segment-frames.js';
+import { blobCrcMatches, FRAME_HEADER_BYTES, readFrameHeader, scanFrames, scanSegment, segmentTag, type DamagedBytes, type ScannedFrame } from './segment-frames.js';
 import { quarantine, type LogDamage, type QuarantinedBytes } from './quarantine.js';
 
 /** Creates, or changes, per batch a replay hands to the index head. */
@@ -93,6 +93,22 @@ async function damagedTail(file: string, segment: number, committed: number, siz
       lostEvents: header.kind === 'record' ? [header.id] : [],
       lostChanges: header.kind === 'change' ? [header.id] : [],
     };
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Where the whole frames of segment `segment`'s file that follow `from` (bytes) end: `from` when
+ * none follows.
+ * @throws the fs error of a failed read
+ */
+async function wholeFramesEnd(file: string, segment: number, from: number): Promise<number> {
+  const handle = await fsp.open(file, 'r');
+  try {
+    let end = from;
+    for await (const frame of scanFrames(handle, from, segment)) end = frame.offset + frame.length;
+    return end;
   } finally {
     await handle.close();
   }
@@ -328,15 +344,18 @@ export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, opti
 
   let lastSegment = Math.max(positionSegment, newestSegment);
   let tailsTruncated = 0;
-  for (const [segment, { committed }] of segments) {
+  for (const [segment, entry] of segments) {
     const file = path.join(blobsDir, segmentFileName(segment));
     const size = fs.statSync(file, { throwIfNoEntry: false })?.size;
-    if (size !== undefined && size > committed) {
-      const damage = segment < newestLogSegment ? await damagedTail(file, segment, committed, size) : undefined;
-      if (damage) quarantined.push(await quarantine(blobsDir, dirs.quarantineDir, damage));
-      await fsp.truncate(file, committed);
-      tailsTruncated++;
-    }
+    if (size === undefined || size <= entry.committed) continue;
+    // A segment the log moved on from keeps the whole frames past its recorded length: a store
+    // before 2026-12 recorded a segment's length from its images alone when a checkpoint spanned a roll.
+    const committed = segment < newestLogSegment ? await wholeFramesEnd(file, segment, entry.committed) : entry.committed;
+    if (size <= committed) continue;
+    const damage = segment < newestLogSegment ? await damagedTail(file, segment, committed, size) : undefined;
+    if (damage) quarantined.push(await quarantine(blobsDir, dirs.quarantineDir, damage));
+    await fsp.truncate(file, committed);
+    tailsTruncated++;
   }
 
   let orphanedDiskFilesRemoved = 0;
