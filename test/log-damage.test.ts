@@ -8,7 +8,7 @@
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { FRAME_HEADER_BYTES, type ScannedFrame } from '../src/store/segment-frames.js';
 import { segmentNumberOf } from '../src/store/segment-files.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
@@ -74,13 +74,28 @@ async function missing(store: SpawnedStore, ids: string[]): Promise<string[]> {
   return gone;
 }
 
-t.test('a byte flipped mid-segment loses only the create it hit: the replay keeps every create after it and quarantines the bytes', async (t) => {
+/**
+ * A store killed with SIGKILL after `count` acknowledged creates (`createEvents`), none of them
+ * checkpointed: its data directory, the environment to start it again with, and the ids.
+ * `restart` starts it again and stops it when the test ends.
+ */
+async function crashedStore(t: Test, count: number, imageEvery = 0) {
   const dataDir = tempDataDir();
   const env = { ...NO_CHECKPOINT, DATA_DIR: dataDir };
-  let store = await spawnStore(env);
+  const store = await spawnStore(env);
   t.teardown(() => void store.child.kill('SIGKILL'));
-  const ids = await createEvents(store, 120);
+  const ids = await createEvents(store, count, imageEvery);
   await kill(store);
+  const restart = async () => {
+    const again = await spawnStore(env);
+    t.teardown(() => void again.child.kill('SIGKILL'));
+    return again;
+  };
+  return { dataDir, ids, restart };
+}
+
+t.test('a byte flipped mid-segment loses only the create it hit: the replay keeps every create after it and quarantines the bytes', async (t) => {
+  const { dataDir, ids, restart } = await crashedStore(t, 120);
 
   const [segment] = segmentFiles(dataDir);
   const records = (await scan(segment)).filter((frame) => frame.kind === 'record');
@@ -91,7 +106,7 @@ t.test('a byte flipped mid-segment loses only the create it hit: the replay keep
   flipByte(segment, headerHit.offset - FRAME_HEADER_BYTES);
   const sizeBefore = fs.statSync(segment).size;
 
-  store = await spawnStore(env);
+  let store = await restart();
   const lost = await missing(store, ids);
   t.same(lost.sort(), [ids[40], ids[80]].sort(), 'only the two creates whose frames were hit are lost');
   t.ok(fs.statSync(segment).size >= records[119].offset + records[119].length, 'the segment keeps its frames after the damage');
@@ -124,25 +139,20 @@ t.test('a byte flipped mid-segment loses only the create it hit: the replay keep
 
   // The report outlives the replay that found it.
   await kill(store);
-  store = await spawnStore(env);
+  store = await restart();
   t.equal((await getJson(`${store.url}/stats`)).body.log_damage.quarantined_ranges, 2, 'quarantine/ is read again at the next start');
   t.same(await missing(store, ids.filter((id) => id !== ids[40] && id !== ids[80])), [], 'and every other create is still there');
 });
 
 t.test('an image that fails its CRC mid-segment loses its create alone, reported by id', async (t) => {
-  const dataDir = tempDataDir();
-  const env = { ...NO_CHECKPOINT, DATA_DIR: dataDir };
-  let store = await spawnStore(env);
-  t.teardown(() => void store.child.kill('SIGKILL'));
-  const ids = await createEvents(store, 12, 3);
-  await kill(store);
+  const { dataDir, ids, restart } = await crashedStore(t, 12, 3);
 
   const [segment] = segmentFiles(dataDir);
   const frames = await scan(segment);
   const images = frames.filter((frame: ScannedFrame) => frame.kind === 'image');
   t.equal(images.length, 4);
   flipByte(segment, images[1].offset + 1000); // the create n = 3's image
-  store = await spawnStore(env);
+  const store = await restart();
   t.same(await missing(store, ids), [ids[3]], 'only the create whose image was hit is lost');
   const imageId = (await scan(segment)).find((frame) => frame.kind === 'image' && frame.offset > images[1].offset)!.id;
   const bytes = Buffer.from(await (await fetch(`${store.url}/images/${imageId}`)).arrayBuffer());
@@ -152,17 +162,12 @@ t.test('an image that fails its CRC mid-segment loses its create alone, reported
 });
 
 t.test('a torn tail is cut without a word, as before', async (t) => {
-  const dataDir = tempDataDir();
-  const env = { ...NO_CHECKPOINT, DATA_DIR: dataDir };
-  let store = await spawnStore(env);
-  t.teardown(() => void store.child.kill('SIGKILL'));
-  const ids = await createEvents(store, 20);
-  await kill(store);
+  const { dataDir, ids, restart } = await crashedStore(t, 20);
 
   const [segment] = segmentFiles(dataDir);
   const last = (await scan(segment)).at(-1)!;
   flipByte(segment, last.offset + 3); // the last append, torn by the kill
-  store = await spawnStore(env);
+  const store = await restart();
   t.same(await missing(store, ids), [ids[19]], 'the torn create is gone');
   t.same(logLines(store, 'damaged bytes'), [], 'no damage reported');
   t.equal((await getJson(`${store.url}/stats`)).body.log_damage.quarantined_ranges, 0);
