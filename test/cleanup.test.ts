@@ -12,6 +12,7 @@ import { createEvent } from '../src/events/create-event.js';
 import { FRAME_HEADER_BYTES } from '../src/store/segment-frames.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { clockPast, openLocalStore } from './support/local-store.js';
+import { scan } from './support/segment-scan.js';
 import { startStore, type TestStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
 
@@ -219,6 +220,18 @@ t.test('consistency: missing and corrupt blobs are dropped, stray files removed,
   for (const name of fs.readdirSync(blobsDir)) if (name.startsWith('seg-')) fs.rmSync(path.join(blobsDir, name));
   t.equal(await status(`${store.url}/images/${second.image_ids[0]}`), 404, 'a vanished blob answers 404');
   t.equal((await cleanup(store)).consistency.dangling_db_records_removed, 1);
+
+  // A segment cut short in the middle of its second image: that image is dropped, the first kept.
+  const kept = (await postJson(`${store.url}/v2/events`, imageEvent())).body;
+  const cut = (await postJson(`${store.url}/v2/events`, imageEvent())).body;
+  const [current] = fs.readdirSync(blobsDir).filter((name) => name.startsWith('seg-'));
+  const frames = await scan(path.join(blobsDir, current));
+  const images = frames.filter((frame) => frame.kind === 'image');
+  t.equal(images.length, 2);
+  fs.truncateSync(path.join(blobsDir, current), images[1].offset + 100);
+  t.equal((await cleanup(store)).consistency.dangling_db_records_removed, 1, 'only the image the cut reached is dropped');
+  t.equal(await status(`${store.url}/images/${kept.image_ids[0]}`), 200, 'the image before the cut is still served');
+  t.equal(await status(`${store.url}/images/${cut.image_ids[0]}`), 404);
 });
 
 t.test('/stats reports every field from maintained counters', async (t) => {

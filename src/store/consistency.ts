@@ -62,17 +62,23 @@ async function removeOrphanedSegments(store: StoreView, now: number): Promise<nu
   return removed;
 }
 
-/** File entries of segments whose file is missing or shorter than committed. */
+/**
+ * File entries whose bytes their segment's file no longer holds: the file is missing, or cut short
+ * before the entry's end. The entries of a cut segment before the cut keep their files (a cut
+ * costs what it cut, not the segment: docs/STORAGE.md, "Damage in the log").
+ */
 function filesOfBrokenSegments(store: StoreView): FileRef[] {
-  const broken = new Set<number>();
+  /** Bytes left in each segment file shorter than committed (0: missing). */
+  const shortened = new Map<number, number>();
   for (const { segment, entry } of segmentEntries(store)) {
-    const size = fs.statSync(path.join(store.blobsDir, segmentFileName(segment)), { throwIfNoEntry: false })?.size;
-    if (size === undefined || size < entry.committed) broken.add(segment);
+    const size = fs.statSync(path.join(store.blobsDir, segmentFileName(segment)), { throwIfNoEntry: false })?.size ?? 0;
+    if (size < entry.committed) shortened.set(segment, size);
   }
-  if (broken.size === 0) return [];
+  if (shortened.size === 0) return [];
   const refs: FileRef[] = [];
   for (const { fileId, entry } of fileEntries(store)) {
-    if (broken.has(entry.segment)) refs.push({ createdAt: entry.event, fileId });
+    const size = shortened.get(entry.segment);
+    if (size !== undefined && entry.offset + entry.length > size) refs.push({ createdAt: entry.event, fileId });
   }
   return refs;
 }
