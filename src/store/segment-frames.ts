@@ -260,8 +260,10 @@ const MAGIC_BYTES = Buffer.from([0x45, 0x45, 0x42, 0x31]);
  * The offset (bytes) of the first whole frame of the segment whose tag is `ownTag` at or after
  * `from`, or undefined when none is left before `size`: a header that checks with `ownTag`
  * itself (a frame tagged 0 or another segment's is not taken as proof: zeros and a recycled
- * file's former frames are not the log), and data, blob or not, that matches its CRC. Frames of
- * an untagged segment (`ownTag` 0) are never looked for past damage.
+ * file's former frames are not the log), and data, blob or not, that matches its CRC. The search
+ * ends at the first header of another segment's frame: a recycled file's former frames follow the
+ * last append, so a start-up after a crash does not read a recycled file's 64 MiB. Frames of an
+ * untagged segment (`ownTag` 0) are never looked for past damage.
  * @throws the fs error of a failed read
  */
 export async function resyncAt(handle: fsp.FileHandle, from: number, size: number, ownTag: number): Promise<number | undefined> {
@@ -271,9 +273,17 @@ export async function resyncAt(handle: fsp.FileHandle, from: number, size: numbe
     const read = await readAt(handle, window, base);
     for (let i = window.subarray(0, read).indexOf(MAGIC_BYTES); i >= 0 && i < read; i = window.subarray(0, read).indexOf(MAGIC_BYTES, i + 1)) {
       if (await isWholeFrame(handle, base + i, size, ownTag)) return base + i;
+      // A recycled file's former frames begin where this segment's appends ended: none of its own follows.
+      if (await isFormerFrame(handle, base + i, size, ownTag)) return undefined;
     }
   }
   return undefined;
+}
+
+/** Whether a header of another segment's frame (a recycled file's former life) starts at `at`, its data inside the file. */
+async function isFormerFrame(handle: fsp.FileHandle, at: number, size: number, ownTag: number): Promise<boolean> {
+  const header = await readFrameHeader(handle, at);
+  return header !== undefined && header.tag !== 0 && header.tag !== ownTag && at + FRAME_HEADER_BYTES + header.length <= size;
 }
 
 /** Whether a frame tagged `ownTag` whose data matches its CRC starts at `at`. */
