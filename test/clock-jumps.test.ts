@@ -1,5 +1,5 @@
 /**
- * A wall clock that jumps (docs/STORAGE.md, "A clock that jumps"; issue 58, finding 10): a box
+ * A wall clock that jumps (docs/STORAGE.md, "A clock that jumps"): a box
  * without a real-time clock boots at the time it last saved, and NTP then steps it. Real store
  * processes run under Debian's libfaketime (test/support/faketime.ts), whose offset the test moves
  * while they run or between two starts; the logic beneath (the created_at clock, the held-time

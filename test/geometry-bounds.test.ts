@@ -1,5 +1,5 @@
 /**
- * The bounds on a create's geometry (docs/API.md, "Create an event"; issue 58: one image with one
+ * The bounds on a create's geometry (docs/API.md, "Create an event"; docs/RELIABILITY.md, "Memory under the largest valid creates": one image with one
  * segmentation of 3,100,000 points, 18.6 MB, under MAX_RECORD_SIZE_BYTES, was one prediction):
  * at most 10,000 points per polygon and 1,000 keypoints per group (schemas/shapes.json), and
  * MAX_POINTS_PER_EVENT polygon points and keypoints per create; past any, 422 naming the path and

@@ -6,7 +6,7 @@
  * that are no image 422. Then the bounds of src/events/thumbnails.ts on a store opened in
  * process: one resize at a time, one resize per image however many ask, the cache held to its bytes.
  *
- * Hostile images (issue 58, findings 4 and 5; docs/RELIABILITY.md, "Thumbnails"), made here: an
+ * Hostile images (docs/RELIABILITY.md, "Thumbnails"), made here: an
  * SVG of nested `<use>` and one of a chain of 50 filters (each took 1.7 s of sharp before, on an
  * idle box; the field's took 23 s) are refused at once naming their format, and a JPEG asked
  * beside four of them is made in under a second; asked again, the same refusal at once; an AVIF

@@ -12,7 +12,7 @@
  * (docs/OPERATIONS.md, "Disk writes"), nothing for cleanup, reset or MAX_STORAGE_BYTES to account
  * for, and a restart costs only a resize per image shown again.
  *
- * Hostile images (issue 58, findings 4 and 5; docs/RELIABILITY.md, "Thumbnails"): only the formats
+ * Hostile images (docs/RELIABILITY.md, "Thumbnails"): only the formats
  * of THUMBNAIL_FORMATS are made into thumbnails, told from their first bytes before libvips sees
  * them, and libvips itself may use no other loader (sharp's `block`/`unblock`), so an SVG, a TIFF
  * or a PDF is refused at once; a resize is stopped after THUMBNAIL_TIMEOUT_SECONDS (sharp's
@@ -71,7 +71,7 @@ export const MAX_WHOLE_DECODE_PIXELS = 12_500_000;
  * Pixels of an AVIF (HEIF) image, at most (4.2 megapixels, 2560x1600 fits): libheif has no
  * shrink-on-load and decodes the whole image at up to 16 bits a sample, about 29 bytes of RSS a
  * pixel at 12 bits with alpha: 116 MB measured for a 2560x1600 one, where a 2 KB AVIF of 40 MP
- * took 997 MB (issue 58, finding 5; docs/RELIABILITY.md, "Thumbnails").
+ * took 997 MB (docs/RELIABILITY.md, "Thumbnails").
  */
 export const MAX_AVIF_PIXELS = 4_200_000;
 const WEBP_QUALITY = 70;

@@ -2,7 +2,7 @@
  * The bound on JSON request bodies held in memory at once (MAX_INFLIGHT_BODY_BYTES;
  * docs/OPERATIONS.md, "Memory"). Every JSON body is read whole and parsed on the HTTP thread
  * (json-body.ts), and a create keeps its parsed body, decoded images and record until its answer:
- * without a bound, twenty 18.6 MB creates at once took the store past V8's heap limit (issue 58).
+ * without a bound, twenty 18.6 MB creates at once took the store past V8's heap limit (docs/RELIABILITY.md, "Memory under the largest valid creates").
  *
  * A body is held by its weight, from its first byte to the end of its request: its bytes plus what
  * parsing will add (`parsedExtraBytes`), counted as the bytes arrive, so that a body which would

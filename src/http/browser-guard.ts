@@ -117,7 +117,7 @@ export function jsonContentTypeProblem(contentType: string): AppError | undefine
 
 /**
  * The error of a browser's request for an image or its thumbnail from another site's page, or
- * undefined (docs/API.md, "Browsers"; issue 58, finding 4): `Sec-Fetch-Site: cross-site`, which
+ * undefined (docs/API.md, "Browsers"; docs/RELIABILITY.md, "Thumbnails"): `Sec-Fetch-Site: cross-site`, which
  * browsers send on an `<img>` of another site's page (Fetch Metadata, W3C), unless its `Origin` is
  * listed in CORS_ALLOWED_ORIGINS (a page that fetches with CORS). With auth off, any page could
  * otherwise make the store decode images for it, one thumbnail per `<img>`. A same-origin page,
