@@ -61,13 +61,18 @@ export class StoreView {
     this.present = storeOptions.present;
   }
 
+  /** What quarantine/ held when first asked; only an open's recovery adds to it. */
+  private quarantined: QuarantineSummary | undefined;
+
   /**
    * What DATA_DIR/quarantine/ holds: damage the log's replays went past (docs/STORAGE.md,
-   * "Damage in the log").
+   * "Damage in the log"). Read once, on the first call after the open (/stats and every /metrics
+   * scrape ask): only recovery, before the open returns, writes there.
    * @throws the fs error when quarantine/ cannot be read
    */
   quarantine(): QuarantineSummary {
-    return readQuarantine(quarantineDirOf(this.dataDir));
+    this.quarantined ??= readQuarantine(quarantineDirOf(this.dataDir));
+    return this.quarantined;
   }
 
   /** Some sink is configured: finalized events enter the shipping ledger, and cleanup keeps what it holds. */
