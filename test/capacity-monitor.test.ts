@@ -6,8 +6,10 @@
  * answers the worker (src/lifecycle/worker-handle.ts).
  */
 import t from 'tap';
-import { CapacityMonitor, closeGate, isCapacityBlocked, type StoreUsage } from '../src/lifecycle/capacity.js';
+import { CapacityMonitor, closeGate, isCapacityBlocked, storeUsage, type StoreUsage } from '../src/lifecycle/capacity.js';
 import { createLogger } from '../src/logger.js';
+import { EMPTY_COUNTERS } from '../src/store/lmdb-env.js';
+import type { StoreView } from '../src/store/store-view.js';
 import { smallEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
 
@@ -35,7 +37,7 @@ t.test('the limit check asks for the usage only after a write, while over a limi
   let asked = 0;
   const usageNow = async (): Promise<StoreUsage> => {
     asked++;
-    return { records: store.counters().events, storageBytes: store.storageBytes() };
+    return storeUsage(store);
   };
 
   t.equal(await monitor.needsCleanup(usageNow), false, 'an empty store is within its limits');
@@ -65,4 +67,19 @@ t.test('the limit check asks for the usage only after a write, while over a limi
   monitor.update(false, await usageNow());
   t.equal(await monitor.needsCleanup(usageNow), true, 'a cleanup that deleted nothing leaves it due');
   t.equal(asked, 7, 'after a cleanup: asked');
+});
+
+t.test('the worker keeps the gate closed by the HTTP thread\'s usage, not by its own view, which lags by the index head', async (t) => {
+  // The worker's view reads only what was checkpointed: here, nothing yet.
+  const laggingView = { shipping: true, counters: () => EMPTY_COUNTERS, storageBytes: () => 0 } as unknown as StoreView;
+  const flag = new Int32Array(new SharedArrayBuffer(4));
+  const monitor = new CapacityMonitor(laggingView, { maxRecords: 3, maxStorageBytes: 1 << 30 }, flag, new Int32Array(new SharedArrayBuffer(4)), createLogger('silent'));
+  const full: StoreUsage = { records: 3, storageBytes: 4096, kept: 3 };
+  closeGate(flag);
+  t.equal(await monitor.needsCleanup(async () => full), false, 'within its limits: no cleanup');
+  t.equal(isCapacityBlocked(flag), true, 'but 3 records waiting for upload leave no room: the gate stays closed');
+  monitor.update(false, full);
+  t.equal(isCapacityBlocked(flag), true, 'and stays closed after a cleanup');
+  monitor.update(true, { records: 2, storageBytes: 4096, kept: 2 });
+  t.equal(isCapacityBlocked(flag), false, 'an upload made room: reopened');
 });

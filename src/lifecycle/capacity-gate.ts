@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../logger.js';
 import type { StoreView } from '../store/store-view.js';
-import { closeGate, createWouldOverfill, isCapacityBlocked, type CapacityLimits } from './capacity.js';
+import { closeGate, createWouldOverfill, isCapacityBlocked, storeUsage, type CapacityLimits, type StoreUsage } from './capacity.js';
 
 /** What a gated route asks for: a create adds a record; anything else only needs the gate open. */
 export type GateUse = 'create' | 'other';
@@ -40,7 +40,7 @@ export class CapacityGate {
    */
   admit(use: GateUse): boolean {
     if (!this.blocked && use === 'create' && this.store.shipping
-      && createWouldOverfill(this.store.counters(), () => this.store.storageBytes(), this.limits, this.admitted)) {
+      && createWouldOverfill(this.usage(), this.limits)) {
       closeGate(this.flag);
     }
     if (this.blocked) {
@@ -53,6 +53,11 @@ export class CapacityGate {
     }
     if (use === 'create') this.admitted++;
     return true;
+  }
+
+  /** The store's usage with the index head and the creates admitted but not committed yet. */
+  usage(): StoreUsage {
+    return storeUsage(this.store, this.admitted);
   }
 
   /** Ends an admitted create (stored or failed). */

@@ -10,7 +10,6 @@
  * (`EventStore.writes`) the same way, so an idle store is not asked for its usage.
  */
 import type { Logger } from '../logger.js';
-import type { Counters } from '../store/lmdb-env.js';
 import type { StoreView } from '../store/store-view.js';
 
 /** Percent of a capacity above which a warning is logged (docs/API.md, "Statistics"). */
@@ -18,10 +17,24 @@ export const ALERT_PERCENT = 80;
 /** Least pause (ms) between cleanups started because a limit is still crossed. */
 const BLOCKED_RETRY_MS = 5000;
 
-/** What the store holds: records, and bytes of storage (live blob bytes + LMDB pages in use). */
+/**
+ * What the store holds: records, bytes of storage (live blob bytes + LMDB pages in use), and the
+ * records cleanup must keep with cloud upload on (drafts, events waiting for upload, and creates
+ * admitted but not committed yet).
+ */
 export interface StoreUsage {
   records: number;
   storageBytes: number;
+  kept: number;
+}
+
+/**
+ * The store's usage as `store` counts it (the HTTP thread's view holds the index head).
+ * @param admitted creates admitted but not committed yet: counted as records and as kept
+ */
+export function storeUsage(store: StoreView, admitted = 0): StoreUsage {
+  const counters = store.counters();
+  return { records: counters.events + admitted, storageBytes: store.storageBytes(), kept: counters.drafts + counters.uploadsPending + admitted };
 }
 
 /** The usage of both capacities. */
@@ -53,15 +66,13 @@ export function closeGate(flag: Int32Array): void {
 
 /**
  * True when, with cloud upload on, one more create would put the store over a limit that cleanup
- * cannot relieve: drafts and events waiting for upload (cleanup keeps both) would pass
- * MAX_RECORDS, or storage is over MAX_STORAGE_BYTES with nothing but such events stored.
- * @param storageBytes reads total_storage_bytes; called only when the records limit holds
- * @param admitted creates admitted but not committed yet, counted as kept
+ * cannot relieve: the records cleanup keeps (`StoreUsage.kept`) would pass MAX_RECORDS, or
+ * storage is over MAX_STORAGE_BYTES with nothing but such records stored.
+ * @param usage as the HTTP thread counts it (`storeUsage`, with the index head and the admitted creates)
  */
-export function createWouldOverfill(counters: Counters, storageBytes: () => number, limits: CapacityLimits, admitted = 0): boolean {
-  const kept = counters.drafts + counters.uploadsPending + admitted;
-  if (kept + 1 > limits.maxRecords) return true;
-  return counters.events + admitted <= kept && storageBytes() > limits.maxStorageBytes;
+export function createWouldOverfill(usage: StoreUsage, limits: CapacityLimits): boolean {
+  if (usage.kept + 1 > limits.maxRecords) return true;
+  return usage.records <= usage.kept && usage.storageBytes > limits.maxStorageBytes;
 }
 
 /** Worker side: measures usage, decides and publishes the capacity state. */
@@ -83,10 +94,11 @@ export class CapacityMonitor {
   ) {}
 
   /** Usage of both capacities, from the store's usage. */
-  private usage({ records, storageBytes }: StoreUsage): CapacityUsage {
+  private usage({ records, storageBytes, kept }: StoreUsage): CapacityUsage {
     return {
       records,
       storageBytes,
+      kept,
       recordsPercent: (100 * records) / this.limits.maxRecords,
       storagePercent: (100 * storageBytes) / this.limits.maxStorageBytes,
     };
@@ -112,7 +124,7 @@ export class CapacityMonitor {
     if (!over) {
       // Uploads or deletions made room: the gate reopens (the HTTP thread closes it again at
       // the create that would overfill).
-      if (isCapacityBlocked(this.flag) && !this.createWouldOverfill()) this.publish(false, usage);
+      if (isCapacityBlocked(this.flag) && !this.createWouldOverfill(usage)) this.publish(false, usage);
       // The count was read before the usage: a write in between shows as a moved count.
       this.settledAt = writes;
       return false;
@@ -134,12 +146,16 @@ export class CapacityMonitor {
     const usage = this.usage(current);
     this.warn(usage);
     const over = overLimit(usage, this.limits);
-    const blocked = (this.store.shipping && over && !deleted) || this.createWouldOverfill();
+    const blocked = (this.store.shipping && over && !deleted) || this.createWouldOverfill(usage);
     this.publish(blocked, usage);
   }
 
-  private createWouldOverfill(): boolean {
-    return this.store.shipping && createWouldOverfill(this.store.counters(), () => this.store.storageBytes(), this.limits);
+  /**
+   * From the HTTP thread's usage, never the worker's own counters: those lag by the index head,
+   * and a gate reopened on them closes again at the next create.
+   */
+  private createWouldOverfill(usage: StoreUsage): boolean {
+    return this.store.shipping && createWouldOverfill(usage, this.limits);
   }
 
   /** Sets the flag, logging a change (a closing by the HTTP thread is logged there). */

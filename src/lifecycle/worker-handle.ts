@@ -118,7 +118,7 @@ export class LifecycleWorkerHandle {
     } else if (message.type === 'usage') {
       let answer: { usage: StoreUsage } | { failed: string };
       try {
-        answer = { usage: { records: this.store.counters().events, storageBytes: this.store.storageBytes() } };
+        answer = { usage: this.gate.usage() };
       } catch (err) {
         answer = { failed: String((err as Error).message ?? err) }; // the store is closing
       }
