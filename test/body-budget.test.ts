@@ -1,7 +1,7 @@
 /**
  * The bound on JSON bodies held at once (MAX_INFLIGHT_BODY_BYTES; docs/OPERATIONS.md, "Memory";
  * docs/RELIABILITY.md, "Memory under the largest valid creates": twenty 18.6 MB creates at once took the store past V8's heap limit), over real HTTP
- * on the engine the test process runs (test/node-engine/ runs this file again on node:http): a
+ * on the engine the test process runs (one of the files `npm run test:engine` runs on each engine): a
  * declared body reserves its Content-Length before any byte is read, a chunked one its bytes as
  * they arrive, and both what parsing will add as it arrives (64 bytes per `[` or `{`, 8 per `,`);
  * past the bound, 503

@@ -1,7 +1,7 @@
 /**
  * What a page an operator visits, or a client speaking odd HTTP, cannot make the store do
  * (docs/RELIABILITY.md, "Security"), over real HTTP on the engine the test process runs
- * (test/node-engine/ runs this file again on node:http): cross-site writes, DNS rebinding,
+ * (one of the files `npm run test:engine` runs on each engine): cross-site writes, DNS rebinding,
  * text/plain JSON, ambiguous framing, and pipelined requests. DNS rebinding is shown in Chromium
  * too: a page at `http://evil.test:<port>` resolved to the store.
  */

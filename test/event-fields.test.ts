@@ -24,7 +24,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import createEventSchema from '../schemas/create-event.json' with { type: 'json' };
 import storedEventSchema from '../schemas/responses/stored-event.json' with { type: 'json' };
@@ -32,6 +31,7 @@ import { AppError } from '../src/errors.js';
 import { presentEventJson } from '../src/events/present.js';
 import type { CreateEventInput, ImageInput, StoredAttachment, StoredEvent, StoredImage } from '../src/events/types.js';
 import { validateCreateBody } from '../src/events/validate.js';
+import { packageRoot } from '../src/paths.js';
 import type { EventRecord, RecordAttachment, RecordImage } from '../src/store/event-record.js';
 import type { NewEvent } from '../src/store/event-store.js';
 import { decodeRecord, encodeRecord, storedJson } from '../src/store/record-codec.js';
@@ -193,7 +193,7 @@ t.test('the schemas agree with themselves and with each other', async (t) => {
 });
 
 t.test('docs/API.md lists the stored event with the schema\'s fields', async (t) => {
-  const api = fs.readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'API.md'), 'utf8');
+  const api = fs.readFileSync(path.join(packageRoot, 'docs', 'API.md'), 'utf8');
   const row = api.split('\n').find((line) => line.startsWith('| stored event'));
   t.ok(row, 'docs/API.md, "Response shapes", has a stored event row');
   const named = [...new Set([...(row ?? '').matchAll(/`([a-z_0-9]+)`/g)].map((m) => m[1]))].filter((n) => n !== 'v2');

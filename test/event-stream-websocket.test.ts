@@ -1,6 +1,6 @@
 /**
  * The live event stream as a WebSocket (docs/API.md, "Live stream"), on the process's engine
- * (test/node-engine/ runs it again on node:http): messages `{"type", "id", "data"}` carrying what
+ * (one of the files `npm run test:engine` runs on each engine): messages `{"type", "id", "data"}` carrying what
  * the SSE stream carries, resumable with `since`, the key as `api_key`, a browser's cross-origin
  * upgrade refused before any upgrade, and an Upgrade on another path answered as that path.
  */

@@ -10,21 +10,32 @@
  */
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
-import { EventStore, type NewEvent } from '../src/store/event-store.js';
-import { StoreView } from '../src/store/store-view.js';
+import type { EventStore, NewEvent } from '../src/store/event-store.js';
 import { countEvents, scanEvents, scanPlan, type EventQuery } from '../src/store/event-query.js';
 import { planSearch, type SearchCondition } from '../src/store/event-search.js';
 import type { Direction } from '../src/store/created-at-cursors.js';
-import { deleteRecords } from '../src/store/event-deletion.js';
-import { attachStagedBlob, finalizeEvent } from '../src/store/event-updates.js';
 import { StagingFile } from '../src/store/staging-file.js';
-import { AppError } from '../src/errors.js';
 import { presentEventJson } from '../src/events/present.js';
 import { draftKey, EMPTY, indexKeysOf } from '../src/store/index-keys.js';
 import { decodeRecord } from '../src/store/record-codec.js';
 import { tempDataDir } from './support/store-server.js';
 
 const DEVICES = ['cam-a', 'cam-b', 'cam-c'];
+
+/**
+ * The store, whose checkpoints fail while `checkpointsFail` is true (fault injection): a close
+ * then leaves the head to the log, as a crash does, and the next open replays it. One mock import
+ * for the file (test/support/store-api.ts), by resolved URL: tap resolves a relative one from the
+ * source-mapped caller, test/, not from the compiled test that runs.
+ */
+let checkpointsFail = false;
+const real = await import('../src/store/create-index.js');
+const { AppError, EventStore: CrashableStore, StoreView, attachStagedBlob, deleteRecords, finalizeEvent } = await t.mockImport<typeof import('./support/store-api.js')>(import.meta.resolve('./support/store-api.js'), {
+  [import.meta.resolve('../src/store/create-index.js')]: {
+    ...real,
+    indexBatches: (...args: Parameters<typeof real.indexBatches>) => (checkpointsFail ? Promise.reject(new Error('EIO: injected')) : real.indexBatches(...args)),
+  },
+});
 
 interface ModelEvent {
   id: string;
@@ -187,24 +198,7 @@ async function attachVideo(store: EventStore, id: string): Promise<string> {
   return (await attachStagedBlob(store, id, staged, { kind: 'video', label: 'clip', contentType: 'video/mp4' })).file_id;
 }
 
-/**
- * EventStore whose checkpoints fail while `crashing()` says so (fault injection): a close then
- * leaves the head to the log, as a crash does, and the next open replays it.
- */
-async function crashableStore(t: Test, crashing: () => boolean): Promise<typeof EventStore> {
-  const real = await import('../src/store/create-index.js');
-  const { EventStore: CrashableStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
-    '../src/store/create-index.js': {
-      ...real,
-      indexBatches: (...args: Parameters<typeof real.indexBatches>) => (crashing() ? Promise.reject(new Error('EIO: injected')) : real.indexBatches(...args)),
-    },
-  });
-  return CrashableStore;
-}
-
 t.test('a video attached in the head to an event a cleanup then deletes goes with the event, live and after a crash', async (t) => {
-  let checkpointsFail = false;
-  const CrashableStore = await crashableStore(t, () => checkpointsFail);
   const dataDir = tempDataDir();
   const options = { sinks: [], present: presentEventJson, checkpointMs: 60_000, onBackgroundError: () => undefined };
   let store: EventStore = await CrashableStore.open(dataDir, options);
@@ -229,8 +223,6 @@ t.test('a video attached in the head to an event a cleanup then deletes goes wit
 
 t.test('lists, counts, searches, point reads and files equal the model with events and changes in the head, in LMDB, or both', async (t) => {
   let runs = 0;
-  let checkpointsFail = false;
-  const CrashableStore = await crashableStore(t, () => checkpointsFail);
   await fc.assert(
     fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 30 }), async (commands) => {
       runs++;
@@ -309,7 +301,7 @@ t.test('lists, counts, searches, point reads and files equal the model with even
  * model: devices in turn, lines 1 and 2 in turn, every `draftEvery`-th create a draft.
  */
 async function storeWithHead(t: Test, count: number, draftEvery: number): Promise<{ store: EventStore; model: ModelEvent[] }> {
-  const store = await EventStore.open(tempDataDir(), { sinks: [], present: presentEventJson, checkpointMs: 60_000 });
+  const store = await CrashableStore.open(tempDataDir(), { sinks: [], present: presentEventJson, checkpointMs: 60_000 });
   t.teardown(() => store.close());
   const model: ModelEvent[] = [];
   for (let n = 0; n < count; n++) {

@@ -8,7 +8,7 @@
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { EventStore, type CreatedEvent } from '../src/store/event-store.js';
 import { SegmentAppender } from '../src/store/blob-log.js';
 import { segmentFileName } from '../src/store/segment-files.js';
@@ -261,23 +261,31 @@ t.test('a clean stop replays nothing', async (t) => {
   await reopened.close();
 });
 
-/** EventStore with its checkpoint's LMDB commit failing as `fails(commit number)` says (fault injection). */
-async function storeWithFailingCheckpoints(t: Test, fails: (commit: number) => boolean): Promise<typeof EventStore> {
-  let commits = 0;
-  const real = await import('../src/store/create-index.js');
-  const { EventStore: FaultyStore } = await t.mockImport<typeof import('../src/store/event-store.js')>('../src/store/event-store.js', {
-    '../src/store/create-index.js': {
-      ...real,
-      indexBatches: (...args: Parameters<typeof real.indexBatches>) => (fails(++commits) ? Promise.reject(new Error('EIO: injected')) : real.indexBatches(...args)),
-    },
-  });
-  return FaultyStore;
+/**
+ * EventStore whose checkpoint's LMDB commit fails as `failCheckpoints` last said (fault
+ * injection). One mock import for the file, by resolved URL: tap resolves a relative one from the
+ * source-mapped caller, test/, not from the compiled test that runs.
+ */
+let fails: (commit: number) => boolean = () => false;
+let commits = 0;
+const real = await import('../src/store/create-index.js');
+const { EventStore: FaultyStore } = await t.mockImport<typeof import('../src/store/event-store.js')>(import.meta.resolve('../src/store/event-store.js'), {
+  [import.meta.resolve('../src/store/create-index.js')]: {
+    ...real,
+    indexBatches: (...args: Parameters<typeof real.indexBatches>) => (fails(++commits) ? Promise.reject(new Error('EIO: injected')) : real.indexBatches(...args)),
+  },
+});
+
+/** From now, FaultyStore's checkpoints fail as `failing(commit number, from 1)` says. */
+function failCheckpoints(failing: (commit: number) => boolean): void {
+  commits = 0;
+  fails = failing;
 }
 
 t.test('a checkpoint that fails keeps its creates in the index head: still acknowledged and readable, committed by the next one', async (t) => {
   // Fault injection: the first checkpoint's LMDB commit fails (on a device: ENOSPC or EIO while
   // LMDB grows its file). Everything else is the real store on a real directory.
-  const FaultyStore = await storeWithFailingCheckpoints(t, (commit) => commit === 1);
+  failCheckpoints((commit) => commit === 1);
   const dataDir = tempDataDir();
   const errors: string[] = [];
   const store = await FaultyStore.open(dataDir, { ...STORE_OPTIONS, checkpointMs: 60_000, onBackgroundError: (err) => errors.push(String(err)) });
@@ -297,7 +305,7 @@ t.test('a checkpoint that fails keeps its creates in the index head: still ackno
 });
 
 t.test('a background checkpoint that fails is tried again a tick later, on its own', async (t) => {
-  const FaultyStore = await storeWithFailingCheckpoints(t, (commit) => commit === 1);
+  failCheckpoints((commit) => commit === 1);
   const errors: string[] = [];
   const store = await FaultyStore.open(tempDataDir(), { ...STORE_OPTIONS, checkpointMs: 20, checkpointMaxMs: 20, onBackgroundError: (err, task) => errors.push(`${task}: ${String(err)}`) });
   t.teardown(() => store.close());
@@ -307,7 +315,7 @@ t.test('a background checkpoint that fails is tried again a tick later, on its o
 });
 
 t.test('creates acknowledged while every checkpoint fails come back from the log at the next open', async (t) => {
-  const FaultyStore = await storeWithFailingCheckpoints(t, () => true);
+  failCheckpoints(() => true);
   const dataDir = tempDataDir();
   const errors: string[] = [];
   const store = await FaultyStore.open(dataDir, { ...STORE_OPTIONS, checkpointMs: 60_000, onBackgroundError: (err, task) => errors.push(`${task}: ${String(err)}`) });
@@ -327,7 +335,7 @@ t.test('creates acknowledged while every checkpoint fails come back from the log
 
 t.test('a replay keeps a segment opened since the last checkpoint, which only its replayed frames know, and appends after them', async (t) => {
   let failing = false;
-  const FaultyStore = await storeWithFailingCheckpoints(t, () => failing);
+  failCheckpoints(() => failing);
   const dataDir = tempDataDir();
   const store = await FaultyStore.open(dataDir, { ...STORE_OPTIONS, checkpointMs: 60_000, onBackgroundError: () => undefined });
   const before = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });

@@ -53,7 +53,7 @@ function bodyFor(routePath: string): { body?: BodyInit; headers: Record<string, 
 
 t.test('the key is compared in constant time, over equal-length SHA-256 digests', async (t) => {
   const compared: [number, number][] = [];
-  const { createKeyChecker } = await t.mockImport<typeof import('../src/http/auth.js')>('../src/http/auth.js', {
+  const { createKeyChecker } = await t.mockImport<typeof import('../src/http/auth.js')>(import.meta.resolve('../src/http/auth.js'), {
     'node:crypto': {
       ...crypto,
       timingSafeEqual: (a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView) => {

@@ -18,8 +18,31 @@ import type { ToMain, ToWorker } from './lifecycle-messages.js';
 const RESTART_MIN_MS = 500;
 const RESTART_MAX_MS = 30_000;
 
-// Built: dist/src/lifecycle/worker.js. Tests run the TypeScript sources: src/lifecycle/worker.ts.
-const workerUrl = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
+// Built: dist/src/lifecycle/worker.js. A test run from its TypeScript source loads src/lifecycle/worker.ts.
+const fromSource = import.meta.url.endsWith('.ts');
+const workerUrl = new URL(fromSource ? './worker.ts' : './worker.js', import.meta.url);
+
+/** Options that preload module hooks: `--import X`, `--import=X`, and their `--require` and `--loader` kin. */
+const PRELOAD = /^--(?:import|require|loader|experimental-loader)(?:=|$)|^-r$/;
+
+/**
+ * The Node options the built worker starts with: the process's, less its preloads. A Worker
+ * inherits `process.execArgv` (Node's reference: `new Worker`, option `execArgv`), and each preload
+ * that registers module hooks (a test runner's TypeScript, mock and coverage hooks, an agent's
+ * instrumentation) starts a hooks thread of its own in the worker: about half a second each, at
+ * every start, for code the worker does not run. Run from source, the worker keeps them: it needs
+ * the TypeScript hooks.
+ */
+function workerExecArgv(): string[] | undefined {
+  if (fromSource) return undefined;
+  const kept: string[] = [];
+  for (let i = 0; i < process.execArgv.length; i++) {
+    const arg = process.execArgv[i];
+    if (!PRELOAD.test(arg)) kept.push(arg);
+    else if (!arg.includes('=')) i++; // its value is the next argument
+  }
+  return kept;
+}
 
 /** The HTTP thread's handle on the lifecycle worker (src/lifecycle/worker.ts); one per store, built at start-up. */
 export class LifecycleWorkerHandle {
@@ -51,7 +74,7 @@ export class LifecycleWorkerHandle {
 
   /** Starts the worker; resolves once it is running. */
   start(): Promise<void> {
-    const worker = new Worker(workerUrl, { workerData: { config: this.config, capacityFlag: this.capacityFlag, storeWrites: this.store.writes.buffer } });
+    const worker = new Worker(workerUrl, { execArgv: workerExecArgv(), workerData: { config: this.config, capacityFlag: this.capacityFlag, storeWrites: this.store.writes.buffer } });
     this.current = worker;
     worker.on('message', (message: ToMain) => this.receive(message));
     worker.on('error', (err) => this.log.error({ err }, 'lifecycle worker failed'));

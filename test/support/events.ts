@@ -1,10 +1,10 @@
 /** Request bodies made from real media in test/fixtures. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../../src/paths.js';
 import { exactJsonBody } from './exact-json.js';
 
-export const fixturesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
+export const fixturesDir = path.join(packageRoot, 'test', 'fixtures');
 
 /** The bytes of a fixture file. */
 export const fixture = (name: string): Buffer => fs.readFileSync(path.join(fixturesDir, name));

@@ -1,0 +1,2 @@
+/** test/disk-writes.test.ts, one of the files `npm run test:engine` runs on each HTTP engine (docs/ARCHITECTURE.md, "Tests"). */
+await import('../disk-writes.test.js');

@@ -1,0 +1,2 @@
+/** test/http.test.ts, one of the files `npm run test:engine` runs on each HTTP engine (docs/ARCHITECTURE.md, "Tests"). */
+await import('../http.test.js');

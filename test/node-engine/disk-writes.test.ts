@@ -1,3 +1,0 @@
-/** test/disk-writes.test.ts again, on the node:http engine (docs/OPERATIONS.md, "HTTP engines"). */
-process.env.HTTP_ENGINE = 'node';
-await import('../disk-writes.test.js');

@@ -1,3 +1,0 @@
-/** test/event-stream.test.ts again, on the node:http engine (docs/OPERATIONS.md, "HTTP engines"). */
-process.env.HTTP_ENGINE = 'node';
-await import('../event-stream.test.js');

@@ -1,3 +1,0 @@
-/** test/hardening.test.ts again, on the node:http engine (docs/OPERATIONS.md, "HTTP engines"). */
-process.env.HTTP_ENGINE = 'node';
-await import('../hardening.test.js');

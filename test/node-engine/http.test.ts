@@ -1,3 +1,0 @@
-/** test/http.test.ts again, on the node:http engine (docs/OPERATIONS.md, "HTTP engines"). */
-process.env.HTTP_ENGINE = 'node';
-await import('../http.test.js');
