@@ -2,7 +2,7 @@
  * Importing a consumed event (docs/OPERATIONS.md, "Hub mode"; src/hub/event-import.ts) into a
  * real store: device-side ids kept, idempotent by id, a file absent from the source waited for
  * or, at the last delivery, left out. The files come from a map of fixture bytes standing for
- * the fleet's bucket (the bucket itself is exercised in test/nats-hub.test.ts).
+ * the fleet's bucket (the bucket itself is exercised in test/end-to-end/nats-hub.test.ts).
  */
 import t, { type Test } from 'tap';
 import fs from 'node:fs';

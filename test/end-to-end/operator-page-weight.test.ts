@@ -6,10 +6,10 @@
  * small part of the photos' bytes. The figures (requests, bytes) are printed as comments.
  */
 import t from 'tap';
-import { launchBrowser } from './support/browser.js';
-import { fixture, postJson } from './support/events.js';
-import { startStore } from './support/store-server.js';
-import { until } from './support/waiting.js';
+import { launchBrowser } from '../support/browser.js';
+import { fixture, postJson } from '../support/events.js';
+import { startStore } from '../support/store-server.js';
+import { until } from '../support/waiting.js';
 
 const EVENTS = 50;
 const PHOTOS = ['retina.jpg', 'rocket.jpg', 'camera.jpg'];

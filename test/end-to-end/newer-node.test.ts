@@ -10,12 +10,12 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { chooseUwsBuilds, compareVersions, UWS_BUILDS } from '../src/http/uws/uws-builds.js';
-import { currentHost, installedBuilds } from '../src/http/uws/uws-loader.js';
-import { fixture, getJson, imageEvent, postJson } from './support/events.js';
-import { nodeRelease } from './support/node-release.js';
-import { refusedStart, spawnStore } from '../scripts/lib/spawned-store.js';
-import { tempDataDir } from './support/store-server.js';
+import { chooseUwsBuilds, compareVersions, UWS_BUILDS } from '../../src/http/uws/uws-builds.js';
+import { currentHost, installedBuilds } from '../../src/http/uws/uws-loader.js';
+import { fixture, getJson, imageEvent, postJson } from '../support/events.js';
+import { nodeRelease } from '../support/node-release.js';
+import { refusedStart, spawnStore } from '../../scripts/lib/spawned-store.js';
+import { tempDataDir } from '../support/store-server.js';
 
 const run = promisify(execFile);
 t.setTimeout(600_000); // the first run installs three Node releases

@@ -9,14 +9,14 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { FRAME_HEADER_BYTES, type ScannedFrame } from '../src/store/segment-frames.js';
-import { segmentNumberOf } from '../src/store/segment-files.js';
-import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
-import { scan } from './support/segment-scan.js';
-import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
-import { tempDataDir } from './support/store-server.js';
-import { until } from './support/waiting.js';
-import { launchBrowser } from './support/browser.js';
+import { FRAME_HEADER_BYTES, type ScannedFrame } from '../../src/store/segment-frames.js';
+import { segmentNumberOf } from '../../src/store/segment-files.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from '../support/events.js';
+import { scan } from '../support/segment-scan.js';
+import { spawnStore, type SpawnedStore } from '../../scripts/lib/spawned-store.js';
+import { tempDataDir } from '../support/store-server.js';
+import { until } from '../support/waiting.js';
+import { launchBrowser } from '../support/browser.js';
 
 /** No checkpoint and no cleanup within a test: every create stays in the log alone until the kill. */
 const NO_CHECKPOINT = { PORT: '0', INDEX_CHECKPOINT_MS: '60000', INDEX_CHECKPOINT_MAX_MS: '300000', CLEANUP_INTERVAL_SECONDS: '3600' };

@@ -8,11 +8,11 @@
  */
 import fs from 'node:fs';
 import t from 'tap';
-import { loadConfig, ConfigError } from '../src/config.js';
-import { responseProblems } from './support/response-shapes.js';
-import { getJson, imageEvent, postJson, smallEvent } from './support/events.js';
-import { spawnStore } from '../scripts/lib/spawned-store.js';
-import { startStore, tempDataDir } from './support/store-server.js';
+import { loadConfig, ConfigError } from '../../src/config.js';
+import { responseProblems } from '../support/response-shapes.js';
+import { getJson, imageEvent, postJson, smallEvent } from '../support/events.js';
+import { spawnStore } from '../../scripts/lib/spawned-store.js';
+import { startStore, tempDataDir } from '../support/store-server.js';
 
 // About 100 MiB of large creates and their lists: 2 minutes on 2 busy cores, over tap's 120 s.
 t.setTimeout(300_000);

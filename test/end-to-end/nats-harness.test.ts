@@ -12,8 +12,8 @@ import t, { type Test } from 'tap';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
-import { startNatsCluster, startNatsServer } from './support/nats-server.js';
-import { until } from './support/waiting.js';
+import { startNatsCluster, startNatsServer } from '../support/nats-server.js';
+import { until } from '../support/waiting.js';
 
 /**
  * A connection to `servers` that keeps reconnecting (the sink's and the hub's settings), closed

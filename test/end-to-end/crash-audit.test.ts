@@ -5,14 +5,14 @@
  * loops leave a store whose audit finds nothing.
  */
 import t, { type Test } from 'tap';
-import { auditStore } from '../scripts/lib/crash-audit.js';
-import { Ledger, type SentEvent } from '../scripts/lib/crash-ledger.js';
-import { CrashWriters } from '../scripts/lib/crash-writers.js';
-import { fixtureBase64 } from '../scripts/lib/fixtures.js';
-import { StoreClient } from '../scripts/lib/http-client.js';
-import { Random } from '../scripts/lib/random.js';
-import { startStore, type TestStore } from './support/store-server.js';
-import { until } from './support/waiting.js';
+import { auditStore } from '../../scripts/lib/crash-audit.js';
+import { Ledger, type SentEvent } from '../../scripts/lib/crash-ledger.js';
+import { CrashWriters } from '../../scripts/lib/crash-writers.js';
+import { fixtureBase64 } from '../../scripts/lib/fixtures.js';
+import { StoreClient } from '../../scripts/lib/http-client.js';
+import { Random } from '../../scripts/lib/random.js';
+import { startStore, type TestStore } from '../support/store-server.js';
+import { until } from '../support/waiting.js';
 
 /** Creates one image event through the API and enters it in `ledger` as acknowledged. */
 async function created(t: Test, client: StoreClient, ledger: Ledger): Promise<SentEvent> {

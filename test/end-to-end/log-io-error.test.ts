@@ -10,11 +10,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { segmentNumberOf } from '../src/store/segment-files.js';
-import { getJson, postJson, smallEvent } from './support/events.js';
-import { cliPath, spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
-import { tempDataDir } from './support/store-server.js';
-import { until } from './support/waiting.js';
+import { segmentNumberOf } from '../../src/store/segment-files.js';
+import { getJson, postJson, smallEvent } from '../support/events.js';
+import { cliPath, spawnStore, type SpawnedStore } from '../../scripts/lib/spawned-store.js';
+import { tempDataDir } from '../support/store-server.js';
+import { until } from '../support/waiting.js';
 
 const preload = path.join(path.dirname(cliPath), '..', 'scripts', 'lib', 'eio-preload.js');
 

@@ -10,14 +10,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { deleteRecords } from '../src/store/event-deletion.js';
-import { openDatabases } from '../src/store/lmdb-env.js';
-import type { CheckReport } from '../src/store/store-check.js';
-import { runCli } from './support/cli-process.js';
-import { fixture, getJson, imageEvent, smallEvent } from './support/events.js';
-import { openLocalStore } from './support/local-store.js';
-import { scan } from './support/segment-scan.js';
-import { startStore, tempDataDir } from './support/store-server.js';
+import { deleteRecords } from '../../src/store/event-deletion.js';
+import { openDatabases } from '../../src/store/lmdb-env.js';
+import type { CheckReport } from '../../src/store/store-check.js';
+import { runCli } from '../support/cli-process.js';
+import { fixture, getJson, imageEvent, smallEvent } from '../support/events.js';
+import { openLocalStore } from '../support/local-store.js';
+import { scan } from '../support/segment-scan.js';
+import { startStore, tempDataDir } from '../support/store-server.js';
 
 const EVENTS = 90;
 

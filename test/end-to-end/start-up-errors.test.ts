@@ -8,9 +8,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { refusedStart } from '../scripts/lib/spawned-store.js';
-import { unprivileged } from './support/cli-process.js';
-import { tempDataDir } from './support/store-server.js';
+import { refusedStart } from '../../scripts/lib/spawned-store.js';
+import { unprivileged } from '../support/cli-process.js';
+import { tempDataDir } from '../support/store-server.js';
 
 /** A folder the store may enter but, when `writable` is false, not write. */
 function folderFor(writable: boolean): string {

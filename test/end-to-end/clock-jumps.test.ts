@@ -6,19 +6,19 @@
  * cutoff, retention, the re-stamp) is checked in-process with the clocks handed in.
  */
 import t from 'tap';
-import { launchStore, type StoreProcess } from '../scripts/lib/store-process.js';
-import { listEventsBody } from '../src/events/read-events.js';
-import { runCleanup } from '../src/lifecycle/cleanup.js';
-import { heldCutoff, runningAtCreation, runningMicros, type ClockEpoch } from '../src/store/store-clock.js';
-import { restampAheadSync, type Restamped } from '../src/store/restamp.js';
-import { readSinkCursor, writeSinkCursor } from '../src/store/sink-cursors.js';
-import { unshipped } from '../src/store/sink-ledger.js';
-import { DAY_MICROS, formatMicros, parseIsoMicros, StampClock, type ClockJump } from '../src/store/timestamps.js';
-import { FakeClock } from './support/faketime.js';
-import { getJson, imageEvent, postJson, smallEvent } from './support/events.js';
-import { openLocalStore } from './support/local-store.js';
-import { tempDataDir } from './support/store-server.js';
-import { SseClient } from './support/sse-client.js';
+import { launchStore, type StoreProcess } from '../../scripts/lib/store-process.js';
+import { listEventsBody } from '../../src/events/read-events.js';
+import { runCleanup } from '../../src/lifecycle/cleanup.js';
+import { heldCutoff, runningAtCreation, runningMicros, type ClockEpoch } from '../../src/store/store-clock.js';
+import { restampAheadSync, type Restamped } from '../../src/store/restamp.js';
+import { readSinkCursor, writeSinkCursor } from '../../src/store/sink-cursors.js';
+import { unshipped } from '../../src/store/sink-ledger.js';
+import { DAY_MICROS, formatMicros, parseIsoMicros, StampClock, type ClockJump } from '../../src/store/timestamps.js';
+import { FakeClock } from '../support/faketime.js';
+import { getJson, imageEvent, postJson, smallEvent } from '../support/events.js';
+import { openLocalStore } from '../support/local-store.js';
+import { tempDataDir } from '../support/store-server.js';
+import { SseClient } from '../support/sse-client.js';
 
 const DAY_MS = 86_400_000;
 const micros = (iso: string): number => parseIsoMicros(iso)!;

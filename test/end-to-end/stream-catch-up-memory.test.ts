@@ -10,10 +10,10 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
-import { launchStore } from '../scripts/lib/store-process.js';
-import { postJson, smallEvent } from './support/events.js';
-import { tempDataDir } from './support/store-server.js';
-import { until } from './support/waiting.js';
+import { launchStore } from '../../scripts/lib/store-process.js';
+import { postJson, smallEvent } from '../support/events.js';
+import { tempDataDir } from '../support/store-server.js';
+import { until } from '../support/waiting.js';
 
 const EVENTS = 32;
 const CLIENTS = 4;

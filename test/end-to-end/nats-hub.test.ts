@@ -6,12 +6,12 @@
  * nats-server is absent.
  */
 import t from 'tap';
-import { launchStore, type StoreProcess } from '../scripts/lib/store-process.js';
-import { fixture, getJson, imageEvent, postJson } from './support/events.js';
-import { postFile } from './support/multipart.js';
-import { startNatsServer } from './support/nats-server.js';
-import { startStore, tempDataDir, type TestStore } from './support/store-server.js';
-import { until } from './support/waiting.js';
+import { launchStore, type StoreProcess } from '../../scripts/lib/store-process.js';
+import { fixture, getJson, imageEvent, postJson } from '../support/events.js';
+import { postFile } from '../support/multipart.js';
+import { startNatsServer } from '../support/nats-server.js';
+import { startStore, tempDataDir, type TestStore } from '../support/store-server.js';
+import { until } from '../support/waiting.js';
 
 const PER_DEVICE = 40;
 
