@@ -48,6 +48,19 @@ const listedOnce = (page: Page, count: number): Promise<string[]> => until(`${co
 /** How many boxes each thumbnail of `item` shows. */
 const boxesPerThumbnail = (item: Locator): Promise<number[]> => item.locator('.thumb').evaluateAll((thumbs) => thumbs.map((thumb) => thumb.querySelectorAll('.box').length));
 
+/** How often the page reads /stats (ms; page/main.ts STATS_EVERY_MS). */
+const STATS_EVERY_MS = 5000;
+
+/**
+ * Waits until `condition` holds for what the page shows from /stats, moving the page's clock on
+ * by one read's period before each look instead of waiting it out (Playwright's `page.clock`,
+ * installed before the page loads; time flows as usual in between).
+ */
+const untilStatsShow = <T>(page: Page, what: string, condition: () => Promise<T>) => until(what, async () => {
+  await page.clock.fastForward(STATS_EVERY_MS);
+  return condition();
+}, 15_000);
+
 async function createEvent(url: string, body: unknown): Promise<string> {
   const created = await postJson(`${url}/v2/events`, body, auth);
   if (created.status !== 201) throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body)}`);
@@ -134,6 +147,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
   t.teardown(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(10_000);
+  await page.clock.install();
   const failedRequests: string[] = [];
   page.on('requestfailed', (request) => failedRequests.push(request.url()));
   const pageErrors: string[] = [];
@@ -250,11 +264,11 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
       };
     };
     // /stats is read every 5 s; storage may move a little between two reads (LMDB pages).
-    const seen = await until('the gauges to show /stats', async () => {
+    const seen = await untilStatsShow(page, 'the gauges to show /stats', async () => {
       const s = await shown();
       return s.records === String(s.stats.capacity.records.percent_used) && s.storage === String(s.stats.capacity.storage.percent_used)
         && s.uploads === String(s.stats.capacity.uploads_pending) && s;
-    }, 15_000);
+    });
     const { stats } = seen;
     t.equal(stats.capacity.records.used, 2);
     t.equal(seen.records, '5', 'records: 2 of MAX_RECORDS 40 is 5%');
@@ -281,7 +295,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.equal((await postJson(`${store.url}/admin/cleanup`, undefined, auth)).status, 200);
     const { body: after } = await getJson(`${store.url}/stats`, auth);
     t.equal(after.last_cleanup.trigger, 'MANUAL');
-    await until('the latest cleanup shown', async () => await page.locator('#last-cleanup time').getAttribute('datetime') === after.last_cleanup.finished_at, 15_000);
+    await untilStatsShow(page, 'the latest cleanup shown', async () => await page.locator('#last-cleanup time').getAttribute('datetime') === after.last_cleanup.finished_at);
     t.equal(await page.locator('#last-cleanup time').getAttribute('datetime'), after.last_cleanup.finished_at, 'the latest cleanup, when it finished');
     t.ok(await page.locator('#last-cleanup').isVisible());
     t.match(await page.locator('#last-cleanup .note').innerText(), new RegExp(`^manual: ${after.last_cleanup.records_deleted} records, ${after.last_cleanup.files_deleted} files deleted; `));
@@ -297,10 +311,10 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
       if (writes.device) writes.device.bytes_written_per_day = perDay(writes.device.bytes_written);
       await route.fulfill({ response: answer, json: body });
     });
-    const figure = await until('bytes a day shown', async () => {
+    const figure = await untilStatsShow(page, 'bytes a day shown', async () => {
       const text = await page.locator('#disk-writes .figure').innerText();
       return text.endsWith('/day') && text;
-    }, 15_000);
+    });
     t.match(figure, /^[\d.]+ (B|KiB|MiB|GiB|TiB)\/day$/, 'the card leads with bytes a day');
     t.match(await page.locator('#disk-writes .summary').innerText(), /; [\d.]+ (B|KiB|MiB|GiB) since the start$/, 'and gives the bytes since the start below');
     if (device) t.match(await page.locator('#disk-writes .process').innerText(), /^The store process counts [\d.]+ (B|KiB|MiB|GiB|TiB)\/day, /, 'the process\'s own count a day too');
@@ -401,6 +415,7 @@ t.test('with MQTT_URL set, the page shows whether the store publishes', async (t
   t.teardown(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(10_000);
+  await page.clock.install();
   await page.goto(`${store.url}/`);
   await page.locator('#connection[data-state="live"]').waitFor();
   t.notOk(await page.locator('#key-form').isVisible(), 'no API_KEY: no key asked for');
@@ -408,18 +423,18 @@ t.test('with MQTT_URL set, the page shows whether the store publishes', async (t
   t.equal(created.status, 201);
 
   const card = page.locator('#mqtt');
-  const published = await until('the MQTT card to show a publish', async () => {
+  const published = await untilStatsShow(page, 'the MQTT card to show a publish', async () => {
     const note = (await card.isVisible()) ? await card.locator('.note').innerText() : '';
     return note.startsWith('1 published') && note;
-  }, 15_000);
+  });
   t.match(published, /^1 published; nothing waiting/, 'the created event published, none waiting');
   t.equal(await card.locator('.figure').innerText(), 'connected');
   t.equal((await getJson(`${store.url}/stats`)).body.mqtt.published_total, 1, 'as /stats says');
 
   await broker.stop();
-  t.equal(await until('the MQTT card to show the broker gone', async () => {
+  t.equal(await untilStatsShow(page, 'the MQTT card to show the broker gone', async () => {
     const figure = await card.locator('.figure').innerText();
     return figure === 'disconnected' && figure;
-  }, 15_000), 'disconnected', 'the broker gone: disconnected');
+  }), 'disconnected', 'the broker gone: disconnected');
   t.ok(await card.evaluate((element) => element.classList.contains('alarm')), 'marked as an alarm');
 });
