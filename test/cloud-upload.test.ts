@@ -30,7 +30,12 @@ async function startCloud(t: Test): Promise<FakeCloud> {
   return cloud;
 }
 
-const cloudEnv = (cloud: FakeCloud, env: Record<string, string> = {}) => ({ CLOUD_UPLOAD_URL: cloud.url, CLOUD_API_KEY: KEY, DEFAULT_SOLUTION_ID: 'uc-default', ...env });
+/**
+ * A store shipping to `cloud`. A sink sees an event once a checkpoint committed it, and with a sink
+ * the checkpoint waits INDEX_CHECKPOINT_MS (docs/STORAGE.md, "When a checkpoint runs"): 50 ms
+ * here, not the default second.
+ */
+const cloudEnv = (cloud: FakeCloud, env: Record<string, string> = {}) => ({ CLOUD_UPLOAD_URL: cloud.url, CLOUD_API_KEY: KEY, DEFAULT_SOLUTION_ID: 'uc-default', INDEX_CHECKPOINT_MS: '50', ...env });
 
 async function create(store: TestStore, body: Record<string, unknown>): Promise<{ id: string; image_ids: string[] }> {
   const res = await postJson(`${store.url}/v2/events`, body);

@@ -24,6 +24,11 @@ import { until } from './support/waiting.js';
 
 const STREAM = 'EDGE_EVENTS';
 const BUCKET = 'edge-events-files';
+/**
+ * A sink sees an event once a checkpoint committed it, and with a sink the checkpoint waits
+ * INDEX_CHECKPOINT_MS (docs/STORAGE.md, "When a checkpoint runs"): 50 ms here, not the default second.
+ */
+const SHIPPING = { INDEX_CHECKPOINT_MS: '50' };
 
 async function create(store: TestStore, body: Record<string, unknown>): Promise<string> {
   const res = await postJson(`${store.url}/v2/events`, body);
@@ -52,7 +57,7 @@ async function client(urls: string[]): Promise<{ nc: NatsConnection; jsm: JetStr
 t.test('finalized events go to <prefix>.<device_id>.<event_schema> with Nats-Msg-Id, after their images and videos', async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
-  const store = await startStore({ NATS_URL: server.url, NATS_MAX_AGE_SECONDS: '86400', NATS_MAX_BYTES: String(2 ** 30) });
+  const store = await startStore({ ...SHIPPING, NATS_URL: server.url, NATS_MAX_AGE_SECONDS: '86400', NATS_MAX_BYTES: String(2 ** 30) });
   t.teardown(store.stop);
   const cat = await create(store, imageEvent({ deviceId: 'dock.2 west' }, 'cat.jpg'));
   const draft = await create(store, smallEvent({ draft: true }));
@@ -109,7 +114,7 @@ t.test('the server away: creates answer 201, the backlog grows, cleanup keeps it
   const server = await startNatsServer();
   t.teardown(() => server.stop());
   // Retention of about a second: what the sink has not shipped must outlive it.
-  const store = await startStore({ NATS_URL: server.url, RETENTION_DAYS: String(1 / 86_400), CLEANUP_INTERVAL_SECONDS: '3600' });
+  const store = await startStore({ ...SHIPPING, NATS_URL: server.url, RETENTION_DAYS: String(1 / 86_400), CLEANUP_INTERVAL_SECONDS: '3600' });
   t.teardown(store.stop);
   await create(store, smallEvent());
   await until('connected and shipping', async () => (await natsStatus(store)).shipped_total === 1);
@@ -144,7 +149,7 @@ t.test('a 3-node cluster: the R3 stream\'s leader is killed mid-run; every event
   // Made by the fleet's operator, R3: the store uses it as found.
   await jsm.streams.add({ name: STREAM, subjects: ['edge.events.>'], storage: StorageType.File, num_replicas: 3 });
   await new Objm(nc).create(BUCKET, { storage: StorageType.File, replicas: 3 });
-  const store = await startStore({ NATS_URL: cluster.urls.join(',') });
+  const store = await startStore({ ...SHIPPING, NATS_URL: cluster.urls.join(',') });
   t.teardown(store.stop);
 
   // 50 events before the kill, 100 while the leader is down: the writer waits for the kill, not for time.
