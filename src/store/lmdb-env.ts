@@ -65,6 +65,16 @@ export interface StoreDatabases {
 }
 
 /**
+ * The address space LMDB maps for data.mdb at open (bytes; docs/STORAGE.md, "The index's map").
+ * lmdb-js grows the map on demand, to twice the pages in use, whenever a write needs more (its
+ * LMDB fork, `mdb_page_alloc`), and LMDB never maps less than the file holds, so this is only
+ * where it starts. A large one is refused wherever the address space is bounded (`ulimit -v`,
+ * systemd's `LimitAS=`, qemu-user's placeholder mappings), and lmdb-js then crashes with a
+ * segfault instead of throwing.
+ */
+const INITIAL_MAP_BYTES = 256 * 1024 ** 2;
+
+/**
  * Opens (creating when absent) the environment at `<dataDir>/db`.
  * @throws the lmdb error when the directory cannot be created or the env cannot be opened
  */
@@ -75,7 +85,7 @@ export function openDatabases(dataDir: string): StoreDatabases {
   // last flushed transaction after any unclean stop, in the same boot too (lmdb-js README,
   // "Overlapping Sync Options"); the log replays what it lacks (docs/STORAGE.md, "Recovery").
   // (safeRestore is read by lmdb-js's open.js; its typings do not list it.)
-  const options = { path: dbPath, maxDbs: 16, mapSize: 32 * 1024 ** 3, cache: false, safeRestore: true };
+  const options = { path: dbPath, maxDbs: 16, mapSize: INITIAL_MAP_BYTES, cache: false, safeRestore: true };
   const root = open(options);
   return {
     root,
