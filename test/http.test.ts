@@ -13,7 +13,7 @@ import { currentHost } from '../src/http/uws/uws-loader.js';
 import { rawRequest } from '../scripts/lib/raw-http.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { expectedEngine } from './support/engines.js';
-import { refusedStart, spawnStore } from '../scripts/lib/spawned-store.js';
+import { cliPath, refusedStart, spawnStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 
 t.test('with API_KEY set, every route but /health and the docs needs X-API-Key', async (t) => {
@@ -149,4 +149,17 @@ t.test('a client hanging up in the middle of a JSON body does not hold up a grac
   // period (10 minutes here, so a defect shows as this subtest's 30 s timeout, not as a figure).
   await store.service.stop(600_000);
   t.pass('the graceful stop did not wait for the abandoned request');
+});
+
+t.test('the lifecycle worker starts whatever Node options the store runs with: a heap limit, a preload, both', async (t) => {
+  // The worker is started without the process's preloads; a worker refuses a process-wide option
+  // such as the heap limit when given explicitly, and then inherits them all.
+  const preload = '--import=data:text/javascript,globalThis.preloaded=1';
+  for (const options of [['--max-old-space-size=512'], [preload], ['--max-old-space-size=512', preload]]) {
+    const store = await spawnStore({ PORT: '0', DATA_DIR: tempDataDir() }, process.execPath, { command: [process.execPath, ...options, cliPath] });
+    t.teardown(() => store.child.kill('SIGKILL'));
+    t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201, `node ${options.join(' ')}: serving`);
+    t.equal((await postJson(`${store.url}/admin/cleanup`, undefined)).status, 200, `node ${options.join(' ')}: its lifecycle worker runs a cleanup`);
+    store.child.kill('SIGKILL');
+  }
 });

@@ -26,12 +26,12 @@ const workerUrl = new URL(fromSource ? './worker.ts' : './worker.js', import.met
 const PRELOAD = /^--(?:import|require|loader|experimental-loader)(?:=|$)|^-r$/;
 
 /**
- * The Node options the built worker starts with: the process's, less its preloads. A Worker
- * inherits `process.execArgv` (Node's reference: `new Worker`, option `execArgv`), and each preload
- * that registers module hooks (a test runner's TypeScript, mock and coverage hooks, an agent's
- * instrumentation) starts a hooks thread of its own in the worker: about half a second each, at
- * every start, for code the worker does not run. Run from source, the worker keeps them: it needs
- * the TypeScript hooks.
+ * The Node options the built worker starts with: the process's less its preloads, or undefined
+ * (inherit them all) when it has none. A Worker inherits `process.execArgv` (Node's reference:
+ * `new Worker`, option `execArgv`), and each preload that registers module hooks (a test runner's
+ * TypeScript, mock and coverage hooks, an agent's instrumentation) starts a hooks thread of its
+ * own in the worker: about half a second each, at every start, for code the worker does not run.
+ * Run from source, the worker keeps them: it needs the TypeScript hooks.
  */
 function workerExecArgv(): string[] | undefined {
   if (fromSource) return undefined;
@@ -41,7 +41,22 @@ function workerExecArgv(): string[] | undefined {
     if (!PRELOAD.test(arg)) kept.push(arg);
     else if (!arg.includes('=')) i++; // its value is the next argument
   }
-  return kept;
+  return kept.length === process.execArgv.length ? undefined : kept;
+}
+
+/**
+ * The lifecycle worker, started with `workerExecArgv()`. A worker refuses process-wide options
+ * given explicitly (`ERR_WORKER_INVALID_EXEC_ARGV`, e.g. `--max-old-space-size` beside a preload):
+ * then it inherits the process's options, preloads included, as a worker does by default.
+ */
+function newWorker(workerData: unknown): Worker {
+  const execArgv = workerExecArgv();
+  try {
+    return new Worker(workerUrl, { execArgv, workerData });
+  } catch (err) {
+    if (execArgv === undefined || (err as NodeJS.ErrnoException).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw err;
+    return new Worker(workerUrl, { workerData });
+  }
 }
 
 /** The HTTP thread's handle on the lifecycle worker (src/lifecycle/worker.ts); one per store, built at start-up. */
@@ -74,7 +89,7 @@ export class LifecycleWorkerHandle {
 
   /** Starts the worker; resolves once it is running. */
   start(): Promise<void> {
-    const worker = new Worker(workerUrl, { execArgv: workerExecArgv(), workerData: { config: this.config, capacityFlag: this.capacityFlag, storeWrites: this.store.writes.buffer } });
+    const worker = newWorker({ config: this.config, capacityFlag: this.capacityFlag, storeWrites: this.store.writes.buffer });
     this.current = worker;
     worker.on('message', (message: ToMain) => this.receive(message));
     worker.on('error', (err) => this.log.error({ err }, 'lifecycle worker failed'));
