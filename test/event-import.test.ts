@@ -8,10 +8,15 @@ import t, { type Test } from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { FileMissing, IdCollision, importEvent, type FileSource } from '../src/hub/event-import.js';
+import { FileMissing, IdCollision, importEvent, type FileSource, type PredictionLimits } from '../src/hub/event-import.js';
 import type { AppError, ValidationIssue } from '../src/errors.js';
 import { fixture, imageEvent } from './support/events.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
+
+/** The defaults of MAX_PREDICTIONS_PER_IMAGE and MAX_POINTS_PER_EVENT. */
+const LIMITS: PredictionLimits = { maxPredictionsPerImage: 10_000, maxPointsPerEvent: 100_000 };
+/** Bounds a test's events pass by one: 10 predictions an image, 100 points an event. */
+const TIGHT: PredictionLimits = { maxPredictionsPerImage: 10, maxPointsPerEvent: 100 };
 
 /** A device's event as its store presents it (GET /v2/events/{id}). */
 async function deviceEvent(): Promise<Record<string, any>> {
@@ -36,7 +41,7 @@ async function importedOnHub(t: Test): Promise<{ event: Record<string, any>; ima
   const hub = await openLocalStore();
   t.teardown(hub.close);
   const files = source(new Map([[image.file_id, fixture('cat.jpg')], [image.input_file_id, fixture('rocket.jpg')]]));
-  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait', 10_000), 'stored');
+  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait', LIMITS), 'stored');
   return { event, image, hub, files };
 }
 
@@ -45,7 +50,7 @@ t.test('an imported event keeps its ids; importing it again changes nothing', as
   const stored = JSON.parse(hub.store.getEventJson(event.id)!.toString('utf8'));
   t.same({ ...stored, created_at: 0, finalized_at: 0 }, { ...event, created_at: 0, finalized_at: 0 }, 'the same event but for created_at and finalized_at (the hub\'s)');
   t.same(await hub.store.openFile(image.file_id)!.readAll(), fixture('cat.jpg'));
-  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait', 10_000), 'present');
+  t.equal(await importEvent(hub.store, structuredClone(event), files, 'wait', LIMITS), 'present');
   t.equal(hub.store.counters().events, 1);
 });
 
@@ -55,9 +60,9 @@ t.test('a file not in the source: waited for (nothing stored), or at the last de
   const hub = await openLocalStore();
   t.teardown(hub.close);
   const onlyInput = source(new Map([[image.input_file_id, fixture('rocket.jpg')]]));
-  await t.rejects(importEvent(hub.store, structuredClone(event), onlyInput, 'wait', 10_000), new FileMissing(image.file_id));
+  await t.rejects(importEvent(hub.store, structuredClone(event), onlyInput, 'wait', LIMITS), new FileMissing(image.file_id));
   t.equal(hub.store.getEvent(event.id), undefined, 'nothing stored');
-  t.equal(await importEvent(hub.store, structuredClone(event), onlyInput, 'skip', 10_000), 'stored');
+  t.equal(await importEvent(hub.store, structuredClone(event), onlyInput, 'skip', LIMITS), 'stored');
   const stored = hub.store.getEvent(event.id)!;
   t.equal(stored.images[0]!.file_id, null, 'stored without the missing image');
   t.equal(stored.images[0]!.input_file_id, image.input_file_id);
@@ -73,17 +78,17 @@ t.test('an import never takes over an id stored here: another event\'s file, ano
 
   const forgedFiles = source(new Map([[image.file_id, fixture('camera.jpg')], [image.input_file_id, fixture('camera.jpg')]]));
   const reusesFile = { ...structuredClone(event), id: '01900000-0000-7000-8000-000000000001', device_id: 'intruder' };
-  await t.rejects(importEvent(hub.store, reusesFile, forgedFiles, 'wait', 10_000), IdCollision, 'a new event naming a stored image id is refused');
+  await t.rejects(importEvent(hub.store, reusesFile, forgedFiles, 'wait', LIMITS), IdCollision, 'a new event naming a stored image id is refused');
   t.same(await hub.store.openFile(image.file_id)!.readAll(), fixture('cat.jpg'), 'the stored image keeps its bytes');
   t.equal(hub.store.getEvent(reusesFile.id), undefined, 'nothing of it stored');
 
   const otherDevice = { ...structuredClone(event), device_id: 'intruder' };
-  await t.rejects(importEvent(hub.store, otherDevice, files, 'wait', 10_000), IdCollision, 'the same event id from another device is refused');
+  await t.rejects(importEvent(hub.store, otherDevice, files, 'wait', LIMITS), IdCollision, 'the same event id from another device is refused');
 
   const local = await hub.create(imageEvent({ draft: true }));
   const draft = JSON.parse(hub.store.getEventJson(local.id)!.toString('utf8'));
   const takeover = { ...draft, videos: [{ file_id: '01900000-0000-7000-8000-0000000000aa', label: 'forged', content_type: 'video/mp4' }], images: [] };
-  await t.rejects(importEvent(hub.store, takeover, sourceWithVideo(new Map()), 'wait', 10_000), IdCollision, 'a message carrying a local draft\'s id and other images is refused');
+  await t.rejects(importEvent(hub.store, takeover, sourceWithVideo(new Map()), 'wait', LIMITS), IdCollision, 'a message carrying a local draft\'s id and other images is refused');
   const after = hub.store.getEvent(local.id)!;
   t.equal(after.draft, true, 'the local draft stays a draft');
   t.same(after.videos, [], 'nothing attached to it');
@@ -105,9 +110,10 @@ t.test('imported ids, videos and predictions pass what a create and an attachmen
     ['a video content_type listing two types', { videos: [{ ...video, content_type: 'image/png; a="x\\"; b=", text/html; c="' }] }, ['body', 'videos', 0, 'content_type']],
     ['a label holding NUL and ESC', { videos: [{ ...video, label: 'clip\u0000\u001b[31m' }] }, ['body', 'videos', 0, 'label']],
     ['more predictions than MAX_PREDICTIONS_PER_IMAGE', { images: [{ ...image, object_detections: Array.from({ length: 11 }, () => ({ class: 'cat', confidence: 0.9, x: 1, y: 1, width: 2, height: 2 })) }] }, ['body', 'images', 0]],
+    ['more points than MAX_POINTS_PER_EVENT', { images: [{ ...image, instance_segmentations: [{ class: 'cat', confidence: 0.9, x: 1, y: 1, width: 2, height: 2, points: Array.from({ length: 101 }, (_, i) => [i, i]) }] }] }, ['body', 'images', 0]],
   ];
   for (const [what, change, loc] of refusals) {
-    const error = await importEvent(hub.store, { ...structuredClone(event), ...change }, files, 'wait', 10).then(() => null, (err: unknown) => err);
+    const error = await importEvent(hub.store, { ...structuredClone(event), ...change }, files, 'wait', TIGHT).then(() => null, (err: unknown) => err);
     t.match(error, { code: 'validation_failed', status: 422 }, `${what}: refused as a create would be`);
     t.same(((error as AppError).detail as ValidationIssue[])[0]?.loc, loc, `${what}: the issue names ${loc.join('.')}`);
   }
@@ -115,6 +121,6 @@ t.test('imported ids, videos and predictions pass what a create and an attachmen
   t.notOk(fs.existsSync(`${outside}.part`), 'no file opened outside the data directory');
   t.same(fs.readdirSync(hub.store.stagingDir), [], 'no staging file left');
 
-  t.equal(await importEvent(hub.store, { ...structuredClone(event), videos: [video] }, files, 'wait', 10), 'stored', 'the same event with clean fields is stored');
+  t.equal(await importEvent(hub.store, { ...structuredClone(event), videos: [video] }, files, 'wait', TIGHT), 'stored', 'the same event with clean fields is stored');
   t.same(hub.store.getEvent(event.id)!.videos.map((v) => [v.file_id, v.label]), [[video.file_id, 'clip']]);
 });

@@ -6,10 +6,11 @@
  * stored and finalized is left as it is; one stored as a draft by an import that stopped half-way
  * (it had videos) gets its missing videos and is finalized.
  */
+import type { Config } from '../config.js';
 import { validationError } from '../errors.js';
 import { checkedLabel } from '../events/attach-file.js';
 import { checkedContentType } from '../events/content-type.js';
-import { assertPredictionLimit } from '../events/prediction-limit.js';
+import { assertPointLimit, assertPredictionLimit } from '../events/prediction-limit.js';
 import { validateCreateBody } from '../events/validate.js';
 import type { EventRecord } from '../store/event-record.js';
 import { isCanonicalId } from '../store/ids.js';
@@ -114,18 +115,22 @@ function checkedVideos(videos: unknown): ConsumedVideo[] {
   });
 }
 
+/** The bounds on predictions a create checks: MAX_PREDICTIONS_PER_IMAGE and MAX_POINTS_PER_EVENT. */
+export type PredictionLimits = Pick<Config, 'maxPredictionsPerImage' | 'maxPointsPerEvent'>;
+
 /**
  * Stores `event` unless it is already stored whole.
  * @param event the event's JSON object as `GET /v2/events/{id}` returns it on its device
  * @param missingFiles what a file absent from `files` means: `wait` (it may come: throw
  *   FileMissing, nothing is stored) or `skip` (it is gone: store the event without it)
- * @param maxPredictionsPerImage MAX_PREDICTIONS_PER_IMAGE, as a create checks it
+ * @param limits MAX_PREDICTIONS_PER_IMAGE and MAX_POINTS_PER_EVENT, as a create checks them
+ *   (docs/API.md, "Create an event")
  * @returns `stored`, or `present` when it was already stored whole
  * @throws AppError validation_failed (422) or another create refusal for an event this store
  *   cannot take; the fs or lmdb error of a failed write (nothing half-stored stays visible as
  *   finalized: a retry completes it); FileMissing (with `wait`)
  */
-export async function importEvent(store: EventStore, event: Record<string, unknown>, files: FileSource, missingFiles: 'wait' | 'skip', maxPredictionsPerImage: number): Promise<'stored' | 'present'> {
+export async function importEvent(store: EventStore, event: Record<string, unknown>, files: FileSource, missingFiles: 'wait' | 'skip', limits: PredictionLimits): Promise<'stored' | 'present'> {
   const fetch = async (fileId: string | null | undefined): Promise<DecodedImage | null> => {
     if (!fileId) return null;
     const file = await files.bytes(fileId);
@@ -144,7 +149,8 @@ export async function importEvent(store: EventStore, event: Record<string, unkno
     // Read before validation: it drops the keys a create does not take (ajv's removeAdditional).
     const consumed = (Array.isArray(event.images) ? event.images : []).map((image: ConsumedImage) => ({ file_id: image.file_id, input_file_id: image.input_file_id }));
     const input = validateCreateBody(event);
-    assertPredictionLimit(input.images, maxPredictionsPerImage);
+    assertPredictionLimit(input.images, limits.maxPredictionsPerImage);
+    assertPointLimit(input.images, limits.maxPointsPerEvent);
     const images = await Promise.all(input.images.map(async ({ base64_image: _image, input_base64_image: _input, ...results }, i) => ({
       results,
       image: await fetch(consumed[i]?.file_id),

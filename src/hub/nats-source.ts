@@ -55,7 +55,7 @@ const RECONNECT = { baseMs: 500, capMs: 30_000, random: Math.random };
 const MISSED_HEARTBEATS = 3;
 
 /** The settings hub mode reads. */
-export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket' | 'maxRecordSizeBytes' | 'maxVideoUploadBytes' | 'maxPredictionsPerImage'>;
+export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket' | 'maxRecordSizeBytes' | 'maxVideoUploadBytes' | 'maxPredictionsPerImage' | 'maxPointsPerEvent'>;
 
 export class NatsSource {
   private connection: NatsConnection | undefined;
@@ -175,7 +175,7 @@ export class NatsSource {
       earlier = ids.map((id) => this.importing.get(id)).filter((work) => work !== undefined);
     }
     const files = filesOf(bucket, this.settings);
-    const work = this.withImageMemory(event, files, () => importEvent(this.store, event, files, missingFiles, this.settings.maxPredictionsPerImage));
+    const work = this.withImageMemory(event, files, () => importEvent(this.store, event, files, missingFiles, this.settings));
     for (const id of ids) this.importing.set(id, work);
     try {
       return await work;
