@@ -64,6 +64,17 @@ t.test('the helper: C0, DEL and C1 become \\xHH; text, backslashes and non-ASCII
   t.same(JSON.parse(json), { device_id: HOSTILE }, 'the same value');
 });
 
+t.test('the helper: bidirectional controls, which reorder what a line shows (Trojan Source), become \\uHHHH', async (t) => {
+  // RLO makes "cam-1 fdp.exe" read as "cam-1 exe.pdf"; LRI..PDI and the marks move text as well.
+  const reordering = 'cam-1 \u202efdp.exe \u2066x\u2069 \u200e\u200f\u061c';
+  t.equal(visibleControls(reordering), 'cam-1 \\u202efdp.exe \\u2066x\\u2069 \\u200e\\u200f\\u061c');
+  t.equal(visibleControls(reordering, { lines: true }), visibleControls(reordering), 'with lines kept too');
+  const json = terminalJson({ device_id: reordering });
+  t.notMatch(json, /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/, 'none raw in the JSON');
+  t.same(JSON.parse(json), { device_id: reordering }, 'the same value');
+  t.equal(visibleControls('cam-1 é ✓ \u2014 \u05d0'), 'cam-1 é ✓ \u2014 \u05d0', 'other non-ASCII, Hebrew letters included, is kept');
+});
+
 t.test('edge-events events: a hostile device_id, stored in a real store, is shown, not obeyed', async (t) => {
   const store = await startStore();
   t.teardown(store.stop);
