@@ -6,7 +6,7 @@
  * answers the worker (src/lifecycle/worker-handle.ts).
  */
 import t from 'tap';
-import { CapacityMonitor, closeGate, isCapacityBlocked, storeUsage, type StoreUsage } from '../src/lifecycle/capacity.js';
+import { CapacityMonitor, closeGate, isCapacityBlocked, usageOf, type StoreUsage } from '../src/lifecycle/capacity.js';
 import { createLogger } from '../src/logger.js';
 import { EMPTY_COUNTERS } from '../src/store/lmdb-env.js';
 import type { StoreView } from '../src/store/store-view.js';
@@ -37,7 +37,7 @@ t.test('the limit check asks for the usage only after a write, while over a limi
   let asked = 0;
   const usageNow = async (): Promise<StoreUsage> => {
     asked++;
-    return storeUsage(store);
+    return usageOf(store);
   };
 
   t.equal(await monitor.needsCleanup(usageNow), false, 'an empty store is within its limits');

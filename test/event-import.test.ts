@@ -9,12 +9,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FileMissing, IdCollision, importEvent, type FileSource, type PredictionLimits } from '../src/hub/event-import.js';
+import { loadConfig } from '../src/config.js';
 import type { AppError, ValidationIssue } from '../src/errors.js';
 import { fixture, imageEvent } from './support/events.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
 
 /** The defaults of MAX_PREDICTIONS_PER_IMAGE and MAX_POINTS_PER_EVENT. */
-const LIMITS: PredictionLimits = { maxPredictionsPerImage: 10_000, maxPointsPerEvent: 100_000 };
+const { maxPredictionsPerImage, maxPointsPerEvent } = loadConfig({});
+const LIMITS: PredictionLimits = { maxPredictionsPerImage, maxPointsPerEvent };
 /** Bounds a test's events pass by one: 10 predictions an image, 100 points an event. */
 const TIGHT: PredictionLimits = { maxPredictionsPerImage: 10, maxPointsPerEvent: 100 };
 

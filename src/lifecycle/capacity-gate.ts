@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../logger.js';
 import type { StoreView } from '../store/store-view.js';
-import { closeGate, createWouldOverfill, isCapacityBlocked, storeUsage, type CapacityLimits, type StoreUsage } from './capacity.js';
+import { closeGate, createWouldOverfill, isCapacityBlocked, usageOf, type CapacityLimits, type StoreUsage } from './capacity.js';
 
 /** What a gated route asks for: a create adds a record; anything else only needs the gate open. */
 export type GateUse = 'create' | 'other';
@@ -57,7 +57,7 @@ export class CapacityGate {
 
   /** The store's usage with the index head and the creates admitted but not committed yet. */
   usage(): StoreUsage {
-    return storeUsage(this.store, this.admitted);
+    return usageOf(this.store, this.admitted);
   }
 
   /** Ends an admitted create (stored or failed). */

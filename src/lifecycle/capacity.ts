@@ -32,7 +32,7 @@ export interface StoreUsage {
  * The store's usage as `store` counts it (the HTTP thread's view holds the index head).
  * @param admitted creates admitted but not committed yet: counted as records and as kept
  */
-export function storeUsage(store: StoreView, admitted = 0): StoreUsage {
+export function usageOf(store: StoreView, admitted = 0): StoreUsage {
   const counters = store.counters();
   return { records: counters.events + admitted, storageBytes: store.storageBytes(), kept: counters.drafts + counters.uploadsPending + admitted };
 }
@@ -68,7 +68,7 @@ export function closeGate(flag: Int32Array): void {
  * True when, with cloud upload on, one more create would put the store over a limit that cleanup
  * cannot relieve: the records cleanup keeps (`StoreUsage.kept`) would pass MAX_RECORDS, or
  * storage is over MAX_STORAGE_BYTES with nothing but such records stored.
- * @param usage as the HTTP thread counts it (`storeUsage`, with the index head and the admitted creates)
+ * @param usage as the HTTP thread counts it (`usageOf`, with the index head and the admitted creates)
  */
 export function createWouldOverfill(usage: StoreUsage, limits: CapacityLimits): boolean {
   if (usage.kept + 1 > limits.maxRecords) return true;

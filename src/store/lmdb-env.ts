@@ -72,7 +72,7 @@ export interface StoreDatabases {
  * systemd's `LimitAS=`, qemu-user's placeholder mappings), and lmdb-js then crashes with a
  * segfault instead of throwing.
  */
-const INITIAL_MAP_BYTES = 256 * 1024 ** 2;
+export const INITIAL_MAP_BYTES = 256 * 1024 ** 2;
 
 /**
  * Opens (creating when absent) the environment at `<dataDir>/db`.

@@ -11,12 +11,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { spawnStore } from '../../scripts/lib/spawned-store.js';
+import { INITIAL_MAP_BYTES } from '../../src/store/lmdb-env.js';
 import { fixture, getJson, postJson, smallEvent } from '../support/events.js';
 import { tempDataDir } from '../support/store-server.js';
 
 const LIMIT = ['prlimit', `--as=${8 * 1024 ** 3}`];
-/** The first map (src/store/lmdb-env.ts INITIAL_MAP_BYTES), which the index must outgrow. */
-const FIRST_MAP_BYTES = 256 * 1024 ** 2;
 
 t.test('under an 8 GiB address-space limit the store starts, its index outgrows the first map, and a kill -9 loses nothing', async (t) => {
   // Checkpoints at once, so the index file grows with the creates rather than minutes later.
@@ -28,7 +27,7 @@ t.test('under an 8 GiB address-space limit the store starts, its index outgrows 
   const heavy = smallEvent({ images: [{ label: 'front', base64_image: fixture('cat.jpg').toString('base64'), object_detections: detections }] });
   const indexFile = path.join(env.DATA_DIR, 'db', 'data.mdb');
   let acknowledged = 0;
-  while (fs.statSync(indexFile).size <= FIRST_MAP_BYTES) {
+  while (fs.statSync(indexFile).size <= INITIAL_MAP_BYTES) {
     const statuses = await Promise.all(Array.from({ length: 8 }, () => postJson(`${store.url}/v2/events`, heavy).then((r) => r.status)));
     acknowledged += statuses.filter((s) => s === 201).length;
     if (statuses.some((s) => s !== 201)) {

@@ -231,6 +231,12 @@ t.test('a real store under a clock a year ahead, corrected by a restart: later e
   t.equal(message.id, fresh.created_at, 'the live stream resumed from a year-ahead Last-Event-ID sends the new event');
 });
 
+/** `/stats` once it shows a jump: one found while running is recorded by an LMDB transaction of its own, after the create. */
+const statsOnceJumpRecorded = (url: string) => until('the jump recorded', async () => {
+  const { body } = await getJson(`${url}/stats`);
+  return body.clock.last_jump && body;
+});
+
 t.test('a real store whose clock jumps while it runs', async (t) => {
   t.test('forward (30 days behind, corrected): created_at follows, and retention keeps what the store held for seconds', async (t) => {
     const clock = new FakeClock('-30d');
@@ -242,8 +248,7 @@ t.test('a real store whose clock jumps while it runs', async (t) => {
     const [late] = await createEvents(store.url, 1);
     t.ok(Math.abs(micros(late.created_at) - before) < 1e6, `the next event is stamped with the corrected time (${late.created_at})`);
     t.ok(micros(early[1].created_at) < before - 29 * DAY_MICROS, 'the early ones 30 days back');
-    // A jump found while running is recorded by an LMDB transaction of its own, after the create.
-    const stats = await until('the jump recorded', async () => { const { body } = await getJson(`${store.url}/stats`); return body.clock.last_jump && body; });
+    const stats = await statsOnceJumpRecorded(store.url);
     t.same([stats.clock.jumps_forward, stats.clock.last_jump.found], [1, 'running'], 'counted as found while running');
     t.equal((await postJson(`${store.url}/admin/cleanup`, '')).body.records_deleted.total, 0, 'RETENTION_DAYS=7: none deleted');
     t.equal((await listAscending(store.url)).length, 3);
@@ -259,7 +264,7 @@ t.test('a real store whose clock jumps while it runs', async (t) => {
     const [late] = await createEvents(store.url, 1);
     const gap = micros(late.created_at) - micros(early[1].created_at);
     t.ok(gap > 0 && gap < 60e6, `stamped after the early ones, at the time since them (${gap} µs), not a microsecond after`);
-    const stats = await until('the jump recorded', async () => { const { body } = await getJson(`${store.url}/stats`); return body.clock.last_jump && body; });
+    const stats = await statsOnceJumpRecorded(store.url);
     t.same([stats.clock.jumps_backward, stats.clock.last_jump.found], [1, 'running']);
     t.ok(stats.clock.created_at_ahead_seconds > 364 * 86_400, 'created_at runs a year ahead, said');
     t.equal((await store.kill('SIGTERM')).code, 0);

@@ -11,7 +11,7 @@ import { configuredSinks, loadConfig, type Config } from '../../src/config.js';
 import { createEvent, type CreateResponse } from '../../src/events/create-event.js';
 import { presentEventJson } from '../../src/events/present.js';
 import type { CleanupHooks } from '../../src/lifecycle/cleanup.js';
-import { storeUsage } from '../../src/lifecycle/capacity.js';
+import { usageOf } from '../../src/lifecycle/capacity.js';
 import { EventStore } from '../../src/store/event-store.js';
 import { runningMicros } from '../../src/store/store-clock.js';
 import { createdAtClock } from '../../src/store/timestamps.js';
@@ -68,7 +68,7 @@ export async function openLocalStore(env: Record<string, string> = {}, sinks?: s
       retireSegment: (segment) => store.retireSegment(segment),
       compactSegment: (segment) => store.compactSegment(segment),
       checkpoint: () => store.checkpointed(),
-      usage: async () => storeUsage(store),
+      usage: async () => usageOf(store),
     },
     close: () => store.close(),
   };
