@@ -145,7 +145,7 @@ export function fromLogWriteError(err: unknown): AppError {
 /**
  * An error as plain data, for crossing a thread boundary: postMessage's structured clone keeps
  * only an Error's name, message and stack, not the `code`, `errno`, `syscall` or `path` an fs
- * error carries.
+ * error carries, nor an AppError's code, detail, headers and cause.
  */
 export interface ErrorReport {
   name: string;
@@ -155,19 +155,33 @@ export interface ErrorReport {
   errno?: number;
   syscall?: string;
   path?: string;
+  /** An AppError's own fields. */
+  app?: { code: ErrorCode; detail: string | ValidationIssue[]; headers: Record<string, string> };
+  /** The report of its `cause`, if it has one. */
+  cause?: ErrorReport;
 }
 
 /** The report of `err` (anything thrown), to post to another thread. */
 export function errorReport(err: unknown): ErrorReport {
   if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
   const { code, errno, syscall, path } = err as NodeJS.ErrnoException;
-  return { name: err.name, message: err.message, stack: err.stack, code, errno, syscall, path };
+  const report: ErrorReport = { name: err.name, message: err.message, stack: err.stack, code, errno, syscall, path };
+  if (err instanceof AppError) report.app = { code: err.code, detail: err.detail, headers: err.headers };
+  if ('cause' in err) report.cause = errorReport(err.cause);
+  return report;
 }
 
-/** An Error made again from a report (another thread's error), with its stack and fs fields. */
+/** An Error made again from a report (another thread's error), with its stack, fs fields and cause; an AppError as one. */
 export function errorFromReport(report: ErrorReport): Error {
-  const { name, message, stack, ...fields } = report;
-  const err = Object.assign(new Error(message), Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)));
+  const { name, message, stack, app, cause, ...fields } = report;
+  const causeOption = cause === undefined ? undefined : errorFromReport(cause);
+  if (app) {
+    const err = new AppError(app.code, app.detail, { headers: app.headers, cause: causeOption });
+    if (stack !== undefined) err.stack = stack;
+    return err;
+  }
+  const err = Object.assign(new Error(message, causeOption === undefined ? undefined : { cause: causeOption }),
+    Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)));
   err.name = name;
   if (stack !== undefined) err.stack = stack;
   return err;

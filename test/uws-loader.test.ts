@@ -1,14 +1,16 @@
 /**
  * The choice of a native uWebSockets.js build: the pure decision over a table of hosts (Node ABI,
  * glibc, platform) and installed packages; the declared table checked against the installed
- * packages and package.json's pins; the loader on this machine; the fallback notice.
+ * packages and package.json's pins; the loader on this machine, which looks for builds in its own
+ * install only; the fallback notice.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { fallbackNotice, uwsNeeds } from '../src/http/engine-choice.js';
 import { chooseUwsBuilds, compareVersions, UWS_BUILDS, type InstalledBuilds, type UwsBuildId, type UwsHost } from '../src/http/uws/uws-builds.js';
-import { currentHost, loadUws, type UwsLoadReport } from '../src/http/uws/uws-loader.js';
+import { currentHost, installedBuilds, loadUws, type UwsLoadReport } from '../src/http/uws/uws-loader.js';
 import { packageRoot } from '../src/paths.js';
 
 const PINNED: InstalledBuilds = { 'btc-vision': '20.57.0', trufflesuite: '20.30.0-unofficial.0' };
@@ -106,6 +108,21 @@ t.test('on this machine the loader takes the first build that loads natively', a
     t.equal(report.loaded?.label, '@trufflesuite/uws-js-unofficial@20.30.0-unofficial.0', 'Node 20 on glibc Linux: the trufflesuite build');
     t.equal(typeof report.loaded?.uws.App, 'function');
   }
+});
+
+t.test("builds are looked for in the package's own install only, never in an ancestor's or the home folder's node_modules", async (t) => {
+  // home/node_modules holds a build (planted, or another install's); home/app is the store, installed
+  // without one. Under the OS's temp folder: no ancestor of it is a project.
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-home-'));
+  t.teardown(() => fs.rmSync(home, { recursive: true, force: true }));
+  const planted = path.join(home, 'node_modules', '@trufflesuite', 'uws-js-unofficial');
+  fs.mkdirSync(planted, { recursive: true });
+  fs.writeFileSync(path.join(planted, 'package.json'), JSON.stringify({ name: '@trufflesuite/uws-js-unofficial', version: '20.30.0-unofficial.0' }));
+  fs.mkdirSync(path.join(home, 'app', 'node_modules'), { recursive: true });
+  fs.writeFileSync(path.join(home, 'app', 'package.json'), JSON.stringify({ name: 'edge-event-store' }));
+  t.same(installedBuilds(path.join(home, 'app')), { versions: {}, dirs: {} }, 'nothing found: Node\'s own lookup would have climbed to it');
+  const own = installedBuilds();
+  t.equal(own.dirs.trufflesuite, path.join(packageRoot, 'node_modules', '@trufflesuite', 'uws-js-unofficial'), "this checkout's own build is found");
 });
 
 t.test('the fallback notice names the engine, the Node ABI, the glibc, what uWS needs and the cost', async (t) => {

@@ -4,7 +4,7 @@
  */
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore, NewEvent } from '../store/event-store.js';
 import { formatMicros } from '../store/timestamps.js';
 import { decodeImage } from './decode-image.js';
 import { assertPointLimit, assertPredictionLimit } from './prediction-limit.js';
@@ -17,6 +17,9 @@ import { validateCreateBody } from './validate.js';
  */
 export type EventWriter = Pick<EventStore, 'create'>;
 
+/** The settings a create body is checked against (docs/API.md, "Create an event"; docs/OPERATIONS.md, "Settings"). */
+export type CreateLimits = Pick<Config, 'maxPredictionsPerImage' | 'maxPointsPerEvent' | 'defaultSolutionId' | 'cloudUploadUrl'>;
+
 /** The 201 body of a create (docs/API.md, "Response shapes"). */
 export interface CreateResponse {
   id: string;
@@ -27,23 +30,41 @@ export interface CreateResponse {
 }
 
 /**
- * Validates and stores one event.
+ * Validates and stores one event: `prepareCreate`, then `storeCreate`.
  * @param body the parsed JSON body, camelCase or snake_case
+ * @throws what prepareCreate and storeCreate throw
+ */
+export async function createEvent(store: EventWriter, limits: CreateLimits, body: unknown): Promise<CreateResponse> {
+  return storeCreate(store, await prepareCreate(body, limits));
+}
+
+/**
+ * Everything of a create but the write, and nothing that needs the store: the body validated and
+ * checked against the limits, its images decoded. Runs on the HTTP thread or on the create
+ * preparer's worker (create-preparer.ts).
+ * @param body the parsed JSON body, camelCase or snake_case
+ * @returns the event to store, without the images' base64 text
  * @throws AppError validation_failed / unknown_event_schema (422; validation_failed also
  *   for an image over MAX_PREDICTIONS_PER_IMAGE and an event over MAX_POINTS_PER_EVENT),
- *   event_data_invalid
- *   (400), solution_required (400), image_decode_failed (400), disk_full (507),
- *   store_failure (500)
+ *   event_data_invalid (400), solution_required (400), image_decode_failed (400)
  */
-export async function createEvent(store: EventWriter, config: Config, body: unknown): Promise<CreateResponse> {
+export async function prepareCreate(body: unknown, limits: CreateLimits): Promise<NewEvent> {
   const input = validateCreateBody(body);
-  assertPredictionLimit(input.images, config.maxPredictionsPerImage);
-  assertPointLimit(input.images, config.maxPointsPerEvent);
-  if (input.solution === null && config.defaultSolutionId === undefined && config.cloudUploadUrl !== undefined) {
+  assertPredictionLimit(input.images, limits.maxPredictionsPerImage);
+  assertPointLimit(input.images, limits.maxPointsPerEvent);
+  if (input.solution === null && limits.defaultSolutionId === undefined && limits.cloudUploadUrl !== undefined) {
     throw new AppError('solution_required');
   }
-  const images = await decodeImages(input);
-  const created = await store.create({ fields: input, images });
+  const { images, ...fields } = input;
+  return { fields, images: await decodeImages(images) };
+}
+
+/**
+ * Stores a prepared create durably and words its answer.
+ * @throws AppError disk_full (507), disk_io_error (503), store_failure (500): EventStore.create's
+ */
+export async function storeCreate(store: EventWriter, event: NewEvent): Promise<CreateResponse> {
+  const created = await store.create(event);
   return {
     id: created.id,
     image_ids: created.image_ids,
@@ -53,9 +74,9 @@ export async function createEvent(store: EventWriter, config: Config, body: unkn
   };
 }
 
-function decodeImages(input: CreateEventInput) {
+function decodeImages(images: CreateEventInput['images']): Promise<NewEvent['images']> {
   return Promise.all(
-    input.images.map(async ({ base64_image, input_base64_image, ...results }, i) => ({
+    images.map(async ({ base64_image, input_base64_image, ...results }, i) => ({
       results,
       image: base64_image === null ? null : await decodeImage(base64_image, `images[${i}].base64Image`),
       input: input_base64_image === null ? null : await decodeImage(input_base64_image, `images[${i}].inputBase64Image`),

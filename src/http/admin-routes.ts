@@ -1,6 +1,7 @@
 /** Statistics, manual cleanup and the two-step reset (docs/API.md, "Statistics", "Cleanup and reset"). */
 import { resetStore } from '../operations/reset.js';
 import { storeStats } from '../operations/store-stats.js';
+import { parseJsonText } from '../json-text.js';
 import { jsonRequest, jsonResponse } from './route-docs.js';
 import type { Route } from './route-table.js';
 
@@ -69,6 +70,8 @@ export const adminRoutes: Route[] = [
     method: 'post',
     path: '/reset/confirm',
     body: 'json',
+    // `{"reset_token": "..."}`: a body of records' size would only be parsed on the HTTP thread.
+    bodyLimit: 4096,
     doc: {
       tag: 'admin',
       summary: 'Delete every event and file',
@@ -83,7 +86,7 @@ export const adminRoutes: Route[] = [
       },
     },
     handler: async (_ex, ctx, body) => {
-      ctx.resetTokens.consume((body as { reset_token?: unknown } | undefined)?.reset_token);
+      ctx.resetTokens.consume((parseJsonText(body!.text) as { reset_token?: unknown } | undefined)?.reset_token);
       return { status: 200, body: await resetStore(ctx.store, ctx.lifecycle) };
     },
   },

@@ -8,23 +8,24 @@
  * before it is parsed.
  */
 import { AppError, validationError } from '../errors.js';
+import { parseJsonText } from '../json-text.js';
 import { parsedExtraBytes, type BodyHold } from './body-budget.js';
 import type { Exchange } from './exchange.js';
 
 /**
- * Starts reading the body of `ex`. Must be called synchronously in the route handler (it
+ * Starts reading the body of `ex`, whole. Must be called synchronously in the route handler (it
  * attaches `onBody`). Each chunk is copied: it is valid only during the callback.
  * @param limit most bytes accepted
  * @param hold where the body's weight is reserved (docs/OPERATIONS.md, "Memory"); the caller
  *   releases it once the request is over. Without one, nothing is reserved (the search gateway's
  *   bodies of at most 64 KiB)
- * @returns the parsed JSON value; undefined for an empty body
+ * @returns the body's bytes (empty for an empty body); the buffer is the body's own
  * @throws AppError record_too_large (413) past `limit`; body_budget_full (503, Retry-After) when
- *   `hold` cannot take the declared length or a chunk's weight; validation_failed (422) on malformed JSON,
- *   and when the client disconnects before the body's end (then nothing is answered: the
- *   promise settles so that the request's hold is released)
+ *   `hold` cannot take the declared length or a chunk's weight; validation_failed (422) when the
+ *   client disconnects before the body's end (then nothing is answered: the promise settles so
+ *   that the request's hold is released)
  */
-export function readJsonBody(ex: Exchange, limit: number, hold?: BodyHold): Promise<unknown> {
+export function readBodyText(ex: Exchange, limit: number, hold?: BodyHold): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = ex.headers.contentLength;
     if (declared !== undefined && declared > limit) {
@@ -71,16 +72,17 @@ export function readJsonBody(ex: Exchange, limit: number, hold?: BodyHold): Prom
       received += view.length;
       if (!isLast) return;
       done = true;
-      const body = preallocated ? preallocated.subarray(0, received) : chunks.length === 0 ? view : Buffer.concat([...chunks, view]);
-      if (body.length === 0) {
-        resolve(undefined);
-        return;
-      }
-      try {
-        resolve(JSON.parse(body.toString('utf8')));
-      } catch (err) {
-        reject(validationError(['body'], `Malformed JSON: ${(err as Error).message}`, 'value_error.jsondecode', err));
-      }
+      // `view` is valid only during this call: a body of one chunk is copied too.
+      resolve(preallocated ? preallocated.subarray(0, received) : Buffer.concat([...chunks, view]));
     });
   });
+}
+
+/**
+ * Reads the body of `ex` as readBodyText does, and parses it.
+ * @returns the parsed JSON value; undefined for an empty body
+ * @throws what readBodyText throws; AppError validation_failed (422) on malformed JSON
+ */
+export async function readJsonBody(ex: Exchange, limit: number, hold?: BodyHold): Promise<unknown> {
+  return parseJsonText(await readBodyText(ex, limit, hold));
 }

@@ -24,7 +24,8 @@ import { createKeyChecker } from './auth.js';
 import { corsHeaders, createBrowserGuard, crossSiteReadProblem, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';
 import type { HttpEngine, RuntimeInfo } from './engine.js';
 import type { ErrorShape, Exchange } from './exchange.js';
-import { readJsonBody } from './json-body.js';
+import { readBodyText } from './json-body.js';
+import type { CreatePreparer } from '../events/create-preparer.js';
 import { BodyBudget } from './body-budget.js';
 import type { RouteDoc } from './route-docs.js';
 
@@ -70,6 +71,8 @@ export interface ServerContext {
   hub?: NatsSource;
   /** Thumbnails of stored images, made and kept in memory (src/events/thumbnails.ts). */
   thumbnails: Thumbnails;
+  /** Parses and prepares create bodies, heavy ones off the HTTP thread (src/events/create-preparer.ts). */
+  creates: CreatePreparer;
 }
 
 export interface Route {
@@ -118,14 +121,25 @@ export interface Route {
    */
   gated?: GateUse;
   /**
-   * `json`: the body is read and parsed before the handler runs (within MAX_RECORD_SIZE_BYTES).
+   * `json`: the body is read whole, within MAX_RECORD_SIZE_BYTES and held in the body budget,
+   * before the handler runs; the handler gets its text and weight (JsonBody) and parses it.
    * Otherwise the handler runs synchronously when the request's head arrived and reads any
    * body itself (Exchange.onBody, before any await).
    */
   body?: 'json';
+  /** Bytes: the most a `json` route's body may have (413 `record_too_large` past it); default MAX_RECORD_SIZE_BYTES. */
+  bodyLimit?: number;
   /** The handler reads a JSON body itself (the search gateway): application/json is required too. */
   jsonBody?: boolean;
-  handler: (ex: Exchange, ctx: ServerContext, body: unknown) => Promise<RouteReply | void> | RouteReply | void;
+  handler: (ex: Exchange, ctx: ServerContext, body: JsonBody | undefined) => Promise<RouteReply | void> | RouteReply | void;
+}
+
+/** A `json` route's body, read and held, not yet parsed. */
+export interface JsonBody {
+  /** Its bytes (UTF-8 JSON; empty for an empty body), the body's own buffer. */
+  text: Buffer;
+  /** Bytes: what it holds of the body budget, its bytes plus what parsing will add (body-budget.ts). */
+  weight: number;
 }
 
 /** Counts requests under way, so a graceful stop can wait for in-flight writes. */
@@ -262,12 +276,12 @@ export function registerRoutes(
       ex.onAbort(leave);
       let reply: Promise<RouteReply | void> | RouteReply | void;
       // A JSON body, and so what the handler makes of it, is held until the request is over:
-      // answered, failed, or (readJsonBody settles then) cut off mid-body (docs/OPERATIONS.md, "Memory").
+      // answered, failed, or (readBodyText settles then) cut off mid-body (docs/OPERATIONS.md, "Memory").
       const hold = route.body === 'json' ? bodies.hold() : undefined;
       try {
         // Handlers run synchronously here, so a streaming handler attaches onData in time.
         reply = hold
-          ? readJsonBody(ex, ctx.config.maxRecordSizeBytes, hold).then((parsed) => route.handler(ex, ctx, parsed))
+          ? readBodyText(ex, route.bodyLimit ?? ctx.config.maxRecordSizeBytes, hold).then((text) => route.handler(ex, ctx, { text, weight: hold.bytes }))
           : route.handler(ex, ctx, undefined);
       } catch (err) {
         reply = Promise.reject(err);

@@ -18,6 +18,7 @@ import { ResetTokens } from '../operations/reset.js';
 import { Thumbnails } from '../events/thumbnails.js';
 import type { EventStore } from '../store/event-store.js';
 import { BodyBudget } from './body-budget.js';
+import { CreatePreparer } from '../events/create-preparer.js';
 import { adminRoutes } from './admin-routes.js';
 import { docsRoutes } from './docs.js';
 import { createEngine } from './engine-choice.js';
@@ -97,13 +98,14 @@ export interface RunningServer {
 export async function startServer(parts: ServerParts): Promise<RunningServer> {
   const { config, log } = parts;
   const engine = createEngine(config.httpEngine, log);
-  // What only requests use, and nothing needs to close: the server's own.
-  const ctx: ServerContext = { ...parts, resetTokens: new ResetTokens(), runtime: engine.runtime, thumbnails: new Thumbnails({ maxQueued: config.thumbnailQueueMax }) };
+  // What only requests use, the server's own: the create preparer's worker stops once they drained.
+  const ctx: ServerContext = { ...parts, resetTokens: new ResetTokens(), runtime: engine.runtime, thumbnails: new Thumbnails({ maxQueued: config.thumbnailQueueMax }), creates: new CreatePreparer(config) };
   const admission = createAdmission(ctx);
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
   engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, admission));
   const bodies = new BodyBudget(config.maxInflightBodyBytes);
   parts.metrics.followBodyBudget(bodies);
+  parts.metrics.followCreatePreparer(ctx.creates);
   const inFlight = registerRoutes(engine, routesFor(config), ctx, admission, bodies);
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
@@ -115,6 +117,7 @@ export async function startServer(parts: ServerParts): Promise<RunningServer> {
     async drained(graceMs = 10_000) {
       await inFlight.drained(graceMs);
       engine.closeIdleConnections();
+      await ctx.creates.close();
     },
   };
 }

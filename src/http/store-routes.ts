@@ -1,7 +1,7 @@
 /** The event store's routes (docs/API.md, "Routes"), as one table (see route-table.ts). */
 import { AppError } from '../errors.js';
 import { assertAttachable, attachUpload, finalize, newStagingFile } from '../events/attach-file.js';
-import { createEvent, type EventWriter } from '../events/create-event.js';
+import { storeCreate, type EventWriter } from '../events/create-event.js';
 import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, searchEventsBody, type ListLimits } from '../events/read-events.js';
 import { EVENT_SCHEMAS } from '../events/types.js';
 import type { StoredFile } from '../store/stored-file.js';
@@ -197,9 +197,10 @@ function attachDoc(kind: 'video' | 'local-only file', operationId: string, field
 // The routes
 
 /**
- * `POST /v2/events`: the JSON body read within MAX_RECORD_SIZE_BYTES, then createEvent storing
- * through `writerOf(ctx)`. The store's table passes its own store; any EventWriter serves, so the
- * create path can run over something other than LMDB (native-bench's no-storage ceiling does).
+ * `POST /v2/events`: the JSON body read within MAX_RECORD_SIZE_BYTES, prepared (off the HTTP
+ * thread when heavy: create-preparer.ts), then stored through `writerOf(ctx)`. The store's table
+ * passes its own store; any EventWriter serves, so the create path can run over something other
+ * than LMDB (native-bench's no-storage ceiling does).
  */
 export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Route {
   return {
@@ -209,7 +210,7 @@ export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Rout
     gated: 'create',
     stores: 'event',
     doc: createDoc,
-    handler: async (_ex, ctx, body) => ({ status: 201, body: await createEvent(writerOf(ctx), ctx.config, body) }),
+    handler: async (_ex, ctx, body) => ({ status: 201, body: await storeCreate(writerOf(ctx), await ctx.creates.prepare(body!.text, body!.weight)) }),
   };
 }
 

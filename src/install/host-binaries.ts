@@ -75,8 +75,11 @@ export function installTreeNodeModules(root: string): string[] {
   });
 }
 
-/** The directory of `name` as Node resolves it from the package at `root` within its install's tree (`installTreeNodeModules`), or undefined. */
-function packageDir(root: string, name: string): string | undefined {
+/**
+ * The directory of `name` as Node resolves it from the package at `root` within its install's tree
+ * (`installTreeNodeModules`), or undefined: never another install's, nor the home folder's.
+ */
+export function installedPackageDir(root: string, name: string): string | undefined {
   for (const nodeModules of installTreeNodeModules(root)) {
     const dir = path.join(nodeModules, name);
     if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
@@ -169,7 +172,7 @@ export function pruneHostBinaries(root: string, host: UwsHost): PruneReport {
   const dirs = new Map<string, string>();
   const versions: InstalledBuilds = {};
   for (const build of pinned) {
-    const dir = packageDir(root, build.packageName);
+    const dir = installedPackageDir(root, build.packageName);
     if (!dir) continue;
     dirs.set(build.id, dir);
     versions[build.id] = (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;

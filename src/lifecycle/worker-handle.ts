@@ -3,7 +3,7 @@
  * handles of reclaimed segments, exposes the capacity state, and restarts the worker (with a
  * growing pause) when it crashes.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -14,50 +14,11 @@ import { sweepDrafts } from './draft-sweeper.js';
 import type { CleanupResult, CleanupTrigger } from './cleanup.js';
 import type { SinkProgress } from './sink-runner.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
+import { startWorker, workerModule } from '../worker-start.js';
 
 const RESTART_MIN_MS = 500;
 const RESTART_MAX_MS = 30_000;
-
-// Built: dist/src/lifecycle/worker.js. A test run from its TypeScript source loads src/lifecycle/worker.ts.
-const fromSource = import.meta.url.endsWith('.ts');
-const workerUrl = new URL(fromSource ? './worker.ts' : './worker.js', import.meta.url);
-
-/** Options that preload module hooks: `--import X`, `--import=X`, and their `--require` and `--loader` kin. */
-const PRELOAD = /^--(?:import|require|loader|experimental-loader)(?:=|$)|^-r$/;
-
-/**
- * The Node options the built worker starts with: the process's less its preloads, or undefined
- * (inherit them all) when it has none. A Worker inherits `process.execArgv` (Node's reference:
- * `new Worker`, option `execArgv`), and each preload that registers module hooks (a test runner's
- * TypeScript, mock and coverage hooks, an agent's instrumentation) starts a hooks thread of its
- * own in the worker: about half a second each, at every start, for code the worker does not run.
- * Run from source, the worker keeps them: it needs the TypeScript hooks.
- */
-function workerExecArgv(): string[] | undefined {
-  if (fromSource) return undefined;
-  const kept: string[] = [];
-  for (let i = 0; i < process.execArgv.length; i++) {
-    const arg = process.execArgv[i];
-    if (!PRELOAD.test(arg)) kept.push(arg);
-    else if (!arg.includes('=')) i++; // its value is the next argument
-  }
-  return kept.length === process.execArgv.length ? undefined : kept;
-}
-
-/**
- * The lifecycle worker, started with `workerExecArgv()`. A worker refuses process-wide options
- * given explicitly (`ERR_WORKER_INVALID_EXEC_ARGV`, e.g. `--max-old-space-size` beside a preload):
- * then it inherits the process's options, preloads included, as a worker does by default.
- */
-function newWorker(workerData: unknown): Worker {
-  const execArgv = workerExecArgv();
-  try {
-    return new Worker(workerUrl, { execArgv, workerData });
-  } catch (err) {
-    if (execArgv === undefined || (err as NodeJS.ErrnoException).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw err;
-    return new Worker(workerUrl, { workerData });
-  }
-}
+const WORKER_MODULE = workerModule(import.meta.url, 'worker');
 
 /** The HTTP thread's handle on the lifecycle worker (src/lifecycle/worker.ts); one per store, built at start-up. */
 export class LifecycleWorkerHandle {
@@ -89,7 +50,7 @@ export class LifecycleWorkerHandle {
 
   /** Starts the worker; resolves once it is running. */
   start(): Promise<void> {
-    const worker = newWorker({ config: this.config, capacityFlag: this.capacityFlag, storeWrites: this.store.writes.buffer });
+    const worker = startWorker(WORKER_MODULE, { workerData: { config: this.config, capacityFlag: this.capacityFlag, storeWrites: this.store.writes.buffer } });
     this.current = worker;
     worker.on('message', (message: ToMain) => this.receive(message));
     worker.on('error', (err) => this.log.error({ err }, 'lifecycle worker failed'));

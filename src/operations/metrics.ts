@@ -204,6 +204,16 @@ export class StoreMetrics {
     new Counter({ name: `${PREFIX}body_budget_refusals_total`, help: 'Requests answered 503 body_budget_full: their body would have passed MAX_INFLIGHT_BODY_BYTES.', registers, collect() { this.reset(); this.inc(budget.refusedTotal); } });
   }
 
+  /** Follows the create preparer (src/events/create-preparer.ts): the creates it prepared off the HTTP thread. */
+  followCreatePreparer(creates: { readonly preparedOffThread: number }): void {
+    new Counter({
+      name: `${PREFIX}creates_prepared_off_thread_total`,
+      help: 'Creates whose body was parsed, validated and decoded on the create preparer\'s worker, not the HTTP thread: those weighing at least 1 MiB.',
+      registers: [this.registry],
+      collect() { this.reset(); this.inc(creates.preparedOffThread); },
+    });
+  }
+
   /** The text exposition of every metric, with its Content-Type. */
   async scrape(): Promise<{ text: string; contentType: string }> {
     return { text: await this.registry.metrics(), contentType: this.registry.contentType };

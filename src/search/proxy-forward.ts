@@ -192,7 +192,7 @@ const MASKED_CAUSE_DEPTH = 4;
 function maskedError(err: unknown, apiKey: string, depth = 0): Error {
   const report = errorReport(err);
   const mask = (text: string | undefined) => (text === undefined ? undefined : redact(text, apiKey));
-  const masked = errorFromReport({ ...report, message: redact(report.message, apiKey), stack: mask(report.stack), path: mask(report.path) });
+  const masked = errorFromReport({ ...report, cause: undefined, message: redact(report.message, apiKey), stack: mask(report.stack), path: mask(report.path) });
   const cause = (err as { cause?: unknown } | undefined)?.cause;
   if (cause !== undefined && depth < MASKED_CAUSE_DEPTH) masked.cause = maskedError(cause, apiKey, depth + 1);
   return masked;

@@ -8,6 +8,8 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import detectLibc from 'detect-libc';
+import { installedPackageDir } from '../../install/host-binaries.js';
+import { packageRoot } from '../../paths.js';
 import { MAX_HEAD_BYTES } from '../engine.js';
 import { assertNativeServer } from '../native-check.js';
 import type { UwsModule } from './uws-api.js';
@@ -41,27 +43,24 @@ export function currentHost(): UwsHost {
   return { platform: process.platform, arch: process.arch, abi: Number(process.versions.modules), glibc };
 }
 
-/** The directory of `packageName` as Node resolves it from here, or undefined when absent. */
-function packageDir(packageName: string): string | undefined {
-  for (const nodeModules of require.resolve.paths(packageName) ?? []) {
-    const dir = path.join(nodeModules, packageName);
-    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
-  }
-  return undefined;
-}
-
 /** Version of each known build found under node_modules, and its package directory. */
 export interface FoundBuilds {
   versions: InstalledBuilds;
   dirs: Partial<Record<UwsBuild['id'], string>>;
 }
 
-/** Version of each known build found under node_modules, and where. */
-export function installedBuilds(): FoundBuilds {
+/**
+ * Version of each known build found under the package's node_modules, and where: only in its own
+ * install's tree (`installedPackageDir`). Node's own lookup would climb to every ancestor's
+ * node_modules and the home folder's `.node_modules`, and load native code another install, or
+ * anyone who can write there, put in its way.
+ * @param root the installed package (default: this one)
+ */
+export function installedBuilds(root = packageRoot): FoundBuilds {
   const versions: InstalledBuilds = {};
   const dirs: Partial<Record<UwsBuild['id'], string>> = {};
   for (const build of Object.values(UWS_BUILDS)) {
-    const dir = packageDir(build.packageName);
+    const dir = installedPackageDir(root, build.packageName);
     if (!dir) continue;
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
     // node_modules/uWebSockets.js may hold something else under that name (an npm alias).

@@ -1,0 +1,100 @@
+/**
+ * Creates' bodies parsed, validated and decoded off the HTTP thread when they are heavy
+ * (docs/OPERATIONS.md, "Memory"). A body of MAX_RECORD_SIZE_BYTES takes 100 to 600 ms to parse,
+ * validate and decode, and on the HTTP thread every other request, `/health` included, would wait
+ * as long (docs/RELIABILITY.md, "Memory under the largest valid creates"). A light body is prepared
+ * in place: the trip to a worker and back costs more than it saves.
+ */
+import type { Worker } from 'node:worker_threads';
+import { AppError, errorFromReport } from '../errors.js';
+import { parseJsonText } from '../json-text.js';
+import type { NewEvent } from '../store/event-store.js';
+import { movableBuffers, startWorker, workerModule } from '../worker-start.js';
+import { prepareCreate, type CreateLimits } from './create-event.js';
+import type { PreparedMessage, PrepareMessage } from './create-preparer-worker.js';
+
+/**
+ * Bodies weighing at least this much (bytes; their bytes plus what parsing adds, body-budget.ts
+ * `parsedExtraBytes`) are prepared on the worker. Parsing, validating and decoding take about 5 to
+ * 6 ms per MiB of weight on a 2-core box, so a body prepared in place holds the HTTP thread for
+ * under 10 ms.
+ */
+export const OFF_THREAD_MIN_WEIGHT_BYTES = 1024 * 1024;
+
+const WORKER_MODULE = workerModule(import.meta.url, 'create-preparer-worker');
+
+/** Makes a Buffer again of bytes that crossed a thread (they arrive as a plain Uint8Array). */
+const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+/** One server's create preparer: its worker is started at the first heavy body and stopped by `close`. */
+export class CreatePreparer {
+  private worker: Worker | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (event: NewEvent) => void; reject: (err: unknown) => void }>();
+  /** Creates prepared on the worker since start (for /metrics). */
+  preparedOffThread = 0;
+
+  /** @param limits what a create is checked against (the store's settings) */
+  constructor(private readonly limits: CreateLimits) {}
+
+  /**
+   * Parses a create's JSON text and prepares it (`prepareCreate`): in place when it weighs less
+   * than OFF_THREAD_MIN_WEIGHT_BYTES, else on the worker, which takes `text`'s memory when it owns
+   * its ArrayBuffer (the caller must not use it after).
+   * @param text the body's bytes (UTF-8 JSON)
+   * @param weight bytes: the body's weight in the body budget (body-budget.ts)
+   * @throws AppError validation_failed (422) on malformed JSON, what prepareCreate throws, and
+   *   store_failure (500) when the worker stops before it answers (its error is the cause)
+   */
+  async prepare(text: Buffer, weight: number): Promise<NewEvent> {
+    if (weight < OFF_THREAD_MIN_WEIGHT_BYTES) return prepareCreate(parseJsonText(text), this.limits);
+    const worker = this.started();
+    const id = this.nextId++;
+    const event = new Promise<NewEvent>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    const message: PrepareMessage = { id, text };
+    worker.postMessage(message, movableBuffers([text]));
+    this.preparedOffThread++;
+    return event;
+  }
+
+  /** Stops the worker; creates it was preparing fail with store_failure. */
+  async close(): Promise<void> {
+    const { worker } = this;
+    this.worker = undefined;
+    await worker?.terminate();
+  }
+
+  private started(): Worker {
+    if (this.worker) return this.worker;
+    const { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl } = this.limits;
+    const limits: CreateLimits = { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl };
+    const worker = startWorker(WORKER_MODULE, { workerData: limits });
+    worker.unref();
+    worker.on('message', (message: PreparedMessage) => this.settle(message));
+    const fail = (cause: unknown) => {
+      if (this.worker === worker) this.worker = undefined;
+      for (const { reject } of this.pending.values()) reject(new AppError('store_failure', 'The create preparer stopped before it answered', { cause }));
+      this.pending.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`the create preparer's worker exited with code ${code}`)));
+    this.worker = worker;
+    return worker;
+  }
+
+  private settle(message: PreparedMessage): void {
+    const waiting = this.pending.get(message.id);
+    this.pending.delete(message.id);
+    if (!waiting) return;
+    if ('error' in message) {
+      waiting.reject(errorFromReport(message.error));
+      return;
+    }
+    const { event } = message;
+    for (const image of event.images) {
+      if (image.image) image.image.bytes = asBuffer(image.image.bytes);
+      if (image.input) image.input.bytes = asBuffer(image.input.bytes);
+    }
+    waiting.resolve(event);
+  }
+}
