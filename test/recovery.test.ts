@@ -243,7 +243,11 @@ t.test('a replay of a segment in a recycled file stops at its former creates, an
   t.ok(fs.statSync(path.join(blobsDir, segmentFileName(position.segment))).size > appended.end, 'the former frames are there, past the end');
 
   const reopened = await EventStore.open(dataDir, STORE_OPTIONS); // as after a kill -9: the log's tail is not cut
-  t.teardown(() => reopened.close());
+  // `log` is left open, as a kill leaves it; its handles are closed once the test is over.
+  t.teardown(async () => {
+    await reopened.close();
+    await log.close();
+  });
   t.equal(reopened.opened.replayed, 1, 'one create replayed');
   t.ok(reopened.getEventJson(current.id), 'the new create is there');
   t.equal(reopened.getEventJson(former2.id), undefined, 'the former one is not');
