@@ -46,14 +46,37 @@ let sessionKey = '';
 
 const currentKey = (): string => storedKey() || sessionKey;
 
+/** How many times more a GET answered 503 with Retry-After is sent, each after the wait the store asks. */
+const BUSY_RETRIES = 3;
+/** The longest Retry-After (seconds) the page waits out; a longer one is shown as the failure it is. */
+const LONGEST_RETRY_AFTER_SECONDS = 30;
+
 /**
- * GETs `path` with the key.
+ * The wait a 503 asks for (ms): its `Retry-After` in seconds (RFC 9110, 10.2.3), or undefined when it
+ * has none the page would wait out. The store sends it with its back-pressure answers, e.g.
+ * `thumbnails_busy` when many thumbnails are asked at once (docs/API.md, "Thumbnails").
+ */
+function busyWaitMs(response: Response): number | undefined {
+  if (response.status !== 503) return undefined;
+  const seconds = Number(response.headers.get('Retry-After') ?? NaN);
+  return Number.isInteger(seconds) && seconds >= 0 && seconds <= LONGEST_RETRY_AFTER_SECONDS ? seconds * 1000 : undefined;
+}
+
+/**
+ * GETs `path` with the key; a 503 with Retry-After is asked again after it, up to BUSY_RETRIES times.
  * @throws Unauthorized on 401; RequestFailed, naming the status and the store's `detail`, on any
  *   other non-2xx answer
  */
 async function get(path: string): Promise<Response> {
   const key = currentKey();
-  const response = await fetch(path, { headers: key === '' ? {} : { 'X-API-Key': key } });
+  let response = await fetch(path, { headers: key === '' ? {} : { 'X-API-Key': key } });
+  for (let retries = 0; retries < BUSY_RETRIES; retries++) {
+    const wait = busyWaitMs(response);
+    if (wait === undefined) break;
+    await response.text(); // read whole, the connection stays reusable
+    await new Promise((waited) => setTimeout(waited, wait));
+    response = await fetch(path, { headers: key === '' ? {} : { 'X-API-Key': key } });
+  }
   if (response.status === 401) throw new Unauthorized();
   if (!response.ok) {
     const detail = await response.json().then((body: { detail?: unknown }) => body.detail, () => undefined);

@@ -9,6 +9,7 @@
 import http from 'node:http';
 import type { Locator, Page } from 'playwright-core';
 import t from 'tap';
+import { errorRegistry } from '../src/errors.js';
 import { launchBrowser } from './support/browser.js';
 import { fixture, getJson, postJson } from './support/events.js';
 import { startBroker } from './support/mosquitto.js';
@@ -392,6 +393,30 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     const { body: token } = await postJson(`${store.url}/reset/request`, {}, auth);
     t.equal((await postJson(`${store.url}/reset/confirm`, { reset_token: token.reset_token }, auth)).status, 200);
     t.same(await listedOnce(page, 0), [], 'deleted (reset): nothing listed');
+  });
+
+  await t.test('a thumbnail answered 503 thumbnails_busy is asked again after Retry-After', async (t) => {
+    // The store answers so when THUMBNAIL_QUEUE_MAX thumbnails wait already; here each thumbnail's first ask is answered so.
+    const asked = new Map<string, number>();
+    await page.route('**/images/*/thumbnail', async (route) => {
+      const url = route.request().url();
+      asked.set(url, (asked.get(url) ?? 0) + 1);
+      if (asked.get(url) === 1) {
+        await route.fulfill({ status: 503, headers: { 'Retry-After': '1', 'Content-Type': 'application/json' }, body: JSON.stringify({ detail: errorRegistry.thumbnails_busy.message }) });
+      } else {
+        await route.continue();
+      }
+    });
+    const busy = await createEvent(store.url, event('cam-1', [image('camera.jpg', [detection('person', 256, 200, 140, 300)])]));
+    await listedOnce(page, 1);
+    await until('the thumbnail asked once', async () => asked.size === 1, 15_000);
+    const item = page.locator(`li.event[data-id="${busy}"]`);
+    t.equal(await item.locator('.thumb img').count(), 0, 'not shown while the store is busy');
+    t.equal(await item.locator('.missing').count(), 0, 'nor marked unavailable');
+    await page.clock.fastForward(1000);
+    t.same(await until('the thumbnail shown', async () => { const counts = await boxesPerThumbnail(item); return counts.join() === '1' && counts; }, 15_000), [1], 'shown, with its box, once asked again');
+    t.same([...asked.values()], [2], 'asked twice');
+    await page.unroute('**/images/*/thumbnail');
   });
 
   await t.test('a stored key the store refuses brings the form back', async (t) => {
