@@ -159,9 +159,12 @@ interface CheckRun {
   ms: number;
 }
 
-/** Runs `edge-events check --json [--repair]` on `dataDir` (docs/OPERATIONS.md, "Checking and repairing a data folder"). */
+/**
+ * Runs `edge-events check --json [--repair --without-sinks]` on `dataDir` (docs/OPERATIONS.md,
+ * "Checking and repairing a data folder"): the harness's stores ship to no sink.
+ */
 function runCheck(dataDir: string, repair: boolean): Promise<CheckRun> {
-  const args = [cliPath, 'check', '--json', '--data-dir', dataDir, ...(repair ? ['--repair'] : [])];
+  const args = [cliPath, 'check', '--json', '--data-dir', dataDir, ...(repair ? ['--repair', '--without-sinks'] : [])];
   const begun = performance.now();
   return new Promise((resolve) => {
     execFile(process.execPath, args, { env: { ...process.env, DATA_DIR: dataDir }, maxBuffer: 64 * 1024 * 1024, timeout: CHECK_DEADLINE_MS }, (err, stdout, stderr) => {

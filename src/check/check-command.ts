@@ -1,8 +1,9 @@
 /**
- * `edge-events check [--data-dir DIR] [--repair] [--json]` (docs/OPERATIONS.md, "Checking and
- * repairing a data folder"): checks a data folder no store is running on (src/store/store-check.ts)
- * and says what it found in plain words, or as JSON; with `--repair`, rebuilds a damaged or
- * missing index from the log, then checks again.
+ * `edge-events check [--data-dir DIR] [--repair [--without-sinks]] [--json]` (docs/OPERATIONS.md,
+ * "Checking and repairing a data folder"): checks a data folder no store is running on
+ * (src/store/store-check.ts) and says what it found in plain words, or as JSON; with `--repair`,
+ * rebuilds a damaged or missing index from the log, with the shipping ledger of the sinks its
+ * environment configures (none only with `--without-sinks`), then checks again.
  *
  * Output contract, as the other subcommands': in JSON mode stdout gets one object,
  * `{check, repair, recheck}` (`repair` and `recheck` null without `--repair` or when no rebuild
@@ -27,7 +28,20 @@ export interface CheckCliIo {
 interface CheckOptions {
   dataDir?: string;
   repair?: boolean;
+  withoutSinks?: boolean;
   json?: boolean;
+}
+
+/**
+ * A repair asked for in an environment that configures no sink, without `--without-sinks`: the
+ * shipping ledger it rebuilds would be empty, and the store's sinks would never ship what they
+ * had not shipped before the damage. Most likely the store's env file was not read.
+ */
+class SinksNotConfigured extends Error {
+  constructor() {
+    super('--repair rebuilds the shipping ledger for the sinks configured, and this environment configures none (no CLOUD_UPLOAD_URL, no NATS_SERVERS); nothing was changed');
+    this.name = 'SinksNotConfigured';
+  }
 }
 
 /** Adds `check` to `program`; its action sets `process.exitCode`. */
@@ -50,6 +64,7 @@ function addCheckCommand(program: Command, io: CheckCliIo, setExitCode: (code: E
     .description('Check a data folder no store is running on: the index file, every frame of the log, the index against the log (docs/OPERATIONS.md, "Checking and repairing a data folder").')
     .option('--data-dir <dir>', 'the data folder (env DATA_DIR, default ./data)')
     .option('--repair', 'rebuild a damaged or missing index from the log (the old db/ is kept as db.damaged-<time>), then check again')
+    .option('--without-sinks', 'with --repair: the store ships to no sink (no CLOUD_UPLOAD_URL, no NATS_SERVERS), so no shipping ledger is rebuilt')
     .option('--json', 'machine-readable output: {check,repair,recheck} on stdout, {error:{message,hint}} on stderr')
     .action(async (options: CheckOptions) => {
       setExitCode(await executeCheck(options, io));
@@ -72,8 +87,9 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
     let recheck: CheckReport | null = null;
     if (options.repair === true && check.rebuild !== null) {
       // The store's own settings: its sinks get the shipping ledger the replay rebuilds.
-      const config = loadConfig({ ...io.env, DATA_DIR: dataDir });
-      repair = await rebuildIndex(dataDir, { sinks: configuredSinks(config), present: presentEventJson });
+      const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
+      if (sinks.length === 0 && options.withoutSinks !== true) throw new SinksNotConfigured();
+      repair = await rebuildIndex(dataDir, { sinks, present: presentEventJson });
       recheck = await checkStore(dataDir);
     }
     const final = recheck ?? check;
@@ -83,7 +99,9 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
     const message = (error as Error).message;
     const hint = error instanceof ConfigError
       ? 'The repair opens the store with its settings: run it with the environment the store runs with (e.g. its env file).'
-      : 'See edge-events check --help.';
+      : error instanceof SinksNotConfigured
+        ? 'Run it with the environment the store runs with (e.g. its env file: docs/OPERATIONS.md, "Checking and repairing a data folder"), or add --without-sinks if the store ships to no sink.'
+        : 'See edge-events check --help.';
     io.stderr.write(json ? `${JSON.stringify({ error: { message, hint } })}\n` : `error: ${message}\nhint: ${hint}\n`);
     return 1;
   }
@@ -107,12 +125,20 @@ export function describe(check: CheckReport, repairAsked: boolean, repair: Rebui
       : `  Replayed the log from segment ${repair.firstSegment}: ${plural(repair.replayed, 'event')} and ${plural(repair.changesReplayed, 'change')}; the index holds ${plural(repair.events, 'event')} (the log holds ${plural(check.log.records, 'record')}).`);
     if (repair.keptIn) lines.push(`  The open removed ${plural(repair.segmentFilesRemoved.length, 'segment file')} no replayed frame names (${repair.segmentFilesRemoved.join(', ')}): kept as they were in ${repair.keptIn}.`);
     if (repair.skipped > 0) lines.push(`  ${plural(repair.skipped, 'record')} named a file no frame holds and could not be indexed (docs/STORAGE.md, "Recovery").`);
+    lines.push(describeLedger(repair.sinks));
     lines.push('', 'Checked again after the repair:', ...describeCheck(recheck));
   }
   const final = recheck ?? check;
   lines.push('', final.damage ? 'Damage found.' : 'No damage found.');
   if (final.damage && !repairAsked && check.rebuild) lines.push(`${check.rebuild}: \`edge-events check --repair --data-dir ${check.dataDir}\` rebuilds the index from the log (docs/OPERATIONS.md, "Checking and repairing a data folder").`);
   return `${lines.join('\n')}\n`;
+}
+
+/** What the repair did with the shipping ledger: rebuilt for the sinks this command's environment configures. */
+function describeLedger(sinks: readonly string[]): string {
+  return sinks.length > 0
+    ? `  Shipping ledger rebuilt for ${sinks.join(' and ')} (the sinks this environment configures): each ships every finalized event again.`
+    : '  Shipping ledger: none rebuilt (--without-sinks).';
 }
 
 /** Why `--repair` made no rebuild although damage was found. */

@@ -450,6 +450,8 @@ export interface RebuildReport {
   segmentFilesRemoved: string[];
   /** `blobs.before-rebuild-<time>`, holding `segmentFilesRemoved`; null when it removed none. */
   keptIn: string | null;
+  /** The sinks the shipping ledger was rebuilt for (`options.sinks`): each ships every finalized event again. */
+  sinks: string[];
   ms: number;
 }
 
@@ -560,6 +562,6 @@ export async function rebuildIndex(dataDir: string, options: StoreOptions, now =
   const segmentFilesRemoved = firstSegment === null ? [] : pruneKept(blobsDir, kept);
   return {
     movedTo, firstSegment, replayed, changesReplayed, skipped: skipped.length, events,
-    segmentFilesRemoved, keptIn: segmentFilesRemoved.length > 0 ? kept : null, ms: Math.round(performance.now() - started),
+    segmentFilesRemoved, keptIn: segmentFilesRemoved.length > 0 ? kept : null, sinks: [...options.sinks], ms: Math.round(performance.now() - started),
   };
 }

@@ -1,8 +1,9 @@
 /**
  * `edge-events check [--repair] [--json]` (docs/OPERATIONS.md, "Checking and repairing a data
  * folder"; src/store/store-check.ts), run as the real binary on real stores' data folders: a
- * data.mdb cut short is named and rebuilt from the log with every acknowledged event back; a
- * missing index likewise; damage in the log is named by segment, bytes and event, and left to
+ * data.mdb cut short is named and rebuilt from the log with every acknowledged event back, once
+ * the sinks are known (the environment's, or none with --without-sinks); a missing index likewise,
+ * with the environment's sinks shipping every event again; damage in the log is named by segment, bytes and event, and left to
  * the log (a rebuild would lose what the index still holds); a location of the index that names
  * no frame is mended by a rebuild; events a cleanup deleted are not damage; a running store's
  * folder is refused.
@@ -110,9 +111,16 @@ t.test('check and repair', async (t) => {
     t.match(json.check, { index: { state: 'damaged' }, log: { records: EVENTS, damageCount: 0 }, damage: true, rebuild: 'the index file is damaged' });
     t.equal(json.repair, null);
 
-    const repair = await check(dir, '--repair');
+    const refused = await check(dir, '--repair');
+    t.equal(refused.code, 1, 'no sink configured here, and no --without-sinks: refused');
+    t.equal(refused.stdout, '');
+    t.match(refused.stderr, /^error: --repair rebuilds the shipping ledger for the sinks configured, and this environment configures none \(no CLOUD_UPLOAD_URL, no NATS_SERVERS\); nothing was changed\nhint: Run it with the environment the store runs with .*or add --without-sinks if the store ships to no sink\.\n$/);
+    t.notOk(fs.readdirSync(dir).some((name) => name.startsWith('db.damaged-')), 'nothing moved aside');
+
+    const repair = await check(dir, '--repair', '--without-sinks');
     t.equal(repair.code, 0, repair.stdout + repair.stderr);
     t.match(repair.stdout, /Repair: the index file is damaged: rebuilt the index from the log\./);
+    t.match(repair.stdout, /Shipping ledger: none rebuilt \(--without-sinks\)\./);
     t.match(repair.stdout, new RegExp(`the index holds ${EVENTS} events \\(the log holds ${EVENTS} records\\)`));
     t.match(repair.stdout, /Checked again after the repair:\nIndex db\/data\.mdb: sound/);
     const aside = fs.readdirSync(dir).filter((name) => name.startsWith('db.damaged-'));
@@ -134,7 +142,7 @@ t.test('check and repair', async (t) => {
     // A segment file no frame of the log names (as an upload whose attach frame was in a segment
     // already reclaimed): the open removes it, and the repair keeps it.
     fs.writeFileSync(path.join(dir, 'blobs', 'seg-00000009.blob'), Buffer.alloc(1000));
-    const repair = await jsonCheck(dir, '--repair');
+    const repair = await jsonCheck(dir, '--repair', '--without-sinks');
     t.equal(repair.code, 0);
     t.match(repair, {
       check: { rebuild: 'the index is missing while the log has segments' },
@@ -148,6 +156,19 @@ t.test('check and repair', async (t) => {
     t.same([...(await listedByServer(dir, imageIds[0])).ids].sort(), [...ids].sort());
   });
 
+  t.test("with the store's sinks in the environment, the repair rebuilds their ledger: every finalized event is shipped again", async (t) => {
+    const dir = copyOf(whole);
+    fs.rmSync(path.join(dir, 'db'), { recursive: true });
+    // The cloud sink of the store's env file, at a port nobody listens on: what it must ship stays pending.
+    const env = { CLOUD_UPLOAD_URL: 'http://127.0.0.1:9/', DEFAULT_SOLUTION_ID: 'check-test' };
+    const { code, stdout, stderr } = await runCli(['check', '--data-dir', dir, '--repair'], { env });
+    t.equal(code, 0, stdout + stderr);
+    t.match(stdout, /Shipping ledger rebuilt for cloud \(the sinks this environment configures\): each ships every finalized event again\./);
+    const store = await startStore({ DATA_DIR: dir, ...env });
+    t.teardown(() => store.stop());
+    t.equal((await getJson(`${store.url}/stats`)).body.capacity.uploads_pending, EVENTS, 'every event waits for the cloud');
+  });
+
   t.test('an index that reads as new: named, and rebuilt', async (t) => {
     const dir = copyOf(whole);
     const dbs = openDatabases(dir);
@@ -158,7 +179,7 @@ t.test('check and repair', async (t) => {
     const plain = await check(dir);
     t.equal(plain.code, 1);
     t.match(plain.stdout, /DAMAGED: the index reads as a new one \(no log position, no entry for any segment on disk\) while the log has segments/);
-    const repair = await jsonCheck(dir, '--repair');
+    const repair = await jsonCheck(dir, '--repair', '--without-sinks');
     t.equal(repair.code, 0);
     t.match(repair, { check: { rebuild: 'the index reads as a new one while the log has segments' }, repair: { events: EVENTS }, recheck: { damage: false, indexAgainstLog: { events: EVENTS, recordsIndexed: EVENTS } } });
   });
@@ -177,7 +198,7 @@ t.test('check and repair', async (t) => {
     t.match(stdout, `an image frame (${image.id}) whose data fails its CRC32C.`);
     t.match(stdout, new RegExp(`file ${image.id} \\(segment 2, byte [\\d,]+\\): the frame's data fails its CRC32C \\(damage in the log\\)`));
     t.match(stdout, /1 event of the index has its record frame among the damage above/);
-    const repair = await check(dir, '--repair');
+    const repair = await check(dir, '--repair', '--without-sinks');
     t.equal(repair.code, 1);
     t.match(repair.stdout, /Repair: not made\. The damage is in the log, which a rebuild of the index cannot mend/);
     t.notOk(fs.readdirSync(dir).some((name) => name.startsWith('db.damaged-')), 'the index is left as it is');
@@ -193,7 +214,7 @@ t.test('check and repair', async (t) => {
     t.equal(json.code, 1);
     t.match(json.check.indexAgainstLog, { badLocationCount: 1, badLocations: [{ fileId: imageIds[3], side: 'index', why: 'no frame starts there' }], indexOnly: 0 });
     t.equal(json.check.rebuild, 'file locations in the index name no frame of the log');
-    const repair = await check(dir, '--repair');
+    const repair = await check(dir, '--repair', '--without-sinks');
     t.equal(repair.code, 0, repair.stdout);
     const listed = await listedByServer(dir, imageIds[3]);
     t.same(listed.image, catJpeg, 'the image is served from its frame again');
