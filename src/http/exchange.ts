@@ -123,7 +123,8 @@ export interface ResponseDefaults {
 
 /**
  * The most bytes of a refused request's body the store still reads, and drops, when it answers
- * before reading it (8 MiB; docs/ARCHITECTURE.md, "The lifecycle of a request", step 10). Closing a
+ * before reading it (8 MiB, or a JSON route's body limit: `drainUpTo`; docs/ARCHITECTURE.md, "The
+ * lifecycle of a request", step 10). Closing a
  * connection whose client is still sending makes the kernel reset it, and the client's next write
  * fails with EPIPE, often before it has read the answer: a 409 or 529 to an upload reached Node's
  * fetch as "fetch failed" in one try in three on node:http. Reading the rest lets the client finish
@@ -144,6 +145,7 @@ export abstract class Exchange {
   private bodyLeft: boolean;
   private readonly bodyChunked: boolean;
   private bodyBytes = 0;
+  private drainMaxBytes = DRAIN_MAX_BYTES;
   private stream: ResponseStream | undefined;
   private defaults: ResponseDefaults = { errorShape: 'store', headers: [] };
   private readonly abortHandlers: (() => void)[] = [];
@@ -179,12 +181,22 @@ export abstract class Exchange {
   }
 
   /**
-   * True while the unread rest of the body has a declared length of at most DRAIN_MAX_BYTES: an
-   * answer given now reads it and drops it instead of closing the connection.
+   * True while the unread rest of the body has a declared length of at most DRAIN_MAX_BYTES (or
+   * what `drainUpTo` set): an answer given now reads it and drops it instead of closing the connection.
    */
   protected get bodyDrainable(): boolean {
     const length = this.headers.contentLength;
-    return this.bodyLeft && !this.bodyChunked && length !== undefined && length - this.bodyBytes <= DRAIN_MAX_BYTES;
+    return this.bodyLeft && !this.bodyChunked && length !== undefined && length - this.bodyBytes <= this.drainMaxBytes;
+  }
+
+  /**
+   * Lets an answer given before the body was read drain up to `bytes` of it (more than
+   * DRAIN_MAX_BYTES only): a JSON route drains any body within its limit, so that a create refused
+   * 503 `body_budget_full` before its 20 MiB were read reaches its client, which retries.
+   * @param bytes bytes
+   */
+  drainUpTo(bytes: number): void {
+    this.drainMaxBytes = Math.max(DRAIN_MAX_BYTES, bytes);
   }
 
   /** True once a handler took the response over (`takeOver`): it writes the response itself. */

@@ -278,10 +278,12 @@ export function registerRoutes(
       // A JSON body, and so what the handler makes of it, is held until the request is over:
       // answered, failed, or (readBodyText settles then) cut off mid-body (docs/OPERATIONS.md, "Memory").
       const hold = route.body === 'json' ? bodies.hold() : undefined;
+      const bodyLimit = route.bodyLimit ?? ctx.config.maxRecordSizeBytes;
+      if (hold) ex.drainUpTo(bodyLimit);
       try {
         // Handlers run synchronously here, so a streaming handler attaches onData in time.
         reply = hold
-          ? readBodyText(ex, route.bodyLimit ?? ctx.config.maxRecordSizeBytes, hold).then((text) => route.handler(ex, ctx, { text, weight: hold.bytes }))
+          ? readBodyText(ex, bodyLimit, hold).then((text) => route.handler(ex, ctx, { text, weight: hold.bytes }))
           : route.handler(ex, ctx, undefined);
       } catch (err) {
         reply = Promise.reject(err);
