@@ -6,7 +6,8 @@
  * they arrive, and both what parsing will add as it arrives (64 bytes per `[` or `{`, 8 per `,`);
  * past the bound, 503
  * `body_budget_full` with Retry-After and nothing stored; whatever way a request ends (answered,
- * refused, the client gone mid-body), what it held is given back.
+ * refused, the client gone mid-body), what it held is given back. The search gateway's bodies are
+ * held in it too.
  */
 import net from 'node:net';
 import t from 'tap';
@@ -14,6 +15,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { rawRequest, type RawAnswer } from '../scripts/lib/raw-http.js';
 import { segmentations } from '../scripts/lib/maximal-creates.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
+import { SearchSimulator, WORKSPACE } from './support/search-simulator.js';
 import { startStore, type TestStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
 
@@ -86,6 +88,32 @@ t.test('a declared body past MAX_INFLIGHT_BODY_BYTES answers 503 with Retry-Afte
   t.equal((await postJson(`${store.url}/v2/events`, largeEvent())).status, 201, 'a 56 KB create is taken again');
   t.equal(await held(store), 0, 'and gives its bytes back once answered');
   t.equal(await storedEvents(store), 2, 'only the answered creates are stored');
+});
+
+t.test("the search gateway's bodies are held in the same budget: refused 503 past it, given back once the hosted call is over", async (t) => {
+  const sim = await SearchSimulator.start();
+  t.teardown(() => sim.close());
+  const store = await startStore({
+    MAX_RECORD_SIZE_BYTES: String(RECORD), MAX_INFLIGHT_BODY_BYTES: String(BUDGET),
+    SEARCH_PROXY_OPEN: 'true', SEARCH_BASE_URL: sim.baseUrl, SEARCH_API_KEY: sim.apiKey, SEARCH_WORKSPACE: WORKSPACE,
+  });
+  t.teardown(store.stop);
+  /** A workspace search for tag:night through the gateway, its body padded with `padding` bytes of white space. */
+  const search = (padding = 0) => fetch(`${store.url}/${WORKSPACE}/search/v1`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `${' '.repeat(padding)}{"query": "tag:night"}`,
+  });
+  const creators = [await openRequest(store, [head(60_000), ' ']), await openRequest(store, [head(60_000), ' '])];
+  t.equal(await until('two creates hold 120,000 bytes', async () => (await held(store)) === 120_000 && 120_000), 120_000);
+
+  const refused = await search(20_000);
+  t.equal(refused.status, 503, 'a 20 KB search body does not fit beside it');
+  t.equal(refused.headers.get('retry-after'), '1');
+  t.match((await refused.json()).error, /MAX_INFLIGHT_BODY_BYTES \(131072 bytes\): 120000 held/, "the gateway's error shape");
+  t.equal((await search()).status, 200, 'a small one does, and is answered');
+  t.equal(await held(store), 120_000, 'and gives its bytes back');
+  for (const creator of creators) creator.close();
+  t.equal(await until('nothing held', async () => (await held(store)) === 0 && 'empty'), 'empty');
+  t.equal((await search(20_000)).status, 200, 'the 20 KB search is answered once there is room');
 });
 
 t.test('a chunked body holds its bytes as they arrive, and is refused 503 once they would pass the bound', async (t) => {

@@ -26,7 +26,7 @@ import type { HttpEngine, RuntimeInfo } from './engine.js';
 import type { ErrorShape, Exchange } from './exchange.js';
 import { readBodyText } from './json-body.js';
 import type { CreatePreparer } from '../events/create-preparer.js';
-import { BodyBudget } from './body-budget.js';
+import type { BodyBudget } from './body-budget.js';
 import type { RouteDoc } from './route-docs.js';
 
 /** A reply whose body is sent as JSON. */
@@ -73,6 +73,8 @@ export interface ServerContext {
   thumbnails: Thumbnails;
   /** Parses and prepares create bodies, heavy ones off the HTTP thread (src/events/create-preparer.ts). */
   creates: CreatePreparer;
+  /** The JSON bodies held at once, against MAX_INFLIGHT_BODY_BYTES (body-budget.ts); `json` routes hold theirs through the route table. */
+  bodies: BodyBudget;
 }
 
 export interface Route {
@@ -230,18 +232,12 @@ export function createAdmission(ctx: ServerContext): Admission {
 /**
  * Registers `routes` on `engine`, a 405 for every known path asked with another method, and a
  * catch-all 404.
+ * @param ctx the server's state; `json` routes hold their bodies in `ctx.bodies`, from the first
+ *   byte to the end of the request
  * @param admission the server's admission checks (default: built from `ctx`)
- * @param bodies where `json` routes hold their bodies, from the first byte to the end of the
- *   request (default: a budget of MAX_INFLIGHT_BODY_BYTES of its own)
  * @returns the in-flight counter of these routes
  */
-export function registerRoutes(
-  engine: HttpEngine,
-  routes: Route[],
-  ctx: ServerContext,
-  admission: Admission = createAdmission(ctx),
-  bodies: BodyBudget = new BodyBudget(ctx.config.maxInflightBodyBytes),
-): InFlight {
+export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext, admission: Admission = createAdmission(ctx)): InFlight {
   const inFlight = new InFlight();
   const logError = (err: AppError) => ctx.log.error({ err }, 'request failed');
   const { gate } = ctx.lifecycle;
@@ -277,7 +273,7 @@ export function registerRoutes(
       let reply: Promise<RouteReply | void> | RouteReply | void;
       // A JSON body, and so what the handler makes of it, is held until the request is over:
       // answered, failed, or (readBodyText settles then) cut off mid-body (docs/OPERATIONS.md, "Memory").
-      const hold = route.body === 'json' ? bodies.hold() : undefined;
+      const hold = route.body === 'json' ? ctx.bodies.hold() : undefined;
       const bodyLimit = route.bodyLimit ?? ctx.config.maxRecordSizeBytes;
       if (hold) ex.drainUpTo(bodyLimit);
       try {

@@ -33,6 +33,7 @@ export const searchProxySettings = { timeoutMs: 30_000 };
  * @returns nothing: the hosted answer is written to `ex` as it streams in
  * @throws AppError not_found (404) when SEARCH_BASE_URL or SEARCH_API_KEY is unset, the
  *   workspace is not SEARCH_WORKSPACE (when set), or a path segment is `.`/`..`; record_too_large (413) past MAX_SEARCH_BODY_BYTES;
+ *   body_budget_full (503, Retry-After) when the body would pass MAX_INFLIGHT_BODY_BYTES;
  *   search_request_invalid (400) for malformed JSON or a body the validators refuse;
  *   upstream_unreachable (502) when the hosted API gives no answer in time
  */
@@ -42,7 +43,9 @@ function proxySearch(kind: ProxiedSearch, ex: Exchange, ctx: ServerContext): Pro
   // The device's key is lent for its own workspace only.
   if (searchWorkspace !== undefined && kind !== 'key-workspace' && ex.params[0] !== searchWorkspace) throw new AppError('not_found');
   const path = hostedSearchPath(kind, ex.params);
-  const read = HOSTED_CALLS[kind].method === 'POST' ? readJsonBody(ex, MAX_SEARCH_BODY_BYTES) : Promise.resolve(undefined);
+  // A POST's body is held in the body budget, as a create's, until the call is over (docs/OPERATIONS.md, "Memory").
+  const hold = HOSTED_CALLS[kind].method === 'POST' ? ctx.bodies.hold() : undefined;
+  const read = hold ? readJsonBody(ex, MAX_SEARCH_BODY_BYTES, hold) : Promise.resolve(undefined);
   return read
     .catch((err: unknown) => {
       throw asSearchBodyError(err);
@@ -60,7 +63,8 @@ function proxySearch(kind: ProxiedSearch, ex: Exchange, ctx: ServerContext): Pro
     })
     .catch((err: unknown) => {
       if (!ex.aborted) throw err; // a client gone mid-way is no failure to report
-    });
+    })
+    .finally(() => hold?.release());
 }
 
 /** readJsonBody's 413 and 422 in the proxy's terms: the hosted API answers a bad body 400. */
@@ -138,7 +142,11 @@ function gatewayDoc(summary: string, operationId: string, checksBody: boolean, e
     ...(checksBody ? { requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } } } : {}),
     responses: { 200: { description: 'The hosted answer, relayed.' } },
     errors: {
-      ...(checksBody ? { search_request_invalid: 'Body refused locally, as the hosted API would refuse it.', record_too_large: 'Body over 64 KiB.' } : {}),
+      ...(checksBody ? {
+        search_request_invalid: 'Body refused locally, as the hosted API would refuse it.',
+        record_too_large: 'Body over 64 KiB.',
+        body_budget_full: 'Request bodies held in memory would pass MAX_INFLIGHT_BODY_BYTES; retry after Retry-After.',
+      } : {}),
       not_found: 'Gateway off (search settings unset).',
       upstream_unreachable: 'Hosted API unreachable.',
     },

@@ -99,14 +99,20 @@ export async function startServer(parts: ServerParts): Promise<RunningServer> {
   const { config, log } = parts;
   const engine = createEngine(config.httpEngine, log);
   // What only requests use, the server's own: the create preparer's worker stops once they drained.
-  const ctx: ServerContext = { ...parts, resetTokens: new ResetTokens(), runtime: engine.runtime, thumbnails: new Thumbnails({ maxQueued: config.thumbnailQueueMax }), creates: new CreatePreparer(config) };
+  const ctx: ServerContext = {
+    ...parts,
+    resetTokens: new ResetTokens(),
+    runtime: engine.runtime,
+    thumbnails: new Thumbnails({ maxQueued: config.thumbnailQueueMax }),
+    creates: new CreatePreparer(config),
+    bodies: new BodyBudget(config.maxInflightBodyBytes),
+  };
   const admission = createAdmission(ctx);
   // Before the routes: the WebSocket route takes the path's upgrade requests first.
   engine.webSocket('/v2/events/stream', eventStreamSocket(ctx, admission));
-  const bodies = new BodyBudget(config.maxInflightBodyBytes);
-  parts.metrics.followBodyBudget(bodies);
+  parts.metrics.followBodyBudget(ctx.bodies);
   parts.metrics.followCreatePreparer(ctx.creates);
-  const inFlight = registerRoutes(engine, routesFor(config), ctx, admission, bodies);
+  const inFlight = registerRoutes(engine, routesFor(config), ctx, admission);
   const port = await engine.listen(config.host, config.port);
   log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
   warnAboutGateway(config, log);
