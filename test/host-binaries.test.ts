@@ -18,7 +18,8 @@ import { fallbackNotice } from '../src/http/engine-choice.js';
 import { uwsBinariesToKeep, UWS_BUILDS, type InstalledBuilds, type UwsHost } from '../src/http/uws/uws-builds.js';
 import { loadUws } from '../src/http/uws/uws-loader.js';
 import { devFileKind } from '../src/install/dependency-dev-files.js';
-import { installTreeNodeModules, nodeAbisToKeep, otherLibcBinaries, pruneHostBinaries } from '../src/install/host-binaries.js';
+import { installTreeNodeModules } from '../src/install-tree.js';
+import { nodeAbisToKeep, otherLibcBinaries, pruneHostBinaries } from '../src/install/host-binaries.js';
 import { packageRoot } from '../src/paths.js';
 
 const PINNED: InstalledBuilds = { 'btc-vision': '20.57.0', trufflesuite: '20.30.0-unofficial.0' };

@@ -16,8 +16,8 @@
  * - The dependencies' source maps and TypeScript sources (src/install/dependency-dev-files.ts).
  */
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
+import { installedPackageDir } from '../install-tree.js';
 import { dependencyDevFiles, type DevFileKind } from './dependency-dev-files.js';
 import { NODE_OF_ABI, uwsBinariesToKeep, UWS_BUILDS, type InstalledBuilds, type KeptUwsBinary, type UwsHost } from '../http/uws/uws-builds.js';
 
@@ -50,41 +50,6 @@ export interface PruneReport {
   removedByKind: Record<RemovedKind, { count: number; bytes: number }>;
   /** Files that could not be removed, with the error (the install goes on). */
   failed: string[];
-}
-
-/**
- * The node_modules folders npm installed the package at `root` and its dependencies into, in
- * Node's lookup order: Node's lookup from `root` (`require.resolve.paths`, which climbs every
- * ancestor and adds the home folder's `.node_modules` and `.node_libraries`) cut to `root`'s own
- * node_modules and the enclosing node_modules of the tree `root` sits in, those that hold `root`
- * and belong to a package or a project (a package.json beside them: npm hoists a dependency there).
- * A node_modules of an ancestor that does not hold `root`, the home folder's, and npm's global
- * `lib/node_modules` (no package.json beside it: every global package keeps its dependencies in its
- * own node_modules) are another install's, never pruned (docs/OPERATIONS.md, "Install on a device").
- * Absolute paths.
- */
-export function installTreeNodeModules(root: string): string[] {
-  const dir = path.resolve(root);
-  const own = path.join(dir, 'node_modules');
-  const paths = createRequire(path.join(dir, 'package.json')).resolve.paths('any-package') ?? [];
-  return paths.filter((nodeModules) => {
-    if (nodeModules === own) return true;
-    const inside = path.relative(nodeModules, dir);
-    const holdsRoot = inside !== '' && !inside.startsWith('..') && !path.isAbsolute(inside);
-    return holdsRoot && fs.existsSync(path.join(path.dirname(nodeModules), 'package.json'));
-  });
-}
-
-/**
- * The directory of `name` as Node resolves it from the package at `root` within its install's tree
- * (`installTreeNodeModules`), or undefined: never another install's, nor the home folder's.
- */
-export function installedPackageDir(root: string, name: string): string | undefined {
-  for (const nodeModules of installTreeNodeModules(root)) {
-    const dir = path.join(nodeModules, name);
-    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
-  }
-  return undefined;
 }
 
 /** Bytes of every file under `target` (a file or a folder). */
@@ -153,7 +118,7 @@ function nodeFiles(dir: string): string[] {
 /**
  * Prunes the installed package at `root` to its host's binaries and drops its dependencies'
  * source maps and TypeScript sources (the rule above). Touches only its install's tree: the
- * uWebSockets.js packages are looked for in `installTreeNodeModules(root)`, never in an
+ * uWebSockets.js packages are looked for in `installTreeNodeModules(root)` (src/install-tree.ts), never in an
  * ancestor's or the home folder's node_modules, and the rest only under `root`/node_modules.
  * Idempotent; never throws for a file it cannot remove (listed in `failed`).
  * @param root the installed package (the folder of its package.json, dependencies under node_modules)

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import detectLibc from 'detect-libc';
-import { installedPackageDir } from '../../install/host-binaries.js';
+import { installedPackageDir } from '../../install-tree.js';
 import { packageRoot } from '../../paths.js';
 import { MAX_HEAD_BYTES } from '../engine.js';
 import { assertNativeServer } from '../native-check.js';
