@@ -41,12 +41,17 @@ export interface Footprint {
   staging: number;
 }
 
-/** Stores the image and the draft the properties use. */
+/**
+ * Stores the image and the draft the properties use. The image's event carries the photo three
+ * times (1.1 MB of base64), so that it starts the store's create preparer, which takes bodies of
+ * 1 MiB or more (docs/OPERATIONS.md, "Memory"): no property's time budget then pays that start.
+ */
 export async function prepareFuzz(target: FuzzTarget): Promise<FuzzContext> {
   const client = new StoreClient(target.url, 20_000);
   const imageBytes = fixture('retina.jpg');
   const base = { inference_timestamp: '2026-11-22T01:00:00Z', event_schema: 'custom', event_data: {}, device_id: 'fuzz' };
-  const image = await client.request('POST', '/v2/events', { json: { ...base, images: [{ base64_image: imageBytes.toString('base64') }] } });
+  const photo = imageBytes.toString('base64');
+  const image = await client.request('POST', '/v2/events', { json: { ...base, images: [{ base64_image: photo, input_base64_image: photo }, { base64_image: photo }] } });
   const draft = await client.request('POST', '/v2/events', { json: { ...base, draft: true } });
   if (image.status !== 201 || draft.status !== 201) throw new Error(`fuzz setup failed: ${image.status}, ${draft.status}`);
   return { target, client, imageId: image.json().image_ids[0], imageBytes, draftId: draft.json().id, running: new Set() };
