@@ -17,8 +17,7 @@ import type { Exchange } from './exchange.js';
  * attaches `onBody`). Each chunk is copied: it is valid only during the callback.
  * @param limit most bytes accepted
  * @param hold where the body's weight is reserved (docs/OPERATIONS.md, "Memory"); the caller
- *   releases it once the request is over. Without one, nothing is reserved (the search gateway's
- *   bodies of at most 64 KiB)
+ *   releases it once the request is over. Without one, nothing is reserved
  * @returns the body's bytes (empty for an empty body); the buffer is the body's own
  * @throws AppError record_too_large (413) past `limit`; body_budget_full (503, Retry-After) when
  *   `hold` cannot take the declared length or a chunk's weight; validation_failed (422) when the
