@@ -17,8 +17,11 @@ import { validateCreateBody } from './validate.js';
  */
 export type EventWriter = Pick<EventStore, 'create'>;
 
+/** The bounds on predictions a create checks: MAX_PREDICTIONS_PER_IMAGE and MAX_POINTS_PER_EVENT (docs/API.md, "Create an event"). */
+export type PredictionLimits = Pick<Config, 'maxPredictionsPerImage' | 'maxPointsPerEvent'>;
+
 /** The settings a create body is checked against (docs/API.md, "Create an event"; docs/OPERATIONS.md, "Settings"). */
-export type CreateLimits = Pick<Config, 'maxPredictionsPerImage' | 'maxPointsPerEvent' | 'defaultSolutionId' | 'cloudUploadUrl'>;
+export type CreateLimits = PredictionLimits & Pick<Config, 'defaultSolutionId' | 'cloudUploadUrl'>;
 
 /** The 201 body of a create (docs/API.md, "Response shapes"). */
 export interface CreateResponse {
@@ -49,14 +52,26 @@ export async function createEvent(store: EventWriter, limits: CreateLimits, body
  *   event_data_invalid (400), solution_required (400), image_decode_failed (400)
  */
 export async function prepareCreate(body: unknown, limits: CreateLimits): Promise<NewEvent> {
-  const input = validateCreateBody(body);
-  assertPredictionLimit(input.images, limits.maxPredictionsPerImage);
-  assertPointLimit(input.images, limits.maxPointsPerEvent);
+  const input = validatedCreate(body, limits);
   if (input.solution === null && limits.defaultSolutionId === undefined && limits.cloudUploadUrl !== undefined) {
     throw new AppError('solution_required');
   }
   const { images, ...fields } = input;
   return { fields, images: await decodeImages(images) };
+}
+
+/**
+ * A create body validated and held to the prediction limits: what a create and a hub import
+ * (src/hub/event-import.ts) both check.
+ * @param body the parsed JSON body, camelCase or snake_case
+ * @throws AppError validation_failed / unknown_event_schema (422; validation_failed also for an
+ *   image over MAX_PREDICTIONS_PER_IMAGE and an event over MAX_POINTS_PER_EVENT), event_data_invalid (400)
+ */
+export function validatedCreate(body: unknown, limits: PredictionLimits): CreateEventInput {
+  const input = validateCreateBody(body);
+  assertPredictionLimit(input.images, limits.maxPredictionsPerImage);
+  assertPointLimit(input.images, limits.maxPointsPerEvent);
+  return input;
 }
 
 /**

@@ -6,12 +6,10 @@
  * stored and finalized is left as it is; one stored as a draft by an import that stopped half-way
  * (it had videos) gets its missing videos and is finalized.
  */
-import type { Config } from '../config.js';
 import { validationError } from '../errors.js';
 import { checkedLabel } from '../events/attach-file.js';
 import { checkedContentType } from '../events/content-type.js';
-import { assertPointLimit, assertPredictionLimit } from '../events/prediction-limit.js';
-import { validateCreateBody } from '../events/validate.js';
+import { validatedCreate, type PredictionLimits } from '../events/create-event.js';
 import type { EventRecord } from '../store/event-record.js';
 import { isCanonicalId } from '../store/ids.js';
 import type { DecodedImage, EventStore } from '../store/event-store.js';
@@ -115,9 +113,6 @@ function checkedVideos(videos: unknown): ConsumedVideo[] {
   });
 }
 
-/** The bounds on predictions a create checks: MAX_PREDICTIONS_PER_IMAGE and MAX_POINTS_PER_EVENT. */
-export type PredictionLimits = Pick<Config, 'maxPredictionsPerImage' | 'maxPointsPerEvent'>;
-
 /**
  * Stores `event` unless it is already stored whole.
  * @param event the event's JSON object as `GET /v2/events/{id}` returns it on its device
@@ -148,9 +143,7 @@ export async function importEvent(store: EventStore, event: Record<string, unkno
     for (const fileId of imageFileIds(event.images)) if (store.openFile(fileId)) throw new IdCollision(fileId, 'file');
     // Read before validation: it drops the keys a create does not take (ajv's removeAdditional).
     const consumed = (Array.isArray(event.images) ? event.images : []).map((image: ConsumedImage) => ({ file_id: image.file_id, input_file_id: image.input_file_id }));
-    const input = validateCreateBody(event);
-    assertPredictionLimit(input.images, limits.maxPredictionsPerImage);
-    assertPointLimit(input.images, limits.maxPointsPerEvent);
+    const input = validatedCreate(event, limits);
     const images = await Promise.all(input.images.map(async ({ base64_image: _image, input_base64_image: _input, ...results }, i) => ({
       results,
       image: await fetch(consumed[i]?.file_id),
