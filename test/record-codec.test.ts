@@ -11,7 +11,7 @@ import { presentEvent, presentEventJson } from '../src/events/present.js';
 import type { EventRecord } from '../src/store/event-record.js';
 import { indexKeysOf } from '../src/store/index-keys.js';
 import { openDatabases } from '../src/store/lmdb-env.js';
-import { decodeRecord, encodeRecord as encodeWith, frameRecordBytes, recordByteLength, recordFromFrame, storedJson as storedJsonWith } from '../src/store/record-codec.js';
+import { decodeRecord, encodeRecord as encodeWith, encodeUnstamped, frameRecordBytes, recordByteLength, recordFromFrame, stampValue, storedJson as storedJsonWith } from '../src/store/record-codec.js';
 import { parseIsoMicros } from '../src/store/timestamps.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore, tempDataDir } from './support/store-server.js';
@@ -199,6 +199,33 @@ t.test('a record msgpack gives back unchanged is stored with the same JSON, for 
   const text = fc.string({ unit: 'binary', maxLength: 16 });
   const number = fc.oneof(fc.double(), fc.integer(), fc.maxSafeInteger(), fc.constant(2 ** 64), fc.constant(-0));
   t.equal(firstRecordNotStoredAsDecoded(text, fc.jsonValue({ stringUnit: 'binary' }), fc.oneof(text, number, fc.boolean())), undefined, '300 generated records');
+});
+
+t.test('a value encoded before its created_at and stamped at commit is byte for byte the stamped record encoded', async (t) => {
+  // The producer's own fields may hold the JSON text of a created_at or finalized_at: the stamp must land only on the record's.
+  const decoy = { created_at: '2001-09-09T01:46:40.000000Z', note: '"created_at":"2001-09-09T01:46:40.000000Z","finalized_at":"' };
+  const text = fc.string({ unit: 'binary', maxLength: 16 });
+  const failure = fc.check(fc.property(
+    fc.record({
+      id: fc.oneof(fc.uuid(), fc.string({ minLength: 1, maxLength: 300 })),
+      draft: fc.boolean(),
+      device_id: fc.option(text),
+      event_data: fc.oneof(fc.constant(decoy), fc.dictionary(text, fc.jsonValue({ stringUnit: 'binary' }), { maxKeys: 4 })),
+      custom_metadata: fc.oneof(fc.constant({ '"created_at":"': 'x' }), fc.dictionary(text, fc.oneof(text, fc.double(), fc.boolean()), { maxKeys: 4 })),
+    }),
+    fc.integer({ min: 0, max: 2 ** 31 - 1 }).map((n) => 1e15 + n * 4_000_000 + (n % 1000)), // 2001 to 2273, any µs
+    (fields, createdAt) => {
+      const unstampedRecord = sampleRecord({ ...fields, created_at: 0, finalized_at: null });
+      const unstamped = encodeUnstamped(unstampedRecord, presentEventJson);
+      if (!unstamped) return false;
+      const stamped = sampleRecord({ ...fields, created_at: createdAt, finalized_at: fields.draft ? null : createdAt });
+      return stampValue(unstamped, createdAt)!.equals(encodeRecord(stamped));
+    },
+  ), { numRuns: 300 });
+  t.equal(failure.failed ? fc.defaultReportMessage(failure) : undefined, undefined, '300 generated records');
+
+  const unstamped = encodeUnstamped(sampleRecord({ draft: false }), presentEventJson)!;
+  t.equal(stampValue(unstamped, 4_000_000_000), undefined, 'a time msgpack writes narrower (before 2^32 µs, 1970-01-01T01:11:34Z) is left to encodeRecord');
 });
 
 t.test('records of layouts 1, 2 and 3 in one store are returned by queries side by side', async (t) => {

@@ -20,7 +20,7 @@ import type { RecordAttachment, RecordImage, RecordImageResults } from './event-
 import { GroupCommitter } from './group-commit.js';
 import { timeOrderedId } from './ids.js';
 import { completeCounters, LOG_POSITION_KEY, openDatabases, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import { encodeRecord, frameRecordBytes, storedJson, type EventRecord } from './record-codec.js';
+import { encodeRecord, encodeUnstamped, frameRecordBytes, stampValue, storedJson, type EventRecord, type UnstampedValue } from './record-codec.js';
 import { encodeRecordFrame } from './record-frame.js';
 import { encodeChange, type RecordChange } from './record-change.js';
 import { recoverStore, type SkippedCreate } from './recovery.js';
@@ -69,6 +69,8 @@ const MAX_HEAD_RECORD_BYTES = 128 * 1024 * 1024;
 interface PreparedCreate {
   type: 'create';
   record: EventRecord;
+  /** The record encoded as it was submitted, its created_at written in at commit (record-codec.ts `stampValue`). */
+  unstamped: UnstampedValue | undefined;
   blobs: { fileId: string; kind: FileKind; bytes: Buffer; contentType: string }[];
 }
 
@@ -454,7 +456,7 @@ export class EventStore extends StoreView {
     const f = event.fields;
     const record: EventRecord = {
       id: event.ids?.event ?? timeOrderedId(),
-      created_at: 0, // assigned at commit, in commit order
+      created_at: 0, // a placeholder until commit, which assigns it in commit order
       solution: f.solution,
       workflow_id: f.workflow_id,
       workflow_version: f.workflow_version,
@@ -475,7 +477,7 @@ export class EventStore extends StoreView {
       finalized_at: null,
       auto_finalized_at: null,
     };
-    return { type: 'create', record, blobs };
+    return { type: 'create', record, unstamped: encodeUnstamped(record, this.present), blobs };
   }
 
   /**
@@ -508,10 +510,10 @@ export class EventStore extends StoreView {
         changes.push({ change: decision.change, id: job.id, record: decision.record! });
         continue;
       }
-      const { record, blobs } = job;
+      const { record, unstamped, blobs } = job;
       record.created_at = nextUniqueMicros();
       if (!record.draft) record.finalized_at = record.created_at;
-      const value = encodeRecord(record, this.present);
+      const value = (unstamped && stampValue(unstamped, record.created_at)) ?? encodeRecord(record, this.present);
       placing.push({ blobs, first: frames.length });
       for (const blob of blobs) frames.push({ id: blob.fileId, kind: blob.kind, bytes: blob.bytes });
       const files = blobs.map((b) => ({ fileId: b.fileId, contentType: b.contentType }));

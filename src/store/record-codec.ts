@@ -26,7 +26,7 @@
  */
 import { Packr } from 'msgpackr';
 import type { EventRecord, RecordAttachment, RecordImage, RecordMetadataValue } from './event-record.js';
-import { parseIsoMicros } from './timestamps.js';
+import { formatMicros, parseIsoMicros } from './timestamps.js';
 
 export type { EventRecord } from './event-record.js';
 
@@ -78,6 +78,79 @@ function encodeLayout2(r: EventRecord): Buffer {
 export function encodeRecord(r: EventRecord, present: RecordPresenter): Buffer {
   const record = encodeLayout2(r);
   return layout3Value(record, decodesUnchanged(r) ? r : decodeLayout2(packr.unpack(record) as Tuple), present);
+}
+
+/**
+ * A record's layout-3 value encoded before its created_at is known, and where the created_at
+ * goes in it: the write path encodes each create as it is submitted, one per turn of the event
+ * loop, and its batch's commit only writes the time in (`stampValue`), so a batch of large
+ * creates does not hold the HTTP thread for all their encodes at once (docs/STORAGE.md,
+ * "Creates").
+ */
+export interface UnstampedValue {
+  value: Buffer;
+  /** Byte offsets in `value` of created_at's msgpack number and of its JSON text. */
+  createdAt: [number, number];
+  /** Likewise for finalized_at, which a create that is no draft is stamped with too; undefined for a draft. */
+  finalizedAt: [number, number] | undefined;
+}
+
+/**
+ * What an unstamped value holds where its times go: a µs time (2001-09-09) as wide as any from
+ * 2^32 µs (1970-01-01T01:11:34Z) on, in msgpack (a float64) and in its ISO text (`formatMicros`).
+ */
+const UNSTAMPED_MICROS = 1e15;
+const UNSTAMPED_PACKED = Buffer.from(packr.pack(UNSTAMPED_MICROS));
+const UNSTAMPED_TEXT = Buffer.from(formatMicros(UNSTAMPED_MICROS));
+/** A layout-2 record is an array of 22: msgpack's array 16 header (3 bytes), then the layout number 2 (1 byte). */
+const LAYOUT_2_ID_OFFSET = 4;
+
+/**
+ * Encodes a create's record as `encodeRecord` does, with placeholder times where created_at (and,
+ * unless it is a draft, finalized_at) go. Sets `r.created_at` (and `r.finalized_at`) to the
+ * placeholder; the commit sets them and calls `stampValue`.
+ * @returns the value and the times' offsets, or undefined when they cannot be told, and the
+ *   commit must call `encodeRecord` itself
+ */
+export function encodeUnstamped(r: EventRecord, present: RecordPresenter): UnstampedValue | undefined {
+  r.created_at = UNSTAMPED_MICROS;
+  if (!r.draft) r.finalized_at = UNSTAMPED_MICROS;
+  const value = encodeRecord(r, present);
+  const recordEnd = HEADER_BYTES + layout3Record(value)!.length;
+  const createdAt: [number, number] = [
+    HEADER_BYTES + LAYOUT_2_ID_OFFSET + packr.pack(r.id).length,
+    // The stored-event JSON ends with created_at and the fields after it, none of them the producer's.
+    value.lastIndexOf('"created_at":"') + '"created_at":"'.length,
+  ];
+  // The msgpack record ends with finalized_at and auto_finalized_at (null, one byte).
+  const finalizedAt: [number, number] | undefined = r.draft ? undefined : [
+    recordEnd - 1 - UNSTAMPED_PACKED.length,
+    value.lastIndexOf('"finalized_at":"') + '"finalized_at":"'.length,
+  ];
+  const holds = ([record, json]: [number, number]): boolean => record >= HEADER_BYTES && json > recordEnd &&
+    value.subarray(record, record + UNSTAMPED_PACKED.length).equals(UNSTAMPED_PACKED) &&
+    value.subarray(json, json + UNSTAMPED_TEXT.length).equals(UNSTAMPED_TEXT);
+  if (!holds(createdAt) || (finalizedAt && !holds(finalizedAt))) return undefined;
+  return { value, createdAt, finalizedAt };
+}
+
+/**
+ * Writes a created_at into a value from `encodeUnstamped` (in place), and into its finalized_at
+ * unless it is a draft: the value is then byte for byte `encodeRecord` of the stamped record.
+ * @param createdAt µs since the epoch
+ * @returns the value, or undefined when the time is not as wide as the placeholder (before 2^32 µs)
+ *   and the caller must call `encodeRecord`
+ */
+export function stampValue(unstamped: UnstampedValue, createdAt: number): Buffer | undefined {
+  const packed = packr.pack(createdAt);
+  const text = formatMicros(createdAt);
+  if (packed.length !== UNSTAMPED_PACKED.length || text.length !== UNSTAMPED_TEXT.length) return undefined;
+  const { value } = unstamped;
+  for (const [record, json] of unstamped.finalizedAt ? [unstamped.createdAt, unstamped.finalizedAt] : [unstamped.createdAt]) {
+    value.set(packed, record);
+    value.write(text, json, 'latin1');
+  }
+  return value;
 }
 
 /**
