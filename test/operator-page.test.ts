@@ -264,10 +264,12 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
         uploads: await page.locator('#uploads-pending').innerText(),
       };
     };
-    // /stats is read every 5 s; storage may move a little between two reads (LMDB pages).
+    // /stats is read every 5 s; storage may move a little between two reads (LMDB pages), so the
+    // page is read until it shows the same answer as the test's own read.
     const seen = await untilStatsShow(page, 'the gauges to show /stats', async () => {
       const s = await shown();
       return s.records === String(s.stats.capacity.records.percent_used) && s.storage === String(s.stats.capacity.storage.percent_used)
+        && s.storageText.endsWith(` ${s.stats.capacity.storage.bytes_used_formatted} of ${s.stats.capacity.storage.bytes_limit_formatted}`)
         && s.uploads === String(s.stats.capacity.uploads_pending) && s;
     });
     const { stats } = seen;
