@@ -18,6 +18,8 @@ import { smallEvent } from './support/events.js';
 const CLASSES = ['person', 'car', 'dog', 'bicycle'];
 const NEW_CODES = new Set(['c', 't', 'o']);
 const LIMITS = { maxResponseBytes: 16 * 1024 * 1024, maxScanRecords: 10_000 };
+/** Events in a store to backfill: more than one step takes (search-index.ts STEP_EVENTS, 5,000), so a backfill is seen under way. */
+const EVENTS = 6_000;
 
 /** Event i: detections of two classes, a stream and a solution on some. */
 function eventNumber(i: number): Record<string, unknown> {
@@ -85,7 +87,7 @@ function searchIds(local: LocalStore, q: string): string[] {
 
 t.test('an old store gains the entries a create writes, and answers right before and after', async (t) => {
   let local = await openLocalStore();
-  const newest = await fill(local, 20_000);
+  const newest = await fill(local, EVENTS);
   t.ok(local.store.searchIndexReady, 'a new store is current from the start');
   const written = searchKeys(local.store.dbs);
   t.same(written, expectedKeys(local.store.dbs), 'creates write the search index entries');
@@ -106,7 +108,7 @@ t.test('an old store gains the entries a create writes, and answers right before
   const late = await local.create(eventNumber(3)); // person and bicycle, stream s-0, no solution
   await until('the backfill is done', () => local.store.searchIndexReady, 60_000);
   t.ok(searchIndexCurrent(local.store.dbs), 'meta says the index is current');
-  t.match(local.store.searchIndexBackfill, { indexed: 20_000, until: local.createdAt(newest[0].id) }, 'the backfill indexed the 20,000 events there were (what /stats shows)');
+  t.match(local.store.searchIndexBackfill, { indexed: EVENTS, until: local.createdAt(newest[0].id) }, `the backfill indexed the ${EVENTS} events there were (what /stats shows)`);
   t.same(searchKeys(local.store.dbs), expectedKeys(local.store.dbs), 'every event has exactly its entries');
   t.same(searchIds(local, 'class:person')[0], late.id, 'the event created during the backfill is found');
   for (const [q, expected] of expectations.slice(1)) t.same(searchIds(local, q), expected, `${q}, from the index`);
@@ -138,7 +140,7 @@ t.test('a backfill resumes from its last recorded step', async (t) => {
 
 t.test('a store closed during its backfill resumes at the next open', async (t) => {
   let local = await openLocalStore();
-  await fill(local, 20_000);
+  await fill(local, EVENTS);
   await local.close();
   await stripSearchIndex(local.dataDir);
   local = await openLocalStore({ DATA_DIR: local.dataDir });
