@@ -12,7 +12,20 @@
  * `body_budget_full` with Retry-After, as a server that is "temporarily overloaded" (RFC 9110,
  * 15.6.4), unless it is the only one holding anything: any body the store takes can be stored.
  */
+import v8 from 'node:v8';
 import { AppError } from '../errors.js';
+
+/**
+ * The most one request may weigh, even alone (bytes): half of V8's heap limit in this thread, which
+ * the create preparer's worker shares (`--max-old-space-size` sets both). A body past it would take
+ * the parse past the heap limit, and V8 ends the whole process there (`FATAL ERROR: Reached heap
+ * limit`); so it is refused 413 before it is parsed. At the defaults no valid create comes near it:
+ * the heaviest weighs 47.4 MiB, the limit is 280 MiB under the unit's 512 MiB heap
+ * (docs/OPERATIONS.md, "Memory").
+ */
+export function defaultRequestWeightLimit(): number {
+  return Math.floor(v8.getHeapStatistics().heap_size_limit / 2);
+}
 
 /** Seconds a client refused for the budget is told to wait (`Retry-After`): one group commit or a few, in practice. */
 export const BODY_BUDGET_RETRY_AFTER_SECONDS = 1;
@@ -57,9 +70,10 @@ export interface BodyHold {
   readonly bytes: number;
   /**
    * Reserves `bytes` more for this request: always when it is the only request holding any,
-   * else only within the limit.
-   * @throws AppError body_budget_full (503, with Retry-After) when the budget cannot take them;
-   *   what the request held stays held until `release`
+   * else only within the limit; never past the limit of one request.
+   * @throws AppError record_too_large (413) past the limit of one request; body_budget_full (503,
+   *   with Retry-After) when the budget cannot take them; what the request held stays held until
+   *   `release`
    */
   take(bytes: number): void;
   /** Gives back everything this request holds; later calls do nothing. */
@@ -74,8 +88,11 @@ export class BodyBudget {
   private heldBytes = 0;
   private refused = 0;
 
-  /** @param limit bytes (weights) of bodies held at once (MAX_INFLIGHT_BODY_BYTES) */
-  constructor(readonly limit: number) {}
+  /**
+   * @param limit bytes (weights) of bodies held at once (MAX_INFLIGHT_BODY_BYTES)
+   * @param requestLimit bytes (weight) one request may hold, even alone (`defaultRequestWeightLimit`)
+   */
+  constructor(readonly limit: number, readonly requestLimit = defaultRequestWeightLimit()) {}
 
   /** Bytes (weights) held now, over every request (for /metrics, `edge_events_inflight_body_bytes`). */
   get held(): number {
@@ -97,6 +114,10 @@ export class BodyBudget {
       },
       take: (more) => {
         if (released) return;
+        if (bytes + more > this.requestLimit) {
+          throw new AppError('record_too_large', `Record would weigh ${bytes + more} bytes once parsed (its bytes and what parsing adds to them), `
+            + `past the ${this.requestLimit} bytes one request may hold: half of the store's V8 heap limit (--max-old-space-size)`);
+        }
         // A request alone is let in whatever it weighs, so every valid create can be stored.
         const alone = this.heldBytes === bytes;
         if (this.heldBytes + more > this.limit && !alone) {
