@@ -75,7 +75,8 @@ export async function startService(config: Config): Promise<StoreService> {
   });
   log.info({ store: store.opened }, 'store opened');
   for (const damage of store.opened.quarantined) {
-    log.error(damage, 'the log replay went past damaged bytes: the events and changes they held are lost, the bytes were moved to quarantine/ (docs/STORAGE.md, "Damage in the log")');
+    if (damage.missing) log.error(damage, 'bytes of the log the index says were written are gone (the segment file is missing or cut short): the files named are lost, and any create only the log held there; recorded in quarantine/ (docs/STORAGE.md, "Damage in the log")');
+    else log.error(damage, 'the log replay went past damaged bytes: the events and changes they held are lost, the bytes were moved to quarantine/ (docs/STORAGE.md, "Damage in the log")');
   }
   for (const skipped of store.opened.skipped) log.warn(skipped, 'the log replay went past a create naming a file no frame holds; it is not in the index (docs/STORAGE.md, "Recovery")');
   const lifecycle = new LifecycleWorkerHandle(config, store, log);

@@ -171,6 +171,8 @@ function logDamage(store: StoreView) {
       end: entry.end,
       lost_events: entry.lostEvents,
       lost_changes: entry.lostChanges,
+      missing: entry.missing ?? false,
+      lost_files: entry.lostFiles ?? [],
       file: `quarantine/${entry.file}`,
       found_at: entry.foundAt,
     })),

@@ -24,6 +24,13 @@ export interface LogDamage {
   lostEvents: string[];
   /** Events a lost change (finalize, attach) was made to, where the frames still name them. */
   lostChanges: string[];
+  /**
+   * The bytes were gone, not damaged: the segment file was missing, or shorter than the index
+   * says it was written (`committed`). Nothing could be copied; the entry's .bin is empty.
+   */
+  missing?: true;
+  /** Files (images, attachments) the index places in missing bytes: their events stay, without them. */
+  lostFiles?: string[];
 }
 
 /** A quarantine entry: the damage, where its bytes were copied and when (the .json file). */
@@ -56,10 +63,10 @@ function entryName(segment: number, offset: number): string {
 }
 
 /**
- * Copies the damaged bytes of `damage` out of the segment file in `blobsDir` into `quarantineDir`,
- * with its description, durably (both files and the folder synced). Quarantining the same
- * damage again (a second replay of the same log after another crash) replaces the entry with
- * the same bytes.
+ * Copies the damaged bytes of `damage` out of the segment file in `blobsDir` into `quarantineDir`
+ * (none when they are `missing`), with its description, durably (both files and the folder
+ * synced). Quarantining the same damage again (a second replay of the same log after another
+ * crash, or a missing segment at every start) replaces the entry with the same bytes.
  * @returns the entry written
  * @throws the fs error of a failed read or write
  */
@@ -67,9 +74,19 @@ export async function quarantine(blobsDir: string, quarantineDir: string, damage
   await fsp.mkdir(quarantineDir, { recursive: true });
   const name = entryName(damage.segment, damage.offset);
   const entry: QuarantinedBytes = { ...damage, file: `${name}.bin`, foundAt: new Date().toISOString() };
-  const source = await fsp.open(path.join(blobsDir, segmentFileName(damage.segment)), 'r');
+  if (damage.missing) await fsp.writeFile(path.join(quarantineDir, entry.file), '', { flush: true });
+  else await copyDamagedBytes(path.join(blobsDir, segmentFileName(damage.segment)), path.join(quarantineDir, entry.file), damage);
+  const description = path.join(quarantineDir, `${name}.json`);
+  await fsp.writeFile(description, `${JSON.stringify(entry, null, 2)}\n`, { flush: true });
+  await syncDirectory(quarantineDir);
+  return entry;
+}
+
+/** Copies the bytes of `damage` from `segmentFile` into `targetFile`, durably. */
+async function copyDamagedBytes(segmentFile: string, targetFile: string, damage: LogDamage): Promise<void> {
+  const source = await fsp.open(segmentFile, 'r');
   try {
-    const target = await fsp.open(path.join(quarantineDir, entry.file), 'w');
+    const target = await fsp.open(targetFile, 'w');
     try {
       const chunk = Buffer.allocUnsafe(Math.min(1024 * 1024, Math.max(1, damage.end - damage.offset)));
       for (let at = damage.offset; at < damage.end;) {
@@ -85,10 +102,6 @@ export async function quarantine(blobsDir: string, quarantineDir: string, damage
   } finally {
     await source.close();
   }
-  const description = path.join(quarantineDir, `${name}.json`);
-  await fsp.writeFile(description, `${JSON.stringify(entry, null, 2)}\n`, { flush: true });
-  await syncDirectory(quarantineDir);
-  return entry;
 }
 
 /**

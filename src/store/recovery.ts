@@ -99,6 +99,19 @@ async function damagedTail(file: string, segment: number, committed: number, siz
 }
 
 /**
+ * Bytes `from`..`end` of a segment the index says were written, gone from its file (the file
+ * missing, or cut short): damage with nothing to copy, naming the files the index places there
+ * (docs/STORAGE.md, "Damage in the log"). Creates only the log held there cannot be named.
+ */
+function missingBytes(dbs: StoreDatabases, segment: number, from: number, end: number): LogDamage {
+  const lostFiles: string[] = [];
+  for (const { key, value } of dbs.files.getRange()) {
+    if (value.segment === segment && value.offset + value.length > from) lostFiles.push(key);
+  }
+  return { segment, offset: from, end, lostEvents: [], lostChanges: [], missing: true, lostFiles };
+}
+
+/**
  * Where the whole frames of segment `segment`'s file that follow `from` (bytes) end: `from` when
  * none follows.
  * @throws the fs error of a failed read
@@ -347,7 +360,11 @@ export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, opti
   for (const [segment, entry] of segments) {
     const file = path.join(blobsDir, segmentFileName(segment));
     const size = fs.statSync(file, { throwIfNoEntry: false })?.size;
-    if (size === undefined || size <= entry.committed) continue;
+    if (size === undefined || size < entry.committed) {
+      quarantined.push(await quarantine(blobsDir, dirs.quarantineDir, missingBytes(dbs, segment, size ?? 0, entry.committed)));
+      continue;
+    }
+    if (size === entry.committed) continue;
     // A segment the log moved on from keeps the whole frames past its recorded length: a store
     // before 2026-12 recorded a segment's length from its images alone when a checkpoint spanned a roll.
     const committed = segment < newestLogSegment ? await wholeFramesEnd(file, segment, entry.committed) : entry.committed;

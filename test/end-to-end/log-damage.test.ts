@@ -174,3 +174,53 @@ t.test('a torn tail is cut without a word, as before', async (t) => {
   t.equal(fs.statSync(segment).size, last.offset - FRAME_HEADER_BYTES, 'cut at the torn frame');
   t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201, 'and the log goes on after it');
 });
+
+t.test('bytes the index counted on, gone from a segment cut short or missing, are reported with the files they held', async (t) => {
+  const dataDir = tempDataDir();
+  const env = { PORT: '0', DATA_DIR: dataDir, CLEANUP_INTERVAL_SECONDS: '3600' };
+  const stop = async (store: SpawnedStore) => {
+    const exited = once(store.child, 'exit');
+    store.child.kill('SIGTERM'); // a clean stop: every create checkpointed into the index
+    await exited;
+  };
+  const first = await spawnStore(env);
+  t.teardown(() => void first.child.kill('SIGKILL'));
+  const ids = await createEvents(first, 10, 2);
+  await stop(first);
+
+  const [segment] = segmentFiles(dataDir);
+  const written = fs.statSync(segment).size;
+  const cut = Math.floor(written / 2);
+  const images = (await scan(segment)).filter((frame) => frame.kind === 'image');
+  t.equal(images.length, 5);
+  const pastCut = images.filter((frame) => frame.offset + frame.length > cut).map((frame) => frame.id).sort();
+  t.ok(pastCut.length > 0 && pastCut.length < 5, `${pastCut.length} of the 5 images lie past byte ${cut}`);
+  fs.truncateSync(segment, cut);
+
+  let store = await spawnStore(env);
+  t.teardown(() => void store.child.kill('SIGKILL'));
+  const report = (await getJson(`${store.url}/stats`)).body.log_damage;
+  t.equal(report.quarantined_ranges, 1);
+  t.match(report.recent[0], { segment: segmentNumberOf(path.basename(segment)), offset: cut, end: written, missing: true, lost_events: [] });
+  t.same([...report.recent[0].lost_files].sort(), pastCut, 'the files the index placed past the cut are named');
+  t.equal(logLines(store, 'bytes of the log the index says were written are gone').length, 1, 'logged at error');
+  t.same(await missing(store, ids), [], 'every event is still there, without the files named');
+  const kept = images.find((frame) => !pastCut.includes(frame.id))!;
+  const download = await fetch(`${store.url}/images/${kept.id}`);
+  t.same(Buffer.from(await download.arrayBuffer()), fixture('cat.jpg'), 'a file before the cut is served as it was');
+  const after = await postJson(`${store.url}/v2/events`, smallEvent());
+  t.equal(after.status, 201, 'the log goes on');
+  await kill(store);
+
+  store = await spawnStore(env);
+  t.same(await missing(store, [after.body.id]), [], 'and what it appended after the gone bytes is replayed after a kill -9');
+  await stop(store);
+
+  const grown = fs.statSync(segment).size;
+  fs.rmSync(segment);
+  store = await spawnStore(env);
+  const gone = (await getJson(`${store.url}/stats`)).body.log_damage.recent.find((entry: { offset: number }) => entry.offset === 0);
+  t.match(gone, { missing: true, end: grown }, 'a missing segment file: every byte the index counted on');
+  // Those past the cut left the index at the start after it (the start-up cleanup drops files that do not read back).
+  t.same([...gone.lost_files].sort(), images.map((frame) => frame.id).filter((id) => !pastCut.includes(id)).sort(), 'every file the index still placed in it named');
+});
