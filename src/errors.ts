@@ -53,6 +53,8 @@ const registry = {
   // Back-pressure: THUMBNAIL_QUEUE_MAX thumbnails already wait to be made; sent with Retry-After (src/events/thumbnails.ts).
   thumbnails_busy: { status: 503, message: 'Service Unavailable: too many thumbnails are waiting to be made; retry after Retry-After', quiet: true },
   store_failure: { status: 500, message: 'Internal store failure' },
+  // LMDB found a page of the index that is not what it should be (a bad flash page): the log still holds every event.
+  index_damaged: { status: 500, message: 'The index (db/data.mdb) is damaged: stop the store and run `edge-events check --repair`, which rebuilds it from the log' },
   upstream_unreachable: { status: 502, message: 'Hosted API unreachable' },
   search_request_invalid: { status: 400, message: 'Invalid search request' }, // the hosted API's 400, answered on the device (docs/API.md, "Search gateway")
 } as const satisfies Record<string, { status: number; message: string; quiet?: true }>;
@@ -129,6 +131,27 @@ export function fromDiskError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC' || code === 'EDQUOT') return new AppError('disk_full', undefined, { cause: err });
+  return fromUnexpectedError(err);
+}
+
+/**
+ * LMDB's codes for a page of the index that does not read as the B-tree says it should (lmdb.h:
+ * MDB_PAGE_NOTFOUND, MDB_CORRUPTED), which lmdb-js sets as the `code` of the error it throws
+ * (its src/misc.cpp, `throwLmdbError`).
+ */
+const LMDB_DAMAGE_CODES: ReadonlySet<unknown> = new Set([-30797, -30796]);
+
+/**
+ * Maps an error no layer decided on to the registry, keeping it as the cause: `index_damaged`
+ * (500, naming `edge-events check --repair`: docs/OPERATIONS.md, "Checking and repairing a data
+ * folder") when it, or an error in its cause chain, is LMDB finding a damaged page; else
+ * `store_failure` (500). An AppError is returned as it is.
+ */
+export function fromUnexpectedError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  for (let e = err; e instanceof Error; e = e.cause) {
+    if (LMDB_DAMAGE_CODES.has((e as { code?: unknown }).code)) return new AppError('index_damaged', undefined, { cause: err });
+  }
   return new AppError('store_failure', undefined, { cause: err });
 }
 

@@ -16,7 +16,7 @@
  * - the state (`aborted`, `responded`, `bodyUnread`, `takenOver`) is read-only outside: the
  *   engines set it through the protected `markAborted` and `markBodyRead`.
  */
-import { AppError, isLoggedFailure } from '../errors.js';
+import { AppError, fromUnexpectedError, isLoggedFailure } from '../errors.js';
 import { ERROR_PAGE_POLICY, errorPage } from './error-page.js';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -262,7 +262,8 @@ export abstract class Exchange {
    * The one place errors become responses (docs/API.md, "Errors"): an AppError answers its
    * registered status with a body in `errorShape` (`{"detail": ...}`, `{"error": "..."}`, or an
    * HTML page);
-   * anything else answers 500 as a `store_failure` whose cause it is. 5xx codes the registry
+   * anything else answers 500 as an `index_damaged` or a `store_failure` whose cause it is
+   * (errors.ts `fromUnexpectedError`). 5xx codes the registry
    * does not mark quiet are reported to `log` as that AppError, its cause chain included (the
    * logger writes each cause with its fields: docs/OPERATIONS.md, "Logs"). Nothing is written
    * when a response was already sent or started, or the client is gone.
@@ -270,7 +271,7 @@ export abstract class Exchange {
    *   to its end, since nothing else could read it)
    */
   fail(err: unknown, log: (err: AppError) => void, closeConnection = this.bodyLeft): void {
-    const appError = err instanceof AppError ? err : new AppError('store_failure', undefined, { cause: err });
+    const appError = fromUnexpectedError(err);
     if (isLoggedFailure(appError.code)) log(appError);
     if (this.defaults.errorShape === 'page') {
       const headers = { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': ERROR_PAGE_POLICY, 'X-Content-Type-Options': 'nosniff', ...appError.headers };

@@ -72,9 +72,9 @@ export interface RecoveryDirs {
 
 /**
  * The damage a segment's cut tail holds, when the tail starts with a header of a frame of the
- * segment itself, whose data the file holds whole, in a segment the log had moved on from: that
+ * segment itself, followed by some of its data, in a segment the log had moved on from: that
  * frame was written whole once (only the active segment's last append can be torn), so it is
- * damage, not a torn append. A tail of zeros written ahead, of a recycled file's former frames
+ * damage, not a torn append; its data may end with the file's end, the file cut short after it. A tail of zeros written ahead, of a recycled file's former frames
  * (another segment's tag), or of a write that failed after its first header (zeros follow it)
  * before the log gave the segment up (blob-log.ts `abandon`) is none.
  * @param committed where the tail starts (bytes); `size` the file's size (bytes)
@@ -84,12 +84,15 @@ async function damagedTail(file: string, segment: number, committed: number, siz
   const handle = await fsp.open(file, 'r');
   try {
     const header = await readFrameHeader(handle, committed);
-    if (!header || header.tag !== segmentTag(segment) || committed + FRAME_HEADER_BYTES + header.length > size) return undefined;
-    if (await allZero(handle, committed + FRAME_HEADER_BYTES, header.length)) return undefined; // a header written alone
+    if (!header || header.tag !== segmentTag(segment)) return undefined;
+    const dataStart = committed + FRAME_HEADER_BYTES;
+    // A header written alone: zeros follow it, or the file's end. A frame whose data the file's end
+    // cuts off after some of it was cut off with the file, whole when its segment rolled.
+    if (await allZero(handle, dataStart, Math.max(0, Math.min(header.length, size - dataStart)))) return undefined;
     return {
       segment,
       offset: committed,
-      end: committed + FRAME_HEADER_BYTES + header.length,
+      end: dataStart + header.length,
       lostEvents: header.kind === 'record' ? [header.id] : [],
       lostChanges: header.kind === 'change' ? [header.id] : [],
     };
@@ -360,11 +363,11 @@ export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, opti
   for (const [segment, entry] of segments) {
     const file = path.join(blobsDir, segmentFileName(segment));
     const size = fs.statSync(file, { throwIfNoEntry: false })?.size;
-    if (size === undefined || size < entry.committed) {
+    if ((size ?? 0) < entry.committed) {
       quarantined.push(await quarantine(blobsDir, dirs.quarantineDir, missingBytes(dbs, segment, size ?? 0, entry.committed)));
       continue;
     }
-    if (size === entry.committed) continue;
+    if (size === undefined || size === entry.committed) continue;
     // A segment the log moved on from keeps the whole frames past its recorded length: a store
     // before 2026-12 recorded a segment's length from its images alone when a checkpoint spanned a roll.
     const committed = segment < newestLogSegment ? await wholeFramesEnd(file, segment, entry.committed) : entry.committed;

@@ -9,8 +9,9 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
+import { openDatabases } from '../../src/store/lmdb-env.js';
 import { FRAME_HEADER_BYTES, type ScannedFrame } from '../../src/store/segment-frames.js';
-import { segmentNumberOf } from '../../src/store/segment-files.js';
+import { segmentFileName, segmentNumberOf } from '../../src/store/segment-files.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from '../support/events.js';
 import { scan } from '../support/segment-scan.js';
 import { spawnStore, type SpawnedStore } from '../../scripts/lib/spawned-store.js';
@@ -223,4 +224,25 @@ t.test('bytes the index counted on, gone from a segment cut short or missing, ar
   t.match(gone, { missing: true, end: grown }, 'a missing segment file: every byte the index counted on');
   // Those past the cut left the index at the start after it (the start-up cleanup drops files that do not read back).
   t.same([...gone.lost_files].sort(), images.map((frame) => frame.id).filter((id) => !pastCut.includes(id)).sort(), 'every file the index still placed in it named');
+});
+
+t.test('a segment the log moved on from, cut off inside a frame of its replayed part, reports that frame\'s create lost', async (t) => {
+  const { dataDir, ids, restart } = await crashedStore(t, 20, 4);
+  const [segment] = segmentFiles(dataDir);
+  const number = segmentNumberOf(path.basename(segment))!;
+  // The log moves on to a new segment, as a roll does: an empty file and its entry in the index.
+  fs.writeFileSync(path.join(path.dirname(segment), segmentFileName(number + 1)), '');
+  const dbs = openDatabases(dataDir);
+  await dbs.root.transaction(() => dbs.segments.putSync(number + 1, { committed: 0, liveBytes: 0, liveBlobs: 0 }));
+  await dbs.root.close();
+  const records = (await scan(segment)).filter((frame) => frame.kind === 'record');
+  const hit = records.find((frame) => frame.id === ids[14])!;
+  fs.truncateSync(segment, hit.offset + 10); // its header and 10 bytes of its data are left
+
+  const store = await restart();
+  const report = (await getJson(`${store.url}/stats`)).body.log_damage;
+  t.equal(report.quarantined_ranges, 1);
+  t.match(report.recent[0], { segment: number, offset: hit.offset - FRAME_HEADER_BYTES, end: hit.offset + hit.length, lost_events: [ids[14]], missing: false });
+  t.equal(logLines(store, 'damaged bytes').length, 1, 'logged at error');
+  t.same(await missing(store, ids.slice(0, 14)), [], 'the creates before the cut are replayed');
 });
