@@ -1,0 +1,39 @@
+/**
+ * A damaged page of the index that start-up does not read (docs/STORAGE.md, "A damaged index"):
+ * LMDB finds it when a read reaches it, and lmdb-js throws MDB_CORRUPTED. The answer names the
+ * damage and the command that rebuilds the index from the log (docs/API.md, "Errors":
+ * `index_damaged`), rather than an internal failure.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { getJson, postJson, smallEvent } from './support/events.js';
+import { startStore } from './support/store-server.js';
+
+t.test('a read that meets a damaged index page answers 500 index_damaged, naming check --repair', async (t) => {
+  let store = await startStore();
+  const ids: string[] = [];
+  for (let n = 0; n < 300; n += 50) {
+    const created = await Promise.all(Array.from({ length: 50 }, (_, k) => postJson(`${store.url}/v2/events`, smallEvent({ custom_metadata: { n: n + k } }))));
+    ids.push(...created.map((res) => res.body.id as string));
+  }
+  await store.stop(); // a clean stop: every create checkpointed into the index
+
+  // Zero the page of the events database that holds one event's presented JSON, as a bad flash page reads.
+  const indexFile = path.join(store.dataDir, 'db', 'data.mdb');
+  const index = fs.readFileSync(indexFile);
+  const pageSize = index.readUInt32LE(48); // page 0's meta: mm_dbs[FREE_DBI].md_pad (src/store/index-file-check.ts)
+  const target = ids[150];
+  const at = index.indexOf(`{"id":"${target}"`);
+  t.ok(at > 0, `event ${target}'s record found in data.mdb`);
+  const page = Math.floor(at / pageSize);
+  const fd = fs.openSync(indexFile, 'r+');
+  fs.writeSync(fd, Buffer.alloc(pageSize), 0, pageSize, page * pageSize);
+  fs.closeSync(fd);
+
+  store = await startStore({ DATA_DIR: store.dataDir });
+  t.teardown(() => store.stop());
+  const read = await getJson(`${store.url}/v2/events/${target}`);
+  t.equal(read.status, 500);
+  t.match(read.body.detail, /The index \(db\/data\.mdb\) is damaged: stop the store and run `edge-events check --repair`/);
+});
