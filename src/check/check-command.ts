@@ -199,6 +199,7 @@ function describeCheck(check: CheckReport): string[] {
   const position = against.logPosition ? `segment ${against.logPosition.segment}, byte ${n(against.logPosition.offset)}` : 'none';
   lines.push(`Index against the log: ${plural(against.events, 'event')}, ${plural(against.files, 'file location')}; log position ${position}.`);
   if (against.readsAsNew) lines.push('  DAMAGED: the index reads as a new one (no log position, no entry for any segment on disk) while the log has segments: the store refuses to start on it.');
+  if (against.metaForeign) lines.push('  DAMAGED: the index\'s meta database holds another database\'s keys (a page that is not its own): its log position is lost, and the store refuses to start on it.');
   lines.push(against.badLocationCount === 0
     ? '  Every file location leads to its whole frame.'
     : `  DAMAGED: ${plural(against.badLocationCount, 'file location')} lead${against.badLocationCount === 1 ? 's' : ''} to no whole frame:`);

@@ -298,16 +298,37 @@ export function readsAsNew(dbs: StoreDatabases, segments: number[]): boolean {
 }
 
 /**
- * Refuses an index that opened but reads as new while the log has segments (`readsAsNew`):
- * closes it, then throws. Call right after LMDB opens, before anything writes to it.
+ * Whether the `meta` database holds a key no release writes (they are all strings), or cannot be
+ * read: a page of another database where meta's should be, as a lost page that reads back older
+ * content gives (docs/STORAGE.md, "A damaged index"). Its log position then reads as none, and the
+ * replay would start after every segment, passing over every create only the log holds.
+ */
+export function metaIsForeign(dbs: StoreDatabases): boolean {
+  try {
+    for (const key of dbs.meta.getKeys()) if (typeof key !== 'string') return true;
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Refuses an index that opened but reads as new while the log has segments (`readsAsNew`), or
+ * whose `meta` database is another's (`metaIsForeign`): closes it, then throws. Call right after
+ * LMDB opens, before anything writes to it.
  * @throws IndexDamaged naming the problem and `edge-events check --repair`
  */
 export async function assertIndexCoversLog(dbs: StoreDatabases, dataDir: string): Promise<void> {
   const segments = segmentFilesIn(dataDir);
-  if (!readsAsNew(dbs, segments)) return;
+  const problem = readsAsNew(dbs, segments)
+    ? `reads as a new, empty index (no log position, no entry for any of the ${segments.length} segment file${segments.length === 1 ? '' : 's'} in blobs/), `
+      + 'so the open would remove the whole log as files it does not know'
+    : metaIsForeign(dbs)
+      ? 'has a meta database holding another database\'s keys (a page that is not its own), so its log position is lost and the open would pass over the creates only the log holds'
+      : undefined;
+  if (!problem) return;
   await dbs.root.close();
-  throw new IndexDamaged(dataDir, `reads as a new, empty index (no log position, no entry for any of the ${segments.length} segment file${segments.length === 1 ? '' : 's'} in blobs/), `
-    + 'so the open would remove the whole log as files it does not know');
+  throw new IndexDamaged(dataDir, problem);
 }
 
 /**

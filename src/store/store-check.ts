@@ -24,7 +24,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { lockDataDir } from './data-dir-lock.js';
 import { EventStore } from './event-store.js';
-import { assertIndexOpenable, inspectIndexFile, readsAsNew, type IndexFileReport } from './index-file-check.js';
+import { assertIndexOpenable, inspectIndexFile, metaIsForeign, readsAsNew, type IndexFileReport } from './index-file-check.js';
 import { draftKey, pendingKey } from './index-keys.js';
 import { indexedLogPosition, LOG_POSITION_KEY, openDatabases, type LogPosition, type StoreDatabases } from './lmdb-env.js';
 import { quarantineDirOf, readQuarantine } from './quarantine.js';
@@ -97,6 +97,8 @@ export interface IndexAgainstLog {
   logPosition: LogPosition | null;
   /** The index reads as a new one while the log has segments (index-file-check.ts `readsAsNew`): the store refuses it. */
   readsAsNew: boolean;
+  /** The meta database holds another database's keys (index-file-check.ts `metaIsForeign`): the store refuses it. */
+  metaForeign: boolean;
   /** Events in the index (`event_ids`). */
   events: number;
   /** File locations in the index, and those that do not lead to their whole frame. */
@@ -344,6 +346,7 @@ export function needsRebuild(report: Omit<CheckReport, 'rebuild' | 'damage'>): s
   if (index.state === 'unreadable') return 'LMDB cannot read the index';
   if (index.state === 'absent') return log.segments > 0 ? 'the index is missing while the log has segments' : null;
   if (against?.readsAsNew) return 'the index reads as a new one while the log has segments';
+  if (against?.metaForeign) return 'the index\'s meta database holds another database\'s keys';
   if (!against || against.indexOnly > 0 || against.indexedRecordsDamaged > 0) return null;
   if (against.badLocations.some((b) => b.side === 'index')) return 'file locations in the index name no frame of the log';
   if (against.unindexedCount > 0) return 'events of the log are missing from the index';
@@ -403,7 +406,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
   try {
     if (index) {
       report.indexAgainstLog = {
-        logPosition: index.position ?? null, readsAsNew: readsAsNew(index.dbs, onDisk), events: index.events, files: index.fileCount, badLocationCount: 0, badLocations: [],
+        logPosition: index.position ?? null, readsAsNew: readsAsNew(index.dbs, onDisk), metaForeign: metaIsForeign(index.dbs), events: index.events, files: index.fileCount, badLocationCount: 0, badLocations: [],
         recordsIndexed: 0, recordsToReplay: 0, deletedByCleanup: 0, unindexedCount: 0, unindexed: [], indexedRecordsDamaged: 0, indexOnly: 0,
       };
     }
@@ -426,7 +429,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
   report.damage = report.index.state === 'damaged' || report.index.state === 'unreadable'
     || (report.index.state === 'absent' && onDisk.length > 0)
     || report.log.damageCount > 0 || report.log.tails.some((t) => t.acknowledged) || report.log.shortSegments.length > 0
-    || (against !== null && (against.readsAsNew || against.badLocationCount > 0 || against.unindexedCount > 0));
+    || (against !== null && (against.readsAsNew || against.metaForeign || against.badLocationCount > 0 || against.unindexedCount > 0));
   report.rebuild = needsRebuild(report);
   return report;
 }

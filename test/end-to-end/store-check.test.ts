@@ -14,6 +14,7 @@ import t from 'tap';
 import { deleteRecords } from '../../src/store/event-deletion.js';
 import { openDatabases } from '../../src/store/lmdb-env.js';
 import type { CheckReport } from '../../src/store/store-check.js';
+import { refusedStart } from '../../scripts/lib/spawned-store.js';
 import { runCli } from '../support/cli-process.js';
 import { fixture, getJson, imageEvent, smallEvent } from '../support/events.js';
 import { openLocalStore } from '../support/local-store.js';
@@ -182,6 +183,29 @@ t.test('check and repair', async (t) => {
     const repair = await jsonCheck(dir, '--repair', '--without-sinks');
     t.equal(repair.code, 0);
     t.match(repair, { check: { rebuild: 'the index reads as a new one while the log has segments' }, repair: { events: EVENTS }, recheck: { damage: false, indexAgainstLog: { events: EVENTS, recordsIndexed: EVENTS } } });
+  });
+
+  t.test("a meta database holding another database's keys: the store refuses it, check names it, and the repair rebuilds it", async (t) => {
+    // As a lost page of data.mdb that reads back older content gives: the meta database's page is
+    // another database's, its keys are not meta's strings and its log position reads as none.
+    // The store once took that for a store written before log positions and replayed nothing.
+    const dir = copyOf(whole);
+    const dbs = openDatabases(dir);
+    await dbs.root.transaction(() => {
+      dbs.meta.clearSync();
+      dbs.meta.putSync(1.2882297539194267e-231 as unknown as string, 'not meta\'s');
+    });
+    await dbs.root.close();
+    const refused = await refusedStart({ DATA_DIR: dir, PORT: '0' });
+    t.equal(refused.code, 1);
+    t.match(refused.stderr, /meta database holding another database's keys .*`edge-events check --repair/s);
+    const plain = await check(dir);
+    t.equal(plain.code, 1);
+    t.match(plain.stdout, /DAMAGED: the index's meta database holds another database's keys/);
+    const repair = await jsonCheck(dir, '--repair', '--without-sinks');
+    t.equal(repair.code, 0);
+    t.match(repair, { check: { rebuild: "the index's meta database holds another database's keys" }, repair: { events: EVENTS }, recheck: { damage: false } });
+    t.same([...(await listedByServer(dir, imageIds[0])).ids].sort(), [...ids].sort());
   });
 
   t.test('damage in the log is named, and left to the log', async (t) => {
