@@ -2,7 +2,8 @@
  * Supervision by systemd without systemd (docs/OPERATIONS.md, "Supervision by systemd"): Python
  * binds a unix datagram socket as systemd's notify socket does, the built store runs as a child
  * process with NOTIFY_SOCKET naming it and WATCHDOG_USEC set, and the test reads what arrives:
- * READY=1 with a STATUS= line once it listens, WATCHDOG=1 at half the timeout, STOPPING=1 on SIGTERM.
+ * READY=1 with a STATUS= line once it listens, WATCHDOG=1 at half the timeout, STOPPING=1 on SIGTERM;
+ * and the same through systemd's `systemd-notify` where node-unix-socket does not load.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -87,6 +88,41 @@ t.test('READY=1 with a status once listening, WATCHDOG=1 at half the timeout, ST
   const stopping = received.findIndex((d) => d.vars.STOPPING === '1');
   t.match(received[stopping].vars.STATUS, /^stopping/);
   t.same(received.slice(stopping + 1), [], 'nothing after STOPPING=1');
+});
+
+t.test('without node-unix-socket (no arm64 build in the registry), the messages go through systemd-notify, in order', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-notify-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const socketPath = path.join(dir, 'notify');
+  const received = await notifySocket(t, socketPath);
+  // A preload that makes node-unix-socket fail to load, as its loader fails on arm64.
+  const shim = path.join(dir, 'no-unix-socket.cjs');
+  fs.writeFileSync(shim, [
+    "const Module = require('node:module');",
+    'const resolve = Module._resolveFilename;',
+    'Module._resolveFilename = function (request, ...rest) {',
+    "  if (request === 'node-unix-socket') throw Object.assign(new Error(\"Cannot find module 'node-unix-socket-linux-arm64-gnu'\"), { code: 'MODULE_NOT_FOUND' });",
+    '  return resolve.call(this, request, ...rest);',
+    '};',
+  ].join('\n'));
+
+  const store = await spawnStore({ PORT: '0', DATA_DIR: tempDataDir(), NOTIFY_SOCKET: socketPath, WATCHDOG_USEC: '400000', NODE_OPTIONS: `--require ${shim}` });
+  t.teardown(() => store.child.kill('SIGKILL'));
+  // systemd-notify follows each message with a BARRIER=1 of its own, to wait until it was taken.
+  const messages = () => received.filter((d) => d.vars.BARRIER === undefined);
+  await until('READY=1', () => messages().some((d) => d.vars.READY === '1'));
+  t.equal(messages()[0].vars.READY, '1', 'READY=1 comes first');
+  t.match(messages()[0].vars.STATUS, /^serving on /, 'with the status');
+  t.match(store.output(), /"level":40.*node-unix-socket does not load here; sd_notify messages go through systemd-notify, which needs NotifyAccess=all/);
+  t.equal((await postJson(`${store.url}/v2/events`, imageEvent())).status, 201, 'it serves');
+  await until('three watchdog pings', () => messages().filter((d) => d.vars.WATCHDOG === '1').length >= 3, 10_000);
+
+  store.child.kill('SIGTERM');
+  const [code] = (await once(store.child, 'exit')) as [number | null];
+  t.equal(code, 0, 'a graceful stop');
+  await until('STOPPING=1', () => messages().some((d) => d.vars.STOPPING === '1'));
+  const stopping = messages().findIndex((d) => d.vars.STOPPING === '1');
+  t.same(messages().slice(stopping + 1), [], 'nothing after STOPPING=1');
 });
 
 t.test('an abstract NOTIFY_SOCKET is refused with an error; the store serves', async (t) => {

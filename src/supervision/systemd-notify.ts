@@ -8,10 +8,14 @@
  *
  * Node's `dgram` speaks UDP only and `net` unix streams only, so the datagram goes through
  * node-unix-socket's DgramSocket (prebuilt N-API binaries, nothing compiled at install), loaded
- * only when NOTIFY_SOCKET is set: a box without its binary still serves, unsupervised, with an
- * error logged. Abstract socket names (`@...`) are not reachable through it; systemd's managers
- * name a path (/run/systemd/notify, $XDG_RUNTIME_DIR/systemd/notify).
+ * only when NOTIFY_SOCKET is set. Where its binary does not load (the registry has none for
+ * arm64), each message goes through systemd's own `systemd-notify` instead, a process per message
+ * (systemd-notify(1)), which the unit's `NotifyAccess=all` lets systemd accept; without either the
+ * store serves unsupervised, with an error logged. Abstract socket names (`@...`) are not
+ * reachable through node-unix-socket; systemd's managers name a path (/run/systemd/notify,
+ * $XDG_RUNTIME_DIR/systemd/notify).
  */
+import { execFile, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type { Logger } from '../logger.js';
 
@@ -52,7 +56,7 @@ export function formatNotifyState(state: NotifyState): string {
 /**
  * The notifier for this process, or undefined when no service manager waits for messages
  * (NOTIFY_SOCKET unset or empty), or when it cannot be reached (logged at error: an abstract
- * socket name, node-unix-socket's binary missing for this platform).
+ * socket name; neither node-unix-socket's binary nor `systemd-notify` on PATH).
  * @param env the environment (NOTIFY_SOCKET)
  */
 export function openSystemdNotifier(log: Logger, env: NodeJS.ProcessEnv = process.env): SystemdNotifier | undefined {
@@ -67,7 +71,11 @@ export function openSystemdNotifier(log: Logger, env: NodeJS.ProcessEnv = proces
     const { DgramSocket } = require('node-unix-socket') as { DgramSocket: new () => DatagramSocket };
     socket = new DgramSocket();
   } catch (err) {
-    log.error({ err }, 'node-unix-socket does not load here; systemd gets no READY=1 nor watchdog pings (docs/OPERATIONS.md, "Supervision by systemd")');
+    if (spawnSync(NOTIFY_COMMAND, ['--version'], { stdio: 'ignore' }).status === 0) {
+      log.warn({ err }, `node-unix-socket does not load here; sd_notify messages go through ${NOTIFY_COMMAND}, which needs NotifyAccess=all (docs/OPERATIONS.md, "Supervision by systemd")`);
+      return commandNotifier(log, socketPath);
+    }
+    log.error({ err }, `node-unix-socket does not load here, and ${NOTIFY_COMMAND} is not on PATH; systemd gets no READY=1 nor watchdog pings (docs/OPERATIONS.md, "Supervision by systemd")`);
     return undefined;
   }
   let closed = false;
@@ -87,6 +95,41 @@ export function openSystemdNotifier(log: Logger, env: NodeJS.ProcessEnv = proces
       if (closed) return;
       closed = true;
       socket.close();
+    },
+  };
+}
+
+/** systemd's own sender of sd_notify messages (systemd-notify(1)), part of every systemd install. */
+const NOTIFY_COMMAND = 'systemd-notify';
+
+/**
+ * A notifier that sends each message by running `systemd-notify KEY=value...`, one after
+ * another, so that they arrive in order. systemd-notify waits until the manager has taken the
+ * message (its `BARRIER=1`), and the manager accepts it from another process of the unit only
+ * under `NotifyAccess=all`.
+ */
+function commandNotifier(log: Logger, socketPath: string): SystemdNotifier {
+  let closed = false;
+  let sent: Promise<void> = Promise.resolve();
+  const reported = new Set<string>();
+  const send = (variables: string[]) => new Promise<void>((resolve) => {
+    execFile(NOTIFY_COMMAND, variables, (err) => {
+      if (err && !reported.has(err.message)) {
+        reported.add(err.message);
+        log.warn({ err, notifySocket: socketPath }, 'sd_notify message not sent');
+      }
+      resolve();
+    });
+  });
+  return {
+    socketPath,
+    notify(state) {
+      if (closed) return;
+      const variables = formatNotifyState(state).split('\n').filter(Boolean);
+      sent = sent.then(() => send(variables));
+    },
+    close() {
+      closed = true;
     },
   };
 }
