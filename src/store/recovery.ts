@@ -74,9 +74,10 @@ export interface RecoveryDirs {
  * The damage a segment's cut tail holds, when the tail starts with a header of a frame of the
  * segment itself, followed by some of its data, in a segment the log had moved on from: that
  * frame was written whole once (only the active segment's last append can be torn), so it is
- * damage, not a torn append; its data may end with the file's end, the file cut short after it. A tail of zeros written ahead, of a recycled file's former frames
- * (another segment's tag), or of a write that failed after its first header (zeros follow it)
- * before the log gave the segment up (blob-log.ts `abandon`) is none.
+ * damage, not a torn append; its data may end with the file's end, the file cut short after it.
+ * A tail of zeros written ahead, of a recycled file's former frames (another segment's tag), or
+ * of a write that failed after its first header (zeros follow it) before the log gave the
+ * segment up (blob-log.ts `abandon`) is none.
  * @param committed where the tail starts (bytes); `size` the file's size (bytes)
  * @throws the fs error of a failed read
  */
