@@ -79,23 +79,29 @@ export function openSystemdNotifier(log: Logger, env: NodeJS.ProcessEnv = proces
     return undefined;
   }
   let closed = false;
-  const reported = new Set<string>();
+  const failed = sendFailureReporter(log, socketPath);
   return {
     socketPath,
     notify(state) {
       if (closed) return;
       const bytes = Buffer.from(formatNotifyState(state));
-      socket.sendTo(bytes, 0, bytes.length, socketPath, (err) => {
-        if (!err || reported.has(err.message)) return;
-        reported.add(err.message);
-        log.warn({ err, notifySocket: socketPath }, 'sd_notify message not sent');
-      });
+      socket.sendTo(bytes, 0, bytes.length, socketPath, failed);
     },
     close() {
       if (closed) return;
       closed = true;
       socket.close();
     },
+  };
+}
+
+/** A send's callback that logs a failed send at warn, once per error message. */
+function sendFailureReporter(log: Logger, socketPath: string): (err: Error | undefined) => void {
+  const reported = new Set<string>();
+  return (err) => {
+    if (!err || reported.has(err.message)) return;
+    reported.add(err.message);
+    log.warn({ err, notifySocket: socketPath }, 'sd_notify message not sent');
   };
 }
 
@@ -111,13 +117,10 @@ const NOTIFY_COMMAND = 'systemd-notify';
 function commandNotifier(log: Logger, socketPath: string): SystemdNotifier {
   let closed = false;
   let sent: Promise<void> = Promise.resolve();
-  const reported = new Set<string>();
+  const failed = sendFailureReporter(log, socketPath);
   const send = (variables: string[]) => new Promise<void>((resolve) => {
     execFile(NOTIFY_COMMAND, variables, (err) => {
-      if (err && !reported.has(err.message)) {
-        reported.add(err.message);
-        log.warn({ err, notifySocket: socketPath }, 'sd_notify message not sent');
-      }
+      failed(err ?? undefined);
       resolve();
     });
   });
