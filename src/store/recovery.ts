@@ -78,10 +78,10 @@ export interface RecoveryDirs {
  * A tail of zeros written ahead, of a recycled file's former frames (another segment's tag), or
  * of a write that failed after its first header (zeros follow it) before the log gave the
  * segment up (blob-log.ts `abandon`) is none.
- * @param committed where the tail starts (bytes); `size` the file's size (bytes)
+ * @param committed where the tail starts (bytes)
  * @throws the fs error of a failed read
  */
-async function damagedTail(file: string, segment: number, committed: number, size: number): Promise<LogDamage | undefined> {
+async function damagedTail(file: string, segment: number, committed: number): Promise<LogDamage | undefined> {
   const handle = await fsp.open(file, 'r');
   try {
     const header = await readFrameHeader(handle, committed);
@@ -89,7 +89,7 @@ async function damagedTail(file: string, segment: number, committed: number, siz
     const dataStart = committed + FRAME_HEADER_BYTES;
     // A header written alone: zeros follow it, or the file's end. A frame whose data the file's end
     // cuts off after some of it was cut off with the file, whole when its segment rolled.
-    if (await allZero(handle, dataStart, Math.max(0, Math.min(header.length, size - dataStart)))) return undefined;
+    if (await allZero(handle, dataStart, header.length)) return undefined;
     return {
       segment,
       offset: committed,
@@ -131,7 +131,7 @@ async function wholeFramesEnd(file: string, segment: number, from: number): Prom
   }
 }
 
-/** Whether the `length` bytes at `position` of an open file are all zeros. */
+/** Whether the `length` bytes at `position` of an open file are all zeros; bytes past the file's end count as zeros. */
 async function allZero(handle: fsp.FileHandle, position: number, length: number): Promise<boolean> {
   const chunk = Buffer.allocUnsafe(Math.min(length, 1024 * 1024));
   for (let at = position; at < position + length;) {
@@ -373,7 +373,7 @@ export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, opti
     // before 2026-12 recorded a segment's length from its images alone when a checkpoint spanned a roll.
     const committed = segment < newestLogSegment ? await wholeFramesEnd(file, segment, entry.committed) : entry.committed;
     if (size <= committed) continue;
-    const damage = segment < newestLogSegment ? await damagedTail(file, segment, committed, size) : undefined;
+    const damage = segment < newestLogSegment ? await damagedTail(file, segment, committed) : undefined;
     if (damage) quarantined.push(await quarantine(blobsDir, dirs.quarantineDir, damage));
     await fsp.truncate(file, committed);
     tailsTruncated++;
