@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { inspectIndexFile } from '../src/store/index-file-check.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore } from './support/store-server.js';
 
@@ -22,7 +23,9 @@ t.test('a read that meets a damaged index page answers 500 index_damaged, naming
   // Zero the page of the events database that holds one event's presented JSON, as a bad flash page reads.
   const indexFile = path.join(store.dataDir, 'db', 'data.mdb');
   const index = fs.readFileSync(indexFile);
-  const pageSize = index.readUInt32LE(48); // page 0's meta: mm_dbs[FREE_DBI].md_pad (src/store/index-file-check.ts)
+  const inspected = inspectIndexFile(store.dataDir);
+  if (inspected.state !== 'sound') throw new Error(`data.mdb is ${inspected.state} before the damage`);
+  const { pageSize } = inspected;
   const target = ids[150];
   const at = index.indexOf(`{"id":"${target}"`);
   t.ok(at > 0, `event ${target}'s record found in data.mdb`);

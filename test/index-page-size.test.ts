@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { open } from 'lmdb';
 import t from 'tap';
+import { inspectIndexFile } from '../src/store/index-file-check.js';
 import { runCli } from './support/cli-process.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startStore, tempDataDir } from './support/store-server.js';
@@ -37,8 +38,7 @@ t.test('a store whose index has 16 KiB pages stores, checkpoints, starts again a
   }
   t.same([...statuses], [201], '60 creates stored');
   await store.stop();
-  const index = fs.readFileSync(path.join(dataDir, 'db', 'data.mdb'));
-  t.equal(index.readUInt32LE(48), PAGE_BYTES, 'data.mdb has 16 KiB pages (its meta: mm_dbs[FREE_DBI].md_pad)');
+  t.match(inspectIndexFile(dataDir), { state: 'sound', pageSize: PAGE_BYTES }, 'data.mdb has 16 KiB pages, as its meta page says');
 
   store = await startStore(env);
   const listed = await getJson(`${store.url}/v2/events?limit=100&sort_direction=asc`);
