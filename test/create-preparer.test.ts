@@ -1,6 +1,6 @@
 /**
- * Heavy create bodies are parsed, validated and decoded on the create preparer's worker, off the
- * HTTP thread (src/events/create-preparer.ts; docs/OPERATIONS.md, "Memory"), over real HTTP with
+ * Heavy create bodies are parsed, validated and decoded, and their records encoded, on the create
+ * preparer's worker, off the HTTP thread (src/events/create-preparer.ts; docs/OPERATIONS.md, "Memory"), over real HTTP with
  * real photos: a body weighing at least OFF_THREAD_MIN_WEIGHT_BYTES goes there and a light one
  * does not (/metrics counts them); what comes back is the event that was sent, its images to the
  * byte, whether their bytes were moved between threads or copied (a small image shares Node's
@@ -14,6 +14,7 @@ import type { AppError } from '../src/errors.js';
 import { prepareCreate } from '../src/events/create-event.js';
 import { CreatePreparer, OFF_THREAD_MIN_WEIGHT_BYTES } from '../src/events/create-preparer.js';
 import { parsedExtraBytes } from '../src/http/body-budget.js';
+import type { NewEvent, PreparedCreate } from '../src/store/prepared-create.js';
 import { fixture, getJson, postJson, smallEvent } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
 
@@ -24,6 +25,12 @@ const MAX_POINTS = 20_000;
 const polygon = (count: number) => Array.from({ length: count }, (_, i) => [100 + (i % 300), 50 + Math.floor(i / 300)]);
 
 const segmentation = (points: number) => ({ class: 'cat', x: 225, y: 150, width: 200, height: 180, confidence: 0.9, points: polygon(points) });
+
+/** A create the worker prepared: its record built and encoded (store/prepared-create.ts). */
+function offThread(prepared: NewEvent | PreparedCreate): PreparedCreate {
+  if (!('encoded' in prepared)) throw new Error('prepared in place, not on the worker');
+  return prepared;
+}
 
 /** What a body weighs in the body budget (bytes): its bytes plus what parsing adds. */
 const weightOf = (text: string) => Buffer.byteLength(text) + parsedExtraBytes(Buffer.from(text));
@@ -120,11 +127,13 @@ t.test('a closed preparer starts a new worker for the next heavy body', async (t
   t.teardown(() => preparer.close());
   const text = Buffer.from(JSON.stringify(await heavyEvent()));
   const weight = text.length + parsedExtraBytes(text);
-  const first = await preparer.prepare(Buffer.from(text), weight);
-  t.equal(first.images[0].image!.bytes.length, fixture('retina.jpg').length);
-  t.ok(Buffer.isBuffer(first.images[0].image!.bytes), 'bytes from the worker are a Buffer again');
+  const first = offThread(await preparer.prepare(Buffer.from(text), weight));
+  t.equal(first.imageBlobs[0].bytes.length, fixture('retina.jpg').length);
+  t.ok(Buffer.isBuffer(first.imageBlobs[0].bytes), 'image bytes from the worker are a Buffer again');
+  t.ok('unstamped' in first.encoded && Buffer.isBuffer(first.encoded.unstamped.value), 'the encoded record too');
+  t.same(first.record.images[0].instance_segmentations.map((s) => (s as { points: unknown[] }).points), [[], []], 'the record for the head comes back without its geometry');
   await preparer.close();
-  const second = await preparer.prepare(Buffer.from(text), weight);
-  t.same(second.fields, first.fields);
+  const second = offThread(await preparer.prepare(Buffer.from(text), weight));
+  t.same({ ...second.record, id: first.record.id, images: [] }, { ...first.record, images: [] });
   t.equal(preparer.preparedOffThread, 2);
 });

@@ -33,7 +33,7 @@ import type { CreateEventInput, ImageInput, StoredAttachment, StoredEvent, Store
 import { validateCreateBody } from '../src/events/validate.js';
 import { packageRoot } from '../src/paths.js';
 import type { EventRecord, RecordAttachment, RecordImage } from '../src/store/event-record.js';
-import type { NewEvent } from '../src/store/event-store.js';
+import type { NewEvent } from '../src/store/prepared-create.js';
 import { decodeRecord, encodeRecord, storedJson } from '../src/store/record-codec.js';
 import { fixture } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';

@@ -10,7 +10,8 @@
  */
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
-import type { EventStore, NewEvent } from '../src/store/event-store.js';
+import type { EventStore } from '../src/store/event-store.js';
+import type { NewEvent } from '../src/store/prepared-create.js';
 import { countEvents, scanEvents, scanPlan, type EventQuery } from '../src/store/event-query.js';
 import { planSearch, type SearchCondition } from '../src/store/event-search.js';
 import type { Direction } from '../src/store/created-at-cursors.js';
@@ -78,6 +79,23 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },
 );
 
+/**
+ * The results of an event's one image: a polygon of `line + 2` points of class `line-<line>`, one
+ * of them per line, and a keypoint group. The head keeps its records without their geometry
+ * (prepared-create.ts `headRecord`): searches by class and by count, and point reads of the
+ * geometry, must not tell.
+ */
+function resultsOf(line: number): NewEvent['images'][number]['results'] {
+  const box = { x: 10, y: 10, width: 4, height: 4, confidence: 0.9 };
+  const polygon = Array.from({ length: line + 2 }, (_, i) => [i, line * 10 + i]);
+  return {
+    label: null, object_detections: [], classifications: [],
+    instance_segmentations: Array.from({ length: line }, () => ({ ...box, class: `line-${line}`, points: polygon })),
+    keypoints: [{ ...box, class: 'hand', keypoints: [{ x: line, y: 2, confidence: 0.5 }] }],
+    metadata: {},
+  };
+}
+
 function newEvent(device: string, line: number, draft: boolean): NewEvent {
   return {
     fields: {
@@ -85,7 +103,7 @@ function newEvent(device: string, line: number, draft: boolean): NewEvent {
       device_id: device, stream_id: null, image_id: null, event_schema: 'custom', event_data: {},
       custom_metadata: { line }, display_image_position: null, draft,
     },
-    images: [],
+    images: [{ results: resultsOf(line), image: null, input: null }],
   };
 }
 
@@ -116,6 +134,8 @@ const SEARCHES: { name: string; condition: SearchCondition; keep: (e: ModelEvent
   { name: '-device:cam-a', condition: { kind: 'not', condition: { kind: 'field', field: 'device_id', value: 'cam-a' } }, keep: (e) => e.device !== 'cam-a' },
   { name: 'meta.line:1 device:cam-b', condition: { kind: 'and', all: [{ kind: 'metadata', condition: { key: 'line', op: 'eq', value: '1' } }, { kind: 'field', field: 'device_id', value: 'cam-b' }] }, keep: (e) => e.line === 1 && e.device === 'cam-b' },
   { name: '*', condition: { kind: 'all' }, keep: () => true },
+  { name: 'class:line-2', condition: { kind: 'class', className: 'line-2' }, keep: (e) => e.line === 2 },
+  { name: 'annotations:3', condition: { kind: 'annotations', min: 3, max: 3 }, keep: (e) => e.line === 2 },
 ];
 
 const BUDGET = { records: 1_000_000, bytes: 1 << 30 };
@@ -162,8 +182,8 @@ function difference(store: EventStore, model: ModelEvent[], gone: Gone = { ids: 
   }
   for (const e of model) {
     const record = store.getEvent(e.id);
-    const seen = record && { created_at: record.created_at, draft: record.draft, auto: record.auto_finalized_at !== null, videos: record.videos.map((v) => v.file_id) };
-    const want = { created_at: e.createdAt, draft: e.draft, auto: e.autoFinalized, videos: e.videos };
+    const seen = record && { created_at: record.created_at, draft: record.draft, auto: record.auto_finalized_at !== null, videos: record.videos.map((v) => v.file_id), results: record.images[0] };
+    const want = { created_at: e.createdAt, draft: e.draft, auto: e.autoFinalized, videos: e.videos, results: { file_id: null, input_file_id: null, ...resultsOf(e.line) } };
     if (JSON.stringify(seen) !== JSON.stringify(want)) return `point read ${e.id}: ${JSON.stringify(seen)}, expected ${JSON.stringify(want)}`;
     const json = store.getEventJson(e.id);
     const presented = json && (JSON.parse(json.toString()) as { draft: boolean; auto_finalized_at: string | null });

@@ -4,7 +4,8 @@
  */
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import type { EventStore, NewEvent } from '../store/event-store.js';
+import type { EventStore } from '../store/event-store.js';
+import type { NewEvent, PreparedCreate } from '../store/prepared-create.js';
 import { formatMicros } from '../store/timestamps.js';
 import { decodeImage } from './decode-image.js';
 import { assertPointLimit, assertPredictionLimit } from './prediction-limit.js';
@@ -75,10 +76,11 @@ export function validatedCreate(body: unknown, limits: PredictionLimits): Create
 }
 
 /**
- * Stores a prepared create durably and words its answer.
+ * Stores a prepared create durably and words its answer: `event` as `prepareCreate` gives it, or
+ * its record already built and encoded (the create preparer's worker: create-preparer.ts).
  * @throws AppError disk_full (507), disk_io_error (503), store_failure (500): EventStore.create's
  */
-export async function storeCreate(store: EventWriter, event: NewEvent): Promise<CreateResponse> {
+export async function storeCreate(store: EventWriter, event: NewEvent | PreparedCreate): Promise<CreateResponse> {
   const created = await store.create(event);
   return {
     id: created.id,

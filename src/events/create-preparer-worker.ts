@@ -1,13 +1,15 @@
 /**
  * The create preparer's worker (create-preparer.ts): parses and prepares heavy create bodies,
- * in the order they come, and posts each event back with its images' bytes moved, not copied.
+ * in the order they come, builds and encodes each record as the store would (store/prepared-create.ts),
+ * and posts it back with its encoded bytes and its images' bytes moved, not copied.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { errorReport, type ErrorReport } from '../errors.js';
 import { movableBuffers } from '../worker-start.js';
 import { parseJsonText } from '../json-text.js';
-import type { NewEvent } from '../store/event-store.js';
+import { prepareCreateRecord, type PreparedCreate } from '../store/prepared-create.js';
 import { prepareCreate, type CreateLimits } from './create-event.js';
+import { presentEventJson } from './present.js';
 
 /** HTTP thread -> worker: a create body's JSON text. */
 export interface PrepareMessage {
@@ -15,8 +17,8 @@ export interface PrepareMessage {
   text: Uint8Array;
 }
 
-/** Worker -> HTTP thread: the prepared event, or why the body was refused. */
-export type PreparedMessage = { id: number; event: NewEvent } | { id: number; error: ErrorReport };
+/** Worker -> HTTP thread: the prepared create, or why the body was refused. */
+export type PreparedMessage = { id: number; prepared: PreparedCreate } | { id: number; error: ErrorReport };
 
 const limits = workerData as CreateLimits;
 const port = parentPort!;
@@ -24,8 +26,11 @@ const port = parentPort!;
 port.on('message', async ({ id, text }: PrepareMessage) => {
   try {
     const event = await prepareCreate(parseJsonText(Buffer.from(text.buffer, text.byteOffset, text.byteLength)), limits);
-    const images = event.images.flatMap(({ image, input }) => [image?.bytes, input?.bytes]).filter((b): b is Buffer => b !== undefined);
-    port.postMessage({ id, event } satisfies PreparedMessage, movableBuffers(images));
+    // The store the HTTP thread opens presents its records with presentEventJson too (serve.ts).
+    const prepared = prepareCreateRecord(event, presentEventJson);
+    const bytes = prepared.imageBlobs.map((blob) => blob.bytes);
+    if ('unstamped' in prepared.encoded) bytes.push(prepared.encoded.unstamped.value);
+    port.postMessage({ id, prepared } satisfies PreparedMessage, movableBuffers(bytes));
   } catch (err) {
     port.postMessage({ id, error: errorReport(err) } satisfies PreparedMessage);
   }

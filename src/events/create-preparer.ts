@@ -1,14 +1,15 @@
 /**
- * Creates' bodies parsed, validated and decoded off the HTTP thread when they are heavy
- * (docs/OPERATIONS.md, "Memory"). A body of MAX_RECORD_SIZE_BYTES takes 100 to 600 ms to parse,
- * validate and decode, and on the HTTP thread every other request, `/health` included, would wait
- * as long (docs/RELIABILITY.md, "Memory under the largest valid creates"). A light body is prepared
- * in place: the trip to a worker and back costs more than it saves.
+ * Creates' bodies parsed, validated, decoded and their records encoded off the HTTP thread when
+ * they are heavy (docs/OPERATIONS.md, "Memory"). A body of MAX_RECORD_SIZE_BYTES takes 100 to
+ * 600 ms to parse, validate and decode, and its record up to 400 ms to encode; on the HTTP thread
+ * every other request, `/health` included, would wait as long (docs/RELIABILITY.md, "Memory under
+ * the largest valid creates"). A light body is prepared in place: the trip to a worker and back
+ * costs more than it saves.
  */
 import type { Worker } from 'node:worker_threads';
 import { AppError, errorFromReport } from '../errors.js';
 import { parseJsonText } from '../json-text.js';
-import type { NewEvent } from '../store/event-store.js';
+import type { NewEvent, PreparedCreate } from '../store/prepared-create.js';
 import { movableBuffers, startWorker, workerModule } from '../worker-start.js';
 import { prepareCreate, type CreateLimits } from './create-event.js';
 import type { PreparedMessage, PrepareMessage } from './create-preparer-worker.js';
@@ -30,7 +31,7 @@ const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.
 export class CreatePreparer {
   private worker: Worker | undefined;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (event: NewEvent) => void; reject: (err: unknown) => void }>();
+  private readonly pending = new Map<number, { resolve: (prepared: PreparedCreate) => void; reject: (err: unknown) => void }>();
   /** Creates prepared on the worker since start (for /metrics). */
   preparedOffThread = 0;
 
@@ -40,21 +41,23 @@ export class CreatePreparer {
   /**
    * Parses a create's JSON text and prepares it (`prepareCreate`): in place when it weighs less
    * than OFF_THREAD_MIN_WEIGHT_BYTES, else on the worker, which takes `text`'s memory when it owns
-   * its ArrayBuffer (the caller must not use it after).
+   * its ArrayBuffer (the caller must not use it after), and also builds and encodes its record
+   * (store/prepared-create.ts `prepareCreateRecord`, with presentEventJson: the presenter the
+   * store must have been opened with).
    * @param text the body's bytes (UTF-8 JSON)
    * @param weight bytes: the body's weight in the body budget (body-budget.ts)
    * @throws AppError validation_failed (422) on malformed JSON, what prepareCreate throws, and
    *   store_failure (500) when the worker stops before it answers (its error is the cause)
    */
-  async prepare(text: Buffer, weight: number): Promise<NewEvent> {
+  async prepare(text: Buffer, weight: number): Promise<NewEvent | PreparedCreate> {
     if (weight < OFF_THREAD_MIN_WEIGHT_BYTES) return prepareCreate(parseJsonText(text), this.limits);
     const worker = this.started();
     const id = this.nextId++;
-    const event = new Promise<NewEvent>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    const prepared = new Promise<PreparedCreate>((resolve, reject) => this.pending.set(id, { resolve, reject }));
     const message: PrepareMessage = { id, text };
     worker.postMessage(message, movableBuffers([text]));
     this.preparedOffThread++;
-    return event;
+    return prepared;
   }
 
   /** Stops the worker; creates it was preparing fail with store_failure. */
@@ -90,11 +93,9 @@ export class CreatePreparer {
       waiting.reject(errorFromReport(message.error));
       return;
     }
-    const { event } = message;
-    for (const image of event.images) {
-      if (image.image) image.image.bytes = asBuffer(image.image.bytes);
-      if (image.input) image.input.bytes = asBuffer(image.input.bytes);
-    }
-    waiting.resolve(event);
+    const { prepared } = message;
+    for (const blob of prepared.imageBlobs) blob.bytes = asBuffer(blob.bytes);
+    if ('unstamped' in prepared.encoded) prepared.encoded.unstamped.value = asBuffer(prepared.encoded.unstamped.value);
+    waiting.resolve(prepared);
   }
 }

@@ -7,7 +7,7 @@
  */
 import { fileTypeFromBuffer } from 'file-type';
 import { AppError } from '../errors.js';
-import type { DecodedImage } from '../store/event-store.js';
+import type { DecodedImage } from '../store/prepared-create.js';
 
 const DATA_URI = /^data:[\w.+-]+\/[\w.+-]+;base64,/;
 const WHITE_SPACE = /\s/;

@@ -12,7 +12,8 @@ import { checkedContentType } from '../events/content-type.js';
 import { validatedCreate, type PredictionLimits } from '../events/create-event.js';
 import type { EventRecord } from '../store/event-record.js';
 import { isCanonicalId } from '../store/ids.js';
-import type { DecodedImage, EventStore } from '../store/event-store.js';
+import type { EventStore } from '../store/event-store.js';
+import type { DecodedImage } from '../store/prepared-create.js';
 import { attachStagedBlob, finalizeEvent } from '../store/event-updates.js';
 import { StagingFile } from '../store/staging-file.js';
 

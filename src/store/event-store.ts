@@ -16,11 +16,11 @@ import { checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, Ind
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { assertIndexCoversLog, assertIndexOpenable } from './index-file-check.js';
-import type { RecordAttachment, RecordImage, RecordImageResults } from './event-record.js';
+import type { RecordAttachment } from './event-record.js';
 import { GroupCommitter } from './group-commit.js';
-import { timeOrderedId } from './ids.js';
-import { completeCounters, LOG_POSITION_KEY, openDatabases, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import { encodeRecord, encodeUnstamped, frameRecordBytes, stampValue, storedJson, type EventRecord, type UnstampedValue } from './record-codec.js';
+import { completeCounters, LOG_POSITION_KEY, openDatabases, type LogPosition, type StoreDatabases } from './lmdb-env.js';
+import { prepareCreateRecord, stampedValue, type NewEvent, type PreparedCreate } from './prepared-create.js';
+import { frameRecordBytes, storedJson, type EventRecord } from './record-codec.js';
 import { encodeRecordFrame } from './record-frame.js';
 import { encodeChange, type RecordChange } from './record-change.js';
 import { recoverStore, type SkippedCreate } from './recovery.js';
@@ -31,25 +31,6 @@ import { nextUniqueMicros } from './timestamps.js';
 import { keepClockSync, StoreClock, type ClockJumpReport } from './store-clock.js';
 import { countPending, migrateToLedger, startCursors } from './sink-ledger.js';
 import { backfillSearchIndex, markSearchIndexCurrentSync, prepareSearchIndex, type BackfillProgress } from './search-index.js';
-
-/** An image of a create, decoded: its bytes and sniffed content type. */
-export interface DecodedImage {
-  bytes: Buffer;
-  contentType: string;
-}
-
-/** A create request ready to store: the record's fields and the decoded images. */
-export interface NewEvent {
-  fields: Omit<EventRecord, 'id' | 'created_at' | 'images' | 'videos' | 'local_only_files' |
-    'original_file_count' | 'current_file_count' | 'finalized_at' | 'auto_finalized_at'>;
-  images: { results: RecordImageResults; image: DecodedImage | null; input: DecodedImage | null }[];
-  /**
-   * Ids to keep instead of new ones: an event a hub consumes from a fleet's stream keeps its
-   * device-side event and file ids (docs/OPERATIONS.md, "Hub mode"); per image, its file and
-   * input file ids (null where it has none).
-   */
-  ids?: { event: string; images: { file: string | null; input: string | null }[] };
-}
 
 /** What a durable create returns. `created_at` in µs. */
 export interface CreatedEvent {
@@ -65,14 +46,6 @@ export interface CreatedEvent {
  */
 const MAX_HEAD_ENTRIES = 200_000;
 const MAX_HEAD_RECORD_BYTES = 128 * 1024 * 1024;
-
-interface PreparedCreate {
-  type: 'create';
-  record: EventRecord;
-  /** The record encoded as it was submitted, its created_at written in at commit (record-codec.ts `stampValue`). */
-  unstamped: UnstampedValue | undefined;
-  blobs: { fileId: string; kind: FileKind; bytes: Buffer; contentType: string }[];
-}
 
 /** What the log stage takes: a create, or a change to an event (change-decisions.ts). */
 type LogJob = PreparedCreate | ChangeRequest;
@@ -227,15 +200,16 @@ export class EventStore extends StoreView {
 
   /**
    * Stores an event and its images durably: resolves once the event's frames (its images and
-   * its record) are fdatasync'd in the segment log, and the event is in the index head, visible
+   * its record, prepared here unless `prepareCreateRecord` was run where the create was prepared:
+   * prepared-create.ts) are fdatasync'd in the segment log, and the event is in the index head, visible
    * to every read of this thread (docs/STORAGE.md, "Creates").
    * @throws AppError disk_full on ENOSPC, disk_io_error on EIO (docs/STORAGE.md, "An I/O error in
    *   the log"), store_failure on any other failure; either, with the checkpoint's error as
    *   cause, while checkpoints fail and the head is full
    */
-  async create(event: NewEvent): Promise<CreatedEvent> {
+  async create(event: NewEvent | PreparedCreate): Promise<CreatedEvent> {
     this.refuseWhenHeadFull();
-    const prepared = this.prepare(event);
+    const prepared = 'encoded' in event ? event : prepareCreateRecord(event, this.present);
     await this.committer.submit(prepared);
     const { record } = prepared;
     return {
@@ -433,53 +407,6 @@ export class EventStore extends StoreView {
     this.unlock();
   }
 
-  private prepare(event: NewEvent): PreparedCreate {
-    const blobs: PreparedCreate['blobs'] = [];
-    const addBlob = (image: DecodedImage | null, keptId: string | null | undefined): string | null => {
-      if (!image) return null;
-      const fileId = keptId ?? timeOrderedId();
-      blobs.push({ fileId, kind: 'image', bytes: image.bytes, contentType: image.contentType });
-      return fileId;
-    };
-    // Built field by field: spreading the validated input here made every record a slow
-    // dictionary-mode object (measured: 40 µs per event more CPU).
-    const images: RecordImage[] = event.images.map(({ results, image, input }, i) => ({
-      file_id: addBlob(image, event.ids?.images[i]?.file),
-      input_file_id: addBlob(input, event.ids?.images[i]?.input),
-      label: results.label,
-      object_detections: results.object_detections,
-      classifications: results.classifications,
-      instance_segmentations: results.instance_segmentations,
-      keypoints: results.keypoints,
-      metadata: results.metadata,
-    }));
-    const f = event.fields;
-    const record: EventRecord = {
-      id: event.ids?.event ?? timeOrderedId(),
-      created_at: 0, // a placeholder until commit, which assigns it in commit order
-      solution: f.solution,
-      workflow_id: f.workflow_id,
-      workflow_version: f.workflow_version,
-      inference_timestamp: f.inference_timestamp,
-      device_id: f.device_id,
-      stream_id: f.stream_id,
-      image_id: f.image_id,
-      event_schema: f.event_schema,
-      event_data: f.event_data,
-      custom_metadata: f.custom_metadata,
-      images,
-      videos: [],
-      local_only_files: [],
-      display_image_position: f.display_image_position,
-      original_file_count: blobs.length,
-      current_file_count: blobs.length,
-      draft: f.draft,
-      finalized_at: null,
-      auto_finalized_at: null,
-    };
-    return { type: 'create', record, unstamped: encodeUnstamped(record, this.present), blobs };
-  }
-
   /**
    * Makes one batch durable (docs/STORAGE.md, "Creates" and "Changes to events"): each change is
    * decided against the store and the batch's earlier changes (change-decisions.ts); each
@@ -493,7 +420,7 @@ export class EventStore extends StoreView {
     const frames: FrameToAppend[] = [];
     const creates: LoggedCreate[] = [];
     /** Per create, its blobs and the index of the first of their frames in `frames`. */
-    const placing: { blobs: PreparedCreate['blobs']; first: number }[] = [];
+    const placing: { blobs: PreparedCreate['imageBlobs']; first: number }[] = [];
     const changes: { change: RecordChange; id: string; record: EventRecord }[] = [];
     const results: LogResult[] = [];
     const decided = new Map<number, EventRecord>();
@@ -510,10 +437,10 @@ export class EventStore extends StoreView {
         changes.push({ change: decision.change, id: job.id, record: decision.record! });
         continue;
       }
-      const { record, unstamped, blobs } = job;
+      const { record, imageBlobs: blobs } = job;
       record.created_at = nextUniqueMicros();
       if (!record.draft) record.finalized_at = record.created_at;
-      const value = (unstamped && stampValue(unstamped, record.created_at)) ?? encodeRecord(record, this.present);
+      const value = stampedValue(job, record.created_at, this.present);
       placing.push({ blobs, first: frames.length });
       for (const blob of blobs) frames.push({ id: blob.fileId, kind: blob.kind, bytes: blob.bytes });
       const files = blobs.map((b) => ({ fileId: b.fileId, contentType: b.contentType }));

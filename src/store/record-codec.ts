@@ -136,16 +136,22 @@ export function encodeUnstamped(r: EventRecord, present: RecordPresenter): Unsta
 
 /**
  * Writes a created_at into a value from `encodeUnstamped` (in place), and into its finalized_at
- * unless it is a draft: the value is then byte for byte `encodeRecord` of the stamped record.
+ * unless it is a draft: the value is then byte for byte `encodeRecord` of the stamped record. A
+ * time the placeholder is not as wide as (before 2^32 µs, in 1970) is encoded again whole, from
+ * the value's own record.
  * @param createdAt µs since the epoch
- * @returns the value, or undefined when the time is not as wide as the placeholder (before 2^32 µs)
- *   and the caller must call `encodeRecord`
+ * @param present the store's presenter, as `encodeUnstamped` was given it
  */
-export function stampValue(unstamped: UnstampedValue, createdAt: number): Buffer | undefined {
+export function stampValue(unstamped: UnstampedValue, createdAt: number, present: RecordPresenter): Buffer {
   const packed = packr.pack(createdAt);
   const text = formatMicros(createdAt);
-  if (packed.length !== UNSTAMPED_PACKED.length || text.length !== UNSTAMPED_TEXT.length) return undefined;
   const { value } = unstamped;
+  if (packed.length !== UNSTAMPED_PACKED.length || text.length !== UNSTAMPED_TEXT.length) {
+    const record = decodeRecord(value);
+    record.created_at = createdAt;
+    if (unstamped.finalizedAt) record.finalized_at = createdAt;
+    return encodeRecord(record, present);
+  }
   for (const [record, json] of unstamped.finalizedAt ? [unstamped.createdAt, unstamped.finalizedAt] : [unstamped.createdAt]) {
     value.set(packed, record);
     value.write(text, json, 'latin1');
