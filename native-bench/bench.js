@@ -37,7 +37,7 @@ import { cpuCeiling, httpCeiling, noStorageCeiling } from './lib/ceilings.js';
 import { machineBusySeconds, machineDetails, waitForQuiet } from './lib/machine.js';
 import { IMAGE_FIXTURE, writeImageEvents, writeQueries, writeRangeRequests, writeSmallEvents, writeVariedEvents } from './lib/payloads.js';
 import { renderResults } from './lib/report.js';
-import { ENGINES, repoRoot, ServerProcess } from './lib/store-process.js';
+import { ENGINES, enginesToBench, repoRoot, ServerProcess } from './lib/store-process.js';
 import { SYSTEMS } from './lib/systems.js';
 import { runWrk } from './lib/wrk.js';
 import { bulkLoad } from './peers/bulk-load.js';
@@ -51,7 +51,8 @@ const plan = quick
   ? { warmupSeconds: 1, ingestSeconds: 4, listEvents: 20_000, listSeconds: 2, rangeSeconds: 2, ceilingSeconds: 3, quietWaitSeconds: 0, starts: 1, listRuns: 2, crashes: 1, crashAfterSeconds: 2 }
   : { warmupSeconds: 5, ingestSeconds: 30, listEvents: 1_000_000, listSeconds: 15, rangeSeconds: 15, ceilingSeconds: 15, quietWaitSeconds: 60, starts: 3, listRuns: 3, crashes: 3, crashAfterSeconds: 4 };
 const only = process.argv.find((arg) => arg.startsWith('--systems='))?.slice('--systems='.length).split(',');
-const engines = process.argv.find((arg) => arg.startsWith('--engines='))?.slice('--engines='.length).split(',') ?? ENGINES;
+const log = (message) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
+const { engines, note: engineNote } = await enginesToBench(process.argv.find((arg) => arg.startsWith('--engines='))?.slice('--engines='.length).split(','), log);
 const systemsToRun = SYSTEMS.filter((s) => (!only || only.includes(s.name)) && (!s.engine || engines.includes(s.engine)));
 const storeEngines = ENGINES.filter((engine) => systemsToRun.some((s) => s.engine === engine));
 if (storeEngines.length === 0) throw new Error('--systems and --engines leave no edge-event-store to measure');
@@ -60,8 +61,6 @@ const INGEST_CONNECTIONS = 50;
 const RANGE_CONNECTIONS = 10;
 const VIDEO_BYTES = 100_000_000;
 const workDir = path.join(here, '.data');
-
-const log = (message) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
 /**
  * Starts `system` on PORT over `dataDir` once the machine is quiet (other work skews every
@@ -347,7 +346,7 @@ async function main() {
   const uploads = uploadsByEngine[storeEngines[0]];
 
   const results = {
-    quick, plan, machine, ceilings, systems, uploads, uploadsByEngine, imageFixture: IMAGE_FIXTURE, payloads: { small, varied, images },
+    quick, plan, machine, engineNote, ceilings, systems, uploads, uploadsByEngine, imageFixture: IMAGE_FIXTURE, payloads: { small, varied, images },
     connections: { ingest: INGEST_CONNECTIONS, range: RANGE_CONNECTIONS }, videoBytes: VIDEO_BYTES, port: PORT,
     minutes: (Date.now() - started) / 60000,
   };

@@ -45,7 +45,7 @@ import { fileURLToPath } from 'node:url';
 import { closedLoopAgent, runClosedLoop, runPaced } from './lib/closed-loop.js';
 import { machineBusySeconds, machineDetails, pacedSyncLatency, waitForQuiet } from './lib/machine.js';
 import { imageEventBodies, smallEventBodies } from './lib/payloads.js';
-import { repoRoot, ServerProcess } from './lib/store-process.js';
+import { enginesToBench, repoRoot, ServerProcess } from './lib/store-process.js';
 import { renderSweep } from './lib/sweep-report.js';
 import { SYSTEMS } from './lib/systems.js';
 import { blockDeviceOf, deviceWrittenBytes, treeWriteBytes } from './lib/write-counters.js';
@@ -117,11 +117,15 @@ if (maxStorageMiB !== undefined && !(Number.isInteger(maxStorageMiB) && maxStora
 /** A store system with MAX_STORAGE_BYTES set by `--max-storage`; a peer as it is. */
 const withStorageLimit = (s) => (maxStorageMiB === undefined || !s.engine ? s
   : { ...s, stack: `${s.stack}, MAX_STORAGE_BYTES=${maxStorageMiB} MiB`, server: { ...s.server, env: { ...s.server.env, MAX_STORAGE_BYTES: String(maxStorageMiB * 1024 * 1024) } } });
-const systems = SYSTEMS.filter((s) => !only || only.includes(s.name)).map(withStorageLimit);
 const unknown = (only ?? []).filter((name) => !SYSTEMS.some((s) => s.name === name));
-if (unknown.length > 0 || systems.length === 0) throw new Error(`--systems: unknown ${unknown.join(', ') || '(none given)'}; known: ${SYSTEMS.map((s) => s.name).join(', ')}`);
+if (unknown.length > 0 || only?.length === 0) throw new Error(`--systems: unknown ${unknown.join(', ') || '(none given)'}; known: ${SYSTEMS.map((s) => s.name).join(', ')}`);
 
 const log = (message) => console.log(`[sweep ${new Date().toISOString().slice(11, 19)}] ${message}`);
+// edge-event-store on the engines this machine has (node:http alone where no native build loads),
+// unless --systems names one that cannot run here, which stops the sweep with the reason.
+const requestedEngines = only && [...new Set(SYSTEMS.filter((s) => s.engine && only.includes(s.name)).map((s) => s.engine))];
+const { engines, note: engineNote } = await enginesToBench(requestedEngines?.length ? requestedEngines : undefined, log);
+const systems = SYSTEMS.filter((s) => (only ? only.includes(s.name) : !s.engine || engines.includes(s.engine))).map(withStorageLimit);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Mean length of `bodies` (bytes). */
@@ -242,6 +246,7 @@ async function main() {
   }
   const res = {
     machine,
+    engineNote,
     systems: results,
     workloads: chosen.map(({ name, label }) => ({ name, label })),
     inFlight,

@@ -12,9 +12,13 @@
  * - /etc/edge-events/edge-events.env, a conffile: the env example with DATA_DIR set;
  * - DEBIAN/: control, conffiles, md5sums and packaging/deb's postinst, prerm and postrm.
  *
- * Options: `--out DIR` (default: the working directory). Environment: EDGE_EVENTS_DEB_VERSION
- * (default: package.json's version), EDGE_EVENTS_DEB_MAINTAINER. The architecture is
- * `dpkg --print-architecture`'s. Prints the .deb's path and sizes; exits 1 with the cause on a failure.
+ * Options: `--out DIR` (default: the working directory); `--arch amd64|arm64` (default: `dpkg
+ * --print-architecture`'s): another architecture's package is built here from the same tarball,
+ * its dependencies installed for that architecture (`npm install --cpu`, install scripts off, so
+ * that nothing is built for this machine) and pruned for it with this machine's glibc, the
+ * distribution release the package is built for. Environment: EDGE_EVENTS_DEB_VERSION (default:
+ * package.json's version), EDGE_EVENTS_DEB_MAINTAINER. Prints each step, then the .deb's path and
+ * sizes; exits 1 with the cause on a failure.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -50,18 +54,25 @@ function envFile(example: string): string {
   return example.replace(`\n${line}\n`, '\nDATA_DIR=/var/lib/edge-events\n');
 }
 
-/** Installs the release tarball with production dependencies into `root`/usr/lib/edge-events. */
-async function installProgram(work: string, tarball: string, root: string, env: Record<string, string>): Promise<{ program: string; pruned: PruneReport }> {
+/** Node's `process.arch` of each Debian architecture a package can be built for. */
+const NODE_ARCH: Record<string, string> = { amd64: 'x64', arm64: 'arm64' };
+
+/**
+ * Installs the release tarball with production dependencies into `root`/usr/lib/edge-events, for
+ * the Node architecture `arch` (this machine's, or another's: see the options above).
+ */
+async function installProgram(work: string, tarball: string, root: string, env: Record<string, string>, arch: string): Promise<{ program: string; pruned: PruneReport }> {
   const prefix = path.join(work, 'prefix');
-  await run('npm', ['install', '--global', '--prefix', prefix, '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: work, env, maxBuffer: 64 << 20 });
+  const foreignArch = arch === process.arch ? [] : [`--cpu=${arch}`, '--os=linux', '--libc=glibc', '--ignore-scripts'];
+  await run('npm', ['install', '--global', '--prefix', prefix, '--omit=dev', ...foreignArch, '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: work, env, maxBuffer: 64 << 20 });
   const program = path.join(root, PROGRAM_DIR);
   fs.mkdirSync(path.dirname(program), { recursive: true });
   fs.renameSync(path.join(prefix, 'lib', 'node_modules', 'edge-event-store'), program);
-  const pruned = pruneHostBinaries(program, currentHost());
+  const pruned = pruneHostBinaries(program, { ...currentHost(), arch });
   if (pruned.failed.length > 0) throw new Error(`could not remove: ${pruned.failed.join('; ')}`);
-  const foreign = foreignBinaries(program);
+  const foreign = foreignBinaries(program, arch);
   if (foreign.length > 0) {
-    throw new Error(`native addons for another machine than ${process.arch} would ship: ${foreign.map((binary) => `${path.relative(program, binary.file)} (${binary.builtFor})`).join(', ')}`);
+    throw new Error(`native addons for another machine than ${arch} would ship: ${foreign.map((binary) => `${path.relative(program, binary.file)} (${binary.builtFor})`).join(', ')}`);
   }
   const cli = path.join(program, 'dist', 'src', 'cli.js');
   if (!fs.readFileSync(cli, 'utf8').startsWith('#!/usr/bin/env node\n')) throw new Error(`${cli} does not start with #!/usr/bin/env node`);
@@ -95,20 +106,26 @@ function writePackageFiles(root: string, program: string, version: string, archi
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { out: { type: 'string' } } });
+  const { values } = parseArgs({ options: { out: { type: 'string' }, arch: { type: 'string' } } });
   const out = path.resolve(values.out ?? '.');
   const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string };
   const version = checkDebianVersion(process.env.EDGE_EVENTS_DEB_VERSION ?? manifest.version);
-  const architecture = (await run('dpkg', ['--print-architecture'])).stdout.trim();
+  const architecture = values.arch ?? (await run('dpkg', ['--print-architecture'])).stdout.trim();
+  const nodeArch = NODE_ARCH[architecture];
+  if (!nodeArch) throw new Error(`--arch ${architecture}: a package is built for ${Object.keys(NODE_ARCH).join(' or ')}`);
   const env = npmFreeEnv();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'edge-events-deb-'));
+  const step = (what: string) => console.log(`package:deb: ${what}`);
   try {
+    step('packing the release tarball (a clean build, about a minute)');
     const { tarball } = await packRelease(work, env);
     const root = path.join(work, 'root');
-    const { program, pruned } = await installProgram(work, tarball, root, env);
+    step(`installing its production dependencies for ${architecture}`);
+    const { program, pruned } = await installProgram(work, tarball, root, env, nodeArch);
     writePackageFiles(root, program, version, architecture);
     const deb = path.join(out, `edge-events_${version}_${architecture}.deb`);
     fs.mkdirSync(out, { recursive: true });
+    step('dpkg-deb --build');
     await run('dpkg-deb', ['--build', '--root-owner-group', root, deb], { maxBuffer: 64 << 20 });
     const kib = installedSizeKiB(root);
     console.log(`${deb}: ${(fs.statSync(deb).size / 1e6).toFixed(1)} MB, installed ${(kib / 1024).toFixed(1)} MiB (Installed-Size ${kib} KiB); uWebSockets.js binaries: ${pruned.keptUws.join(', ') || 'none'}`);

@@ -202,6 +202,7 @@ export function renderResults(res) {
     '(docs/STORAGE.md, "The index head"); the peers fdatasync each image file and commit SQLite with `synchronous=FULL`',
     '([peers/README.md](peers/README.md)).',
     '',
+    ...(res.engineNote ? [`**${res.engineNote}**`, ''] : []),
     ...(otherCores < 0.25 ? [] : [
       `**The machine was not quiet:** other work used ${otherCores.toFixed(2)} of its 2 cores on average during the measured runs;`,
       'every system competed with it, so every figure understates what it does on a quiet machine.',

@@ -80,6 +80,43 @@ const STORE_SETTINGS = { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '', MAX_
 export const ENGINES = ['uws', 'node'];
 
 /**
+ * The engines this machine can bench, by the store's own loader (dist/src/http/uws/uws-loader.js):
+ * both where a native uWebSockets.js build loads, else node alone, with the sentence that says so
+ * (a harness prints it first and writes it into its RESULTS). Node 24 on glibc older than 2.38
+ * (Debian 12, Ubuntu 22.04, Jetson L4T) has no native build.
+ * @returns {Promise<{ engines: Array<'uws' | 'node'>, note: string | undefined }>}
+ */
+export async function benchableEngines() {
+  const { loadUws } = await import(path.join(repoRoot, 'dist', 'src', 'http', 'uws', 'uws-loader.js'));
+  const { describeHost, uwsNeeds } = await import(path.join(repoRoot, 'dist', 'src', 'http', 'engine-choice.js'));
+  const report = loadUws();
+  if (report.loaded) return { engines: ENGINES, note: undefined };
+  return {
+    engines: ['node'],
+    note: `No native uWebSockets.js build loads on ${describeHost(report.host)} (${uwsNeeds(report).join('; ')}): `
+      + 'edge-event-store is benched on its node:http engine only (docs/OPERATIONS.md, "HTTP engines").',
+  };
+}
+
+/**
+ * The engines a harness runs: `requested` (its --engines), else every one this machine can bench.
+ * Exits with the reason, never a stack trace, when `requested` names an engine that cannot run here.
+ * @param {string[] | undefined} requested
+ * @param {(message: string) => void} log
+ * @returns {Promise<{ engines: string[], note: string | undefined }>}
+ */
+export async function enginesToBench(requested, log) {
+  const available = await benchableEngines();
+  if (available.note) log(available.note);
+  const missing = (requested ?? []).filter((engine) => !available.engines.includes(engine));
+  if (missing.length > 0) {
+    log(`--engines=${requested.join(',')}: ${missing.join(', ')} cannot run here; --engines=node benches the node:http engine`);
+    process.exit(1);
+  }
+  return { engines: requested ?? available.engines, note: available.note };
+}
+
+/**
  * How edge-event-store is started on `engine` (a `ServerCommand`, see ServerProcess.start).
  * HTTP_ENGINE is forced, so a run meant for uws fails instead of measuring the fallback.
  * @param {'uws' | 'node'} engine

@@ -127,6 +127,7 @@ export function renderSweep(res) {
     `Written by ${res.argv ? `\`node sweep.js${res.argv.map((arg) => ` ${arg}`).join('')}\` in native-bench` : `\`npm run ${plan.pace ? 'paced' : 'sweep'}\` (native-bench/sweep.js${plan.pace ? ` --pace=${plan.pace}` : ''})`}`
       + ` on ${new Date().toISOString().slice(0, 10)} in ${res.minutes.toFixed(1)} min, store ${machine.store}.`,
     'Every figure below comes from that one run; none is edited by hand.',
+    ...(res.engineNote ? ['', `**${res.engineNote}**`] : []),
     ...how,
     '',
     '- **events/s, p50 / p99**: 201 answers over the window, and latency from the post to the answer\'s last byte (every',
