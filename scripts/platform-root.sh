@@ -1,9 +1,10 @@
 #!/bin/sh
 # A Debian root for another platform's runs (docs/OPERATIONS.md, "Platforms"), made once and kept
-# in a cache: `scripts/platform-root.sh SUITE ARCH NODE_MAJOR` prints the path of a root of Debian
-# SUITE (bookworm, trixie) for ARCH (amd64, arm64), made by debootstrap's minbase variant, with
-# the official Node NODE_MAJOR build for ARCH from the npm registry (package node-linux-<arch>,
-# the same builds nodejs.org ships) in /opt/node. A foreign ARCH runs under qemu-user-static
+# in a cache: `scripts/platform-root.sh SUITE ARCH NODE_MAJOR [PACKAGES]` prints the path of a
+# root of Debian SUITE (bookworm, trixie) for ARCH (amd64, arm64), made by debootstrap's minbase
+# variant with PACKAGES (comma-separated: the servers a test starts), and the official Node
+# NODE_MAJOR build for ARCH from the npm registry (package node-linux-<arch>, the same builds
+# nodejs.org ships) in /opt/node. A foreign ARCH runs under qemu-user-static
 # through binfmt_misc, both set up here when missing (binfmt_misc(4)); debootstrap then runs the
 # root's own maintainer scripts emulated.
 #
@@ -12,9 +13,9 @@
 # of the machine's apt sources and npm registry. Progress goes to stderr, the path to stdout.
 set -eu
 
-suite=$1 arch=$2 node_major=$3
+suite=$1 arch=$2 node_major=$3 packages=${4:-}
 cache=${EDGE_EVENTS_ROOT_CACHE:-$HOME/.cache/edge-event-store/roots}
-root="$cache/$suite-$arch-node$node_major"
+root="$cache/$suite-$arch-node$node_major${packages:+-$(echo "$packages" | tr , -)}"
 if [ -f "$root/.done" ]; then
   echo "$root"
   exit 0
@@ -57,6 +58,14 @@ if [ ! -f "$work/debootstrapped" ]; then
   fi
   say "debootstrap took $(($(date +%s) - start)) s"
   touch "$work/debootstrapped"
+fi
+# apt, not debootstrap's --include, which cannot choose among a dependency's alternatives.
+if [ -n "$packages" ] && [ ! -f "$work/packaged" ]; then
+  say "apt-get install $packages in the root"
+  start=$(date +%s)
+  sh "$(dirname "$0")/platform-exec.sh" "$work/root" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo "$0" | tr , " ") >/dev/null && apt-get clean' "$packages" >&2
+  say "apt-get took $(($(date +%s) - start)) s"
+  touch "$work/packaged"
 fi
 
 node_arch=$(case "$arch" in amd64) echo x64 ;; *) echo "$arch" ;; esac)

@@ -242,26 +242,30 @@ t.test('request headers and bodies are bounded', async (t) => {
   const port = Number(new URL(store.url).port);
   const before = await counts(store);
 
-  // Each engine's own limits on a request head. uws: a head of about 125 KiB or more is closed
-  // at once; one with more than 48 header lines, or a header value with a control character, is
-  // never parsed, and uWS closes it at its idle timeout (about 10 s). node: a head over 128 KiB
-  // answers 431 and a control character 400, both closing the connection; the number of header
-  // lines is bounded by the head's size alone.
+  // Each engine's own limits on a request head. uWebSockets.js 20.30 (the trufflesuite build,
+  // Node 20): a head of about 125 KiB or more is closed at once; one with more than 48 header
+  // lines, or a header value with a control character, is never parsed, and uWS closes it at its
+  // idle timeout (about 10 s). Later builds (btc-vision 20.57, Node 22 and 24 on glibc 2.38 or
+  // newer) answer each of them, 431 or 400, and close. node: a head over 128 KiB answers 431 and a
+  // control character 400, both closing the connection; the number of header lines is bounded by
+  // the head's size alone.
   const [hugeHeader, hugeLine, manyHeaders, controlCharacter] = await Promise.all([
     rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\nX-Big: ${'a'.repeat(1024 * 1024)}\r\n\r\n`]),
     rawRequest(port, [`GET /v2/events?device_id=${'d'.repeat(256 * 1024)} HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\n\r\n`]),
     rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\n${Array.from({ length: 200 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`], { timeoutMs: 60_000 }),
     rawRequest(port, [`GET /stats HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KEY}\r\nRange: bytes=0-\u000e\r\n\r\n`], { timeoutMs: 60_000 }),
   ]);
-  const engine = store.service.runtime.http_engine;
-  /** The engine's refusal: uws closes without an answer; node answers `status` and closes. */
+  const { http_engine: engine, uws_build: build } = store.service.runtime;
+  const served = `${engine}${build ? `, ${build}` : ''}`;
+  const silent = build?.startsWith('@trufflesuite/') === true;
+  /** The engine's refusal: uWebSockets.js 20.30 closes without an answer; the others answer `status` and close. */
   const refused = (answer: RawAnswer | 'closed', status: number) =>
-    engine === 'uws' ? answer === 'closed' : answer !== 'closed' && answer.status === status && answer.headers.connection === 'close';
-  t.ok(refused(hugeHeader, 431), `a 1 MiB header: refused, connection closed (${engine})`);
-  t.ok(refused(hugeLine, 431), `a 256 KiB request line: refused, connection closed (${engine})`);
-  if (engine === 'uws') t.equal(manyHeaders, 'closed', '200 headers: never answered, connection closed');
-  else t.equal(manyHeaders !== 'closed' && manyHeaders.status, 200, '200 short headers: within the head size, answered');
-  t.ok(refused(controlCharacter, 400), `a control character in a header value: refused, connection closed (${engine})`);
+    silent ? answer === 'closed' : answer !== 'closed' && answer.status === status && answer.headers.connection === 'close';
+  t.ok(refused(hugeHeader, 431), `a 1 MiB header: refused, connection closed (${served})`);
+  t.ok(refused(hugeLine, 431), `a 256 KiB request line: refused, connection closed (${served})`);
+  if (engine === 'node') t.equal(manyHeaders !== 'closed' && manyHeaders.status, 200, '200 short headers: within the head size, answered');
+  else t.ok(refused(manyHeaders, 431), `200 headers: refused, connection closed (${served})`);
+  t.ok(refused(controlCharacter, 400), `a control character in a header value: refused, connection closed (${served})`);
 
   // A head that arrives in more than one read: up to 4 KiB on every build; up to MAX_HEAD_BYTES on
   // node:http and on uWebSockets.js builds that read UWS_HTTP_MAX_HEADERS_SIZE, while the

@@ -21,22 +21,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { npmFreeEnv, packRelease } from '../../scripts/lib/release-tarball.js';
+import { npmFreeEnv } from '../../scripts/lib/release-tarball.js';
 import { spawnStore, type SpawnedStore } from '../../scripts/lib/spawned-store.js';
 import { packageRoot } from '../../src/paths.js';
 import { fixture, getJson, imageEvent, postJson } from '../support/events.js';
 import { postFile } from '../support/multipart.js';
+import { PLATFORM_EXEC, rootWithTarball } from '../support/platform-root.js';
 
 const run = promisify(execFile);
-const PLATFORM_ROOT = path.join(packageRoot, 'scripts', 'platform-root.sh');
-const PLATFORM_EXEC = path.join(packageRoot, 'scripts', 'platform-exec.sh');
 
-/** Where the package goes in the root, and its data folder, as the root sees them. */
-const PREFIX = '/opt/edge-events';
+/** Where the .deb is unpacked in the root, and the data folders, as the root sees them. */
 const DEB_ROOT = '/opt/edge-events-deb';
 const DATA_DIR = '/var/lib/edge-events-test';
 
-/** Native addons the store loads, by the arm64 package or prebuild that must be installed for it. */
+/** Native addons the store loads, by the arm64 package that must be installed for it. */
 const ARM64_BINDINGS = [
   'node_modules/@lmdb/lmdb-linux-arm64',
   'node_modules/@msgpackr-extract/msgpackr-extract-linux-arm64',
@@ -44,28 +42,19 @@ const ARM64_BINDINGS = [
   'node_modules/@node-rs/crc32-linux-arm64-gnu',
 ];
 
-/** The arm64 root (made on the first run, then from the cache). */
-const root = (await run('sh', [PLATFORM_ROOT, 'bookworm', 'arm64', '24'], { maxBuffer: 64 << 20 })).stdout.trim();
-const inRoot = (...command: string[]) => run('sh', [PLATFORM_EXEC, root, ...command], { maxBuffer: 64 << 20 });
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-arm64-'));
+t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
+/** The arm64 root (made on the first run, then from the cache), the tarball installed in it. */
+const platform = await rootWithTarball('bookworm', 'arm64', 24, work);
+const { root } = platform;
 
 t.test('the release tarball installs on arm64 and keeps its promises there', async (t) => {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-arm64-'));
-  t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
-  const env = npmFreeEnv();
-  const { tarball } = await packRelease(work, env);
+  t.match((await platform.exec('node', '-p', 'process.arch')).stdout, 'arm64', 'the root runs arm64 code');
+  t.match(platform.postinstall, /uWebSockets\.js kept for linux-arm64, glibc 2\.\d+/, `the postinstall, run on arm64: ${platform.postinstall}`);
+  for (const binding of ARM64_BINDINGS) t.ok(fs.existsSync(path.join(root, platform.installed, binding)), `${binding} is installed`);
 
-  const prefix = path.join(root, PREFIX);
-  fs.rmSync(prefix, { recursive: true, force: true });
-  await run('npm', ['install', '--global', '--prefix', prefix, '--cpu=arm64', '--os=linux', '--libc=glibc', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: work, env, maxBuffer: 64 << 20 });
-  const installed = `${PREFIX}/lib/node_modules/edge-event-store`;
-  t.match((await inRoot('node', '-p', 'process.arch')).stdout, 'arm64', 'the root runs arm64 code');
-  const pruned = await inRoot('node', `${installed}/scripts/prune-host-binaries.mjs`);
-  t.match(pruned.stdout, /uWebSockets\.js kept for linux-arm64, glibc 2\.\d+/, `the postinstall, run on arm64: ${pruned.stdout.trim()}`);
-  for (const binding of ARM64_BINDINGS) t.ok(fs.existsSync(path.join(root, installed, binding)), `${binding} is installed`);
-
-  const dataDir = path.join(root, DATA_DIR);
-  fs.rmSync(dataDir, { recursive: true, force: true });
-  const serve = () => spawnStore({ PORT: '0', DATA_DIR }, undefined, { command: ['sh', PLATFORM_EXEC, root, `${PREFIX}/bin/edge-events`] });
+  fs.rmSync(path.join(root, DATA_DIR), { recursive: true, force: true });
+  const serve = () => platform.serve(DATA_DIR);
   const starting = performance.now();
   let store: SpawnedStore = await serve();
   t.teardown(() => store.child.kill('SIGKILL'));
@@ -117,16 +106,15 @@ t.test('the release tarball installs on arm64 and keeps its promises there', asy
 });
 
 t.test('the arm64 Debian package, built on this machine, serves on arm64', async (t) => {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-arm64-deb-'));
-  t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
-  const built = await run(process.execPath, [path.join(packageRoot, 'dist', 'scripts', 'package-deb.js'), '--arch', 'arm64', '--out', work], { env: npmFreeEnv(), maxBuffer: 64 << 20 });
+  const out = fs.mkdtempSync(path.join(work, 'deb-'));
+  const built = await run(process.execPath, [path.join(packageRoot, 'dist', 'scripts', 'package-deb.js'), '--arch', 'arm64', '--out', out], { env: npmFreeEnv(), maxBuffer: 64 << 20 });
   t.comment(built.stdout.trim());
-  const [deb] = fs.readdirSync(work).filter((name) => name.endsWith('_arm64.deb'));
-  t.ok(deb, `edge-events_<version>_arm64.deb: ${fs.readdirSync(work).join(', ')}`);
-  t.match((await run('dpkg-deb', ['--field', path.join(work, deb!), 'Architecture'])).stdout, /^arm64$/m);
+  const [deb] = fs.readdirSync(out).filter((name) => name.endsWith('_arm64.deb'));
+  t.ok(deb, `edge-events_<version>_arm64.deb: ${fs.readdirSync(out).join(', ')}`);
+  t.match((await run('dpkg-deb', ['--field', path.join(out, deb!), 'Architecture'])).stdout, /^arm64$/m);
   const unpacked = path.join(root, DEB_ROOT);
   fs.rmSync(unpacked, { recursive: true, force: true });
-  await run('dpkg-deb', ['-x', path.join(work, deb!), unpacked]);
+  await run('dpkg-deb', ['-x', path.join(out, deb!), unpacked]);
   for (const binding of ARM64_BINDINGS) t.ok(fs.existsSync(path.join(unpacked, 'usr/lib/edge-events', binding)), `${binding} is in the package`);
 
   const dataDir = `${DATA_DIR}-deb`;
