@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { AppendPace } from './append-pace.js';
+import { kernelPageBytes } from './kernel-page.js';
 import { checksum, FRAME_HEADER_BYTES, frameHeader, segmentTag, type FrameKind } from './segment-frames.js';
 import { segmentFileName, syncDirectory, takeRecycledSegment } from './segment-files.js';
 
@@ -51,13 +52,14 @@ function isOutOfSpace(err: unknown): boolean {
 const IOV_MAX = 1024;
 
 /**
- * The zeros go to the file one page per write (bytes). Linux caches a write in a folio as large
- * as the write (ext4 with large folios, e.g. kernel 6.18), and counts every later write that
- * dirties a folio as the whole folio in `write_bytes` (/proc/<pid>/io): zeros written in one
- * 1 MiB write made each small append count as 1 MiB written, in /stats too, though the device
- * received only its dirty blocks (docs/STORAGE.md, "The segment log").
+ * The zeros go to the file one kernel page per write (bytes; 4 KiB, or 16 KiB on a Raspberry Pi
+ * 5: kernel-page.ts). Linux caches a write in a folio as large as the write (ext4 with large
+ * folios, e.g. kernel 6.18), and counts every later write that dirties a folio as the whole folio
+ * in `write_bytes` (/proc/<pid>/io): zeros written in one 1 MiB write made each small append
+ * count as 1 MiB written, in /stats too, though the device received only its dirty blocks
+ * (docs/STORAGE.md, "The segment log").
  */
-const ZERO_WRITE_BYTES = 4096;
+const ZERO_WRITE_BYTES = kernelPageBytes();
 const ZERO_PAGE = Buffer.alloc(ZERO_WRITE_BYTES);
 
 /** A frame to append: its id (file id or event id), kind and data. */
