@@ -21,9 +21,11 @@ if [ -n "$missing" ]; then
 fi
 wrk --version 2>&1 | head -1 || true
 
-if ! node -e "require('better-sqlite3'); require('fastify')" 2>/dev/null; then
+if ! node -e "require('better-sqlite3')(':memory:'); require('fastify')" 2>/dev/null; then
   echo "setup: installing native-bench's npm dependencies"
   npm install --no-audit --no-fund
+  # An addon compiled under another Node line (another ABI) is built again for this one.
+  node -e "require('better-sqlite3')(':memory:')" 2>/dev/null || npm rebuild better-sqlite3
 fi
 
 if [ ! -f ../dist/src/cli.js ]; then

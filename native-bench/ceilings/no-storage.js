@@ -16,6 +16,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../dist/src/config.js';
+import { CreatePreparer } from '../../dist/src/events/create-preparer.js';
+import { BodyBudget } from '../../dist/src/http/body-budget.js';
 import { createEngine } from '../../dist/src/http/engine-choice.js';
 import { registerRoutes } from '../../dist/src/http/route-table.js';
 import { createRoute } from '../../dist/src/http/store-routes.js';
@@ -33,11 +35,14 @@ let created = 0;
 const writer = {
   async create(event) {
     created += 1;
+    // A create the preparer's worker built (a body of 1 MiB or more) comes with its record.
+    const built = 'encoded' in event;
+    const images = built ? event.record.images.filter((image) => image.file_id !== null).length : event.images.filter((entry) => entry.image !== null).length;
     return {
       id: randomUUID(),
-      image_ids: event.images.filter((entry) => entry.image !== null).map(() => randomUUID()),
+      image_ids: Array.from({ length: images }, () => randomUUID()),
       created_at: nextUniqueMicros(),
-      draft: event.fields.draft,
+      draft: built ? event.record.draft : event.fields.draft,
     };
   },
 };
@@ -49,7 +54,9 @@ const engine = createEngine(config.httpEngine, log);
 // flag nobody sets never is (docs/API.md, "Capacity and 529").
 const gate = new CapacityGate(new Int32Array(new SharedArrayBuffer(4)), { trackUploads: false }, config, log);
 const health = { method: 'get', path: '/health', public: true, handler: () => ({ status: 200, body: { status: 'healthy', datastore: 'none' } }) };
-const inFlight = registerRoutes(engine, [health, createRoute(() => writer)], { config, log, lifecycle: { gate }, runtime: engine.runtime });
+// The create route's body budget and preparer, as the store's server has them (src/http/server.ts).
+const ctx = { config, log, lifecycle: { gate }, runtime: engine.runtime, creates: new CreatePreparer(config), bodies: new BodyBudget(config.maxInflightBodyBytes) };
+const inFlight = registerRoutes(engine, [health, createRoute(() => writer)], ctx);
 try {
   await engine.listen(config.host, config.port);
 } catch (err) {
@@ -60,6 +67,7 @@ try {
 process.once('SIGTERM', async () => {
   engine.stopListening();
   await inFlight.drained(5_000);
+  await ctx.creates.close();
   console.log(`no-storage (${engine.name}): answered ${created} creates`);
   process.exit(0);
 });

@@ -14,6 +14,12 @@ import { packageRoot } from '../../src/paths.js';
 const run = promisify(execFile);
 export const PLATFORM_EXEC = path.join(packageRoot, 'scripts', 'platform-exec.sh');
 
+/** A process's resident memory (MiB, VmRSS of /proc/<pid>/status), for the figures a test prints. */
+export function residentMiB(pid: number): number {
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : NaN;
+}
+
 /** Where the tarball goes in a root, as the root sees it. */
 const PREFIX = '/opt/edge-events';
 
