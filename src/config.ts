@@ -117,6 +117,11 @@ export interface Config {
   logLevel: string;
   /** HTTP_ENGINE: `uws` or `node` forces that engine; unset: native uWebSockets.js when it loads, else node. */
   httpEngine: 'uws' | 'node' | undefined;
+  /**
+   * UNKNOWN_KEYS: what a create body's keys the schema does not define get (docs/API.md, "Ignored
+   * keys"): `warn` (default) ignores them and names them in the 201's `warnings`; `reject` answers 422.
+   */
+  unknownKeys: 'warn' | 'reject';
 }
 
 /** A setting with a bad value; the message names the setting and what it expects. */
@@ -256,6 +261,15 @@ function inflightBodyBytes(env: Env, maxRecordSizeBytes: number): number {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const HTTP_ENGINES = ['uws', 'node'] as const;
+const UNKNOWN_KEY_POLICIES = ['warn', 'reject'] as const;
+
+function unknownKeys(env: Env): Config['unknownKeys'] {
+  const raw = text(env, 'UNKNOWN_KEYS');
+  if (raw === undefined) return 'warn';
+  const policy = UNKNOWN_KEY_POLICIES.find((name) => name === raw);
+  if (!policy) throw new ConfigError('UNKNOWN_KEYS', `${UNKNOWN_KEY_POLICIES.join(' or ')} (unset: warn)`, raw);
+  return policy;
+}
 
 function httpEngine(env: Env): Config['httpEngine'] {
   const raw = text(env, 'HTTP_ENGINE');
@@ -324,6 +338,7 @@ export function loadConfig(env: Env = process.env): Config {
     corsAllowedOrigins: origins(env, 'CORS_ALLOWED_ORIGINS'),
     logLevel,
     httpEngine: httpEngine(env),
+    unknownKeys: unknownKeys(env),
   };
 }
 

@@ -66,9 +66,10 @@ t.test('a heavy create is prepared off the HTTP thread and stored as sent, its i
   const event = await heavyEvent();
   t.ok(weightOf(JSON.stringify(event)) >= OFF_THREAD_MIN_WEIGHT_BYTES, 'the body weighs enough to go to the worker');
 
-  const created = await postJson(`${store.url}/v2/events`, event);
+  const created = await postJson(`${store.url}/v2/events`, { ...event, cameraName: 'north gate' });
   t.equal(created.status, 201, JSON.stringify(created.body));
   t.equal(await preparedOffThread(store), 1);
+  t.same(created.body.warnings?.map((warning: { loc: unknown[] }) => warning.loc), [['body', 'cameraName']], 'a key the worker ignored is named too');
   const light = await postJson(`${store.url}/v2/events`, smallEvent());
   t.equal(light.status, 201);
   t.equal(await preparedOffThread(store), 1, 'a light create is prepared in place');
@@ -127,13 +128,13 @@ t.test('a closed preparer starts a new worker for the next heavy body', async (t
   t.teardown(() => preparer.close());
   const text = Buffer.from(JSON.stringify(await heavyEvent()));
   const weight = text.length + parsedExtraBytes(text);
-  const first = offThread(await preparer.prepare(Buffer.from(text), weight));
+  const first = offThread((await preparer.prepare(Buffer.from(text), weight)).event);
   t.equal(first.imageBlobs[0].bytes.length, fixture('retina.jpg').length);
   t.ok(Buffer.isBuffer(first.imageBlobs[0].bytes), 'image bytes from the worker are a Buffer again');
   t.ok('unstamped' in first.encoded && Buffer.isBuffer(first.encoded.unstamped.value), 'the encoded record too');
   t.same(first.record.images[0].instance_segmentations.map((s) => (s as { points: unknown[] }).points), [[], []], 'the record for the head comes back without its geometry');
   await preparer.close();
-  const second = offThread(await preparer.prepare(Buffer.from(text), weight));
+  const second = offThread((await preparer.prepare(Buffer.from(text), weight)).event);
   t.same({ ...second.record, id: first.record.id, images: [] }, { ...first.record, images: [] });
   t.equal(preparer.preparedOffThread, 2);
 });

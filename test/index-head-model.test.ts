@@ -91,7 +91,7 @@ function resultsOf(line: number): NewEvent['images'][number]['results'] {
   return {
     label: null, object_detections: [], classifications: [],
     instance_segmentations: Array.from({ length: line }, () => ({ ...box, class: `line-${line}`, points: polygon })),
-    keypoints: [{ ...box, class: 'hand', keypoints: [{ x: line, y: 2, confidence: 0.5 }] }],
+    keypoints: [{ ...box, class: 'hand', keypoints: [{ id: 0, x: line, y: 2, occluded: false }] }],
     metadata: {},
   };
 }

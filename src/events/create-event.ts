@@ -3,13 +3,14 @@
  * (`image_decode_failed`), and the durable write. Answers only once the record and its image bytes are durable.
  */
 import type { Config } from '../config.js';
-import { AppError } from '../errors.js';
+import { AppError, type ValidationIssue } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
 import type { NewEvent, PreparedCreate } from '../store/prepared-create.js';
 import { formatMicros } from '../store/timestamps.js';
 import { decodeImage } from './decode-image.js';
 import { assertPointLimit, assertPredictionLimit } from './prediction-limit.js';
 import type { CreateEventInput } from './types.js';
+import { ignoredKeyIssue, ignoredKeys, type IgnoredKey } from './unknown-keys.js';
 import { validateCreateBody } from './validate.js';
 
 /**
@@ -22,7 +23,7 @@ export type EventWriter = Pick<EventStore, 'create'>;
 export type PredictionLimits = Pick<Config, 'maxPredictionsPerImage' | 'maxPointsPerEvent'>;
 
 /** The settings a create body is checked against (docs/API.md, "Create an event"; docs/OPERATIONS.md, "Settings"). */
-export type CreateLimits = PredictionLimits & Pick<Config, 'defaultSolutionId' | 'cloudUploadUrl'>;
+export type CreateLimits = PredictionLimits & Pick<Config, 'defaultSolutionId' | 'cloudUploadUrl' | 'unknownKeys'>;
 
 /** The 201 body of a create (docs/API.md, "Response shapes"). */
 export interface CreateResponse {
@@ -31,6 +32,14 @@ export interface CreateResponse {
   created_at: string;
   draft: boolean;
   message: string;
+  /** One per key of the body the store ignored (docs/API.md, "Ignored keys"); absent when none was. */
+  warnings?: ValidationIssue[];
+}
+
+/** A create body made ready to store, and the keys of it the store ignored. */
+export interface PreparedBody<E = NewEvent> {
+  event: E;
+  ignored: IgnoredKey[];
 }
 
 /**
@@ -39,7 +48,8 @@ export interface CreateResponse {
  * @throws what prepareCreate and storeCreate throw
  */
 export async function createEvent(store: EventWriter, limits: CreateLimits, body: unknown): Promise<CreateResponse> {
-  return storeCreate(store, await prepareCreate(body, limits));
+  const { event, ignored } = await prepareCreate(body, limits);
+  return storeCreate(store, event, ignored);
 }
 
 /**
@@ -47,18 +57,25 @@ export async function createEvent(store: EventWriter, limits: CreateLimits, body
  * checked against the limits, its images decoded. Runs on the HTTP thread or on the create
  * preparer's worker (create-preparer.ts).
  * @param body the parsed JSON body, camelCase or snake_case
- * @returns the event to store, without the images' base64 text
+ * @returns the event to store, without the images' base64 text, and the keys of the body the
+ *   store ignored (unknown-keys.ts; docs/API.md, "Ignored keys")
  * @throws AppError validation_failed / unknown_event_schema (422; validation_failed also
- *   for an image over MAX_PREDICTIONS_PER_IMAGE and an event over MAX_POINTS_PER_EVENT),
- *   event_data_invalid (400), solution_required (400), image_decode_failed (400)
+ *   for an image over MAX_PREDICTIONS_PER_IMAGE and an event over MAX_POINTS_PER_EVENT, and for
+ *   ignored keys under UNKNOWN_KEYS=reject, naming each), event_data_invalid (400),
+ *   solution_required (400), image_decode_failed (400)
  */
-export async function prepareCreate(body: unknown, limits: CreateLimits): Promise<NewEvent> {
+export async function prepareCreate(body: unknown, limits: CreateLimits): Promise<PreparedBody> {
+  // Before validation, which drops them.
+  const ignored = ignoredKeys(body);
   const input = validatedCreate(body, limits);
+  if (ignored.length > 0 && limits.unknownKeys === 'reject') {
+    throw new AppError('validation_failed', ignored.map((key) => ignoredKeyIssue(key, 'reject')));
+  }
   if (input.solution === null && limits.defaultSolutionId === undefined && limits.cloudUploadUrl !== undefined) {
     throw new AppError('solution_required');
   }
   const { images, ...fields } = input;
-  return { fields, images: await decodeImages(images) };
+  return { event: { fields, images: await decodeImages(images) }, ignored };
 }
 
 /**
@@ -78,17 +95,20 @@ export function validatedCreate(body: unknown, limits: PredictionLimits): Create
 /**
  * Stores a prepared create durably and words its answer: `event` as `prepareCreate` gives it, or
  * its record already built and encoded (the create preparer's worker: create-preparer.ts).
+ * @param ignored the keys of its body the store ignored: the answer's `warnings`
  * @throws AppError disk_full (507), disk_io_error (503), store_failure (500): EventStore.create's
  */
-export async function storeCreate(store: EventWriter, event: NewEvent | PreparedCreate): Promise<CreateResponse> {
+export async function storeCreate(store: EventWriter, event: NewEvent | PreparedCreate, ignored: IgnoredKey[] = []): Promise<CreateResponse> {
   const created = await store.create(event);
-  return {
+  const response: CreateResponse = {
     id: created.id,
     image_ids: created.image_ids,
     created_at: formatMicros(created.created_at),
     draft: created.draft,
     message: created.draft ? 'Draft event created' : 'Event created',
   };
+  if (ignored.length > 0) response.warnings = ignored.map((key) => ignoredKeyIssue(key, 'warn'));
+  return response;
 }
 
 function decodeImages(images: CreateEventInput['images']): Promise<NewEvent['images']> {

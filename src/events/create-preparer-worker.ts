@@ -10,6 +10,7 @@ import { parseJsonText } from '../json-text.js';
 import { prepareCreateRecord, type PreparedCreate } from '../store/prepared-create.js';
 import { prepareCreate, type CreateLimits } from './create-event.js';
 import { presentEventJson } from './present.js';
+import type { IgnoredKey } from './unknown-keys.js';
 
 /** HTTP thread -> worker: a create body's JSON text. */
 export interface PrepareMessage {
@@ -18,19 +19,19 @@ export interface PrepareMessage {
 }
 
 /** Worker -> HTTP thread: the prepared create, or why the body was refused. */
-export type PreparedMessage = { id: number; prepared: PreparedCreate } | { id: number; error: ErrorReport };
+export type PreparedMessage = { id: number; prepared: PreparedCreate; ignored: IgnoredKey[] } | { id: number; error: ErrorReport };
 
 const limits = workerData as CreateLimits;
 const port = parentPort!;
 
 port.on('message', async ({ id, text }: PrepareMessage) => {
   try {
-    const event = await prepareCreate(parseJsonText(Buffer.from(text.buffer, text.byteOffset, text.byteLength)), limits);
+    const { event, ignored } = await prepareCreate(parseJsonText(Buffer.from(text.buffer, text.byteOffset, text.byteLength)), limits);
     // The store the HTTP thread opens presents its records with presentEventJson too (serve.ts).
     const prepared = prepareCreateRecord(event, presentEventJson);
     const bytes = prepared.imageBlobs.map((blob) => blob.bytes);
     if ('unstamped' in prepared.encoded) bytes.push(prepared.encoded.unstamped.value);
-    port.postMessage({ id, prepared } satisfies PreparedMessage, movableBuffers(bytes));
+    port.postMessage({ id, prepared, ignored } satisfies PreparedMessage, movableBuffers(bytes));
   } catch (err) {
     port.postMessage({ id, error: errorReport(err) } satisfies PreparedMessage);
   }

@@ -11,7 +11,7 @@ import { AppError, errorFromReport } from '../errors.js';
 import { parseJsonText } from '../json-text.js';
 import type { NewEvent, PreparedCreate } from '../store/prepared-create.js';
 import { movableBuffers, startWorker, workerModule } from '../worker-start.js';
-import { prepareCreate, type CreateLimits } from './create-event.js';
+import { prepareCreate, type CreateLimits, type PreparedBody } from './create-event.js';
 import type { PreparedMessage, PrepareMessage } from './create-preparer-worker.js';
 
 /**
@@ -31,7 +31,7 @@ const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.
 export class CreatePreparer {
   private worker: Worker | undefined;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (prepared: PreparedCreate) => void; reject: (err: unknown) => void }>();
+  private readonly pending = new Map<number, { resolve: (prepared: PreparedBody<PreparedCreate>) => void; reject: (err: unknown) => void }>();
   /** Creates prepared on the worker since start (for /metrics). */
   preparedOffThread = 0;
 
@@ -49,11 +49,11 @@ export class CreatePreparer {
    * @throws AppError validation_failed (422) on malformed JSON, what prepareCreate throws, and
    *   store_failure (500) when the worker stops before it answers (its error is the cause)
    */
-  async prepare(text: Buffer, weight: number): Promise<NewEvent | PreparedCreate> {
+  async prepare(text: Buffer, weight: number): Promise<PreparedBody<NewEvent | PreparedCreate>> {
     if (weight < OFF_THREAD_MIN_WEIGHT_BYTES) return prepareCreate(parseJsonText(text), this.limits);
     const worker = this.started();
     const id = this.nextId++;
-    const prepared = new Promise<PreparedCreate>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    const prepared = new Promise<PreparedBody<PreparedCreate>>((resolve, reject) => this.pending.set(id, { resolve, reject }));
     const message: PrepareMessage = { id, text };
     worker.postMessage(message, movableBuffers([text]));
     this.preparedOffThread++;
@@ -69,8 +69,8 @@ export class CreatePreparer {
 
   private started(): Worker {
     if (this.worker) return this.worker;
-    const { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl } = this.limits;
-    const limits: CreateLimits = { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl };
+    const { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys } = this.limits;
+    const limits: CreateLimits = { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys };
     const worker = startWorker(WORKER_MODULE, { workerData: limits });
     worker.unref();
     worker.on('message', (message: PreparedMessage) => this.settle(message));
@@ -93,9 +93,9 @@ export class CreatePreparer {
       waiting.reject(errorFromReport(message.error));
       return;
     }
-    const { prepared } = message;
+    const { prepared, ignored } = message;
     for (const blob of prepared.imageBlobs) blob.bytes = asBuffer(blob.bytes);
     if ('unstamped' in prepared.encoded) prepared.encoded.unstamped.value = asBuffer(prepared.encoded.unstamped.value);
-    waiting.resolve(prepared);
+    waiting.resolve({ event: prepared, ignored });
   }
 }

@@ -4,7 +4,7 @@
  * (`devce_id`) must not widen the answer to every event. Create bodies stay liberal: their
  * unknown keys are ignored (docs/API.md, "Routes").
  */
-import { closest, distance } from 'fastest-levenshtein';
+import { nearestName } from './nearest-name.js';
 import { AppError } from '../errors.js';
 
 /** The list's exact-match filters and their comma-separated twins. */
@@ -27,18 +27,16 @@ export type ReadRoute = keyof typeof ROUTE_PARAMS;
 
 /**
  * Refuses a parameter `route` does not take.
- * @throws AppError invalid_query (400) naming the first unknown parameter, the known name that
- *   begins with it (`sort` for `sort_direction`), else the nearest when it is within a third of the
- *   parameter's length in edits, and the names the route takes
+ * @throws AppError invalid_query (400) naming the first unknown parameter, the known name it was
+ *   likely meant as (nearest-name.ts: `sort_direction` for `sort`, `device_id` for `devce_id`),
+ *   and the names the route takes
  */
 export function assertKnownParams(params: URLSearchParams, route: ReadRoute): void {
   const known: readonly string[] = ROUTE_PARAMS[route];
   for (const name of params.keys()) {
     if (known.includes(name)) continue;
-    const extended = known.find((option) => option.startsWith(name));
-    const nearest = extended ?? closest(name, known);
-    const near = extended !== undefined || distance(name, nearest) <= Math.max(1, Math.floor(name.length / 3));
-    const hint = near ? `; did you mean ${nearest}?` : '.';
+    const nearest = nearestName(name, known);
+    const hint = nearest ? `; did you mean ${nearest}?` : '.';
     throw new AppError('invalid_query', `Unknown query parameter '${name.slice(0, 64)}'${hint} This route takes: ${known.join(', ')}`);
   }
 }

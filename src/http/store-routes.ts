@@ -2,6 +2,7 @@
 import { AppError } from '../errors.js';
 import { assertAttachable, attachUpload, finalize, newStagingFile } from '../events/attach-file.js';
 import { storeCreate, type EventWriter } from '../events/create-event.js';
+import { ignoredKeyPath } from '../events/unknown-keys.js';
 import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, searchEventsBody, type ListLimits } from '../events/read-events.js';
 import { EVENT_SCHEMAS } from '../events/types.js';
 import type { StoredFile } from '../store/stored-file.js';
@@ -210,7 +211,12 @@ export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Rout
     gated: 'create',
     stores: 'event',
     doc: createDoc,
-    handler: async (_ex, ctx, body) => ({ status: 201, body: await storeCreate(writerOf(ctx), await ctx.creates.prepare(body!.text, body!.weight)) }),
+    handler: async (_ex, ctx, body) => {
+      const { event, ignored } = await ctx.creates.prepare(body!.text, body!.weight);
+      const answer = await storeCreate(writerOf(ctx), event, ignored);
+      if (ignored.length > 0) ctx.metrics?.countIgnoredKeys(ignored.map(ignoredKeyPath));
+      return { status: 201, body: answer };
+    },
   };
 }
 

@@ -45,11 +45,17 @@ export interface MetricSources {
 /** How often the event loop's delay is sampled for `nodejs_eventloop_lag_*` (ms; prom-client `eventLoopMonitoringPrecision`). */
 const EVENT_LOOP_SAMPLE_MS = 1000;
 
+/** Distinct paths of ignored keys /metrics labels before it counts the rest as `other`. */
+const IGNORED_KEY_PATHS = 100;
+
 export class StoreMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'route' | 'method' | 'status'>;
   private readonly requestSeconds: Histogram<'route' | 'method' | 'status'>;
   private readonly ingestedBytes: Counter;
+  private readonly ignoredKeys: Counter<'path'>;
+  /** The paths ignoredKeys counts by so far: at most IGNORED_KEY_PATHS, then `other`. */
+  private readonly ignoredKeyPaths = new Set<string>();
 
   constructor(sources: MetricSources) {
     const { config, store, lifecycle, stream, mqtt, diskWrites, hub } = sources;
@@ -64,6 +70,7 @@ export class StoreMetrics {
 
     this.requests = new Counter({ name: `${PREFIX}http_requests_total`, help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers });
     this.requestSeconds = new Histogram({ name: `${PREFIX}http_request_duration_seconds`, help: 'Time from a request\'s head to its answer, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], buckets: SECONDS_BUCKETS, registers });
+    this.ignoredKeys = new Counter({ name: `${PREFIX}ignored_keys_total`, help: `Keys of create bodies the store ignored (docs/API.md, "Ignored keys"), by path without indices; past ${IGNORED_KEY_PATHS} paths, path="other".`, labelNames: ['path'], registers });
     this.ingestedBytes = new Counter({ name: `${PREFIX}ingested_bytes_total`, help: 'Bytes of request bodies the store kept: creates and attachments answered 2xx.', registers });
 
     const ingestedEvents = new Counter({ name: `${PREFIX}ingested_events_total`, help: 'Events created.', registers });
@@ -205,6 +212,19 @@ export class StoreMetrics {
   }
 
   /** Follows the create preparer (src/events/create-preparer.ts): the creates it prepared off the HTTP thread. */
+  /**
+   * Counts the keys a create's body had that the store ignored, by path (`images.keypointDetections`).
+   * A producer chooses its keys, so the paths are bounded: the first IGNORED_KEY_PATHS seen get
+   * their own label, later ones count as `other`.
+   * @param paths unknown-keys.ts `ignoredKeyPath` of each
+   */
+  countIgnoredKeys(paths: string[]): void {
+    for (const path of paths) {
+      if (!this.ignoredKeyPaths.has(path) && this.ignoredKeyPaths.size < IGNORED_KEY_PATHS) this.ignoredKeyPaths.add(path);
+      this.ignoredKeys.inc({ path: this.ignoredKeyPaths.has(path) ? path : 'other' });
+    }
+  }
+
   followCreatePreparer(creates: { readonly preparedOffThread: number }): void {
     new Counter({
       name: `${PREFIX}creates_prepared_off_thread_total`,

@@ -1,0 +1,89 @@
+/**
+ * The keys of a create body that the store ignores (docs/API.md, "Create an event", "Ignored
+ * keys"): any key the create schema does not define, at the top level, in an image entry, a
+ * prediction or a keypoint. `event_data` is checked by its own schema, and `custom_metadata` and
+ * an image's `metadata` take any key. Found before validation, which drops them.
+ */
+import type { AnySchemaObject } from 'ajv/dist/2020.js';
+import type { ValidationIssue } from '../errors.js';
+import { nearestName } from './nearest-name.js';
+import { loadSchemaFiles } from './schema-files.js';
+
+/** A key the store ignored: where (the body's path, as a 422's `loc`), and the key it likely meant. */
+export interface IgnoredKey {
+  loc: (string | number)[];
+  suggestion: string | undefined;
+}
+
+/** UNKNOWN_KEYS (docs/OPERATIONS.md, "Settings"): `warn` answers 201 with warnings, `reject` 422. */
+export type UnknownKeyPolicy = 'warn' | 'reject';
+
+const schemas = loadSchemaFiles();
+const keysOf = (schema: AnySchemaObject): string[] => Object.keys(schema.properties as object);
+const createSchema = schemas.get('create-event.json')!;
+const shapes = schemas.get('shapes.json')!.$defs as Record<string, AnySchemaObject>;
+
+const TOP_LEVEL = keysOf(createSchema);
+const IMAGE_ENTRY = keysOf(createSchema.$defs.imageEntry);
+/** Each prediction list of an image entry, by both its spellings, and the keys of its items. */
+const PREDICTION_LISTS: [string[], string[]][] = [
+  [['object_detections', 'objectDetections'], keysOf(shapes.detection)],
+  [['classifications'], keysOf(shapes.classification)],
+  [['instance_segmentations', 'instanceSegmentations'], keysOf(shapes.instanceSegmentation)],
+  [['keypoints'], keysOf(shapes.keypointGroup)],
+];
+const KEYPOINT = keysOf(shapes.keypoint);
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The keys of `object` that `known` does not hold, each under `loc`. */
+function unknownIn(object: Record<string, unknown>, known: readonly string[], loc: (string | number)[], found: IgnoredKey[]): void {
+  for (const key in object) {
+    if (!known.includes(key)) found.push({ loc: [...loc, key], suggestion: nearestName(key, known) });
+  }
+}
+
+/**
+ * Every key of a parsed create body that the store would ignore, in the body's order. Values of
+ * the wrong type are left to validation.
+ * @param body the parsed JSON body, camelCase or snake_case
+ */
+export function ignoredKeys(body: unknown): IgnoredKey[] {
+  const found: IgnoredKey[] = [];
+  if (!isObject(body)) return found;
+  unknownIn(body, TOP_LEVEL, ['body'], found);
+  if (!Array.isArray(body.images)) return found;
+  body.images.forEach((image, i) => {
+    if (!isObject(image)) return;
+    const at = ['body', 'images', i];
+    unknownIn(image, IMAGE_ENTRY, at, found);
+    for (const [names, known] of PREDICTION_LISTS) {
+      for (const name of names) {
+        const list = image[name];
+        if (!Array.isArray(list)) continue;
+        list.forEach((prediction, k) => {
+          if (!isObject(prediction)) return;
+          unknownIn(prediction, known, [...at, name, k], found);
+          if (name === 'keypoints' && Array.isArray(prediction.keypoints)) {
+            prediction.keypoints.forEach((point, p) => isObject(point) && unknownIn(point, KEYPOINT, [...at, name, k, 'keypoints', p], found));
+          }
+        });
+      }
+    }
+  });
+  return found;
+}
+
+/** An ignored key as a FastAPI-shaped issue: a 201's `warnings` entry, or a 422's under UNKNOWN_KEYS=reject. */
+export function ignoredKeyIssue({ loc, suggestion }: IgnoredKey, policy: UnknownKeyPolicy): ValidationIssue {
+  const what = policy === 'warn' ? 'unknown key, ignored' : 'unknown key (UNKNOWN_KEYS=reject)';
+  return { loc, msg: suggestion ? `${what}; did you mean '${suggestion}'?` : what, type: 'value_error.unknown_key' };
+}
+
+/**
+ * The path of an ignored key with its indices left out (`images.keypointDetections`): the label
+ * /metrics counts it by (docs/OPERATIONS.md, "Metrics").
+ */
+export function ignoredKeyPath({ loc }: IgnoredKey): string {
+  return loc.slice(1).filter((part) => typeof part === 'string').join('.');
+}

@@ -1,0 +1,62 @@
+/**
+ * Keys of a create body that the schema does not define are ignored and named (docs/API.md,
+ * "Ignored keys"), over real HTTP with a real photo: the 201's `warnings` give each one's path and
+ * the key it likely meant, /metrics counts them by path, and UNKNOWN_KEYS=reject answers 422
+ * naming every one and stores nothing. A body without them answers without `warnings`.
+ */
+import t from 'tap';
+import { fixture, getJson, imageEvent, postJson } from './support/events.js';
+import { startStore } from './support/store-server.js';
+
+/** A safety alert whose pipeline misnamed its keypoints, beside model outputs' extra keys. */
+function misnamedEvent(): Record<string, unknown> {
+  return {
+    inferenceTimestamp: '2026-12-02T10:00:00Z',
+    eventSchema: 'safety_alert',
+    eventData: { alertType: 'no_helmet', severity: 'high' },
+    deviceId: 'cam-7',
+    devce_id: 'cam-7',
+    images: [{
+      base64Image: fixture('rocket.jpg').toString('base64'),
+      objectDetections: [{ class: 'person', x: 10, y: 10, width: 4, height: 4, confidence: 0.9, tracker_id: 7 }],
+      keypointDetections: [{ class: 'person', x: 10, y: 10, width: 4, height: 4, confidence: 0.9, keypoints: [] }],
+      keypoints: [{ class: 'hand', x: 1, y: 1, width: 1, height: 1, confidence: 0.5, keypoints: [{ id: 0, x: 1, y: 2, visibility: 1 }] }],
+    }],
+  };
+}
+
+t.test('ignored keys are named in the 201 and counted, and the event is stored without them', async (t) => {
+  const store = await startStore();
+  t.teardown(() => store.stop());
+  const created = await postJson(`${store.url}/v2/events`, misnamedEvent());
+  t.equal(created.status, 201, JSON.stringify(created.body));
+  t.same(created.body.warnings, [
+    { loc: ['body', 'devce_id'], msg: 'unknown key, ignored; did you mean \'device_id\'?', type: 'value_error.unknown_key' },
+    { loc: ['body', 'images', 0, 'keypointDetections'], msg: 'unknown key, ignored; did you mean \'keypoints\'?', type: 'value_error.unknown_key' },
+    { loc: ['body', 'images', 0, 'objectDetections', 0, 'tracker_id'], msg: 'unknown key, ignored', type: 'value_error.unknown_key' },
+    { loc: ['body', 'images', 0, 'keypoints', 0, 'keypoints', 0, 'visibility'], msg: 'unknown key, ignored', type: 'value_error.unknown_key' },
+  ]);
+  const stored = (await getJson(`${store.url}/v2/events/${created.body.id}`)).body;
+  t.same(stored.images[0].keypoints.map((group: { class: string }) => group.class), ['hand'], 'the misnamed list is not stored');
+  t.same(Object.keys(stored.images[0].object_detections[0]).sort(), ['class', 'confidence', 'height', 'width', 'x', 'y']);
+
+  const plain = await postJson(`${store.url}/v2/events`, imageEvent());
+  t.equal(plain.status, 201);
+  t.notOk('warnings' in plain.body, 'no warnings when nothing was ignored');
+
+  const metrics = await (await fetch(`${store.url}/metrics`)).text();
+  for (const path of ['devce_id', 'images.keypointDetections', 'images.objectDetections.tracker_id', 'images.keypoints.keypoints.visibility']) {
+    t.match(metrics, `edge_events_ignored_keys_total{path="${path}"} 1`, `/metrics counts ${path}`);
+  }
+});
+
+t.test('UNKNOWN_KEYS=reject answers 422 naming every ignored key, and stores nothing', async (t) => {
+  const store = await startStore({ UNKNOWN_KEYS: 'reject' });
+  t.teardown(() => store.stop());
+  const refused = await postJson(`${store.url}/v2/events`, misnamedEvent());
+  t.equal(refused.status, 422);
+  t.same(refused.body.detail.map((issue: { loc: unknown[] }) => issue.loc.at(-1)), ['devce_id', 'keypointDetections', 'tracker_id', 'visibility']);
+  t.match(refused.body.detail[1], { msg: 'unknown key (UNKNOWN_KEYS=reject); did you mean \'keypoints\'?', type: 'value_error.unknown_key' });
+  t.equal((await getJson(`${store.url}/stats`)).body.current.total_events, 0, 'nothing stored');
+  t.equal((await postJson(`${store.url}/v2/events`, imageEvent())).status, 201, 'a body without them is stored');
+});
