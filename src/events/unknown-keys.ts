@@ -5,6 +5,7 @@
  * an image's `metadata` take any key. Found before validation, which drops them.
  */
 import type { AnySchemaObject } from 'ajv/dist/2020.js';
+import type { Config } from '../config.js';
 import type { ValidationIssue } from '../errors.js';
 import { nearestName } from './nearest-name.js';
 import { loadSchemaFiles } from './schema-files.js';
@@ -16,7 +17,7 @@ export interface IgnoredKey {
 }
 
 /** UNKNOWN_KEYS (docs/OPERATIONS.md, "Settings"): `warn` answers 201 with warnings, `reject` 422. */
-export type UnknownKeyPolicy = 'warn' | 'reject';
+export type UnknownKeyPolicy = Config['unknownKeys'];
 
 const schemas = loadSchemaFiles();
 const keysOf = (schema: AnySchemaObject): string[] => Object.keys(schema.properties as object);

@@ -45,8 +45,9 @@ export interface MetricSources {
 /** How often the event loop's delay is sampled for `nodejs_eventloop_lag_*` (ms; prom-client `eventLoopMonitoringPrecision`). */
 const EVENT_LOOP_SAMPLE_MS = 1000;
 
-/** Distinct paths of ignored keys /metrics labels before it counts the rest as `other`. */
+/** Distinct paths of ignored keys /metrics labels before it counts the rest as `other`, and the characters of each kept. */
 const IGNORED_KEY_PATHS = 100;
+const IGNORED_KEY_PATH_CHARS = 200;
 
 export class StoreMetrics {
   readonly registry = new Registry();
@@ -211,20 +212,21 @@ export class StoreMetrics {
     new Counter({ name: `${PREFIX}body_budget_refusals_total`, help: 'Requests answered 503 body_budget_full: their body would have passed MAX_INFLIGHT_BODY_BYTES.', registers, collect() { this.reset(); this.inc(budget.refusedTotal); } });
   }
 
-  /** Follows the create preparer (src/events/create-preparer.ts): the creates it prepared off the HTTP thread. */
   /**
    * Counts the keys a create's body had that the store ignored, by path (`images.keypointDetections`).
-   * A producer chooses its keys, so the paths are bounded: the first IGNORED_KEY_PATHS seen get
-   * their own label, later ones count as `other`.
+   * A producer chooses its keys, so the labels are bounded: the first IGNORED_KEY_PATHS paths seen
+   * get their own (cut to IGNORED_KEY_PATH_CHARS), later ones count as `other`.
    * @param paths unknown-keys.ts `ignoredKeyPath` of each
    */
   countIgnoredKeys(paths: string[]): void {
-    for (const path of paths) {
+    for (const whole of paths) {
+      const path = whole.slice(0, IGNORED_KEY_PATH_CHARS);
       if (!this.ignoredKeyPaths.has(path) && this.ignoredKeyPaths.size < IGNORED_KEY_PATHS) this.ignoredKeyPaths.add(path);
       this.ignoredKeys.inc({ path: this.ignoredKeyPaths.has(path) ? path : 'other' });
     }
   }
 
+  /** Follows the create preparer (src/events/create-preparer.ts): the creates it prepared off the HTTP thread. */
   followCreatePreparer(creates: { readonly preparedOffThread: number }): void {
     new Counter({
       name: `${PREFIX}creates_prepared_off_thread_total`,

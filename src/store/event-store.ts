@@ -200,9 +200,9 @@ export class EventStore extends StoreView {
 
   /**
    * Stores an event and its images durably: resolves once the event's frames (its images and
-   * its record, prepared here unless `prepareCreateRecord` was run where the create was prepared:
-   * prepared-create.ts) are fdatasync'd in the segment log, and the event is in the index head, visible
-   * to every read of this thread (docs/STORAGE.md, "Creates").
+   * its record, built and encoded here unless `prepareCreateRecord` already was where the create
+   * was prepared: prepared-create.ts) are fdatasync'd in the segment log, and the event is in the
+   * index head, visible to every read of this thread (docs/STORAGE.md, "Creates").
    * @throws AppError disk_full on ENOSPC, disk_io_error on EIO (docs/STORAGE.md, "An I/O error in
    *   the log"), store_failure on any other failure; either, with the checkpoint's error as
    *   cause, while checkpoints fail and the head is full
