@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 /** `edge-events`: the one binary of the package, with its subcommands. */
 import { Command } from 'commander';
+import { packageVersion } from './paths.js';
 
 const program = new Command('edge-events')
   .description('On-device event store for vision pipelines, and hosted image-search tools')
+  .version(packageVersion, '-V, --version', 'print the version of edge-event-store')
   .showHelpAfterError();
 
 program

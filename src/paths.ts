@@ -18,3 +18,6 @@ export const packageRoot = findPackageRoot(path.dirname(fileURLToPath(import.met
 
 /** Absolute path of the JSON Schemas folder. */
 export const schemasDir = path.join(packageRoot, 'schemas');
+
+/** The package's version (package.json), as `edge-events --version`, /stats `runtime.version` and /openapi.json give it. */
+export const packageVersion = (JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;

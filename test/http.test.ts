@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import t from 'tap';
+import { packageVersion } from '../src/paths.js';
 import { assertNativeServer, NativeServerUnavailable } from '../src/http/native-check.js';
 import { searchProxyRoutes } from '../src/http/search-proxy-routes.js';
 import { allRoutes } from '../src/http/server.js';
@@ -83,7 +84,7 @@ t.test('the engine in use is logged once at start-up and reported by /stats', as
   const expected = expectedEngine();
   t.same(
     { ...runtime, glibc: undefined },
-    { node_version: process.version, node_abi: process.versions.modules, http_engine: expected.engine, uws_build: expected.uwsBuild, glibc: undefined },
+    { version: packageVersion, node_version: process.version, node_abi: process.versions.modules, http_engine: expected.engine, uws_build: expected.uwsBuild, glibc: undefined },
     `${expected.engine} engine, ${expected.uwsBuild ?? 'no native build'}`,
   );
   t.equal(runtime.glibc, currentHost().glibc, 'the glibc found is reported');

@@ -4,6 +4,7 @@
  * that loads here, else the `node:http` engine announced once, loudly, at start-up.
  */
 import type { Logger } from '../logger.js';
+import { packageVersion } from '../paths.js';
 import type { EngineName, HttpEngine, RuntimeInfo } from './engine.js';
 import { createNodeEngine } from './node/node-engine.js';
 import type { UwsHost } from './uws/uws-builds.js';
@@ -51,7 +52,7 @@ export function fallbackNotice(report: UwsLoadReport, nodeVersion = process.vers
 }
 
 function runtimeInfo(name: EngineName, host: UwsHost, uwsBuild: string | null): RuntimeInfo {
-  return { node_version: process.version, node_abi: process.versions.modules, http_engine: name, uws_build: uwsBuild, glibc: host.glibc };
+  return { version: packageVersion, node_version: process.version, node_abi: process.versions.modules, http_engine: name, uws_build: uwsBuild, glibc: host.glibc };
 }
 
 /**

@@ -19,6 +19,8 @@ export type EngineName = 'uws' | 'node';
 
 /** What /stats reports of the runtime, so operators of a fleet see what each device runs. */
 export interface RuntimeInfo {
+  /** The store's own version (package.json). */
+  version: string;
   /** `process.version`, e.g. `v24.11.1`. */
   node_version: string;
   /** `process.versions.modules`, e.g. `137`. */

@@ -9,11 +9,9 @@
  * its own, and every `$ref` is rewritten to `#/components/schemas/...`. Both use JSON Schema
  * draft 2020-12, the dialect of OpenAPI 3.1, so nothing else is translated.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { errorRegistry, type ErrorCode } from '../errors.js';
 import { loadSchemaFiles } from '../events/schema-files.js';
-import { packageRoot } from '../paths.js';
+import { packageVersion } from '../paths.js';
 import { schemaRef, STRING, type ErrorDoc, type OpenApiObject } from './route-docs.js';
 import type { Route } from './route-table.js';
 
@@ -218,12 +216,11 @@ function pathsOf(routes: readonly Route[]): OpenApiObject {
 // The document
 
 function build(routes: readonly Route[]): Json {
-  const { version } = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string };
   return {
     openapi: '3.1.0',
     info: {
       title: 'edge-event-store',
-      version,
+      version: packageVersion,
       description:
         'On-device event store for vision pipelines. Input accepts camelCase or snake_case names; responses use snake_case. ' +
         'Errors are FastAPI-shaped: {"detail": "..."}, or for 422 {"detail": [{"loc", "msg", "type"}]}. ' +

@@ -114,7 +114,7 @@ export async function startServer(parts: ServerParts): Promise<RunningServer> {
   parts.metrics.followCreatePreparer(ctx.creates);
   const inFlight = registerRoutes(engine, routesFor(config), ctx, admission);
   const port = await engine.listen(config.host, config.port);
-  log.info({ host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
+  log.info({ version: engine.runtime.version, host: config.host, port, dataDir: config.dataDir, httpEngine: engine.name }, 'edge-event-store listening');
   warnAboutGateway(config, log);
   return {
     port,

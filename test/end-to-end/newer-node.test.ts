@@ -10,6 +10,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { packageVersion } from '../../src/paths.js';
 import { chooseUwsBuilds, compareVersions, UWS_BUILDS } from '../../src/http/uws/uws-builds.js';
 import { currentHost, installedBuilds } from '../../src/http/uws/uws-loader.js';
 import { fixture, getJson, imageEvent, postJson } from '../support/events.js';
@@ -32,7 +33,7 @@ for (const major of [22, 24, 26]) {
 
     const store = await spawnStore({ PORT: '0', DATA_DIR: tempDataDir(), HTTP_ENGINE: '', LOG_LEVEL: 'info' }, node);
     const { runtime } = (await getJson(`${store.url}/stats`)).body;
-    t.same(runtime, { node_version: version, node_abi: abi, http_engine: expected.engine, uws_build: expected.uwsBuild, glibc: host.glibc }, `serves on ${expected.engine}`);
+    t.same(runtime, { version: packageVersion, node_version: version, node_abi: abi, http_engine: expected.engine, uws_build: expected.uwsBuild, glibc: host.glibc }, `serves on ${expected.engine}`);
     t.equal((await getJson(`${store.url}/health`)).status, 200);
     const created = await postJson(`${store.url}/v2/events`, imageEvent());
     t.equal(created.status, 201, 'takes an event with an image');
