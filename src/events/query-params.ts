@@ -4,7 +4,7 @@
  * (`devce_id`) must not widen the answer to every event. Create bodies stay liberal: their
  * unknown keys are ignored (docs/API.md, "Routes").
  */
-import { nearestName } from './nearest-name.js';
+import { nearestName } from '../query-language/nearest-name.js';
 import { AppError } from '../errors.js';
 
 /** The list's exact-match filters and their comma-separated twins. */

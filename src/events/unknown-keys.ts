@@ -7,7 +7,7 @@
 import type { AnySchemaObject } from 'ajv/dist/2020.js';
 import type { Config } from '../config.js';
 import type { ValidationIssue } from '../errors.js';
-import { nearestName } from './nearest-name.js';
+import { nearestName } from '../query-language/nearest-name.js';
 import { loadSchemaFiles } from './schema-files.js';
 
 /** A key the store ignored: where (the body's path, as a 422's `loc`), and the key it likely meant. */

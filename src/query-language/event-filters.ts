@@ -4,6 +4,7 @@
  * A selector of the hosted search only (`tag:`, `like-image:`...) is an error saying so, and so is
  * an unknown one, so a typo fails with its position instead of matching nothing.
  */
+import { nearestName } from './nearest-name.js';
 import { QuerySyntaxError } from './query-syntax-error.js';
 import { FILTER_KEYS } from './query-ast.js';
 import type { Comparison, FilterBase, QueryNode } from './query-ast.js';
@@ -78,9 +79,10 @@ export function parseEventFilterWord(query: string, chars: WordChar[], start: nu
   if (!isEventKey(selector)) {
     if (separator !== ':' || headText.startsWith(`${selector}://`)) return null;
     const hosted = (FILTER_KEYS as readonly string[]).includes(selector);
+    const nearest = nearestName(selector, EVENT_FILTER_KEYS);
     const reason = hosted
       ? `"${selector}:" is a filter of the hosted image search (edge-events search), not of stored events`
-      : `Unknown filter "${selector}:"`;
+      : `Unknown filter "${selector}:"${nearest ? `; did you mean ${nearest}:?` : ''}`;
     throw new QuerySyntaxError(query, start, `${reason}; events take: ${EVENT_FILTER_KEYS.map((k) => `${k}:`).join(' ')}`);
   }
   if (separator !== ':' && selector !== 'date') {

@@ -5,6 +5,7 @@
  * an error rather than text, so a typo such as `spilt:train` fails locally instead of running as a
  * semantic search.
  */
+import { nearestName } from './nearest-name.js';
 import { QuerySyntaxError } from './query-syntax-error.js';
 import { FILTER_KEYS, SPLITS } from './query-ast.js';
 import type { Comparison, FilterKey, FilterNode, RangeFilter, Split } from './query-ast.js';
@@ -26,7 +27,8 @@ export function parseFilterWord(query: string, chars: WordChar[], start: number,
   if (!isFilterKey(selector)) {
     const isUrl = headText.startsWith(`${selector}://`);
     if (separator !== ':' || isUrl) return null;
-    throw new QuerySyntaxError(query, start, `Unknown filter "${selector}:"; known filters: ${FILTER_KEYS.map((k) => `${k}:`).join(' ')}`);
+    const nearest = nearestName(selector, FILTER_KEYS);
+    throw new QuerySyntaxError(query, start, `Unknown filter "${selector}:"${nearest ? `; did you mean ${nearest}:?` : ''}; known filters: ${FILTER_KEYS.map((k) => `${k}:`).join(' ')}`);
   }
   if (separator !== ':' && selector !== 'date') {
     throw new QuerySyntaxError(query, start + selector.length, `${selector} takes ":" (only date takes a comparison such as date>=2024-01-01)`);

@@ -1,6 +1,7 @@
 /**
- * The known name a mistyped one most likely meant, for did-you-mean hints: an unknown query
- * parameter (query-params.ts) or an ignored key of a create body (unknown-keys.ts).
+ * The known name a mistyped one most likely meant, for did-you-mean hints: an unknown filter of
+ * the query language (event-filters.ts, query-filters.ts), an unknown query parameter
+ * (src/events/query-params.ts) or an ignored key of a create body (src/events/unknown-keys.ts).
  */
 import { closest, distance } from 'fastest-levenshtein';
 
