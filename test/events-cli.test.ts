@@ -3,9 +3,11 @@
  * table and JSON outputs, paging with --cursor, a malformed query refused before anything is
  * sent, the store's key, and a store that does not answer.
  */
+import { execFile } from 'node:child_process';
 import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { cliPath } from '../scripts/lib/spawned-store.js';
 import { runEventsCli } from '../src/client/events-command.js';
 import { StoreClient, StoreRequestError } from '../src/client/store-client.js';
 import { describeStoreFailure } from '../src/client/store-failure.js';
@@ -13,6 +15,11 @@ import { createSearchMcpServer } from '../src/mcp/mcp-server.js';
 import { imageEvent, postJson } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
 import { freePort } from './support/waiting.js';
+
+/** Runs a process expected to fail; resolves with its exit code and stderr. */
+function execFileFailure(file: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => execFile(file, args, (error, _stdout, stderr) => resolve({ code: error ? (error.code as number | null) : 0, stderr })));
+}
 
 /** Runs the command; returns its exit code and what it wrote. */
 async function run(argv: string[], env: Record<string, string | undefined> = {}) {
@@ -96,6 +103,11 @@ t.test('failures: a malformed query before any request, the store\'s key, no sto
   t.match(away.stderr, /No answer from the store at http:\/\/127\.0\.0\.1:\d+.*\nhint: Is the store running there\?/);
   t.equal((await run(['class:cat', '--store', store.url, '--limit', '0'])).code, 1, '--limit 0: exit 1');
   t.match((await run(['*', '--store', 'ftp://x'])).stderr, /--store must be an http\(s\) URL/);
+
+  // The installed command, whose program shows the usage after an error of its own: not after these.
+  const badOption = await execFileFailure(process.execPath, [cliPath, 'events', 'class:cat', '--json', '--bogus']);
+  t.same(JSON.parse(badOption.stderr), { error: { message: 'unknown option \'--bogus\'', hint: 'See edge-events events --help. Quote the query as one argument; put -- before a query that starts with "-".' } }, '--json: one JSON line on stderr, no usage after it');
+  t.match((await execFileFailure(process.execPath, [cliPath, 'events', 'class:cat', '--bogus'])).stderr, /^error: unknown option '--bogus'\nhint: See edge-events events --help\.[^\n]*\n$/, 'text: the error and its hint alone');
 });
 
 t.test('a cursor no page gave: its own message and hint, no caret; before any request', async (t) => {

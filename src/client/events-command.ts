@@ -59,6 +59,9 @@ function addEventsCommand(program: Command, io: StoreCliIo, setExitCode: (code: 
     .action(async (query: string, options: EventsOptions) => {
       setExitCode(await executeEvents(query, options, io));
     });
+  // The failure's hint points to --help: the usage after it would follow a --json failure's one
+  // JSON line on stderr, and bury a plain one.
+  command.showHelpAfterError(false);
   command.configureOutput({
     writeOut: (text) => io.stdout.write(text),
     writeErr: (text) => io.stderr.write(text),
