@@ -64,3 +64,18 @@ t.test('with API_KEY set, /metrics takes the key as X-API-Key or as api_key (Pro
   t.equal((await fetch(`${store.url}/metrics`, { headers: { 'x-api-key': 'scrape-key' } })).status, 200);
   t.equal((await fetch(`${store.url}/metrics?api_key=scrape-key`)).status, 200);
 });
+
+t.test('a scrape reports only true values: no empty loop-delay statistics, no NaN, no VmData as a heap', async (t) => {
+  const store = await startStore();
+  t.teardown(() => store.stop());
+  // The first scrape, before the loop-delay histogram's first sample, and one right after it,
+  // whose histogram prom-client has just reset.
+  for (const when of ['first', 'second']) {
+    const text = await (await fetch(`${store.url}/metrics`)).text();
+    const untrue = text.split('\n').filter((line) => line !== '' && !line.startsWith('#'))
+      .filter((line) => { const value = Number(line.slice(line.lastIndexOf(' ') + 1)); return !Number.isFinite(value) || (line.includes('eventloop_lag') && value > 3600); });
+    t.same(untrue, [], `${when} scrape: every value a finite number, no loop delay of more than an hour`);
+    t.notMatch(text, /^edge_events_process_heap_bytes /m, `${when} scrape: no process_heap_bytes (it is VmData)`);
+    t.match(text, /^edge_events_nodejs_eventloop_lag_seconds /m, `${when} scrape: the lag measured at the scrape stays`);
+  }
+});

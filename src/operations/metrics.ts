@@ -45,6 +45,32 @@ export interface MetricSources {
 /** How often the event loop's delay is sampled for `nodejs_eventloop_lag_*` (ms; prom-client `eventLoopMonitoringPrecision`). */
 const EVENT_LOOP_SAMPLE_MS = 1000;
 
+/** prom-client's statistics of the event loop's delay (lib/metrics/eventLoopLag.js). */
+const LOOP_DELAY_STATISTICS = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((stat) => `${PREFIX}nodejs_eventloop_lag_${stat}_seconds`);
+
+/**
+ * prom-client sets the loop-delay statistics from a `monitorEventLoopDelay` histogram that it
+ * resets at every scrape, so a scrape before the histogram's next sample (the first second after
+ * start, or two scrapes within EVENT_LOOP_SAMPLE_MS) reports an empty histogram's state: a min of
+ * 9223372036.854776 s, a max of 0 and a NaN mean. Such a scrape leaves them out: a value is kept
+ * only when the histogram had a sample, which its max (0 when empty) tells.
+ */
+function omitEmptyLoopDelayStatistics(registry: Registry): void {
+  const max = registry.getSingleMetric(`${PREFIX}nodejs_eventloop_lag_max_seconds`);
+  if (!max) return;
+  const maxOf = max.get.bind(max);
+  for (const name of LOOP_DELAY_STATISTICS) {
+    const gauge = registry.getSingleMetric(name);
+    if (!gauge) continue;
+    const get = gauge.get.bind(gauge);
+    gauge.get = async () => {
+      const metric = await get();
+      const sampled = (await maxOf()).values.some((sample) => sample.value > 0);
+      return sampled ? metric : { ...metric, values: [] };
+    };
+  }
+}
+
 /** Distinct paths of ignored keys /metrics labels before it counts the rest as `other`, and the characters of each kept. */
 const IGNORED_KEY_PATHS = 100;
 const IGNORED_KEY_PATH_CHARS = 200;
@@ -68,6 +94,10 @@ export class StoreMetrics {
     // prom-client names three gauges `*_total`, which `promtool check metrics` flags (exit 3); the
     // same counts stay exposed by type as `nodejs_active_handles`, `_requests` and `_resources`.
     for (const kind of ['handles', 'requests', 'resources']) this.registry.removeSingleMetric(`${PREFIX}nodejs_active_${kind}_total`);
+    // prom-client's `process_heap_bytes` is the process's VmData (its data segments, every mapping
+    // reserved included: 2.4 GB beside an RSS of 152 MB), no heap; `nodejs_heap_size_*` are V8's.
+    this.registry.removeSingleMetric(`${PREFIX}process_heap_bytes`);
+    omitEmptyLoopDelayStatistics(this.registry);
 
     this.requests = new Counter({ name: `${PREFIX}http_requests_total`, help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers });
     this.requestSeconds = new Histogram({ name: `${PREFIX}http_request_duration_seconds`, help: 'Time from a request\'s head to its answer, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], buckets: SECONDS_BUCKETS, registers });
