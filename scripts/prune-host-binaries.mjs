@@ -6,7 +6,8 @@
  * platform's binaries), one binary per Node version the package supports (and the installing
  * Node's) that the loader picks on this platform, arch and libc; node-gyp-build's prebuilds of
  * other platforms; addons tagged for the other libc (musl on glibc, glibc on musl); and the
- * dependencies' source maps and TypeScript sources, which Node never loads. Run it again by hand
+ * dependencies' test, benchmark and CI folders, source maps and TypeScript sources, which Node
+ * never loads. Run it again by hand
  * after `--ignore-scripts`.
  *
  * Plain JavaScript, not TypeScript: it runs at install time, with the built dist/ the tarball
@@ -32,9 +33,10 @@ async function main() {
   const where = `${host.platform}-${host.arch}${host.glibc ? `, glibc ${host.glibc}` : ''}`;
   const kept = report.keptUws.length > 0 ? report.keptUws.map((file) => path.basename(file)).join(', ') : 'none (no build serves here: the store will use node:http)';
   const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
-  const { 'native binary': binaries, 'source map': maps, 'TypeScript source': sources } = report.removedByKind;
+  const { 'native binary': binaries, 'source map': maps, 'TypeScript source': sources, 'development folder': folders } = report.removedByKind;
   console.log(`edge-event-store: removed ${mb(report.removedBytes)} this machine never loads: ${binaries.count} native binaries of other machines, libcs and Node versions (${mb(binaries.bytes)}), `
-    + `${maps.count} source maps (${mb(maps.bytes)}) and ${sources.count} TypeScript sources (${mb(sources.bytes)}) of dependencies; uWebSockets.js kept for ${where}: ${kept}`);
+    + `${folders.count} test, benchmark and CI folders (${mb(folders.bytes)}), ${maps.count} source maps (${mb(maps.bytes)}) and ${sources.count} TypeScript sources (${mb(sources.bytes)}) of dependencies; `
+    + `uWebSockets.js kept for ${where}: ${kept}`);
 }
 
 main().catch((err) => console.warn(`edge-event-store: native binaries not pruned, all kept: ${err.message}`));

@@ -236,6 +236,20 @@ const DEPENDENCY_FILES: Record<string, string> = {
   'node_modules/some-ui/Component.tsx': '',
   'node_modules/some-ui/Component.jsx.map': '{}',
   'node_modules/geo-data/regions.map': 'data, not a source map',
+  'node_modules/pino/package.json': JSON.stringify({ name: 'pino', version: '10.1.0' }),
+  'node_modules/pino/test/basic.test.js': '',
+  'node_modules/pino/benchmarks/basic.bench.js': '',
+  'node_modules/pino/lib/test/helper.js': 'a folder named test inside lib/ stays',
+  'node_modules/ordered-binary/package.json': JSON.stringify({ name: 'ordered-binary', version: '1.6.0' }),
+  'node_modules/ordered-binary/.claude/worktrees/a/index.js': '',
+  'node_modules/@pinojs/redact/package.json': JSON.stringify({ name: '@pinojs/redact', version: '0.4.0' }),
+  'node_modules/@pinojs/redact/.github/workflows/ci.yml': '',
+  'node_modules/busboy/package.json': JSON.stringify({ name: 'busboy', version: '1.6.0' }),
+  'node_modules/busboy/node_modules/streamsearch/package.json': JSON.stringify({ name: 'streamsearch', version: '1.1.0' }),
+  'node_modules/busboy/node_modules/streamsearch/test/test.js': '',
+  'node_modules/test/package.json': JSON.stringify({ name: 'test', version: '3.3.0' }),
+  'node_modules/test/index.js': 'a package named test stays',
+  'test/own.test.js': 'the store\'s own test folder stays',
   'dist/src/cli.js': '',
   'dist/src/cli.js.map': '{}',
   'page/index.ts': '',
@@ -287,7 +301,7 @@ async function loadersPick(root: string, libc: 'glibc' | 'musl'): Promise<Record
   return JSON.parse((await promisify(execFile)(process.execPath, ['-e', code], { env })).stdout) as Record<string, string>;
 }
 
-t.test('the prune leaves what lmdb\'s, msgpackr-extract\'s and utf-8-validate\'s loaders pick, drops source maps and TypeScript sources of dependencies only', async (t) => {
+t.test('the prune leaves what lmdb\'s, msgpackr-extract\'s and utf-8-validate\'s loaders pick, drops test folders, source maps and TypeScript sources of dependencies only', async (t) => {
   const abi = Number(process.versions.modules);
   const cases: { libc: 'glibc' | 'musl'; host: UwsHost; lmdb: string[]; msgpackr: string[]; utf8: string[] }[] = [
     { libc: 'glibc', host: { ...linux('2.36'), abi }, lmdb: ['node.abi115.glibc.node', 'node.abi127.glibc.node', 'node.napi.glibc.node'], msgpackr: ['node.abi115.glibc.node', 'node.napi.glibc.node'], utf8: ['node.napi.node'] },
@@ -313,7 +327,10 @@ t.test('the prune leaves what lmdb\'s, msgpackr-extract\'s and utf-8-validate\'s
     t.ok(left.includes('dist/src/cli.js.map') && left.includes('page/index.ts'), `${libc}: the store's own files are never touched`);
     t.ok(['node_modules/@node-rs/crc32-linux-x64-gnu/crc32.linux-x64-gnu.node', 'node_modules/@img/sharp-linux-x64/lib/sharp-linux-x64-0.35.5.node'].every((file) => left.includes(file)),
       `${libc}: napi-rs's and sharp's addons, untagged, stay (npm installs them per libc)`);
-    t.match(report.removedByKind, { 'source map': { count: 9 }, 'TypeScript source': { count: 4 } }, `${libc}: counted by kind`);
+    t.same(left.filter((file) => /(^|\/)(tests?|__tests__|bench(marks?)?|\.github|\.claude)\//.test(file)).sort(),
+      ['node_modules/pino/lib/test/helper.js', 'node_modules/test/index.js', 'node_modules/test/package.json', 'test/own.test.js'],
+      `${libc}: dependencies' test, benchmark and CI folders go; a deeper folder named test, a package named test and the store's own stay`);
+    t.match(report.removedByKind, { 'source map': { count: 9 }, 'TypeScript source': { count: 4 }, 'development folder': { count: 5 } }, `${libc}: counted by kind`);
     t.same(pruneHostBinaries(root, host).removed, [], `${libc}: a second run removes nothing`);
   }
 });

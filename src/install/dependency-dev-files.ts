@@ -11,6 +11,12 @@
  *   (`ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING`, Node's documentation, "Modules: TypeScript"),
  *   so they are never loaded; the packages' `exports` point Node at their compiled `.js`.
  *
+ * - Development folders at a package's top level (`test`, `tests`, `__tests__`, `bench`,
+ *   `benchmark`, `benchmarks`, `.github`, and an editor's `.claude`): published with the package
+ *   when its `files` list or `.npmignore` leaves them in, required by nothing it exports (92 folders,
+ *   3.8 MB of the production tree on 2026-12-02: bintrees' and pino's tests the most). A package's own folder
+ *   so named deeper down (`lib/test`) stays, and so does a package named `test`.
+ *
  * Declarations, READMEs and licences stay: declarations are what a reader of the installed tree
  * would open, and some packages carry their licence only in their README.
  */
@@ -26,7 +32,10 @@ const TYPESCRIPT_SOURCE = /\.(?:[cm]?ts|tsx)$/;
 const DECLARATION = /\.d(?:\.[^.]+)?\.[cm]?ts$/;
 
 /** What a dependency file is, when it is one Node never loads. */
-export type DevFileKind = 'source map' | 'TypeScript source';
+export type DevFileKind = 'source map' | 'TypeScript source' | 'development folder';
+
+/** The development folders of a package's top level (the rule above). */
+const DEV_FOLDERS = new Set(['test', 'tests', '__tests__', 'bench', 'benchmark', 'benchmarks', '.github', '.claude']);
 
 /** The kind of `name` (a file's base name), or undefined when Node may load it. */
 export function devFileKind(name: string): DevFileKind | undefined {
@@ -46,6 +55,25 @@ export function dependencyDevFiles(nodeModules: string): { file: string; kind: D
     if (!entry.isFile()) continue;
     const kind = devFileKind(entry.name);
     if (kind) found.push({ file: path.join(entry.parentPath, entry.name), kind });
+  }
+  return found;
+}
+
+/**
+ * The development folders under `nodeModules` (the rule above): each package's, found by its
+ * package.json, scoped packages and nested node_modules included. Absolute paths; symbolic links
+ * are neither followed nor listed.
+ * @param nodeModules an installed tree's `node_modules` folder (throws ENOENT when absent)
+ */
+export function dependencyDevFolders(nodeModules: string): string[] {
+  const found: string[] = [];
+  for (const entry of fs.readdirSync(nodeModules, { recursive: true, withFileTypes: true }) as fs.Dirent[]) {
+    if (!entry.isDirectory() || !DEV_FOLDERS.has(entry.name)) continue;
+    const packageDir = entry.parentPath;
+    // A package's top level: its folder holds package.json and sits right in a node_modules (or a scope of one).
+    const parent = path.basename(path.dirname(packageDir));
+    const inNodeModules = parent === 'node_modules' || (parent.startsWith('@') && path.basename(path.dirname(path.dirname(packageDir))) === 'node_modules');
+    if (inNodeModules && fs.existsSync(path.join(packageDir, 'package.json'))) found.push(path.join(packageDir, entry.name));
   }
   return found;
 }

@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { installedPackageDir } from '../install-tree.js';
-import { dependencyDevFiles, type DevFileKind } from './dependency-dev-files.js';
+import { dependencyDevFiles, dependencyDevFolders, type DevFileKind } from './dependency-dev-files.js';
 import { NODE_OF_ABI, uwsBinariesToKeep, UWS_BUILDS, type InstalledBuilds, type KeptUwsBinary, type UwsHost } from '../http/uws/uws-builds.js';
 
 /** The ABI of each Node major the builds know (22 -> 127). */
@@ -117,7 +117,7 @@ function nodeFiles(dir: string): string[] {
 
 /**
  * Prunes the installed package at `root` to its host's binaries and drops its dependencies'
- * source maps and TypeScript sources (the rule above). Touches only its install's tree: the
+ * development folders, source maps and TypeScript sources (dependency-dev-files.ts). Touches only its install's tree: the
  * uWebSockets.js packages are looked for in `installTreeNodeModules(root)` (src/install-tree.ts), never in an
  * ancestor's or the home folder's node_modules, and the rest only under `root`/node_modules.
  * Idempotent; never throws for a file it cannot remove (listed in `failed`).
@@ -130,7 +130,7 @@ export function pruneHostBinaries(root: string, host: UwsHost): PruneReport {
   const abis = nodeAbisToKeep(manifest.engines?.node ?? '', host.abi);
   const report: PruneReport = {
     keptUws: [], removed: [], removedBytes: 0, failed: [],
-    removedByKind: { 'native binary': { count: 0, bytes: 0 }, 'source map': { count: 0, bytes: 0 }, 'TypeScript source': { count: 0, bytes: 0 } },
+    removedByKind: { 'native binary': { count: 0, bytes: 0 }, 'source map': { count: 0, bytes: 0 }, 'TypeScript source': { count: 0, bytes: 0 }, 'development folder': { count: 0, bytes: 0 } },
   };
 
   const pinned = [UWS_BUILDS['btc-vision'], UWS_BUILDS.trufflesuite];
@@ -152,6 +152,7 @@ export function pruneHostBinaries(root: string, host: UwsHost): PruneReport {
   if (!fs.existsSync(nodeModules)) return report;
   for (const folder of foreignPrebuilds(nodeModules, host.platform, host.arch)) remove(root, folder, 'native binary', report);
   for (const file of otherLibcBinaries(nodeModules, host)) remove(root, file, 'native binary', report);
+  for (const folder of dependencyDevFolders(nodeModules)) remove(root, folder, 'development folder', report);
   for (const { file, kind } of dependencyDevFiles(nodeModules)) remove(root, file, kind, report);
   return report;
 }

@@ -25,7 +25,7 @@ import { spawnStore } from '../../scripts/lib/spawned-store.js';
 import { npmFreeEnv, packRelease } from '../../scripts/lib/release-tarball.js';
 import { NODE_OF_ABI, uwsBinariesToKeep, UWS_BUILDS } from '../../src/http/uws/uws-builds.js';
 import { currentHost, installedBuilds } from '../../src/http/uws/uws-loader.js';
-import { devFileKind } from '../../src/install/dependency-dev-files.js';
+import { dependencyDevFolders, devFileKind } from '../../src/install/dependency-dev-files.js';
 import { nodeAbisToKeep, otherLibcBinaries } from '../../src/install/host-binaries.js';
 import { getJson, imageEvent, postJson } from '../support/events.js';
 import { nodeRelease } from '../support/node-release.js';
@@ -84,6 +84,7 @@ t.test('the packed tarball installs globally and serves without TypeScript', asy
   const dependencyFiles = filesUnder(path.join(installed, 'node_modules'));
   t.same(dependencyFiles.filter((file) => file.endsWith('.map')), [], 'no source map of a dependency');
   t.same(dependencyFiles.filter((file) => devFileKind(path.basename(file)) === 'TypeScript source'), [], 'no TypeScript source of a dependency');
+  t.same(dependencyDevFolders(path.join(installed, 'node_modules')), [], 'no test, benchmark or CI folder of a dependency');
   t.comment(`du -sk of the prefix: ${(await run('du', ['-sk', prefix])).stdout.split('\t')[0]} KiB, ${dependencyFiles.length} files under node_modules`);
 
   // Served from elsewhere: the assets are found from the installed files, not the working directory.
