@@ -17,7 +17,8 @@
  * [--seconds=N] [--systems=edge-event-store,fastify-sqlite] [--in-flight=1,4] [--workloads=small]
  * [--late-check=N] [--pace=R] [--warmup=N] [--preload=S] [--max-storage=MiB] [--data-root=DIR]
  * [--results=NAME]`.
- * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes
+ * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 10 minutes
+ * (README.md here gives every script's time)
  * and writes RESULTS.sweep.md; --quick (3 s windows, no wait for a quiet machine) writes
  * .data/RESULTS.sweep.quick.md instead, so a noisy check never replaces measured figures.
  * Both print the report and keep the raw figures in .data/sweep.json (.data/sweep.quick.json).
