@@ -230,7 +230,7 @@ const invalid422: [string, unknown, (string | number)[], string][] = [
   ['timestamp not a string', base({ inference_timestamp: 1738324800 }), ['body', 'inference_timestamp'], 'not a valid string'],
   ['custom_metadata 101 keys', base({ custom_metadata: metadata101 }), ['body', 'custom_metadata'], 'at most 100 keys'],
   ['custom_metadata value 1001 chars', base({ custom_metadata: { k: long(1001) } }), ['body', 'custom_metadata', 'k'], 'at most 1000 characters'],
-  ['custom_metadata object value', base({ customMetadata: { k: { a: 1 } } }), ['body', 'customMetadata', 'k'], 'not a valid string'],
+  ['custom_metadata object value', base({ customMetadata: { k: { a: 1 } } }), ['body', 'customMetadata', 'k'], 'value is not a valid string, number or boolean'],
   ['custom_metadata key 257 chars', base({ custom_metadata: { [long(257)]: 1 } }), ['body', 'custom_metadata', long(257)], '1 to 256 characters'],
   ['custom_metadata empty key', base({ custom_metadata: { '': 1 } }), ['body', 'custom_metadata', ''], '1 to 256 characters'],
   ['images not an array', base({ images: {} }), ['body', 'images'], 'not a valid array'],

@@ -65,6 +65,12 @@ function firstType(err: ErrorObject): string {
   return String(err.params.type).split(',')[0];
 }
 
+/** The types a value may have, as a 422 names them: `string, number or boolean` (null, meaning absent, left out). */
+function allowedTypes(err: ErrorObject): string {
+  const types = String(err.params.type).split(',').filter((type) => type !== 'null');
+  return types.length > 1 ? `${types.slice(0, -1).join(', ')} or ${types.at(-1)}` : types[0] ?? firstType(err);
+}
+
 /** One FastAPI-shaped issue for the first ajv error (ajv runs with allErrors false). */
 function toIssue(err: ErrorObject): ValidationIssue {
   const loc: (string | number)[] = ['body', ...pointerSegments(err.instancePath)];
@@ -84,7 +90,7 @@ function toIssue(err: ErrorObject): ValidationIssue {
       return { loc: [...loc, field], msg: `both '${field}' and '${toCamel(field)}' given; send one spelling`, type: 'value_error.duplicate' };
     }
     case 'type':
-      return { loc, msg: `value is not a valid ${firstType(err)}`, type: `type_error.${firstType(err)}` };
+      return { loc, msg: `value is not a valid ${allowedTypes(err)}`, type: `type_error.${firstType(err)}` };
     case 'maxLength':
       return { loc, msg: `ensure this value has at most ${p.limit} characters`, type: 'value_error.any_str.max_length' };
     case 'maxItems':
