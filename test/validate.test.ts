@@ -250,7 +250,7 @@ const invalid422: [string, unknown, (string | number)[], string][] = [
   ['displayImagePosition without images', base({ displayImagePosition: 0 }), ['body', 'displayImagePosition'], 'out of range'],
 ];
 
-t.test('422 validation_failed with one FastAPI issue', async (t) => {
+t.test('422 validation_failed: a body with one problem gets one FastAPI issue', async (t) => {
   for (const [name, body, loc, msg] of invalid422) {
     const err = rejection(body);
     t.equal(err.code, 'validation_failed', `${name}: code`);
@@ -261,6 +261,21 @@ t.test('422 validation_failed with one FastAPI issue', async (t) => {
     t.match(issue.msg, msg, `${name}: msg`);
     t.type(issue.type, 'string', `${name}: type`);
   }
+});
+
+t.test('422 names every problem of a body in one answer, each field once in either spelling', async (t) => {
+  const err = rejection({ eventSchema: 'custom', customMetadata: { k: { a: 1 } }, images: [{ objectDetections: [{ class: 'cat', x: 1, y: 1, width: 1, height: 1 }] }] });
+  t.equal(err.code, 'validation_failed');
+  t.same((err.detail as { loc: unknown[] }[]).map((issue) => issue.loc), [
+    ['body', 'inference_timestamp'],
+    ['body', 'event_data'],
+    ['body', 'customMetadata', 'k'],
+    ['body', 'images', 0, 'objectDetections', 0, 'confidence'],
+  ], 'the missing fields, a bad value and a bad detection, each once');
+  const unknown = rejection({ inference_timestamp: 'yesterday', event_schema: 'vision_event', event_data: {} });
+  t.equal(unknown.code, 'unknown_event_schema');
+  t.same((unknown.detail as { loc: unknown[]; type: string }[]).map((issue) => [issue.loc, issue.type]),
+    [[['body', 'event_schema'], 'enum'], [['body', 'inference_timestamp'], 'value_error.datetime']], 'the unknown schema first, then the rest');
 });
 
 t.test('unknown event_schema: 422 unknown_event_schema (E4)', async (t) => {

@@ -82,7 +82,7 @@ function asModule(code: string): string {
 export function generateValidators(): GeneratedValidators {
   const files = loadSchemaFiles();
   const id = (file: string): string => String(files.get(file)?.$id);
-  const create = standaloneCode.default(createAjv({ lenient: true, source: true }), { validateCreate: id('create-event.json') });
+  const create = standaloneCode.default(createAjv({ allErrors: true, lenient: true, source: true }), { validateCreate: id('create-event.json') });
   const eventData = standaloneCode.default(createAjv({ source: true }), Object.fromEntries(EVENT_SCHEMAS.map((name) => [name, id(`event-data/${name}.json`)])));
   return {
     'create-event.ts': HEADER('the create body, schemas/create-event.json') + asModule(create),

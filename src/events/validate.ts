@@ -71,7 +71,7 @@ function allowedTypes(err: ErrorObject): string {
   return types.length > 1 ? `${types.slice(0, -1).join(', ')} or ${types.at(-1)}` : types[0] ?? firstType(err);
 }
 
-/** One FastAPI-shaped issue for the first ajv error (ajv runs with allErrors false). */
+/** One FastAPI-shaped issue for one ajv error. */
 function toIssue(err: ErrorObject): ValidationIssue {
   const loc: (string | number)[] = ['body', ...pointerSegments(err.instancePath)];
   const p = err.params as Record<string, unknown>;
@@ -109,17 +109,35 @@ function toIssue(err: ErrorObject): ValidationIssue {
   }
 }
 
-/** Maps failed create-body validation to `unknown_event_schema` (422) or `validation_failed` (anything else, 422). */
+/** A required field's spellings are alternatives (`anyOf`): the snake_case one names the field, its camelCase twin and the `anyOf` itself add nothing. */
+const SPELLING_TWIN = /^#\/allOf\/\d+\/anyOf(\/[1-9]\d*\/required)?$/;
+
+/**
+ * Maps failed create-body validation (ajv compiled with allErrors: every failure) to one 422
+ * naming every problem: `unknown_event_schema` when the event schema is unknown (its issue first),
+ * else `validation_failed`.
+ */
 function createBodyError(body: unknown, errors: ErrorObject[]): AppError {
-  const err = errors[0];
-  if (err.keyword === 'enum' && (err.instancePath === '/event_schema' || err.instancePath === '/eventSchema')) {
-    const key = err.instancePath.slice(1);
-    const given = (body as Record<string, unknown>)[key];
-    return new AppError('unknown_event_schema', [
-      { loc: ['body', key], msg: `unknown event_schema '${String(given)}'; expected one of ${EVENT_SCHEMAS.join(', ')}`, type: 'enum' },
-    ]);
+  const issues: ValidationIssue[] = [];
+  const seen = new Set<string>();
+  let unknownSchema: ValidationIssue | undefined;
+  const wrongType = new Set(errors.filter((err) => err.keyword === 'type').map((err) => err.instancePath));
+  for (const err of errors) {
+    // The spelling twins; the summary ajv adds after a key's own failure (`propertyNames`); an
+    // enum's failure on a value of the wrong type, which the type's issue names.
+    if (SPELLING_TWIN.test(err.schemaPath) || err.keyword === 'propertyNames' || (err.keyword === 'enum' && wrongType.has(err.instancePath))) continue;
+    if (err.keyword === 'enum' && (err.instancePath === '/event_schema' || err.instancePath === '/eventSchema')) {
+      const key = err.instancePath.slice(1);
+      const given = (body as Record<string, unknown>)[key];
+      unknownSchema = { loc: ['body', key], msg: `unknown event_schema '${String(given)}'; expected one of ${EVENT_SCHEMAS.join(', ')}`, type: 'enum' };
+      continue;
+    }
+    const issue = toIssue(err);
+    const key = JSON.stringify([issue.loc, issue.type]);
+    if (!seen.has(key)) issues.push(issue);
+    seen.add(key);
   }
-  return new AppError('validation_failed', [toIssue(err)]);
+  return unknownSchema ? new AppError('unknown_event_schema', [unknownSchema, ...issues]) : new AppError('validation_failed', issues);
 }
 
 const TYPE_NAMES: Record<string, string> = { integer: 'an integer', object: 'an object', array: 'an array', string: 'a string', number: 'a number', boolean: 'a boolean' };
@@ -203,12 +221,12 @@ function keyUsed(raw: Record<string, unknown>, snake: string): string {
  * here.
  *
  * Throws `AppError`:
- * - `validation_failed` (422; docs/API.md, "Errors"), detail one FastAPI issue
- *   `{loc: ['body', ...path], msg, type}`: body not an object, wrong type, missing required field
+ * - `validation_failed` (422; docs/API.md, "Errors"), detail one FastAPI issue per problem
+ *   `{loc: ['body', ...path], msg, type}`, every problem the schema finds in one answer: body not an object, wrong type, missing required field
  *   (inference_timestamp, event_schema, event_data in either spelling), both spellings of one
  *   field, too-long string, too many images or metadata keys, confidence
  *   outside 0..1, bad timestamp, display_image_position not an index of images;
- * - `unknown_event_schema` (422), detail one issue with `type: 'enum'`;
+ * - `unknown_event_schema` (422), detail the issue with `type: 'enum'` first, then any others;
  * - `event_data_invalid` (400), detail a string naming the schema, e.g.
  *   "event_data does not conform to schema 'quality_check': result must be one of pass, fail".
  */
