@@ -4,7 +4,7 @@
  * of `configuration.retention_days`), the cloud upload backlog (`capacity.uploads_pending`), MQTT
  * (`mqtt`, hidden when null or absent) and the latest cleanup (`last_cleanup`, hidden when null or
  * absent), damage in the log (`log_damage`, hidden when there is none), and the disk writes (`disk_writes`: a day's bytes, per event, the write amplification, of
- * the data directory's device and of the store process).
+ * the store process and of the data directory's device).
  * Each gauge is a `<meter>` (0..100 percent) and a line of figures.
  */
 import type { DiskWriteStats, LastCleanup, LogDamageStats, MqttStats, Stats } from './shapes.js';
@@ -108,25 +108,26 @@ function amountWritten(figures: { bytes_written: number; bytes_written_per_day: 
 
 /**
  * Bytes written a day (the flash's wear), per event, and the write amplification. The headline is
- * the data directory's device where /stats has it (every writer on it, but what wears the card);
- * the store process's own count follows, which Linux can inflate by counting whole page-cache
- * folios. In the first 10 minutes /stats gives no day's figure, and the card shows the bytes
- * since the start (docs/OPERATIONS.md, "Disk writes"). Hidden where the kernel reports neither.
+ * the store's own count (`/proc/self/io`), which other programs on the disk do not move; the data
+ * directory's device follows where /stats has it, labelled as every writer on it (a disk the box
+ * shares counts the others' writes too). In the first 10 minutes /stats gives no day's figure, and
+ * the card shows the bytes since the start (docs/OPERATIONS.md, "Disk writes"). Hidden where the
+ * kernel reports neither.
  */
 function renderDiskWrites(writes: DiskWriteStats | null | undefined): void {
   const card = element('#disk-writes');
   const own = writes && writes.bytes_written !== null ? { ...writes, bytes_written: writes.bytes_written } : null;
   const device = writes?.device ?? null;
-  const headline = device ?? own;
+  const headline = own ?? device;
   card.hidden = !headline;
   if (!headline) return;
   element('#disk-writes .figure').textContent = amountWritten(headline);
-  const whose = device ? `Device ${device.name}, every writer on it: ` : '';
+  const whose = own ? 'The store\'s own writes: ' : `Device ${device!.name}, every writer on it: `;
   const total = headline.bytes_written_per_day === null ? 'bytes a day after the first 10 minutes' : `${formatBytes(headline.bytes_written)} since the start`;
   element('#disk-writes .summary').textContent = `${whose}${perEventAndAmplification(headline)}; ${total}`;
-  const processNote = element('#disk-writes .process');
-  processNote.hidden = !device || !own;
-  if (device && own) processNote.textContent = `The store process counts ${amountWritten(own)}, ${perEventAndAmplification(own)}`;
+  const deviceNote = element('#disk-writes .device');
+  deviceNote.hidden = !device || !own;
+  if (device && own) deviceNote.textContent = `Device ${device.name}, every writer on it: ${amountWritten(device)}, ${perEventAndAmplification(device)}`;
 }
 
 /** Shows `stats` in the page's gauges and cards. */
