@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { packageRoot } from '../src/paths.js';
-import { checkDebianVersion, controlText, installedSizeKiB, md5sumsText } from './lib/deb-control.js';
+import { checkDebianVersion, controlText, installedSizeKiB, md5sumsText, NODE_ARCH } from './lib/deb-control.js';
 import { currentHost } from '../src/http/uws/uws-loader.js';
 import { pruneHostBinaries, type PruneReport } from '../src/install/host-binaries.js';
 import { foreignBinaries } from './lib/native-binaries.js';
@@ -53,9 +53,6 @@ function envFile(example: string): string {
   if (!example.includes(`\n${line}\n`)) throw new Error(`systemd/edge-events.env.example has no line ${line}`);
   return example.replace(`\n${line}\n`, '\nDATA_DIR=/var/lib/edge-events\n');
 }
-
-/** Node's `process.arch` of each Debian architecture a package can be built for. */
-const NODE_ARCH: Record<string, string> = { amd64: 'x64', arm64: 'arm64' };
 
 /**
  * Installs the release tarball with production dependencies into `root`/usr/lib/edge-events, for

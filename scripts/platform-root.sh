@@ -14,6 +14,12 @@
 set -eu
 
 suite=$1 arch=$2 node_major=$3 packages=${4:-}
+# Debian's architecture names, Node's (node-linux-<arch>) and qemu's for each this script knows.
+case "$arch" in
+  amd64) node_arch=x64 qemu=qemu-x86_64 ;;
+  arm64) node_arch=arm64 qemu=qemu-aarch64 ;;
+  *) echo "platform-root: ARCH is amd64 or arm64, not $arch" >&2; exit 2 ;;
+esac
 cache=${EDGE_EVENTS_ROOT_CACHE:-$HOME/.cache/edge-event-store/roots}
 root="$cache/$suite-$arch-node$node_major${packages:+-$(echo "$packages" | tr , -)}"
 if [ -f "$root/.done" ]; then
@@ -27,7 +33,7 @@ missing=""
 command -v debootstrap >/dev/null || missing="$missing debootstrap"
 if [ "$arch" != "$(dpkg --print-architecture)" ]; then
   command -v update-binfmts >/dev/null || missing="$missing binfmt-support"
-  [ -e /usr/libexec/qemu-binfmt/aarch64-binfmt-P ] || command -v qemu-aarch64-static >/dev/null || missing="$missing qemu-user-static"
+  command -v "$qemu-static" >/dev/null || missing="$missing qemu-user-static"
 fi
 if [ -n "$missing" ]; then
   say "installing$missing"
@@ -35,7 +41,6 @@ if [ -n "$missing" ]; then
 fi
 if [ "$arch" != "$(dpkg --print-architecture)" ]; then
   [ -e /proc/sys/fs/binfmt_misc/status ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-  qemu=$(case "$arch" in arm64) echo qemu-aarch64 ;; armhf) echo qemu-arm ;; *) echo "qemu-$arch" ;; esac)
   update-binfmts --enable "$qemu" >/dev/null 2>&1 || true
   [ -e "/proc/sys/fs/binfmt_misc/$qemu" ] || { say "binfmt_misc has no $qemu entry: install qemu-user-static"; exit 1; }
 fi
@@ -68,7 +73,6 @@ if [ -n "$packages" ] && [ ! -f "$work/packaged" ]; then
   touch "$work/packaged"
 fi
 
-node_arch=$(case "$arch" in amd64) echo x64 ;; *) echo "$arch" ;; esac)
 say "node-linux-$node_arch@$node_major from the npm registry"
 # Packed, not installed: npm refuses to install a package for another cpu.
 rm -rf "$work/npm" && mkdir -p "$work/npm"

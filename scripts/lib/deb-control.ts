@@ -6,6 +6,9 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
+/** Node's `process.arch` (and the registry's `node-linux-<arch>`) of each Debian architecture the package is built for. */
+export const NODE_ARCH: Readonly<Record<string, string>> = { amd64: 'x64', arm64: 'arm64' };
+
 /** The fields of DEBIAN/control the package script fills in. */
 export interface ControlFields {
   version: string;

@@ -21,12 +21,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { residentBytes } from '../../scripts/lib/proc-stats.js';
 import { npmFreeEnv } from '../../scripts/lib/release-tarball.js';
 import { spawnStore, type SpawnedStore } from '../../scripts/lib/spawned-store.js';
 import { packageRoot } from '../../src/paths.js';
 import { fixture, getJson, imageEvent, postJson } from '../support/events.js';
 import { postFile } from '../support/multipart.js';
-import { PLATFORM_EXEC, residentMiB, rootWithTarball } from '../support/platform-root.js';
+import { PLATFORM_EXEC, rootWithTarball } from '../support/platform-root.js';
 
 const run = promisify(execFile);
 
@@ -100,7 +101,7 @@ t.test('the release tarball installs on arm64 and keeps its promises there', asy
   const videoBytes = Buffer.from(await (await fetch(`${store.url}/videos/${video.file_id}`)).arrayBuffer());
   t.ok(videoBytes.equals(clip), 'the video, byte for byte');
   t.ok((await rangeOf(0, photo.length - 1)).bytes.equals(photo), 'the image, byte for byte');
-  t.comment(`resident memory: ${residentMiB(store.child.pid!).toFixed(0)} MiB, qemu's own included; installed: ${(await platform.exec('du', '-sm', '/opt/edge-events')).stdout.split('\t')[0]} MiB`);
+  t.comment(`resident memory: ${(residentBytes(store.child.pid!) / 2 ** 20).toFixed(0)} MiB, qemu's own included; installed: ${(await platform.exec('du', '-sm', '/opt/edge-events')).stdout.split('\t')[0]} MiB`);
   store.child.kill('SIGTERM');
   const [code] = (await once(store.child, 'exit')) as [number | null];
   t.equal(code, 0, 'a graceful stop');

@@ -13,8 +13,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { residentBytes } from '../../scripts/lib/proc-stats.js';
 import { fixture, getJson, imageEvent, postJson } from '../support/events.js';
-import { residentMiB, rootWithTarball } from '../support/platform-root.js';
+import { rootWithTarball } from '../support/platform-root.js';
 
 const DATA_DIR = '/var/lib/edge-events-test';
 /** The servers of the engine files' root (package.json, `test:debian13`): one root, made once, for both. */
@@ -38,5 +39,5 @@ t.test('the release tarball serves Node 24 on the native engine on Debian 13', a
   t.equal(created.status, 201, 'an image event');
   const image = await fetch(`${store.url}/images/${created.body.image_ids[0]}`);
   t.ok(Buffer.from(await image.arrayBuffer()).equals(fixture('cat.jpg')), 'its image, byte for byte');
-  t.comment(`resident memory after: ${residentMiB(store.child.pid!).toFixed(0)} MiB; installed: ${(await platform.exec('du', '-sm', '/opt/edge-events')).stdout.split('\t')[0]} MiB`);
+  t.comment(`resident memory after: ${(residentBytes(store.child.pid!) / 2 ** 20).toFixed(0)} MiB; installed: ${(await platform.exec('du', '-sm', '/opt/edge-events')).stdout.split('\t')[0]} MiB`);
 });

@@ -7,18 +7,13 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { NODE_ARCH } from '../../scripts/lib/deb-control.js';
 import { npmFreeEnv, packRelease } from '../../scripts/lib/release-tarball.js';
 import { spawnStore, type SpawnedStore } from '../../scripts/lib/spawned-store.js';
 import { packageRoot } from '../../src/paths.js';
 
 const run = promisify(execFile);
 export const PLATFORM_EXEC = path.join(packageRoot, 'scripts', 'platform-exec.sh');
-
-/** A process's resident memory (MiB, VmRSS of /proc/<pid>/status), for the figures a test prints. */
-export function residentMiB(pid: number): number {
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : NaN;
-}
 
 /** Where the tarball goes in a root, as the root sees it. */
 const PREFIX = '/opt/edge-events';
@@ -49,8 +44,7 @@ export async function rootWithTarball(suite: string, arch: 'amd64' | 'arm64', no
   const { tarball } = await packRelease(work, env);
   const prefix = path.join(root, PREFIX);
   fs.rmSync(prefix, { recursive: true, force: true });
-  const cpu = arch === 'amd64' ? 'x64' : arch;
-  await run('npm', ['install', '--global', '--prefix', prefix, `--cpu=${cpu}`, '--os=linux', '--libc=glibc', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: work, env, maxBuffer: 64 << 20 });
+  await run('npm', ['install', '--global', '--prefix', prefix, `--cpu=${NODE_ARCH[arch]}`, '--os=linux', '--libc=glibc', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: work, env, maxBuffer: 64 << 20 });
   const installed = `${PREFIX}/lib/node_modules/edge-event-store`;
   const postinstall = (await exec('node', `${installed}/scripts/prune-host-binaries.mjs`)).stdout.trim();
   const serve = (dataDir: string) => spawnStore({ PORT: '0', DATA_DIR: dataDir }, undefined, { command: ['sh', PLATFORM_EXEC, root, `${PREFIX}/bin/edge-events`] });
