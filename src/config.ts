@@ -122,6 +122,12 @@ export interface Config {
    * keys"): `warn` (default) ignores them and names them in the 201's `warnings`; `reject` answers 422.
    */
   unknownKeys: 'warn' | 'reject';
+  /**
+   * NON_IMAGE_PAYLOADS: what a create's image whose bytes are no image type gets (docs/API.md,
+   * "Image types"): `reject` (default) answers 422 naming what the bytes are; `warn` stores them
+   * and names them in the 201's `warnings`.
+   */
+  nonImagePayloads: 'warn' | 'reject';
 }
 
 /** A setting with a bad value; the message names the setting and what it expects. */
@@ -261,13 +267,14 @@ function inflightBodyBytes(env: Env, maxRecordSizeBytes: number): number {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const HTTP_ENGINES = ['uws', 'node'] as const;
-const UNKNOWN_KEY_POLICIES = ['warn', 'reject'] as const;
+const INPUT_POLICIES = ['warn', 'reject'] as const;
 
-function unknownKeys(env: Env): Config['unknownKeys'] {
-  const raw = text(env, 'UNKNOWN_KEYS');
-  if (raw === undefined) return 'warn';
-  const policy = UNKNOWN_KEY_POLICIES.find((name) => name === raw);
-  if (!policy) throw new ConfigError('UNKNOWN_KEYS', `${UNKNOWN_KEY_POLICIES.join(' or ')} (unset: warn)`, raw);
+/** UNKNOWN_KEYS or NON_IMAGE_PAYLOADS: `warn` or `reject`. */
+function inputPolicy(env: Env, setting: string, unset: (typeof INPUT_POLICIES)[number]): (typeof INPUT_POLICIES)[number] {
+  const raw = text(env, setting);
+  if (raw === undefined) return unset;
+  const policy = INPUT_POLICIES.find((name) => name === raw);
+  if (!policy) throw new ConfigError(setting, `${INPUT_POLICIES.join(' or ')} (unset: ${unset})`, raw);
   return policy;
 }
 
@@ -338,7 +345,8 @@ export function loadConfig(env: Env = process.env): Config {
     corsAllowedOrigins: origins(env, 'CORS_ALLOWED_ORIGINS'),
     logLevel,
     httpEngine: httpEngine(env),
-    unknownKeys: unknownKeys(env),
+    unknownKeys: inputPolicy(env, 'UNKNOWN_KEYS', 'warn'),
+    nonImagePayloads: inputPolicy(env, 'NON_IMAGE_PAYLOADS', 'reject'),
   };
 }
 

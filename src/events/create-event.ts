@@ -5,9 +5,9 @@
 import type { Config } from '../config.js';
 import { AppError, type ValidationIssue } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
-import type { NewEvent, PreparedCreate } from '../store/prepared-create.js';
+import type { DecodedImage, NewEvent, PreparedCreate } from '../store/prepared-create.js';
 import { formatMicros } from '../store/timestamps.js';
-import { decodeImage } from './decode-image.js';
+import { decodeImage, nonImageIssue } from './decode-image.js';
 import { assertPointLimit, assertPredictionLimit } from './prediction-limit.js';
 import type { CreateEventInput } from './types.js';
 import { ignoredKeyIssue, ignoredKeys, type IgnoredKey } from './unknown-keys.js';
@@ -23,7 +23,7 @@ export type EventWriter = Pick<EventStore, 'create'>;
 export type PredictionLimits = Pick<Config, 'maxPredictionsPerImage' | 'maxPointsPerEvent'>;
 
 /** The settings a create body is checked against (docs/API.md, "Create an event"; docs/OPERATIONS.md, "Settings"). */
-export type CreateLimits = PredictionLimits & Pick<Config, 'defaultSolutionId' | 'cloudUploadUrl' | 'unknownKeys'>;
+export type CreateLimits = PredictionLimits & Pick<Config, 'defaultSolutionId' | 'cloudUploadUrl' | 'unknownKeys' | 'nonImagePayloads'>;
 
 /** The 201 body of a create (docs/API.md, "Response shapes"). */
 export interface CreateResponse {
@@ -32,14 +32,20 @@ export interface CreateResponse {
   created_at: string;
   draft: boolean;
   message: string;
-  /** One per key of the body the store ignored (docs/API.md, "Ignored keys"); absent when none was. */
+  /**
+   * One per key of the body the store ignored (docs/API.md, "Ignored keys") and per image stored
+   * though it is none (NON_IMAGE_PAYLOADS=warn; "Image types"); absent when there is none.
+   */
   warnings?: ValidationIssue[];
 }
 
-/** A create body made ready to store, and the keys of it the store ignored. */
+/** A create body made ready to store, the keys of it the store ignored, and the answer's warnings. */
 export interface PreparedBody<E = NewEvent> {
   event: E;
+  /** The keys the store ignored: /metrics counts them by path. */
   ignored: IgnoredKey[];
+  /** The 201's `warnings`: each ignored key, then each image stored though it is none. */
+  warnings: ValidationIssue[];
 }
 
 /**
@@ -48,8 +54,8 @@ export interface PreparedBody<E = NewEvent> {
  * @throws what prepareCreate and storeCreate throw
  */
 export async function createEvent(store: EventWriter, limits: CreateLimits, body: unknown): Promise<CreateResponse> {
-  const { event, ignored } = await prepareCreate(body, limits);
-  return storeCreate(store, event, ignored);
+  const { event, warnings } = await prepareCreate(body, limits);
+  return storeCreate(store, event, warnings);
 }
 
 /**
@@ -57,12 +63,13 @@ export async function createEvent(store: EventWriter, limits: CreateLimits, body
  * checked against the limits, its images decoded. Runs on the HTTP thread or on the create
  * preparer's worker (create-preparer.ts).
  * @param body the parsed JSON body, camelCase or snake_case
- * @returns the event to store, without the images' base64 text, and the keys of the body the
- *   store ignored (unknown-keys.ts; docs/API.md, "Ignored keys")
+ * @returns the event to store, without the images' base64 text, the keys of the body the
+ *   store ignored (unknown-keys.ts; docs/API.md, "Ignored keys"), and the answer's warnings
  * @throws AppError validation_failed / unknown_event_schema (422; validation_failed also
- *   for an image over MAX_PREDICTIONS_PER_IMAGE and an event over MAX_POINTS_PER_EVENT, and for
- *   ignored keys under UNKNOWN_KEYS=reject, naming each), event_data_invalid (400),
- *   solution_required (400), image_decode_failed (400)
+ *   for an image over MAX_PREDICTIONS_PER_IMAGE and an event over MAX_POINTS_PER_EVENT, for
+ *   ignored keys under UNKNOWN_KEYS=reject, and for images whose bytes are none under
+ *   NON_IMAGE_PAYLOADS=reject, naming each), event_data_invalid (400), solution_required (400),
+ *   image_decode_failed (400)
  */
 export async function prepareCreate(body: unknown, limits: CreateLimits): Promise<PreparedBody> {
   // Before validation, which drops them.
@@ -75,7 +82,10 @@ export async function prepareCreate(body: unknown, limits: CreateLimits): Promis
     throw new AppError('solution_required');
   }
   const { images, ...fields } = input;
-  return { event: { fields, images: await decodeImages(images) }, ignored };
+  const decoded = await decodeImages(images, limits.nonImagePayloads);
+  if (decoded.nonImages.length > 0 && limits.nonImagePayloads === 'reject') throw new AppError('validation_failed', decoded.nonImages);
+  const warnings = [...ignored.map((key) => ignoredKeyIssue(key, 'warn')), ...decoded.nonImages];
+  return { event: { fields, images: decoded.images }, ignored, warnings };
 }
 
 /**
@@ -95,10 +105,10 @@ export function validatedCreate(body: unknown, limits: PredictionLimits): Create
 /**
  * Stores a prepared create durably and words its answer: `event` as `prepareCreate` gives it, or
  * its record already built and encoded (the create preparer's worker: create-preparer.ts).
- * @param ignored the keys of its body the store ignored: the answer's `warnings`
+ * @param warnings the answer's `warnings` (PreparedBody's)
  * @throws AppError disk_full (507), disk_io_error (503), store_failure (500): EventStore.create's
  */
-export async function storeCreate(store: EventWriter, event: NewEvent | PreparedCreate, ignored: IgnoredKey[] = []): Promise<CreateResponse> {
+export async function storeCreate(store: EventWriter, event: NewEvent | PreparedCreate, warnings: ValidationIssue[] = []): Promise<CreateResponse> {
   const created = await store.create(event);
   const response: CreateResponse = {
     id: created.id,
@@ -107,16 +117,22 @@ export async function storeCreate(store: EventWriter, event: NewEvent | Prepared
     draft: created.draft,
     message: created.draft ? 'Draft event created' : 'Event created',
   };
-  if (ignored.length > 0) response.warnings = ignored.map((key) => ignoredKeyIssue(key, 'warn'));
+  if (warnings.length > 0) response.warnings = warnings;
   return response;
 }
 
-function decodeImages(images: CreateEventInput['images']): Promise<NewEvent['images']> {
-  return Promise.all(
-    images.map(async ({ base64_image, input_base64_image, ...results }, i) => ({
-      results,
-      image: base64_image === null ? null : await decodeImage(base64_image, `images[${i}].base64Image`),
-      input: input_base64_image === null ? null : await decodeImage(input_base64_image, `images[${i}].inputBase64Image`),
-    })),
-  );
+/** The images decoded in order, and an issue for each whose bytes are no image (docs/API.md, "Image types"). */
+async function decodeImages(images: CreateEventInput['images'], policy: CreateLimits['nonImagePayloads']) {
+  const nonImages: ValidationIssue[] = [];
+  const decode = async (text: string | null, i: number, key: string): Promise<DecodedImage | null> => {
+    if (text === null) return null;
+    const { image, format } = await decodeImage(text, `images[${i}].${key}`);
+    if (!format.image) nonImages.push(nonImageIssue(['body', 'images', i, key], format, policy));
+    return image;
+  };
+  const decoded: NewEvent['images'] = [];
+  for (const [i, { base64_image, input_base64_image, ...results }] of images.entries()) {
+    decoded.push({ results, image: await decode(base64_image, i, 'base64Image'), input: await decode(input_base64_image, i, 'inputBase64Image') });
+  }
+  return { images: decoded, nonImages };
 }

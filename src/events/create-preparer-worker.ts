@@ -4,7 +4,7 @@
  * and posts it back with its encoded bytes and its images' bytes moved, not copied.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { errorReport, type ErrorReport } from '../errors.js';
+import { errorReport, type ErrorReport, type ValidationIssue } from '../errors.js';
 import { movableBuffers } from '../worker-start.js';
 import { parseJsonText } from '../json-text.js';
 import { prepareCreateRecord, type PreparedCreate } from '../store/prepared-create.js';
@@ -19,19 +19,19 @@ export interface PrepareMessage {
 }
 
 /** Worker -> HTTP thread: the prepared create, or why the body was refused. */
-export type PreparedMessage = { id: number; prepared: PreparedCreate; ignored: IgnoredKey[] } | { id: number; error: ErrorReport };
+export type PreparedMessage = { id: number; prepared: PreparedCreate; ignored: IgnoredKey[]; warnings: ValidationIssue[] } | { id: number; error: ErrorReport };
 
 const limits = workerData as CreateLimits;
 const port = parentPort!;
 
 port.on('message', async ({ id, text }: PrepareMessage) => {
   try {
-    const { event, ignored } = await prepareCreate(parseJsonText(Buffer.from(text.buffer, text.byteOffset, text.byteLength)), limits);
+    const { event, ignored, warnings } = await prepareCreate(parseJsonText(Buffer.from(text.buffer, text.byteOffset, text.byteLength)), limits);
     // The store the HTTP thread opens presents its records with presentEventJson too (serve.ts).
     const prepared = prepareCreateRecord(event, presentEventJson);
     const bytes = prepared.imageBlobs.map((blob) => blob.bytes);
     if ('unstamped' in prepared.encoded) bytes.push(prepared.encoded.unstamped.value);
-    port.postMessage({ id, prepared, ignored } satisfies PreparedMessage, movableBuffers(bytes));
+    port.postMessage({ id, prepared, ignored, warnings } satisfies PreparedMessage, movableBuffers(bytes));
   } catch (err) {
     port.postMessage({ id, error: errorReport(err) } satisfies PreparedMessage);
   }

@@ -69,8 +69,8 @@ export class CreatePreparer {
 
   private started(): Worker {
     if (this.worker) return this.worker;
-    const { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys } = this.limits;
-    const limits: CreateLimits = { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys };
+    const { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads } = this.limits;
+    const limits: CreateLimits = { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads };
     const worker = startWorker(WORKER_MODULE, { workerData: limits });
     worker.unref();
     worker.on('message', (message: PreparedMessage) => this.settle(message));
@@ -93,9 +93,9 @@ export class CreatePreparer {
       waiting.reject(errorFromReport(message.error));
       return;
     }
-    const { prepared, ignored } = message;
+    const { prepared, ignored, warnings } = message;
     for (const blob of prepared.imageBlobs) blob.bytes = asBuffer(blob.bytes);
     if ('unstamped' in prepared.encoded) prepared.encoded.unstamped.value = asBuffer(prepared.encoded.unstamped.value);
-    waiting.resolve({ event: prepared, ignored });
+    waiting.resolve({ event: prepared, ignored, warnings });
   }
 }

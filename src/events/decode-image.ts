@@ -5,20 +5,22 @@
  * White space is allowed anywhere (encoders wrap at 76 columns: `base64`, `openssl base64`,
  * Python's `base64.encodebytes`); a `data:<type>;base64,` prefix is allowed.
  */
-import { fileTypeFromBuffer } from 'file-type';
-import { AppError } from '../errors.js';
+import { AppError, type ValidationIssue } from '../errors.js';
 import type { DecodedImage } from '../store/prepared-create.js';
+import { COMMON_IMAGE_TYPES, sniffFormat, type SniffedFormat } from './image-format.js';
 
 const DATA_URI = /^data:[\w.+-]+\/[\w.+-]+;base64,/;
 const WHITE_SPACE = /\s/;
 const WHITE_SPACES = /\s+/g;
 
 /**
- * Decodes one base64 image and sniffs its content type from the bytes.
+ * Decodes one base64 image and tells its type from the bytes (image-format.ts).
  * @param field where the payload came from, for the error (e.g. `images[0].base64Image`)
+ * @returns the bytes with their media type (`application/octet-stream` when unknown), and what
+ *   they are, for the create to hold to docs/API.md, "Image types"
  * @throws AppError image_decode_failed (400) when the text is not valid, non-empty base64
  */
-export async function decodeImage(text: string, field: string): Promise<DecodedImage> {
+export async function decodeImage(text: string, field: string): Promise<{ image: DecodedImage; format: SniffedFormat }> {
   const unprefixed = text.replace(DATA_URI, '');
   const payload = WHITE_SPACE.test(unprefixed) ? unprefixed.replace(WHITE_SPACES, '') : unprefixed;
   const bytes = Buffer.from(payload, 'base64');
@@ -28,6 +30,18 @@ export async function decodeImage(text: string, field: string): Promise<DecodedI
   if (bytes.length === 0 || bytes.length !== expected || payload.length % 4 === 1) {
     throw new AppError('image_decode_failed', `${field} is not valid base64`);
   }
-  const type = await fileTypeFromBuffer(bytes);
-  return { bytes, contentType: type?.mime ?? 'application/octet-stream' };
+  const format = await sniffFormat(bytes);
+  return { image: { bytes, contentType: format.mime }, format };
+}
+
+/**
+ * An image payload whose bytes are no image (docs/API.md, "Image types") as a FastAPI-shaped
+ * issue: a 422's under NON_IMAGE_PAYLOADS=reject, or a 201's `warnings` entry under `warn`.
+ * @param loc the payload's place in the body (`['body', 'images', 0, 'base64Image']`)
+ */
+export function nonImageIssue(loc: (string | number)[], format: SniffedFormat, policy: 'warn' | 'reject'): ValidationIssue {
+  const msg = policy === 'reject'
+    ? `not an image: the bytes are ${format.description}; ${COMMON_IMAGE_TYPES} and the other image types of docs/API.md, "Image types", are accepted`
+    : `not an image: the bytes are ${format.description}; stored as ${format.mime} (NON_IMAGE_PAYLOADS=warn)`;
+  return { loc, msg, type: 'value_error.not_an_image' };
 }

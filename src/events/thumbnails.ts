@@ -21,12 +21,12 @@
  * THUMBNAIL_FAILURE_TTL_MS) and answered again at once; and past THUMBNAIL_QUEUE_MAX thumbnails
  * waiting, a request answers 503 with Retry-After.
  */
-import { fileTypeFromBuffer } from 'file-type';
 import { LRUCache } from 'lru-cache';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Metadata, Sharp, SharpOptions } from 'sharp';
 import { AppError } from '../errors.js';
 import type { StoredFile } from '../store/stored-file.js';
+import { sniffFormat, SNIFF_BYTES } from './image-format.js';
 
 /** The longest side of a thumbnail (pixels); a smaller image keeps its size. */
 export const THUMBNAIL_LONGEST_SIDE = 256;
@@ -75,8 +75,6 @@ export const MAX_WHOLE_DECODE_PIXELS = 12_500_000;
  */
 export const MAX_AVIF_PIXELS = 4_200_000;
 const WEBP_QUALITY = 70;
-/** Bytes read to tell an image's format (file-type's own sample size). */
-const SNIFF_BYTES = 4100;
 
 /** The formats thumbnails are made of, by the media type file-type tells from the first bytes. */
 const THUMBNAIL_FORMATS: Readonly<Record<string, string>> = {
@@ -123,30 +121,6 @@ export interface Thumbnail {
   /** The stored image's size as shown (pixels, after its EXIF orientation): boxes are in these. */
   sourceWidth: number;
   sourceHeight: number;
-}
-
-/** What an image's first bytes say it is. */
-export interface SniffedFormat {
-  /** A name for people: `JPEG`, `AVIF`, `SVG`, `TIF`, `unknown`. */
-  name: string;
-  /** Its media type (`application/octet-stream` when unknown). */
-  mime: string;
-  /** A format thumbnails are made of (THUMBNAIL_FORMATS). */
-  allowed: boolean;
-}
-
-/**
- * The format of an image from its first bytes (up to 4,100; file-type's signatures), SVG told
- * from its `<svg` element, as file-type does not name it.
- * @param head the first bytes of the image
- */
-export async function sniffImageFormat(head: Uint8Array): Promise<SniffedFormat> {
-  const type = await fileTypeFromBuffer(head);
-  if (type && type.mime in THUMBNAIL_FORMATS) return { name: THUMBNAIL_FORMATS[type.mime], mime: type.mime, allowed: true };
-  if ((!type || type.mime === 'application/xml') && /<svg[\s>/]/i.test(Buffer.from(head).toString('latin1'))) {
-    return { name: 'SVG', mime: 'image/svg+xml', allowed: false };
-  }
-  return type ? { name: type.ext.toUpperCase(), mime: type.mime, allowed: false } : { name: 'unknown', mime: 'application/octet-stream', allowed: false };
 }
 
 /** True when a WebP's image is lossless (a `VP8L` chunk before any `VP8 `; RIFF chunks, the WebP container spec). */
@@ -296,9 +270,9 @@ export class Thumbnails {
 
   /** Tells the format from the first bytes, refusing what is not allowed, then queues the resize. */
   private async make(file: StoredFile): Promise<Thumbnail> {
-    const format = await sniffImageFormat(await readStart(file, Math.min(file.size, SNIFF_BYTES)));
-    if (!format.allowed) {
-      throw new AppError('thumbnail_unavailable', `Image ${file.id} is ${format.name === 'unknown' ? 'of no image format the store knows' : `${format.name} (${format.mime})`}; `
+    const format = await sniffFormat(await readStart(file, Math.min(file.size, SNIFF_BYTES)));
+    if (!(format.mime in THUMBNAIL_FORMATS)) {
+      throw new AppError('thumbnail_unavailable', `Image ${file.id} is ${format.description}; `
         + `thumbnails are made of ${FORMAT_NAMES} images only`);
     }
     // The whole image is read once its turn comes: waiting thumbnails hold no image bytes.

@@ -212,8 +212,8 @@ export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Rout
     stores: 'event',
     doc: createDoc,
     handler: async (_ex, ctx, body) => {
-      const { event, ignored } = await ctx.creates.prepare(body!.text, body!.weight);
-      const answer = await storeCreate(writerOf(ctx), event, ignored);
+      const { event, ignored, warnings } = await ctx.creates.prepare(body!.text, body!.weight);
+      const answer = await storeCreate(writerOf(ctx), event, warnings);
       if (ignored.length > 0) ctx.metrics?.countIgnoredKeys(ignored.map(ignoredKeyPath));
       return { status: 201, body: answer };
     },
