@@ -1,10 +1,11 @@
 /**
  * The live list of the newest events: newest first (by `created_at`, unique per store, docs/API.md
- * "Query parameters"; ISO 8601 with six fraction digits and `Z`, so text order is time order), bounded to `limit` entries, each with its time, device, schema, data and
- * thumbnails (thumbnail.ts); clicking a thumbnail shows that image at full size, clicking elsewhere
+ * "Query parameters"; ISO 8601 with six fraction digits and `Z`, so text order is time order), bounded to `limit` entries, each with its time, device, schema, data,
+ * attachments (attachments.ts) and thumbnails (thumbnail.ts); clicking a thumbnail shows that image at full size, clicking elsewhere
  * on the event its first image still stored (image-viewer.ts). An event already listed is replaced in place (a `finalized` or `files_attached`
  * message, or a repeat after a reconnect).
  */
+import { attachmentList } from './attachments.js';
 import type { StoredEvent } from './shapes.js';
 import { showImage } from './image-viewer.js';
 import { thumbnail, type Thumbnail } from './thumbnail.js';
@@ -101,9 +102,12 @@ export class EventList {
     head.append(time, span('device', event.device_id ?? '(no device)'), span('schema', event.event_schema));
     if (event.draft) head.append(span('draft', 'draft'));
     head.append(span('data', dataSummary(event.event_data)));
+    const attachments = attachmentList(event, this.failed);
+    if (attachments) head.append(attachments);
 
     element.addEventListener('click', (clicked) => {
-      if ((clicked.target as Element).closest('.thumb')) return; // the thumbnail opens its own image
+      // A thumbnail opens its own image, an attachment's link saves its file.
+      if ((clicked.target as Element).closest('.thumb, .attachments')) return;
       const first = event.images.find((image) => image.file_id !== null);
       if (first) showImage(first, this.failed);
     });

@@ -2,8 +2,8 @@
  * The operator page (docs/USAGE.md, "The operator page"): the newest events live, with their
  * images and boxes, filtered by device and schema, or the answer of a query of the event search
  * (docs/API.md, "Event search"); events per second; capacity and backlogs from /stats. Its parts: store-api.ts (the key and the calls), live-stream.ts (the stream),
- * event-list.ts, thumbnail.ts and boxes.ts (the list; thumbnails load lazily from the store's thumbnail
- * route), image-viewer.ts (an image at full size with its boxes), event-rate.ts (events per second),
+ * event-list.ts, attachments.ts, thumbnail.ts and boxes.ts (the list; its files are saved with the
+ * key; thumbnails load lazily from the store's thumbnail route), image-viewer.ts (an image at full size with its boxes), event-rate.ts (events per second),
  * stats-panel.ts (the gauges).
  *
  * On start, and whenever the filters change: the newest `LIST_LIMIT` matching events are read

@@ -24,6 +24,14 @@ export interface StoredImage {
   keypoints: Box[];
 }
 
+/** A video or local-only file attached to a draft (docs/API.md, "Drafts and attachments"). */
+export interface StoredAttachment {
+  file_id: string;
+  label: string;
+  content_type: string;
+  size_bytes: number;
+}
+
 /** A stored event, as `created`, `finalized` and `files_attached` messages carry it. */
 export interface StoredEvent {
   id: string;
@@ -31,6 +39,8 @@ export interface StoredEvent {
   event_schema: string;
   event_data: Record<string, unknown>;
   images: StoredImage[];
+  videos: StoredAttachment[];
+  local_only_files: StoredAttachment[];
   created_at: string;
   draft: boolean;
 }

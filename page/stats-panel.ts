@@ -8,6 +8,7 @@
  * Each gauge is a `<meter>` (0..100 percent) and a line of figures.
  */
 import type { DiskWriteStats, LastCleanup, LogDamageStats, MqttStats, Stats } from './shapes.js';
+import { formatBytes } from './units.js';
 
 const count = new Intl.NumberFormat('en');
 const decimal = new Intl.NumberFormat('en', { maximumFractionDigits: 2 });
@@ -22,18 +23,6 @@ function formatMoment(iso: string): string {
 
 /** A duration in seconds, in ms below one second. */
 const formatDuration = (seconds: number): string => (seconds < 1 ? `${Math.round(seconds * 1000)} ms` : `${decimal.format(seconds)} s`);
-
-/** Bytes in binary units, as /stats' `*_formatted` fields write them (`1.5 MiB`). */
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${unit === 0 ? value : value.toPrecision(3)} ${units[unit]}`;
-}
 
 /** A duration in seconds, in the largest unit that keeps it readable (`45 s`, `12 min`, `3.5 h`). */
 export function formatAge(seconds: number): string {

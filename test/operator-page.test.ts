@@ -6,6 +6,7 @@
  * leaves another device's events out, the gauges show what /stats says, and a reset empties the
  * list (a `deleted` message).
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { Locator, Page } from 'playwright-core';
 import t from 'tap';
@@ -13,6 +14,7 @@ import { errorRegistry } from '../src/errors.js';
 import { launchBrowser } from './support/browser.js';
 import { fixture, getJson, postJson } from './support/events.js';
 import { startBroker } from './support/mosquitto.js';
+import { postFile } from './support/multipart.js';
 import { startStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
 
@@ -324,13 +326,32 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     await page.unroute('**/stats');
   });
 
-  await t.test('a finalized draft is updated in place', async (t) => {
+  await t.test('a finalized draft is updated in place, with its attachments, each saved with the key', async (t) => {
+    const video = fixture('cat-zoom.mp4');
+    const csv = Buffer.from('frame,count\n1,3\n2,4\n');
+    t.equal((await postFile(`${store.url}/v2/events/${otherDevice}/videos`, video, { label: 'line-3' }, 'video/mp4', auth)).status, 201);
+    t.equal((await postFile(`${store.url}/v2/events/${otherDevice}/local-only-files`, csv, { label: 'counts.csv', content_type: 'text/csv' }, 'text/csv', auth)).status, 201);
     t.equal((await postJson(`${store.url}/v2/events/${otherDevice}/finalize`, undefined, auth)).status, 200);
     const item = page.locator(`li.event[data-id="${otherDevice}"]`);
     await until('the draft mark gone', async () => await item.locator('.draft').count() === 0, 15_000);
     t.equal(await item.locator('.draft').count(), 0, 'no longer marked draft');
     t.same(await boxesPerThumbnail(item), [1], 'its thumbnail and box still there');
     t.same(await listedIds(page), [otherDevice, catEvent], 'in its place');
+
+    const attachments = item.locator('.attachments li');
+    t.same(await attachments.allInnerTexts(), [
+      `video: line-3 video/mp4, ${(video.length / 1024).toPrecision(3)} KiB`, // 68,943 bytes: 67.3 KiB
+      `file: counts.csv text/csv, ${csv.length} B`,
+    ], 'each attachment with its kind, label, type and size');
+    // Chromium adds the extension of the blob's type to a name without one.
+    for (const [index, bytes, name] of [[0, video, 'line-3.mp4'], [1, csv, 'counts.csv']] as const) {
+      const saved = page.waitForEvent('download');
+      await attachments.nth(index).locator('a').click();
+      const download = await saved;
+      t.equal(download.suggestedFilename(), name, `${name}: saved under its label`);
+      t.ok(fs.readFileSync((await download.path())!).equals(bytes), `${name}: the bytes attached, fetched with the key (API_KEY is set)`);
+    }
+    t.equal(await page.locator('#viewer').isVisible(), false, 'a link does not open the image viewer');
   });
 
   await t.test('a device filter leaves other devices\' events out, listed and live', async (t) => {
