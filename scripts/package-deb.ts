@@ -17,7 +17,7 @@
  * its dependencies installed for that architecture (`npm install --cpu`, install scripts off, so
  * that nothing is built for this machine) and pruned for it with this machine's glibc, the
  * distribution release the package is built for. Environment: EDGE_EVENTS_DEB_VERSION (default:
- * package.json's version), EDGE_EVENTS_DEB_MAINTAINER. Prints each step, then the .deb's path and
+ * package.json's version), EDGE_EVENTS_DEB_MAINTAINER (default: package.json's author). Prints each step, then the .deb's path and
  * sizes; exits 1 with the cause on a failure.
  */
 import { execFile } from 'node:child_process';
@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { packageRoot } from '../src/paths.js';
-import { checkDebianVersion, controlText, installedSizeKiB, md5sumsText, NODE_ARCH } from './lib/deb-control.js';
+import { checkDebianVersion, controlText, installedSizeKiB, maintainerField, md5sumsText, NODE_ARCH, type ControlFields } from './lib/deb-control.js';
 import { currentHost } from '../src/http/uws/uws-loader.js';
 import { pruneHostBinaries, type PruneReport } from '../src/install/host-binaries.js';
 import { foreignBinaries } from './lib/native-binaries.js';
@@ -77,7 +77,7 @@ async function installProgram(work: string, tarball: string, root: string, env: 
 }
 
 /** Writes the unit, its drop-in, the conffile, the command's symlink and DEBIAN/ around the installed program. */
-function writePackageFiles(root: string, program: string, version: string, architecture: string): void {
+function writePackageFiles(root: string, program: string, { version, architecture, maintainer }: Omit<ControlFields, 'installedSizeKiB'>): void {
   const unitDir = path.join(root, 'lib', 'systemd', 'system');
   fs.mkdirSync(path.join(unitDir, 'edge-events.service.d'), { recursive: true });
   fs.copyFileSync(path.join(program, 'systemd', 'edge-events.service'), path.join(unitDir, 'edge-events.service'));
@@ -93,7 +93,6 @@ function writePackageFiles(root: string, program: string, version: string, archi
   const control = path.join(root, 'DEBIAN');
   fs.mkdirSync(control, { mode: 0o755 });
   fs.writeFileSync(path.join(control, 'md5sums'), md5sumsText(root), { mode: 0o644 });
-  const maintainer = process.env.EDGE_EVENTS_DEB_MAINTAINER ?? 'edge-event-store maintainers <edge-events@localhost>';
   fs.writeFileSync(path.join(control, 'control'), controlText({ version, architecture, maintainer, installedSizeKiB: installedSizeKiB(root) }), { mode: 0o644 });
   fs.writeFileSync(path.join(control, 'conffiles'), `/${CONFFILE}\n`, { mode: 0o644 });
   for (const script of ['postinst', 'prerm', 'postrm']) {
@@ -105,8 +104,9 @@ function writePackageFiles(root: string, program: string, version: string, archi
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { out: { type: 'string' }, arch: { type: 'string' } } });
   const out = path.resolve(values.out ?? '.');
-  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string };
+  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string; author: unknown };
   const version = checkDebianVersion(process.env.EDGE_EVENTS_DEB_VERSION ?? manifest.version);
+  const maintainer = maintainerField(process.env.EDGE_EVENTS_DEB_MAINTAINER ?? manifest.author);
   const architecture = values.arch ?? (await run('dpkg', ['--print-architecture'])).stdout.trim();
   const nodeArch = NODE_ARCH[architecture];
   if (!nodeArch) throw new Error(`--arch ${architecture}: a package is built for ${Object.keys(NODE_ARCH).join(' or ')}`);
@@ -119,7 +119,7 @@ async function main(): Promise<void> {
     const root = path.join(work, 'root');
     step(`installing its production dependencies for ${architecture}`);
     const { program, pruned } = await installProgram(work, tarball, root, env, nodeArch);
-    writePackageFiles(root, program, version, architecture);
+    writePackageFiles(root, program, { version, architecture, maintainer });
     const deb = path.join(out, `edge-events_${version}_${architecture}.deb`);
     fs.mkdirSync(out, { recursive: true });
     step('dpkg-deb --build');

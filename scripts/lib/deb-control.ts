@@ -30,6 +30,20 @@ export function checkDebianVersion(version: string): string {
   return version;
 }
 
+/** A person as Debian's Maintainer field takes one (deb-control(5)): `Name <email>`. */
+const PERSON = /^[^<>\n]+ <[^<>@\s]+@[^<>\s]+>$/;
+
+/**
+ * The Maintainer field from package.json's `author` (npm's `people fields`: a `Name <email>`
+ * string, or `{name, email}`).
+ * @throws Error when package.json names no author with an email
+ */
+export function maintainerField(author: unknown): string {
+  const person = typeof author === 'object' && author !== null ? `${(author as { name?: string }).name} <${(author as { email?: string }).email}>` : String(author);
+  if (!PERSON.test(person)) throw new Error(`package.json's author ${JSON.stringify(author)} is not a maintainer Debian takes: set it to "Name <email>" (deb-control(5), Maintainer)`);
+  return person;
+}
+
 /**
  * The text of DEBIAN/control. `Depends`: Node 20 or newer from Debian's or NodeSource's
  * `nodejs` (the engines package.json lists: 20, 22, 24, 26), and adduser for the postinst's

@@ -97,7 +97,7 @@ async function stop(child: import('node:child_process').ChildProcess): Promise<n
 t.test('the .deb installs, serves as its user, upgrades keeping data and the edited env file, and purges', async (t) => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-deb-'));
   t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
-  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string; engines: { node: string } };
+  const manifest = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string; author: string; engines: { node: string } };
   const architecture = (await run('dpkg', ['--print-architecture'])).stdout.trim();
   // Depends: nodejs (>= 20) is checked against this machine's dpkg database: its own Node 20 is
   // the nodejs package (NodeSource's; Debian 12's own is 18, too old), no --force-depends.
@@ -112,6 +112,7 @@ t.test('the .deb installs, serves as its user, upgrades keeping data and the edi
   const field = async (name: string) => (await run('dpkg-deb', ['-f', first, name])).stdout.trim();
   t.equal(await field('Package'), 'edge-events');
   t.equal(await field('Version'), manifest.version, 'package.json\'s version');
+  t.equal(await field('Maintainer'), manifest.author, 'package.json\'s author');
   t.equal(await field('Architecture'), architecture, 'dpkg --print-architecture\'s');
   t.equal(await field('Depends'), 'nodejs (>= 20), adduser', 'Depends names the Node versions it runs on');
   const installedSize = Number(await field('Installed-Size'));
