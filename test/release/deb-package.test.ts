@@ -45,15 +45,19 @@ const CACHE_DIR = '/var/cache/edge-events';
 /** The installed runtime's ceiling, `du -sk` of PROGRAM: 120 MB (#29 item 4) in KiB. */
 const MAX_INSTALLED_KIB = Math.floor(120e6 / 1024);
 
-/** Builds the package with the script as `npm run package:deb` runs it; resolves with the .deb's path. */
-async function buildDeb(out: string, version?: string): Promise<string> {
+/**
+ * Builds the package with the script as `npm run package:deb` runs it.
+ * @returns the .deb's path, and the steps the script printed on its way (`package:deb: <step>`)
+ */
+async function buildDeb(out: string, version?: string): Promise<{ deb: string; steps: string[] }> {
   const env = npmFreeEnv();
   delete env.EDGE_EVENTS_DEB_VERSION;
+  delete env.EDGE_EVENTS_DEB_MAINTAINER;
   if (version !== undefined) env.EDGE_EVENTS_DEB_VERSION = version;
   const built = await run(process.execPath, [path.join(packageRoot, 'dist', 'scripts', 'package-deb.js'), '--out', out], { env, maxBuffer: 64 << 20 });
   const deb = /^(\S+\.deb): /m.exec(built.stdout)?.[1];
   if (!deb) throw new Error(`package-deb printed no .deb: ${built.stdout}${built.stderr}`);
-  return deb;
+  return { deb, steps: [...built.stdout.matchAll(/^package:deb: (.*)$/gm)].map((match) => match[1]) };
 }
 
 /** `dpkg-deb -c`'s entries: path (leading `./` kept), mode string, owner, symlink target. */
@@ -105,7 +109,8 @@ t.test('the .deb installs, serves as its user, upgrades keeping data and the edi
   await run('dpkg', ['--compare-versions', hostNode, 'ge', '20']).catch(() => t.fail(`this machine's nodejs package is ${hostNode}, older than the package's Depends`));
   const hostPasswd = fs.readFileSync('/etc/passwd', 'utf8');
 
-  const first = await buildDeb(path.join(work, 'debs'));
+  const { deb: first, steps } = await buildDeb(path.join(work, 'debs'));
+  t.same(steps.map((step) => step.split(' ')[0]), ['packing', 'installing', 'dpkg-deb'], `each step named as it begins, a build taking minutes: ${steps.join('; ')}`);
   t.equal(path.basename(first), `edge-events_${manifest.version}_${architecture}.deb`, 'named edge-events_<version>_<arch>.deb');
 
   // The control data.
@@ -188,7 +193,7 @@ t.test('the .deb installs, serves as its user, upgrades keeping data and the edi
   // Upgrade: the operator's edit of the env file, then a rebuilt package with a higher version.
   const edited = `${fs.readFileSync(root.file(ENV_FILE), 'utf8')}\n# set by the operator\nAPI_KEY=deb-upgrade-key\n`;
   fs.writeFileSync(root.file(ENV_FILE), edited);
-  const newer = await buildDeb(path.join(work, 'debs'), `${manifest.version}+1`);
+  const { deb: newer } = await buildDeb(path.join(work, 'debs'), `${manifest.version}+1`);
   t.equal(path.basename(newer), `edge-events_${manifest.version}+1_${architecture}.deb`);
   await dpkg('-i', newer);
   t.equal(await packageState(root), `install ok installed ${manifest.version}+1`, 'upgraded');
