@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { BENCH_STORE_OPTIONS, createOne, EventStore, fillStore, loadAverage, loadModule, openBenchStore, timeCalls } from './lib/in-process-store.js';
 import { seeded } from './lib/payloads.js';
 
-const { openDatabases } = await loadModule('store/lmdb-env.js');
+const { openDatabases } = await loadModule('store/index/lmdb-env.js');
 const { searchEventsBody } = await loadModule('events/read-events.js');
 
 const events = Number(process.argv[2] ?? 1_000_000);

@@ -290,7 +290,7 @@ export function streamTable({ requests, phases }, { seconds, quick }) {
     'arrived, matched by the event id from the 201; latency = arrival - 201 on CLOCK_MONOTONIC (process.hrtime: one',
     'clock for all processes of the machine), over every (subscriber, probe event) pair. It can be negative: the store',
     'announces created events to the stream right after their index commit, before their 201s are sent',
-    '(src/store/store-changes.ts), so a subscriber may read one before the probe has read its 201.',
+    '(src/store/record/store-changes.ts), so a subscriber may read one before the probe has read its 201.',
     `/metrics is scraped every ${SCRAPE_INTERVAL_MS} ms, timed from request to last body byte. Percentiles are nearest-rank (with`,
     'fewer than 100 samples, p99 is the maximum). The stalled subscriber sends the request over a raw socket it never',
     'reads; it counts as dropped when `edge_events_stream_subscribers_dropped_total` rose (time: the first scrape that',

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from './store/index-head.js';
+import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from './store/index.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -55,7 +55,7 @@ export interface Config {
    * the store closes its stream with its resume point (docs/API.md, "Live stream").
    */
   streamSubscriberBufferBytes: number;
-  /** Bytes kept free in DATA_DIR for cleanup's commits on a full disk (store/disk-reserve.ts); 0: none. */
+  /** Bytes kept free in DATA_DIR for cleanup's commits on a full disk (store/log/disk-reserve.ts); 0: none. */
   diskReserveBytes: number;
   /**
    * Thumbnails waiting to be made beyond the one being made (THUMBNAIL_QUEUE_MAX; docs/API.md,

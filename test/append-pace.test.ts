@@ -1,11 +1,11 @@
 /**
- * Where small appends are written (src/store/append-pace.ts; docs/STORAGE.md, "Small appends on
+ * Where small appends are written (src/store/log/append-pace.ts; docs/STORAGE.md, "Small appends on
  * the calling thread"): the first on the thread pool, then on the calling thread while recent
  * ones took under INLINE_BOUND_MS, on the pool from the first slow one until its duration
  * decays, and with every failure passed on. The clock is the test's, so each duration is exact.
  */
 import t from 'tap';
-import { AppendPace, INLINE_BOUND_MS } from '../src/store/append-pace.js';
+import { AppendPace, INLINE_BOUND_MS } from '../src/store/log/append-pace.js';
 
 /** A pace on a clock the test moves: `write(ms)` takes `ms` on whichever thread the pace picks. */
 function pacedWrites() {

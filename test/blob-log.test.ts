@@ -1,5 +1,5 @@
 /**
- * The blob log's writes and frames (src/store/blob-log.ts, segment-frames.ts; docs/STORAGE.md,
+ * The blob log's writes and frames (src/store/log/blob-log.ts, segment-frames.ts; docs/STORAGE.md,
  * "The segment log"), beyond what segment-log.test.ts covers: a writev that writes less than
  * asked is continued exactly, an append of more buffers than IOV_MAX, the frame header's byte
  * layout, and the header checks a scan makes (kind, length bounds) on real files.
@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
-import { SegmentAppender, writeAll, writeAllSync, ZERO_AHEAD_BYTES } from '../src/store/blob-log.js';
-import { segmentFileName } from '../src/store/segment-files.js';
-import { timeOrderedId } from '../src/store/ids.js';
-import { blobCrcMatches, checksum, FRAME_HEADER_BYTES, frameHeader } from '../src/store/segment-frames.js';
+import { SegmentAppender, writeAll, writeAllSync, ZERO_AHEAD_BYTES } from '../src/store/log/blob-log.js';
+import { segmentFileName } from '../src/store/log/segment-files.js';
+import { timeOrderedId } from '../src/store/record/ids.js';
+import { blobCrcMatches, checksum, FRAME_HEADER_BYTES, frameHeader } from '../src/store/log/segment-frames.js';
 import { tempDataDir } from './support/store-server.js';
 import { scan } from './support/segment-scan.js';
 

@@ -2,14 +2,14 @@
  * The limit check's look at the store's usage (src/lifecycle/capacity.ts `needsCleanup`;
  * docs/STORAGE.md, "When a checkpoint runs"): an idle store is not asked, a store that wrote, is
  * over a limit or has its gate closed is. The store's write count it reads is
- * src/store/event-store.ts `writes`. A real store in a temp dir, its usage as the HTTP thread
+ * src/store/engine/event-store.ts `writes`. A real store in a temp dir, its usage as the HTTP thread
  * answers the worker (src/lifecycle/worker-handle.ts).
  */
 import t from 'tap';
 import { CapacityMonitor, closeGate, isCapacityBlocked, usageOf, type StoreUsage } from '../src/lifecycle/capacity.js';
 import { createLogger } from '../src/logger.js';
-import { EMPTY_COUNTERS } from '../src/store/lmdb-env.js';
-import type { StoreView } from '../src/store/store-view.js';
+import { EMPTY_COUNTERS } from '../src/store/index/lmdb-env.js';
+import type { StoreView } from '../src/store/read/store-view.js';
 import { smallEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
 

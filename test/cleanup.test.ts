@@ -9,7 +9,7 @@ import t from 'tap';
 import { responseProblems } from './support/response-shapes.js';
 import { runCleanup, storageTarget } from '../src/lifecycle/cleanup.js';
 import { createEvent } from '../src/events/create-event.js';
-import { FRAME_HEADER_BYTES } from '../src/store/segment-frames.js';
+import { FRAME_HEADER_BYTES } from '../src/store/log/segment-frames.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { clockPast, openLocalStore } from './support/local-store.js';
 import { scan } from './support/segment-scan.js';

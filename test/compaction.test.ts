@@ -1,5 +1,5 @@
 /**
- * Segment compaction (src/store/event-deletion.ts; docs/STORAGE.md, "Reclaiming space"): an old
+ * Segment compaction (src/store/engine/event-deletion.ts; docs/STORAGE.md, "Reclaiming space"): an old
  * segment whose live share fell under a quarter has its live blobs copied forward, then is
  * deleted, on a real LMDB and segment log in a temp dir.
  */
@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { runCleanup } from '../src/lifecycle/cleanup.js';
-import { SEGMENT_ROLL_BYTES } from '../src/store/blob-log.js';
-import { recycledFileName, segmentFileName } from '../src/store/segment-files.js';
+import { SEGMENT_ROLL_BYTES } from '../src/store/log/blob-log.js';
+import { recycledFileName, segmentFileName } from '../src/store/log/segment-files.js';
 import { fixture, imageEvent } from './support/events.js';
 import { clockPast, openLocalStore } from './support/local-store.js';
 

@@ -14,7 +14,7 @@ import type { AppError } from '../src/errors.js';
 import { prepareCreate } from '../src/events/create-event.js';
 import { CreatePreparer, OFF_THREAD_MIN_WEIGHT_BYTES } from '../src/events/create-preparer.js';
 import { parsedExtraBytes } from '../src/http/body-budget.js';
-import type { NewEvent, PreparedCreate } from '../src/store/prepared-create.js';
+import type { NewEvent, PreparedCreate } from '../src/store/engine/prepared-create.js';
 import { fixture, getJson, postJson, smallEvent } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
 
@@ -26,7 +26,7 @@ const polygon = (count: number) => Array.from({ length: count }, (_, i) => [100 
 
 const segmentation = (points: number) => ({ class: 'cat', x: 225, y: 150, width: 200, height: 180, confidence: 0.9, points: polygon(points) });
 
-/** A create the worker prepared: its record built and encoded (store/prepared-create.ts). */
+/** A create the worker prepared: its record built and encoded (store/engine/prepared-create.ts). */
 function offThread(prepared: NewEvent | PreparedCreate): PreparedCreate {
   if (!('encoded' in prepared)) throw new Error('prepared in place, not on the worker');
   return prepared;

@@ -1,16 +1,16 @@
 /**
- * Created-at cursors (src/store/created-at-cursors.ts; docs/ARCHITECTURE.md, "The path of a
+ * Created-at cursors (src/store/index/created-at-cursors.ts; docs/ARCHITECTURE.md, "The path of a
  * list"), over a real LMDB in a temp dir with the store's own databases and index key shapes
- * (src/store/index-keys.ts): an index range and the primary key range sought in both
+ * (src/store/index/index-keys.ts): an index range and the primary key range sought in both
  * directions within inclusive [lo, hi] bounds, the union of several ranges (a multi-value
  * filter) and a driving cursor probing the others (several filters). Each cursor's walk is
  * checked against the same walk over a sorted array.
  */
 import t from 'tap';
 import type { Key } from 'lmdb';
-import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../src/store/created-at-cursors.js';
-import { EMPTY, INDEXED_FIELDS } from '../src/store/index-keys.js';
-import { openDatabases, type StoreDatabases } from '../src/store/lmdb-env.js';
+import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../src/store/index/created-at-cursors.js';
+import { EMPTY, INDEXED_FIELDS } from '../src/store/index/index-keys.js';
+import { openDatabases, type StoreDatabases } from '../src/store/index/lmdb-env.js';
 import { tempDataDir } from './support/store-server.js';
 
 const DEVICE = INDEXED_FIELDS.device_id;

@@ -1,5 +1,5 @@
 /**
- * The data directory's lock (src/store/data-dir-lock.ts; docs/OPERATIONS.md, "Start-up errors"):
+ * The data directory's lock (src/store/engine/data-dir-lock.ts; docs/OPERATIONS.md, "Start-up errors"):
  * a lock left by a store that is gone is taken over, even when its pid now names another process.
  * One store per data directory is tested in http.test.ts.
  */

@@ -1,12 +1,12 @@
 /**
- * The disk reserve (src/store/disk-reserve.ts; docs/OPERATIONS.md, "Keeping the disk bounded"): DATA_DIR/disk-reserve is
+ * The disk reserve (src/store/log/disk-reserve.ts; docs/OPERATIONS.md, "Keeping the disk bounded"): DATA_DIR/disk-reserve is
  * given back to a full disk before a cleanup, so the cleanup's LMDB commits succeed, and taken
  * again once twice its size is free.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { DiskReserve } from '../src/store/disk-reserve.js';
+import { DiskReserve } from '../src/store/log/disk-reserve.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
 

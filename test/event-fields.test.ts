@@ -6,8 +6,8 @@
  *
  * How each copy is pinned:
  * - TypeScript interfaces (src/events/types.ts: StoredEvent, StoredImage, StoredAttachment,
- *   CreateEventInput, ImageInput; src/store/event-record.ts: EventRecord, RecordImage,
- *   RecordAttachment; src/store/event-store.ts: NewEvent['fields']) at compile time. The schemas
+ *   CreateEventInput, ImageInput; src/store/record/event-record.ts: EventRecord, RecordImage,
+ *   RecordAttachment; src/store/engine/event-store.ts: NewEvent['fields']) at compile time. The schemas
  *   are imported as JSON modules, so TypeScript knows their property names as literal types
  *   (`keyof typeof storedEventSchema.properties`). `NoDrift<Exclude<A, B>>` compiles only when
  *   the difference is empty; otherwise `tsc -p tsconfig.test.json` reports
@@ -32,9 +32,9 @@ import { presentEventJson } from '../src/events/present.js';
 import type { CreateEventInput, ImageInput, StoredAttachment, StoredEvent, StoredImage } from '../src/events/types.js';
 import { validateCreateBody } from '../src/events/validate.js';
 import { packageRoot } from '../src/paths.js';
-import type { EventRecord, RecordAttachment, RecordImage } from '../src/store/event-record.js';
-import type { NewEvent } from '../src/store/prepared-create.js';
-import { decodeRecord, encodeRecord, storedJson } from '../src/store/record-codec.js';
+import type { EventRecord, RecordAttachment, RecordImage } from '../src/store/record/event-record.js';
+import type { NewEvent } from '../src/store/engine/prepared-create.js';
+import { decodeRecord, encodeRecord, storedJson } from '../src/store/index/record-codec.js';
 import { fixture } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
 
@@ -105,7 +105,7 @@ const CREATE = 'schemas/create-event.json';
 
 /**
  * Asserts that `copy` has exactly the fields of `contract`, naming each field one side lacks.
- * @param where the copy, e.g. "store.getEvent (src/store/event-store.ts prepare)"
+ * @param where the copy, e.g. "store.getEvent (src/store/engine/event-store.ts prepare)"
  */
 function sameFields(t: Test, copy: string[], contract: string[], where: string, schema: string): void {
   const extra = copy.filter((f) => !contract.includes(f));
@@ -248,7 +248,7 @@ t.test('a stored event has the schema\'s fields in its record, its GET answer an
   const { id } = await local.create(body);
 
   const record = local.store.getEvent(id)!;
-  sameFields(t, Object.keys(record), RECORD_FIELDS, 'store.getEvent record (src/store/event-store.ts prepare)', `${STORED} without ${PRESENTED_ONLY.join(', ')}`);
+  sameFields(t, Object.keys(record), RECORD_FIELDS, 'store.getEvent record (src/store/engine/event-store.ts prepare)', `${STORED} without ${PRESENTED_ONLY.join(', ')}`);
   sameFields(t, Object.keys(record.images[0]), STORED_IMAGE_FIELDS, 'store.getEvent image (event-store.ts prepare)', `${STORED} $defs.storedImage`);
 
   const answered = JSON.parse(local.store.getEventJson(id)!.toString('utf8'));
@@ -274,7 +274,7 @@ t.test('a stored event has the schema\'s fields in its record, its GET answer an
   const value = encodeRecord(full, presentEventJson);
   const decoded = decodeRecord(value);
   t.same(decoded, full, 'record-codec.ts encodeRecord/decodeRecord keep every field (layout 2 is positional)');
-  sameFields(t, Object.keys(decoded), RECORD_FIELDS, 'decodeRecord (src/store/record-codec.ts)', `${STORED} without ${PRESENTED_ONLY.join(', ')}`);
+  sameFields(t, Object.keys(decoded), RECORD_FIELDS, 'decodeRecord (src/store/index/record-codec.ts)', `${STORED} without ${PRESENTED_ONLY.join(', ')}`);
   sameFields(t, Object.keys(decoded.images[0]), STORED_IMAGE_FIELDS, 'decodeRecord image (record-codec.ts)', `${STORED} $defs.storedImage`);
   sameFields(t, Object.keys(decoded.videos[0]), ATTACHMENT_FIELDS, 'decodeRecord video (record-codec.ts)', `${STORED} $defs.attachment`);
   sameFields(t, Object.keys(decoded.local_only_files[0]), ATTACHMENT_FIELDS, 'decodeRecord local-only file (record-codec.ts)', `${STORED} $defs.attachment`);

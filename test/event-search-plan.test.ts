@@ -10,8 +10,8 @@ import t from 'tap';
 import { Random } from '../scripts/lib/random.js';
 import { searchEventsBody } from '../src/events/read-events.js';
 import { eventSearchConditions } from '../src/events/search-conditions.js';
-import { matchesCondition } from '../src/store/event-search.js';
-import { decodeRecord } from '../src/store/record-codec.js';
+import { matchesCondition } from '../src/store/read/event-search.js';
+import { decodeRecord } from '../src/store/index/record-codec.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
 
 const CLASSES = ['a', 'b', 'c', 'd'];

@@ -5,7 +5,7 @@
  */
 import t, { type Test } from 'tap';
 import { responseProblems } from './support/response-shapes.js';
-import { nextUniqueMicros } from '../src/store/timestamps.js';
+import { nextUniqueMicros } from '../src/store/record/timestamps.js';
 import { fixture, getJson, postJson } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { startStore, type TestStore } from './support/store-server.js';

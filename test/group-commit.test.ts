@@ -1,5 +1,5 @@
 /**
- * Group commit (src/store/group-commit.ts; docs/STORAGE.md, "Creates"): jobs of one event turn
+ * Group commit (src/store/engine/group-commit.ts; docs/STORAGE.md, "Creates"): jobs of one event turn
  * share a batch, jobs submitted while a batch commits form the next one, batches commit in
  * submission order, and `release` is the only thing that lets the next batch start before the
  * previous one settles. Pause, resume, `whenIdle` and the failure of one batch, then two
@@ -10,7 +10,7 @@
  * (the committer schedules batches with setImmediate and nothing else).
  */
 import t from 'tap';
-import { GroupCommitter } from '../src/store/group-commit.js';
+import { GroupCommitter } from '../src/store/engine/group-commit.js';
 
 /** One call of the commit function, held until the test settles it. */
 interface HeldBatch<Job, Result> {

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { inspectIndexFile } from '../src/store/index-file-check.js';
+import { inspectIndexFile } from '../src/store/index/index-file-check.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore } from './support/store-server.js';
 

@@ -1,6 +1,6 @@
 /**
  * A damaged index file is refused before LMDB maps it (docs/STORAGE.md, "A damaged index";
- * src/store/index-file-check.ts): a `db/data.mdb` cut short killed the store with SIGBUS (exit 135,
+ * src/store/index/index-file-check.ts): a `db/data.mdb` cut short killed the store with SIGBUS (exit 135,
  * nothing in its log), a zeroed meta page went unseen or failed with LMDB's own words, and a
  * missing index, or one that reads as new, let the open remove every segment of the log. Each case is a real store's data
  * folder, damaged on disk; the start-up refusals run the real `edge-events serve`.
@@ -10,9 +10,9 @@ import path from 'node:path';
 import t from 'tap';
 import { refusedStart } from '../scripts/lib/spawned-store.js';
 import { presentEventJson } from '../src/events/present.js';
-import { EventStore } from '../src/store/event-store.js';
-import { assertIndexOpenable, IndexDamaged, inspectIndexFile } from '../src/store/index-file-check.js';
-import { openDatabases } from '../src/store/lmdb-env.js';
+import { EventStore } from '../src/store/engine/event-store.js';
+import { assertIndexOpenable, IndexDamaged, inspectIndexFile } from '../src/store/index/index-file-check.js';
+import { openDatabases } from '../src/store/index/lmdb-env.js';
 import { imageEvent, smallEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
 import { tempDataDir } from './support/store-server.js';

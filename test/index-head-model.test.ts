@@ -10,15 +10,15 @@
  */
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
-import type { EventStore } from '../src/store/event-store.js';
-import type { NewEvent } from '../src/store/prepared-create.js';
-import { countEvents, scanEvents, scanPlan, type EventQuery } from '../src/store/event-query.js';
-import { planSearch, type SearchCondition } from '../src/store/event-search.js';
-import type { Direction } from '../src/store/created-at-cursors.js';
-import { StagingFile } from '../src/store/staging-file.js';
+import type { EventStore } from '../src/store/engine/event-store.js';
+import type { NewEvent } from '../src/store/engine/prepared-create.js';
+import { countEvents, scanEvents, scanPlan, type EventQuery } from '../src/store/read/event-query.js';
+import { planSearch, type SearchCondition } from '../src/store/read/event-search.js';
+import type { Direction } from '../src/store/index/created-at-cursors.js';
+import { StagingFile } from '../src/store/log/staging-file.js';
 import { presentEventJson } from '../src/events/present.js';
-import { draftKey, EMPTY, indexKeysOf } from '../src/store/index-keys.js';
-import { decodeRecord } from '../src/store/record-codec.js';
+import { draftKey, EMPTY, indexKeysOf } from '../src/store/index/index-keys.js';
+import { decodeRecord } from '../src/store/index/record-codec.js';
 import { tempDataDir } from './support/store-server.js';
 
 const DEVICES = ['cam-a', 'cam-b', 'cam-c'];
@@ -30,9 +30,9 @@ const DEVICES = ['cam-a', 'cam-b', 'cam-c'];
  * source-mapped caller, test/, not from the compiled test that runs.
  */
 let checkpointsFail = false;
-const real = await import('../src/store/create-index.js');
+const real = await import('../src/store/engine/checkpoint-writer.js');
 const { AppError, EventStore: CrashableStore, StoreView, attachStagedBlob, deleteRecords, finalizeEvent } = await t.mockImport<typeof import('./support/store-api.js')>(import.meta.resolve('./support/store-api.js'), {
-  [import.meta.resolve('../src/store/create-index.js')]: {
+  [import.meta.resolve('../src/store/engine/checkpoint-writer.js')]: {
     ...real,
     indexBatches: (...args: Parameters<typeof real.indexBatches>) => (checkpointsFail ? Promise.reject(new Error('EIO: injected')) : real.indexBatches(...args)),
   },
@@ -336,7 +336,7 @@ async function storeWithHead(t: Test, count: number, draftEvery: number): Promis
 
 /**
  * A record LMDB holds without its id or one of its index entries, or undefined: what a reader of
- * LMDB alone (the lifecycle worker) must never meet (create-index.ts `indexLogged` puts records last).
+ * LMDB alone (the lifecycle worker) must never meet (checkpoint-writer.ts `indexLogged` puts records last).
  */
 function partWayRecord(store: EventStore, model: ModelEvent[]): string | undefined {
   for (const e of model) {

@@ -1,13 +1,13 @@
 /**
- * The index entries a checkpoint puts in key order (src/store/index-key-order.ts; docs/STORAGE.md,
+ * The index entries a checkpoint puts in key order (src/store/index/index-key-order.ts; docs/STORAGE.md,
  * "Checkpoint commits"): the entries of records of every key shape the index has, gathered create
  * by create in created_at order, come back every one, in lmdb's key order (`compareKeys`).
  */
 import t from 'tap';
 import { compareKeys, type Key } from 'lmdb';
-import type { EventRecord } from '../src/store/event-record.js';
-import { IndexKeyOrder } from '../src/store/index-key-order.js';
-import { indexKeysOf } from '../src/store/index-keys.js';
+import type { EventRecord } from '../src/store/record/event-record.js';
+import { IndexKeyOrder } from '../src/store/index/index-key-order.js';
+import { indexKeysOf } from '../src/store/index/index-keys.js';
 
 const DEVICES = ['cam-b', 'cam-a', 'cam-c', 'Cam-A'];
 const CLASSES = ['cap', 'bottle', 'label', 'ok'];

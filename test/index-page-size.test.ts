@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { open } from 'lmdb';
 import t from 'tap';
-import { inspectIndexFile } from '../src/store/index-file-check.js';
+import { inspectIndexFile } from '../src/store/index/index-file-check.js';
 import { runCli } from './support/cli-process.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startStore, tempDataDir } from './support/store-server.js';

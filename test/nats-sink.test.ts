@@ -14,7 +14,7 @@ import t from 'tap';
 import { shipNextBatch } from '../src/lifecycle/sink-runner.js';
 import { createLogger } from '../src/logger.js';
 import { NatsSink } from '../src/sinks/nats-sink.js';
-import { unshipped } from '../src/store/sink-ledger.js';
+import { unshipped } from '../src/store/ledger/sink-ledger.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
 import { postFile } from './support/multipart.js';

@@ -8,11 +8,11 @@ import fc from 'fast-check';
 import { Packr } from 'msgpackr';
 import t from 'tap';
 import { presentEvent, presentEventJson } from '../src/events/present.js';
-import type { EventRecord } from '../src/store/event-record.js';
-import { indexKeysOf } from '../src/store/index-keys.js';
-import { openDatabases } from '../src/store/lmdb-env.js';
-import { decodeRecord, encodeRecord as encodeWith, encodeUnstamped, frameRecordBytes, recordByteLength, recordFromFrame, stampValue, storedJson as storedJsonWith } from '../src/store/record-codec.js';
-import { parseIsoMicros } from '../src/store/timestamps.js';
+import type { EventRecord } from '../src/store/record/event-record.js';
+import { indexKeysOf } from '../src/store/index/index-keys.js';
+import { openDatabases } from '../src/store/index/lmdb-env.js';
+import { decodeRecord, encodeRecord as encodeWith, encodeUnstamped, frameRecordBytes, recordByteLength, recordFromFrame, stampValue, storedJson as storedJsonWith } from '../src/store/index/record-codec.js';
+import { parseIsoMicros } from '../src/store/record/timestamps.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 

@@ -4,7 +4,7 @@
  * the next instead of splitting full pages in the middle, which leaves them half empty.
  */
 import t from 'tap';
-import { openDatabases, type StoreDatabases } from '../src/store/lmdb-env.js';
+import { openDatabases, type StoreDatabases } from '../src/store/index/lmdb-env.js';
 import { postJson, smallEvent } from './support/events.js';
 import { startStore } from './support/store-server.js';
 

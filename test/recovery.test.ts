@@ -9,21 +9,21 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { EventStore, type CreatedEvent } from '../src/store/event-store.js';
-import { SegmentAppender } from '../src/store/blob-log.js';
-import { segmentFileName } from '../src/store/segment-files.js';
-import type { EventRecord } from '../src/store/event-record.js';
-import { timeOrderedId } from '../src/store/ids.js';
-import { LOG_POSITION_KEY, openDatabases, type LogPosition } from '../src/store/lmdb-env.js';
-import { encodeRecord, frameRecordBytes } from '../src/store/record-codec.js';
-import { encodeRecordFrame } from '../src/store/record-frame.js';
+import { EventStore, type CreatedEvent } from '../src/store/engine/event-store.js';
+import { SegmentAppender } from '../src/store/log/blob-log.js';
+import { segmentFileName } from '../src/store/log/segment-files.js';
+import type { EventRecord } from '../src/store/record/event-record.js';
+import { timeOrderedId } from '../src/store/record/ids.js';
+import { LOG_POSITION_KEY, openDatabases, type LogPosition } from '../src/store/index/lmdb-env.js';
+import { encodeRecord, frameRecordBytes } from '../src/store/index/record-codec.js';
+import { encodeRecordFrame } from '../src/store/log/record-frame.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { postFile } from './support/multipart.js';
 import { spawnStore, type SpawnedStore } from '../scripts/lib/spawned-store.js';
 import { startStore, tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
 import { presentEventJson } from '../src/events/present.js';
-import { indexBatches } from '../src/store/create-index.js';
+import { indexBatches } from '../src/store/engine/checkpoint-writer.js';
 
 /** How the stores opened in this process directly (below, without startStore) are run: as the service runs its own, records keep their JSON. */
 const STORE_OPTIONS = { sinks: [], present: presentEventJson };
@@ -156,7 +156,7 @@ t.test('a replay over an index that holds the records but not their accounting c
   const dbs = openDatabases(first.dataDir);
   const position = dbs.meta.get(LOG_POSITION_KEY) as { segment: number; offset: number };
   // One record in the middle is missing too: its replay cannot append it after the last record
-  // (create-index.ts `putCreated`) and puts it in place.
+  // (checkpoint-writer.ts `putCreated`) and puts it in place.
   const missing = dbs.eventIds.get(ids[15]) as number;
   await dbs.root.transaction(() => {
     dbs.meta.putSync(LOG_POSITION_KEY, { segment: position.segment, offset: 0 });
@@ -272,9 +272,9 @@ t.test('a clean stop replays nothing', async (t) => {
  */
 let fails: (commit: number) => boolean = () => false;
 let commits = 0;
-const real = await import('../src/store/create-index.js');
-const { EventStore: FaultyStore } = await t.mockImport<typeof import('../src/store/event-store.js')>(import.meta.resolve('../src/store/event-store.js'), {
-  [import.meta.resolve('../src/store/create-index.js')]: {
+const real = await import('../src/store/engine/checkpoint-writer.js');
+const { EventStore: FaultyStore } = await t.mockImport<typeof import('../src/store/engine/event-store.js')>(import.meta.resolve('../src/store/engine/event-store.js'), {
+  [import.meta.resolve('../src/store/engine/checkpoint-writer.js')]: {
     ...real,
     indexBatches: (...args: Parameters<typeof real.indexBatches>) => (fails(++commits) ? Promise.reject(new Error('EIO: injected')) : real.indexBatches(...args)),
   },

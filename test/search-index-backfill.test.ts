@@ -7,10 +7,10 @@
 import t from 'tap';
 import type { Key } from 'lmdb';
 import { searchEventsBody } from '../src/events/read-events.js';
-import { searchIndexKeysOf } from '../src/store/index-keys.js';
-import { openDatabases, type StoreDatabases } from '../src/store/lmdb-env.js';
-import { decodeRecord } from '../src/store/record-codec.js';
-import { backfillSearchIndex, prepareSearchIndex, searchIndexCurrent } from '../src/store/search-index.js';
+import { searchIndexKeysOf } from '../src/store/index/index-keys.js';
+import { openDatabases, type StoreDatabases } from '../src/store/index/lmdb-env.js';
+import { decodeRecord } from '../src/store/index/record-codec.js';
+import { backfillSearchIndex, prepareSearchIndex, searchIndexCurrent } from '../src/store/index/search-index.js';
 import { until } from './support/waiting.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
 import { smallEvent } from './support/events.js';

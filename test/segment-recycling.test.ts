@@ -1,5 +1,5 @@
 /**
- * Recycled segment files (src/store/segment-files.ts, docs/STORAGE.md "Recycled segments"): a
+ * Recycled segment files (src/store/log/segment-files.ts, docs/STORAGE.md "Recycled segments"): a
  * reclaimed segment that rolled and carries its own tag is kept, up to RECYCLED_SEGMENTS_KEPT;
  * the log's next segment takes it and overwrites its blocks without growing the file; a scan of
  * the new segment stops at the former life's frames, even where one starts exactly where the new
@@ -8,10 +8,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { SegmentAppender } from '../src/store/blob-log.js';
-import { timeOrderedId } from '../src/store/ids.js';
-import { RECYCLED_MIN_AGE_MS, RECYCLED_SEGMENTS_KEPT, recycledFileName, recycleOrRemove, releaseRecycledIfLow, segmentFileName } from '../src/store/segment-files.js';
-import { checksum, frameHeader } from '../src/store/segment-frames.js';
+import { SegmentAppender } from '../src/store/log/blob-log.js';
+import { timeOrderedId } from '../src/store/record/ids.js';
+import { RECYCLED_MIN_AGE_MS, RECYCLED_SEGMENTS_KEPT, recycledFileName, recycleOrRemove, releaseRecycledIfLow, segmentFileName } from '../src/store/log/segment-files.js';
+import { checksum, frameHeader } from '../src/store/log/segment-frames.js';
 import { tempDataDir } from './support/store-server.js';
 import { scan } from './support/segment-scan.js';
 

@@ -5,7 +5,7 @@
  * switch must send each event once, in created_at order, none missed and none repeated.
  */
 import t from 'tap';
-import type { EventQuery } from '../src/store/event-query.js';
+import type { EventQuery } from '../src/store/read/event-query.js';
 import { StreamFanout, type HeartbeatTransport } from '../src/stream/stream-fanout.js';
 import type { StreamMessage } from '../src/stream/stream-message.js';
 import { smallEvent } from './support/events.js';

@@ -23,7 +23,7 @@ import { registerRoutes } from '../../dist/src/http/route-table.js';
 import { createRoute } from '../../dist/src/http/store-routes.js';
 import { CapacityGate } from '../../dist/src/lifecycle/capacity-gate.js';
 import { createLogger } from '../../dist/src/logger.js';
-import { nextUniqueMicros } from '../../dist/src/store/timestamps.js';
+import { nextUniqueMicros } from '../../dist/src/store/record/timestamps.js';
 
 let created = 0;
 

@@ -15,10 +15,10 @@ const dist = process.env.STORE_DIST ? pathToFileURL(`${path.resolve(process.env.
 export const loadModule = (module) => import(new URL(module, dist).href);
 
 const { loadConfig } = await loadModule('config.js');
-const { EventStore } = await loadModule('store/event-store.js');
+const { EventStore } = await loadModule('store/engine/event-store.js');
 const { createEvent } = await loadModule('events/create-event.js');
 const present = await loadModule('events/present.js');
-const codec = await loadModule('store/record-codec.js');
+const codec = await loadModule('store/index/record-codec.js');
 // Builds with stored JSON (record layout 3) need the presenter, as serve.ts gives it: in the
 // store's options (`present`), or, in builds before that option, set once per thread.
 codec.setRecordPresenter?.(present.presentEventJson);

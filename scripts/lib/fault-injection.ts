@@ -54,7 +54,7 @@ export interface Fault {
   revertTo?: Buffer;
 }
 
-/** `P_BRANCH` and `P_LEAF` of an LMDB page header's flags (mdb.c; the header as src/store/index-file-check.ts reads it). */
+/** `P_BRANCH` and `P_LEAF` of an LMDB page header's flags (mdb.c; the header as src/store/index/index-file-check.ts reads it). */
 const P_BRANCH = 0x01;
 const P_LEAF = 0x02;
 /** Offset of a page header's flags (u16 LE), after the page number and the txnid (u64 each) and a pad (u16). */

@@ -1,13 +1,13 @@
 /**
  * Where every frame of a data folder's segment log lies (docs/STORAGE.md, "The segment log"), for
  * the disk-fault harness: which events a damaged byte range of a segment belongs to. Read from a
- * log no store is running on, with the store's own scan (src/store/segment-frames.ts).
+ * log no store is running on, with the store's own scan (src/store/log/segment-frames.ts).
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { segmentNumberOf } from '../../src/store/segment-files.js';
-import { FRAME_HEADER_BYTES, scanFrames, type FrameKind } from '../../src/store/segment-frames.js';
+import { segmentNumberOf } from '../../src/store/log/segment-files.js';
+import { FRAME_HEADER_BYTES, scanFrames, type FrameKind } from '../../src/store/log/segment-frames.js';
 
 /** A segment file of the log: its number, its path, its size in bytes. */
 export interface SegmentFile {

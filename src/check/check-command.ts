@@ -1,7 +1,7 @@
 /**
  * `edge-events check [--data-dir DIR] [--repair [--without-sinks]] [--json]` (docs/OPERATIONS.md,
  * "Checking and repairing a data folder"): checks a data folder no store is running on
- * (src/store/store-check.ts) and says what it found in plain words, or as JSON; with `--repair`,
+ * (src/store/engine/store-check.ts) and says what it found in plain words, or as JSON; with `--repair`,
  * rebuilds a damaged or missing index from the log, with the shipping ledger of the sinks its
  * environment configures (none only with `--without-sinks`), then checks again.
  *
@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { registerCommand, runCommand, type ExitCode } from '../command-runner.js';
 import { configuredSinks, ConfigError, loadConfig } from '../config.js';
-import type { CheckReport, RebuildReport } from '../store/store-check.js';
+import type { CheckReport, RebuildReport } from '../store/index.js';
 
 /** Where the command reads its environment and writes its output. */
 export interface CheckCliIo {
@@ -81,7 +81,7 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
   const dataDir = dataDirOf(options, io.env);
   try {
     // The store's modules (LMDB among them) load for this command only, as for `serve` (src/cli.ts).
-    const [{ checkStore, rebuildIndex }, { presentEventJson }] = await Promise.all([import('../store/store-check.js'), import('../events/present.js')]);
+    const [{ checkStore, rebuildIndex }, { presentEventJson }] = await Promise.all([import('../store/index.js'), import('../events/present.js')]);
     const check = await checkStore(dataDir);
     let repair: RebuildReport | null = null;
     let recheck: CheckReport | null = null;

@@ -6,10 +6,7 @@
 import { fileTypeFromBuffer } from 'file-type';
 import { AppError, fromDiskError, validationError } from '../errors.js';
 import { checkedContentType } from './content-type.js';
-import { attachStagedBlob, finalizeEvent, type Attachment } from '../store/event-updates.js';
-import type { EventStore } from '../store/event-store.js';
-import { StagingFile } from '../store/staging-file.js';
-import { formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
+import { type Attachment, attachStagedBlob, type EventStore, finalizeEvent, formatMicros, formatMicrosOrNull, StagingFile } from '../store/index.js';
 
 /**
  * A new staging file in `store`'s staging directory, where the HTTP layer streams an upload

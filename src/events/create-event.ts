@@ -4,9 +4,7 @@
  */
 import type { Config } from '../config.js';
 import { AppError, type ValidationIssue } from '../errors.js';
-import type { EventStore } from '../store/event-store.js';
-import type { DecodedImage, NewEvent, PreparedCreate } from '../store/prepared-create.js';
-import { formatMicros } from '../store/timestamps.js';
+import { type DecodedImage, type EventStore, formatMicros, type NewEvent, type PreparedCreate } from '../store/index.js';
 import { decodeImage, nonImageIssue } from './decode-image.js';
 import { assertPointLimit, assertPredictionLimit } from './prediction-limit.js';
 import type { CreateEventInput } from './types.js';

@@ -1,13 +1,13 @@
 /**
  * The create preparer's worker (create-preparer.ts): parses and prepares heavy create bodies,
- * in the order they come, builds and encodes each record as the store would (store/prepared-create.ts),
+ * in the order they come, builds and encodes each record as the store would (store/engine/prepared-create.ts),
  * and posts it back with its encoded bytes and its images' bytes moved, not copied.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { errorReport, type ErrorReport, type ValidationIssue } from '../errors.js';
 import { movableBuffers } from '../worker-start.js';
 import { parseJsonText } from '../json-text.js';
-import { prepareCreateRecord, type PreparedCreate } from '../store/prepared-create.js';
+import { prepareCreateRecord, type PreparedCreate } from '../store/index.js';
 import { prepareCreate, type CreateLimits } from './create-event.js';
 import { presentEventJson } from './present.js';
 import type { IgnoredKey } from './unknown-keys.js';

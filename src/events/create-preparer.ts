@@ -9,7 +9,7 @@
 import type { Worker } from 'node:worker_threads';
 import { AppError, errorFromReport } from '../errors.js';
 import { parseJsonText } from '../json-text.js';
-import type { NewEvent, PreparedCreate } from '../store/prepared-create.js';
+import type { NewEvent, PreparedCreate } from '../store/index.js';
 import { movableBuffers, startWorker, workerModule } from '../worker-start.js';
 import { prepareCreate, type CreateLimits, type PreparedBody } from './create-event.js';
 import type { PreparedMessage, PrepareMessage } from './create-preparer-worker.js';
@@ -42,7 +42,7 @@ export class CreatePreparer {
    * Parses a create's JSON text and prepares it (`prepareCreate`): in place when it weighs less
    * than OFF_THREAD_MIN_WEIGHT_BYTES, else on the worker, which takes `text`'s memory when it owns
    * its ArrayBuffer (the caller must not use it after), and also builds and encodes its record
-   * (store/prepared-create.ts `prepareCreateRecord`, with presentEventJson: the presenter the
+   * (store/engine/prepared-create.ts `prepareCreateRecord`, with presentEventJson: the presenter the
    * store must have been opened with).
    * @param text the body's bytes (UTF-8 JSON)
    * @param weight bytes: the body's weight in the body budget (body-budget.ts)

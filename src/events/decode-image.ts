@@ -6,7 +6,7 @@
  * Python's `base64.encodebytes`); a `data:<type>;base64,` prefix is allowed.
  */
 import { AppError, type ValidationIssue } from '../errors.js';
-import type { DecodedImage } from '../store/prepared-create.js';
+import type { DecodedImage } from '../store/index.js';
 import { COMMON_IMAGE_TYPES, sniffFormat, type SniffedFormat } from './image-format.js';
 
 const DATA_URI = /^data:[\w.+-]+\/[\w.+-]+;base64,/;

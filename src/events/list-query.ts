@@ -5,9 +5,7 @@
  * for `limit` and booleans.
  */
 import { AppError, validationError } from '../errors.js';
-import type { EventQuery, MetadataCondition, MetadataOperator } from '../store/event-query.js';
-import type { IndexedField } from '../store/index-keys.js';
-import { parseIsoMicros } from '../store/timestamps.js';
+import { type EventQuery, type IndexedField, type MetadataCondition, type MetadataOperator, parseIsoMicros } from '../store/index.js';
 import { assertKnownParams } from './query-params.js';
 import { EVENT_SCHEMAS } from './types.js';
 

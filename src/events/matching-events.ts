@@ -4,9 +4,7 @@
  * them, within its read budget, each in one synchronous pass; the consumer's awaits fall between
  * pages, so no LMDB read stays open while it waits for a slow client.
  */
-import { scanPlan } from '../store/event-query.js';
-import { planSearch, type SearchCondition } from '../store/event-search.js';
-import type { EventStore } from '../store/event-store.js';
+import { type EventStore, planSearch, scanPlan, type SearchCondition } from '../store/index.js';
 import type { StoredEvent } from './types.js';
 import type { ListLimits } from './read-events.js';
 

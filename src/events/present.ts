@@ -1,10 +1,9 @@
 /**
  * Turns stored records into the response shape of a stored event (docs/API.md, "Routes";
  * schemas/responses/stored-event.json). The store keeps each record's JSON of this shape beside it
- * (src/store/record-codec.ts), presented by `presentEventJson`.
+ * (src/store/index/record-codec.ts), presented by `presentEventJson`.
  */
-import type { EventRecord } from '../store/event-record.js';
-import { formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
+import { type EventRecord, formatMicros, formatMicrosOrNull } from '../store/index.js';
 import type { StoredEvent, StoredImage } from './types.js';
 
 /** A record as the GET event routes return it, snake_case with `api_version` "v2". */

@@ -5,22 +5,11 @@
  * answered with their stored JSON (record-codec.ts).
  */
 import { AppError } from '../errors.js';
-import { countEvents, scanEvents, scanPlan, type EventQuery, type PageSink } from '../store/event-query.js';
-import { planSearch } from '../store/event-search.js';
-import type { EventStore } from '../store/event-store.js';
-import { formatMicrosOrNull } from '../store/timestamps.js';
+import { countEvents, type EventQuery, type EventStore, formatMicrosOrNull, type PageSink, planSearch, scanEvents, scanPlan } from '../store/index.js';
 import { parseCountQuery, parseLatestQuery, parseLimit, parseListQuery } from './list-query.js';
 import { compileEventQuery } from './search-conditions.js';
 import { parseSearchCursor, requiredQuery, searchCursor } from './search-cursor.js';
 import { assertKnownParams } from './query-params.js';
-import type { StoredEvent } from './types.js';
-
-/** Event list (schemas/responses/event-list.json); `next_timestamp` null when nothing follows. */
-export interface EventListResponse {
-  events: StoredEvent[];
-  count: number;
-  next_timestamp: string | null;
-}
 
 /** Count statistics (schemas/responses/count-stats.json). */
 export interface CountStatsResponse {
@@ -97,8 +86,9 @@ class JsonPage implements PageSink {
 }
 
 /**
- * One page of `query` as the JSON body of an event list (`EventListResponse`), concatenated
- * from the events' stored JSON without ever holding the page as one string.
+ * One page of `query` as the JSON body of an event list (schemas/responses/event-list.json;
+ * `next_timestamp` null when nothing follows), concatenated from the events' stored JSON without
+ * ever holding the page as one string.
  */
 function page(store: EventStore, query: EventQuery, limits: ListLimits): Buffer {
   const sink = new JsonPage(limits.maxResponseBytes);
@@ -107,7 +97,7 @@ function page(store: EventStore, query: EventQuery, limits: ListLimits): Buffer 
 }
 
 /**
- * Lists events with the filters of the query string, as the JSON body of an `EventListResponse`.
+ * Lists events with the filters of the query string, as the JSON body of an event list (schemas/responses/event-list.json).
  * The page holds up to `limit` events, fewer (at least one, when any matches) when more would
  * take the body past `limits.maxResponseBytes`, and fewer still, possibly none, when a filter no
  * index covers used up the request's read budget; in every such case `next_timestamp` is set
@@ -120,9 +110,9 @@ export function listEventsBody(store: EventStore, params: URLSearchParams, limit
 }
 
 /**
- * The most recent events first (`limit`, `include_drafts`), as the JSON body of an
- * `EventListResponse`, bounded as `listEventsBody`; `next_timestamp` continues with
- * `GET /v2/events?end_time=<next_timestamp>` and the same `limit` and `include_drafts`.
+ * The most recent events first (`limit`, `include_drafts`), as the JSON body of an event list
+ * (schemas/responses/event-list.json), bounded as `listEventsBody`; `next_timestamp` continues
+ * with `GET /v2/events?end_time=<next_timestamp>` and the same `limit` and `include_drafts`.
  * @returns the body, UTF-8 JSON (bytes)
  * @throws AppError validation_failed (422)
  */

@@ -1,6 +1,6 @@
 /**
  * From a query over events (src/query-language/event-filters.ts) to the store's search conditions
- * (src/store/event-search.ts), by the rules of docs/API.md, "Event search": field names, days as
+ * (src/store/read/event-search.ts), by the rules of docs/API.md, "Event search": field names, days as
  * UTC created_at ranges, `min-confidence` bound to the classes beside it. Free text is refused:
  * semantic search is the hosted API's.
  */
@@ -8,9 +8,7 @@ import { AppError } from '../errors.js';
 import { QuerySyntaxError } from '../query-language/query-syntax-error.js';
 import { parseEventQuery, type EventFieldKey, type EventFilterNode, type EventQueryNode } from '../query-language/event-filters.js';
 import type { Comparison } from '../query-language/query-ast.js';
-import type { SearchCondition } from '../store/event-search.js';
-import type { MetadataOperator } from '../store/event-query.js';
-import type { IndexedField } from '../store/index-keys.js';
+import type { IndexedField, MetadataOperator, SearchCondition } from '../store/index.js';
 import { EVENT_SCHEMAS } from './types.js';
 
 const FIELDS: Record<EventFieldKey, IndexedField> = {

@@ -25,7 +25,7 @@ import { LRUCache } from 'lru-cache';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Metadata, Sharp, SharpOptions } from 'sharp';
 import { AppError } from '../errors.js';
-import type { StoredFile } from '../store/stored-file.js';
+import type { StoredFile } from '../store/index.js';
 import { sniffFormat, SNIFF_BYTES } from './image-format.js';
 
 /** The longest side of a thumbnail (pixels); a smaller image keeps its size. */

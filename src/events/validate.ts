@@ -10,7 +10,7 @@
  */
 import type { AnySchemaObject, ErrorObject } from 'ajv/dist/2020.js';
 import { AppError, type ValidationIssue } from '../errors.js';
-import { isCalendarDate } from '../store/timestamps.js';
+import { isCalendarDate } from '../store/index.js';
 import { validateCreate as generatedCreate } from './generated/create-event.js';
 import * as generatedEventData from './generated/event-data.js';
 import type { CompiledValidator } from './schema-compiler.js';

@@ -9,13 +9,12 @@ import type { ByteSink } from './dataset-zip.js';
 import { writeDataset } from './dataset-writer.js';
 import { exportEventOf } from './export-event.js';
 import { EXPORT_FORMATS, isExportFormat, type ExportEvent, type ExportFormat, type ExportSummary } from './export-types.js';
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore, SearchCondition } from '../store/index.js';
 import { matchingEvents } from '../events/matching-events.js';
 import { assertKnownParams } from '../events/query-params.js';
 import type { ListLimits } from '../events/read-events.js';
 import { compileEventQuery } from '../events/search-conditions.js';
 import { requiredQuery } from '../events/search-cursor.js';
-import type { SearchCondition } from '../store/event-search.js';
 
 /** A checked export request. */
 export interface ExportRequest {

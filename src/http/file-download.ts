@@ -6,7 +6,7 @@
  * let it go (ResponseStream.write's `released`).
  */
 import { AppError } from '../errors.js';
-import type { StoredFile } from '../store/stored-file.js';
+import type { StoredFile } from '../store/index.js';
 import { BufferPool } from './buffer-pool.js';
 import { downloadHeaders } from './download-headers.js';
 import type { Exchange } from './exchange.js';

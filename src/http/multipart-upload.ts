@@ -6,7 +6,7 @@
  */
 import busboy from 'busboy';
 import { AppError, fromDiskError } from '../errors.js';
-import type { StagingFile } from '../store/staging-file.js';
+import type { StagingFile } from '../store/index.js';
 import type { Exchange } from './exchange.js';
 
 /** A complete upload: the staged `file` part (not yet finished) and the text fields. */

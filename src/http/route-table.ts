@@ -18,7 +18,7 @@ import type { NatsSource } from '../hub/nats-source.js';
 import type { DiskWrites } from '../operations/disk-writes.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 import type { ResetTokens } from '../operations/reset.js';
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore } from '../store/index.js';
 import type { Thumbnails } from '../events/thumbnails.js';
 import { createKeyChecker } from './auth.js';
 import { corsHeaders, createBrowserGuard, crossSiteReadProblem, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';

@@ -16,7 +16,7 @@ import type { Logger } from '../logger.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 import { ResetTokens } from '../operations/reset.js';
 import { Thumbnails } from '../events/thumbnails.js';
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore } from '../store/index.js';
 import { BodyBudget } from './body-budget.js';
 import { CreatePreparer } from '../events/create-preparer.js';
 import { adminRoutes } from './admin-routes.js';

@@ -5,7 +5,7 @@ import { storeCreate, type EventWriter } from '../events/create-event.js';
 import { ignoredKeyPath } from '../events/unknown-keys.js';
 import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, searchEventsBody, type ListLimits } from '../events/read-events.js';
 import { EVENT_SCHEMAS } from '../events/types.js';
-import type { StoredFile } from '../store/stored-file.js';
+import type { StoredFile } from '../store/index.js';
 import { MAX_AVIF_PIXELS, MAX_SOURCE_PIXELS, MAX_WHOLE_DECODE_PIXELS, THUMBNAIL_LONGEST_SIDE, THUMBNAIL_TIMEOUT_SECONDS } from '../events/thumbnails.js';
 import { downloadHeaders } from './download-headers.js';
 import { sendFile } from './file-download.js';

@@ -10,12 +10,7 @@ import { validationError } from '../errors.js';
 import { checkedLabel } from '../events/attach-file.js';
 import { checkedContentType } from '../events/content-type.js';
 import { validatedCreate, type PredictionLimits } from '../events/create-event.js';
-import type { EventRecord } from '../store/event-record.js';
-import { isCanonicalId } from '../store/ids.js';
-import type { EventStore } from '../store/event-store.js';
-import type { DecodedImage } from '../store/prepared-create.js';
-import { attachStagedBlob, finalizeEvent } from '../store/event-updates.js';
-import { StagingFile } from '../store/staging-file.js';
+import { attachStagedBlob, type DecodedImage, type EventRecord, type EventStore, finalizeEvent, isCanonicalId, StagingFile } from '../store/index.js';
 
 /** A file the event names is not in its source (yet, when the files travel apart from the events). */
 export class FileMissing extends Error {

@@ -21,8 +21,7 @@ import type { Config } from '../config.js';
 import { AppError, validationError } from '../errors.js';
 import { checkedContentType } from '../events/content-type.js';
 import type { Logger } from '../logger.js';
-import type { EventStore } from '../store/event-store.js';
-import { isCanonicalId } from '../store/ids.js';
+import { type EventStore, isCanonicalId } from '../store/index.js';
 import { connectNats } from '../sinks/nats-connection.js';
 import { claimedIds, FileMissing, IdCollision, imageFileIds, importEvent, type FileSource } from './event-import.js';
 

@@ -7,7 +7,7 @@
  * the rest are counted and reported when the gate reopens (and on `/stats`).
  */
 import type { Logger } from '../logger.js';
-import type { StoreView } from '../store/store-view.js';
+import type { StoreView } from '../store/index.js';
 import { closeGate, createWouldOverfill, isCapacityBlocked, usageOf, type CapacityLimits, type StoreUsage } from './capacity.js';
 
 /** What a gated route asks for: a create adds a record; anything else only needs the gate open. */

@@ -10,7 +10,7 @@
  * (`EventStore.writes`) the same way, so an idle store is not asked for its usage.
  */
 import type { Logger } from '../logger.js';
-import type { StoreView } from '../store/store-view.js';
+import type { StoreView } from '../store/index.js';
 
 /** Percent of a capacity above which a warning is logged (docs/API.md, "Statistics"). */
 export const ALERT_PERCENT = 80;

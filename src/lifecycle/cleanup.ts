@@ -6,13 +6,7 @@
  * its own transaction, with a pause between them so ingest latency stays flat. With cloud upload on, drafts and events not yet
  * uploaded are never deleted.
  */
-import { deleteFiles, deleteRecords, reclaimSegments, type FileRef } from '../store/event-deletion.js';
-import { eventsOldestFirst, filesByAge, retentionCutoff } from '../store/lifecycle-queries.js';
-import type { StoreView } from '../store/store-view.js';
-import { isProtected } from '../store/sink-ledger.js';
-import type { DeletionReason } from '../store/store-changes.js';
-import { checkConsistency } from '../store/consistency.js';
-import { heldClock, type HeldClock } from '../store/store-clock.js';
+import { checkConsistency, deleteFiles, deleteRecords, type DeletionReason, eventsOldestFirst, type FileRef, filesByAge, heldClock, type HeldClock, isProtected, reclaimSegments, retentionCutoff, type StoreView } from '../store/index.js';
 import { overLimit, type StoreUsage } from './capacity.js';
 
 /**

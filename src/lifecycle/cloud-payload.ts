@@ -6,8 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Classification, Detection, InstanceSegmentation, KeypointGroup, MetadataValue, StoredImage } from '../events/types.js';
-import type { StoredFile } from '../store/stored-file.js';
-import type { EventRecord } from '../store/record-codec.js';
+import type { EventRecord, StoredFile } from '../store/index.js';
 
 /** An image of a cloud event: the ids the upload route answered, and the model's results. */
 export interface CloudImage {

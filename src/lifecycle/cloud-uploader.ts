@@ -1,7 +1,7 @@
 /**
  * The cloud sink (docs/OPERATIONS.md, "Cloud upload"): with CLOUD_UPLOAD_URL set, finalized
  * events are shipped to the public cloud Vision Events API, at least once and idempotently
- * (`eventId` is the store's id). It is one sink of the shipping ledger (src/store/sink-ledger.ts,
+ * (`eventId` is the store's id). It is one sink of the shipping ledger (src/store/ledger/sink-ledger.ts,
  * run by sink-runner.ts): while it has not shipped an event, cleanup keeps it.
  *
  * A batch of up to BATCH_EVENTS events: their images and input images are uploaded one at a
@@ -19,8 +19,7 @@
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { EventRecord } from '../store/record-codec.js';
-import type { StoreView } from '../store/store-view.js';
+import type { EventRecord, StoreView } from '../store/index.js';
 import { CloudClient, type BackoffOptions } from './cloud-client.js';
 import { imageName, imageUploadForm, toCloudEvent, type CloudEvent } from './cloud-payload.js';
 import type { Outgoing, Sink } from '../sinks/ledger-sink.js';

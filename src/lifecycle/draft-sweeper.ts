@@ -7,9 +7,7 @@
  * events"), and its finalizes share the log's appends.
  */
 import { AppError } from '../errors.js';
-import { finalizeEvent } from '../store/event-updates.js';
-import type { EventStore } from '../store/event-store.js';
-import { draftsOlderThan } from '../store/lifecycle-queries.js';
+import { draftsOlderThan, type EventStore, finalizeEvent } from '../store/index.js';
 
 /** Most drafts closed per run; the next run continues. */
 const BATCH = 500;

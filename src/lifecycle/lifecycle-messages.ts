@@ -1,6 +1,6 @@
 /** Messages between the HTTP thread and the lifecycle worker. */
 import type { ErrorReport } from '../errors.js';
-import type { EventChange } from '../store/store-changes.js';
+import type { EventChange } from '../store/index.js';
 import type { StoreUsage } from './capacity.js';
 import type { CleanupResult } from './cleanup.js';
 import type { SinkProgress } from './sink-runner.js';

@@ -1,15 +1,14 @@
 /**
  * Runs one sink over the shipping ledger (docs/OPERATIONS.md, "Sinks"), in the lifecycle worker:
  * ships the entries after the sink's cursor in batches, in ledger order, and moves the cursor once
- * the destination acknowledged a batch (src/store/sink-ledger.ts, `markShipped`), so shipping is
+ * the destination acknowledged a batch (src/store/ledger/sink-ledger.ts, `markShipped`), so shipping is
  * at least once and resumes after a restart where it stopped. A failed batch is shipped again
  * after a growing pause. No progress for STALL_MS while entries wait is a stall: logged once at
  * warn and shown in the sink's status (/stats `sinks`, /metrics) until the sink moves again.
  */
 import type { Logger } from '../logger.js';
 import type { Outgoing, Sink } from '../sinks/ledger-sink.js';
-import { markShipped, sinkBacklog, unshipped } from '../store/sink-ledger.js';
-import type { StoreView } from '../store/store-view.js';
+import { markShipped, sinkBacklog, type StoreView, unshipped } from '../store/index.js';
 import { backoffDelay, pause, type BackoffOptions } from './cloud-client.js';
 
 /**

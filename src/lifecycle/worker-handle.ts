@@ -7,7 +7,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore } from '../store/index.js';
 import type { StoreUsage } from './capacity.js';
 import { CapacityGate } from './capacity-gate.js';
 import { sweepDrafts } from './draft-sweeper.js';

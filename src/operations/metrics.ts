@@ -11,7 +11,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Config } from '../config.js';
-import type { EventStore } from '../store/event-store.js';
+import { clockStatus, type EventStore } from '../store/index.js';
 import type { MqttSink } from '../sinks/mqtt-sink.js';
 import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-topic.js';
@@ -19,7 +19,6 @@ import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import { DEVICE_WRITES_SOURCE, PER_DAY_AFTER_SECONDS, WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
-import { clockStatus } from '../store/store-clock.js';
 
 const PREFIX = 'edge_events_';
 

@@ -6,7 +6,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors.js';
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore } from '../store/index.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 
 /** Lifetime of a reset token (seconds). */

@@ -4,9 +4,7 @@
  * and its progress as the lifecycle worker last reported it.
  */
 import type { SinkProgress } from '../lifecycle/sink-runner.js';
-import { sinkBacklog } from '../store/sink-ledger.js';
-import type { StoreView } from '../store/store-view.js';
-import { formatMicrosOrNull } from '../store/timestamps.js';
+import { formatMicrosOrNull, sinkBacklog, type StoreView } from '../store/index.js';
 
 /** One sink in /stats `sinks` (docs/API.md, "Statistics"). */
 export interface SinkStatus {

@@ -3,7 +3,7 @@
  * maintained counters and the ends of ordered indexes; only the figures of what the next cleanup
  * will delete walk an index range, and only over the records past retention. Those figures are
  * the retention stage of cleanup's (src/lifecycle/cleanup.ts) as it would run now: the same cutoff
- * (`retentionCutoff`) and the same records kept (`isProtected`), from src/store/lifecycle-queries.ts.
+ * (`retentionCutoff`) and the same records kept (`isProtected`), from src/store/engine/lifecycle-queries.ts.
  */
 import prettyBytes from 'pretty-bytes';
 import type { Config } from '../config.js';
@@ -11,11 +11,7 @@ import type { CleanupResult } from '../lifecycle/cleanup.js';
 import type { SinkProgress } from '../lifecycle/sink-runner.js';
 import type { MqttSinkStatus } from '../sinks/mqtt-sink.js';
 import { sinkStatuses } from './sink-status.js';
-import { oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff } from '../store/lifecycle-queries.js';
-import type { StoreView } from '../store/store-view.js';
-import type { BackfillProgress } from '../store/search-index.js';
-import { DAY_MICROS, formatMicros, formatMicrosOrNull } from '../store/timestamps.js';
-import { clockStatus, heldClock, runningAtCreation } from '../store/store-clock.js';
+import { type BackfillProgress, clockStatus, DAY_MICROS, formatMicros, formatMicrosOrNull, heldClock, oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff, runningAtCreation, type StoreView } from '../store/index.js';
 
 const format = (bytes: number): string => prettyBytes(bytes, { binary: true });
 const percent = (used: number, limit: number): number => Number(((100 * used) / limit).toFixed(2));

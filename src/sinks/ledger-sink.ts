@@ -3,7 +3,7 @@
  * runs over the shipping ledger, which the cloud uploader (src/lifecycle/cloud-uploader.ts) and
  * the NATS sink (nats-sink.ts) implement.
  */
-import type { EventRecord } from '../store/record-codec.js';
+import type { EventRecord } from '../store/index.js';
 
 /** One finalized event to ship. */
 export interface Outgoing {

@@ -8,7 +8,7 @@
  * live changes; src/stream/subscription.ts); when the connection drops, the subscription ends and
  * the next connection resumes from the cursor. So a broker outage never fails or slows a create,
  * memory stays bounded, and no created event is skipped. The cursor is kept in the store
- * (src/store/sink-cursors.ts) and survives restarts. What the cursor cannot replay, a finalize or
+ * (src/store/ledger/sink-cursors.ts) and survives restarts. What the cursor cannot replay, a finalize or
  * a deletion of an already published event while the broker was away, is kept by reference (up
  * to MAX_OFFLINE_CHANGES) and published on reconnection.
  */
@@ -17,12 +17,7 @@ import mqtt, { type IConnackPacket, type MqttClient } from 'mqtt';
 import { exponentialBackoff } from '../backoff.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { EventQuery } from '../store/event-query.js';
-import type { EventStore } from '../store/event-store.js';
-import { oldestAndNewest } from '../store/lifecycle-queries.js';
-import { readSinkCursor, writeSinkCursor } from '../store/sink-cursors.js';
-import type { StoreChange } from '../store/store-changes.js';
-import { formatMicrosOrNull } from '../store/timestamps.js';
+import { type EventQuery, type EventStore, formatMicrosOrNull, oldestAndNewest, readSinkCursor, type StoreChange, writeSinkCursor } from '../store/index.js';
 import type { StreamFanout } from '../stream/stream-fanout.js';
 import { sourceOf, StreamMessage, type StreamMessageType } from '../stream/stream-message.js';
 import type { Subscription } from '../stream/subscription.js';

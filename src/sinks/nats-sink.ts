@@ -19,9 +19,7 @@ import pLimit from 'p-limit';
 import type { Config } from '../config.js';
 import type { Outgoing, Sink } from './ledger-sink.js';
 import type { Logger } from '../logger.js';
-import { fileIdsOf } from '../store/index-keys.js';
-import type { EventRecord } from '../store/record-codec.js';
-import type { StoreView } from '../store/store-view.js';
+import { type EventRecord, fileIdsOf, type StoreView } from '../store/index.js';
 import { connectNats } from './nats-connection.js';
 import { NATS_RESERVED, subjectToken } from './subject-tokens.js';
 

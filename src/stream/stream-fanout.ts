@@ -1,16 +1,12 @@
 /**
  * The live event stream's fan-out to its subscribers (docs/API.md, "Live stream"): listens to the store's
- * change feed (src/store/store-changes.ts), turns each change into one message, and offers it to
+ * change feed (src/store/record/store-changes.ts), turns each change into one message, and offers it to
  * every subscriber, which sends it when it matches its filter. A slow subscriber never slows
  * ingest: its messages queue up to a bound, then it is closed with its resume point
  * (subscription.ts). Heartbeats keep proxies from closing idle streams.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
-import { matchesQuery, type EventQuery } from '../store/event-query.js';
-import type { EventRecord } from '../store/event-record.js';
-import type { EventStore } from '../store/event-store.js';
-import type { StoreChange } from '../store/store-changes.js';
-import { oldestAndNewest } from '../store/lifecycle-queries.js';
+import { type EventQuery, type EventRecord, type EventStore, matchesQuery, oldestAndNewest, type StoreChange } from '../store/index.js';
 import { sourceOf, StreamMessage } from './stream-message.js';
 import { Subscription, type OfferedChange, type StreamTransport, type SubscriptionLimits } from './subscription.js';
 

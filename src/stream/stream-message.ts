@@ -5,7 +5,7 @@
  * `{"type": ..., "id": ..., "data": ...}`. Each form is built once per message, however many
  * subscribers receive it.
  */
-import { formatMicros } from '../store/timestamps.js';
+import { formatMicros } from '../store/index.js';
 
 /** What a message announces. `closed` is the last message of a stream the store ends. */
 export type StreamMessageType = 'created' | 'finalized' | 'files_attached' | 'deleted' | 'closed';

@@ -12,9 +12,7 @@
  * store read again instead (it holds every created event; only finalize/attach/delete messages
  * of that stretch are then not sent, and those events come from the store in their current state).
  */
-import { scanEvents, type EventQuery } from '../store/event-query.js';
-import type { StoreView } from '../store/store-view.js';
-import { formatMicros } from '../store/timestamps.js';
+import { type EventQuery, formatMicros, scanEvents, type StoreView } from '../store/index.js';
 import { StreamMessage } from './stream-message.js';
 
 /** Where messages go: an SSE response or a WebSocket (src/http/event-stream-routes.ts). */

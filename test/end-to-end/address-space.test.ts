@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { spawnStore } from '../../scripts/lib/spawned-store.js';
-import { INITIAL_MAP_BYTES } from '../../src/store/lmdb-env.js';
+import { INITIAL_MAP_BYTES } from '../../src/store/index/lmdb-env.js';
 import { fixture, getJson, postJson, smallEvent } from '../support/events.js';
 import { tempDataDir } from '../support/store-server.js';
 

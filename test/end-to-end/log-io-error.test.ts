@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { segmentNumberOf } from '../../src/store/segment-files.js';
+import { segmentNumberOf } from '../../src/store/log/segment-files.js';
 import { getJson, postJson, smallEvent } from '../support/events.js';
 import { cliPath, spawnStore, type SpawnedStore } from '../../scripts/lib/spawned-store.js';
 import { tempDataDir } from '../support/store-server.js';

@@ -1,6 +1,6 @@
 /**
  * `edge-events check [--repair] [--json]` (docs/OPERATIONS.md, "Checking and repairing a data
- * folder"; src/store/store-check.ts), run as the real binary on real stores' data folders: a
+ * folder"; src/store/engine/store-check.ts), run as the real binary on real stores' data folders: a
  * data.mdb cut short is named and rebuilt from the log with every acknowledged event back, once
  * the sinks are known (the environment's, or none with --without-sinks); a missing index likewise,
  * with the environment's sinks shipping every event again; damage in the log is named by segment, bytes and event, and left to
@@ -11,9 +11,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { deleteRecords } from '../../src/store/event-deletion.js';
-import { openDatabases } from '../../src/store/lmdb-env.js';
-import type { CheckReport } from '../../src/store/store-check.js';
+import { deleteRecords } from '../../src/store/engine/event-deletion.js';
+import { openDatabases } from '../../src/store/index/lmdb-env.js';
+import type { CheckReport } from '../../src/store/engine/store-check.js';
 import { refusedStart } from '../../scripts/lib/spawned-store.js';
 import { runCli } from '../support/cli-process.js';
 import { fixture, getJson, imageEvent, smallEvent } from '../support/events.js';

@@ -12,9 +12,9 @@ import { createEvent, type CreateResponse } from '../../src/events/create-event.
 import { presentEventJson } from '../../src/events/present.js';
 import type { CleanupHooks } from '../../src/lifecycle/cleanup.js';
 import { usageOf } from '../../src/lifecycle/capacity.js';
-import { EventStore } from '../../src/store/event-store.js';
-import { runningMicros } from '../../src/store/store-clock.js';
-import { createdAtClock } from '../../src/store/timestamps.js';
+import { EventStore } from '../../src/store/engine/event-store.js';
+import { runningMicros } from '../../src/store/engine/store-clock.js';
+import { createdAtClock } from '../../src/store/record/timestamps.js';
 import { tempDataDir } from './store-server.js';
 
 export interface LocalStore {

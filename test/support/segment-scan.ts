@@ -1,8 +1,8 @@
-/** Reads a segment file's frames with the store's own scan (src/store/segment-frames.ts `scanFrames`). */
+/** Reads a segment file's frames with the store's own scan (src/store/log/segment-frames.ts `scanFrames`). */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { scanFrames, type ScannedFrame } from '../../src/store/segment-frames.js';
-import { segmentNumberOf } from '../../src/store/segment-files.js';
+import { scanFrames, type ScannedFrame } from '../../src/store/log/segment-frames.js';
+import { segmentNumberOf } from '../../src/store/log/segment-files.js';
 
 /**
  * Every frame `scanFrames` finds in `file` from byte `start`, until the first bad or torn one.

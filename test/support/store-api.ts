@@ -5,7 +5,7 @@
  * all come from that one copy (an AppError of another copy is not `instanceof` this one's).
  */
 export { AppError } from '../../src/errors.js';
-export { deleteRecords } from '../../src/store/event-deletion.js';
-export { EventStore } from '../../src/store/event-store.js';
-export { attachStagedBlob, finalizeEvent } from '../../src/store/event-updates.js';
-export { StoreView } from '../../src/store/store-view.js';
+export { deleteRecords } from '../../src/store/engine/event-deletion.js';
+export { EventStore } from '../../src/store/engine/event-store.js';
+export { attachStagedBlob, finalizeEvent } from '../../src/store/engine/event-updates.js';
+export { StoreView } from '../../src/store/read/store-view.js';

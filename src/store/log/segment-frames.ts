@@ -19,7 +19,7 @@
  */
 import fsp from 'node:fs/promises';
 import { crc32c } from '@node-rs/crc32';
-import type { FileKind } from './lmdb-env.js';
+import type { FileKind } from './log-entries.js';
 
 export const FRAME_HEADER_BYTES = 36;
 const MAGIC = 0x45454231; // "EEB1"

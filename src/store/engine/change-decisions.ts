@@ -4,11 +4,10 @@
  * against the store as its reads see it (LMDB and the index head) plus the changes decided
  * earlier in the same batch, so no two changes of one event interleave.
  */
-import { AppError } from '../errors.js';
-import type { RecordAttachment } from './event-record.js';
-import type { EventRecord } from './record-codec.js';
-import { applyChange, type AttachChange, type RecordChange } from './record-change.js';
-import type { StoreView } from './store-view.js';
+import { AppError } from '../../errors.js';
+import type { EventRecord, RecordAttachment } from '../record/event-record.js';
+import { applyChange, type AttachChange, type RecordChange } from '../index/record-change.js';
+import type { StoreView } from '../read/store-view.js';
 
 /** Finalize draft `id`; `auto` for the auto-finalize sweep (sets `auto_finalized_at` too). */
 export interface FinalizeRequest {

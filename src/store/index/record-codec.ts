@@ -25,10 +25,8 @@
  * counts; every layout-1 event was finalized on creation.
  */
 import { Packr } from 'msgpackr';
-import type { EventRecord, RecordAttachment, RecordImage, RecordMetadataValue } from './event-record.js';
-import { formatMicros, parseIsoMicros } from './timestamps.js';
-
-export type { EventRecord } from './event-record.js';
+import type { EventRecord, RecordAttachment, RecordImage, RecordMetadataValue } from '../record/event-record.js';
+import { formatMicros, parseIsoMicros } from '../record/timestamps.js';
 
 /**
  * Turns a record into the JSON text the API answers for it (docs/API.md, "Routes": stored

@@ -6,7 +6,7 @@
  * once, at its new place.
  */
 import type { BlobReader } from './blob-reader.js';
-import type { FileEntry, FileKind } from './lmdb-env.js';
+import type { FileEntry, FileKind } from './log-entries.js';
 
 /** Bytes per chunk of `StoredFile.stream`. */
 const STREAM_CHUNK_BYTES = 256 * 1024;

@@ -9,16 +9,17 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { SEGMENT_ROLL_BYTES } from './blob-log.js';
-import { recycledNumberOf, segmentFileName, segmentNumberOf } from './segment-files.js';
-import { indexBatches, type IndexOptions } from './create-index.js';
-import { checkpointDue, type HeadBatch, type LoggedEntries } from './index-head.js';
-import { indexedLogPosition, LOG_POSITION_KEY, type FileKind, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import { recordFromFrame, type RecordPresenter } from './record-codec.js';
-import { decodeRecordFrame } from './record-frame.js';
-import { attachedFile, decodeChange } from './record-change.js';
-import { blobCrcMatches, FRAME_HEADER_BYTES, readFrameHeader, scanFrames, scanSegment, segmentTag, type DamagedBytes, type ScannedFrame } from './segment-frames.js';
-import { quarantine, type LogDamage, type QuarantinedBytes } from './quarantine.js';
+import { SEGMENT_ROLL_BYTES } from '../log/blob-log.js';
+import { recycledNumberOf, segmentFileName, segmentNumberOf } from '../log/segment-files.js';
+import { indexBatches, type IndexOptions } from './checkpoint-writer.js';
+import { checkpointDue, type HeadBatch, type LoggedEntries } from '../head/index-head.js';
+import { indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
+import type { FileKind } from '../log/log-entries.js';
+import { recordFromFrame, type RecordPresenter } from '../index/record-codec.js';
+import { decodeRecordFrame } from '../log/record-frame.js';
+import { attachedFile, decodeChange } from '../index/record-change.js';
+import { blobCrcMatches, FRAME_HEADER_BYTES, readFrameHeader, scanFrames, scanSegment, segmentTag, type DamagedBytes, type ScannedFrame } from '../log/segment-frames.js';
+import { quarantine, type LogDamage, type QuarantinedBytes } from '../log/quarantine.js';
 
 /** Creates, or changes, per batch a replay hands to the index head. */
 const REPLAY_BATCH = 1000;

@@ -12,12 +12,12 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { recycledNumberOf, segmentFileName, segmentNumberOf } from './segment-files.js';
-import { checksum } from './segment-frames.js';
+import { recycledNumberOf, segmentFileName, segmentNumberOf } from '../log/segment-files.js';
+import { checksum } from '../log/segment-frames.js';
 import { deleteFiles, type FileRef } from './event-deletion.js';
 import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from './lifecycle-queries.js';
-import type { FileEntry } from './lmdb-env.js';
-import type { StoreView } from './store-view.js';
+import type { FileEntry } from '../log/log-entries.js';
+import type { StoreView } from '../read/store-view.js';
 
 /** A staging file untouched this long (ms) belongs to no upload under way. */
 const ABANDONED_STAGING_MS = 15 * 60 * 1000;

@@ -13,9 +13,20 @@
  * event; a cursor is `meta['ledger:<sink>']`, a seq.
  */
 import type { Key } from 'lmdb';
-import { deadLetterKey, draftKey, EMPTY, ledgerKey, ledgerRange, pendingKey } from './index-keys.js';
-import { addToCounters, readCounters, type StoreDatabases } from './lmdb-env.js';
-import type { StoreView } from './store-view.js';
+import { deadLetterKey, draftKey, EMPTY, ledgerKey, ledgerRange, pendingKey } from '../index/index-keys.js';
+import { addToCounters, readCounters, type StoreDatabases } from '../index/lmdb-env.js';
+
+/**
+ * What the ledger reads of a store: its databases, whether sinks are configured, and what the
+ * index head holds for them (store-view.ts `StoreView` is one).
+ */
+export interface LedgerStore {
+  readonly dbs: StoreDatabases;
+  /** Some sink is configured. */
+  readonly shipping: boolean;
+  /** Finalized creates still in the index head: they enter the ledger with their checkpoint. */
+  headShippable(): { events: number; oldest: number | null };
+}
 
 /** One ledger entry: its place and its event's created_at (µs). */
 export interface LedgerEntry {
@@ -60,7 +71,7 @@ export async function startCursors(dbs: StoreDatabases, sinks: readonly string[]
  * The entries `sink` has not shipped, oldest first.
  * @param limit most entries returned
  */
-export function unshipped(store: StoreView, sink: string, limit: number): LedgerEntry[] {
+export function unshipped(store: LedgerStore, sink: string, limit: number): LedgerEntry[] {
   const after = sinkCursor(store.dbs, sink);
   return [...store.dbs.index.getKeys({ ...ledgerRange(after + 1), limit })].map(entryOfKey);
 }
@@ -70,7 +81,7 @@ export function unshipped(store: StoreView, sink: string, limit: number): Ledger
  * the writer's view, finalized creates still in the index head count too (store-view.ts
  * `headShippable`): they enter the ledger with their checkpoint.
  */
-export function sinkBacklog(store: StoreView, sink: string): { events: number; oldestCreatedAt: number | null } {
+export function sinkBacklog(store: LedgerStore, sink: string): { events: number; oldestCreatedAt: number | null } {
   const cursor = sinkCursor(store.dbs, sink);
   const [oldest] = unshipped(store, sink, 1);
   const head = store.headShippable();
@@ -84,7 +95,7 @@ export function sinkBacklog(store: StoreView, sink: string): { events: number; o
  * commit, not its flush: shipping is at least once, so a cut before the flush only re-ships.
  * @throws the lmdb error of a failed commit (the cursor stays where it was)
  */
-export async function markShipped(store: StoreView, sink: string, through: number, deadLettered: number[], sinks: readonly string[]): Promise<void> {
+export async function markShipped(store: LedgerStore, sink: string, through: number, deadLettered: number[], sinks: readonly string[]): Promise<void> {
   const { dbs } = store;
   await dbs.root.transaction(() => {
     if (through > sinkCursor(dbs, sink)) dbs.meta.putSync(cursorKey(sink), through);
@@ -104,7 +115,7 @@ export async function markShipped(store: StoreView, sink: string, through: numbe
  * True when cleanup must keep the event created at `createdAt` (µs): sinks are configured and
  * the event is a draft or some sink has not shipped it. Always false without sinks.
  */
-export function isProtected(store: StoreView, createdAt: number): boolean {
+export function isProtected(store: LedgerStore, createdAt: number): boolean {
   if (!store.shipping) return false;
   return store.dbs.index.doesExist(pendingKey(createdAt)) || store.dbs.index.doesExist(draftKey(createdAt));
 }

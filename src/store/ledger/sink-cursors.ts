@@ -5,13 +5,13 @@
  * stopped. A cursor is written after what it names was acknowledged, so a crash between the two
  * re-ships (at least once), never skips.
  */
-import type { StoreDatabases } from './lmdb-env.js';
-import type { StoreView } from './store-view.js';
+import type { StoreDatabases } from '../index/lmdb-env.js';
+import type { LedgerStore } from './sink-ledger.js';
 
 const key = (sink: string) => `sink:${sink}`;
 
 /** The cursor of `sink`, µs; undefined when it never shipped (or a reset cleared it). */
-export function readSinkCursor(store: StoreView, sink: string): number | undefined {
+export function readSinkCursor(store: Pick<LedgerStore, 'dbs'>, sink: string): number | undefined {
   const value = store.dbs.meta.get(key(sink));
   return typeof value === 'number' ? value : undefined;
 }
@@ -20,7 +20,7 @@ export function readSinkCursor(store: StoreView, sink: string): number | undefin
  * Records `createdAt` (µs) as the cursor of `sink`; resolves once the write is committed (not
  * necessarily flushed: a cursor lost to a power cut only means re-shipping).
  */
-export async function writeSinkCursor(store: StoreView, sink: string, createdAt: number): Promise<void> {
+export async function writeSinkCursor(store: Pick<LedgerStore, 'dbs'>, sink: string, createdAt: number): Promise<void> {
   await store.dbs.meta.put(key(sink), createdAt);
 }
 

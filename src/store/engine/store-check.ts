@@ -24,16 +24,16 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { lockDataDir } from './data-dir-lock.js';
 import { EventStore } from './event-store.js';
-import { assertIndexOpenable, inspectIndexFile, metaIsForeign, readsAsNew, type IndexFileReport } from './index-file-check.js';
-import { draftKey, pendingKey } from './index-keys.js';
-import { indexedLogPosition, LOG_POSITION_KEY, openDatabases, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import { quarantineDirOf, readQuarantine } from './quarantine.js';
-import { decodeRecord } from './record-codec.js';
-import { decodeRecordFrame } from './record-frame.js';
-import { segmentFileName, segmentNumberOf, syncDirectory } from './segment-files.js';
-import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type FrameKind } from './segment-frames.js';
-import { startCursors } from './sink-ledger.js';
-import type { StoreOptions } from './store-view.js';
+import { assertIndexOpenable, inspectIndexFile, metaIsForeign, readsAsNew, type IndexFileReport } from '../index/index-file-check.js';
+import { draftKey, pendingKey } from '../index/index-keys.js';
+import { indexedLogPosition, LOG_POSITION_KEY, openDatabases, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
+import { quarantineDirOf, readQuarantine } from '../log/quarantine.js';
+import { decodeRecord } from '../index/record-codec.js';
+import { decodeRecordFrame } from '../log/record-frame.js';
+import { segmentFileName, segmentNumberOf, syncDirectory } from '../log/segment-files.js';
+import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type FrameKind } from '../log/segment-frames.js';
+import { startCursors } from '../ledger/sink-ledger.js';
+import type { StoreOptions } from '../read/store-view.js';
 
 /** Items listed at most in each list of a report; the counts cover them all. */
 const LISTED = 50;

@@ -4,13 +4,14 @@
  * dead in their segments' accounting and lowers the counters, so the storage figures drop at once.
  * Segment files with no live blob left are reclaimed afterwards by `reclaimSegments`.
  */
-import { SEGMENT_ROLL_BYTES } from './blob-log.js';
-import { recycleOrRemove } from './segment-files.js';
-import { deadLetterRange, fileAgeKey, fileIdsOf, indexKeysOf, pendingKey } from './index-keys.js';
-import { addToCounters, type StoreDatabases } from './lmdb-env.js';
-import { encodeRecord, type EventRecord } from './record-codec.js';
-import type { DeletionReason } from './store-changes.js';
-import type { StoreView } from './store-view.js';
+import { SEGMENT_ROLL_BYTES } from '../log/blob-log.js';
+import { recycleOrRemove } from '../log/segment-files.js';
+import { deadLetterRange, fileAgeKey, fileIdsOf, indexKeysOf, pendingKey } from '../index/index-keys.js';
+import { addToCounters, type StoreDatabases } from '../index/lmdb-env.js';
+import type { EventRecord } from '../record/event-record.js';
+import { encodeRecord } from '../index/record-codec.js';
+import type { DeletionReason } from '../record/store-changes.js';
+import type { StoreView } from '../read/store-view.js';
 
 /** Segments smaller than this (bytes) are not worth compacting. */
 const COMPACT_MIN_BYTES = 1024 * 1024;

@@ -15,9 +15,10 @@
  * `segment`, right after its header.
  */
 import { Packr } from 'msgpackr';
-import type { EventRecord, RecordAttachment } from './event-record.js';
-import type { Counters, FileEntry } from './lmdb-env.js';
-import { FRAME_HEADER_BYTES } from './segment-frames.js';
+import type { EventRecord, RecordAttachment } from '../record/event-record.js';
+import type { Counters } from './lmdb-env.js';
+import type { FileEntry } from '../log/log-entries.js';
+import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 

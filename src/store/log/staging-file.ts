@@ -10,8 +10,8 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { checksum, FRAME_HEADER_BYTES, frameHeader } from './segment-frames.js';
-import { isCanonicalId } from './ids.js';
-import type { FileKind } from './lmdb-env.js';
+import { isCanonicalId } from '../record/ids.js';
+import type { FileKind } from './log-entries.js';
 
 /** A staged upload, complete and durable, waiting to be committed. Sizes in bytes. */
 export interface StagedBlob {

@@ -5,15 +5,17 @@
  * environment (LMDB is safe across threads).
  */
 import path from 'node:path';
-import type { StoreChange } from './store-changes.js';
-import { BlobReader } from './blob-reader.js';
-import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEventValue, type Counters, type FileEntry, type StoreDatabases } from './lmdb-env.js';
-import { decodeRecord, storedJson, type EventRecord, type RecordPresenter } from './record-codec.js';
-import { releaseRecycledIfLow } from './segment-files.js';
-import { StoredFile } from './stored-file.js';
-import type { IndexHead } from './index-head.js';
-import { quarantineDirOf, readQuarantine, type QuarantineSummary } from './quarantine.js';
-import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
+import type { StoreChange } from '../record/store-changes.js';
+import { BlobReader } from '../log/blob-reader.js';
+import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEventValue, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
+import type { FileEntry } from '../log/log-entries.js';
+import type { EventRecord } from '../record/event-record.js';
+import { decodeRecord, storedJson, type RecordPresenter } from '../index/record-codec.js';
+import { releaseRecycledIfLow } from '../log/segment-files.js';
+import { StoredFile } from '../log/stored-file.js';
+import type { IndexHead } from '../head/index-head.js';
+import { quarantineDirOf, readQuarantine, type QuarantineSummary } from '../log/quarantine.js';
+import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
 
 /** How a store is run. */
 export interface StoreOptions {
@@ -178,7 +180,7 @@ export class StoreView {
    * which `cursor` skips, since their index entries may be stale. `cursor` stops short of the
    * head's oldest create: every LMDB entry from there on is of a create the head holds, put by a
    * checkpoint under way (or one that failed, or one a crash cut short) in key order, so some of
-   * its entries may be in LMDB and others not yet (create-index.ts `indexLogged`). For an exact plan, whose values
+   * its entries may be in LMDB and others not yet (checkpoint-writer.ts `indexLogged`). For an exact plan, whose values
    * are not checked again, the head's records are checked with `accepts` as the cursor reaches
    * them (as LMDB's index entries answer exact conditions); otherwise the scan checks them, within
    * its budget, as it checks LMDB's records (event-query.ts `scanPlan`).

@@ -9,12 +9,12 @@
  * the wall clock's now to just before it, in order, in one LMDB transaction with every entry
  * naming their created_at, and new events take the wall clock's time again.
  */
-import { EMPTY, fileIdsOf, fileOfAgeKey, indexKeysOf } from './index-keys.js';
-import type { StoreDatabases } from './lmdb-env.js';
-import { decodeRecord, encodeRecord, type RecordPresenter } from './record-codec.js';
-import { restampSearchIndexSync } from './search-index.js';
-import { restampSinkCursorsSync } from './sink-cursors.js';
-import { restampLedgerSync } from './sink-ledger.js';
+import { EMPTY, fileIdsOf, fileOfAgeKey, indexKeysOf } from '../index/index-keys.js';
+import type { StoreDatabases } from '../index/lmdb-env.js';
+import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/record-codec.js';
+import { restampSearchIndexSync } from '../index/search-index.js';
+import { restampSinkCursorsSync } from '../ledger/sink-cursors.js';
+import { restampLedgerSync } from '../ledger/sink-ledger.js';
 
 /** What a re-stamp moved. Times in µs since the epoch. */
 export interface Restamped {

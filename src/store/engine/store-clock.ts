@@ -26,11 +26,11 @@
  * running time is written by whichever thread saves. Times are µs.
  */
 import fs from 'node:fs';
-import type { StoreDatabases } from './lmdb-env.js';
-import type { RecordPresenter } from './record-codec.js';
+import type { StoreDatabases } from '../index/lmdb-env.js';
+import type { RecordPresenter } from '../index/record-codec.js';
 import { restampAheadSync, type Restamped } from './restamp.js';
-import type { StoreView } from './store-view.js';
-import { CLOCK_JUMP_MICROS, createdAtClock, lastUniqueMicros, restartUniqueMicros, type ClockJump } from './timestamps.js';
+import type { StoreView } from '../read/store-view.js';
+import { CLOCK_JUMP_MICROS, createdAtClock, lastUniqueMicros, restartUniqueMicros, type ClockJump } from '../record/timestamps.js';
 
 /** `meta` key of the clock's record (`ClockRecord`), written by the HTTP thread. */
 const CLOCK_KEY = 'storeClock';

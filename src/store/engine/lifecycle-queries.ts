@@ -8,14 +8,14 @@
  * Walks are generators over lmdb-js ranges: lazy, so a caller that stops early reads no further.
  * Times are µs since the epoch (timestamps.ts), sizes bytes.
  */
-import { NO_VALUES } from './created-at-cursors.js';
-import { createdAtOfKey, draftRange, fileAgeKey, fileAgeRange, fileOfAgeKey } from './index-keys.js';
+import { NO_VALUES } from '../index/created-at-cursors.js';
+import { createdAtOfKey, draftRange, fileAgeKey, fileAgeRange, fileOfAgeKey } from '../index/index-keys.js';
 import type { FileRef } from './event-deletion.js';
-import type { FileEntry, SegmentEntry } from './lmdb-env.js';
-import type { StoreView } from './store-view.js';
+import type { FileEntry, SegmentEntry } from '../log/log-entries.js';
+import type { StoreView } from '../read/store-view.js';
 import { heldCutoff, type HeldClock } from './store-clock.js';
-import { DAY_MICROS } from './timestamps.js';
-import { isProtected } from './sink-ledger.js';
+import { DAY_MICROS } from '../record/timestamps.js';
+import { isProtected } from '../ledger/sink-ledger.js';
 
 /** The `meta` entry holding the file id the next scrub starts at (docs/STORAGE.md, "The index"). */
 const SCRUB_CURSOR_KEY = 'scrubCursor';
@@ -76,17 +76,6 @@ export function oldestDraft(store: StoreView): number | null {
   }
   // Drafts in the index head (index-head.ts) are newer than every draft in LMDB.
   return store.withHead(NO_VALUES, -Infinity, Infinity, 'asc', true, (record) => record.draft).seek(-Infinity) ?? null;
-}
-
-/**
- * created_at of the oldest and of the newest record, each null when the store is empty; the
- * index head's creates (index-head.ts) are newer than every record in LMDB.
- */
-export function oldestAndNewest(store: StoreView): { oldest: number | null; newest: number | null } {
-  const [oldest] = store.dbs.events.getKeys({ limit: 1 });
-  const [newest] = store.dbs.events.getKeys({ limit: 1, reverse: true });
-  const head = store.headBounds();
-  return { oldest: oldest ?? head?.oldest ?? null, newest: head?.newest ?? newest ?? null };
 }
 
 /**

@@ -7,30 +7,30 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { AppError, fromDiskError, fromLogWriteError } from '../errors.js';
-import { SegmentAppender, type Appended, type FrameToAppend } from './blob-log.js';
-import { ensureBlobDirs } from './segment-files.js';
+import { AppError, fromDiskError, fromLogWriteError } from '../../errors.js';
+import { SegmentAppender, type Appended, type FrameToAppend } from '../log/blob-log.js';
+import { ensureBlobDirs } from '../log/segment-files.js';
 import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
-import { indexBatches } from './create-index.js';
-import { checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, IndexHead, type CheckpointPace, type HeadBatch, type LoggedCreate } from './index-head.js';
+import { indexBatches } from './checkpoint-writer.js';
+import { checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, IndexHead, type CheckpointPace, type HeadBatch, type LoggedCreate } from '../head/index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
-import { assertIndexCoversLog, assertIndexOpenable } from './index-file-check.js';
-import type { RecordAttachment } from './event-record.js';
+import { assertIndexCoversLog, assertIndexOpenable } from '../index/index-file-check.js';
+import type { EventRecord, RecordAttachment } from '../record/event-record.js';
 import { GroupCommitter } from './group-commit.js';
-import { completeCounters, LOG_POSITION_KEY, openDatabases, type LogPosition, type StoreDatabases } from './lmdb-env.js';
+import { completeCounters, LOG_POSITION_KEY, openDatabases, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import { prepareCreateRecord, stampedValue, type NewEvent, type PreparedCreate } from './prepared-create.js';
-import { frameRecordBytes, storedJson, type EventRecord } from './record-codec.js';
-import { encodeRecordFrame } from './record-frame.js';
-import { encodeChange, type RecordChange } from './record-change.js';
+import { frameRecordBytes, storedJson } from '../index/record-codec.js';
+import { encodeRecordFrame } from '../log/record-frame.js';
+import { encodeChange, type RecordChange } from '../index/record-change.js';
 import { recoverStore, type SkippedCreate } from './recovery.js';
-import { quarantineDirOf, type QuarantinedBytes } from './quarantine.js';
-import { StoreChanges, type StoreChange } from './store-changes.js';
-import { StoreView, type StoreOptions } from './store-view.js';
-import { nextUniqueMicros } from './timestamps.js';
+import { quarantineDirOf, type QuarantinedBytes } from '../log/quarantine.js';
+import { StoreChanges, type StoreChange } from '../record/store-changes.js';
+import { StoreView, type StoreOptions } from '../read/store-view.js';
+import { nextUniqueMicros } from '../record/timestamps.js';
 import { keepClockSync, StoreClock, type ClockJumpReport } from './store-clock.js';
-import { countPending, migrateToLedger, startCursors } from './sink-ledger.js';
-import { backfillSearchIndex, markSearchIndexCurrentSync, prepareSearchIndex, type BackfillProgress } from './search-index.js';
+import { countPending, migrateToLedger, startCursors } from '../ledger/sink-ledger.js';
+import { backfillSearchIndex, markSearchIndexCurrentSync, prepareSearchIndex, type BackfillProgress } from '../index/search-index.js';
 
 /** What a durable create returns. `created_at` in µs. */
 export interface CreatedEvent {
@@ -555,7 +555,7 @@ export class EventStore extends StoreView {
 
   /**
    * One checkpoint: the head's batches go to LMDB, their creates' puts first, then one
-   * transaction with their changes and the log position they bring the index to (create-index.ts
+   * transaction with their changes and the log position they bring the index to (checkpoint-writer.ts
    * `indexLogged`), and leave the head
    * once that transaction has resolved (reads tolerate the moment they are in both: index-head.ts). lmdb-js flushes the
    * commit afterwards; until then recovery replays these creates from the log.

@@ -6,8 +6,8 @@
  *
  * A batch has two stages: until `release` is called no other batch starts, so batches keep
  * submission order; after `release` the batch may still be finishing (the log stage releases
- * once its append is durable, while the batch waits for its index commit), and the next batch
- * is built meanwhile. Jobs resolve when their own batch is done.
+ * once its append is done, then puts the batch into the index head and answers it), and the next
+ * batch is built meanwhile. Jobs resolve when their own batch is done.
  */
 
 interface Waiting<Job, Result> {
@@ -30,7 +30,7 @@ export class GroupCommitter<Job, Result> {
 
   /**
    * @param commitBatch makes a batch durable; calls `release` once the next batch may start (its
-   *   append and index commit are done; never calling it just means no overlap);
+   *   append is done; never calling it just means no overlap);
    *   resolves with one result per job in order, or rejects to fail every job of the batch
    * @param maxBatch most jobs in one batch
    */

@@ -6,13 +6,14 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PutOptions } from 'lmdb';
-import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from './index-keys.js';
-import { enterLedger } from './sink-ledger.js';
-import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type FileEntry, type LogPosition, type StoreDatabases } from './lmdb-env.js';
-import type { HeadBatch, LoggedEntries } from './index-head.js';
-import { IndexKeyOrder } from './index-key-order.js';
-import { decodeRecord, encodeRecord, type RecordPresenter } from './record-codec.js';
-import { applyChange, attachedFile, changeCounts, type RecordChange } from './record-change.js';
+import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from '../index/index-keys.js';
+import { enterLedger } from '../ledger/sink-ledger.js';
+import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
+import type { FileEntry } from '../log/log-entries.js';
+import type { HeadBatch, LoggedEntries } from '../head/index-head.js';
+import { IndexKeyOrder } from '../index/index-key-order.js';
+import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/record-codec.js';
+import { applyChange, attachedFile, changeCounts, type RecordChange } from '../index/record-change.js';
 
 /** How a store indexes. */
 export interface IndexOptions {

@@ -13,11 +13,13 @@
  * changes to LMDB's record as they read it, so a change made meanwhile in LMDB by the lifecycle
  * worker (a cleanup deleting the event or one of its files) is never hidden.
  */
-import type { AppendedFrame } from './blob-log.js';
-import { type CreatedAtCursor, type Direction } from './created-at-cursors.js';
-import type { Counters, FileEntry, FileKind, LogPosition } from './lmdb-env.js';
-import { decodeRecord, encodeRecord, type EventRecord, type RecordPresenter } from './record-codec.js';
-import { applyChange, attachedFile, changeCounts, type RecordChange } from './record-change.js';
+import type { AppendedFrame } from '../log/blob-log.js';
+import { type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import type { Counters, LogPosition } from '../index/lmdb-env.js';
+import type { FileEntry, FileKind } from '../log/log-entries.js';
+import type { EventRecord } from '../record/event-record.js';
+import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/record-codec.js';
+import { applyChange, attachedFile, changeCounts, type RecordChange } from '../index/record-change.js';
 
 /** A file of a create and where its frame landed. */
 export interface PlacedFile {
@@ -95,7 +97,7 @@ export function checkpointWaitMs(head: { entries: number; bytes: number }, pace:
   return Math.max(pace.intervalMs, pace.maxMs);
 }
 
-/** What a checkpoint or a replay step indexes (create-index.ts): creates, then changes to events created before them or among them. */
+/** What a checkpoint or a replay step indexes (checkpoint-writer.ts): creates, then changes to events created before them or among them. */
 export interface LoggedEntries {
   creates: LoggedCreate[];
   changes: RecordChange[];

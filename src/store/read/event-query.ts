@@ -11,15 +11,14 @@
  * stored JSON (record-codec.ts `storedJson`), decoded only for such a check.
  */
 import type { Key } from 'lmdb';
-import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
+import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
 import type { StoreView } from './store-view.js';
-import { oldestAndNewest } from './lifecycle-queries.js';
 import {
   comparableMetadataValue, createdAtOfKey, DIGEST_PREFIX, draftKey, fieldPrefix, indexableMetadataValue, indexableString, indexedValue,
   metadataPrefix, type IndexedField,
-} from './index-keys.js';
-import type { RecordMetadataValue } from './event-record.js';
-import { decodeRecord, recordByteLength, storedJson, type EventRecord } from './record-codec.js';
+} from '../index/index-keys.js';
+import type { EventRecord, RecordMetadataValue } from '../record/event-record.js';
+import { decodeRecord, recordByteLength, storedJson } from '../index/record-codec.js';
 
 export type MetadataOperator = 'eq' | 'ne' | 'gt' | 'lt' | 'gte' | 'lte';
 
@@ -311,4 +310,15 @@ export function countEvents(store: StoreView, query: EventQuery): EventCounts {
     cursor.close();
   }
   return { total, filtered, oldest, newest };
+}
+
+/**
+ * created_at of the oldest and of the newest record, each null when the store is empty; the
+ * index head's creates (index-head.ts) are newer than every record in LMDB.
+ */
+export function oldestAndNewest(store: StoreView): { oldest: number | null; newest: number | null } {
+  const [oldest] = store.dbs.events.getKeys({ limit: 1 });
+  const [newest] = store.dbs.events.getKeys({ limit: 1, reverse: true });
+  const head = store.headBounds();
+  return { oldest: oldest ?? head?.oldest ?? null, newest: head?.newest ?? newest ?? null };
 }

@@ -9,12 +9,12 @@
  * store in one request. Time conditions of the top-level AND bound every cursor instead.
  */
 import type { Key } from 'lmdb';
-import { KeyRangeCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from './created-at-cursors.js';
+import { KeyRangeCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
 import {
   estimateEntries, indexedAsItself, metadataIndexedExactly, metadataMatches, type MetadataCondition, type ScanPlan,
 } from './event-query.js';
-import type { EventRecord } from './event-record.js';
-import { classPrefix, draftKey, DRAFTS_PREFIX, fieldPrefix, indexedValue, metadataPrefix, predictionsOf, type IndexedField } from './index-keys.js';
+import type { EventRecord } from '../record/event-record.js';
+import { classPrefix, draftKey, DRAFTS_PREFIX, fieldPrefix, indexedValue, metadataPrefix, predictionsOf, type IndexedField } from '../index/index-keys.js';
 import type { StoreView } from './store-view.js';
 
 /** Comparison of a count with a number. */

@@ -26,7 +26,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { indexedLogPosition, type StoreDatabases } from './lmdb-env.js';
-import { segmentNumberOf } from './segment-files.js';
+import { segmentNumberOf } from '../log/segment-files.js';
 
 /** `MDB_MAGIC` (mdb.c). */
 const MDB_MAGIC = 0xbeefc0de;

@@ -16,7 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Key } from 'lmdb';
-import type { EventRecord, RecordMetadataValue } from './event-record.js';
+import type { EventRecord, RecordMetadataValue } from '../record/event-record.js';
 
 /** The exact-match fields the list, count and search routes filter on, with their index codes. */
 export const INDEXED_FIELDS = {

@@ -6,13 +6,13 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { fromDiskError } from '../errors.js';
-import { segmentFileName, syncDirectory } from './segment-files.js';
+import { fromDiskError } from '../../errors.js';
+import { segmentFileName, syncDirectory } from '../log/segment-files.js';
 import type { FinalizeOutcome } from './change-decisions.js';
-import type { RecordAttachment } from './event-record.js';
+import type { RecordAttachment } from '../record/event-record.js';
 import type { EventStore } from './event-store.js';
-import type { FileKind } from './lmdb-env.js';
-import type { StagedBlob } from './staging-file.js';
+import type { FileKind } from '../log/log-entries.js';
+import type { StagedBlob } from '../log/staging-file.js';
 
 export type { FinalizeOutcome } from './change-decisions.js';
 

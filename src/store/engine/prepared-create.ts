@@ -5,10 +5,10 @@
  * create, on the create preparer's worker for a heavy one (src/events/create-preparer.ts), whose
  * result crosses back as the encoded bytes and a record without its geometry.
  */
-import type { EventRecord, RecordImage, RecordImageResults } from './event-record.js';
-import { timeOrderedId } from './ids.js';
-import type { FileKind } from './lmdb-env.js';
-import { encodeRecord, encodeUnstamped, stampValue, type RecordPresenter, type UnstampedValue } from './record-codec.js';
+import type { EventRecord, RecordImage, RecordImageResults } from '../record/event-record.js';
+import { timeOrderedId } from '../record/ids.js';
+import type { FileKind } from '../log/log-entries.js';
+import { encodeRecord, encodeUnstamped, stampValue, type RecordPresenter, type UnstampedValue } from '../index/record-codec.js';
 
 /** An image of a create, decoded: its bytes and sniffed content type. */
 export interface DecodedImage {

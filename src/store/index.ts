@@ -1,0 +1,29 @@
+/**
+ * The store's one entry point for the rest of src/ (docs/ARCHITECTURE.md, "The storage engine's
+ * rooms"): what the domain, the worker, the sinks and the operations use of it. Its rooms import
+ * each other as the rules of .dependency-cruiser.cjs allow; nothing outside src/store reaches
+ * into a room but through here.
+ */
+export { type EventRecord } from './record/event-record.js';
+export { isCanonicalId } from './record/ids.js';
+export { type DeletionReason, type EventChange, type StoreChange } from './record/store-changes.js';
+export { DAY_MICROS, formatMicros, formatMicrosOrNull, isCalendarDate, parseIsoMicros } from './record/timestamps.js';
+export { DiskReserve } from './log/disk-reserve.js';
+export { StagingFile } from './log/staging-file.js';
+export { type StoredFile } from './log/stored-file.js';
+export { fileIdsOf, type IndexedField } from './index/index-keys.js';
+export { type BackfillProgress } from './index/search-index.js';
+export { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from './head/index-head.js';
+export { countEvents, type EventQuery, matchesQuery, type MetadataCondition, type MetadataOperator, oldestAndNewest, type PageSink, scanEvents, scanPlan } from './read/event-query.js';
+export { planSearch, type SearchCondition } from './read/event-search.js';
+export { StoreView } from './read/store-view.js';
+export { readSinkCursor, writeSinkCursor } from './ledger/sink-cursors.js';
+export { isProtected, markShipped, sinkBacklog, unshipped } from './ledger/sink-ledger.js';
+export { checkConsistency } from './engine/consistency.js';
+export { deleteFiles, deleteRecords, type FileRef, reclaimSegments } from './engine/event-deletion.js';
+export { EventStore } from './engine/event-store.js';
+export { type Attachment, attachStagedBlob, finalizeEvent } from './engine/event-updates.js';
+export { draftsOlderThan, eventsOldestFirst, filesByAge, oldestDraft, retentionBacklog, retentionCutoff } from './engine/lifecycle-queries.js';
+export { type DecodedImage, type NewEvent, prepareCreateRecord, type PreparedCreate } from './engine/prepared-create.js';
+export { checkStore, type CheckReport, rebuildIndex, type RebuildReport } from './engine/store-check.js';
+export { clockStatus, heldClock, type HeldClock, runningAtCreation, saveRunningTime } from './engine/store-clock.js';
