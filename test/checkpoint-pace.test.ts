@@ -8,8 +8,9 @@ import t, { type Test } from 'tap';
 import { loadConfig } from '../src/config.js';
 import { createEvent } from '../src/events/create-event.js';
 import { presentEventJson } from '../src/events/present.js';
-import { EventStore, type EventStoreOptions } from '../src/store/engine/event-store.js';
-import { CHECKPOINT_BATCH_ENTRIES, checkpointWaitMs } from '../src/store/head/index-head.js';
+import { EventStore } from '../src/store/engine/event-store.js';
+import type { EventStoreOptions } from '../src/store/engine/writer-options.js';
+import { CHECKPOINT_BATCH_ENTRIES, checkpointWaitMs } from '../src/store/head/checkpoint-pace.js';
 import { smallEvent } from './support/events.js';
 import { tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
@@ -30,9 +31,9 @@ async function pacedStore(t: Test, options: Partial<EventStoreOptions>) {
   const store = await EventStore.open(tempDataDir(), { sinks: [], present: presentEventJson, ...options });
   t.teardown(() => store.close());
   const checkpoints: number[] = [];
-  store.stageTimer = (stage, _batches, entries) => {
+  store.onStageTimed((stage, _batches, entries) => {
     if (stage === 'index') checkpoints.push(entries);
-  };
+  });
   const config = loadConfig({ LOG_LEVEL: 'silent' });
   return { store, checkpoints, create: () => createEvent(store, config, smallEvent()) };
 }

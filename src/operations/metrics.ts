@@ -117,10 +117,10 @@ export class StoreMetrics {
 
     const roundEvents = new Histogram({ name: `${PREFIX}commit_batch_events`, help: 'Creates and changes (finalize, attach) per round of a write stage (log: one append; index: one checkpoint).', labelNames: ['stage'], buckets: BATCH_BUCKETS, registers });
     const roundSeconds = new Histogram({ name: `${PREFIX}commit_duration_seconds`, help: 'Time of a round of a write stage: log append + fdatasync (stage=log), or index checkpoint commit (stage=index).', labelNames: ['stage'], buckets: SECONDS_BUCKETS, registers });
-    store.stageTimer = (stage, _batches, events, seconds) => {
+    store.onStageTimed((stage, _batches, events, seconds) => {
       roundEvents.observe({ stage }, events);
       roundSeconds.observe({ stage }, seconds);
-    };
+    });
 
     if (hub) {
       /** A counter that follows `read()`, a count kept elsewhere since the start. */

@@ -1,44 +1,40 @@
 /**
- * The storage engine's facade for the HTTP thread (docs/STORAGE.md): a StoreView (lookups,
- * counters, file locations) plus durable creates and changes to events by group commit into the
- * segment log, the checkpoints that index them and the data directory lock. Queries live in
- * event-query.ts, changes to events in event-updates.ts, recovery in recovery.ts. The domain
- * (src/events) talks to the store only through these modules; nothing outside src/store sees LMDB.
+ * The writer: the storage engine's facade for the HTTP thread (docs/STORAGE.md). A StoreView
+ * (lookups, counters, file locations) that also makes creates and changes to events durable by
+ * group commit into the segment log (log-batch.ts frames each batch) and puts them in the index
+ * head, whose checkpoints the head's checkpointer runs (head/checkpointer.ts; their writes are
+ * checkpoint-writer.ts's). It opens and recovers the store (recovery.ts) under the data
+ * directory's lock, and pauses its writes for segment maintenance (segment-maintenance.ts) and
+ * reset (reset.ts). Queries live in read/, changes to events in event-updates.ts.
  */
-import fsp from 'node:fs/promises';
-import path from 'node:path';
 import { AppError, fromDiskError, fromLogWriteError } from '../../errors.js';
-import { SegmentAppender, type Appended, type FrameToAppend } from '../log/blob-log.js';
+import { SegmentAppender, type Appended } from '../log/blob-log.js';
 import { ensureBlobDirs } from '../log/segment-files.js';
-import { decideChange, type AttachRequest, type ChangeRequest, type FinalizeOutcome, type FinalizeRequest } from './change-decisions.js';
+import type { AttachRequest, ChangeRequest, FinalizeOutcome, FinalizeRequest } from './change-decisions.js';
 import { indexBatches } from './checkpoint-writer.js';
-import { checkpointWaitMs, DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS, IndexHead, type CheckpointPace, type HeadBatch, type LoggedCreate } from '../head/index-head.js';
+import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from '../head/checkpoint-pace.js';
+import { Checkpointer } from '../head/checkpointer.js';
+import { IndexHead, type HeadBatch } from '../head/index-head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { assertIndexCoversLog, assertIndexOpenable } from '../index/index-file-check.js';
-import type { EventRecord, RecordAttachment } from '../record/event-record.js';
+import type { RecordAttachment } from '../record/event-record.js';
 import { GroupCommitter } from './group-commit.js';
-import { completeCounters, LOG_POSITION_KEY, openDatabases, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
-import { prepareCreateRecord, stampedValue, type NewEvent, type PreparedCreate } from './prepared-create.js';
-import { frameRecordBytes, storedJson } from '../index/record-codec.js';
-import { encodeRecordFrame } from '../log/record-frame.js';
-import { encodeChange, type RecordChange } from '../index/record-change.js';
-import { recoverStore, type SkippedCreate } from './recovery.js';
-import { quarantineDirOf, type QuarantinedBytes } from '../log/quarantine.js';
+import { completeCounters, openDatabases, type StoreDatabases } from '../index/lmdb-env.js';
+import { prepareCreateRecord, type NewEvent, type PreparedCreate } from './prepared-create.js';
+import { storedJson } from '../index/record-codec.js';
+import { frameBatch, placeFiles, type LogJob, type LogResult } from './log-batch.js';
+import { recoverStore } from './recovery.js';
+import type { CreatedEvent, EventStoreOptions, OpenReport, StageListener } from './writer-options.js';
+import { clearStore } from './reset.js';
+import { compactSegment, retireSegment, type MaintenanceAccess } from './segment-maintenance.js';
+import { quarantineDirOf } from '../log/quarantine.js';
 import { StoreChanges, type StoreChange } from '../record/store-changes.js';
-import { StoreView, type StoreOptions } from '../read/store-view.js';
+import { StoreView } from '../read/store-view.js';
 import { nextUniqueMicros } from '../record/timestamps.js';
-import { keepClockSync, StoreClock, type ClockJumpReport } from './store-clock.js';
+import { StoreClock } from './store-clock.js';
 import { countPending, migrateToLedger, startCursors } from '../ledger/sink-ledger.js';
-import { backfillSearchIndex, markSearchIndexCurrentSync, prepareSearchIndex, type BackfillProgress } from '../index/search-index.js';
-
-/** What a durable create returns. `created_at` in µs. */
-export interface CreatedEvent {
-  id: string;
-  image_ids: string[];
-  created_at: number;
-  draft: boolean;
-}
+import { backfillSearchIndex, prepareSearchIndex, type BackfillProgress } from '../index/search-index.js';
 
 /**
  * A head this large means checkpoints are failing: creates are refused, with the checkpoint's
@@ -47,69 +43,21 @@ export interface CreatedEvent {
 const MAX_HEAD_ENTRIES = 200_000;
 const MAX_HEAD_RECORD_BYTES = 128 * 1024 * 1024;
 
-/** What the log stage takes: a create, or a change to an event (change-decisions.ts). */
-type LogJob = PreparedCreate | ChangeRequest;
-
-/** What it answers: nothing for a create; a change's outcome, or its refusal. */
-type LogResult = undefined | FinalizeOutcome | RecordAttachment | AppError;
-
-/** How the last open found the store (docs/STORAGE.md, "Recovery"). */
-export interface OpenReport {
-  /** Creates replayed from the log into the index head (or checkpointed during a long replay). */
-  replayed: number;
-  /** Changes to events (finalize, attach) replayed likewise (applied, or dropped with their event deleted). */
-  changesReplayed: number;
-  /** Creates the replay went past (recovery.ts SkippedCreate): whole frames it could not index. */
-  skipped: SkippedCreate[];
-  /** Damage in the log this open found and quarantined (docs/STORAGE.md, "Damage in the log"). */
-  quarantined: QuarantinedBytes[];
-  /** Time the open took (ms). */
-  ms: number;
-}
-
-/** Settings of the write path. */
-export interface EventStoreOptions extends StoreOptions {
-  /** Reports a failure of background work (cutting a failed batch from the log); the store keeps serving. */
-  onBackgroundError?: (err: unknown, task: string) => void;
-  /** Told as the search index backfill advances (search-index.ts), and when it is done. */
-  onSearchIndexProgress?: (progress: BackfillProgress, done: boolean) => void;
-  /** Told each jump of the wall clock the store finds (docs/STORAGE.md, "A clock that jumps"), to log. */
-  onClockJump?: (jump: ClockJumpReport) => void;
-  /**
-   * How long a create waits in the index head before a checkpoint commits it to LMDB once the
-   * head holds CHECKPOINT_BATCH_ENTRIES, or whenever sinks are configured (ms,
-   * INDEX_CHECKPOINT_MS; docs/STORAGE.md, "When a checkpoint runs"); DEFAULT_CHECKPOINT_MS when unset.
-   */
-  checkpointMs?: number;
-  /**
-   * How long it waits while the head holds fewer (ms, INDEX_CHECKPOINT_MAX_MS; the same section);
-   * DEFAULT_CHECKPOINT_MAX_MS when unset, never shorter than `checkpointMs`.
-   */
-  checkpointMaxMs?: number;
-}
-
 /** The on-disk store under one DATA_DIR. */
 export class EventStore extends StoreView {
   /** The log stage: creates and changes go into the log in batches, one append at a time. */
   private readonly committer: GroupCommitter<LogJob, LogResult>;
   /** Creates and changes durable in the log and not yet in LMDB (index-head.ts). */
   protected override head: IndexHead;
-  /** The checkpoint under way, if any: one at a time. */
-  private checkpointRun: Promise<void> | undefined;
-  private checkpointTimer: NodeJS.Timeout | undefined;
-  /** When the armed checkpoint timer fires (`performance.now()`, ms). */
-  private checkpointAt = 0;
-  /** Why the last checkpoint failed; cleared by the next one that succeeds. */
-  private checkpointError: unknown;
+  /** When and how the head is checkpointed (checkpointer.ts). */
+  private readonly checkpointer: Checkpointer;
+  /** What segment maintenance is given of this writer (segment-maintenance.ts). */
+  private readonly maintenance: MaintenanceAccess;
   private nextSegment: number;
   /** How the open that made this store found it. */
   opened: OpenReport = { replayed: 0, changesReplayed: 0, skipped: [], quarantined: [], ms: 0 };
-  /**
-   * Told how long each round of a write stage took (docs/OPERATIONS.md, "Metrics"): the log
-   * stage's append + fdatasync, a checkpoint's commit; with the batches, and the creates and
-   * changes, of the round.
-   */
-  stageTimer: ((stage: 'log' | 'index', batches: number, events: number, seconds: number) => void) | undefined;
+  /** Who is told how long each round of a write stage took (`onStageTimed`). */
+  private readonly stageListeners = new Set<StageListener>();
   /** Changes to events once durable and visible, in that order (store-changes.ts). */
   readonly changes: StoreChanges;
   /**
@@ -146,6 +94,31 @@ export class EventStore extends StoreView {
     this.changes = new StoreChanges((err) => options.onBackgroundError?.(err, 'change listener'));
     this.head = new IndexHead(this.shipping, this.present);
     this.committer = new GroupCommitter((batch, release) => this.commitLogged(batch, release));
+    this.checkpointer = new Checkpointer(this.head, {
+      pace: () => ({ intervalMs: options.checkpointMs ?? DEFAULT_CHECKPOINT_MS, maxMs: options.checkpointMaxMs ?? DEFAULT_CHECKPOINT_MAX_MS, shipping: this.shipping }),
+      commit: (batches) => this.commitHead(batches),
+      onError: (err) => options.onBackgroundError?.(err, 'index checkpoint'),
+    });
+    this.maintenance = {
+      dbs, appender, blobs: this.blobs, blobsDir: this.blobsDir,
+      allocateSegment: () => this.allocateSegment(),
+      paused: (work) => this.withWritesPaused(work),
+      commitDurably: (writes) => this.commitDurably(writes),
+    };
+  }
+
+  /**
+   * Tells `listener` how long each round of a write stage takes from now on (docs/OPERATIONS.md,
+   * "Metrics"): the log stage's append + fdatasync, a checkpoint's commit.
+   * @returns a function that stops telling it
+   */
+  onStageTimed(listener: StageListener): () => void {
+    this.stageListeners.add(listener);
+    return () => this.stageListeners.delete(listener);
+  }
+
+  private stageTimed(stage: 'log' | 'index', batches: number, events: number, seconds: number): void {
+    for (const listener of this.stageListeners) listener(stage, batches, events, seconds);
   }
 
   /**
@@ -184,10 +157,10 @@ export class EventStore extends StoreView {
       const replayedAt = performance.now();
       for (const batch of head) store.head.add(batch, replayedAt);
       // Events a clock set back left ahead of it are re-stamped (docs/STORAGE.md, "A clock that jumps").
-      store.clock = await StoreClock.open(store, lastCreatedAt, () => store.checkpoint(), {
+      store.clock = await StoreClock.open(store, lastCreatedAt, () => store.checkpointer.checkpoint(), {
         present: options.present, onJump: options.onClockJump, onError: (err) => options.onBackgroundError?.(err, 'store clock'),
       });
-      store.scheduleCheckpoint();
+      store.checkpointer.schedule();
       store.opened = { replayed, changesReplayed, skipped, quarantined, ms: Math.round(performance.now() - started) };
       store.searchIndexReady = searchIndexReady;
       if (!searchIndexReady) store.backfill = store.runSearchIndexBackfill();
@@ -245,7 +218,7 @@ export class EventStore extends StoreView {
    */
   private refuseWhenHeadFull(): void {
     if (this.head.entries >= MAX_HEAD_ENTRIES || this.head.bytes >= MAX_HEAD_RECORD_BYTES) {
-      throw fromDiskError(this.checkpointError ?? new Error('the index head is full and no checkpoint has completed'));
+      throw fromDiskError(this.checkpointer.error ?? new Error('the index head is full and no checkpoint has completed'));
     }
   }
 
@@ -276,87 +249,34 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Deletes every event and file (docs/API.md, "Cleanup and reset"). Creates submitted meanwhile
-   * wait and are stored after it; the caller stops other writers (the lifecycle worker) first.
+   * Deletes every event and file (reset.ts `clearStore`; docs/API.md, "Cleanup and reset").
+   * Creates submitted meanwhile wait and are stored after it; the caller stops other writers (the
+   * lifecycle worker) first.
    * @throws the fs or lmdb error (the store may then be partly cleared; a retry finishes it)
    */
   async clearAll(): Promise<void> {
-    await this.withWritesPaused(async () => {
-      await this.appender.close();
-      await this.blobs.close();
-      const { dbs } = this;
-      // The log starts again after every segment there was, so no replay finds the old creates.
-      const restart: LogPosition = { segment: this.allocateSegment(), offset: 0 };
-      await this.commitDurably(() => {
-        const keepClock = keepClockSync(dbs);
-        for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta]) db.clearSync();
-        keepClock();
-        dbs.meta.putSync(LOG_POSITION_KEY, restart);
-        markSearchIndexCurrentSync(dbs);
-      });
+    await clearStore(this.maintenance, () => {
       this.searchIndexReady = true;
       this.announceChange({ kind: 'reset' });
-      for (const name of await fsp.readdir(this.blobsDir)) await fsp.rm(path.join(this.blobsDir, name), { force: true, recursive: true });
     });
   }
 
   /**
-   * Stops appending to `segment` if it holds no live blob, and seals it, so the lifecycle worker
-   * may delete it (docs/STORAGE.md, "Reclaiming space"): on a small disk every blob may sit in the
-   * active segment, which is otherwise never reclaimed. Creates wait meanwhile; the next one opens
-   * a new segment.
+   * Retires `segment` when it holds no live blob, so the lifecycle worker may delete it
+   * (segment-maintenance.ts `retireSegment`; docs/STORAGE.md, "Reclaiming space").
+   * @throws the fs or lmdb error of closing the segment or of the commit
    */
-  async retireSegment(segment: number): Promise<void> {
-    await this.withWritesPaused(async () => {
-      const { dbs } = this;
-      if (dbs.segments.get(segment)?.liveBlobs !== 0) return;
-      if (this.appender.currentSegment === segment) await this.appender.close();
-      await this.commitDurably(() => {
-        const entry = dbs.segments.get(segment);
-        if (entry && entry.liveBlobs <= 0) dbs.segments.putSync(segment, { ...entry, sealed: true });
-      });
-    });
+  retireSegment(segment: number): Promise<void> {
+    return retireSegment(this.maintenance, segment);
   }
 
   /**
-   * Compacts `segment` (docs/STORAGE.md, "Reclaiming space"): its live blobs are copied forward
-   * into the active segment and their entries moved, so the segment holds no live blob and can be
-   * deleted. Creates wait meanwhile. Live bytes of a compacted segment are below a quarter of
-   * 64 MiB.
+   * Copies `segment`'s live blobs forward so it can be deleted (segment-maintenance.ts
+   * `compactSegment`; docs/STORAGE.md, "Reclaiming space").
+   * @throws the fs or lmdb error of the copy or of the commit
    */
-  async compactSegment(segment: number): Promise<void> {
-    await this.withWritesPaused(async () => {
-      const { dbs } = this;
-      const live = [...dbs.files.getRange()].filter(({ value }) => value.segment === segment);
-      if (live.length === 0) return;
-      const blobs = await Promise.all(live.map(async ({ key, value }) => {
-        const bytes = Buffer.allocUnsafe(value.length);
-        await this.blobs.read(segment, value.offset, bytes);
-        return { id: key, kind: value.kind, bytes };
-      }));
-      const appended = await this.appender.append(blobs);
-      await this.commitDurably(() => {
-        let moved = 0;
-        let movedBytes = 0;
-        live.forEach(({ key }, i) => {
-          const entry = dbs.files.get(key);
-          if (!entry || entry.segment !== segment) return;
-          const at = appended.placed[i];
-          dbs.files.putSync(key, { ...entry, segment: at.segment, offset: at.offset, crc: at.crc });
-          moved++;
-          movedBytes += entry.length;
-        });
-        const old = dbs.segments.get(segment);
-        if (old) dbs.segments.putSync(segment, { ...old, liveBytes: old.liveBytes - movedBytes, liveBlobs: old.liveBlobs - moved });
-        const target = dbs.segments.get(appended.segment) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
-        dbs.segments.putSync(appended.segment, {
-          ...target,
-          committed: Math.max(target.committed, appended.end),
-          liveBytes: target.liveBytes + movedBytes,
-          liveBlobs: target.liveBlobs + moved,
-        });
-      });
-    });
+  compactSegment(segment: number): Promise<void> {
+    return compactSegment(this.maintenance, segment);
   }
 
   /**
@@ -367,7 +287,7 @@ export class EventStore extends StoreView {
   private async withWritesPaused(work: () => Promise<void>): Promise<void> {
     await this.committer.pause();
     try {
-      await this.checkpoint();
+      await this.checkpointer.checkpoint();
       await work();
     } finally {
       this.committer.resume();
@@ -387,7 +307,7 @@ export class EventStore extends StoreView {
    * @throws the lmdb error of a failed checkpoint (the creates and changes stay in the head and the log)
    */
   override async checkpointed(): Promise<void> {
-    await this.checkpoint();
+    await this.checkpointer.checkpoint();
   }
 
   /**
@@ -397,10 +317,10 @@ export class EventStore extends StoreView {
    */
   override async close(): Promise<void> {
     this.closing = true;
+    this.checkpointer.close();
     await this.backfill;
     await this.committer.whenIdle();
-    clearTimeout(this.checkpointTimer);
-    await this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
+    await this.checkpointer.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
     await this.clock?.close().catch((err: unknown) => this.options.onBackgroundError?.(err, 'running time save'));
     await this.appender.close();
     await super.close();
@@ -417,37 +337,8 @@ export class EventStore extends StoreView {
    * later, off the acknowledgement's path.
    */
   private async commitLogged(batch: LogJob[], release: () => void): Promise<LogResult[]> {
-    const frames: FrameToAppend[] = [];
-    const creates: LoggedCreate[] = [];
-    /** Per create, its blobs and the index of the first of their frames in `frames`. */
-    const placing: { blobs: PreparedCreate['imageBlobs']; first: number }[] = [];
-    const changes: { change: RecordChange; id: string; record: EventRecord }[] = [];
-    const results: LogResult[] = [];
-    const decided = new Map<number, EventRecord>();
-    for (const job of batch) {
-      if (job.type !== 'create') {
-        const decision = decideChange(this, job, decided);
-        if ('refusal' in decision) {
-          results.push(decision.refusal);
-          continue;
-        }
-        results.push(decision.outcome);
-        if (!decision.change) continue;
-        frames.push({ id: job.id, kind: 'change', bytes: encodeChange(decision.change) });
-        changes.push({ change: decision.change, id: job.id, record: decision.record! });
-        continue;
-      }
-      const { record, imageBlobs: blobs } = job;
-      record.created_at = nextUniqueMicros();
-      if (!record.draft) record.finalized_at = record.created_at;
-      const value = stampedValue(job, record.created_at, this.present);
-      placing.push({ blobs, first: frames.length });
-      for (const blob of blobs) frames.push({ id: blob.fileId, kind: blob.kind, bytes: blob.bytes });
-      const files = blobs.map((b) => ({ fileId: b.fileId, contentType: b.contentType }));
-      frames.push({ id: record.id, kind: 'record', bytes: encodeRecordFrame({ record: frameRecordBytes(value), files }) });
-      creates.push({ record, value, files: [] });
-      results.push(undefined);
-    }
+    const framed = frameBatch(this, batch, this.present);
+    const { frames, creates, changes, results } = framed;
     if (frames.length === 0) {
       release();
       return results;
@@ -456,15 +347,13 @@ export class EventStore extends StoreView {
     const appendStarted = performance.now();
     try {
       appended = await this.appender.append(frames);
-      this.stageTimer?.('log', 1, creates.length + changes.length, (performance.now() - appendStarted) / 1000);
+      this.stageTimed('log', 1, creates.length + changes.length, (performance.now() - appendStarted) / 1000);
     } catch (err) {
       throw fromLogWriteError(err);
     } finally {
       release();
     }
-    placing.forEach(({ blobs, first }, i) => {
-      blobs.forEach((blob, k) => creates[i].files.push({ fileId: blob.fileId, kind: blob.kind, contentType: blob.contentType, at: appended.placed[first + k] }));
-    });
+    placeFiles(framed, appended);
     this.enterHead({ creates, changes: changes.map((c) => c.change), end: { segment: appended.segment, offset: appended.end } });
     for (const { change, id, record } of changes) {
       this.announceChange({ kind: change.type === 'finalize' ? 'finalized' : 'files_attached', id, createdAt: change.createdAt, record });
@@ -481,98 +370,21 @@ export class EventStore extends StoreView {
         this.announceChange({ kind: 'created', id: record.id, createdAt: record.created_at, record, json: storedJson(value, this.present) });
       }
     }
-    this.scheduleCheckpoint();
-  }
-
-  /** When checkpoints run (docs/STORAGE.md, "When a checkpoint runs"). */
-  private get pace(): CheckpointPace {
-    return {
-      intervalMs: this.options.checkpointMs ?? DEFAULT_CHECKPOINT_MS,
-      maxMs: this.options.checkpointMaxMs ?? DEFAULT_CHECKPOINT_MAX_MS,
-      shipping: this.shipping,
-    };
+    this.checkpointer.schedule();
   }
 
   /**
-   * Arranges the next checkpoint, `checkpointWaitMs` after the head's oldest batch arrived: at
-   * once at the size trigger, sooner as the head fills (docs/STORAGE.md, "When a checkpoint
-   * runs"). An armed timer that fires sooner is kept.
-   */
-  private scheduleCheckpoint(): void {
-    const since = this.head.since;
-    if (since === undefined) return;
-    if (this.checkpointRun) return; // the run under way reschedules when it ends
-    this.armCheckpoint(since + checkpointWaitMs(this.head, this.pace));
-  }
-
-  /** Sets the checkpoint timer to fire at `at` (`performance.now()`, ms) unless it already fires sooner. */
-  private armCheckpoint(at: number): void {
-    if (this.closing || (this.checkpointTimer !== undefined && at >= this.checkpointAt)) return;
-    clearTimeout(this.checkpointTimer);
-    this.checkpointAt = at;
-    this.checkpointTimer = setTimeout(() => {
-      this.checkpointTimer = undefined;
-      this.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
-    }, Math.max(0, at - performance.now()));
-    this.checkpointTimer.unref();
-  }
-
-  /**
-   * Commits every batch in the head at the time of the call to LMDB, one checkpoint at a time
-   * (docs/STORAGE.md, "The index head").
-   * @throws the lmdb error of this caller's own failed checkpoint (a failure of another
-   *   caller's run is retried here)
-   */
-  private async checkpoint(): Promise<void> {
-    const pending = this.head.pending;
-    const target = pending[pending.length - 1];
-    while (target && this.head.pending.includes(target)) {
-      if (this.checkpointRun) {
-        await this.checkpointRun.catch(() => undefined);
-        continue;
-      }
-      this.checkpointRun = this.commitHead();
-      try {
-        await this.checkpointRun;
-      } finally {
-        this.checkpointRun = undefined;
-        this.rescheduleCheckpoint();
-      }
-    }
-  }
-
-  /**
-   * Rearms the checkpoint timer when a checkpoint ends: the head's remaining batches wait from
-   * the oldest of them, and after a failure the same batches are tried again a tick
-   * (INDEX_CHECKPOINT_MS) later, not at once.
-   */
-  private rescheduleCheckpoint(): void {
-    clearTimeout(this.checkpointTimer);
-    this.checkpointTimer = undefined;
-    if (this.checkpointError === undefined) this.scheduleCheckpoint();
-    else this.armCheckpoint(performance.now() + this.pace.intervalMs);
-  }
-
-  /**
-   * One checkpoint: the head's batches go to LMDB, their creates' puts first, then one
-   * transaction with their changes and the log position they bring the index to (checkpoint-writer.ts
-   * `indexLogged`), and leave the head
-   * once that transaction has resolved (reads tolerate the moment they are in both: index-head.ts). lmdb-js flushes the
-   * commit afterwards; until then recovery replays these creates from the log.
+   * One checkpoint's writes (the checkpointer's `commit`): the head's batches go to LMDB, their
+   * creates' puts first, then one transaction with their changes and the log position they bring
+   * the index to (checkpoint-writer.ts `indexLogged`); the checkpointer drops them from the head
+   * once it resolved (reads tolerate the moment they are in both: index-head.ts). lmdb-js flushes
+   * the commit afterwards; until then recovery replays these creates from the log.
    * @throws the lmdb error of a failed commit; the batches then stay in the head
    */
-  private async commitHead(): Promise<void> {
-    const batches = this.head.pending.slice();
+  private async commitHead(batches: HeadBatch[]): Promise<void> {
     const started = performance.now();
-    try {
-      await indexBatches(this.dbs, batches, { shipping: this.shipping, present: this.present });
-    } catch (err) {
-      this.checkpointError = err;
-      throw err;
-    }
-    this.head.drop(batches.length);
+    await indexBatches(this.dbs, batches, { shipping: this.shipping, present: this.present });
     Atomics.add(this.writes, 0, 1);
-    this.checkpointError = undefined;
-    this.stageTimer?.('index', batches.length, batches.reduce((n, b) => n + b.creates.length + b.changes.length, 0), (performance.now() - started) / 1000);
+    this.stageTimed('index', batches.length, batches.reduce((n, b) => n + b.creates.length + b.changes.length, 0), (performance.now() - started) / 1000);
   }
 }

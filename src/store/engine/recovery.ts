@@ -12,7 +12,8 @@ import path from 'node:path';
 import { SEGMENT_ROLL_BYTES } from '../log/blob-log.js';
 import { recycledNumberOf, segmentFileName, segmentNumberOf } from '../log/segment-files.js';
 import { indexBatches, type IndexOptions } from './checkpoint-writer.js';
-import { checkpointDue, type HeadBatch, type LoggedEntries } from '../head/index-head.js';
+import { checkpointDue } from '../head/checkpoint-pace.js';
+import type { HeadBatch, LoggedEntries } from '../head/index-head.js';
 import { indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import type { FileKind } from '../log/log-entries.js';
 import { recordFromFrame, type RecordPresenter } from '../index/record-codec.js';
@@ -151,7 +152,7 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
 
 /**
  * The batches a replay hands to the index head, and where it got to in each segment. Past the
- * checkpoint's size trigger (index-head.ts `checkpointDue`) the
+ * checkpoint's size trigger (checkpoint-pace.ts `checkpointDue`) the
  * batches held are checkpointed into LMDB before the replay goes on, as the running store's head
  * would be, so a long log replays in bounded memory.
  */

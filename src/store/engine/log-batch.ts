@@ -1,0 +1,77 @@
+/**
+ * One batch of the log stage made into frames (docs/STORAGE.md, "Creates", "Changes to
+ * events"): each change decided against the store and the batch's earlier changes
+ * (change-decisions.ts), each create given its `created_at` and its frames (its images, then its
+ * record), in submission order, for one append; then, once appended, where each create's files
+ * landed.
+ */
+import type { AppError } from '../../errors.js';
+import type { LoggedCreate } from '../head/index-head.js';
+import { encodeChange, type RecordChange } from '../index/record-change.js';
+import { frameRecordBytes, type RecordPresenter } from '../index/record-codec.js';
+import type { Appended, FrameToAppend } from '../log/blob-log.js';
+import { encodeRecordFrame } from '../log/record-frame.js';
+import type { EventRecord, RecordAttachment } from '../record/event-record.js';
+import { nextUniqueMicros } from '../record/timestamps.js';
+import type { StoreView } from '../read/store-view.js';
+import { decideChange, type ChangeRequest, type FinalizeOutcome } from './change-decisions.js';
+import { stampedValue, type PreparedCreate } from './prepared-create.js';
+
+/** What the log stage takes: a create, or a change to an event (change-decisions.ts). */
+export type LogJob = PreparedCreate | ChangeRequest;
+
+/** What it answers: nothing for a create; a change's outcome, or its refusal. */
+export type LogResult = undefined | FinalizeOutcome | RecordAttachment | AppError;
+
+/** A batch made into frames. */
+export interface FramedBatch {
+  /** Every frame to append, in order; empty when nothing is to be logged. */
+  frames: FrameToAppend[];
+  /** The creates, their files placed by `placeFiles` once appended. */
+  creates: LoggedCreate[];
+  /** The changes decided, each with its event's id and its record once changed (for the announcement). */
+  changes: { change: RecordChange; id: string; record: EventRecord }[];
+  /** One per job, in order. */
+  results: LogResult[];
+  /** Per create, its blobs and the index of the first of their frames in `frames`. */
+  placing: { blobs: PreparedCreate['imageBlobs']; first: number }[];
+}
+
+/**
+ * Decides and frames `batch`. A create's `created_at` (and `finalized_at` when it is no draft)
+ * is set here, in submission order (timestamps.ts `nextUniqueMicros`).
+ * @param store the store the changes are decided against (the writer's view, head included)
+ */
+export function frameBatch(store: StoreView, batch: LogJob[], present: RecordPresenter): FramedBatch {
+  const framed: FramedBatch = { frames: [], creates: [], changes: [], results: [], placing: [] };
+  const { frames, results } = framed;
+  const decided = new Map<number, EventRecord>();
+  for (const job of batch) {
+    if (job.type !== 'create') {
+      const decision = decideChange(store, job, decided);
+      results.push('refusal' in decision ? decision.refusal : decision.outcome);
+      if ('refusal' in decision || !decision.change) continue;
+      frames.push({ id: job.id, kind: 'change', bytes: encodeChange(decision.change) });
+      framed.changes.push({ change: decision.change, id: job.id, record: decision.record! });
+      continue;
+    }
+    const { record, imageBlobs: blobs } = job;
+    record.created_at = nextUniqueMicros();
+    if (!record.draft) record.finalized_at = record.created_at;
+    const value = stampedValue(job, record.created_at, present);
+    framed.placing.push({ blobs, first: frames.length });
+    for (const blob of blobs) frames.push({ id: blob.fileId, kind: blob.kind, bytes: blob.bytes });
+    const files = blobs.map((b) => ({ fileId: b.fileId, contentType: b.contentType }));
+    frames.push({ id: record.id, kind: 'record', bytes: encodeRecordFrame({ record: frameRecordBytes(value), files }) });
+    framed.creates.push({ record, value, files: [] });
+    results.push(undefined);
+  }
+  return framed;
+}
+
+/** Records where each create's files landed in the log, once `framed` was appended as `appended`. */
+export function placeFiles({ placing, creates }: FramedBatch, appended: Appended): void {
+  placing.forEach(({ blobs, first }, i) => {
+    blobs.forEach((blob, k) => creates[i].files.push({ fileId: blob.fileId, kind: blob.kind, contentType: blob.contentType, at: appended.placed[first + k] }));
+  });
+}
