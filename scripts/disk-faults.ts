@@ -50,7 +50,7 @@ import { failureOutcome, StatusTally } from './lib/status-tally.js';
 import { printLoggedErrors } from './lib/store-log.js';
 import { launchStore, StoreNotStarted, type Exit, type StoreProcess } from './lib/store-process.js';
 import { checkFile, mapParallel } from './lib/store-reads.js';
-import type { CheckReport, RebuildReport } from '../src/store/engine/store-check.js';
+import type { CheckReport, RebuildReport } from '../src/store/engine/check-report.js';
 
 const eventsPerHalf = numberOption('events', 1000);
 const runs = numberOption('runs', 3);

@@ -151,24 +151,44 @@ function whyNoRebuild(check: CheckReport): string {
   return 'The damage is in the log, which a rebuild of the index cannot mend: what the damaged bytes held is lost.';
 }
 
+/**
+ * The check's findings in plain words, one a line (docs/OPERATIONS.md, "Checking and repairing a
+ * data folder"): the index file, the log, the quarantine, the index against the log.
+ */
 function describeCheck(check: CheckReport): string[] {
+  const lines = [describeIndexFile(check), ...describeLog(check.log)];
+  const { quarantine } = check;
+  if (quarantine.ranges > 0) {
+    lines.push(`Quarantine quarantine/: ${plural(quarantine.ranges, 'damaged range')} (${n(quarantine.bytes)} bytes, ${plural(quarantine.lostEvents, 'event')} lost) that earlier start-ups moved aside (docs/STORAGE.md, "Damage in the log").`);
+  }
+  const against = check.indexAgainstLog;
+  if (!against) {
+    if (check.index.state !== 'absent') lines.push('Index against the log: not checked (the index does not open).');
+    return lines;
+  }
+  lines.push(...describeIndexAgainstLog(against));
+  return lines;
+}
+
+/** The index file's line: its state, and the figures LMDB opens it with when sound. */
+function describeIndexFile(check: CheckReport): string {
   const { index, log } = check;
-  const lines: string[] = [];
   const indexFile = path.relative(check.dataDir, index.file);
   switch (index.state) {
     case 'sound':
-      lines.push(`Index ${indexFile}: sound (${n(index.fileBytes ?? 0)} bytes, pages of ${n(index.pageSize ?? 0)} bytes, opens at transaction ${n(index.transaction ?? 0)}).`);
-      break;
+      return `Index ${indexFile}: sound (${n(index.fileBytes ?? 0)} bytes, pages of ${n(index.pageSize ?? 0)} bytes, opens at transaction ${n(index.transaction ?? 0)}).`;
     case 'absent':
-      lines.push(`Index ${indexFile}: missing or empty${log.segments > 0 ? ', while the log has segments: the store refuses to start on it' : ' (a new store)'}.`);
-      break;
+      return `Index ${indexFile}: missing or empty${log.segments > 0 ? ', while the log has segments: the store refuses to start on it' : ' (a new store)'}.`;
     case 'damaged':
-      lines.push(`Index ${indexFile}: DAMAGED: ${index.problem}.`);
-      break;
+      return `Index ${indexFile}: DAMAGED: ${index.problem}.`;
     case 'unreadable':
-      lines.push(`Index ${indexFile}: the file checks, but LMDB cannot read it: ${index.problem}.`);
-      break;
+      return `Index ${indexFile}: the file checks, but LMDB cannot read it: ${index.problem}.`;
   }
+}
+
+/** The log's lines: its totals, then each damaged place, each tail of no frame, each segment shorter than committed. */
+function describeLog(log: CheckReport['log']): string[] {
+  const lines: string[] = [];
   const crcs = log.damageCount === 0 ? 'every frame whole, every CRC32C matching' : `${plural(log.damageCount, 'damaged place')}`;
   lines.push(`Log blobs/: ${plural(log.segments, 'segment')}, ${n(log.bytes)} bytes: ${plural(log.frames, 'frame')} (${plural(log.records, 'record')}, ${plural(log.changes, 'change')}, ${plural(log.fileFrames, 'image or file', 'images and files')}); ${crcs}.`);
   for (const d of log.damage) {
@@ -187,15 +207,12 @@ function describeCheck(check: CheckReport): string[] {
       ? `  DAMAGED: segment ${s.segment} is missing, with ${plural(s.liveBlobs, 'file')} the index places in it.`
       : `  DAMAGED: segment ${s.segment} is ${n(s.fileBytes)} bytes, shorter than the ${n(s.committed)} the index counts as committed.`);
   }
-  const { quarantine } = check;
-  if (quarantine.ranges > 0) {
-    lines.push(`Quarantine quarantine/: ${plural(quarantine.ranges, 'damaged range')} (${n(quarantine.bytes)} bytes, ${plural(quarantine.lostEvents, 'event')} lost) that earlier start-ups moved aside (docs/STORAGE.md, "Damage in the log").`);
-  }
-  const against = check.indexAgainstLog;
-  if (!against) {
-    if (index.state !== 'absent') lines.push('Index against the log: not checked (the index does not open).');
-    return lines;
-  }
+  return lines;
+}
+
+/** The lines of the index against the log: its totals, the file locations, the records indexed, the events it lacks or alone holds. */
+function describeIndexAgainstLog(against: NonNullable<CheckReport['indexAgainstLog']>): string[] {
+  const lines: string[] = [];
   const position = against.logPosition ? `segment ${against.logPosition.segment}, byte ${n(against.logPosition.offset)}` : 'none';
   lines.push(`Index against the log: ${plural(against.events, 'event')}, ${plural(against.files, 'file location')}; log position ${position}.`);
   if (against.readsAsNew) lines.push('  DAMAGED: the index reads as a new one (no log position, no entry for any segment on disk) while the log has segments: the store refuses to start on it.');

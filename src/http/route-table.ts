@@ -13,7 +13,7 @@ import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { GateUse } from '../lifecycle/capacity-gate.js';
+import type { CapacityGate, GateUse } from '../lifecycle/capacity-gate.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import type { DiskWrites } from '../operations/disk-writes.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
@@ -26,7 +26,7 @@ import type { HttpEngine, RuntimeInfo } from './engine.js';
 import type { ErrorShape, Exchange } from './exchange.js';
 import { readBodyText } from './json-body.js';
 import type { CreatePreparer } from '../events/create-preparer.js';
-import type { BodyBudget } from './body-budget.js';
+import type { BodyBudget, BodyHold } from './body-budget.js';
 import type { RouteDoc } from './route-docs.js';
 
 /** A reply whose body is sent as JSON. */
@@ -229,6 +229,17 @@ export function createAdmission(ctx: ServerContext): Admission {
   return { admit, allowedOrigins };
 }
 
+/** What the wrappers of one `registerRoutes` call share. */
+interface Registration {
+  ctx: ServerContext;
+  inFlight: InFlight;
+  admission: Admission;
+  /** The capacity gate a `create` route settles when its request is over. */
+  gate: CapacityGate;
+  /** Logs a failed request (`request failed`). */
+  logError: (err: AppError) => void;
+}
+
 /**
  * Registers `routes` on `engine`, a 405 for every known path asked with another method, and a
  * catch-all 404.
@@ -240,88 +251,125 @@ export function createAdmission(ctx: ServerContext): Admission {
 export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext, admission: Admission = createAdmission(ctx)): InFlight {
   const inFlight = new InFlight();
   const logError = (err: AppError) => ctx.log.error({ err }, 'request failed');
-  const { gate } = ctx.lifecycle;
-  const { admit, allowedOrigins } = admission;
-  /** Counts an answered request in /metrics (the route pattern, not the path: bounded labels). */
-  const observeRequest = (ex: Exchange, route: Pick<Route, 'path' | 'stores'>, started: number): void => {
-    const stored = route.stores !== undefined && ex.status >= 200 && ex.status < 300 ? ex.bodyBytesRead : 0;
-    if (stored > 0) ctx.diskWrites?.accept(stored, route.stores === 'event' ? 1 : 0);
-    ctx.metrics?.observeRequest(route.path, ex.method, ex.status, (performance.now() - started) / 1000, stored);
-  };
-
+  const registration: Registration = { ctx, inFlight, admission, gate: ctx.lifecycle.gate, logError };
   for (const route of routes) {
-    // A refusal before the body was read closes the connection (Exchange.fail's default).
-    const handle = (ex: Exchange) => {
-      const started = performance.now();
-      const observe = () => observeRequest(ex, route, started);
-      const refused = admit(ex, route);
-      if (refused) {
-        ex.fail(refused, logError);
-        observe();
-        return;
-      }
-      inFlight.enter();
-      let counted = true;
-      const leave = () => {
-        if (counted) inFlight.leave();
-        if (counted && route.gated === 'create') gate.settle();
-        if (counted) observe();
-        counted = false;
-      };
-      // A client gone mid-body never completes its request: it must not hold up a graceful stop.
-      ex.onAbort(leave);
-      let reply: Promise<RouteReply | void> | RouteReply | void;
-      // A JSON body, and so what the handler makes of it, is held until the request is over:
-      // answered, failed, or (readBodyText settles then) cut off mid-body (docs/OPERATIONS.md, "Memory").
-      const hold = route.body === 'json' ? ctx.bodies.hold() : undefined;
-      const bodyLimit = route.bodyLimit ?? ctx.config.maxRecordSizeBytes;
-      if (hold) ex.drainUpTo(bodyLimit);
-      try {
-        // Handlers run synchronously here, so a streaming handler attaches onData in time.
-        reply = hold
-          ? readBodyText(ex, bodyLimit, hold).then((text) => route.handler(ex, ctx, { text, weight: hold.bytes }))
-          : route.handler(ex, ctx, undefined);
-      } catch (err) {
-        reply = Promise.reject(err);
-      }
-      Promise.resolve(reply)
-        .then((value) => {
-          if (value) sendReply(ex, value);
-          else if (!ex.takenOver && !ex.responded && !ex.aborted) throw new Error(`${route.method.toUpperCase()} ${route.path}: the handler returned no reply and did not take the response over`);
-        })
-        // A response sent before the body was read closes the connection (nothing else can).
-        .catch((err: unknown) => ex.fail(err, logError))
-        .finally(() => {
-          hold?.release();
-          leave();
-        });
-    };
-    for (const method of route.head ? [route.method, 'head'] : [route.method]) {
+    const handle = routeHandler(route, registration);
+    for (const method of methodsOf(route)) {
       engine.route(method, route.path, handle);
       if (route.path !== '/') engine.route(method, `${route.path}/`, handle);
     }
   }
-
   for (const [path, sharing] of routesByPath(routes)) {
-    const allow = sharing.flatMap((route) => (route.head ? [route.method, 'head'] : [route.method])).map((method) => method.toUpperCase()).join(', ');
-    const notAllowed = (ex: Exchange) => {
-      // A 405 is a client's mistake, not a page a person opened: the page's HTML errors stay its GET's.
-      const shape = sharing[0].errorShape === 'page' ? 'store' : sharing[0].errorShape ?? 'store';
-      ex.setResponseDefaults({ errorShape: shape, headers: [] });
-      const preflight = ex.method === 'OPTIONS' ? preflightHeaders(ex.headers.origin, allowedOrigins, allow) : undefined;
-      if (preflight) {
-        ex.send(204, '', preflight);
-        return;
-      }
-      ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { headers: { Allow: allow } }), logError);
-      observeRequest(ex, { path }, performance.now());
-    };
+    const notAllowed = notAllowedHandler(path, sharing, registration);
     engine.route('any', path, notAllowed);
     if (path !== '/') engine.route('any', `${path}/`, notAllowed);
   }
   engine.route('any', '/*', (ex) => {
     ex.fail(new AppError('not_found'), logError);
-    observeRequest(ex, { path: 'unmatched' }, performance.now());
+    observeRequest(ctx, ex, { path: 'unmatched' }, performance.now());
   });
   return inFlight;
+}
+
+/** The engine methods a route answers: its own, and `head` too for a `head` route. */
+function methodsOf(route: Route): string[] {
+  return route.head ? [route.method, 'head'] : [route.method];
+}
+
+/** Counts an answered request in /metrics (the route pattern, not the path: bounded labels). */
+function observeRequest(ctx: ServerContext, ex: Exchange, route: Pick<Route, 'path' | 'stores'>, started: number): void {
+  const stored = route.stores !== undefined && ex.status >= 200 && ex.status < 300 ? ex.bodyBytesRead : 0;
+  if (stored > 0) ctx.diskWrites?.accept(stored, route.stores === 'event' ? 1 : 0);
+  ctx.metrics?.observeRequest(route.path, ex.method, ex.status, (performance.now() - started) / 1000, stored);
+}
+
+/**
+ * The engine handler of `route`: the admission checks, then the handler, its reply sent and its
+ * failure answered (Exchange.fail), the request counted in flight until it is over.
+ */
+function routeHandler(route: Route, registration: Registration): (ex: Exchange) => void {
+  const { ctx, inFlight, gate, logError } = registration;
+  const { admit } = registration.admission;
+  // A refusal before the body was read closes the connection (Exchange.fail's default).
+  return (ex: Exchange) => {
+    const started = performance.now();
+    const observe = () => observeRequest(ctx, ex, route, started);
+    const refused = admit(ex, route);
+    if (refused) {
+      ex.fail(refused, logError);
+      observe();
+      return;
+    }
+    inFlight.enter();
+    let counted = true;
+    const leave = () => {
+      if (counted) inFlight.leave();
+      if (counted && route.gated === 'create') gate.settle();
+      if (counted) observe();
+      counted = false;
+    };
+    // A client gone mid-body never completes its request: it must not hold up a graceful stop.
+    ex.onAbort(leave);
+    // A JSON body, and so what the handler makes of it, is held until the request is over:
+    // answered, failed, or (readBodyText settles then) cut off mid-body (docs/OPERATIONS.md, "Memory").
+    const hold = route.body === 'json' ? ctx.bodies.hold() : undefined;
+    Promise.resolve(callHandler(ex, route, ctx, hold))
+      .then((value) => sendAnswer(ex, route, value))
+      // A response sent before the body was read closes the connection (nothing else can).
+      .catch((err: unknown) => ex.fail(err, logError))
+      .finally(() => {
+        hold?.release();
+        leave();
+      });
+  };
+}
+
+/**
+ * Runs `route`'s handler: synchronously, or for a `json` route (`hold` given) once its body was
+ * read within the route's limit into `hold`. A handler's throw becomes a rejected reply.
+ */
+function callHandler(ex: Exchange, route: Route, ctx: ServerContext, hold: BodyHold | undefined): Promise<RouteReply | void> | RouteReply | void {
+  const bodyLimit = route.bodyLimit ?? ctx.config.maxRecordSizeBytes;
+  if (hold) ex.drainUpTo(bodyLimit);
+  try {
+    // Handlers run synchronously here, so a streaming handler attaches onData in time.
+    return hold
+      ? readBodyText(ex, bodyLimit, hold).then((text) => route.handler(ex, ctx, { text, weight: hold.bytes }))
+      : route.handler(ex, ctx, undefined);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+/**
+ * Sends a handler's reply.
+ * @throws Error when the handler returned none, did not take the response over, and the request
+ *   is neither answered nor aborted: a bug of the route, answered 500 `store_failure` (Exchange.fail)
+ */
+function sendAnswer(ex: Exchange, route: Route, reply: RouteReply | void): void {
+  if (reply) sendReply(ex, reply);
+  else if (!ex.takenOver && !ex.responded && !ex.aborted) throw new Error(`${route.method.toUpperCase()} ${route.path}: the handler returned no reply and did not take the response over`);
+}
+
+/**
+ * The handler of `path` asked with a method none of its routes (`sharing`) has: a 405
+ * `method_not_allowed` with `Allow`, or an allowed origin's CORS preflight answered 204
+ * (docs/API.md, "Errors", "Browsers").
+ */
+function notAllowedHandler(path: string, sharing: Route[], registration: Registration): (ex: Exchange) => void {
+  const { ctx, logError } = registration;
+  const { allowedOrigins } = registration.admission;
+  const allow = sharing.flatMap(methodsOf).map((method) => method.toUpperCase()).join(', ');
+  return (ex: Exchange) => {
+    // A 405 is a client's mistake, not a page a person opened: the page's HTML errors stay its GET's.
+    const shape = sharing[0].errorShape === 'page' ? 'store' : sharing[0].errorShape ?? 'store';
+    ex.setResponseDefaults({ errorShape: shape, headers: [] });
+    const preflight = ex.method === 'OPTIONS' ? preflightHeaders(ex.headers.origin, allowedOrigins, allow) : undefined;
+    if (preflight) {
+      ex.send(204, '', preflight);
+      return;
+    }
+    ex.fail(new AppError('method_not_allowed', `Method ${ex.method} not allowed on ${ex.url}; allowed: ${allow}`, { headers: { Allow: allow } }), logError);
+    observeRequest(ctx, ex, { path }, performance.now());
+  };
 }

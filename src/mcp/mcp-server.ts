@@ -47,11 +47,25 @@ const mediaTypes = z.array(z.enum(MEDIA_TYPES)).min(1).optional().describe('Medi
 export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
   // Informational only: MCP clients show it next to the server name.
   const server = new McpServer({ name: 'edge-events-search', version: '0.1.0' });
-  const clientFor = (workspace?: string): SearchClient => {
-    const flags = workspace === undefined ? options.flags : { ...options.flags, workspace };
-    return new SearchClient({ ...resolveConnection(flags, options.env), ...options.client });
-  };
+  registerImagesSearch(server, options);
+  registerWorkspaceSearch(server, options);
+  registerEventsSearch(server, options);
+  return server;
+}
 
+/**
+ * A hosted search client with the settings resolved now, each flag over its environment variable.
+ * @param workspace overrides the configured one (the `workspace/` of a `workspace/slug` project id)
+ * @throws SearchUsageError for an invalid or missing base URL; SearchCredentialsError for a
+ *   missing key or workspace (resolveConnection): toolResult answers either as a tool error
+ */
+function searchClientFor(options: SearchMcpOptions, workspace?: string): SearchClient {
+  const flags = workspace === undefined ? options.flags : { ...options.flags, workspace };
+  return new SearchClient({ ...resolveConnection(flags, options.env), ...options.client });
+}
+
+/** `images_search`: project search on the hosted API (docs/SEARCH.md, "MCP server: `edge-events mcp`"). */
+function registerImagesSearch(server: McpServer, options: SearchMcpOptions): void {
   server.registerTool('images_search', {
     title: 'Search images in a project',
     description: 'Searches the images of one hosted project. Modes combine: semantic text (query), similarity to an image (like_image), '
@@ -75,13 +89,16 @@ export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
     annotations: { title: 'Search images in a project', ...READ_ONLY },
   }, async (args) => toolResult(async () => {
     const workspace = /^([^/]+)\//.exec(args.project_id)?.[1];
-    return clientFor(workspace).search(args.project_id, {
+    return searchClientFor(options, workspace).search(args.project_id, {
       prompt: args.prompt, limit: args.limit, offset: args.offset, likeImage: args.like_image, tag: args.tag,
       className: args.class_name, inDataset: args.in_dataset, batch: args.batch, batchId: args.batch_id,
       annotationJob: args.annotation_job, annotationJobId: args.annotation_job_id, mediaTypes: args.mediaTypes, fields: args.fields,
     });
   }));
+}
 
+/** `images_workspace_search`: workspace search in the query language on the hosted API (docs/SEARCH.md, "MCP server: `edge-events mcp`", "Query language"). */
+function registerWorkspaceSearch(server: McpServer, options: SearchMcpOptions): void {
   server.registerTool('images_workspace_search', {
     title: 'Search images across the workspace',
     description: 'Searches every image of the hosted workspace with the query language: free text (semantic), like-image:ID, tag:, '
@@ -97,12 +114,15 @@ export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
     }),
     annotations: { title: 'Search images across the workspace', ...READ_ONLY },
   }, async (args) => toolResult(async () => {
-    const page = await clientFor().workspaceSearch({
+    const page = await searchClientFor(options).workspaceSearch({
       query: args.query, pageSize: args.page_size, continuationToken: args.continuation_token, mediaTypes: args.mediaTypes, fields: args.fields,
     });
     return { total: page.total, results: page.results, continuation_token: page.continuationToken ?? null };
   }));
+}
 
+/** `events_search`: the query language over a store's own events (docs/API.md, "Event search"). */
+function registerEventsSearch(server: McpServer, options: SearchMcpOptions): void {
   server.registerTool('events_search', {
     title: 'Search the events of an edge event store',
     description: 'Searches the inference events stored on a device with the query language: class:NAME, class:NAME>=N, '
@@ -119,8 +139,6 @@ export function createSearchMcpServer(options: SearchMcpOptions): McpServer {
     eventSearchConditions(args.query);
     return new StoreClient(options.store ?? {}, options.env).searchEvents(args.query, { limit: args.limit, cursor: args.cursor });
   }, describeStoreFailure));
-
-  return server;
 }
 
 /** Runs `call` and answers its result as JSON text, or its failure (as `describe` words it) as a tool error. */

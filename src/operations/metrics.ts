@@ -70,6 +70,25 @@ function omitEmptyLoopDelayStatistics(registry: Registry): void {
   }
 }
 
+/**
+ * prom-client's default process metrics (docs/OPERATIONS.md, "Metrics"), but its three gauges
+ * named `*_total` and its `process_heap_bytes`, and with the event loop's delay sampled every
+ * EVENT_LOOP_SAMPLE_MS.
+ */
+function processMetrics(registry: Registry): void {
+  // The event loop delay histogram samples every EVENT_LOOP_SAMPLE_MS: each sample wakes an idle
+  // store. prom-client's default of 10 ms cost it 4 ms of CPU a second, 100 ms still 0.85
+  // (docs/OPERATIONS.md, "Metrics").
+  collectDefaultMetrics({ register: registry, prefix: PREFIX, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+  // prom-client names three gauges `*_total`, which `promtool check metrics` flags (exit 3); the
+  // same counts stay exposed by type as `nodejs_active_handles`, `_requests` and `_resources`.
+  for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`${PREFIX}nodejs_active_${kind}_total`);
+  // prom-client's `process_heap_bytes` is the process's VmData (its data segments, every mapping
+  // reserved included: 2.4 GB beside an RSS of 152 MB), no heap; `nodejs_heap_size_*` are V8's.
+  registry.removeSingleMetric(`${PREFIX}process_heap_bytes`);
+  omitEmptyLoopDelayStatistics(registry);
+}
+
 /** Distinct paths of ignored keys /metrics labels before it counts the rest as `other`, and the characters of each kept. */
 const IGNORED_KEY_PATHS = 100;
 const IGNORED_KEY_PATH_CHARS = 200;
@@ -86,130 +105,24 @@ export class StoreMetrics {
   constructor(sources: MetricSources) {
     const { config, store, lifecycle, stream, mqtt, diskWrites, hub } = sources;
     const registers = [this.registry];
-    // The event loop delay histogram samples every EVENT_LOOP_SAMPLE_MS: each sample wakes an idle
-    // store. prom-client's default of 10 ms cost it 4 ms of CPU a second, 100 ms still 0.85
-    // (docs/OPERATIONS.md, "Metrics").
-    collectDefaultMetrics({ register: this.registry, prefix: PREFIX, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
-    // prom-client names three gauges `*_total`, which `promtool check metrics` flags (exit 3); the
-    // same counts stay exposed by type as `nodejs_active_handles`, `_requests` and `_resources`.
-    for (const kind of ['handles', 'requests', 'resources']) this.registry.removeSingleMetric(`${PREFIX}nodejs_active_${kind}_total`);
-    // prom-client's `process_heap_bytes` is the process's VmData (its data segments, every mapping
-    // reserved included: 2.4 GB beside an RSS of 152 MB), no heap; `nodejs_heap_size_*` are V8's.
-    this.registry.removeSingleMetric(`${PREFIX}process_heap_bytes`);
-    omitEmptyLoopDelayStatistics(this.registry);
+    processMetrics(this.registry);
 
+    // Counted by observeRequest and countIgnoredKeys.
     this.requests = new Counter({ name: `${PREFIX}http_requests_total`, help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers });
     this.requestSeconds = new Histogram({ name: `${PREFIX}http_request_duration_seconds`, help: 'Time from a request\'s head to its answer, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], buckets: SECONDS_BUCKETS, registers });
     this.ignoredKeys = new Counter({ name: `${PREFIX}ignored_keys_total`, help: `Keys of create bodies the store ignored (docs/API.md, "Ignored keys"), by path without indices; past ${IGNORED_KEY_PATHS} paths, path="other".`, labelNames: ['path'], registers });
     this.ingestedBytes = new Counter({ name: `${PREFIX}ingested_bytes_total`, help: 'Bytes of request bodies the store kept: creates and attachments answered 2xx.', registers });
 
-    const ingestedEvents = new Counter({ name: `${PREFIX}ingested_events_total`, help: 'Events created.', registers });
-    const ingestedImages = new Counter({ name: `${PREFIX}ingested_images_total`, help: 'Images stored with created events.', registers });
-    const deleted = new Counter({ name: `${PREFIX}deleted_events_total`, help: 'Events deleted by cleanup, by reason (retention, max_records, storage).', labelNames: ['reason'], registers });
-    const resets = new Counter({ name: `${PREFIX}resets_total`, help: 'Resets (every event deleted).', registers });
-    store.changes.listen((change) => {
-      if (change.kind === 'created') {
-        ingestedEvents.inc();
-        if (change.record) ingestedImages.inc(change.record.images.length);
-      } else if (change.kind === 'deleted') deleted.inc({ reason: change.reason });
-      else if (change.kind === 'reset') resets.inc();
-    });
-
-    const roundEvents = new Histogram({ name: `${PREFIX}commit_batch_events`, help: 'Creates and changes (finalize, attach) per round of a write stage (log: one append; index: one checkpoint).', labelNames: ['stage'], buckets: BATCH_BUCKETS, registers });
-    const roundSeconds = new Histogram({ name: `${PREFIX}commit_duration_seconds`, help: 'Time of a round of a write stage: log append + fdatasync (stage=log), or index checkpoint commit (stage=index).', labelNames: ['stage'], buckets: SECONDS_BUCKETS, registers });
-    store.onStageTimed((stage, _batches, events, seconds) => {
-      roundEvents.observe({ stage }, events);
-      roundSeconds.observe({ stage }, seconds);
-    });
-
-    if (hub) {
-      /** A counter that follows `read()`, a count kept elsewhere since the start. */
-      const following = (name: string, help: string, read: () => number) => {
-        let seen = 0;
-        new Counter({ name: `${PREFIX}${name}`, help, registers, collect() { const now = read(); if (now > seen) this.inc(now - seen); seen = now; } });
-      };
-      following('hub_imported_events_total', 'Hub mode: events stored from the fleet stream.', () => hub.consumed);
-      following('hub_terminated_messages_total', 'Hub mode: fleet messages terminated for good (not a JSON object, or an event this store refuses).', () => hub.terminated);
-      following('hub_id_collisions_total', 'Hub mode: fleet events refused because an id they name is stored here for another event or device (counted in terminated too).', () => hub.collisions);
-    }
-
-    let writtenSoFar = 0;
-    new Counter({
-      name: `${PREFIX}disk_written_bytes_total`,
-      help: `Bytes the store process caused to be written to storage since it started (${WRITES_SOURCE}; absent where the kernel does not report it).`,
-      registers,
-      collect() {
-        const written = diskWrites.written();
-        if (written !== undefined && written > writtenSoFar) this.inc(written - writtenSoFar);
-        writtenSoFar = Math.max(writtenSoFar, written ?? 0);
-      },
-    });
-    let deviceSoFar = 0;
-    new Counter({
-      name: `${PREFIX}device_written_bytes_total`,
-      help: `Bytes the block device under DATA_DIR wrote since the store started, by every writer on it (${DEVICE_WRITES_SOURCE}; absent where it has none).`,
-      labelNames: ['device'],
-      registers,
-      collect() {
-        const written = diskWrites.deviceWritten();
-        if (written && written.bytes > deviceSoFar) this.inc({ device: written.name }, written.bytes - deviceSoFar);
-        deviceSoFar = Math.max(deviceSoFar, written?.bytes ?? 0);
-      },
-    });
-    /**
-     * A gauge of one of the process's disk-write figures (DiskWrites.figures), 0 while it has none;
-     * from the totals alone: the whole report would read /proc/diskstats once more per scrape.
-     */
-    const writeFigure = (name: string, help: string, figure: keyof ReturnType<DiskWrites['figures']>) => new Gauge({
-      name: `${PREFIX}${name}`,
-      help,
-      registers,
-      collect() {
-        const written = diskWrites.written();
-        this.set((written === undefined ? null : diskWrites.figures(written)[figure]) ?? 0);
-      },
-    });
-    writeFigure('write_amplification_ratio', `Bytes the store process caused to be written to storage (${WRITES_SOURCE}) over bytes of request bodies accepted, since the store started (0 before anything was accepted).`, 'write_amplification');
-    writeFigure('disk_written_bytes_per_event', `Bytes the store process caused to be written (${WRITES_SOURCE}) per event accepted, since the store started (0 before the first).`, 'bytes_written_per_event');
-    writeFigure('disk_written_bytes_per_day', `Bytes the store process caused to be written (${WRITES_SOURCE}) at its rate since the start, scaled to a day (0 in its first ${PER_DAY_AFTER_SECONDS / 60} minutes).`, 'bytes_written_per_day');
-
-    const counters = () => store.counters();
-    new Gauge({ name: `${PREFIX}stored_events`, help: 'Events stored.', registers, collect() { this.set(counters().events); } });
-    new Gauge({
-      name: `${PREFIX}log_damage_events_lost`,
-      help: 'Creates lost with damaged bytes of the segment log that replays moved to quarantine/ (docs/STORAGE.md, "Damage in the log").',
-      registers,
-      collect() { this.set(store.quarantine().lostEvents); },
-    });
-    new Gauge({ name: `${PREFIX}log_damage_quarantined_ranges`, help: 'Damaged ranges of the segment log in quarantine/.', registers, collect() { this.set(store.quarantine().ranges); } });
-    new Gauge({ name: `${PREFIX}stored_images`, help: 'Images stored.', registers, collect() { this.set(counters().images); } });
-    new Gauge({ name: `${PREFIX}stored_bytes`, help: 'Bytes the store takes: live blob bytes and LMDB pages in use (total_storage_bytes of /stats).', registers, collect() { this.set(store.storageBytes()); } });
-    new Gauge({
-      name: `${PREFIX}capacity_used_ratio`,
-      help: 'Share of a capacity in use: records of MAX_RECORDS, storage of MAX_STORAGE_BYTES.',
-      labelNames: ['capacity'],
-      registers,
-      collect() {
-        this.set({ capacity: 'records' }, counters().events / config.maxRecords);
-        this.set({ capacity: 'storage' }, store.storageBytes() / config.maxStorageBytes);
-      },
-    });
+    changeFeedMetrics(store, registers);
+    commitStageMetrics(store, registers);
+    if (hub) hubMetrics(hub, registers);
+    diskWriteMetrics(diskWrites, registers);
+    storedMetrics(store, config, registers);
     if (store.shipping) sinkMetrics(store, lifecycle, registers);
-    new Counter({ name: `${PREFIX}capacity_refusals_total`, help: 'Requests answered 529 while the store was capacity-blocked.', registers, collect() { this.reset(); this.inc(lifecycle.gate.refusedTotal); } });
-    new Counter({ name: `${PREFIX}lifecycle_worker_restarts_total`, help: 'Restarts of the lifecycle worker after a crash.', registers, collect() { this.reset(); this.inc(lifecycle.crashRestarts); } });
+    lifecycleMetrics(lifecycle, registers);
     clockMetrics(store, registers);
-    new Counter({
-      name: `${PREFIX}cleanup_runs_total`,
-      help: 'Cleanup runs ended, by trigger (AUTOMATIC: schedule or a crossed limit; MANUAL: POST /admin/cleanup).',
-      labelNames: ['trigger'],
-      registers,
-      collect() {
-        this.reset();
-        for (const [trigger, runs] of Object.entries(lifecycle.cleanupRuns)) this.inc({ trigger }, runs);
-      },
-    });
-    new Gauge({ name: `${PREFIX}stream_subscribers`, help: 'Live-stream subscribers connected.', registers, collect() { this.set(stream.subscribers); } });
-    new Counter({ name: `${PREFIX}stream_subscribers_dropped_total`, help: 'Live-stream subscribers closed for falling too far behind.', registers, collect() { this.reset(); this.inc(stream.dropped); } });
+    cleanupRunMetrics(lifecycle, registers);
+    streamMetrics(stream, registers);
     if (mqtt) mqttMetrics(mqtt, registers);
   }
 
@@ -269,6 +182,137 @@ export class StoreMetrics {
   async scrape(): Promise<{ text: string; contentType: string }> {
     return { text: await this.registry.metrics(), contentType: this.registry.contentType };
   }
+}
+
+/** Counted from the store's change feed: events and images created, events deleted by reason, resets. */
+function changeFeedMetrics(store: EventStore, registers: Registry[]): void {
+  const ingestedEvents = new Counter({ name: `${PREFIX}ingested_events_total`, help: 'Events created.', registers });
+  const ingestedImages = new Counter({ name: `${PREFIX}ingested_images_total`, help: 'Images stored with created events.', registers });
+  const deleted = new Counter({ name: `${PREFIX}deleted_events_total`, help: 'Events deleted by cleanup, by reason (retention, max_records, storage).', labelNames: ['reason'], registers });
+  const resets = new Counter({ name: `${PREFIX}resets_total`, help: 'Resets (every event deleted).', registers });
+  store.changes.listen((change) => {
+    if (change.kind === 'created') {
+      ingestedEvents.inc();
+      if (change.record) ingestedImages.inc(change.record.images.length);
+    } else if (change.kind === 'deleted') deleted.inc({ reason: change.reason });
+    else if (change.kind === 'reset') resets.inc();
+  });
+}
+
+/** The group commit's rounds by write stage (`log`, `index`): events per round and its time (seconds). */
+function commitStageMetrics(store: EventStore, registers: Registry[]): void {
+  const roundEvents = new Histogram({ name: `${PREFIX}commit_batch_events`, help: 'Creates and changes (finalize, attach) per round of a write stage (log: one append; index: one checkpoint).', labelNames: ['stage'], buckets: BATCH_BUCKETS, registers });
+  const roundSeconds = new Histogram({ name: `${PREFIX}commit_duration_seconds`, help: 'Time of a round of a write stage: log append + fdatasync (stage=log), or index checkpoint commit (stage=index).', labelNames: ['stage'], buckets: SECONDS_BUCKETS, registers });
+  store.onStageTimed((stage, _batches, events, seconds) => {
+    roundEvents.observe({ stage }, events);
+    roundSeconds.observe({ stage }, seconds);
+  });
+}
+
+/** Hub mode's consumer (docs/OPERATIONS.md, "Hub mode"): fleet events imported, messages terminated, id collisions. */
+function hubMetrics(hub: NatsSource, registers: Registry[]): void {
+  /** A counter that follows `read()`, a count kept elsewhere since the start. */
+  const following = (name: string, help: string, read: () => number) => {
+    let seen = 0;
+    new Counter({ name: `${PREFIX}${name}`, help, registers, collect() { const now = read(); if (now > seen) this.inc(now - seen); seen = now; } });
+  };
+  following('hub_imported_events_total', 'Hub mode: events stored from the fleet stream.', () => hub.consumed);
+  following('hub_terminated_messages_total', 'Hub mode: fleet messages terminated for good (not a JSON object, or an event this store refuses).', () => hub.terminated);
+  following('hub_id_collisions_total', 'Hub mode: fleet events refused because an id they name is stored here for another event or device (counted in terminated too).', () => hub.collisions);
+}
+
+/** Bytes written by the process and by the device under DATA_DIR, and the process's figures (docs/OPERATIONS.md, "Disk writes"). */
+function diskWriteMetrics(diskWrites: DiskWrites, registers: Registry[]): void {
+  let writtenSoFar = 0;
+  new Counter({
+    name: `${PREFIX}disk_written_bytes_total`,
+    help: `Bytes the store process caused to be written to storage since it started (${WRITES_SOURCE}; absent where the kernel does not report it).`,
+    registers,
+    collect() {
+      const written = diskWrites.written();
+      if (written !== undefined && written > writtenSoFar) this.inc(written - writtenSoFar);
+      writtenSoFar = Math.max(writtenSoFar, written ?? 0);
+    },
+  });
+  let deviceSoFar = 0;
+  new Counter({
+    name: `${PREFIX}device_written_bytes_total`,
+    help: `Bytes the block device under DATA_DIR wrote since the store started, by every writer on it (${DEVICE_WRITES_SOURCE}; absent where it has none).`,
+    labelNames: ['device'],
+    registers,
+    collect() {
+      const written = diskWrites.deviceWritten();
+      if (written && written.bytes > deviceSoFar) this.inc({ device: written.name }, written.bytes - deviceSoFar);
+      deviceSoFar = Math.max(deviceSoFar, written?.bytes ?? 0);
+    },
+  });
+  /**
+   * A gauge of one of the process's disk-write figures (DiskWrites.figures), 0 while it has none;
+   * from the totals alone: the whole report would read /proc/diskstats once more per scrape.
+   */
+  const writeFigure = (name: string, help: string, figure: keyof ReturnType<DiskWrites['figures']>) => new Gauge({
+    name: `${PREFIX}${name}`,
+    help,
+    registers,
+    collect() {
+      const written = diskWrites.written();
+      this.set((written === undefined ? null : diskWrites.figures(written)[figure]) ?? 0);
+    },
+  });
+  writeFigure('write_amplification_ratio', `Bytes the store process caused to be written to storage (${WRITES_SOURCE}) over bytes of request bodies accepted, since the store started (0 before anything was accepted).`, 'write_amplification');
+  writeFigure('disk_written_bytes_per_event', `Bytes the store process caused to be written (${WRITES_SOURCE}) per event accepted, since the store started (0 before the first).`, 'bytes_written_per_event');
+  writeFigure('disk_written_bytes_per_day', `Bytes the store process caused to be written (${WRITES_SOURCE}) at its rate since the start, scaled to a day (0 in its first ${PER_DAY_AFTER_SECONDS / 60} minutes).`, 'bytes_written_per_day');
+}
+
+/** What the store holds, the log's damage in quarantine/, and the share of each capacity in use. */
+function storedMetrics(store: EventStore, config: Config, registers: Registry[]): void {
+  const counters = () => store.counters();
+  new Gauge({ name: `${PREFIX}stored_events`, help: 'Events stored.', registers, collect() { this.set(counters().events); } });
+  new Gauge({
+    name: `${PREFIX}log_damage_events_lost`,
+    help: 'Creates lost with damaged bytes of the segment log that replays moved to quarantine/ (docs/STORAGE.md, "Damage in the log").',
+    registers,
+    collect() { this.set(store.quarantine().lostEvents); },
+  });
+  new Gauge({ name: `${PREFIX}log_damage_quarantined_ranges`, help: 'Damaged ranges of the segment log in quarantine/.', registers, collect() { this.set(store.quarantine().ranges); } });
+  new Gauge({ name: `${PREFIX}stored_images`, help: 'Images stored.', registers, collect() { this.set(counters().images); } });
+  new Gauge({ name: `${PREFIX}stored_bytes`, help: 'Bytes the store takes: live blob bytes and LMDB pages in use (total_storage_bytes of /stats).', registers, collect() { this.set(store.storageBytes()); } });
+  new Gauge({
+    name: `${PREFIX}capacity_used_ratio`,
+    help: 'Share of a capacity in use: records of MAX_RECORDS, storage of MAX_STORAGE_BYTES.',
+    labelNames: ['capacity'],
+    registers,
+    collect() {
+      this.set({ capacity: 'records' }, counters().events / config.maxRecords);
+      this.set({ capacity: 'storage' }, store.storageBytes() / config.maxStorageBytes);
+    },
+  });
+}
+
+/** From the lifecycle worker: requests its capacity gate answered 529 (docs/API.md, "Capacity and 529"), and its restarts after a crash. */
+function lifecycleMetrics(lifecycle: LifecycleWorkerHandle, registers: Registry[]): void {
+  new Counter({ name: `${PREFIX}capacity_refusals_total`, help: 'Requests answered 529 while the store was capacity-blocked.', registers, collect() { this.reset(); this.inc(lifecycle.gate.refusedTotal); } });
+  new Counter({ name: `${PREFIX}lifecycle_worker_restarts_total`, help: 'Restarts of the lifecycle worker after a crash.', registers, collect() { this.reset(); this.inc(lifecycle.crashRestarts); } });
+}
+
+/** Cleanup runs ended, by trigger (docs/API.md, "Cleanup and reset"). */
+function cleanupRunMetrics(lifecycle: LifecycleWorkerHandle, registers: Registry[]): void {
+  new Counter({
+    name: `${PREFIX}cleanup_runs_total`,
+    help: 'Cleanup runs ended, by trigger (AUTOMATIC: schedule or a crossed limit; MANUAL: POST /admin/cleanup).',
+    labelNames: ['trigger'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [trigger, runs] of Object.entries(lifecycle.cleanupRuns)) this.inc({ trigger }, runs);
+    },
+  });
+}
+
+/** Live-stream subscribers (docs/API.md, "Live stream"): connected now, and closed for falling behind. */
+function streamMetrics(stream: StreamFanout, registers: Registry[]): void {
+  new Gauge({ name: `${PREFIX}stream_subscribers`, help: 'Live-stream subscribers connected.', registers, collect() { this.set(stream.subscribers); } });
+  new Counter({ name: `${PREFIX}stream_subscribers_dropped_total`, help: 'Live-stream subscribers closed for falling too far behind.', registers, collect() { this.reset(); this.inc(stream.dropped); } });
 }
 
 /** The store's clock against a wall clock that jumps (docs/STORAGE.md, "A clock that jumps"). */

@@ -11,7 +11,7 @@ import type { CleanupResult } from '../lifecycle/cleanup.js';
 import type { SinkProgress } from '../lifecycle/sink-runner.js';
 import type { MqttSinkStatus } from '../sinks/mqtt-sink.js';
 import { sinkStatuses } from './sink-status.js';
-import { type BackfillProgress, clockStatus, DAY_MICROS, formatMicros, formatMicrosOrNull, heldClock, oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff, runningAtCreation, type StoreView } from '../store/index.js';
+import { type BackfillProgress, clockStatus, DAY_MICROS, formatMicros, formatMicrosOrNull, heldClock, type HeldClock, oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff, runningAtCreation, type StoreView } from '../store/index.js';
 
 const format = (bytes: number): string => prettyBytes(bytes, { binary: true });
 const percent = (used: number, limit: number): number => Number(((100 * used) / limit).toFixed(2));
@@ -58,6 +58,13 @@ function clockStats(store: StoreView) {
   };
 }
 
+/** The store's totals that several sections of /stats share, read once after the checkpoint. */
+interface Totals {
+  counters: ReturnType<StoreView['counters']>;
+  /** Bytes the store takes: live blob bytes and LMDB pages in use (StoreView.storageBytes). */
+  storageBytes: number;
+}
+
 /**
  * The statistics of a store under `config` (docs/API.md, "Statistics").
  * @param now the time (µs since the epoch)
@@ -69,84 +76,124 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
   // The retention prediction reads LMDB, as cleanup does after its checkpoint: creates in the
   // index head already past retention are checkpointed first (docs/STORAGE.md, "When a checkpoint runs").
   await store.checkpointedBefore(cutoff);
-  const { gate, lastCleanup } = live;
-  const counters = store.counters();
-  const storageBytes = store.storageBytes();
-  const { oldest, newest } = oldestAndNewest(store);
-  const draftCreatedAt = oldestDraft(store);
-  const retentionMicros = config.retentionDays * DAY_MICROS;
-  const pastRetention = retentionBacklog(store, cutoff);
-  const excessBytes = Math.max(0, storageBytes - config.maxStorageBytes);
+  const totals: Totals = { counters: store.counters(), storageBytes: store.storageBytes() };
 
   return {
-    current: {
-      total_events: counters.events,
-      total_images: counters.images,
-      total_storage_bytes: storageBytes,
-      total_storage_formatted: format(storageBytes),
-      oldest_event_timestamp: formatMicrosOrNull(oldest),
-      newest_event_timestamp: formatMicrosOrNull(newest),
-      days_of_data_stored: oldest === null ? 0 : Number(((now - oldest) / DAY_MICROS).toFixed(4)),
-      // Past RETENTION_DAYS by the wall clock and by the store's running time (docs/STORAGE.md, "A clock that jumps").
-      time_until_oldest_data_deleted: oldest === null ? null : Math.max(0, Math.round(Math.max(oldest + retentionMicros - now, runningAtCreation(held, oldest) + retentionMicros - held.running) / 1e6)),
-      draft_events: counters.drafts,
-      oldest_draft_age_seconds: draftCreatedAt === null ? null : Math.max(0, Math.round((now - draftCreatedAt) / 1e6)),
-    },
-    configuration: {
-      data_dir: config.dataDir,
-      retention_days: config.retentionDays,
-      max_records: config.maxRecords,
-      max_record_size_bytes: config.maxRecordSizeBytes,
-      max_record_size_formatted: format(config.maxRecordSizeBytes),
-      max_storage_bytes: config.maxStorageBytes,
-      max_storage_formatted: format(config.maxStorageBytes),
-      cleanup_interval_seconds: config.cleanupIntervalSeconds,
-    },
-    capacity: {
-      records: { used: counters.events, limit: config.maxRecords, percent_used: percent(counters.events, config.maxRecords) },
-      storage: {
-        bytes_used: storageBytes,
-        bytes_used_formatted: format(storageBytes),
-        bytes_limit: config.maxStorageBytes,
-        bytes_limit_formatted: format(config.maxStorageBytes),
-        percent_used: percent(storageBytes, config.maxStorageBytes),
-      },
-      averages: {
-        record_size_bytes: counters.events === 0 ? 0 : Math.round(storageBytes / counters.events),
-        record_size_formatted: format(counters.events === 0 ? 0 : Math.round(storageBytes / counters.events)),
-        images_per_event: counters.events === 0 ? 0 : Number((counters.images / counters.events).toFixed(3)),
-      },
-      blocked: gate.blocked,
-      uploads_pending: counters.uploadsPending,
-      requests_refused: gate.refusedTotal,
-    },
-    next_cleanup_will_delete: {
-      retention_cutoff_timestamp: formatMicros(cutoff),
-      records_past_retention: pastRetention.records,
-      files_past_retention: pastRetention.files,
-      bytes_past_retention: pastRetention.bytes,
-      bytes_past_retention_formatted: format(pastRetention.bytes),
-      excess_records_over_limit: Math.max(0, counters.events - config.maxRecords),
-      excess_bytes_over_limit: excessBytes,
-      excess_bytes_formatted: format(excessBytes),
-    },
+    current: currentStats(store, config, held, totals, now),
+    configuration: configurationStats(config),
+    capacity: capacityStats(config, live.gate, totals),
+    next_cleanup_will_delete: nextCleanupStats(store, config, cutoff, totals),
     clock: clockStats(store),
-    last_cleanup: lastCleanup === undefined ? null : {
-      trigger: lastCleanup.result.trigger,
-      finished_at: new Date(lastCleanup.finishedAt).toISOString(),
-      duration_seconds: lastCleanup.result.duration_seconds,
-      records_deleted: lastCleanup.result.records_deleted.total,
-      files_deleted: lastCleanup.result.files_deleted.total,
-      bytes_freed: lastCleanup.result.bytes_freed,
-    },
+    last_cleanup: lastCleanupStats(live.lastCleanup),
     log_damage: logDamage(store),
     sinks: sinkStatuses(store, live.sinkProgress, now / 1000),
     mqtt: live.mqtt ?? null,
-    search_index: {
-      ready: live.searchIndex.ready,
-      backfill_indexed: live.searchIndex.backfill?.indexed ?? null,
-      backfill_until: live.searchIndex.backfill ? formatMicros(live.searchIndex.backfill.until) : null,
+    search_index: searchIndexStats(live.searchIndex),
+  };
+}
+
+/**
+ * `current` of /stats (docs/API.md, "Statistics"): the totals, the oldest and newest event, the
+ * time until the oldest is deleted (seconds, null without events), the drafts.
+ * @param held the store's clock, as retention reckons by it
+ * @param now the time (µs since the epoch)
+ */
+function currentStats(store: StoreView, config: Config, held: HeldClock, { counters, storageBytes }: Totals, now: number) {
+  const { oldest, newest } = oldestAndNewest(store);
+  const draftCreatedAt = oldestDraft(store);
+  const retentionMicros = config.retentionDays * DAY_MICROS;
+  return {
+    total_events: counters.events,
+    total_images: counters.images,
+    total_storage_bytes: storageBytes,
+    total_storage_formatted: format(storageBytes),
+    oldest_event_timestamp: formatMicrosOrNull(oldest),
+    newest_event_timestamp: formatMicrosOrNull(newest),
+    days_of_data_stored: oldest === null ? 0 : Number(((now - oldest) / DAY_MICROS).toFixed(4)),
+    // Past RETENTION_DAYS by the wall clock and by the store's running time (docs/STORAGE.md, "A clock that jumps").
+    time_until_oldest_data_deleted: oldest === null ? null : Math.max(0, Math.round(Math.max(oldest + retentionMicros - now, runningAtCreation(held, oldest) + retentionMicros - held.running) / 1e6)),
+    draft_events: counters.drafts,
+    oldest_draft_age_seconds: draftCreatedAt === null ? null : Math.max(0, Math.round((now - draftCreatedAt) / 1e6)),
+  };
+}
+
+/** `configuration` of /stats (docs/API.md, "Statistics"): the data folder and the limits. */
+function configurationStats(config: Config) {
+  return {
+    data_dir: config.dataDir,
+    retention_days: config.retentionDays,
+    max_records: config.maxRecords,
+    max_record_size_bytes: config.maxRecordSizeBytes,
+    max_record_size_formatted: format(config.maxRecordSizeBytes),
+    max_storage_bytes: config.maxStorageBytes,
+    max_storage_formatted: format(config.maxStorageBytes),
+    cleanup_interval_seconds: config.cleanupIntervalSeconds,
+  };
+}
+
+/**
+ * `capacity` of /stats (docs/API.md, "Statistics"; "Capacity and 529"): records and storage used
+ * against their limits, the averages, and the capacity gate.
+ */
+function capacityStats(config: Config, gate: GateState, { counters, storageBytes }: Totals) {
+  return {
+    records: { used: counters.events, limit: config.maxRecords, percent_used: percent(counters.events, config.maxRecords) },
+    storage: {
+      bytes_used: storageBytes,
+      bytes_used_formatted: format(storageBytes),
+      bytes_limit: config.maxStorageBytes,
+      bytes_limit_formatted: format(config.maxStorageBytes),
+      percent_used: percent(storageBytes, config.maxStorageBytes),
     },
+    averages: {
+      record_size_bytes: counters.events === 0 ? 0 : Math.round(storageBytes / counters.events),
+      record_size_formatted: format(counters.events === 0 ? 0 : Math.round(storageBytes / counters.events)),
+      images_per_event: counters.events === 0 ? 0 : Number((counters.images / counters.events).toFixed(3)),
+    },
+    blocked: gate.blocked,
+    uploads_pending: counters.uploadsPending,
+    requests_refused: gate.refusedTotal,
+  };
+}
+
+/**
+ * `next_cleanup_will_delete` of /stats (docs/API.md, "Statistics"): what cleanup's retention
+ * stage would delete now, and the excess over each limit.
+ * @param cutoff the retention cutoff (µs since the epoch)
+ */
+function nextCleanupStats(store: StoreView, config: Config, cutoff: number, { counters, storageBytes }: Totals) {
+  const pastRetention = retentionBacklog(store, cutoff);
+  const excessBytes = Math.max(0, storageBytes - config.maxStorageBytes);
+  return {
+    retention_cutoff_timestamp: formatMicros(cutoff),
+    records_past_retention: pastRetention.records,
+    files_past_retention: pastRetention.files,
+    bytes_past_retention: pastRetention.bytes,
+    bytes_past_retention_formatted: format(pastRetention.bytes),
+    excess_records_over_limit: Math.max(0, counters.events - config.maxRecords),
+    excess_bytes_over_limit: excessBytes,
+    excess_bytes_formatted: format(excessBytes),
+  };
+}
+
+/** `last_cleanup` of /stats (docs/API.md, "Statistics"): the latest run since start, null before the first. */
+function lastCleanupStats(lastCleanup: LiveState['lastCleanup']) {
+  return lastCleanup === undefined ? null : {
+    trigger: lastCleanup.result.trigger,
+    finished_at: new Date(lastCleanup.finishedAt).toISOString(),
+    duration_seconds: lastCleanup.result.duration_seconds,
+    records_deleted: lastCleanup.result.records_deleted.total,
+    files_deleted: lastCleanup.result.files_deleted.total,
+    bytes_freed: lastCleanup.result.bytes_freed,
+  };
+}
+
+/** `search_index` of /stats (docs/API.md, "Statistics"; docs/STORAGE.md, "The search index"): ready, and the backfill's progress. */
+function searchIndexStats(searchIndex: LiveState['searchIndex']) {
+  return {
+    ready: searchIndex.ready,
+    backfill_indexed: searchIndex.backfill?.indexed ?? null,
+    backfill_until: searchIndex.backfill ? formatMicros(searchIndex.backfill.until) : null,
   };
 }
 

@@ -25,5 +25,7 @@ export { EventStore } from './engine/event-store.js';
 export { type Attachment, attachStagedBlob, finalizeEvent } from './engine/event-updates.js';
 export { draftsOlderThan, eventsOldestFirst, filesByAge, oldestDraft, retentionBacklog, retentionCutoff } from './engine/lifecycle-queries.js';
 export { type DecodedImage, type NewEvent, prepareCreateRecord, type PreparedCreate } from './engine/prepared-create.js';
-export { checkStore, type CheckReport, rebuildIndex, type RebuildReport } from './engine/store-check.js';
+export { type CheckReport, type RebuildReport } from './engine/check-report.js';
+export { rebuildIndex } from './engine/index-rebuild.js';
+export { checkStore } from './engine/store-check.js';
 export { clockStatus, heldClock, type HeldClock, runningAtCreation, saveRunningTime } from './engine/store-clock.js';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import t from 'tap';
 import { deleteRecords } from '../../src/store/engine/event-deletion.js';
 import { openDatabases } from '../../src/store/index/lmdb-env.js';
-import type { CheckReport } from '../../src/store/engine/store-check.js';
+import type { CheckReport } from '../../src/store/engine/check-report.js';
 import { refusedStart } from '../../scripts/lib/spawned-store.js';
 import { runCli } from '../support/cli-process.js';
 import { fixture, getJson, imageEvent, smallEvent } from '../support/events.js';

@@ -1,5 +1,5 @@
 /**
- * The offline check of a data folder and the rebuild of its index from the log (`edge-events
+ * The offline check of a data folder (`edge-events
  * check`; docs/OPERATIONS.md, "Checking and repairing a data folder"; docs/STORAGE.md, "A damaged
  * index"). Run with no store on the folder: both take its lock (data-dir-lock.ts).
  *
@@ -15,160 +15,27 @@
  *   names, and every event whose record frame is in the log before the index's log position is
  *   in the index, or was deleted by a cleanup.
  *
- * The rebuild moves `db/` aside (never deletes it), starts an empty LMDB whose log position is
- * the first segment on disk, and opens the store, whose recovery replays the whole log into the
- * index (docs/STORAGE.md, "Recovery").
+ * The rebuild is index-rebuild.ts's; the report's shapes are check-report.ts's.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { CheckRefused, type BadLocation, type CheckReport, type DamageInLog, type IndexAgainstLog } from './check-report.js';
 import { lockDataDir } from './data-dir-lock.js';
-import { EventStore } from './event-store.js';
-import { assertIndexOpenable, inspectIndexFile, metaIsForeign, readsAsNew, type IndexFileReport } from '../index/index-file-check.js';
+import { inspectIndexFile, metaIsForeign, readsAsNew, type IndexFileReport } from '../index/index-file-check.js';
 import { draftKey, pendingKey } from '../index/index-keys.js';
-import { indexedLogPosition, LOG_POSITION_KEY, openDatabases, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
+import { indexedLogPosition, openDatabases, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import { quarantineDirOf, readQuarantine } from '../log/quarantine.js';
 import { decodeRecord } from '../index/record-codec.js';
 import { decodeRecordFrame } from '../log/record-frame.js';
-import { segmentFileName, segmentNumberOf, syncDirectory } from '../log/segment-files.js';
-import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type FrameKind } from '../log/segment-frames.js';
-import { startCursors } from '../ledger/sink-ledger.js';
-import type { StoreOptions } from '../read/store-view.js';
+import { segmentFileName, segmentNumberOf } from '../log/segment-files.js';
+import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type ScannedFrame } from '../log/segment-frames.js';
 
 /** Items listed at most in each list of a report; the counts cover them all. */
 const LISTED = 50;
 
-/**
- * Bytes of the log that are damaged (docs/STORAGE.md, "Damage in the log"). Offsets in bytes from
- * the start of the segment file.
- */
-export interface DamageInLog {
-  segment: number;
-  offset: number;
-  end: number;
-  /**
-   * `no-frame`: bytes that are no frame, with whole frames after them; `crc`: a frame whose
-   * header checks and whose data fails its CRC32C.
-   */
-  what: 'no-frame' | 'crc';
-  /** For `crc`: the frame's kind and id (a file id, or the event id of a record or change frame). */
-  kind?: FrameKind;
-  id?: string;
-}
-
-/** Bytes after a segment's last whole frame, with none after them: what an unclean stop leaves. */
-export interface LogTail {
-  segment: number;
-  offset: number;
-  bytes: number;
-  /** The index counts bytes past `offset` as committed: acknowledged frames were lost (damage). */
-  acknowledged: boolean;
-}
-
-/** A segment the index knows that is shorter on disk than the index's committed length, or gone. */
-export interface ShortSegment {
-  segment: number;
-  /** Bytes on disk; null when the file is missing. */
-  fileBytes: number | null;
-  committed: number;
-  liveBlobs: number;
-}
-
-/** A file location of the index that does not lead to the whole frame it names. */
-export interface BadLocation {
-  fileId: string;
-  segment: number;
-  offset: number;
-  /** `log`: the frame there is damaged or gone; `index`: the location names no such frame. */
-  side: 'log' | 'index';
-  why: string;
-}
-
-/** An event whose record frame is in the log, before the index's log position, not in the index. */
-export interface UnindexedEvent {
-  eventId: string;
-  createdAt: number;
-  segment: number;
-  offset: number;
-}
-
-/** The index against the log (only when LMDB opened). */
-export interface IndexAgainstLog {
-  logPosition: LogPosition | null;
-  /** The index reads as a new one while the log has segments (index-file-check.ts `readsAsNew`): the store refuses it. */
-  readsAsNew: boolean;
-  /** The meta database holds another database's keys (index-file-check.ts `metaIsForeign`): the store refuses it. */
-  metaForeign: boolean;
-  /** Events in the index (`event_ids`). */
-  events: number;
-  /** File locations in the index, and those that do not lead to their whole frame. */
-  files: number;
-  badLocationCount: number;
-  badLocations: BadLocation[];
-  /** Record frames in the log whose event is in the index. */
-  recordsIndexed: number;
-  /** Record frames after the log position the index lacks: the next start replays them. */
-  recordsToReplay: number;
-  /** Record frames before the position the index lacks, older than its oldest event a cleanup may delete: deleted by a cleanup. */
-  deletedByCleanup: number;
-  /** Record frames before the position the index lacks and no cleanup explains: lost from the index. */
-  unindexedCount: number;
-  unindexed: UnindexedEvent[];
-  /** Events of the index whose record frame is damaged in the log: a rebuild would lose them. */
-  indexedRecordsDamaged: number;
-  /**
-   * Events of the index whose record frame is in no segment on disk (its segment was reclaimed:
-   * docs/STORAGE.md, "Reclaiming space"): the index is their only copy, and a rebuild loses them.
-   */
-  indexOnly: number;
-}
-
-/** What `checkStore` found. */
-export interface CheckReport {
-  dataDir: string;
-  index: {
-    file: string;
-    /** `unreadable`: the file checks, but LMDB failed to open or read it. */
-    state: 'sound' | 'absent' | 'damaged' | 'unreadable';
-    problem: string | null;
-    fileBytes: number | null;
-    pageSize: number | null;
-    /** The transaction LMDB opens at. */
-    transaction: number | null;
-  };
-  log: {
-    segments: number;
-    bytes: number;
-    frames: number;
-    records: number;
-    changes: number;
-    /** Frames of images, videos and local-only files. */
-    fileFrames: number;
-    damageCount: number;
-    damage: DamageInLog[];
-    tails: LogTail[];
-    shortSegments: ShortSegment[];
-  };
-  /** What earlier replays moved aside into quarantine/ (quarantine.ts): damage found before, not by this check. */
-  quarantine: { ranges: number; bytes: number; lostEvents: number };
-  /** Null when the index did not open (absent, damaged, unreadable). */
-  indexAgainstLog: IndexAgainstLog | null;
-  /** Anything above that loses or risks acknowledged data: the command exits 1. */
-  damage: boolean;
-  /** Why a rebuild of the index from the log is advised (`needsRebuild`), or null. */
-  rebuild: string | null;
-}
-
-/** The data directory cannot be checked: not a folder, or a store runs on it (the lock's message). */
-export class CheckRefused extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'CheckRefused';
-  }
-}
-
 /** Segment numbers of the segment files in `blobsDir`, ascending; none when it is missing. */
-function segmentsOnDisk(blobsDir: string): number[] {
+export function segmentsOnDisk(blobsDir: string): number[] {
   let names: string[];
   try {
     names = fs.readdirSync(blobsDir);
@@ -180,7 +47,7 @@ function segmentsOnDisk(blobsDir: string): number[] {
 }
 
 /** Takes `dataDir`'s lock, as a store would. @throws CheckRefused when it is no folder or a store holds it */
-function lockForCheck(dataDir: string): () => void {
+export function lockForCheck(dataDir: string): () => void {
   if (!fs.statSync(dataDir, { throwIfNoEntry: false })?.isDirectory()) throw new CheckRefused(`DATA_DIR ${dataDir} is not a folder`);
   try {
     return lockDataDir(dataDir);
@@ -266,6 +133,24 @@ function checkLocations(index: IndexState, segment: number, fileBytes: number | 
 }
 
 /**
+ * Counts a record frame of the log against the index: indexed, after the index's log position
+ * (a replay brings it in), deleted by a cleanup, or missing from the index (listed).
+ * @param end where the frame ends (bytes)
+ */
+function checkRecordIndexed(index: IndexState, out: IndexAgainstLog, segment: number, frame: ScannedFrame, end: number): void {
+  if (index.dbs.eventIds.get(frame.id) !== undefined) out.recordsIndexed++;
+  else if (!covered(index.position, segment, end)) out.recordsToReplay++;
+  else {
+    const createdAt = createdAtOf(frame.data!);
+    if (createdAt >= 0 && (index.oldestDeletable === undefined || createdAt < index.oldestDeletable)) out.deletedByCleanup++;
+    else {
+      out.unindexedCount++;
+      if (out.unindexed.length < LISTED) out.unindexed.push({ eventId: frame.id, createdAt, segment, offset: frame.offset - FRAME_HEADER_BYTES });
+    }
+  }
+}
+
+/**
  * Walks one segment: frames counted, blob data checked against its CRC, damage and the tail
  * noted; record frames compared with the index when it is open.
  */
@@ -309,17 +194,7 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
         continue;
       }
       log.records++;
-      if (!index || !out) continue;
-      if (index.dbs.eventIds.get(frame.id) !== undefined) out.recordsIndexed++;
-      else if (!covered(index.position, segment, end)) out.recordsToReplay++;
-      else {
-        const createdAt = createdAtOf(frame.data!);
-        if (createdAt >= 0 && (index.oldestDeletable === undefined || createdAt < index.oldestDeletable)) out.deletedByCleanup++;
-        else {
-          out.unindexedCount++;
-          if (out.unindexed.length < LISTED) out.unindexed.push({ eventId: frame.id, createdAt, segment, offset: frame.offset - FRAME_HEADER_BYTES });
-        }
-      }
+      if (index && out) checkRecordIndexed(index, out, segment, frame, end);
     }
     // scanSegment ends silently at a torn tail: the bytes after the last whole frame.
     if (end < fileBytes) {
@@ -432,139 +307,4 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
     || (against !== null && (against.readsAsNew || against.metaForeign || against.badLocationCount > 0 || against.unindexedCount > 0));
   report.rebuild = needsRebuild(report);
   return report;
-}
-
-/** What `rebuildIndex` did. */
-export interface RebuildReport {
-  /** Where the former `db/` went (`db.damaged-<time>`), or null when there was none. */
-  movedTo: string | null;
-  /** The segment the replay started from; null when the log has none. */
-  firstSegment: number | null;
-  /** Creates and changes the replay indexed, creates it went past (store.opened). */
-  replayed: number;
-  changesReplayed: number;
-  skipped: number;
-  /** Events in the rebuilt index. */
-  events: number;
-  /**
-   * Segment files the open removed as files the rebuilt index does not know (docs/STORAGE.md,
-   * "Recovery", step 3), kept as they were in `keptIn`; empty when it removed none.
-   */
-  segmentFilesRemoved: string[];
-  /** `blobs.before-rebuild-<time>`, holding `segmentFilesRemoved`; null when it removed none. */
-  keptIn: string | null;
-  /** The sinks the shipping ledger was rebuilt for (`options.sinks`): each ships every finalized event again. */
-  sinks: string[];
-  ms: number;
-}
-
-/** Gives `dir` and what is in it to `uid`:`gid` (one level deep: db/ holds only files). */
-function chownTree(dir: string, uid: number, gid: number): void {
-  fs.chownSync(dir, uid, gid);
-  for (const name of fs.readdirSync(dir)) fs.chownSync(path.join(dir, name), uid, gid);
-}
-
-/** `<time>` for the names of a rebuild's folders in `dataDir`, one no other rebuild took. */
-function rebuildStamp(dataDir: string, now: Date): string {
-  const stamp = now.toISOString().replaceAll(':', '-');
-  for (let n = 0; ; n++) {
-    const candidate = `${stamp}${n === 0 ? '' : `-${n}`}`;
-    if (!fs.existsSync(path.join(dataDir, `db.damaged-${candidate}`)) && !fs.existsSync(path.join(dataDir, `blobs.before-rebuild-${candidate}`))) return candidate;
-  }
-}
-
-/**
- * Hard-links every segment file of `blobsDir` into the new folder `kept`: the open that follows a
- * rebuild removes the files no replayed frame names (an upload whose attach frame was in a
- * segment already reclaimed), and a link keeps their bytes without copying them.
- * @throws the fs error of a failed link (another file system: nothing is changed then)
- */
-function linkSegments(blobsDir: string, kept: string): void {
-  fs.mkdirSync(kept);
-  try {
-    for (const name of fs.readdirSync(blobsDir)) {
-      if (segmentNumberOf(name) !== undefined) fs.linkSync(path.join(blobsDir, name), path.join(kept, name));
-    }
-  } catch (err) {
-    fs.rmSync(kept, { recursive: true, force: true });
-    throw err;
-  }
-}
-
-/**
- * Removes from `kept` the links of the segment files still in `blobsDir` (the same file), and
- * `kept` itself when nothing else is left.
- * @returns the names of the files left in `kept`: those the open removed from blobs/
- */
-function pruneKept(blobsDir: string, kept: string): string[] {
-  const removed: string[] = [];
-  for (const name of fs.readdirSync(kept)) {
-    const link = fs.statSync(path.join(kept, name));
-    const still = fs.statSync(path.join(blobsDir, name), { throwIfNoEntry: false });
-    if (still && still.ino === link.ino && still.dev === link.dev) fs.rmSync(path.join(kept, name));
-    else removed.push(name);
-  }
-  if (removed.length === 0) fs.rmdirSync(kept);
-  return removed.sort();
-}
-
-/**
- * Rebuilds the index of `dataDir` from its log (docs/STORAGE.md, "A damaged index"): moves `db/`
- * aside to `db.damaged-<time>` (never deleted), creates an empty LMDB whose log position is the
- * first segment on disk at offset 0 and whose shipping sinks start at the beginning of the
- * ledger (everything finalized is shipped again: shipping is at least once), then opens the
- * store, whose recovery replays the whole log into the index, and closes it, which checkpoints
- * what the replay left in the index head. Every segment file is hard-linked into
- * `blobs.before-rebuild-<time>` first; what the open removed stays there, the rest is unlinked.
- * Run as root on a folder another user owns, the new folders are given to that user.
- * @param options the store's options: `sinks` as the store is configured (finalized events enter
- *   the shipping ledger for them), `present` its record presenter
- * @throws CheckRefused when `dataDir` is not a folder or a running store holds it
- * @throws the fs or lmdb error of a failed step; `db.damaged-*` keeps the former index and
- *   `blobs.before-rebuild-*` every segment file, and the rebuild can be run again
- */
-export async function rebuildIndex(dataDir: string, options: StoreOptions, now = new Date()): Promise<RebuildReport> {
-  const started = performance.now();
-  const unlock = lockForCheck(dataDir);
-  const dbDir = path.join(dataDir, 'db');
-  const blobsDir = path.join(dataDir, 'blobs');
-  const stamp = rebuildStamp(dataDir, now);
-  const kept = path.join(dataDir, `blobs.before-rebuild-${stamp}`);
-  let movedTo: string | null = null;
-  let firstSegment: number | null = null;
-  try {
-    firstSegment = segmentsOnDisk(blobsDir)[0] ?? null;
-    if (firstSegment !== null) linkSegments(blobsDir, kept);
-    if (fs.existsSync(dbDir)) {
-      movedTo = path.join(dataDir, `db.damaged-${stamp}`);
-      fs.renameSync(dbDir, movedTo);
-    }
-    const dbs = openDatabases(dataDir);
-    try {
-      const start: LogPosition | undefined = firstSegment === null ? undefined : { segment: firstSegment, offset: 0 };
-      if (start) await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, start));
-      await startCursors(dbs, options.sinks); // at seq 0: the replay's finalized events are all ahead of them
-      await dbs.root.flushed;
-    } finally {
-      await dbs.root.close();
-    }
-    const owner = fs.statSync(dataDir);
-    if (process.getuid?.() === 0 && (owner.uid !== 0 || owner.gid !== 0)) {
-      chownTree(dbDir, owner.uid, owner.gid);
-      if (firstSegment !== null) fs.chownSync(kept, owner.uid, owner.gid);
-    }
-    await syncDirectory(dataDir);
-  } finally {
-    unlock();
-  }
-  assertIndexOpenable(dataDir);
-  const store = await EventStore.open(dataDir, options);
-  const { replayed, changesReplayed, skipped } = store.opened;
-  const events = store.counters().events;
-  await store.close();
-  const segmentFilesRemoved = firstSegment === null ? [] : pruneKept(blobsDir, kept);
-  return {
-    movedTo, firstSegment, replayed, changesReplayed, skipped: skipped.length, events,
-    segmentFilesRemoved, keptIn: segmentFilesRemoved.length > 0 ? kept : null, sinks: [...options.sinks], ms: Math.round(performance.now() - started),
-  };
 }

@@ -5,7 +5,7 @@
 import type { StoreOptions } from '../read/store-view.js';
 import type { BackfillProgress } from '../index/search-index.js';
 import type { QuarantinedBytes } from '../log/quarantine.js';
-import type { SkippedCreate } from './recovery.js';
+import type { SkippedCreate } from './log-replay.js';
 import type { ClockJumpReport } from './store-clock.js';
 
 /** What a durable create returns. `created_at` in µs. */

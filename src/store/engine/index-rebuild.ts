@@ -1,0 +1,127 @@
+/**
+ * The rebuild of a data folder's index from its log (`edge-events check --repair`;
+ * docs/OPERATIONS.md, "Checking and repairing a data folder"; docs/STORAGE.md, "A damaged
+ * index"): `db/` moved aside (never deleted), an empty LMDB whose log position is the first
+ * segment on disk, and the store opened, whose recovery replays the whole log into the index.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { assertIndexOpenable } from '../index/index-file-check.js';
+import { LOG_POSITION_KEY, openDatabases, type LogPosition } from '../index/lmdb-env.js';
+import { startCursors } from '../ledger/sink-ledger.js';
+import { segmentNumberOf, syncDirectory } from '../log/segment-files.js';
+import type { StoreOptions } from '../read/store-view.js';
+import type { RebuildReport } from './check-report.js';
+import { EventStore } from './event-store.js';
+import { lockForCheck, segmentsOnDisk } from './store-check.js';
+
+/** Gives `dir` and what is in it to `uid`:`gid` (one level deep: db/ holds only files). */
+function chownTree(dir: string, uid: number, gid: number): void {
+  fs.chownSync(dir, uid, gid);
+  for (const name of fs.readdirSync(dir)) fs.chownSync(path.join(dir, name), uid, gid);
+}
+
+/** `<time>` for the names of a rebuild's folders in `dataDir`, one no other rebuild took. */
+function rebuildStamp(dataDir: string, now: Date): string {
+  const stamp = now.toISOString().replaceAll(':', '-');
+  for (let n = 0; ; n++) {
+    const candidate = `${stamp}${n === 0 ? '' : `-${n}`}`;
+    if (!fs.existsSync(path.join(dataDir, `db.damaged-${candidate}`)) && !fs.existsSync(path.join(dataDir, `blobs.before-rebuild-${candidate}`))) return candidate;
+  }
+}
+
+/**
+ * Hard-links every segment file of `blobsDir` into the new folder `kept`: the open that follows a
+ * rebuild removes the files no replayed frame names (an upload whose attach frame was in a
+ * segment already reclaimed), and a link keeps their bytes without copying them.
+ * @throws the fs error of a failed link (another file system: nothing is changed then)
+ */
+function linkSegments(blobsDir: string, kept: string): void {
+  fs.mkdirSync(kept);
+  try {
+    for (const name of fs.readdirSync(blobsDir)) {
+      if (segmentNumberOf(name) !== undefined) fs.linkSync(path.join(blobsDir, name), path.join(kept, name));
+    }
+  } catch (err) {
+    fs.rmSync(kept, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * Removes from `kept` the links of the segment files still in `blobsDir` (the same file), and
+ * `kept` itself when nothing else is left.
+ * @returns the names of the files left in `kept`: those the open removed from blobs/
+ */
+function pruneKept(blobsDir: string, kept: string): string[] {
+  const removed: string[] = [];
+  for (const name of fs.readdirSync(kept)) {
+    const link = fs.statSync(path.join(kept, name));
+    const still = fs.statSync(path.join(blobsDir, name), { throwIfNoEntry: false });
+    if (still && still.ino === link.ino && still.dev === link.dev) fs.rmSync(path.join(kept, name));
+    else removed.push(name);
+  }
+  if (removed.length === 0) fs.rmdirSync(kept);
+  return removed.sort();
+}
+
+/**
+ * Rebuilds the index of `dataDir` from its log (docs/STORAGE.md, "A damaged index"): moves `db/`
+ * aside to `db.damaged-<time>` (never deleted), creates an empty LMDB whose log position is the
+ * first segment on disk at offset 0 and whose shipping sinks start at the beginning of the
+ * ledger (everything finalized is shipped again: shipping is at least once), then opens the
+ * store, whose recovery replays the whole log into the index, and closes it, which checkpoints
+ * what the replay left in the index head. Every segment file is hard-linked into
+ * `blobs.before-rebuild-<time>` first; what the open removed stays there, the rest is unlinked.
+ * Run as root on a folder another user owns, the new folders are given to that user.
+ * @param options the store's options: `sinks` as the store is configured (finalized events enter
+ *   the shipping ledger for them), `present` its record presenter
+ * @throws CheckRefused when `dataDir` is not a folder or a running store holds it
+ * @throws the fs or lmdb error of a failed step; `db.damaged-*` keeps the former index and
+ *   `blobs.before-rebuild-*` every segment file, and the rebuild can be run again
+ */
+export async function rebuildIndex(dataDir: string, options: StoreOptions, now = new Date()): Promise<RebuildReport> {
+  const started = performance.now();
+  const unlock = lockForCheck(dataDir);
+  const dbDir = path.join(dataDir, 'db');
+  const blobsDir = path.join(dataDir, 'blobs');
+  const stamp = rebuildStamp(dataDir, now);
+  const kept = path.join(dataDir, `blobs.before-rebuild-${stamp}`);
+  let movedTo: string | null = null;
+  let firstSegment: number | null = null;
+  try {
+    firstSegment = segmentsOnDisk(blobsDir)[0] ?? null;
+    if (firstSegment !== null) linkSegments(blobsDir, kept);
+    if (fs.existsSync(dbDir)) {
+      movedTo = path.join(dataDir, `db.damaged-${stamp}`);
+      fs.renameSync(dbDir, movedTo);
+    }
+    const dbs = openDatabases(dataDir);
+    try {
+      const start: LogPosition | undefined = firstSegment === null ? undefined : { segment: firstSegment, offset: 0 };
+      if (start) await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, start));
+      await startCursors(dbs, options.sinks); // at seq 0: the replay's finalized events are all ahead of them
+      await dbs.root.flushed;
+    } finally {
+      await dbs.root.close();
+    }
+    const owner = fs.statSync(dataDir);
+    if (process.getuid?.() === 0 && (owner.uid !== 0 || owner.gid !== 0)) {
+      chownTree(dbDir, owner.uid, owner.gid);
+      if (firstSegment !== null) fs.chownSync(kept, owner.uid, owner.gid);
+    }
+    await syncDirectory(dataDir);
+  } finally {
+    unlock();
+  }
+  assertIndexOpenable(dataDir);
+  const store = await EventStore.open(dataDir, options);
+  const { replayed, changesReplayed, skipped } = store.opened;
+  const events = store.counters().events;
+  await store.close();
+  const segmentFilesRemoved = firstSegment === null ? [] : pruneKept(blobsDir, kept);
+  return {
+    movedTo, firstSegment, replayed, changesReplayed, skipped: skipped.length, events,
+    segmentFilesRemoved, keptIn: segmentFilesRemoved.length > 0 ? kept : null, sinks: [...options.sinks], ms: Math.round(performance.now() - started),
+  };
+}

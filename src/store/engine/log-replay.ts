@@ -1,0 +1,207 @@
+/**
+ * The replay of the log into batches for the index head (docs/STORAGE.md, "Recovery"): segment
+ * by segment, in log order, going past damage with whole frames after it and stopping at the torn
+ * tail; checkpointed as it goes once the head's size trigger is reached.
+ */
+import fsp from 'node:fs/promises';
+import { checkpointDue } from '../head/checkpoint-pace.js';
+import type { HeadBatch, LoggedCreate, LoggedEntries } from '../head/index-head.js';
+import type { LogPosition, StoreDatabases } from '../index/lmdb-env.js';
+import { attachedFile, decodeChange } from '../index/record-change.js';
+import { recordFromFrame, type RecordPresenter } from '../index/record-codec.js';
+import type { FileKind } from '../log/log-entries.js';
+import type { LogDamage } from '../log/quarantine.js';
+import type { EventRecord } from '../record/event-record.js';
+import { decodeRecordFrame } from '../log/record-frame.js';
+import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type ScannedFrame } from '../log/segment-frames.js';
+import { indexBatches, type IndexOptions } from './checkpoint-writer.js';
+import { damageOf } from './log-damage.js';
+
+/**
+ * A create the replay could not index and went past: its record frame is whole, but a file it
+ * names is in no frame before it (an id that was not a UUID, so its blob frame's 16-byte id
+ * does not read back the same). Nothing of it is indexed; the creates after it are.
+ */
+export interface SkippedCreate {
+  segment: number;
+  /** Byte offset of the record frame in the segment. */
+  offset: number;
+  eventId: string;
+  /** The file ids no frame holds. */
+  missingFiles: string[];
+}
+
+/** Creates, or changes, per batch a replay hands to the index head. */
+const REPLAY_BATCH = 1000;
+
+/**
+ * The batches a replay hands to the index head, and where it got to in each segment. Past the
+ * checkpoint's size trigger (checkpoint-pace.ts `checkpointDue`) the
+ * batches held are checkpointed into LMDB before the replay goes on, as the running store's head
+ * would be, so a long log replays in bounded memory.
+ */
+export class ReplayedBatches {
+  readonly head: HeadBatch[] = [];
+  /**
+   * The segments the replayed batches hold frames in or attach files from: the end (bytes) of
+   * the last frame replayed, or of the attached file; an upload's segment is sealed.
+   */
+  readonly segments = new Map<number, { end: number; sealed: boolean }>();
+  replayed = 0;
+  changesReplayed = 0;
+  /** Creates and changes held, and the bytes of their records: what `checkpointDue` weighs. */
+  entries = 0;
+  bytes = 0;
+
+  constructor(private readonly dbs: StoreDatabases, private readonly options: IndexOptions) {}
+
+  /**
+   * Takes creates and changes logged together in log order, ending at `end`.
+   * @throws the lmdb error of a failed checkpoint
+   */
+  async add(batch: LoggedEntries, end: LogPosition): Promise<void> {
+    if (batch.creates.length === 0 && batch.changes.length === 0) return;
+    this.head.push({ ...batch, end });
+    this.segments.set(end.segment, { end: end.offset, sealed: false });
+    for (const change of batch.changes) {
+      if (change.type === 'attach') this.segments.set(change.segment, { end: attachedFile(change).offset + change.file.size_bytes, sealed: true });
+    }
+    this.replayed += batch.creates.length;
+    this.changesReplayed += batch.changes.length;
+    this.entries += batch.creates.length + batch.changes.length;
+    for (const { value } of batch.creates) this.bytes += value.length;
+    if (checkpointDue(this)) await this.checkpoint();
+  }
+
+  /** Commits the batches held to LMDB, as a checkpoint of the head does (event-store.ts `commitHead`). */
+  private async checkpoint(): Promise<void> {
+    await indexBatches(this.dbs, this.head.splice(0), this.options);
+    this.entries = 0;
+    this.bytes = 0;
+  }
+}
+
+/** What the replay of one segment found besides what it replayed. */
+export interface SegmentFindings {
+  skipped: SkippedCreate[];
+  damaged: LogDamage[];
+}
+
+/** A create's record frame read with the blob frames before it in its segment. */
+interface ReadCreate {
+  record: EventRecord;
+  /** The record as the `events` database stores it. */
+  value: Buffer;
+  /** Each file the record names, with its blob frame when one was found. */
+  placed: { fileId: string; contentType: string; frame: ScannedFrame | undefined }[];
+  /** The files no blob frame before it holds. */
+  missingFiles: string[];
+  /** Per placed file, whether its bytes match their CRC (empty when a file is missing). */
+  whole: boolean[];
+  /** Where the record frame ends (bytes). */
+  end: number;
+}
+
+/**
+ * Reads a create's record frame and checks the blob frames it names among `blobs`, the blob
+ * frames read since the create before it.
+ * @throws the fs error of a failed read
+ */
+async function readCreate(handle: fsp.FileHandle, frame: ScannedFrame, blobs: Map<string, ScannedFrame>, present: RecordPresenter): Promise<ReadCreate> {
+  const { record: bytes, files } = decodeRecordFrame(frame.data!);
+  const { record, value } = recordFromFrame(bytes, present);
+  const placed = files.map(({ fileId, contentType }) => ({ fileId, contentType, frame: blobs.get(fileId) }));
+  const missingFiles = placed.filter(({ frame: blob }) => !blob).map(({ fileId }) => fileId);
+  const whole = missingFiles.length > 0 ? [] : await Promise.all(placed.map(({ frame: blob }) => blobCrcMatches(handle, blob!)));
+  return { record, value, placed, missingFiles, whole, end: frame.offset + frame.length };
+}
+
+/** The create a head batch holds, of a create read whole (every file found) in `segment`. */
+function loggedCreate(segment: number, { record, value, placed }: ReadCreate): LoggedCreate {
+  return {
+    record,
+    value,
+    files: placed.map(({ fileId, contentType, frame: blob }) => ({
+      fileId, contentType, kind: blob!.kind as FileKind,
+      at: { segment, offset: blob!.offset, length: blob!.length, crc: blob!.crc },
+    })),
+  };
+}
+
+/**
+ * Replays the creates and changes logged in segment `segment` from `start` (bytes) into
+ * `replay`, in log order, in batches of creates followed by changes to events created before
+ * them. Every create is replayed, even one whose record the index already holds: a flush can fall
+ * between the puts of a checkpoint and the transaction that counts it and moves the log position
+ * (lmdb-js may commit queued puts and a transaction callback in separate transactions), so a
+ * create after the position may be in the index without its counters. The head tolerates a
+ * create in both (index-head.ts), its checkpoint's puts are idempotent, and the counters and
+ * segment accounting of a create are never in the index before the position passes it, so it is
+ * counted exactly once.
+ * Stops at the torn tail: a torn frame with no whole frame after it (the last append, cut by a
+ * crash). Damage with whole frames after it (docs/STORAGE.md, "Damage in the log") is reported
+ * and gone past: the creates and changes whose frames it holds are lost, the rest replayed; a
+ * create one of whose blobs fails its CRC is lost likewise, with its frames. A whole create naming
+ * a file no frame holds is skipped and reported (SkippedCreate), or counted lost when damage
+ * since the create before it took the file's frame. A change's counters and entries move only in
+ * the transaction that moves the position past it, so it is applied exactly once too.
+ * @param present the store's presenter: it renders the presented JSON a record frame leaves out
+ *   (record-codec.ts `recordFromFrame`)
+ * @returns the creates skipped and the damage gone past, in log order
+ * @throws the fs error of a failed read, the lmdb error of a failed checkpoint
+ */
+export async function replaySegment(file: string, segment: number, start: number, replay: ReplayedBatches, present: RecordPresenter): Promise<SegmentFindings> {
+  const handle = await fsp.open(file, 'r');
+  const findings: SegmentFindings = { skipped: [], damaged: [] };
+  try {
+    const blobs = new Map<string, ScannedFrame>();
+    /** Damage since the last create: a create after it missing a file lost the file to it. */
+    let damageSinceCreate: LogDamage | undefined;
+    let batch: LoggedEntries = { creates: [], changes: [] };
+    let end = start;
+    const flush = async () => {
+      await replay.add(batch, { segment, offset: end });
+      batch = { creates: [], changes: [] };
+    };
+    for await (const frame of scanSegment(handle, start, segment)) {
+      if (frame.kind === 'damaged') {
+        damageSinceCreate = damageOf(segment, frame);
+        findings.damaged.push(damageSinceCreate);
+        continue;
+      }
+      if (frame.kind === 'change') {
+        batch.changes.push(decodeChange(frame.data!));
+        end = frame.offset + frame.length;
+        if (batch.changes.length >= REPLAY_BATCH) await flush();
+        continue;
+      }
+      if (frame.kind !== 'record') {
+        blobs.set(frame.id, frame);
+        continue;
+      }
+      const create = await readCreate(handle, frame, blobs, present);
+      const { record, placed, missingFiles, whole, end: recordEnd } = create;
+      blobs.clear();
+      if (missingFiles.length > 0 && damageSinceCreate) {
+        damageSinceCreate.end = recordEnd; // the create's frames after the damage go with it
+        damageSinceCreate.lostEvents.push(record.id);
+      } else if (missingFiles.length > 0) {
+        findings.skipped.push({ segment, offset: frame.offset, eventId: record.id, missingFiles });
+      } else if (whole.includes(false)) {
+        const first = Math.min(...placed.map(({ frame: blob }) => blob!.offset - FRAME_HEADER_BYTES));
+        findings.damaged.push({ segment, offset: first, end: recordEnd, lostEvents: [record.id], lostChanges: [] });
+      }
+      damageSinceCreate = undefined;
+      if (findings.damaged.at(-1)?.end === recordEnd) continue; // lost: `end` stays before it
+      if (missingFiles.length === 0) batch.creates.push(loggedCreate(segment, create));
+      end = recordEnd;
+      if (batch.creates.length >= REPLAY_BATCH) await flush();
+    }
+    await flush();
+    // Damage with nothing whole replayed after it is the torn tail of the last append: cut, not quarantined.
+    while ((findings.damaged.at(-1)?.offset ?? -1) >= end) findings.damaged.pop();
+  } finally {
+    await handle.close();
+  }
+  return findings;
+}
