@@ -152,7 +152,8 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
   page.setDefaultTimeout(10_000);
   await page.clock.install();
   const failedRequests: string[] = [];
-  page.on('requestfailed', (request) => failedRequests.push(request.url()));
+  // With why it failed (net::ERR_ABORTED, ERR_CONNECTION_RESET...), for the report.
+  page.on('requestfailed', (request) => failedRequests.push(`${request.url()} ${request.failure()?.errorText ?? ''}`));
   const pageErrors: string[] = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));
 
@@ -323,7 +324,8 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.match(figure, /^[\d.]+ (B|KiB|MiB|GiB|TiB)\/day$/, 'the card leads with bytes a day');
     t.match(await page.locator('#disk-writes .summary').innerText(), /; [\d.]+ (B|KiB|MiB|GiB) since the start$/, 'and gives the bytes since the start below');
     if (device) t.match(await page.locator('#disk-writes .device').innerText(), /^Device [^,]+, every writer on it: [\d.]+ (B|KiB|MiB|GiB|TiB)\/day, /, 'the device\'s a day too');
-    await page.unroute('**/stats');
+    // Waits for a read the handler still holds, which unrouting mid-way could fail.
+    await page.unrouteAll({ behavior: 'wait' });
   });
 
   await t.test('a finalized draft is updated in place, with its attachments, each saved with the key', async (t) => {
@@ -439,7 +441,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     await page.clock.fastForward(1000);
     t.same(await until('the thumbnail shown', async () => { const counts = await boxesPerThumbnail(item); return counts.join() === '1' && counts; }, 15_000), [1], 'shown, with its box, once asked again');
     t.same([...asked.values()], [2], 'asked twice');
-    await page.unroute('**/images/*/thumbnail');
+    await page.unrouteAll({ behavior: 'wait' });
   });
 
   await t.test('a stored key the store refuses brings the form back', async (t) => {
