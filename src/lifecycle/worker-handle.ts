@@ -8,12 +8,12 @@ import type { Config } from '../config.js';
 import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { EventStore } from '../store/index.js';
-import type { StoreUsage } from './capacity.js';
 import { CapacityGate } from './capacity-gate.js';
 import { sweepDrafts } from './draft-sweeper.js';
 import type { CleanupResult, CleanupTrigger } from './cleanup.js';
 import type { SinkProgress } from './sink-runner.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
+import type { WriterJobDone, WriterJobHandlers, WriterJobRequest } from './writer-jobs.js';
 import { startWorker, workerModule } from '../worker-start.js';
 
 const RESTART_MIN_MS = 500;
@@ -114,28 +114,31 @@ export class LifecycleWorkerHandle {
       for (const change of message.changes) this.store.announceChange(change);
     } else if (message.type === 'reclaimed') {
       this.store.segmentsDeleted(message.segments);
-    } else if (message.type === 'usage') {
-      let answer: { usage: StoreUsage } | { failed: string };
-      try {
-        answer = { usage: this.gate.usage() };
-      } catch (err) {
-        answer = { failed: String((err as Error).message ?? err) }; // the store is closing
-      }
-      this.current?.postMessage({ type: 'writer-done', id: message.id, ...answer } satisfies ToWorker);
-    } else if (message.type === 'retire-segment' || message.type === 'compact-segment' || message.type === 'checkpoint' || message.type === 'sweep-drafts') {
-      const reply = (answer: { failed?: string; closed?: number }) => this.current?.postMessage({ type: 'writer-done', id: message.id, ...answer } satisfies ToWorker);
-      const work: Promise<number | void> = message.type === 'checkpoint' ? this.store.checkpointed()
-        : message.type === 'sweep-drafts' ? sweepDrafts(this.store, message.cutoff)
-          : message.type === 'retire-segment' ? this.store.retireSegment(message.segment) : this.store.compactSegment(message.segment);
-      work.then((closed) => reply({ closed: closed ?? undefined }), (err: unknown) => {
-        this.log.error({ err, segment: 'segment' in message ? message.segment : undefined }, `${message.type} failed`);
-        // A checkpoint's failure changes what the cleanup does (cleanup.ts CleanupHooks); a sweep's is logged by the worker too.
-        reply({ failed: message.type === 'checkpoint' || message.type === 'sweep-drafts' ? String((err as Error).message ?? err) : undefined });
-      });
-
+    } else if (message.type === 'writer-job') {
+      this.runWriterJob(message);
     } else if (message.type === 'ready') {
       this.restarts = 0;
     }
+  }
+
+  /** What the HTTP thread runs for each job the worker asks of the store's writer (writer-jobs.ts). */
+  private readonly writerJobHandlers: WriterJobHandlers = {
+    'retire-segment': ({ segment }) => this.store.retireSegment(segment),
+    'compact-segment': ({ segment }) => this.store.compactSegment(segment),
+    checkpoint: () => this.store.checkpointed(),
+    'sweep-drafts': ({ cutoff }) => sweepDrafts(this.store, cutoff),
+    // Throws once the store is closing.
+    usage: async () => this.gate.usage(),
+  };
+
+  /** Runs a job the worker asked for and answers it: its answer, or its failure, logged here too. */
+  private runWriterJob(request: WriterJobRequest): void {
+    const handler = this.writerJobHandlers[request.job] as (request: WriterJobRequest) => Promise<unknown>;
+    const reply = (done: WriterJobDone) => this.current?.postMessage(done satisfies ToWorker);
+    handler(request).then((answer) => reply({ type: 'writer-done', id: request.id, answer }), (err: unknown) => {
+      this.log.error({ err, job: request.job, segment: 'segment' in request ? request.segment : undefined }, `${request.job} failed`);
+      reply({ type: 'writer-done', id: request.id, failed: String((err as Error).message ?? err) });
+    });
   }
 
   private exited(worker: Worker, code: number): void {

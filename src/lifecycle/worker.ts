@@ -16,11 +16,12 @@ import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
 import { DiskReserve, type EventChange, saveRunningTime, type StoreChange, StoreView } from '../store/index.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger, type HeadCheckpoint } from './cleanup.js';
-import { CapacityMonitor, type StoreUsage } from './capacity.js';
+import { CapacityMonitor } from './capacity.js';
 import { CloudSink } from './cloud-uploader.js';
 import type { Sink } from '../sinks/ledger-sink.js';
 import { runSink, type SinkProgress } from './sink-runner.js';
 import type { ToMain, ToWorker } from './lifecycle-messages.js';
+import type { WriterJob, WriterJobDone, WriterJobRequest, WriterJobs } from './writer-jobs.js';
 
 /** How often (ms) the worker looks whether a limit is crossed: a crossing starts a cleanup within it. */
 const LIMIT_CHECK_MS = 1000;
@@ -74,37 +75,30 @@ function enqueue<T>(job: () => Promise<T>): Promise<T> {
   return result;
 }
 
-type WriterDone = Extract<ToWorker, { type: 'writer-done' }>;
-
 /** Jobs asked of the store's writer on the HTTP thread, by id, until it answers. */
-const writerJobs = new Map<number, (answer: WriterDone) => void>();
+const writerJobs = new Map<number, (done: WriterJobDone) => void>();
 let nextWriterJob = 1;
 
 /**
- * Asks the HTTP thread's writer for `job`; rejects when a checkpoint, a sweep or a usage reading failed.
+ * Asks the HTTP thread's writer for `job` (writer-jobs.ts).
  * @returns its answer: the drafts a sweep closed, the store's usage
+ * @throws Error naming the job and why, when it failed there (the HTTP thread logged it)
  */
-function askWriter(job: Extract<ToMain, { type: 'retire-segment' | 'compact-segment' | 'checkpoint' | 'sweep-drafts' | 'usage' }>): Promise<WriterDone> {
-  return new Promise<WriterDone>((resolve, reject) => {
+function askWriter<K extends WriterJob>(job: K, request: WriterJobs[K]['request']): Promise<WriterJobs[K]['answer']> {
+  return new Promise((resolve, reject) => {
     const id = nextWriterJob++;
-    writerJobs.set(id, (answer) => (answer.failed === undefined ? resolve(answer) : reject(new Error(`${job.type} failed: ${answer.failed}`))));
-    post({ ...job, id });
+    writerJobs.set(id, (done) => ('failed' in done ? reject(new Error(`${job} failed: ${done.failed}`)) : resolve(done.answer as WriterJobs[K]['answer'])));
+    post({ type: 'writer-job', job, id, ...request } as WriterJobRequest);
   });
-}
-
-/** The store's usage with the index head, as the HTTP thread's view counts it (lifecycle-messages.ts `usage`). */
-async function storeUsage(): Promise<StoreUsage> {
-  const { usage } = await askWriter({ type: 'usage', id: 0 });
-  if (!usage) throw new Error('the HTTP thread answered a usage request without the usage');
-  return usage;
 }
 
 const hooks: CleanupHooks = {
   onReclaimed: (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }),
-  retireSegment: async (segment) => void await askWriter({ type: 'retire-segment', id: 0, segment }),
-  compactSegment: async (segment) => void await askWriter({ type: 'compact-segment', id: 0, segment }),
-  checkpoint: async () => void await askWriter({ type: 'checkpoint', id: 0 }),
-  usage: storeUsage,
+  // A segment left as it was is tried again by a later cleanup: the cleanup goes on.
+  retireSegment: (segment) => askWriter('retire-segment', { segment }).catch(() => undefined),
+  compactSegment: (segment) => askWriter('compact-segment', { segment }).catch(() => undefined),
+  checkpoint: () => askWriter('checkpoint', {}),
+  usage: () => askWriter('usage', {}),
 };
 
 /**
@@ -124,7 +118,7 @@ function cleanup(trigger: CleanupTrigger, options: { headCheckpoint?: HeadCheckp
     }
     const result = await runCleanup(store, config, trigger, hooks, options);
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });
-    monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await storeUsage());
+    monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await askWriter('usage', {}));
     if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
     await reserve.take().catch((err: unknown) => log.warn({ err }, 'disk reserve not taken'));
     return result;
@@ -142,10 +136,10 @@ const timers = [
   // Between scheduled runs, a crossed limit starts a cleanup within LIMIT_CHECK_MS; the
   // consistency pass is left to the schedule (docs/OPERATIONS.md, "Keeping the disk bounded").
   every(LIMIT_CHECK_MS, async () => {
-    if (await monitor.needsCleanup(storeUsage)) await cleanup('AUTOMATIC', { consistency: false });
+    if (await monitor.needsCleanup(() => askWriter('usage', {}))) await cleanup('AUTOMATIC', { consistency: false });
   }),
   every(Math.min((config.draftAutoFinalizeSeconds * 1000) / 2, SWEEP_MAX_INTERVAL_MS), () => enqueue(async () => {
-    const { closed } = await askWriter({ type: 'sweep-drafts', id: 0, cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });
+    const closed = await askWriter('sweep-drafts', { cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });
     if (closed) log.info({ closed }, 'auto-finalized drafts');
   })),
 ];
