@@ -23,13 +23,12 @@
  * chunk held while the sink is behind.
  */
 import { once } from 'node:events';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import ZipStream from 'zip-stream';
-import { drained } from './stream-drain.js';
 
 /**
  * Where the zip's bytes go; the shape of the HTTP layer's ResponseStream (write, writable, end,
- * aborted), so a started response is a sink as it is. `writableSink` adapts a Node Writable.
+ * aborted), so a started response is a sink as it is.
  */
 export interface ByteSink {
   /** True once the consumer went away; nothing more is written then. */
@@ -40,21 +39,6 @@ export interface ByteSink {
   writable(): Promise<void>;
   /** Ends the output after the last chunk. */
   end(): void;
-}
-
-/**
- * A sink writing to `stream` (a file, a socket). The stream's errors are its owner's to handle
- * (e.g. with `finished`); a destroyed stream reads as `aborted`.
- */
-export function writableSink(stream: Writable): ByteSink {
-  return {
-    get aborted() {
-      return stream.destroyed && !stream.writableFinished;
-    },
-    write: (chunk) => stream.write(chunk),
-    writable: () => drained(stream),
-    end: () => stream.end(),
-  };
 }
 
 /** Chunks below this are gathered before they go to the sink (bytes). */

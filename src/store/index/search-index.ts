@@ -56,11 +56,6 @@ function readState(dbs: StoreDatabases): SearchIndexState {
   return (dbs.meta.get(STATE_KEY) as SearchIndexState | undefined) ?? { version: 0 };
 }
 
-/** True when the search index covers every event. Reads the current transaction. */
-export function searchIndexCurrent(dbs: StoreDatabases): boolean {
-  return readState(dbs).version >= SEARCH_INDEX_VERSION;
-}
-
 /**
  * Marks the search index current, inside the caller's write transaction: for a store with no
  * events (a new one, or one just cleared), whose every future event indexes itself.
