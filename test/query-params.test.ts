@@ -5,7 +5,11 @@
  * `q` and `sort` on the list answered 200 with every event.
  */
 import t from 'tap';
-import { ROUTE_PARAMS, type ReadRoute } from '../src/events/query-params.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { READ_PARAMS, ROUTE_PARAMS, type ReadRoute } from '../src/events/read-params.js';
+import { EXPORT_FORMATS } from '../src/export/export-types.js';
+import { packageRoot } from '../src/paths.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { SseClient } from './support/sse-client.js';
 import { startStore } from './support/store-server.js';
@@ -57,7 +61,7 @@ t.test('an event_schema that is none of the five answers 400 on lists, counts an
   t.equal((await getJson(`${store.url}/v2/events?event_schemas=custom,quality_check`)).body.count, 1, 'known schemas still answer');
 });
 
-t.test('each route takes exactly the parameters /openapi.json documents for it (api_key aside)', async (t) => {
+t.test('each route takes exactly the parameters /openapi.json documents for it, with their one declaration', async (t) => {
   const store = await startStore();
   t.teardown(store.stop);
   const { paths } = (await getJson(`${store.url}/openapi.json`)).body;
@@ -66,9 +70,23 @@ t.test('each route takes exactly the parameters /openapi.json documents for it (
     stream: '/v2/events/stream', search: '/v2/events/search', export: '/v2/export',
   };
   for (const [route, path] of Object.entries(routes) as [ReadRoute, string][]) {
-    const documented = (paths[path].get.parameters as { name: string; in: string }[]).filter((p) => p.in === 'query').map((p) => p.name);
-    t.same([...documented].sort(), ROUTE_PARAMS[route].filter((name) => name !== 'api_key').sort(), `${path}: the same names`);
+    const documented = (paths[path].get.parameters as { name: string; in: string; schema: unknown }[]).filter((p) => p.in === 'query');
+    t.same(documented.map((p) => p.name), ROUTE_PARAMS[route], `${path}: the same names, in order`);
+    for (const param of documented) t.same(param.schema, READ_PARAMS[param.name].schema, `${path} ${param.name}: its declared type, bounds and default`);
   }
+  t.same(READ_PARAMS.format.schema.enum, EXPORT_FORMATS, 'format: the export\'s formats');
+  const limit = await getJson(`${store.url}/v2/events?limit=1001`);
+  t.match(limit.body.detail, [{ msg: 'limit must be an integer from 1 to 1000' }], 'limit: its declared bounds are the parsed ones');
+});
+
+t.test('docs/API.md, "Query parameters", names every parameter of every read route', async (t) => {
+  const api = fs.readFileSync(path.join(packageRoot, 'docs', 'API.md'), 'utf8');
+  const section = api.slice(api.indexOf('## Query parameters'), api.indexOf('## Event search'));
+  for (const [route, names] of Object.entries(ROUTE_PARAMS)) {
+    for (const name of names) t.ok(section.includes(`\`${name}\``), `${route}: ${name} is in the section`);
+  }
+  const { minimum, maximum, default: fallback } = READ_PARAMS.limit.schema;
+  t.ok(section.includes(`${minimum}..${maximum}, default ${fallback}`), 'limit\'s bounds and default as declared');
 });
 
 t.test('the create example /openapi.json gives Swagger UI uses one spelling and is created as is (#27 item 7)', async (t) => {

@@ -5,21 +5,15 @@
  * for `limit` and booleans.
  */
 import { AppError, validationError } from '../errors.js';
-import { type EventQuery, type IndexedField, type MetadataCondition, type MetadataOperator, parseIsoMicros } from '../store/index.js';
+import { type EventQuery, type MetadataCondition, type MetadataOperator, parseIsoMicros } from '../store/index.js';
 import { assertKnownParams } from './query-params.js';
+import { FIELD_FILTERS, paramDefault, READ_PARAMS } from './read-params.js';
 import { EVENT_SCHEMAS } from './types.js';
 
 const OPERATORS = new Set<MetadataOperator>(['eq', 'ne', 'gt', 'lt', 'gte', 'lte']);
-const MAX_LIMIT = 1000;
-const DEFAULT_LIMIT = 100;
-/** Exact-match parameters and their comma-separated multi-value twins. */
-const FIELD_PARAMS: [IndexedField, string, string | undefined][] = [
-  ['device_id', 'device_id', 'device_ids'],
-  ['event_schema', 'event_schema', 'event_schemas'],
-  ['workflow_id', 'workflow_id', 'workflow_ids'],
-  ['external_id', 'external_id', 'external_ids'],
-  ['related_event_id', 'related_event_id', undefined],
-];
+const LIMIT = READ_PARAMS.limit.schema;
+const DIRECTIONS = READ_PARAMS.sort_direction.schema.enum!;
+const isDirection = (value: string): value is EventQuery['direction'] => DIRECTIONS.includes(value);
 
 /**
  * Middle parts of `key:X:value` that are meant as an operator but are none: other languages'
@@ -52,23 +46,25 @@ export function parseMetadataFilter(text: string): MetadataCondition {
 }
 
 /**
- * `limit`: 1..1000, default 100 (docs/API.md, "Query parameters").
+ * `limit`: within READ_PARAMS' bounds (1..1000), its default when absent (100; docs/API.md,
+ * "Query parameters").
  * @throws AppError validation_failed (422) otherwise
  */
 export function parseLimit(params: URLSearchParams): number {
   const raw = params.get('limit');
-  if (raw === null) return DEFAULT_LIMIT;
+  if (raw === null) return paramDefault<number>('limit');
   // Decimal digits only: Number() would also take 0x10, 1e3, ' 5' and '5.0'.
   const limit = /^[0-9]{1,4}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-    throw validationError(['query', 'limit'], `limit must be an integer from 1 to ${MAX_LIMIT}`, 'value_error.number');
+  if (!Number.isInteger(limit) || limit < LIMIT.minimum! || limit > LIMIT.maximum!) {
+    throw validationError(['query', 'limit'], `limit must be an integer from ${LIMIT.minimum} to ${LIMIT.maximum}`, 'value_error.number');
   }
   return limit;
 }
 
-function parseBoolean(params: URLSearchParams, name: string, fallback: boolean): boolean {
+/** A boolean parameter: true, 1, yes, on or their opposites; its READ_PARAMS default when absent. */
+function parseBoolean(params: URLSearchParams, name: string): boolean {
   const raw = params.get(name);
-  if (raw === null) return fallback;
+  if (raw === null) return paramDefault<boolean>(name);
   const value = raw.trim().toLowerCase();
   if (['true', '1', 'yes', 'on'].includes(value)) return true;
   if (['false', '0', 'no', 'off'].includes(value)) return false;
@@ -93,9 +89,9 @@ function assertKnownSchemas(name: string, values: string[]): void {
   if (unknown !== undefined) throw new AppError('invalid_query', `Invalid ${name} '${unknown.slice(0, 64)}': expected one of ${EVENT_SCHEMAS.join(', ')}`);
 }
 
-function parseFields(params: URLSearchParams, names: typeof FIELD_PARAMS): EventQuery['fields'] {
+function parseFields(params: URLSearchParams): EventQuery['fields'] {
   const fields: EventQuery['fields'] = {};
-  for (const [field, single, multi] of names) {
+  for (const { field, single, multi } of FIELD_FILTERS) {
     const one = params.get(single);
     const many = multi === undefined ? null : params.get(multi);
     const listed = many === null ? undefined : many.split(',').map((v) => v.trim()).filter((v) => v !== '');
@@ -115,16 +111,14 @@ function parseFields(params: URLSearchParams, names: typeof FIELD_PARAMS): Event
  */
 export function parseListQuery(params: URLSearchParams): EventQuery {
   assertKnownParams(params, 'list');
-  const direction = params.get('sort_direction') ?? 'desc';
-  if (direction !== 'asc' && direction !== 'desc') {
-    throw new AppError('invalid_query', `Invalid sort_direction '${direction}': expected asc or desc`);
-  }
+  const direction = params.get('sort_direction') ?? paramDefault<string>('sort_direction');
+  if (!isDirection(direction)) throw new AppError('invalid_query', `Invalid sort_direction '${direction}': expected ${DIRECTIONS.join(' or ')}`);
   return {
-    fields: parseFields(params, FIELD_PARAMS),
+    fields: parseFields(params),
     metadata: params.getAll('metadata_filter').map(parseMetadataFilter),
     startTime: parseTime(params, 'start_time'),
     endTime: parseTime(params, 'end_time'),
-    includeDrafts: parseBoolean(params, 'include_drafts', true),
+    includeDrafts: parseBoolean(params, 'include_drafts'),
     direction,
     limit: parseLimit(params),
   };
@@ -141,11 +135,11 @@ export function parseListQuery(params: URLSearchParams): EventQuery {
 export function parseStreamQuery(params: URLSearchParams, lastEventId: string): { filter: EventQuery; since: number | undefined } {
   assertKnownParams(params, 'stream');
   const filter: EventQuery = {
-    fields: parseFields(params, FIELD_PARAMS),
+    fields: parseFields(params),
     metadata: params.getAll('metadata_filter').map(parseMetadataFilter),
     startTime: undefined,
     endTime: undefined,
-    includeDrafts: parseBoolean(params, 'include_drafts', true),
+    includeDrafts: parseBoolean(params, 'include_drafts'),
     direction: 'asc',
     limit: 0,
   };
@@ -164,7 +158,7 @@ export function parseLatestQuery(params: URLSearchParams): EventQuery {
     metadata: [],
     startTime: undefined,
     endTime: undefined,
-    includeDrafts: parseBoolean(params, 'include_drafts', true),
+    includeDrafts: parseBoolean(params, 'include_drafts'),
     direction: 'desc',
     limit: parseLimit(params),
   };
@@ -174,7 +168,7 @@ export function parseLatestQuery(params: URLSearchParams): EventQuery {
 export function parseCountQuery(params: URLSearchParams): EventQuery {
   assertKnownParams(params, 'count');
   return {
-    fields: parseFields(params, FIELD_PARAMS.filter(([f]) => f === 'device_id' || f === 'event_schema' || f === 'workflow_id').map(([f, s]) => [f, s, undefined])),
+    fields: parseFields(params), // the route's allowlist holds three of the filters
     metadata: [],
     startTime: undefined,
     endTime: undefined,

@@ -12,6 +12,7 @@ import { EXPORT_FORMATS, isExportFormat, type ExportEvent, type ExportFormat, ty
 import type { EventStore, SearchCondition } from '../store/index.js';
 import { matchingEvents } from '../events/matching-events.js';
 import { assertKnownParams } from '../events/query-params.js';
+import { paramDefault } from '../events/read-params.js';
 import type { ListLimits } from '../events/read-events.js';
 import { compileEventQuery } from '../events/search-conditions.js';
 import { requiredQuery } from '../events/search-cursor.js';
@@ -30,7 +31,7 @@ export interface ExportRequest {
 export function prepareExport(params: URLSearchParams): ExportRequest {
   assertKnownParams(params, 'export');
   const condition = compileEventQuery(requiredQuery(params));
-  const format = params.get('format') ?? 'coco';
+  const format = params.get('format') ?? paramDefault<string>('format');
   if (!isExportFormat(format)) {
     throw validationError(['query', 'format'], `format must be one of ${EXPORT_FORMATS.join(', ')}`, 'type_error.enum');
   }

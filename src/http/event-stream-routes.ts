@@ -10,9 +10,9 @@ import { StreamMessage } from '../stream/stream-message.js';
 import type { HeartbeatTransport } from '../stream/stream-fanout.js';
 import type { EngineWebSocket, WebSocketEndpoint, WebSocketSession } from './engine.js';
 import type { Exchange, ResponseStream } from './exchange.js';
-import { queryParam, STRING } from './route-docs.js';
+import { STRING } from './route-docs.js';
 import type { Admission, Route, ServerContext } from './route-table.js';
-import { listParams } from './store-routes.js';
+import { readParamDocs } from './read-param-docs.js';
 import { WriteCoalescer } from './write-coalescer.js';
 
 /** An SSE comment: proxies see traffic, clients ignore it (HTML Living Standard, 9.2.6). */
@@ -174,8 +174,6 @@ async function eventStream(ex: Exchange, ctx: ServerContext): Promise<void> {
 }
 
 /** The list's filters; limit, order and time bounds do not apply to a stream. */
-const STREAM_FILTERS = new Set(['limit', 'sort_direction', 'start_time', 'end_time']);
-
 export const eventStreamRoutes: Route[] = [
   {
     method: 'get',
@@ -193,8 +191,7 @@ export const eventStreamRoutes: Route[] = [
         + 'Last-Event-ID, every stored matching event created after it comes first, then live changes, none missed or repeated. '
         + 'See docs/API.md, "Live stream".',
       parameters: [
-        ...listParams.filter((param) => !STREAM_FILTERS.has(param.name as string)),
-        queryParam('since', { type: 'string', format: 'date-time' }, 'Resume after this created_at (wins over Last-Event-ID). Malformed answers 400.'),
+        ...readParamDocs('stream'),
         { name: 'Last-Event-ID', in: 'header', required: false, schema: STRING, description: 'Resume point an EventSource sends on reconnecting: the id of the last created message.' },
       ],
       responses: { 200: { description: 'The stream.', content: { 'text/event-stream': { schema: STRING } } } },

@@ -4,9 +4,10 @@
  */
 import { datasetFileName } from '../export/dataset-writer.js';
 import { prepareExport, writeExport } from '../export/dataset-export.js';
-import { queryParam, STRING } from './route-docs.js';
+
 import type { Route, ServerContext } from './route-table.js';
 import type { Exchange } from './exchange.js';
+import { readParamDocs } from './read-param-docs.js';
 
 /**
  * Checks the request (answering its error before anything is written), then streams the zip. A
@@ -46,10 +47,7 @@ export const exportRoutes: Route[] = [
         + 'YOLO (images/, labels/, data.yaml) or Label Studio (tasks.json with predictions). Detections are converted from the store\'s '
         + 'centre-based boxes (docs/API.md, "Dataset export"). A failure after the zip began closes the connection: a zip without its '
         + 'end records is incomplete.',
-      parameters: [
-        { ...queryParam('q', STRING, 'A query of the event search, e.g. class:person date>=2026-11-01.'), required: true },
-        queryParam('format', { type: 'string', enum: ['coco', 'yolo', 'labelstudio'], default: 'coco' }, 'Dataset format.'),
-      ],
+      parameters: readParamDocs('export'),
       responses: { 200: { description: 'The dataset zip.', content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } } },
       errors: {
         invalid_search_query: 'The query does not parse, or holds free text; the detail gives the column and the reason.',

@@ -7,9 +7,10 @@ import { EVENT_SCHEMAS } from '../events/types.js';
 import { fileRoutes } from './file-routes.js';
 import { receiveUpload } from './multipart-upload.js';
 import { schemaComponentName } from './openapi.js';
-import { jsonRequest, jsonResponse, queryParam, STRING, type OpenApiObject, type RouteDoc } from './route-docs.js';
+import { jsonRequest, jsonResponse, type OpenApiObject, type RouteDoc } from './route-docs.js';
 import type { BytesReply, Route, ServerContext } from './route-table.js';
 import type { Exchange } from './exchange.js';
+import { readParamDocs } from './read-param-docs.js';
 
 /**
  * Streams a multipart upload into draft `ex.params[0]`, after checking its state and before
@@ -46,32 +47,6 @@ function health(ctx: ServerContext) {
 
 // ---------------------------------------------------------------------------------------------
 // What /openapi.json says of each route (route-docs.ts); rules and parameters are docs/API.md's.
-
-const limitParam = queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, 'Events per page, 1..1000; out of range answers 422.');
-const includeDraftsParam = queryParam('include_drafts', { type: 'boolean', default: true }, 'false returns only finalized events.');
-
-/** Query parameters of `GET /v2/events` (docs/API.md, "Query parameters"). */
-export const listParams: OpenApiObject[] = [
-  limitParam,
-  queryParam('device_id', STRING, 'Exact match.'),
-  queryParam('event_schema', STRING, `Exact match: one of ${EVENT_SCHEMAS.join(', ')}.`),
-  queryParam('workflow_id', STRING, 'Exact match.'),
-  queryParam('external_id', STRING, 'Exact match on event_data.external_id.'),
-  queryParam('related_event_id', STRING, 'Exact match on event_data.related_event_id (operator_feedback events rating that event).'),
-  queryParam('device_ids', STRING, 'Comma-separated device ids (any of).'),
-  queryParam('event_schemas', STRING, 'Comma-separated event_schema values (any of).'),
-  queryParam('workflow_ids', STRING, 'Comma-separated workflow ids (any of).'),
-  queryParam('external_ids', STRING, 'Comma-separated external ids (any of).'),
-  queryParam('start_time', { type: 'string', format: 'date-time' }, 'ISO 8601; lower bound on created_at. Malformed answers 400.'),
-  queryParam('end_time', { type: 'string', format: 'date-time' }, 'ISO 8601; upper bound on created_at. Malformed answers 400.'),
-  includeDraftsParam,
-  queryParam('sort_direction', { type: 'string', enum: ['asc', 'desc'], default: 'desc' }, 'Order by created_at; anything else answers 400.'),
-  {
-    ...queryParam('metadata_filter', { type: 'array', items: STRING }, 'custom_metadata filter, repeatable (AND): key:value or key:op:value, op one of eq, ne, gt, lt, gte, lte. Numbers compare numerically; a filter matches only events carrying the key (ne included). Unparseable answers 400.'),
-    style: 'form',
-    explode: true,
-  },
-];
 
 const createDoc: RouteDoc = {
   tag: 'events',
@@ -190,7 +165,7 @@ export const storeRoutes: Route[] = [
         + 'so pages neither skip nor repeat an event. A page may hold fewer events than limit, even none, while next_timestamp is set: '
         + 'it stops before its body passes MAX_LIST_RESPONSE_BYTES (holding at least one event), and a filter no index covers '
         + '(metadata_filter ops other than eq) reads at most MAX_LIST_SCAN_RECORDS records per request. Page until next_timestamp is null.',
-      parameters: listParams,
+      parameters: readParamDocs('list'),
       responses: { 200: jsonResponse('EventList', 'Matching events.') },
       errors: {
         invalid_query: 'Invalid filter: a parameter the route does not take, an unknown event_schema, a malformed timestamp, a bad sort_direction, an unparseable metadata_filter.',
@@ -213,11 +188,7 @@ export const storeRoutes: Route[] = [
         + 'combined with AND, OR, NOT, a leading minus and parentheses (docs/API.md, "Event search"). Newest first. Paging: pass '
         + 'next_cursor back as cursor with the same q and limit until it is null. Pages are bounded as GET /v2/events: one may hold '
         + 'fewer events than limit, even none, while next_cursor is set.',
-      parameters: [
-        { ...queryParam('q', STRING, 'The query, e.g. class:person>=2 device:cam-1 -has:video.'), required: true },
-        limitParam,
-        queryParam('cursor', STRING, 'next_cursor of the previous page.'),
-      ],
+      parameters: readParamDocs('search'),
       responses: { 200: jsonResponse('EventSearchPage', 'Matching events, newest first.') },
       errors: {
         invalid_search_query: 'The query does not parse, or holds free text (semantic search needs the hosted API); the detail gives the column and the reason.',
@@ -237,7 +208,7 @@ export const storeRoutes: Route[] = [
       operationId: 'latestEvents',
       description: 'Bounded as GET /v2/events. When next_timestamp is set, continue with GET /v2/events?end_time=<next_timestamp> '
         + 'and the same limit and include_drafts.',
-      parameters: [limitParam, includeDraftsParam],
+      parameters: readParamDocs('latest'),
       responses: { 200: jsonResponse('EventList', 'Events, most recent first.') },
       errors: { validation_failed: 'limit out of range.' },
     },
@@ -265,7 +236,7 @@ export const storeRoutes: Route[] = [
       tag: 'events',
       summary: 'Count events',
       operationId: 'countEvents',
-      parameters: [queryParam('device_id', STRING, 'Exact match.'), queryParam('event_schema', STRING, 'Exact match.'), queryParam('workflow_id', STRING, 'Exact match.')],
+      parameters: readParamDocs('count'),
       responses: { 200: jsonResponse('CountStats', 'Counts.') },
     },
     handler: (ex, ctx) => ({ status: 200, body: countStatsResponse(ctx.store, ex.searchParams()) }),
