@@ -3,7 +3,7 @@
  * maintained counters and the ends of ordered indexes; only the figures of what the next cleanup
  * will delete walk an index range, and only over the records past retention. Those figures are
  * the retention stage of cleanup's (src/lifecycle/cleanup.ts) as it would run now: the same cutoff
- * (`retentionCutoff`) and the same records kept (`isProtected`), from src/store/engine/lifecycle-queries.ts.
+ * (`retentionCutoff`) and the same records kept (`isProtected`), from src/store/engine/cleanup-queries.ts.
  */
 import prettyBytes from 'pretty-bytes';
 import type { Config } from '../config.js';

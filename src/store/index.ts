@@ -23,7 +23,7 @@ export { checkConsistency } from './engine/consistency.js';
 export { deleteFiles, deleteRecords, type FileRef, reclaimSegments } from './engine/event-deletion.js';
 export { EventStore } from './engine/event-store.js';
 export { type Attachment, attachStagedBlob, finalizeEvent } from './engine/event-updates.js';
-export { draftsOlderThan, eventsOldestFirst, filesByAge, oldestDraft, retentionBacklog, retentionCutoff } from './engine/lifecycle-queries.js';
+export { draftsOlderThan, eventsOldestFirst, filesByAge, oldestDraft, retentionBacklog, retentionCutoff } from './engine/cleanup-queries.js';
 export { type DecodedImage, type NewEvent, prepareCreateRecord, type PreparedCreate } from './engine/prepared-create.js';
 export { type CheckReport, type RebuildReport } from './engine/check-report.js';
 export { rebuildIndex } from './engine/index-rebuild.js';

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { recycledNumberOf, segmentFileName, segmentNumberOf } from '../log/segment-files.js';
 import { checksum } from '../log/segment-frames.js';
 import { deleteFiles, type FileRef } from './event-deletion.js';
-import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from './lifecycle-queries.js';
+import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from './cleanup-queries.js';
 import type { FileEntry } from '../log/log-entries.js';
 import type { StoreView } from '../read/store-view.js';
 

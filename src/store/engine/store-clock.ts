@@ -9,7 +9,7 @@
  *   from the last saved value (`meta['storeClock:saved']`: saved at a cleanup by the lifecycle
  *   worker and at a clean stop), so downtime does not count, and a crash loses the time since the
  *   last save, which only keeps events longer. Retention deletes an event only once the store has
- *   also run RETENTION_DAYS since its created_at (lifecycle-queries.ts `retentionCutoff`).
+ *   also run RETENTION_DAYS since its created_at (cleanup-queries.ts `retentionCutoff`).
  * - **Epochs**: how created_at maps to running time. Within one start, created_at and the running
  *   time both advance with the monotonic clock (timestamps.ts `StampClock`), so their difference
  *   is constant until the created_at clock follows a jump forward; each start and each followed

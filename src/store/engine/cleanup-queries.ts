@@ -1,5 +1,5 @@
 /**
- * The reads the store's lifecycle needs (docs/OPERATIONS.md, "Keeping the disk bounded"): events
+ * The reads cleanup and its kin need (docs/OPERATIONS.md, "Keeping the disk bounded"): events
  * and files oldest first for cleanup, drafts due for the auto-finalize sweep, the retention cutoff
  * and what it would delete for `/stats`, and the walks of the consistency pass over segment and
  * file entries with its scrub cursor. The lifecycle worker and the statistics reach LMDB only
