@@ -131,20 +131,12 @@ function loggedCreate(segment: number, { record, value, placed }: ReadCreate): L
 /**
  * Replays the creates and changes logged in segment `segment` from `start` (bytes) into
  * `replay`, in log order, in batches of creates followed by changes to events created before
- * them. Every create is replayed, even one whose record the index already holds: a flush can fall
- * between the puts of a checkpoint and the transaction that counts it and moves the log position
- * (lmdb-js may commit queued puts and a transaction callback in separate transactions), so a
- * create after the position may be in the index without its counters. The head tolerates a
- * create in both (index-head.ts), its checkpoint's puts are idempotent, and the counters and
- * segment accounting of a create are never in the index before the position passes it, so it is
- * counted exactly once.
- * Stops at the torn tail: a torn frame with no whole frame after it (the last append, cut by a
- * crash). Damage with whole frames after it (docs/STORAGE.md, "Damage in the log") is reported
- * and gone past: the creates and changes whose frames it holds are lost, the rest replayed; a
- * create one of whose blobs fails its CRC is lost likewise, with its frames. A whole create naming
- * a file no frame holds is skipped and reported (SkippedCreate), or counted lost when damage
- * since the create before it took the file's frame. A change's counters and entries move only in
- * the transaction that moves the position past it, so it is applied exactly once too.
+ * them. Every create after the index's position is replayed, even one the index already holds,
+ * and every create and change is counted once (why: docs/STORAGE.md, "Recovery", step 2, "Replay"). Stops
+ * at the torn tail, the last append a crash cut. Goes past damage with whole frames after it,
+ * losing the creates and changes it holds, and a create one of whose blobs fails its CRC; skips a
+ * whole create naming a file no frame holds (SkippedCreate), or counts it lost when damage since
+ * the create before it took the file (docs/STORAGE.md, "Damage in the log").
  * @param present the store's presenter: it renders the presented JSON a record frame leaves out
  *   (record-codec.ts `recordFromFrame`)
  * @returns the creates skipped and the damage gone past, in log order

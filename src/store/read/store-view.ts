@@ -178,9 +178,8 @@ export class StoreView {
    * `cursor` (over LMDB) merged with the head (index-head.ts) in [lo, hi] (µs): what every list,
    * search and count plan walks. The head yields its creates and the LMDB events it has changed,
    * which `cursor` skips, since their index entries may be stale. `cursor` stops short of the
-   * head's oldest create: every LMDB entry from there on is of a create the head holds, put by a
-   * checkpoint under way (or one that failed, or one a crash cut short) in key order, so some of
-   * its entries may be in LMDB and others not yet (checkpoint-writer.ts `indexLogged`). For an exact plan, whose values
+   * head's oldest create, whose entries a checkpoint may have put in part (docs/STORAGE.md,
+   * "Checkpoint commits"). For an exact plan, whose values
    * are not checked again, the head's records are checked with `accepts` as the cursor reaches
    * them (as LMDB's index entries answer exact conditions); otherwise the scan checks them, within
    * its budget, as it checks LMDB's records (event-query.ts `scanPlan`).
