@@ -8,8 +8,6 @@ import { fileTypeFromBuffer } from 'file-type';
 
 /** What a payload's first bytes say it is. */
 export interface SniffedFormat {
-  /** A name for people: `JPEG`, `AVIF`, `SVG`, `PDF`, `unknown`. */
-  name: string;
   /** Its media type (`application/octet-stream` when unknown). */
   mime: string;
   /**
@@ -17,7 +15,7 @@ export interface SniffedFormat {
    * among them. SVG is not: a document that can carry script, and no camera's frame.
    */
   image: boolean;
-  /** What the bytes are, for an answer: `PDF (application/pdf)`, `text ("hello world")`. */
+  /** What the bytes are, for an answer: `PDF (application/pdf)`, `SVG (image/svg+xml)`, `text ("hello world")`. */
   description: string;
 }
 
@@ -51,9 +49,8 @@ function describeUnknown(head: Uint8Array): string {
 export async function sniffFormat(head: Uint8Array): Promise<SniffedFormat> {
   const type = await fileTypeFromBuffer(head);
   if ((!type || type.mime === 'application/xml') && /<svg[\s>/]/i.test(Buffer.from(head.buffer, head.byteOffset, Math.min(head.byteLength, SNIFF_BYTES)).toString('latin1'))) {
-    return { name: 'SVG', mime: 'image/svg+xml', image: false, description: 'SVG (image/svg+xml)' };
+    return { mime: 'image/svg+xml', image: false, description: 'SVG (image/svg+xml)' };
   }
-  if (!type) return { name: 'unknown', mime: 'application/octet-stream', image: false, description: describeUnknown(head) };
-  const name = type.ext.toUpperCase();
-  return { name, mime: type.mime, image: type.mime.startsWith('image/'), description: `${name} (${type.mime})` };
+  if (!type) return { mime: 'application/octet-stream', image: false, description: describeUnknown(head) };
+  return { mime: type.mime, image: type.mime.startsWith('image/'), description: `${type.ext.toUpperCase()} (${type.mime})` };
 }

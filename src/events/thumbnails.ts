@@ -76,15 +76,8 @@ export const MAX_WHOLE_DECODE_PIXELS = 12_500_000;
 export const MAX_AVIF_PIXELS = 4_200_000;
 const WEBP_QUALITY = 70;
 
-/** The formats thumbnails are made of, by the media type file-type tells from the first bytes. */
-const THUMBNAIL_FORMATS: Readonly<Record<string, string>> = {
-  'image/jpeg': 'JPEG',
-  'image/png': 'PNG',
-  'image/apng': 'APNG',
-  'image/webp': 'WebP',
-  'image/gif': 'GIF',
-  'image/avif': 'AVIF',
-};
+/** The formats thumbnails are made of, by the media type file-type tells from the first bytes (an APNG is a PNG). */
+const THUMBNAIL_FORMATS: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/apng', 'image/webp', 'image/gif', 'image/avif']);
 const FORMAT_NAMES = 'JPEG, PNG, WebP, GIF and AVIF';
 /** The libvips loaders of those formats (from a Buffer): every other loader is blocked. */
 const ALLOWED_LOADERS = ['VipsForeignLoadJpegBuffer', 'VipsForeignLoadPngBuffer', 'VipsForeignLoadWebpBuffer', 'VipsForeignLoadNsgifBuffer', 'VipsForeignLoadHeifBuffer'];
@@ -271,7 +264,7 @@ export class Thumbnails {
   /** Tells the format from the first bytes, refusing what is not allowed, then queues the resize. */
   private async make(file: StoredFile): Promise<Thumbnail> {
     const format = await sniffFormat(await readStart(file, Math.min(file.size, SNIFF_BYTES)));
-    if (!(format.mime in THUMBNAIL_FORMATS)) {
+    if (!THUMBNAIL_FORMATS.has(format.mime)) {
       throw new AppError('thumbnail_unavailable', `Image ${file.id} is ${format.description}; `
         + `thumbnails are made of ${FORMAT_NAMES} images only`);
     }
