@@ -3,7 +3,7 @@
  * (src/events/read-params.ts; docs/API.md, "Query parameters").
  */
 import { READ_PARAMS, ROUTE_PARAMS, type ReadRoute } from '../events/read-params.js';
-import type { OpenApiObject } from './route-docs.js';
+import { queryParam, type OpenApiObject } from './route-docs.js';
 
 /**
  * The OpenAPI parameter objects of `route`'s query parameters, in the order it declares them.
@@ -12,6 +12,6 @@ import type { OpenApiObject } from './route-docs.js';
 export function readParamDocs(route: ReadRoute, omit: readonly string[] = []): OpenApiObject[] {
   return ROUTE_PARAMS[route].filter((name) => !omit.includes(name)).map((name) => {
     const { schema, description, repeatable, required } = READ_PARAMS[name];
-    return { name, in: 'query', required: required ?? false, description, schema, ...(repeatable ? { style: 'form', explode: true } : {}) };
+    return { ...queryParam(name, { ...schema }, description), required: required ?? false, ...(repeatable ? { style: 'form', explode: true } : {}) };
   });
 }

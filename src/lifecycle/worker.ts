@@ -118,7 +118,7 @@ function cleanup(trigger: CleanupTrigger, options: { headCheckpoint?: HeadCheckp
     }
     const result = await runCleanup(store, config, trigger, hooks, options);
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });
-    monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await askWriter('usage', {}));
+    monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await hooks.usage());
     if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
     await reserve.take().catch((err: unknown) => log.warn({ err }, 'disk reserve not taken'));
     return result;
@@ -136,7 +136,7 @@ const timers = [
   // Between scheduled runs, a crossed limit starts a cleanup within LIMIT_CHECK_MS; the
   // consistency pass is left to the schedule (docs/OPERATIONS.md, "Keeping the disk bounded").
   every(LIMIT_CHECK_MS, async () => {
-    if (await monitor.needsCleanup(() => askWriter('usage', {}))) await cleanup('AUTOMATIC', { consistency: false });
+    if (await monitor.needsCleanup(hooks.usage)) await cleanup('AUTOMATIC', { consistency: false });
   }),
   every(Math.min((config.draftAutoFinalizeSeconds * 1000) / 2, SWEEP_MAX_INTERVAL_MS), () => enqueue(async () => {
     const closed = await askWriter('sweep-drafts', { cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });
