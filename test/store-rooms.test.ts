@@ -1,8 +1,8 @@
 /**
  * The storage engine's rooms (docs/ARCHITECTURE.md, "The storage engine's rooms") are held by
- * the rules of .dependency-cruiser.cjs, which `npm run lint` runs: each deliberate violation
- * below, written into a scratch tree shaped like src/, fails dependency-cruiser naming its rule,
- * and the same tree without it passes. The repository's own src/ passes on every `npm test`.
+ * the rules of .dependency-cruiser.cjs, which `npm run lint` runs: the deliberate violations
+ * below, written into a scratch tree shaped like src/, fail dependency-cruiser, each named with its
+ * rule, and the same tree without them passes. The repository's own src/ passes on every `npm test`.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -63,10 +63,21 @@ async function cruise(root: string): Promise<{ code: number; report: string }> {
 }
 
 t.test('each deliberate violation of the rooms fails the lint, naming its rule', async (t) => {
+  // One tree holding every violation, one run: a file breaking two rules holds both imports.
+  const files: Record<string, string> = { ...MODULES };
+  const written = new Set<string>();
+  VIOLATIONS.forEach(([, file, source], i) => {
+    const renamed = source.replace('export const x', `export const x${i}`);
+    files[file] = written.has(file) ? files[file] + renamed : renamed;
+    written.add(file);
+  });
+  const { code, report } = await cruise(scratchTree(t, files));
+  t.not(code, 0, 'the lint fails');
   for (const [rule, file, source] of VIOLATIONS) {
-    const { code, report } = await cruise(scratchTree(t, { ...MODULES, [file]: source }));
-    t.not(code, 0, `${file}: the lint fails`);
-    t.match(report, `error ${rule}: ${file}`, `${file}: ${rule} named`);
+    const target = /from '([^']+)'/.exec(source)![1];
+    const shown = target.startsWith('.') ? path.join(path.dirname(file), target).replace(/\.js$/, '.ts') : target.replace(/^node:/, '');
+    t.match(report, `error ${rule}: ${file} → `, `${file}: ${rule} named`);
+    t.ok(report.split('\n').some((line) => line.includes(`error ${rule}: ${file} → `) && line.includes(shown)), `${file} → ${shown}: ${rule}`);
   }
 });
 
