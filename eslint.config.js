@@ -33,16 +33,16 @@ export default tseslint.config(
     languageOptions: { globals: globals.browser },
   },
   {
-    // The store keeps its LMDB handles and the log's layout to itself (docs/ARCHITECTURE.md,
-    // "Layers"): readers outside src/store open files with StoreView.openFile and read events
-    // through the store's queries, never through `dbs`, `blobs`, `blobsDir` or `getFile` (a file's
-    // segment and offset). Tests may reach in.
+    // The store keeps the log's layout to itself (docs/ARCHITECTURE.md, "Layers"): readers
+    // outside src/store open files with StoreView.openFile, never with `getFile` (a file's segment
+    // and offset). Its LMDB handles are protected members, or behind the `storeHandles` symbol
+    // that only src/store imports. Tests may reach in.
     files: ['src/**'],
     ignores: ['src/store/**'],
     rules: {
       'no-restricted-syntax': ['error', {
-        selector: 'MemberExpression[property.name=/^(dbs|blobs|blobsDir|getFile)$/][object.type!="ThisExpression"]',
-        message: 'Only src/store reads the LMDB handles and where files live in the log; use StoreView.openFile or the store\'s queries (docs/ARCHITECTURE.md, "Layers").',
+        selector: 'MemberExpression[property.name="getFile"][object.type!="ThisExpression"]',
+        message: 'Only src/store reads where files live in the log; use StoreView.openFile (docs/ARCHITECTURE.md, "Layers").',
       }],
     },
   },

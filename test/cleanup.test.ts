@@ -15,6 +15,7 @@ import { clockPast, openLocalStore } from './support/local-store.js';
 import { scan } from './support/segment-scan.js';
 import { startStore, type TestStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
+import { storeHandles } from '../src/store/read/store-view.js';
 
 const cleanup = async (store: TestStore) => {
   const res = await postJson(`${store.url}/admin/cleanup`, '');
@@ -42,10 +43,10 @@ t.test('retention deletes the records created before now minus RETENTION_DAYS, w
   t.ok(local.createdAt(fresh.id) >= boundaryMs * 1000, 'the fresh event is created after the boundary');
   const day = 86_400_000;
 
-  const early = await runCleanup(local.store, local.config, 'AUTOMATIC', local.hooks, local.ranUntil(Math.floor(local.createdAt(old[0].id) / 1000) + day));
+  const early = await runCleanup(local.lifecycle, local.config, 'AUTOMATIC', local.hooks, local.ranUntil(Math.floor(local.createdAt(old[0].id) / 1000) + day));
   t.same([early.records_deleted.total, early.files_deleted.total], [0, 0], 'a day after the first event, nothing is older than a day yet');
 
-  const result = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, local.ranUntil(boundaryMs + day));
+  const result = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks, local.ranUntil(boundaryMs + day));
   t.same(responseProblems('cleanup-result', result), []);
   t.same(result.records_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
   t.same(result.files_deleted, { total: 3, retention: 3, overlimit: 0, storage: 0 });
@@ -60,10 +61,10 @@ t.test('retention deletes the records created before now minus RETENTION_DAYS, w
   }
   const kept = local.store.getFile(fresh.image_ids[0])!;
   const bytes = Buffer.alloc(kept.length);
-  await local.store.blobs.read(kept.segment, kept.offset, bytes);
+  await local.store[storeHandles].blobs.read(kept.segment, kept.offset, bytes);
   t.ok(bytes.equals(fixture('cat.jpg')), 'the fresh event keeps its image bytes');
 
-  const again = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, local.ranUntil(boundaryMs + day));
+  const again = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks, local.ranUntil(boundaryMs + day));
   t.equal(again.records_deleted.total, 0, 'the same `now` again deletes nothing more');
 });
 
@@ -77,27 +78,27 @@ t.test('an automatic cleanup checkpoints the index head only when a deletion may
   const inHead = await createEvent(local.store, local.config, smallEvent());
   const now = Date.now();
 
-  const within = await runCleanup(local.store, local.config, 'AUTOMATIC', hooks, { now });
+  const within = await runCleanup(local.lifecycle, local.config, 'AUTOMATIC', hooks, { now });
   t.equal(checkpoints, 0, 'within its limits and nothing past retention: no checkpoint');
-  t.equal(local.store.dbs.eventIds.get(inHead.id), undefined, 'the create is still in the head only');
+  t.equal(local.store[storeHandles].dbs.eventIds.get(inHead.id), undefined, 'the create is still in the head only');
   t.same([within.records_deleted.total, within.consistency.ran], [0, true], 'the consistency pass ran all the same');
 
-  await runCleanup(local.store, local.config, 'MANUAL', hooks, { now });
+  await runCleanup(local.lifecycle, local.config, 'MANUAL', hooks, { now });
   t.equal(checkpoints, 1, 'a manual cleanup always checkpoints');
-  t.not(local.store.dbs.eventIds.get(inHead.id), undefined, 'and the create is in LMDB');
+  t.not(local.store[storeHandles].dbs.eventIds.get(inHead.id), undefined, 'and the create is in LMDB');
 
-  await runCleanup(local.store, local.config, 'AUTOMATIC', hooks, local.ranUntil(now + 2 * 86_400_000));
+  await runCleanup(local.lifecycle, local.config, 'AUTOMATIC', hooks, local.ranUntil(now + 2 * 86_400_000));
   t.equal(checkpoints, 2, 'a record in LMDB past retention: a checkpoint first');
   t.equal(local.store.getEvent(inHead.id), undefined, 'and retention deleted it');
 
   for (let i = 0; i < 3; i++) await createEvent(local.store, local.config, smallEvent());
-  const over = await runCleanup(local.store, local.config, 'AUTOMATIC', hooks, { now });
+  const over = await runCleanup(local.lifecycle, local.config, 'AUTOMATIC', hooks, { now });
   t.equal(checkpoints, 3, 'three creates in the head over MAX_RECORDS=2: a checkpoint first');
   t.same([over.records_deleted.overlimit, local.store.counters().events], [1, 2], 'and the oldest went');
 
   await createEvent(local.store, local.config, smallEvent());
   const failing = { ...hooks, usage: () => Promise.reject(new Error('the HTTP thread did not answer')) };
-  await runCleanup(local.store, local.config, 'AUTOMATIC', failing, { now });
+  await runCleanup(local.lifecycle, local.config, 'AUTOMATIC', failing, { now });
   t.equal(checkpoints, 4, 'a usage that could not be read counts as over the limits');
 });
 
@@ -140,13 +141,13 @@ t.test('a storage cleanup runs only over MAX_STORAGE_BYTES, and then brings stor
   // Under the limit but above the target: nothing to delete.
   while (local.store.storageBytes() + image <= limit) await local.create(imageEvent({}, 'retina.jpg'));
   t.ok(local.store.storageBytes() > storageTarget(limit), `${local.store.storageBytes()} bytes stored, over the target`);
-  const under = await runCleanup(local.store, local.config, 'MANUAL', local.hooks);
+  const under = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks);
   t.equal(under.files_deleted.total, 0, 'under the limit, no file deleted');
   // One more image crosses it: the cleanup deletes past the excess, down to the target.
   await local.create(imageEvent({}, 'retina.jpg'));
   const excess = local.store.storageBytes() - limit;
   t.ok(excess > 0 && excess < image, `over the limit by ${excess} bytes, less than one image`);
-  const over = await runCleanup(local.store, local.config, 'MANUAL', local.hooks);
+  const over = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks);
   t.ok(over.files_deleted.storage >= 2, `${over.files_deleted.storage} files deleted for an excess of less than one`);
   t.ok(local.store.storageBytes() <= storageTarget(limit), `${local.store.storageBytes()} bytes stored, within the target`);
   t.equal(over.records_deleted.total, 0, 'the records stay');
@@ -175,12 +176,12 @@ t.test('total_images follows file deletions, then record deletions, down to zero
   t.equal(local.store.counters().images, 7, 'six image files and one image entry without a file');
   const now = Math.floor(local.createdAt(created[5].id) / 1000) + 1;
 
-  const storage = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now });
+  const storage = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks, { now });
   t.ok(storage.files_deleted.storage > 0, `the storage cap removed ${storage.files_deleted.storage} files`);
   t.equal(storage.records_deleted.total, 0, 'their records stay');
   t.equal(local.store.counters().images, 7 - storage.files_deleted.storage, 'lowered by each image file removed');
 
-  const retention = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, local.ranUntil(now + 2 * 86_400_000));
+  const retention = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks, local.ranUntil(now + 2 * 86_400_000));
   t.equal(retention.records_deleted.retention, 7, 'retention deletes every record');
   t.same([local.store.counters().events, local.store.counters().images], [0, 0], 'no image counted twice');
 });

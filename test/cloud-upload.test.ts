@@ -9,8 +9,7 @@ import { presentEventJson } from '../src/events/present.js';
 import { CloudSink, type CloudSinkDeps } from '../src/lifecycle/cloud-uploader.js';
 import { shipNextBatch } from '../src/lifecycle/sink-runner.js';
 import { createLogger } from '../src/logger.js';
-import { deleteFiles } from '../src/store/engine/event-deletion.js';
-import { EventStore } from '../src/store/engine/event-store.js';
+import { openDatabases } from '../src/store/index/lmdb-env.js';
 import { deadLetterKey } from '../src/store/index/index-keys.js';
 import { StoreView } from '../src/store/read/store-view.js';
 import { enterLedger, isProtected } from '../src/store/ledger/sink-ledger.js';
@@ -19,6 +18,8 @@ import { BATCH_PATH, FakeCloud, UPLOAD_PATH } from './support/fake-cloud.js';
 import { postFile } from './support/multipart.js';
 import { startStore, type TestStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
+import { storeHandles } from '../src/store/read/store-view.js';
+import { LifecycleStore } from '../src/store/engine/lifecycle-store.js';
 
 const KEY = 'cloud-key';
 
@@ -45,7 +46,7 @@ async function create(store: TestStore, body: Record<string, unknown>): Promise<
 
 /** The created_at keys still in the upload queue, and the dead letters, of a stopped store. */
 function queues(view: StoreView) {
-  const keys = (code: string) => [...view.dbs.index.getKeys({ start: [code, -Infinity], end: [code, Infinity] })].map((k) => (k as [string, number])[1]);
+  const keys = (code: string) => [...view[storeHandles].dbs.index.getKeys({ start: [code, -Infinity], end: [code, Infinity] })].map((k) => (k as [string, number])[1]);
   return { queued: keys('U'), dead: keys('X') };
 }
 
@@ -167,7 +168,7 @@ t.test('a wrong key (401) is retried, never dead-lettered: the events stay queue
   await store.stop();
   t.equal(cloud.events.size, 0);
 
-  const view = StoreView.openView(store.dataDir, { sinks: ['cloud'], present: presentEventJson });
+  const view = new StoreView(openDatabases(store.dataDir), store.dataDir, { sinks: ['cloud'], present: presentEventJson });
   t.teardown(() => view.close());
   const createdAt = view.getEvent(event.id)!.created_at;
   t.same(queues(view), { queued: [createdAt], dead: [] });
@@ -206,11 +207,11 @@ t.test('upload state survives a restart; a refused event is dead-lettered and th
   t.same(cloud.images.map((i) => i.bytes), [fixture('cat.jpg'), fixture('rocket.jpg')], 'each image uploaded once');
   t.same(cloud.seen(BATCH_PATH, 400).map((r) => r.eventIds), [[a.id, b.id, c.id], [a.id, b.id], [b.id]], 'the refused batch is halved down to the bad event');
 
-  const view = StoreView.openView(first.dataDir, { sinks: ['cloud'], present: presentEventJson });
+  const view = new StoreView(openDatabases(first.dataDir), first.dataDir, { sinks: ['cloud'], present: presentEventJson });
   t.teardown(() => view.close());
   const createdAtB = view.getEvent(b.id)!.created_at;
   t.same(queues(view), { queued: [], dead: [createdAtB] }, 'queue empty; the refused event is a dead letter');
-  t.ok(view.dbs.index.doesExist(deadLetterKey(createdAtB, 'cloud')));
+  t.ok(view[storeHandles].dbs.index.doesExist(deadLetterKey(createdAtB, 'cloud')));
   t.equal(isProtected(view, createdAtB), false, 'a dead letter is no longer protected from cleanup');
 });
 
@@ -225,10 +226,11 @@ t.test('the cloud sink: hung and dropped requests are retried, a vanished image 
   cloud.heal();
 
   const config = loadConfig({ DATA_DIR: store.dataDir, ...cloudEnv(cloud) });
-  const view = await EventStore.open(store.dataDir, { sinks: ['cloud'], present: presentEventJson }); // it deletes a file: a writer
+  // The lifecycle worker's handle, as the cloud sink runs in the worker: it deletes a file too.
+  const view = LifecycleStore.open(store.dataDir, { sinks: ['cloud'], present: presentEventJson }, () => undefined);
   t.teardown(() => view.close());
   const record = view.getEvent(event.id)!;
-  await deleteFiles(view, [{ createdAt: record.created_at, fileId: record.images[0].input_file_id! }]);
+  await view.deleteFiles([{ createdAt: record.created_at, fileId: record.images[0].input_file_id! }]);
   const deps = { log: createLogger('silent'), backoff: { baseMs: 5, capMs: 20 }, requestTimeoutMs: 300 };
   const pass = (options: CloudSinkDeps, signal = new AbortController().signal) => shipNextBatch(view, new CloudSink(view, config, options), ['cloud'], signal);
 
@@ -244,7 +246,7 @@ t.test('the cloud sink: hung and dropped requests are retried, a vanished image 
   t.same(queues(view).queued, []);
   t.equal(await pass(deps), undefined, 'nothing left to ship');
 
-  await view.dbs.root.transaction(() => enterLedger(view.dbs, record.created_at)); // ship it again
+  await view[storeHandles].dbs.root.transaction(() => enterLedger(view[storeHandles].dbs, record.created_at)); // ship it again
   cloud.inject('hang');
   const stop = new AbortController();
   const hung = pass({ ...deps, requestTimeoutMs: 60_000 }, stop.signal);

@@ -11,6 +11,7 @@ import { SEGMENT_ROLL_BYTES } from '../src/store/log/blob-log.js';
 import { recycledFileName, segmentFileName } from '../src/store/log/segment-files.js';
 import { fixture, imageEvent } from './support/events.js';
 import { clockPast, openLocalStore } from './support/local-store.js';
+import { storeHandles } from '../src/store/read/store-view.js';
 
 // Found by the disk-full harness (npm run disk-full; docs/RELIABILITY.md), commit 026ab2a.
 t.test('an old segment whose live share fell low is compacted, giving its space back (found by disk-full)', async (t) => {
@@ -43,7 +44,7 @@ t.test('an old segment whose live share fell low is compacted, giving its space 
   t.same([...new Set(old.map((id) => segmentOf(local.store.getEvent(id)!.images[0].file_id!)))], [segment], `the ${old.length} old events fill the first segment`);
   t.same(survivors.map((s) => segmentOf(s.image_ids[0])), [segment, next, next, next, next, next], 'the first survivor is its last append');
 
-  const cleanup = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, local.ranUntil(boundaryMs + 86_400_000));
+  const cleanup = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks, local.ranUntil(boundaryMs + 86_400_000));
   t.equal(cleanup.records_deleted.total, old.length, 'the old events deleted; the first segment keeps one live image');
   t.not(segmentOf(survivors[0].image_ids[0]), segment, 'that image was copied forward');
   t.notOk(fs.existsSync(firstSegment), 'and the first segment deleted');
@@ -57,7 +58,7 @@ t.test('an old segment whose live share fell low is compacted, giving its space 
   for (const { image_ids } of survivors) {
     const file = local.store.getFile(image_ids[0])!;
     const bytes = Buffer.alloc(file.length);
-    await local.store.blobs.read(file.segment, file.offset, bytes);
+    await local.store[storeHandles].blobs.read(file.segment, file.offset, bytes);
     if (bytes.equals(image)) intact++;
   }
   t.equal(intact, 6, 'every surviving image keeps its bytes');

@@ -13,6 +13,7 @@ import { eventSearchConditions } from '../src/events/search-conditions.js';
 import { matchesCondition } from '../src/store/read/event-search.js';
 import { decodeRecord } from '../src/store/index/record-codec.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
+import { storeHandles } from '../src/store/read/store-view.js';
 
 const CLASSES = ['a', 'b', 'c', 'd'];
 const LIMITS = { maxResponseBytes: 16 * 1024 * 1024, maxScanRecords: 10_000 };
@@ -92,7 +93,7 @@ t.test('any query, any page size, with or without the search index: exactly the 
   const local = await openLocalStore();
   t.teardown(() => local.close());
   await seed(local);
-  const records = [...local.store.dbs.events.getRange({ reverse: true })].map(({ value }) => decodeRecord(value));
+  const records = [...local.store[storeHandles].dbs.events.getRange({ reverse: true })].map(({ value }) => decodeRecord(value));
   let nonEmpty = 0;
   fc.assert(fc.property(query, fc.integer({ min: 1, max: 60 }), fc.boolean(), (q, limit, indexed) => {
     const condition = eventSearchConditions(q);

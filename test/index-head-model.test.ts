@@ -20,6 +20,7 @@ import { presentEventJson } from '../src/events/present.js';
 import { draftKey, EMPTY, indexKeysOf } from '../src/store/index/index-keys.js';
 import { decodeRecord } from '../src/store/index/record-codec.js';
 import { tempDataDir } from './support/store-server.js';
+import { storeHandles } from '../src/store/read/store-view.js';
 
 const DEVICES = ['cam-a', 'cam-b', 'cam-c'];
 
@@ -201,6 +202,8 @@ function difference(store: EventStore, model: ModelEvent[], gone: Gone = { ids: 
 
 /** The bytes of every attached video (the store never looks inside an attachment). */
 const VIDEO = Buffer.from('a video attachment, as the store keeps it');
+/** Where a deletion's changes go here: nowhere (the worker forwards them to the HTTP thread's feed, which this test does not read). */
+const unannounced = () => undefined;
 
 /** Attaches a video to `e` as the model says it must go: listed on a draft, refused on a finalized event. */
 async function attachAs(e: ModelEvent, store: EventStore): Promise<void> {
@@ -228,7 +231,7 @@ t.test('a video attached in the head to an event a cleanup then deletes goes wit
   const video = await attachVideo(store, draft.id);
   t.equal(store.openFile(video)?.size, VIDEO.length, 'the attach is in the head');
   // The lifecycle worker deletes through a view with no head.
-  await deleteRecords(new StoreView(store.dbs, dataDir, options), [draft.created_at], 'retention');
+  await deleteRecords(new StoreView(store[storeHandles].dbs, dataDir, options), [draft.created_at], 'retention', unannounced);
   t.equal(store.openFile(video), undefined, 'its video is not served once the event is gone');
   t.same([store.counters().events, store.counters().files], [0, 0], 'nor counted');
 
@@ -282,9 +285,9 @@ t.test('lists, counts, searches, point reads and files equal the model with even
           } else if (c.kind === 'delete' && model.length > 0) {
             // The lifecycle worker deletes only what it sees: events already checkpointed into LMDB.
             const e = model[c.pick % model.length];
-            if (store.dbs.eventIds.get(e.id) !== undefined) {
+            if (store[storeHandles].dbs.eventIds.get(e.id) !== undefined) {
               // Through a view with no head, as the worker's: the head may hold a change to the event.
-              await deleteRecords(new StoreView(store.dbs, dataDir, options), [e.createdAt], 'retention');
+              await deleteRecords(new StoreView(store[storeHandles].dbs, dataDir, options), [e.createdAt], 'retention', unannounced);
               model = model.filter((m) => m !== e);
               gone.ids.push(e.id);
               gone.files.push(...e.videos);
@@ -340,10 +343,10 @@ async function storeWithHead(t: Test, count: number, draftEvery: number): Promis
  */
 function partWayRecord(store: EventStore, model: ModelEvent[]): string | undefined {
   for (const e of model) {
-    const value = store.dbs.events.getBinary(e.createdAt);
+    const value = store[storeHandles].dbs.events.getBinary(e.createdAt);
     if (!value) continue;
-    if (store.dbs.eventIds.get(e.id) !== e.createdAt) return `record ${e.id} in LMDB before its id`;
-    const missing = indexKeysOf(decodeRecord(value)).find((key) => !store.dbs.index.doesExist(key));
+    if (store[storeHandles].dbs.eventIds.get(e.id) !== e.createdAt) return `record ${e.id} in LMDB before its id`;
+    const missing = indexKeysOf(decodeRecord(value)).find((key) => !store[storeHandles].dbs.index.doesExist(key));
     if (missing) return `record ${e.id} in LMDB before its index entry ${JSON.stringify(missing)}`;
   }
   return undefined;
@@ -367,7 +370,7 @@ t.test('a checkpoint of more creates than one turn of puts: every read equals th
   await checkpoint;
   t.equal(turns >= 3, true, `reads compared at ${turns} turns while the checkpoint ran`);
   t.equal(difference(store, model), undefined, 'after the checkpoint');
-  t.equal(model.every((e) => store.dbs.eventIds.get(e.id) !== undefined), true, 'every create is in LMDB');
+  t.equal(model.every((e) => store[storeHandles].dbs.eventIds.get(e.id) !== undefined), true, 'every create is in LMDB');
 });
 
 t.test('entries of creates the head holds, part-way in LMDB in any order (a checkpoint cut short), are never read from LMDB', async (t) => {
@@ -378,8 +381,8 @@ t.test('entries of creates the head holds, part-way in LMDB in any order (a chec
   const puts: Promise<boolean>[] = [];
   for (const e of model) {
     const value = store.eventValue(e.createdAt)!;
-    puts.push(store.dbs.events.put(e.createdAt, value), store.dbs.eventIds.put(e.id, e.createdAt));
-    for (const key of indexKeysOf(decodeRecord(value))) if (key[0] !== draftKey(e.createdAt)[0]) puts.push(store.dbs.index.put(key, EMPTY));
+    puts.push(store[storeHandles].dbs.events.put(e.createdAt, value), store[storeHandles].dbs.eventIds.put(e.id, e.createdAt));
+    for (const key of indexKeysOf(decodeRecord(value))) if (key[0] !== draftKey(e.createdAt)[0]) puts.push(store[storeHandles].dbs.index.put(key, EMPTY));
   }
   await Promise.all(puts);
   t.equal(difference(store, model), undefined, 'every read equals the model');

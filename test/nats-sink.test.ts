@@ -99,7 +99,7 @@ t.test('a batch published but not recorded as shipped (a crash between the two) 
   const outgoing = entries.map(({ seq, createdAt }) => ({ seq, createdAt, record: local.store.getRecord(createdAt)! }));
   t.same(await sink.ship(outgoing, new AbortController().signal), [], 'published and acknowledged; the ledger not told');
   t.equal(unshipped(local.store, 'nats', 10).length, 5, 'as after a crash: all still to ship');
-  t.same(await shipNextBatch(local.store, sink, ['nats'], new AbortController().signal), { shipped: 5, deadLettered: 0 });
+  t.same(await shipNextBatch(local.lifecycle, sink, ['nats'], new AbortController().signal), { shipped: 5, deadLettered: 0 });
 
   const { nc, jsm } = await client(server.urls);
   t.teardown(() => nc.close());

@@ -25,6 +25,7 @@ import { startStore, tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
 import { presentEventJson } from '../src/events/present.js';
 import { indexBatches } from '../src/store/engine/checkpoint-writer.js';
+import { storeHandles } from '../src/store/read/store-view.js';
 
 /** How the stores opened in this process directly (below, without startStore) are run: as the service runs its own, records keep their JSON. */
 const STORE_OPTIONS = { sinks: [], present: presentEventJson };
@@ -174,8 +175,8 @@ t.test('a replay over an index that holds the records but not their accounting c
   for (const id of ids) t.ok(reopened.getEvent(id), `event ${id} kept`);
   await reopened.checkpointed();
   const counters = reopened.counters();
-  t.same([counters.events, counters.images, reopened.dbs.events.getCount()], [before.total_events, before.total_images, 30], 'counted once, stored once, once checkpointed');
-  t.ok(reopened.dbs.events.get(missing), 'the missing record put back in its place');
+  t.same([counters.events, counters.images, reopened[storeHandles].dbs.events.getCount()], [before.total_events, before.total_images, 30], 'counted once, stored once, once checkpointed');
+  t.ok(reopened[storeHandles].dbs.events.get(missing), 'the missing record put back in its place');
   await reopened.close();
 });
 
@@ -218,7 +219,7 @@ t.test('a log of the release before, whose record frames hold the presented JSON
   await reopened.checkpointed();
   for (const [name, r] of [['older', older], ['newer', newer]] as const) {
     t.equal(reopened.getEventJson(r.id)?.toString(), presentEventJson(r), `and from LMDB (${name})`);
-    t.equal(reopened.dbs.events.getBinary(r.created_at)?.[0], 3, `which holds it with its JSON, in layout 3 (${name})`);
+    t.equal(reopened[storeHandles].dbs.events.getBinary(r.created_at)?.[0], 3, `which holds it with its JSON, in layout 3 (${name})`);
   }
 });
 
@@ -297,11 +298,11 @@ t.test('a checkpoint that fails keeps its creates in the index head: still ackno
   const first = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   await t.rejects(store.checkpointed(), /EIO: injected/, 'the checkpoint fails');
   t.equal(store.getEvent(first.id)?.id, first.id, 'the create is still read, from the head');
-  t.equal(store.dbs.eventIds.get(first.id), undefined, 'and is not in LMDB');
+  t.equal(store[storeHandles].dbs.eventIds.get(first.id), undefined, 'and is not in LMDB');
   const second = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   t.equal(store.counters().events, 2, 'the counters include the head');
   await store.checkpointed();
-  t.same([store.dbs.eventIds.get(first.id) !== undefined, store.dbs.eventIds.get(second.id) !== undefined], [true, true], 'the next checkpoint commits both');
+  t.same([store[storeHandles].dbs.eventIds.get(first.id) !== undefined, store[storeHandles].dbs.eventIds.get(second.id) !== undefined], [true, true], 'the next checkpoint commits both');
   t.equal(store.counters().events, 2, 'counted once');
   await store.close();
   const reopened = await EventStore.open(dataDir, STORE_OPTIONS);
@@ -315,7 +316,7 @@ t.test('a background checkpoint that fails is tried again a tick later, on its o
   const store = await FaultyStore.open(tempDataDir(), { ...STORE_OPTIONS, checkpointMs: 20, checkpointMaxMs: 20, onBackgroundError: (err, task) => errors.push(`${task}: ${String(err)}`) });
   t.teardown(() => store.close());
   const created = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
-  await until('the create reached LMDB', () => store.dbs.eventIds.get(created.id) !== undefined);
+  await until('the create reached LMDB', () => store[storeHandles].dbs.eventIds.get(created.id) !== undefined);
   t.match(errors, [/index checkpoint: Error: EIO: injected/], 'the first try failed and was reported once');
 });
 
@@ -329,11 +330,11 @@ t.test('creates acknowledged while every checkpoint fails come back from the log
   t.match(errors, [/index checkpoint: Error: EIO: injected/], 'the failed last checkpoint is reported, and the close goes on');
   const reopened = await EventStore.open(dataDir, { ...STORE_OPTIONS, checkpointMs: 60_000 });
   t.equal(reopened.opened.replayed, 2, 'the log replays both creates');
-  t.same(created.map((c) => reopened.dbs.eventIds.get(c.id)), [undefined, undefined], 'into the index head, not LMDB');
+  t.same(created.map((c) => reopened[storeHandles].dbs.eventIds.get(c.id)), [undefined, undefined], 'into the index head, not LMDB');
   t.same(created.map((c) => reopened.getEvent(c.id)?.id), created.map((c) => c.id), 'served from the head');
   t.equal(reopened.counters().events, 2);
   await reopened.checkpointed();
-  t.same(created.map((c) => reopened.dbs.eventIds.get(c.id) !== undefined), [true, true], 'the first checkpoint commits them');
+  t.same(created.map((c) => reopened[storeHandles].dbs.eventIds.get(c.id) !== undefined), [true, true], 'the first checkpoint commits them');
   t.equal(reopened.counters().events, 2, 'counted once');
   await reopened.close();
 });
@@ -345,7 +346,7 @@ t.test('a replay keeps a segment opened since the last checkpoint, which only it
   const store = await FaultyStore.open(dataDir, { ...STORE_OPTIONS, checkpointMs: 60_000, onBackgroundError: () => undefined });
   const before = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   await store.checkpointed();
-  const [first] = [...store.dbs.segments.getKeys()];
+  const [first] = [...store[storeHandles].dbs.segments.getKeys()];
   // A segment without live blobs is sealed and the next create opens a new one (docs/STORAGE.md, "Reclaiming space").
   await store.retireSegment(first);
   failing = true;
@@ -357,7 +358,7 @@ t.test('a replay keeps a segment opened since the last checkpoint, which only it
   t.equal(reopened.opened.replayed, 1, 'the create in the new segment is replayed');
   const file = reopened.getFile(created.image_ids[0]);
   t.ok(file && file.segment > first, `its image is in segment ${file?.segment}, after segment ${first}`);
-  t.equal(reopened.dbs.segments.get(file!.segment), undefined, 'which LMDB does not know');
+  t.equal(reopened[storeHandles].dbs.segments.get(file!.segment), undefined, 'which LMDB does not know');
   t.ok(fs.existsSync(path.join(dataDir, 'blobs', segmentFileName(file!.segment))), 'and which recovery kept');
   t.same(await reopened.openFile(created.image_ids[0])!.readAll(), fixture('cat.jpg'), 'with the image');
   const after = await reopened.create({ fields: NEW_EVENT_FIELDS, images: [] });

@@ -14,6 +14,7 @@ import { backfillSearchIndex, prepareSearchIndex } from '../src/store/index/sear
 import { until } from './support/waiting.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
 import { smallEvent } from './support/events.js';
+import { storeHandles } from '../src/store/read/store-view.js';
 
 const CLASSES = ['person', 'car', 'dog', 'bicycle'];
 const NEW_CODES = new Set(['c', 't', 'o']);
@@ -89,8 +90,8 @@ t.test('an old store gains the entries a create writes, and answers right before
   let local = await openLocalStore();
   const newest = await fill(local, EVENTS);
   t.ok(local.store.searchIndexReady, 'a new store is current from the start');
-  const written = searchKeys(local.store.dbs);
-  t.same(written, expectedKeys(local.store.dbs), 'creates write the search index entries');
+  const written = searchKeys(local.store[storeHandles].dbs);
+  t.same(written, expectedKeys(local.store[storeHandles].dbs), 'creates write the search index entries');
   await local.close();
 
   await stripSearchIndex(local.dataDir);
@@ -107,9 +108,9 @@ t.test('an old store gains the entries a create writes, and answers right before
   // A create during the backfill indexes itself.
   const late = await local.create(eventNumber(3)); // person and bicycle, stream s-0, no solution
   await until('the backfill is done', () => local.store.searchIndexReady, 60_000);
-  t.equal(await prepareSearchIndex(local.store.dbs), true, 'meta says the index is current: the next open backfills nothing');
+  t.equal(await prepareSearchIndex(local.store[storeHandles].dbs), true, 'meta says the index is current: the next open backfills nothing');
   t.match(local.store.searchIndexBackfill, { indexed: EVENTS, until: local.createdAt(newest[0].id) }, `the backfill indexed the ${EVENTS} events there were (what /stats shows)`);
-  t.same(searchKeys(local.store.dbs), expectedKeys(local.store.dbs), 'every event has exactly its entries');
+  t.same(searchKeys(local.store[storeHandles].dbs), expectedKeys(local.store[storeHandles].dbs), 'every event has exactly its entries');
   t.same(searchIds(local, 'class:person')[0], late.id, 'the event created during the backfill is found');
   for (const [q, expected] of expectations.slice(1)) t.same(searchIds(local, q), expected, `${q}, from the index`);
 });
@@ -117,7 +118,7 @@ t.test('an old store gains the entries a create writes, and answers right before
 t.test('a backfill resumes from its last recorded step', async (t) => {
   let local = await openLocalStore();
   await fill(local, 500);
-  const keys = [...local.store.dbs.events.getKeys()] as number[];
+  const keys = [...local.store[storeHandles].dbs.events.getKeys()] as number[];
   await local.close();
 
   // As if the backfill had committed its steps up to event 200 and then stopped.
@@ -134,8 +135,8 @@ t.test('a backfill resumes from its last recorded step', async (t) => {
   local = await openLocalStore({ DATA_DIR: local.dataDir });
   t.teardown(() => local.close());
   await until('the backfill is done', () => local.store.searchIndexReady, 60_000);
-  const expected = expectedKeys(local.store.dbs).filter((key) => !skipped.includes(key));
-  t.same(searchKeys(local.store.dbs), expected, 'resumed at event 200 and completed: every event from there has its entries, none before was walked again');
+  const expected = expectedKeys(local.store[storeHandles].dbs).filter((key) => !skipped.includes(key));
+  t.same(searchKeys(local.store[storeHandles].dbs), expected, 'resumed at event 200 and completed: every event from there has its entries, none before was walked again');
 });
 
 t.test('a store closed during its backfill resumes at the next open', async (t) => {
@@ -154,7 +155,7 @@ t.test('a store closed during its backfill resumes at the next open', async (t) 
   local = await openLocalStore({ DATA_DIR: local.dataDir });
   t.teardown(() => local.close());
   await until('the backfill is done', () => local.store.searchIndexReady, 60_000);
-  t.same(searchKeys(local.store.dbs), expectedKeys(local.store.dbs), 'every event has its entries');
+  t.same(searchKeys(local.store[storeHandles].dbs), expectedKeys(local.store[storeHandles].dbs), 'every event has its entries');
 });
 
 t.test('a step whose time budget is spent before its first event still moves on (a busy machine)', async (t) => {

@@ -15,6 +15,7 @@ import { finalizeEvent } from '../src/store/engine/event-updates.js';
 import { smallEvent } from './support/events.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
 import { until } from './support/waiting.js';
+import { storeHandles } from '../src/store/read/store-view.js';
 
 const SINKS = ['cloud', 'nats'];
 
@@ -66,33 +67,33 @@ t.test('two sinks: one ledger in finalize order; an entry leaves once both passe
   await store.checkpointed();
   t.same(unshipped(store, 'cloud', 10), [1, 2, 3, 4].map((seq, i) => ({ seq, createdAt: [a, b, c, draft][i] })), 'the finalized draft comes last: finalize order');
   t.same(sinkBacklog(store, 'nats'), { events: 4, oldestCreatedAt: a });
-  t.equal(readCounters(store.dbs).uploadsPending, 4);
+  t.equal(readCounters(store[storeHandles].dbs).uploadsPending, 4);
 
   await markShipped(store, 'cloud', 2, [], SINKS);
   t.same(unshipped(store, 'cloud', 10).map((e) => e.createdAt), [c, draft]);
   t.ok(isProtected(store, a), 'nats has not shipped a: kept');
-  t.equal(readCounters(store.dbs).uploadsPending, 4);
+  t.equal(readCounters(store[storeHandles].dbs).uploadsPending, 4);
 
   await markShipped(store, 'nats', 3, [c], SINKS);
   t.same(unshipped(store, 'nats', 10).map((e) => e.createdAt), [draft]);
   t.notOk(isProtected(store, a), 'both shipped a: cleanup may delete it');
   t.notOk(isProtected(store, b));
   t.ok(isProtected(store, c), 'nats refused c for good, but cloud has not shipped it');
-  t.ok(store.dbs.index.doesExist(deadLetterKey(c, 'nats')));
-  t.equal(readCounters(store.dbs).uploadsPending, 2);
-  t.notOk(store.dbs.index.doesExist(pendingKey(a)));
+  t.ok(store[storeHandles].dbs.index.doesExist(deadLetterKey(c, 'nats')));
+  t.equal(readCounters(store[storeHandles].dbs).uploadsPending, 2);
+  t.notOk(store[storeHandles].dbs.index.doesExist(pendingKey(a)));
 
   await markShipped(store, 'cloud', 4, [], SINKS);
   await markShipped(store, 'nats', 4, [], SINKS);
-  t.same([...store.dbs.index.getKeys({ start: ['Q', 0], end: ['Q', Infinity] })], [], 'the ledger is empty');
-  t.equal(readCounters(store.dbs).uploadsPending, 0);
+  t.same([...store[storeHandles].dbs.index.getKeys({ start: ['Q', 0], end: ['Q', Infinity] })], [], 'the ledger is empty');
+  t.equal(readCounters(store[storeHandles].dbs).uploadsPending, 0);
   t.notOk(isProtected(store, c));
 });
 
 t.test('a store written before the ledger: its cloud upload queue becomes the ledger, its dead letters the cloud\'s', async (t) => {
   const first = await openLocalStore({}, ['cloud']);
   const [a, b, c] = await createAll(first, 3);
-  const { dbs } = first.store;
+  const { dbs } = first.store[storeHandles];
   // The layout before the ledger: ['U', created_at] queue entries, ['X', created_at] dead letters.
   await dbs.root.transaction(() => {
     for (const key of dbs.index.getKeys({ start: ['Q', 0], end: ['Q', Infinity] })) dbs.index.removeSync(key);
@@ -107,8 +108,8 @@ t.test('a store written before the ledger: its cloud upload queue becomes the le
   const second = await openLocalStore({ DATA_DIR: first.dataDir }, ['cloud']);
   t.teardown(second.close);
   t.same(unshipped(second.store, 'cloud', 10), [{ seq: 1, createdAt: a }, { seq: 2, createdAt: c }], 'the queue, oldest first, all to ship');
-  t.ok(second.store.dbs.index.doesExist(deadLetterKey(b, 'cloud')));
-  t.notOk(second.store.dbs.index.doesExist(['X', b]));
+  t.ok(second.store[storeHandles].dbs.index.doesExist(deadLetterKey(b, 'cloud')));
+  t.notOk(second.store[storeHandles].dbs.index.doesExist(['X', b]));
   const [d] = await createAll(second, 1);
   t.same(unshipped(second.store, 'cloud', 10).map((e) => e.seq), [1, 2, 3], 'new entries follow');
   t.equal(unshipped(second.store, 'cloud', 10)[2]!.createdAt, d);
@@ -132,11 +133,11 @@ t.test('shipNextBatch: events deleted since are passed over; the cursor moves on
   await createAll(local, 3);
   const sink = new HeldSink();
   sink.failNext = new Error('destination down');
-  await t.rejects(shipNextBatch(local.store, sink, ['cloud'], new AbortController().signal), { message: 'destination down' });
+  await t.rejects(shipNextBatch(local.lifecycle, sink, ['cloud'], new AbortController().signal), { message: 'destination down' });
   t.equal(sinkBacklog(local.store, 'cloud').events, 3, 'a failed batch moves nothing');
-  t.same(await shipNextBatch(local.store, sink, ['cloud'], new AbortController().signal), { shipped: 2, deadLettered: 0 });
-  t.same(await shipNextBatch(local.store, sink, ['cloud'], new AbortController().signal), { shipped: 1, deadLettered: 0 });
-  t.equal(await shipNextBatch(local.store, sink, ['cloud'], new AbortController().signal), undefined);
+  t.same(await shipNextBatch(local.lifecycle, sink, ['cloud'], new AbortController().signal), { shipped: 2, deadLettered: 0 });
+  t.same(await shipNextBatch(local.lifecycle, sink, ['cloud'], new AbortController().signal), { shipped: 1, deadLettered: 0 });
+  t.equal(await shipNextBatch(local.lifecycle, sink, ['cloud'], new AbortController().signal), undefined);
 });
 
 t.test('runSink: ships as events come, reports a stall while the destination holds, and its end', async (t) => {
@@ -145,7 +146,7 @@ t.test('runSink: ships as events come, reports a stall while the destination hol
   const sink = new HeldSink();
   const reports: SinkProgress[] = [];
   const stop = new AbortController();
-  const running = runSink(local.store, sink, {
+  const running = runSink(local.lifecycle, sink, {
     log: createLogger('silent'), signal: stop.signal, sinks: ['cloud'], stallMs: 1500, backoff: { baseMs: 5, capMs: 10 },
     onProgress: (progress) => reports.push(progress),
   });

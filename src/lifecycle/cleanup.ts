@@ -6,7 +6,7 @@
  * its own transaction, with a pause between them so ingest latency stays flat. With cloud upload on, drafts and events not yet
  * uploaded are never deleted.
  */
-import { checkConsistency, deleteFiles, deleteRecords, type DeletionReason, eventsOldestFirst, type FileRef, filesByAge, heldClock, type HeldClock, isProtected, reclaimSegments, retentionCutoff, type StoreView } from '../store/index.js';
+import { type DeletionReason, eventsOldestFirst, type FileRef, filesByAge, heldClock, type HeldClock, isProtected, type LifecycleStore, retentionCutoff, type StoreView } from '../store/index.js';
 import { overLimit, type StoreUsage } from './capacity.js';
 
 /**
@@ -115,7 +115,7 @@ type CleanupReason = Exclude<DeletionReason, 'reset'>;
  * @param reason the pass deleting them, announced to the live stream (docs/API.md, "Live stream")
  * @returns records, files and bytes deleted
  */
-async function deleteOldestRecords(store: StoreView, before: number, wanted: number, reason: CleanupReason) {
+async function deleteOldestRecords(store: LifecycleStore, before: number, wanted: number, reason: CleanupReason) {
   const total = { records: 0, files: 0, bytes: 0 };
   let from = -Infinity;
   while (total.records < wanted) {
@@ -129,7 +129,7 @@ async function deleteOldestRecords(store: StoreView, before: number, wanted: num
     if (last === undefined) break;
     from = last + 1; // created_at is an integer of µs: the next one the walk may meet
     if (batch.length === 0) continue;
-    const tally = await deleteRecords(store, batch, reason);
+    const tally = await store.deleteRecords(batch, reason);
     total.records += tally.records;
     total.files += tally.files;
     total.bytes += tally.bytes;
@@ -139,7 +139,7 @@ async function deleteOldestRecords(store: StoreView, before: number, wanted: num
 }
 
 /** Deletes the oldest deletable files until storage is within `maxBytes`. */
-async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: CleanupHooks) {
+async function deleteOldestFiles(store: LifecycleStore, maxBytes: number, hooks: CleanupHooks) {
   const total = { records: 0, files: 0, bytes: 0 };
   let after: FileRef | undefined;
   for (let excess = store.storageBytes() - maxBytes; excess > 0; excess = store.storageBytes() - maxBytes) {
@@ -156,10 +156,10 @@ async function deleteOldestFiles(store: StoreView, maxBytes: number, hooks: Clea
     if (!last) break;
     after = last;
     if (batch.length === 0) continue;
-    const tally = await deleteFiles(store, batch);
+    const tally = await store.deleteFiles(batch);
     total.files += tally.files;
     total.bytes += tally.bytes;
-    hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment, tally.files > 0));
+    hooks.onReclaimed(await store.reclaimSegments(hooks.retireSegment, hooks.compactSegment, tally.files > 0));
     await pause();
   }
   return total;
@@ -191,7 +191,7 @@ export function deletionMayBeDue(store: StoreView, limits: CleanupLimits, usage:
  *   scheduled ones.
  */
 export async function runCleanup(
-  store: StoreView,
+  store: LifecycleStore,
   limits: CleanupLimits,
   trigger: CleanupTrigger,
   hooks: CleanupHooks,
@@ -208,7 +208,7 @@ export async function runCleanup(
   const before = snapshot(store);
   const runConsistency = options.consistency ?? true;
   const consistency = runConsistency
-    ? await checkConsistency(store, now, headCommitted)
+    ? await store.checkConsistency(now, headCommitted)
     : { danglingDbRecordsRemoved: 0, orphanedDiskFilesRemoved: 0, stagingFilesRemoved: 0 };
 
   const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays, held), Infinity, 'retention');
@@ -224,7 +224,7 @@ export async function runCleanup(
   const recordsTotal = records.retention + records.overlimit + records.storage;
   const filesTotal = files.retention + files.overlimit + files.storage;
   const filesDeleted = filesTotal + consistency.danglingDbRecordsRemoved > 0;
-  hooks.onReclaimed(await reclaimSegments(store, hooks.retireSegment, hooks.compactSegment, filesDeleted));
+  hooks.onReclaimed(await store.reclaimSegments(hooks.retireSegment, hooks.compactSegment, filesDeleted));
 
   const after = snapshot(store);
   return {
@@ -245,7 +245,7 @@ export async function runCleanup(
 }
 
 /** Deletes the oldest deletable records, batch by batch, until storage is within `maxBytes`. */
-async function deleteOldestRecordsUntil(store: StoreView, maxBytes: number) {
+async function deleteOldestRecordsUntil(store: LifecycleStore, maxBytes: number) {
   const total = { records: 0, files: 0, bytes: 0 };
   while (store.storageBytes() > maxBytes) {
     const tally = await deleteOldestRecords(store, Infinity, CLEANUP_BATCH, 'storage');

@@ -1,14 +1,14 @@
 /**
  * Runs one sink over the shipping ledger (docs/OPERATIONS.md, "Sinks"), in the lifecycle worker:
  * ships the entries after the sink's cursor in batches, in ledger order, and moves the cursor once
- * the destination acknowledged a batch (src/store/ledger/sink-ledger.ts, `markShipped`), so shipping is
+ * the destination acknowledged a batch (LifecycleStore `markShipped`), so shipping is
  * at least once and resumes after a restart where it stopped. A failed batch is shipped again
  * after a growing pause. No progress for STALL_MS while entries wait is a stall: logged once at
  * warn and shown in the sink's status (/stats `sinks`, /metrics) until the sink moves again.
  */
 import type { Logger } from '../logger.js';
 import type { Outgoing, Sink } from '../sinks/ledger-sink.js';
-import { markShipped, sinkBacklog, type StoreView, unshipped } from '../store/index.js';
+import { type LifecycleStore, sinkBacklog, unshipped } from '../store/index.js';
 import { backoffDelay, pause, type BackoffOptions } from './cloud-client.js';
 
 /**
@@ -53,7 +53,7 @@ export interface SinkRunDeps {
  * @returns events shipped and dead-lettered; undefined when the sink has shipped everything
  * @throws what `sink.ship` throws (the cursor stays), or the lmdb error of a failed commit
  */
-export async function shipNextBatch(store: StoreView, sink: Sink, sinks: readonly string[], signal: AbortSignal): Promise<{ shipped: number; deadLettered: number } | undefined> {
+export async function shipNextBatch(store: LifecycleStore, sink: Sink, sinks: readonly string[], signal: AbortSignal): Promise<{ shipped: number; deadLettered: number } | undefined> {
   const entries = unshipped(store, sink.name, sink.batchSize);
   if (entries.length === 0) return undefined;
   const outgoing: Outgoing[] = [];
@@ -62,14 +62,14 @@ export async function shipNextBatch(store: StoreView, sink: Sink, sinks: readonl
     if (record) outgoing.push({ seq, createdAt, record }); // else deleted since: nothing to ship
   }
   const deadLettered = outgoing.length === 0 ? [] : await sink.ship(outgoing, signal);
-  await markShipped(store, sink.name, entries[entries.length - 1]!.seq, deadLettered, sinks);
+  await store.markShipped(sink.name, entries[entries.length - 1]!.seq, deadLettered, sinks);
   return { shipped: outgoing.length - deadLettered.length, deadLettered: deadLettered.length };
 }
 
 /**
  * Ships what `sink` has not shipped, batch after batch, until `deps.signal` aborts; never rejects.
  */
-export async function runSink(store: StoreView, sink: Sink, deps: SinkRunDeps): Promise<void> {
+export async function runSink(store: LifecycleStore, sink: Sink, deps: SinkRunDeps): Promise<void> {
   const { log } = deps;
   const progress: SinkProgress = { name: sink.name, shipped: 0, deadLettered: 0, lastShippedAt: null, lastError: null, stalled: false };
   const report = () => deps.onProgress?.({ ...progress });

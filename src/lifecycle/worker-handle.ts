@@ -111,7 +111,7 @@ export class LifecycleWorkerHandle {
     } else if (message.type === 'sink-progress') {
       this.sinkProgress.set(message.progress.name, message.progress);
     } else if (message.type === 'changes') {
-      for (const change of message.changes) this.store.announceChange(change);
+      for (const change of message.changes) this.store.changes.announce(change);
     } else if (message.type === 'reclaimed') {
       this.store.segmentsDeleted(message.segments);
     } else if (message.type === 'writer-job') {

@@ -1,8 +1,9 @@
 /**
  * The lifecycle worker thread, and its composition root (docs/ARCHITECTURE.md, "Threads"): every
- * part that runs in this thread is built in the block below and nowhere else: its own view of the
- * store's LMDB environment, the capacity monitor, the disk reserve, and the ledger sinks (the
- * cloud uploader and NATS JetStream). The thread owns cleanup (on a timer, when a limit is
+ * part that runs in this thread is built in the block below and nowhere else: its own handle on the
+ * store's LMDB environment (LifecycleStore: a reader, and the deletions and ledger marks it
+ * makes), the capacity monitor, the disk reserve, and the ledger sinks (the cloud uploader and
+ * NATS JetStream). The thread owns cleanup (on a timer, when a limit is
  * crossed, and on request), the consistency pass, the capacity state, the auto-finalize sweep, and
  * shipping the ledger through each sink (network-bound, so beside the job queue, never in it). It
  * talks to the HTTP thread by messages (see lifecycle-messages.ts) and two shared counters: the
@@ -14,7 +15,7 @@ import { configuredSinks, secretsOf, type Config } from '../config.js';
 import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
-import { DiskReserve, type EventChange, saveRunningTime, type StoreChange, StoreView } from '../store/index.js';
+import { DiskReserve, type EventChange, LifecycleStore, type StoreChange } from '../store/index.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger, type HeadCheckpoint } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
 import { CloudSink } from './cloud-uploader.js';
@@ -42,7 +43,7 @@ const changes: EventChange[] = [];
 // This thread's parts, built here and nowhere else.
 const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
 // Cleanup's file deletions rewrite records with their JSON (presentEventJson).
-const store = StoreView.openView(config.dataDir, { sinks: configuredSinks(config), present: presentEventJson, announce: forwardChange });
+const store = LifecycleStore.open(config.dataDir, { sinks: configuredSinks(config), present: presentEventJson }, forwardChange);
 const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), new Int32Array(storeWrites), log);
 /** Room for a cleanup's commits on a disk ingest has filled (disk-reserve.ts). */
 const reserve = new DiskReserve(config.dataDir, config.diskReserveBytes);
@@ -114,7 +115,7 @@ function cleanup(trigger: CleanupTrigger, options: { headCheckpoint?: HeadCheckp
     // (docs/STORAGE.md, "A clock that jumps"); a commit a minute at most, however often a crossed limit cleans.
     if (performance.now() - runningSavedAt >= RUNNING_SAVE_MS) {
       runningSavedAt = performance.now();
-      await saveRunningTime(store).catch((err: unknown) => log.warn({ err }, 'running time not saved'));
+      await store.saveRunningTime().catch((err: unknown) => log.warn({ err }, 'running time not saved'));
     }
     const result = await runCleanup(store, config, trigger, hooks, options);
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });

@@ -17,7 +17,7 @@ import mqtt, { type IConnackPacket, type MqttClient } from 'mqtt';
 import { exponentialBackoff } from '../backoff.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { type EventQuery, type EventStore, formatMicrosOrNull, oldestAndNewest, readSinkCursor, type StoreChange, writeSinkCursor } from '../store/index.js';
+import { type EventQuery, type EventStore, formatMicrosOrNull, oldestAndNewest, readSinkCursor, type StoreChange } from '../store/index.js';
 import type { StreamFanout } from '../stream/stream-fanout.js';
 import { sourceOf, StreamMessage, type StreamMessageType } from '../stream/stream-message.js';
 import type { Subscription } from '../stream/subscription.js';
@@ -252,7 +252,7 @@ export class MqttSink {
     const cursor = this.current?.transport.acknowledgedThrough ?? this.cursor;
     if (cursor === this.writtenCursor) return;
     try {
-      await writeSinkCursor(this.store, SINK, cursor);
+      await this.store.saveSinkCursor(SINK, cursor);
       this.writtenCursor = cursor;
     } catch (err) {
       this.note(err as Error, 'MQTT cursor not written');

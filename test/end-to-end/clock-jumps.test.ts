@@ -11,7 +11,7 @@ import { listEventsBody } from '../../src/events/read-events.js';
 import { runCleanup } from '../../src/lifecycle/cleanup.js';
 import { heldCutoff, runningAtCreation, runningMicros, type ClockEpoch } from '../../src/store/engine/store-clock.js';
 import { restampAheadSync, type Restamped } from '../../src/store/engine/restamp.js';
-import { readSinkCursor, writeSinkCursor } from '../../src/store/ledger/sink-cursors.js';
+import { readSinkCursor } from '../../src/store/ledger/sink-cursors.js';
 import { unshipped } from '../../src/store/ledger/sink-ledger.js';
 import { DAY_MICROS, formatMicros, parseIsoMicros, StampClock, type ClockJump } from '../../src/store/record/timestamps.js';
 import { FakeClock } from '../support/faketime.js';
@@ -20,6 +20,7 @@ import { openLocalStore } from '../support/local-store.js';
 import { tempDataDir } from '../support/store-server.js';
 import { until } from '../support/waiting.js';
 import { SseClient } from '../support/sse-client.js';
+import { storeHandles } from '../../src/store/read/store-view.js';
 
 const DAY_MS = 86_400_000;
 const micros = (iso: string): number => parseIsoMicros(iso)!;
@@ -112,12 +113,12 @@ t.test('retention reckons by the store\'s running time too: events stamped 30 da
   t.ok(runningMicros(local.store) >= ranBefore, 'a restart continues the running time');
   t.ok(runningMicros(local.store) < ranBefore + 60e6, 'which counts no downtime');
   const corrected = Date.now() + 30 * DAY_MS;
-  const now = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: corrected });
+  const now = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks, { now: corrected });
   t.equal(now.records_deleted.total, 0, 'held for seconds: none deleted, though 30 days old by the wall clock');
   const running = runningMicros(local.store);
-  const almost = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: corrected + 7 * DAY_MS, running: running + 7 * DAY_MICROS - 60e6 });
+  const almost = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks, { now: corrected + 7 * DAY_MS, running: running + 7 * DAY_MICROS - 60e6 });
   t.equal(almost.records_deleted.total, 0, 'a minute short of 7 days of running time: none');
-  const after = await runCleanup(local.store, local.config, 'MANUAL', local.hooks, { now: corrected + 7 * DAY_MS, running: running + 7 * DAY_MICROS + 60e6 });
+  const after = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks, { now: corrected + 7 * DAY_MS, running: running + 7 * DAY_MICROS + 60e6 });
   t.equal(after.records_deleted.retention, 5, 'past 7 days by both clocks: all five');
   await local.store.clearAll();
   t.ok(runningMicros(local.store) >= running, 'a reset deletes the events, not the running time');
@@ -134,9 +135,9 @@ t.test('a re-stamp moves every entry naming an event\'s created_at, in order, in
   for (let i = 0; i < 4; i++) created.push(await local.create(imageEvent({ deviceId: 'cam-restamp', customMetadata: { n: i } })));
   created.push(await local.create(smallEvent({ device_id: 'cam-restamp', draft: true })));
   const olds = created.map((c) => local.createdAt(c.id));
-  await writeSinkCursor(local.store, 'mqtt', olds[2]);
+  await local.store.saveSinkCursor('mqtt', olds[2]);
   const now = local.createdAt(kept.id);
-  const { dbs } = local.store;
+  const { dbs } = local.store[storeHandles];
   let restamped: Restamped | undefined;
   await dbs.root.transaction(() => {
     restamped = restampAheadSync(dbs, now, local.store.present);

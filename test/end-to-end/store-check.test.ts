@@ -11,7 +11,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { deleteRecords } from '../../src/store/engine/event-deletion.js';
 import { openDatabases } from '../../src/store/index/lmdb-env.js';
 import type { CheckReport } from '../../src/store/engine/check-report.js';
 import { refusedStart } from '../../scripts/lib/spawned-store.js';
@@ -248,7 +247,7 @@ t.test('check and repair', async (t) => {
   t.test('events a cleanup deleted are not damage', async (t) => {
     const local = await openLocalStore({ DATA_DIR: copyOf(whole) });
     const oldest = ids.slice(0, 7).map((id) => local.createdAt(id));
-    await deleteRecords(local.store, oldest, 'retention');
+    await local.lifecycle.deleteRecords(oldest, 'retention');
     await local.close();
     const json = await jsonCheck(local.dataDir);
     t.equal(json.code, 0);

@@ -13,12 +13,20 @@ import { presentEventJson } from '../../src/events/present.js';
 import type { CleanupHooks } from '../../src/lifecycle/cleanup.js';
 import { usageOf } from '../../src/lifecycle/capacity.js';
 import { EventStore } from '../../src/store/engine/event-store.js';
+import { LifecycleStore } from '../../src/store/engine/lifecycle-store.js';
 import { runningMicros } from '../../src/store/engine/store-clock.js';
 import { createdAtClock } from '../../src/store/record/timestamps.js';
 import { tempDataDir } from './store-server.js';
+import { storeHandles } from '../../src/store/read/store-view.js';
 
 export interface LocalStore {
   store: EventStore;
+  /**
+   * The lifecycle worker's handle on the same store (LifecycleStore), what `runCleanup` and the
+   * sinks' ledger marks are given; its changes are announced on `store.changes`, as the worker's
+   * reach the HTTP thread.
+   */
+  lifecycle: LifecycleStore;
   config: Config;
   dataDir: string;
   /** Creates an event from a request body, as `POST /v2/events` does, and checkpoints it; resolves with its 201 body. */
@@ -46,8 +54,10 @@ export async function openLocalStore(env: Record<string, string> = {}, sinks?: s
   const dataDir = env.DATA_DIR ?? tempDataDir();
   const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...env });
   const store = await EventStore.open(dataDir, { sinks: sinks ?? configuredSinks(config), present: presentEventJson }); // as startService does: records keep their JSON
+  const lifecycle = LifecycleStore.open(dataDir, { sinks: sinks ?? configuredSinks(config), present: presentEventJson }, (change) => store.changes.announce(change));
   return {
     store,
+    lifecycle,
     config,
     dataDir,
     async create(body) {
@@ -63,14 +73,17 @@ export async function openLocalStore(env: Record<string, string> = {}, sinks?: s
     ranUntil: (nowMs) => ({ now: nowMs, running: runningMicros(store) + nowMs * 1000 - createdAtClock.now() + 1000 }),
     hooks: {
       onReclaimed: (segments) => {
-        for (const segment of segments) void store.blobs.forget(segment);
+        for (const segment of segments) void store[storeHandles].blobs.forget(segment);
       },
       retireSegment: (segment) => store.retireSegment(segment),
       compactSegment: (segment) => store.compactSegment(segment),
       checkpoint: () => store.checkpointed(),
       usage: async () => usageOf(store),
     },
-    close: () => store.close(),
+    close: async () => {
+      await lifecycle.close();
+      await store.close();
+    },
   };
 }
 

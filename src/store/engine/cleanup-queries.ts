@@ -12,7 +12,7 @@ import { NO_VALUES } from '../index/created-at-cursors.js';
 import { createdAtOfKey, draftRange, fileAgeKey, fileAgeRange, fileOfAgeKey } from '../index/index-keys.js';
 import type { FileRef } from './event-deletion.js';
 import type { FileEntry, SegmentEntry } from '../log/log-entries.js';
-import type { StoreView } from '../read/store-view.js';
+import { storeHandles, type StoreView } from '../read/store-view.js';
 import { heldCutoff, type HeldClock } from './store-clock.js';
 import { DAY_MICROS } from '../record/timestamps.js';
 import { isProtected } from '../ledger/sink-ledger.js';
@@ -37,7 +37,7 @@ export function* eventsOldestFirst(
   store: StoreView,
   range: { from?: number; before?: number; limit?: number },
 ): Generator<number, void, undefined> {
-  yield* store.dbs.events.getKeys({ start: range.from ?? -Infinity, end: range.before ?? Infinity, limit: range.limit });
+  yield* store[storeHandles].dbs.events.getKeys({ start: range.from ?? -Infinity, end: range.before ?? Infinity, limit: range.limit });
 }
 
 /**
@@ -54,7 +54,7 @@ export function* filesByAge(
   const bounds = fileAgeRange(range.before);
   const { after } = range;
   const start = after ? fileAgeKey(after.createdAt, after.fileId) : bounds.start;
-  for (const key of store.dbs.index.getKeys({ start, end: bounds.end, exclusiveStart: after !== undefined, limit: range.limit })) {
+  for (const key of store[storeHandles].dbs.index.getKeys({ start, end: bounds.end, exclusiveStart: after !== undefined, limit: range.limit })) {
     yield fileOfAgeKey(key);
   }
 }
@@ -64,12 +64,12 @@ export function* filesByAge(
  * @param limit most returned
  */
 export function draftsOlderThan(store: StoreView, cutoff: number, limit: number): number[] {
-  return [...store.dbs.index.getKeys({ ...draftRange(cutoff), limit })].map(createdAtOfKey);
+  return [...store[storeHandles].dbs.index.getKeys({ ...draftRange(cutoff), limit })].map(createdAtOfKey);
 }
 
 /** created_at of the oldest draft, or null when there is none. */
 export function oldestDraft(store: StoreView): number | null {
-  for (const key of store.dbs.index.getKeys(draftRange())) {
+  for (const key of store[storeHandles].dbs.index.getKeys(draftRange())) {
     const createdAt = createdAtOfKey(key);
     // A draft the index head finalized is still in LMDB's drafts index until its checkpoint.
     if (!store.changedInHead(createdAt) || store.getRecord(createdAt)?.draft) return createdAt;
@@ -106,7 +106,7 @@ export function retentionBacklog(store: StoreView, cutoff: number): RetentionBac
   let records = 0;
   if (!store.shipping) {
     // Nothing is protected with cloud upload off: LMDB counts the range without a walk.
-    records = store.dbs.events.getKeysCount({ end: cutoff });
+    records = store[storeHandles].dbs.events.getKeysCount({ end: cutoff });
   } else {
     for (const createdAt of eventsOldestFirst(store, { before: cutoff })) if (!isProtected(store, createdAt)) records++;
   }
@@ -122,24 +122,24 @@ export function retentionBacklog(store: StoreView, cutoff: number): RetentionBac
 
 /** True when segment `segment` has an entry: the index knows its file. */
 export function hasSegment(store: StoreView, segment: number): boolean {
-  return store.dbs.segments.doesExist(segment);
+  return store[storeHandles].dbs.segments.doesExist(segment);
 }
 
 /** Every segment entry, by segment number. */
 export function* segmentEntries(store: StoreView): Generator<{ segment: number; entry: SegmentEntry }, void, undefined> {
-  for (const { key, value } of store.dbs.segments.getRange()) yield { segment: key, entry: value };
+  for (const { key, value } of store[storeHandles].dbs.segments.getRange()) yield { segment: key, entry: value };
 }
 
 /**
  * File entries by file id, from `fromFileId` (inclusive; default: the first).
  */
 export function* fileEntries(store: StoreView, fromFileId = ''): Generator<{ fileId: string; entry: FileEntry }, void, undefined> {
-  for (const { key, value } of store.dbs.files.getRange({ start: fromFileId })) yield { fileId: key, entry: value };
+  for (const { key, value } of store[storeHandles].dbs.files.getRange({ start: fromFileId })) yield { fileId: key, entry: value };
 }
 
 /** The file id the next scrub starts at ('' for the first file). */
 export function scrubCursor(store: StoreView): string {
-  return (store.dbs.meta.get(SCRUB_CURSOR_KEY) as string | undefined) ?? '';
+  return (store[storeHandles].dbs.meta.get(SCRUB_CURSOR_KEY) as string | undefined) ?? '';
 }
 
 /**
@@ -147,5 +147,5 @@ export function scrubCursor(store: StoreView): string {
  * @throws the lmdb error of a failed commit
  */
 export async function saveScrubCursor(store: StoreView, fileId: string): Promise<void> {
-  await store.dbs.meta.put(SCRUB_CURSOR_KEY, fileId);
+  await store[storeHandles].dbs.meta.put(SCRUB_CURSOR_KEY, fileId);
 }

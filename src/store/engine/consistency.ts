@@ -17,7 +17,7 @@ import { checksum } from '../log/segment-frames.js';
 import { deleteFiles, type FileRef } from './event-deletion.js';
 import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from './cleanup-queries.js';
 import type { FileEntry } from '../log/log-entries.js';
-import type { StoreView } from '../read/store-view.js';
+import { storeHandles, type StoreView } from '../read/store-view.js';
 
 /** A staging file untouched this long (ms) belongs to no upload under way. */
 const ABANDONED_STAGING_MS = 15 * 60 * 1000;
@@ -49,10 +49,10 @@ async function removeAbandonedStaging(store: StoreView, now: number): Promise<nu
 
 async function removeOrphanedSegments(store: StoreView, now: number): Promise<number> {
   let removed = 0;
-  for (const name of await fsp.readdir(store.blobsDir)) {
+  for (const name of await fsp.readdir(store[storeHandles].blobsDir)) {
     const segment = segmentNumberOf(name);
     if ((segment !== undefined && hasSegment(store, segment)) || recycledNumberOf(name) !== undefined) continue;
-    const file = path.join(store.blobsDir, name);
+    const file = path.join(store[storeHandles].blobsDir, name);
     const stat = await fsp.stat(file).catch(() => undefined);
     if (stat && now - stat.mtimeMs > ORPHAN_GRACE_MS) {
       await fsp.rm(file, { force: true, recursive: true });
@@ -71,7 +71,7 @@ function filesOfBrokenSegments(store: StoreView): FileRef[] {
   /** Bytes left in each segment file shorter than committed (0: missing). */
   const shortened = new Map<number, number>();
   for (const { segment, entry } of segmentEntries(store)) {
-    const size = fs.statSync(path.join(store.blobsDir, segmentFileName(segment)), { throwIfNoEntry: false })?.size ?? 0;
+    const size = fs.statSync(path.join(store[storeHandles].blobsDir, segmentFileName(segment)), { throwIfNoEntry: false })?.size ?? 0;
     if (size < entry.committed) shortened.set(segment, size);
   }
   if (shortened.size === 0) return [];
@@ -87,7 +87,7 @@ async function crcMatches(store: StoreView, file: FileEntry, buffer: Buffer): Pr
   let crc = 0;
   for (let done = 0; done < file.length;) {
     const length = Math.min(buffer.length, file.length - done);
-    const read = await store.blobs.read(file.segment, file.offset + done, buffer, length).catch(() => 0);
+    const read = await store[storeHandles].blobs.read(file.segment, file.offset + done, buffer, length).catch(() => 0);
     if (read !== length) return false;
     crc = checksum(buffer.subarray(0, length), crc);
     done += length;

@@ -10,8 +10,8 @@ import { deadLetterRange, fileAgeKey, fileIdsOf, indexKeysOf, pendingKey } from 
 import { addToCounters, type StoreDatabases } from '../index/lmdb-env.js';
 import type { EventRecord } from '../record/event-record.js';
 import { encodeRecord } from '../index/record-codec.js';
-import type { DeletionReason } from '../record/store-changes.js';
-import type { StoreView } from '../read/store-view.js';
+import type { DeletionReason, StoreChange } from '../record/store-changes.js';
+import { storeHandles, type StoreView } from '../read/store-view.js';
 
 /** Segments smaller than this (bytes) are not worth compacting. */
 const COMPACT_MIN_BYTES = 1024 * 1024;
@@ -72,8 +72,13 @@ class DeadBlobs {
  * @param reason why they go (the cleanup pass deleting them)
  * @throws the lmdb error of a failed commit (nothing is deleted then)
  */
-export async function deleteRecords(store: StoreView, createdAts: number[], reason: Exclude<DeletionReason, 'reset'>): Promise<DeletionTally> {
-  const { dbs } = store;
+export async function deleteRecords(
+  store: StoreView,
+  createdAts: number[],
+  reason: Exclude<DeletionReason, 'reset'>,
+  announce: (change: StoreChange) => void,
+): Promise<DeletionTally> {
+  const { dbs } = store[storeHandles];
   const tally: DeletionTally = { records: 0, files: 0, bytes: 0 };
   const deleted: EventRecord[] = [];
   await dbs.root.transaction(() => {
@@ -105,8 +110,8 @@ export async function deleteRecords(store: StoreView, createdAts: number[], reas
       events: -tally.records, images: -images, drafts: -drafts, files: -dead.files, liveBlobBytes: -dead.bytes, uploadsPending: -uploads,
     });
   });
-  await store.flushed();
-  for (const record of deleted) store.announceChange({ kind: 'deleted', id: record.id, createdAt: record.created_at, reason, record });
+  await dbs.root.flushed;
+  for (const record of deleted) announce({ kind: 'deleted', id: record.id, createdAt: record.created_at, reason, record });
   return tally;
 }
 
@@ -124,7 +129,7 @@ export interface FileRef {
  * @throws the lmdb error of a failed commit (nothing is deleted then)
  */
 export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<DeletionTally> {
-  const { dbs } = store;
+  const { dbs } = store[storeHandles];
   const tally: DeletionTally = { records: 0, files: 0, bytes: 0 };
   await dbs.root.transaction(() => {
     const dead = new DeadBlobs();
@@ -146,7 +151,7 @@ export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<D
     tally.bytes = dead.bytes;
     addToCounters(dbs, { images: -images, files: -dead.files, liveBlobBytes: -dead.bytes });
   });
-  await store.flushed();
+  await dbs.root.flushed;
   return tally;
 }
 
@@ -166,7 +171,7 @@ export async function reclaimSegments(
   compact?: (segment: number) => Promise<void>,
   filesDeleted = false,
 ): Promise<number[]> {
-  const { dbs } = store;
+  const { dbs } = store[storeHandles];
   let newestUnsealed = 0;
   for (const { key, value } of dbs.segments.getRange()) if (!value.sealed) newestUnsealed = Math.max(newestUnsealed, key);
   // Old segments whose live share fell below COMPACT_MAX_LIVE_SHARE are compacted first
@@ -201,10 +206,10 @@ export async function reclaimSegments(
       removed.push(segment);
     }
   });
-  await store.flushed();
+  await dbs.root.flushed;
   for (const segment of removed) {
-    await store.blobs.forget(segment);
-    await recycleOrRemove(store.blobsDir, segment, SEGMENT_ROLL_BYTES);
+    await store[storeHandles].blobs.forget(segment);
+    await recycleOrRemove(store[storeHandles].blobsDir, segment, SEGMENT_ROLL_BYTES);
   }
   return removed;
 }

@@ -29,11 +29,12 @@ import type { CreatedEvent, EventStoreOptions, OpenReport, StageListener } from 
 import { clearStore } from './reset.js';
 import { compactSegment, retireSegment, type MaintenanceAccess } from './segment-maintenance.js';
 import { quarantineDirOf } from '../log/quarantine.js';
-import { StoreChanges, type StoreChange } from '../record/store-changes.js';
+import { StoreChanges } from '../record/store-changes.js';
 import { StoreView } from '../read/store-view.js';
 import { nextUniqueMicros } from '../record/timestamps.js';
 import { StoreClock } from './store-clock.js';
 import { countPending, migrateToLedger, startCursors } from '../ledger/sink-ledger.js';
+import { writeSinkCursor } from '../ledger/sink-cursors.js';
 import { backfillSearchIndex, prepareSearchIndex, type BackfillProgress } from '../index/search-index.js';
 
 /**
@@ -239,13 +240,18 @@ export class EventStore extends StoreView {
     }
   }
 
-  override announceChange(change: StoreChange): void {
-    this.changes.announce(change);
-  }
-
   /** A segment number never used before in this store. */
   allocateSegment(): number {
     return this.nextSegment++;
+  }
+
+  /**
+   * Saves where a sink of the HTTP thread (MQTT) has published up to: the created_at (µs) of
+   * its last event (sink-cursors.ts `writeSinkCursor`).
+   * @throws the lmdb error of a failed commit
+   */
+  saveSinkCursor(sink: string, createdAt: number): Promise<void> {
+    return writeSinkCursor(this, sink, createdAt);
   }
 
   /**
@@ -257,7 +263,7 @@ export class EventStore extends StoreView {
   async clearAll(): Promise<void> {
     await clearStore(this.maintenance, () => {
       this.searchIndexReady = true;
-      this.announceChange({ kind: 'reset' });
+      this.changes.announce({ kind: 'reset' });
     });
   }
 
@@ -356,7 +362,7 @@ export class EventStore extends StoreView {
     placeFiles(framed, appended);
     this.enterHead({ creates, changes: changes.map((c) => c.change), end: { segment: appended.segment, offset: appended.end } });
     for (const { change, id, record } of changes) {
-      this.announceChange({ kind: change.type === 'finalize' ? 'finalized' : 'files_attached', id, createdAt: change.createdAt, record });
+      this.changes.announce({ kind: change.type === 'finalize' ? 'finalized' : 'files_attached', id, createdAt: change.createdAt, record });
     }
     return results;
   }
@@ -367,7 +373,7 @@ export class EventStore extends StoreView {
     Atomics.add(this.writes, 0, 1);
     if (this.changes.listened) {
       for (const { record, value } of batch.creates) {
-        this.announceChange({ kind: 'created', id: record.id, createdAt: record.created_at, record, json: storedJson(value, this.present) });
+        this.changes.announce({ kind: 'created', id: record.id, createdAt: record.created_at, record, json: storedJson(value, this.present) });
       }
     }
     this.checkpointer.schedule();

@@ -11,6 +11,7 @@ import { segmentFileName, syncDirectory } from '../log/segment-files.js';
 import type { FinalizeOutcome } from './change-decisions.js';
 import type { RecordAttachment } from '../record/event-record.js';
 import type { EventStore } from './event-store.js';
+import { storeHandles } from '../read/store-view.js';
 import type { FileKind } from '../log/log-entries.js';
 import type { StagedBlob } from '../log/staging-file.js';
 
@@ -42,11 +43,11 @@ export interface Attachment {
  */
 export async function attachStagedBlob(store: EventStore, eventId: string, staged: StagedBlob, attachment: Attachment): Promise<RecordAttachment> {
   const segment = store.allocateSegment();
-  const segmentPath = path.join(store.blobsDir, segmentFileName(segment));
+  const segmentPath = path.join(store[storeHandles].blobsDir, segmentFileName(segment));
   const file: RecordAttachment = { file_id: staged.fileId, label: attachment.label, content_type: attachment.contentType, size_bytes: staged.size };
   try {
     await fsp.rename(staged.path, segmentPath);
-    await syncDirectory(store.blobsDir);
+    await syncDirectory(store[storeHandles].blobsDir);
     return await store.change({ type: 'attach', id: eventId, kind: attachment.kind, file, segment, crc: staged.crc });
   } catch (err) {
     await fsp.rm(segmentPath, { force: true });

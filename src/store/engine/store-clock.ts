@@ -29,7 +29,7 @@ import fs from 'node:fs';
 import type { StoreDatabases } from '../index/lmdb-env.js';
 import type { RecordPresenter } from '../index/record-codec.js';
 import { restampAheadSync, type Restamped } from './restamp.js';
-import type { StoreView } from '../read/store-view.js';
+import { storeHandles, type StoreView } from '../read/store-view.js';
 import { CLOCK_JUMP_MICROS, createdAtClock, lastUniqueMicros, restartUniqueMicros, type ClockJump } from '../record/timestamps.js';
 
 /** `meta` key of the clock's record (`ClockRecord`), written by the HTTP thread. */
@@ -113,8 +113,8 @@ function readSaved(dbs: StoreDatabases): SavedRun | undefined {
  * start; elsewhere, as last saved. 0 for a store that never ran with a running clock.
  */
 export function runningMicros(store: StoreView): number {
-  const saved = readSaved(store.dbs)?.run ?? 0;
-  const start = readClock(store.dbs)?.start;
+  const saved = readSaved(store[storeHandles].dbs)?.run ?? 0;
+  const start = readClock(store[storeHandles].dbs)?.start;
   if (!start || start.pid !== process.pid) return saved;
   return Math.max(saved, start.run + monotonicMicros() - start.monotonic);
 }
@@ -126,7 +126,7 @@ export function runningMicros(store: StoreView): number {
  * @throws the lmdb error of a failed commit
  */
 export async function saveRunningTime(store: StoreView): Promise<void> {
-  const { dbs } = store;
+  const { dbs } = store[storeHandles];
   await dbs.root.transaction(() => {
     const run = Math.max(runningMicros(store), readSaved(dbs)?.run ?? 0);
     dbs.meta.putSync(SAVED_KEY, { run, wall: Date.now() * 1000, monotonic: monotonicMicros(), boot: bootId() } satisfies SavedRun);
@@ -144,7 +144,7 @@ export interface HeldClock {
  * @param running the running time to reckon with (µs; default: `runningMicros`): tests hand it
  */
 export function heldClock(store: StoreView, running = runningMicros(store)): HeldClock {
-  return { running, epochs: readClock(store.dbs)?.epochs ?? [] };
+  return { running, epochs: readClock(store[storeHandles].dbs)?.epochs ?? [] };
 }
 
 /**
@@ -193,7 +193,7 @@ export interface ClockStatus {
 
 /** The clock's state (on the thread that stamps: `ahead` is its created_at clock's). */
 export function clockStatus(store: StoreView): ClockStatus {
-  const jumps = readClock(store.dbs)?.jumps ?? { forward: 0, backward: 0, restamped: 0, last: null };
+  const jumps = readClock(store[storeHandles].dbs)?.jumps ?? { forward: 0, backward: 0, restamped: 0, last: null };
   return { running: runningMicros(store), ahead: createdAtClock.ahead, jumps };
 }
 
@@ -268,7 +268,7 @@ export class StoreClock {
    * @param checkpoint commits the index head to LMDB
    */
   static async open(store: StoreView, newest: number, checkpoint: () => Promise<void>, options: StoreClockOptions): Promise<StoreClock> {
-    const { dbs } = store;
+    const { dbs } = store[storeHandles];
     const wall = Date.now() * 1000;
     let behind = newest - wall > CLOCK_JUMP_MICROS;
     if (behind) await checkpoint().catch((err: unknown) => { behind = false; options.onError?.(err); });
@@ -341,7 +341,7 @@ export class StoreClock {
       ? { from: Math.max(jump.stamp, lastUniqueMicros() + 1), offset: jump.stamp - run, run }
       : undefined;
     this.options.onJump?.({ seconds: jump.micros / 1e6, found: 'running', created_at: jump.followed ? 'followed' : 'kept_pace', restamped: 0 });
-    const { dbs } = this.store;
+    const { dbs } = this.store[storeHandles];
     this.writes = this.writes.then(() => dbs.root.transaction(() => {
       const stored = readClock(dbs);
       if (!stored) return;

@@ -7,12 +7,13 @@
  */
 import type { StoreDatabases } from '../index/lmdb-env.js';
 import type { LedgerStore } from './sink-ledger.js';
+import { storeHandles } from '../read/store-view.js';
 
 const key = (sink: string) => `sink:${sink}`;
 
 /** The cursor of `sink`, µs; undefined when it never shipped (or a reset cleared it). */
-export function readSinkCursor(store: Pick<LedgerStore, 'dbs'>, sink: string): number | undefined {
-  const value = store.dbs.meta.get(key(sink));
+export function readSinkCursor(store: Pick<LedgerStore, typeof storeHandles>, sink: string): number | undefined {
+  const value = store[storeHandles].dbs.meta.get(key(sink));
   return typeof value === 'number' ? value : undefined;
 }
 
@@ -20,8 +21,8 @@ export function readSinkCursor(store: Pick<LedgerStore, 'dbs'>, sink: string): n
  * Records `createdAt` (µs) as the cursor of `sink`; resolves once the write is committed (not
  * necessarily flushed: a cursor lost to a power cut only means re-shipping).
  */
-export async function writeSinkCursor(store: Pick<LedgerStore, 'dbs'>, sink: string, createdAt: number): Promise<void> {
-  await store.dbs.meta.put(key(sink), createdAt);
+export async function writeSinkCursor(store: Pick<LedgerStore, typeof storeHandles>, sink: string, createdAt: number): Promise<void> {
+  await store[storeHandles].dbs.meta.put(key(sink), createdAt);
 }
 
 /**

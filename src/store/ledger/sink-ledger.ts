@@ -15,13 +15,14 @@
 import type { Key } from 'lmdb';
 import { deadLetterKey, draftKey, EMPTY, ledgerKey, ledgerRange, pendingKey } from '../index/index-keys.js';
 import { addToCounters, readCounters, type StoreDatabases } from '../index/lmdb-env.js';
+import { storeHandles, type StoreHandles } from '../read/store-view.js';
 
 /**
  * What the ledger reads of a store: its databases, whether sinks are configured, and what the
  * index head holds for them (store-view.ts `StoreView` is one).
  */
 export interface LedgerStore {
-  readonly dbs: StoreDatabases;
+  readonly [storeHandles]: Pick<StoreHandles, 'dbs'>;
   /** Some sink is configured. */
   readonly shipping: boolean;
   /** Finalized creates still in the index head: they enter the ledger with their checkpoint. */
@@ -72,8 +73,8 @@ export async function startCursors(dbs: StoreDatabases, sinks: readonly string[]
  * @param limit most entries returned
  */
 export function unshipped(store: LedgerStore, sink: string, limit: number): LedgerEntry[] {
-  const after = sinkCursor(store.dbs, sink);
-  return [...store.dbs.index.getKeys({ ...ledgerRange(after + 1), limit })].map(entryOfKey);
+  const after = sinkCursor(store[storeHandles].dbs, sink);
+  return [...store[storeHandles].dbs.index.getKeys({ ...ledgerRange(after + 1), limit })].map(entryOfKey);
 }
 
 /**
@@ -82,10 +83,10 @@ export function unshipped(store: LedgerStore, sink: string, limit: number): Ledg
  * `headShippable`): they enter the ledger with their checkpoint.
  */
 export function sinkBacklog(store: LedgerStore, sink: string): { events: number; oldestCreatedAt: number | null } {
-  const cursor = sinkCursor(store.dbs, sink);
+  const cursor = sinkCursor(store[storeHandles].dbs, sink);
   const [oldest] = unshipped(store, sink, 1);
   const head = store.headShippable();
-  return { events: Math.max(0, readCounters(store.dbs).ledgerSeq - cursor) + head.events, oldestCreatedAt: oldest?.createdAt ?? head.oldest };
+  return { events: Math.max(0, readCounters(store[storeHandles].dbs).ledgerSeq - cursor) + head.events, oldestCreatedAt: oldest?.createdAt ?? head.oldest };
 }
 
 /**
@@ -96,7 +97,7 @@ export function sinkBacklog(store: LedgerStore, sink: string): { events: number;
  * @throws the lmdb error of a failed commit (the cursor stays where it was)
  */
 export async function markShipped(store: LedgerStore, sink: string, through: number, deadLettered: number[], sinks: readonly string[]): Promise<void> {
-  const { dbs } = store;
+  const { dbs } = store[storeHandles];
   await dbs.root.transaction(() => {
     if (through > sinkCursor(dbs, sink)) dbs.meta.putSync(cursorKey(sink), through);
     for (const createdAt of deadLettered) dbs.index.putSync(deadLetterKey(createdAt, sink), EMPTY);
@@ -117,7 +118,7 @@ export async function markShipped(store: LedgerStore, sink: string, through: num
  */
 export function isProtected(store: LedgerStore, createdAt: number): boolean {
   if (!store.shipping) return false;
-  return store.dbs.index.doesExist(pendingKey(createdAt)) || store.dbs.index.doesExist(draftKey(createdAt));
+  return store[storeHandles].dbs.index.doesExist(pendingKey(createdAt)) || store[storeHandles].dbs.index.doesExist(draftKey(createdAt));
 }
 
 /** How many events some sink has not shipped, counted from the index (not from `uploadsPending`). */

@@ -12,7 +12,7 @@
  */
 import type { Key } from 'lmdb';
 import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
-import type { StoreView } from './store-view.js';
+import { storeHandles, type StoreView } from './store-view.js';
 import {
   comparableMetadataValue, createdAtOfKey, DIGEST_PREFIX, draftKey, fieldPrefix, indexableMetadataValue, indexableString, indexedValue,
   metadataPrefix, type IndexedField,
@@ -139,7 +139,7 @@ export function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo
   for (const prefix of prefixes) {
     let count = 0;
     let last = lo;
-    for (const key of store.dbs.index.getKeys({ start: [...prefix, lo], end: [...prefix, hi + 1], limit: SAMPLE })) {
+    for (const key of store[storeHandles].dbs.index.getKeys({ start: [...prefix, lo], end: [...prefix, hi + 1], limit: SAMPLE })) {
       count++;
       last = createdAtOfKey(key);
     }
@@ -159,12 +159,12 @@ function planIndexCursor(store: StoreView, query: EventQuery, direction: Directi
   const cursor = planIndexedCursor(store, query, direction);
   if (query.includeDrafts) return cursor;
   // include_drafts=false is answered from the drafts index ([D, created_at]), without reading records.
-  const { index } = store.dbs;
+  const { index } = store[storeHandles].dbs;
   return new ProbeCursor(cursor, [(ts: number) => !index.doesExist(draftKey(ts))], direction);
 }
 
 function planIndexedCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
-  const { index, events } = store.dbs;
+  const { index, events } = store[storeHandles].dbs;
   const [oldest] = events.getKeys({ limit: 1 });
   const [newest] = events.getKeys({ limit: 1, reverse: true });
   const lo = Math.max(query.startTime ?? -Infinity, oldest ?? 0);
@@ -317,8 +317,8 @@ export function countEvents(store: StoreView, query: EventQuery): EventCounts {
  * index head's creates (index-head.ts) are newer than every record in LMDB.
  */
 export function oldestAndNewest(store: StoreView): { oldest: number | null; newest: number | null } {
-  const [oldest] = store.dbs.events.getKeys({ limit: 1 });
-  const [newest] = store.dbs.events.getKeys({ limit: 1, reverse: true });
+  const [oldest] = store[storeHandles].dbs.events.getKeys({ limit: 1 });
+  const [newest] = store[storeHandles].dbs.events.getKeys({ limit: 1, reverse: true });
   const head = store.headBounds();
   return { oldest: oldest ?? head?.oldest ?? null, newest: head?.newest ?? newest ?? null };
 }

@@ -15,7 +15,7 @@ import {
 } from './event-query.js';
 import type { EventRecord } from '../record/event-record.js';
 import { classPrefix, draftKey, DRAFTS_PREFIX, fieldPrefix, indexedValue, metadataPrefix, predictionsOf, type IndexedField } from '../index/index-keys.js';
-import type { StoreView } from './store-view.js';
+import { storeHandles, type StoreView } from './store-view.js';
 
 /** Comparison of a count with a number. */
 export type CountComparison = '=' | '>' | '>=' | '<' | '<=';
@@ -148,7 +148,7 @@ class SearchPlanner {
   /** The cursor and probe of an index range under `prefixes` (exact when the index decides). */
   private range(prefixes: Key[][], exact: boolean): { access: Access; probe: Probe | null } {
     const { store, window, options } = this;
-    const { index } = store.dbs;
+    const { index } = store[storeHandles].dbs;
     const open = (): CreatedAtCursor => {
       const cursors = prefixes.map((prefix) => new KeyRangeCursor(index, prefix, window.lo, window.hi, options.direction));
       return cursors.length === 1 ? cursors[0] : new UnionCursor(cursors, options.direction);
@@ -162,7 +162,7 @@ class SearchPlanner {
   private timeRange(from: number, to: number): Access {
     const lo = Math.max(from, this.window.lo);
     const hi = Math.min(to, this.window.hi);
-    return { open: () => new KeyRangeCursor(this.store.dbs.events, [], lo, hi, this.options.direction), estimate: Infinity, exact: true };
+    return { open: () => new KeyRangeCursor(this.store[storeHandles].dbs.events, [], lo, hi, this.options.direction), estimate: Infinity, exact: true };
   }
 
   plan(condition: SearchCondition): { access: Access | null; probe: Probe | null } {
@@ -188,7 +188,7 @@ class SearchPlanner {
       case 'time':
         return { access: this.timeRange(condition.from, condition.to), probe: (ts) => ts >= condition.from && ts <= condition.to };
       case 'draft': {
-        const { index } = this.store.dbs;
+        const { index } = this.store[storeHandles].dbs;
         if (!condition.draft) return { access: null, probe: (ts) => !index.doesExist(draftKey(ts)) };
         return this.range([[...DRAFTS_PREFIX]], true);
       }
@@ -276,7 +276,7 @@ export function planSearch(store: StoreView, condition: SearchCondition, options
 /** The plan of a search over LMDB (the index head aside). */
 function planIndexSearch(store: StoreView, condition: SearchCondition, times: ReturnType<typeof topLevelTimes>, options: SearchPlanOptions): ScanPlan {
   const matches = (record: EventRecord) => matchesCondition(record, condition);
-  const { events } = store.dbs;
+  const { events } = store[storeHandles].dbs;
   const [oldest] = events.getKeys({ limit: 1 });
   const [newest] = events.getKeys({ limit: 1, reverse: true });
   const window = {

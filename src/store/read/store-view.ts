@@ -1,17 +1,16 @@
 /**
- * Read access to a store and the paths of its files: what every thread that works on a store
- * shares. The HTTP thread's EventStore adds the write machinery (group commit, appender, data
- * directory lock); the lifecycle worker works on a StoreView of its own over the same LMDB
- * environment (LMDB is safe across threads).
+ * Read access to a store: what every thread that works on a store shares, and all that the rest
+ * of src/ may do with a store it did not open for writing. Each writer extends it with its own
+ * writes: the HTTP thread's EventStore (group commit, appender, data directory lock, the index
+ * head) and the lifecycle worker's LifecycleStore (a cleanup's deletions, the ledger's marks),
+ * over the same LMDB environment (LMDB is safe across threads).
  */
 import path from 'node:path';
-import type { StoreChange } from '../record/store-changes.js';
 import { BlobReader } from '../log/blob-reader.js';
-import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEventValue, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
+import { EMPTY_COUNTERS, indexedLogPosition, readCounters, readEventValue, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
 import type { FileEntry } from '../log/log-entries.js';
 import type { EventRecord } from '../record/event-record.js';
 import { decodeRecord, storedJson, type RecordPresenter } from '../index/record-codec.js';
-import { releaseRecycledIfLow } from '../log/segment-files.js';
 import { StoredFile } from '../log/stored-file.js';
 import type { IndexHead } from '../head/index-head.js';
 import { quarantineDirOf, readQuarantine, type QuarantineSummary } from '../log/quarantine.js';
@@ -25,11 +24,6 @@ export interface StoreOptions {
    */
   sinks: readonly string[];
   /**
-   * Where this thread's changes to events go once durable (store-changes.ts): the HTTP thread's
-   * EventStore announces them itself; the lifecycle worker forwards them to the HTTP thread.
-   */
-  announce?: (change: StoreChange) => void;
-  /**
    * The JSON every record is stored with and older layouts are presented with (record-codec.ts):
    * src/events/present.ts `presentEventJson`, given by the thread's composition root (serve.ts,
    * src/lifecycle/worker.ts); the store knows no wire shape of its own.
@@ -40,9 +34,29 @@ export interface StoreOptions {
 /** Longest id the store ever issues (a uuid); longer lookups miss without touching LMDB. */
 const MAX_ID_LENGTH = 36;
 
-export class StoreView {
+/** A view's LMDB handles and where its log lives: what the store's own modules work with. */
+export interface StoreHandles {
+  readonly dbs: StoreDatabases;
   readonly blobs: BlobReader;
+  /** DATA_DIR/blobs, where the log's segment files are. */
   readonly blobsDir: string;
+}
+
+/**
+ * The key of a view's StoreHandles. Only src/store's own modules import it (src/store/index.ts
+ * does not export it, and .dependency-cruiser.cjs holds the rest of src/ to that entry point), so
+ * the rest of src/ reads a store through its methods alone; fastify keeps its request's and
+ * reply's state behind symbols the same way. A registered symbol (`Symbol.for`), so that a second
+ * copy of this module, such as a test's mock import loads, names the same key: it keeps the API
+ * narrow, it is no secret.
+ */
+export const storeHandles = Symbol.for('edge-event-store.store-handles');
+
+export class StoreView {
+  protected readonly blobs: BlobReader;
+  protected readonly blobsDir: string;
+  /** The view's LMDB handles and log layout, for the store's own modules (`storeHandles`). */
+  readonly [storeHandles]: StoreHandles;
   readonly stagingDir: string;
   /** The sinks configured (StoreOptions.sinks). */
   readonly sinks: readonly string[];
@@ -55,10 +69,11 @@ export class StoreView {
    */
   protected head: IndexHead | undefined;
 
-  constructor(readonly dbs: StoreDatabases, readonly dataDir: string, private readonly storeOptions: StoreOptions) {
+  constructor(protected readonly dbs: StoreDatabases, readonly dataDir: string, storeOptions: StoreOptions) {
     this.blobsDir = path.join(dataDir, 'blobs');
     this.stagingDir = path.join(dataDir, 'staging');
     this.blobs = new BlobReader(this.blobsDir);
+    this[storeHandles] = { dbs, blobs: this.blobs, blobsDir: this.blobsDir };
     this.sinks = storeOptions.sinks;
     this.present = storeOptions.present;
   }
@@ -87,18 +102,8 @@ export class StoreView {
    * "What is durable when"): a change made in LMDB (a cleanup deletion, a reset) counts only then.
    * @throws the lmdb error of a failed flush
    */
-  async flushed(): Promise<void> {
+  protected async flushed(): Promise<void> {
     await this.dbs.root.flushed;
-  }
-
-  /** Announces a durable change to events (store-changes.ts); changes with no announcer are dropped. */
-  announceChange(change: StoreChange): void {
-    this.storeOptions.announce?.(change);
-  }
-
-  /** Opens a view on an existing store (no lock: for the lifecycle worker). */
-  static openView(dataDir: string, options: StoreOptions): StoreView {
-    return new StoreView(openDatabases(dataDir), dataDir, options);
   }
 
   /** The record of event `id`, or undefined when there is none (any string is accepted). */
@@ -243,16 +248,6 @@ export class StoreView {
   openFile(fileId: string): StoredFile | undefined {
     const entry = this.getFile(fileId);
     return entry && new StoredFile(fileId, entry, this.blobs, (id) => this.getFile(id));
-  }
-
-  /**
-   * Gives the recycled segment files back to a disk that filled after they were kept
-   * (segment-files.ts `releaseRecycledIfLow`; docs/STORAGE.md, "Recycled segments").
-   * @returns how many were removed
-   * @throws the fs error of a failed listing, statfs or removal
-   */
-  releaseRecycledIfLow(): Promise<number> {
-    return releaseRecycledIfLow(this.blobsDir);
   }
 
   /** Closes the cached handles of segments the lifecycle worker deleted (their numbers, opaque outside the store). */
