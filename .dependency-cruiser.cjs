@@ -61,7 +61,7 @@ module.exports = {
     },
     {
       name: 'head-knows-no-files',
-      comment: 'src/store/head (the index head, a memtable of the creates and changes not yet checkpointed) reads and writes no file: no node:fs, and of the log only the shapes of what was appended.',
+      comment: 'src/store/head (the head, a memtable of the creates and changes not yet checkpointed) reads and writes no file: no node:fs, and of the log only the shapes of what was appended.',
       severity: 'error',
       from: { path: '^src/store/head/' },
       to: { path: ['^(node:)?fs(/promises)?$', '^src/store/log/'], dependencyTypesNot: ['type-only'] },

@@ -25,7 +25,7 @@ export interface Config {
   /** Bytes: live blob bytes + LMDB pages in use. */
   maxStorageBytes: number;
   cleanupIntervalSeconds: number;
-  /** Wait of the index head before a checkpoint once it holds 2,000 creates and changes, or with sinks (ms; docs/STORAGE.md, "When a checkpoint runs"). */
+  /** Wait of the head before a checkpoint once it holds 2,000 creates and changes, or with sinks (ms; docs/STORAGE.md, "When a checkpoint runs"). */
   indexCheckpointMs: number;
   /** Wait of a head holding fewer, with no sink (ms; the same section). */
   indexCheckpointMaxMs: number;

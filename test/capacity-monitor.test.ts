@@ -69,7 +69,7 @@ t.test('the limit check asks for the usage only after a write, while over a limi
   t.equal(asked, 7, 'after a cleanup: asked');
 });
 
-t.test('the worker keeps the gate closed by the HTTP thread\'s usage, not by its own view, which lags by the index head', async (t) => {
+t.test('the worker keeps the gate closed by the HTTP thread\'s usage, not by its own view, which lags by the head', async (t) => {
   // The worker's view reads only what was checkpointed: here, nothing yet.
   const laggingView = { shipping: true, counters: () => EMPTY_COUNTERS, storageBytes: () => 0 } as unknown as StoreView;
   const flag = new Int32Array(new SharedArrayBuffer(4));

@@ -1,5 +1,5 @@
 /**
- * When the index head is checkpointed (docs/STORAGE.md, "When a checkpoint runs"): a head that
+ * When the head is checkpointed (docs/STORAGE.md, "When a checkpoint runs"): a head that
  * fills slowly waits up to INDEX_CHECKPOINT_MAX_MS, one holding CHECKPOINT_BATCH_ENTRIES creates
  * and changes waits INDEX_CHECKPOINT_MS, and with a sink configured every head waits
  * INDEX_CHECKPOINT_MS. A real store in a temp dir, told of each checkpoint by its stage timer.
@@ -54,7 +54,7 @@ t.test('a head of a few creates is checkpointed after the longest wait', async (
 });
 
 t.test('with a sink configured, a head of one create is checkpointed after the interval', async (t) => {
-  // The sinks ship from LMDB (docs/STORAGE.md, "The index head"): they see an event once it is checkpointed.
+  // The sinks ship from LMDB (docs/STORAGE.md, "The head"): they see an event once it is checkpointed.
   const { checkpoints, create } = await pacedStore(t, { sinks: ['cloud'], checkpointMs: 1, checkpointMaxMs: 600_000 });
   await create();
   await until('the create was checkpointed', () => checkpoints.length > 0);

@@ -68,7 +68,7 @@ t.test('retention deletes the records created before now minus RETENTION_DAYS, w
   t.equal(again.records_deleted.total, 0, 'the same `now` again deletes nothing more');
 });
 
-t.test('an automatic cleanup checkpoints the index head only when a deletion may be due', async (t) => {
+t.test('an automatic cleanup checkpoints the head only when a deletion may be due', async (t) => {
   // A checkpoint on a grown index writes about a thousand pages however few creates it carries,
   // so the scheduled cleanup of a store within its limits leaves the head to its own checkpoint.
   const local = await openLocalStore({ MAX_RECORDS: '2', RETENTION_DAYS: '1' });

@@ -61,7 +61,7 @@ t.test('values are parsed and validated', async (t) => {
   t.equal(config.cloudUploadUrl, 'https://cloud.example/api');
   t.equal(config.dataDir, '/var/lib/edge-events');
   t.equal(loadConfig({ API_KEY: '  ' }).apiKey, undefined, 'blank means unset');
-  t.equal(loadConfig({}).indexCheckpointMs, 1000, 'a checkpoint a second by default (docs/STORAGE.md, "The index head")');
+  t.equal(loadConfig({}).indexCheckpointMs, 1000, 'a checkpoint a second by default (docs/STORAGE.md, "The head")');
   t.equal(loadConfig({ INDEX_CHECKPOINT_MS: '250' }).indexCheckpointMs, 250);
   t.equal(loadConfig({}).indexCheckpointMaxMs, 300_000, 'a slowly filling head waits up to five minutes (docs/STORAGE.md, "When a checkpoint runs")');
   t.equal(loadConfig({ INDEX_CHECKPOINT_MAX_MS: '600000' }).indexCheckpointMaxMs, 600_000);

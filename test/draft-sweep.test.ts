@@ -68,7 +68,7 @@ t.test('the sweep closes exactly the drafts created before its cutoff', async (t
   t.equal(local.store.counters().drafts, 0, 'the drafts counter follows');
 });
 
-t.test('a draft still in the index head is closed too', async (t) => {
+t.test('a draft still in the head is closed too', async (t) => {
   // The drafts index is LMDB's; a slowly filling head waits up to a minute for its checkpoint
   // (docs/STORAGE.md, "When a checkpoint runs"), so the sweep checkpoints the head first.
   const local = await openLocalStore();

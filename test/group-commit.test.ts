@@ -254,7 +254,7 @@ t.test('a failed batch rejects each of its jobs with its error; the next batch s
 });
 
 t.test('two committers chained: the second takes every batch the first released while it was busy, in order', async (t) => {
-  // The two-stage pipeline the store ran before its index head (native-bench/PROFILE.md, "Storage
+  // The two-stage pipeline the store ran before its head (native-bench/PROFILE.md, "Storage
   // engine v2"), kept as the case that shows `release`: the log stage appends a batch, releases, then
   // waits for the index stage; the index stage has no release, so batches appended while it
   // commits wait and go into its next round. The store now runs the log stage alone.

@@ -170,9 +170,9 @@ t.test('a broker restart in the middle of a run: creates keep answering 201, eve
   await until('the backlog drained', async () => (await getJson(`${store.url}/stats`)).body.mqtt.oldest_unpublished_age_seconds === null);
 });
 
-t.test('the backlog counts events acknowledged a moment ago, still in the index head', async (t) => {
+t.test('the backlog counts events acknowledged a moment ago, still in the head', async (t) => {
   const { broker } = await brokerWithSubscriber(t, 'mqtt-test-head');
-  // No checkpoint within the test: every event it creates stays in the head (docs/STORAGE.md, "The index head").
+  // No checkpoint within the test: every event it creates stays in the head (docs/STORAGE.md, "The head").
   const store = await publishingStore(broker, { INDEX_CHECKPOINT_MS: '60000' });
   t.teardown(store.stop);
   await broker.stop();

@@ -1,6 +1,6 @@
 /**
  * Recovery (docs/STORAGE.md, "Recovery"): after a kill -9 LMDB opens at its last flushed commit
- * and the log after it is replayed into the index head, which the first checkpoint commits, so
+ * and the log after it is replayed into the head, which the first checkpoint commits, so
  * every acknowledged event is there with its exact image bytes; replay counts each create once;
  * changes durable before they answered (finalize and attach in the log, reset flushed) are never
  * undone by it; segments only the log knows are kept; a clean stop replays nothing.
@@ -99,7 +99,7 @@ t.test('kill -9: every acknowledged create is there, from the index or replayed 
   const perDevice = (await getJson(`${store.url}/v2/events?device_id=cam-3&metadata_filter=n:eq:10&limit=100`)).body;
   t.equal(perDevice.events.length, 1, 'the replayed index entries answer filtered lists');
 
-  // The replayed creates wait in the index head for the first checkpoint: a kill before it is
+  // The replayed creates wait in the head for the first checkpoint: a kill before it is
   // flushed replays them again, still counted once.
   await kill(store);
   store = await spawnStore(env);
@@ -288,7 +288,7 @@ function failCheckpoints(failing: (commit: number) => boolean): void {
   fails = failing;
 }
 
-t.test('a checkpoint that fails keeps its creates in the index head: still acknowledged and readable, committed by the next one', async (t) => {
+t.test('a checkpoint that fails keeps its creates in the head: still acknowledged and readable, committed by the next one', async (t) => {
   // Fault injection: the first checkpoint's LMDB commit fails (on a device: ENOSPC or EIO while
   // LMDB grows its file). Everything else is the real store on a real directory.
   failCheckpoints((commit) => commit === 1);
@@ -330,7 +330,7 @@ t.test('creates acknowledged while every checkpoint fails come back from the log
   t.match(errors, [/index checkpoint: Error: EIO: injected/], 'the failed last checkpoint is reported, and the close goes on');
   const reopened = await EventStore.open(dataDir, { ...STORE_OPTIONS, checkpointMs: 60_000 });
   t.equal(reopened.opened.replayed, 2, 'the log replays both creates');
-  t.same(created.map((c) => reopened[storeHandles].dbs.eventIds.get(c.id)), [undefined, undefined], 'into the index head, not LMDB');
+  t.same(created.map((c) => reopened[storeHandles].dbs.eventIds.get(c.id)), [undefined, undefined], 'into the head, not LMDB');
   t.same(created.map((c) => reopened.getEvent(c.id)?.id), created.map((c) => c.id), 'served from the head');
   t.equal(reopened.counters().events, 2);
   await reopened.checkpointed();

@@ -62,7 +62,7 @@ t.test('two sinks: one ledger in finalize order; an entry leaves once both passe
   t.ok(isProtected(store, draft), 'a draft is kept');
 
   await finalizeEvent(store, draftId);
-  t.same(unshipped(store, 'cloud', 10).map((e) => e.createdAt), [a, b, c], 'the finalize is in the index head: the ledger gains it with its checkpoint');
+  t.same(unshipped(store, 'cloud', 10).map((e) => e.createdAt), [a, b, c], 'the finalize is in the head: the ledger gains it with its checkpoint');
   t.same(sinkBacklog(store, 'nats'), { events: 4, oldestCreatedAt: a }, 'the backlog counts it meanwhile');
   await store.checkpointed();
   t.same(unshipped(store, 'cloud', 10), [1, 2, 3, 4].map((seq, i) => ({ seq, createdAt: [a, b, c, draft][i] })), 'the finalized draft comes last: finalize order');

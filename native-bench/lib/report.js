@@ -199,7 +199,7 @@ export function renderResults(res) {
     `machine, each system started in turn on port ${res.port} with a fresh data directory and driven by the same wrk`,
     `scripts (C, one thread, on the same 2 cores); none is edited by hand. Every write is durable before its answer:`,
     'edge-event-store fdatasyncs its segment log (images and records) and checkpoints its LMDB index in the background',
-    '(docs/STORAGE.md, "The index head"); the peers fdatasync each image file and commit SQLite with `synchronous=FULL`',
+    '(docs/STORAGE.md, "The head"); the peers fdatasync each image file and commit SQLite with `synchronous=FULL`',
     '([peers/README.md](peers/README.md)).',
     '',
     ...(res.engineNote ? [`**${res.engineNote}**`, ''] : []),

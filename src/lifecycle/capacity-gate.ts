@@ -55,7 +55,7 @@ export class CapacityGate {
     return true;
   }
 
-  /** The store's usage with the index head and the creates admitted but not committed yet. */
+  /** The store's usage with the head and the creates admitted but not committed yet. */
   usage(): StoreUsage {
     return usageOf(this.store, this.admitted);
   }

@@ -29,7 +29,7 @@ export interface StoreUsage {
 }
 
 /**
- * The store's usage as `store` counts it (the HTTP thread's view holds the index head).
+ * The store's usage as `store` counts it (the HTTP thread's view holds the head).
  * @param admitted creates admitted but not committed yet: counted as records and as kept
  */
 export function usageOf(store: StoreView, admitted = 0): StoreUsage {
@@ -68,7 +68,7 @@ export function closeGate(flag: Int32Array): void {
  * True when, with cloud upload on, one more create would put the store over a limit that cleanup
  * cannot relieve: the records cleanup keeps (`StoreUsage.kept`) would pass MAX_RECORDS, or
  * storage is over MAX_STORAGE_BYTES with nothing but such records stored.
- * @param usage as the HTTP thread counts it (`usageOf`, with the index head and the admitted creates)
+ * @param usage as the HTTP thread counts it (`usageOf`, with the head and the admitted creates)
  */
 export function createWouldOverfill(usage: StoreUsage, limits: CapacityLimits): boolean {
   if (usage.kept + 1 > limits.maxRecords) return true;
@@ -110,7 +110,7 @@ export class CapacityMonitor {
    * limits with the gate open: usage moves only with writes (docs/STORAGE.md, "When a
    * checkpoint runs"). The lifecycle worker's own commits are not counted, but a cleanup is
    * followed by `update`, and a closed gate is looked at every time.
-   * @param usageNow the store's usage with the index head (the HTTP thread's view): creates not
+   * @param usageNow the store's usage with the head (the HTTP thread's view): creates not
    *   yet checkpointed count against the limits too
    * @throws what `usageNow` throws
    */
@@ -138,7 +138,7 @@ export class CapacityMonitor {
    * Without cloud upload everything is deletable: ingest outrunning a cleanup is caught by the
    * next one, never refused.
    * @param deleted whether the cleanup deleted any record or file
-   * @param current the store's usage with the index head after the cleanup (as `needsCleanup`)
+   * @param current the store's usage with the head after the cleanup (as `needsCleanup`)
    */
   update(deleted: boolean, current: StoreUsage): void {
     this.lastCleanupAt = Date.now();
@@ -151,7 +151,7 @@ export class CapacityMonitor {
   }
 
   /**
-   * From the HTTP thread's usage, never the worker's own counters: those lag by the index head,
+   * From the HTTP thread's usage, never the worker's own counters: those lag by the head,
    * and a gate reopened on them closes again at the next create.
    */
   private createWouldOverfill(usage: StoreUsage): boolean {

@@ -83,18 +83,18 @@ export interface CleanupHooks {
   /** Copies a sparse segment's live blobs forward, so it can be deleted. */
   compactSegment: (segment: number) => Promise<void>;
   /**
-   * Commits the index head to LMDB (docs/STORAGE.md, "The index head"): the cleanup then sees
+   * Commits the head to LMDB (docs/STORAGE.md, "The head"): the cleanup then sees
    * every event acknowledged before it began. Rejects when the checkpoint failed (the writer logs
    * it): the cleanup goes on, but removes no segment file it does not know, since the head's
    * newest segment may not be in LMDB yet.
    */
   checkpoint: () => Promise<void>;
-  /** The store's usage with the index head, as the HTTP thread counts it (capacity.ts `StoreUsage`). */
+  /** The store's usage with the head, as the HTTP thread counts it (capacity.ts `StoreUsage`). */
   usage: () => Promise<StoreUsage>;
 }
 
 /**
- * When a cleanup commits the index head first: `always`, or `when-due`, only when a deletion may
+ * When a cleanup commits the head first: `always`, or `when-due`, only when a deletion may
  * be due (`deletionMayBeDue`). A checkpoint on a grown index writes about a thousand pages however
  * few creates it carries (docs/OPERATIONS.md, "Keeping the disk bounded").
  */
@@ -166,10 +166,10 @@ async function deleteOldestFiles(store: LifecycleStore, maxBytes: number, hooks:
 }
 
 /**
- * True when a cleanup may have something to delete: the store's usage with the index head is over
+ * True when a cleanup may have something to delete: the store's usage with the head is over
  * MAX_RECORDS or MAX_STORAGE_BYTES, or LMDB holds a record past retention. The head holds the
  * newest creates, which retention reaches only after their checkpoint.
- * @param usage the store's usage with the index head (`CleanupHooks.usage`)
+ * @param usage the store's usage with the head (`CleanupHooks.usage`)
  * @param now the time (ms since the epoch) retention is measured from
  * @param held the store's running time and epochs retention also reckons by (store-clock.ts)
  */

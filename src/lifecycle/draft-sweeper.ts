@@ -17,7 +17,7 @@ const BATCH = 500;
  * @returns how many were closed
  */
 export async function sweepDrafts(store: EventStore, cutoff: number): Promise<number> {
-  // The drafts index is LMDB's. A draft still in the index head would be missed, so when the head
+  // The drafts index is LMDB's. A draft still in the head would be missed, so when the head
   // holds creates old enough to close they are checkpointed first; a draft finalized in the head
   // is still in the index until its checkpoint, and is skipped below.
   await store.checkpointedBefore(cutoff);

@@ -13,7 +13,7 @@ import { backoffDelay, pause, type BackoffOptions } from './cloud-client.js';
 
 /**
  * Pause (ms) between looks at a ledger the sink has caught up with. A finalized create enters the
- * ledger with the checkpoint that commits it (docs/STORAGE.md, "The index head"), about a second
+ * ledger with the checkpoint that commits it (docs/STORAGE.md, "The head"), about a second
  * after its 201, so a short look keeps shipping within about that second plus this.
  */
 const POLL_MS = 250;

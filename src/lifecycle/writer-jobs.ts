@@ -14,7 +14,7 @@ export interface WriterJobs {
   /** A segment's live share fell low: copy its live blobs forward (EventStore.compactSegment). */
   'compact-segment': { request: { segment: number }; answer: void };
   /**
-   * Commit the index head to LMDB (EventStore.checkpointed; docs/STORAGE.md, "The index head"), so
+   * Commit the head to LMDB (EventStore.checkpointed; docs/STORAGE.md, "The head"), so
    * a cleanup sees every event acknowledged before it began.
    */
   checkpoint: { request: object; answer: void };
@@ -25,7 +25,7 @@ export interface WriterJobs {
    */
   'sweep-drafts': { request: { cutoff: number }; answer: number };
   /**
-   * The store's usage as the HTTP thread's view counts it, with the index head (capacity.ts): the
+   * The store's usage as the HTTP thread's view counts it, with the head (capacity.ts): the
    * worker's own view sees only what checkpoints committed, up to five minutes late when creates
    * come slowly (docs/STORAGE.md, "When a checkpoint runs").
    */

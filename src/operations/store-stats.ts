@@ -74,7 +74,7 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
   const held = heldClock(store);
   const cutoff = retentionCutoff(now, config.retentionDays, held);
   // The retention prediction reads LMDB, as cleanup does after its checkpoint: creates in the
-  // index head already past retention are checkpointed first (docs/STORAGE.md, "When a checkpoint runs").
+  // head already past retention are checkpointed first (docs/STORAGE.md, "When a checkpoint runs").
   await store.checkpointedBefore(cutoff);
   const totals: Totals = { counters: store.counters(), storageBytes: store.storageBytes() };
 

@@ -5,7 +5,7 @@
  * same `createEvent` the HTTP route calls, into a real LMDB and segment log in a temp dir, and
  * each is checkpointed into LMDB before `create` resolves: the lifecycle code these tests drive
  * runs in the worker, which sees only what checkpoints committed (docs/STORAGE.md, "The index
- * head"). How reads merge the head is test/index-head-model.test.ts's subject.
+ * head"). How reads merge the head is test/head-model.test.ts's subject.
  */
 import { configuredSinks, loadConfig, type Config } from '../../src/config.js';
 import { createEvent, type CreateResponse } from '../../src/events/create-event.js';

@@ -1,7 +1,7 @@
 /**
  * Whether a change to an event is made, and what it answers (docs/API.md, "Drafts and
  * attachments"): decided by the log stage of EventStore for each change of a batch, in order,
- * against the store as its reads see it (LMDB and the index head) plus the changes decided
+ * against the store as its reads see it (LMDB and the head) plus the changes decided
  * earlier in the same batch, so no two changes of one event interleave.
  */
 import { AppError } from '../../errors.js';

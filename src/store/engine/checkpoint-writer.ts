@@ -1,6 +1,6 @@
 /**
  * The LMDB entries of what the log holds (docs/STORAGE.md, "The index"): creates and changes to
- * events (record-change.ts), written by a checkpoint of the index head and by recovery when it
+ * events (record-change.ts), written by a checkpoint of the head and by recovery when it
  * replays frames the index had not covered. Both go through `indexLogged`, so a replayed create
  * or change gets exactly the entries a live one gets.
  */
@@ -10,7 +10,7 @@ import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from '../index/index-keys.js
 import { enterLedger } from '../ledger/sink-ledger.js';
 import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import type { FileEntry } from '../log/log-entries.js';
-import type { HeadBatch, LoggedEntries } from '../head/index-head.js';
+import type { HeadBatch, LoggedEntries } from '../head/head.js';
 import { IndexKeyOrder } from '../index/index-key-order.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/record-codec.js';
 import { applyChange, attachedFile, changeCounts, type RecordChange } from '../index/record-change.js';
@@ -24,7 +24,7 @@ export interface IndexOptions {
 }
 
 /**
- * Creates gathered between two turns of the event loop (docs/STORAGE.md, "The index head"): a
+ * Creates gathered between two turns of the event loop (docs/STORAGE.md, "The head"): a
  * checkpoint of thousands of creates yields between runs of this many, so the HTTP thread answers
  * requests meanwhile instead of stalling for the whole checkpoint.
  */
@@ -169,7 +169,7 @@ async function putCreated(dbs: StoreDatabases, createdAt: number, value: Buffer)
 }
 
 /**
- * Commits batches of the index head, oldest first (a checkpoint, event-store.ts `commitHead`, or
+ * Commits batches of the head, oldest first (a checkpoint, event-store.ts `commitHead`, or
  * a replay past the checkpoint's size trigger, recovery.ts): their creates, then their changes, in
  * one `indexLogged` that brings LMDB's log position to where the last batch ends, and each
  * segment's committed length to where the last batch in it ends.

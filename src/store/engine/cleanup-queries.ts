@@ -71,10 +71,10 @@ export function draftsOlderThan(store: StoreView, cutoff: number, limit: number)
 export function oldestDraft(store: StoreView): number | null {
   for (const key of store[storeHandles].dbs.index.getKeys(draftRange())) {
     const createdAt = createdAtOfKey(key);
-    // A draft the index head finalized is still in LMDB's drafts index until its checkpoint.
+    // A draft the head finalized is still in LMDB's drafts index until its checkpoint.
     if (!store.changedInHead(createdAt) || store.getRecord(createdAt)?.draft) return createdAt;
   }
-  // Drafts in the index head (index-head.ts) are newer than every draft in LMDB.
+  // Drafts in the head (head.ts) are newer than every draft in LMDB.
   return store.withHead(NO_VALUES, -Infinity, Infinity, 'asc', true, (record) => record.draft).seek(-Infinity) ?? null;
 }
 
@@ -99,7 +99,7 @@ export function retentionCutoff(nowMicros: number, retentionDays: number, held: 
  * What retention would delete at `cutoff` (`retentionCutoff`): the records created before it that
  * cleanup may delete (not `isProtected`), and their files still stored, with their bytes. Walks
  * the records and files past the cutoff; nothing else. Reads LMDB alone, as cleanup does after its
- * checkpoint: a caller first checkpoints an index head that holds creates before `cutoff`
+ * checkpoint: a caller first checkpoints a head that holds creates before `cutoff`
  * (`StoreView.checkpointedBefore`; operations/store-stats.ts).
  */
 export function retentionBacklog(store: StoreView, cutoff: number): RetentionBacklog {

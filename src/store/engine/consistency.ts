@@ -118,7 +118,7 @@ async function scrub(store: StoreView): Promise<FileRef[]> {
  * not yet serving, is recovery.ts).
  * @param now the time (ms since the epoch), for the ages of staging and orphan files
  * @param removeOrphans remove segment files LMDB does not know (false when the writer's index
- *   head may hold a segment LMDB does not know yet: docs/STORAGE.md, "The index head")
+ *   head may hold a segment LMDB does not know yet: docs/STORAGE.md, "The head")
  */
 export async function checkConsistency(store: StoreView, now = Date.now(), removeOrphans = true): Promise<ConsistencyReport> {
   const stagingFilesRemoved = await removeAbandonedStaging(store, now);

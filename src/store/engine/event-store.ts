@@ -14,7 +14,7 @@ import type { AttachRequest, ChangeRequest, FinalizeOutcome, FinalizeRequest } f
 import { indexBatches } from './checkpoint-writer.js';
 import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from '../head/checkpoint-pace.js';
 import { Checkpointer } from '../head/checkpointer.js';
-import { IndexHead, type HeadBatch } from '../head/index-head.js';
+import { Head, type HeadBatch } from '../head/head.js';
 import { prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { assertIndexCoversLog, assertIndexOpenable } from '../index/index-file-check.js';
@@ -48,8 +48,8 @@ const MAX_HEAD_RECORD_BYTES = 128 * 1024 * 1024;
 export class EventStore extends StoreView {
   /** The log stage: creates and changes go into the log in batches, one append at a time. */
   private readonly committer: GroupCommitter<LogJob, LogResult>;
-  /** Creates and changes durable in the log and not yet in LMDB (index-head.ts). */
-  protected override head: IndexHead;
+  /** Creates and changes durable in the log and not yet in LMDB (head.ts). */
+  protected override head: Head;
   /** When and how the head is checkpointed (checkpointer.ts). */
   private readonly checkpointer: Checkpointer;
   /** What segment maintenance is given of this writer (segment-maintenance.ts). */
@@ -93,7 +93,7 @@ export class EventStore extends StoreView {
     super(dbs, dataDir, options);
     this.nextSegment = lastSegment + 1;
     this.changes = new StoreChanges((err) => options.onBackgroundError?.(err, 'change listener'));
-    this.head = new IndexHead(this.shipping, this.present);
+    this.head = new Head(this.shipping, this.present);
     this.committer = new GroupCommitter((batch, release) => this.commitLogged(batch, release));
     this.checkpointer = new Checkpointer(this.head, {
       pace: () => ({ intervalMs: options.checkpointMs ?? DEFAULT_CHECKPOINT_MS, maxMs: options.checkpointMaxMs ?? DEFAULT_CHECKPOINT_MAX_MS, shipping: this.shipping }),
@@ -125,7 +125,7 @@ export class EventStore extends StoreView {
   /**
    * Opens the store in `dataDir`, creating it when absent, and recovers it (docs/STORAGE.md,
    * "Recovery"): LMDB opens at its last flushed commit and the log after the position it
-   * covers is replayed into the index head, which the first checkpoint commits; staging is
+   * covers is replayed into the head, which the first checkpoint commits; staging is
    * emptied and segment tails neither covers are cut.
    * @throws DataDirLocked when another running store holds `dataDir`
    * @throws DataDirUnusable naming why `dataDir` cannot be written (data-dir-check.ts)
@@ -176,7 +176,7 @@ export class EventStore extends StoreView {
    * Stores an event and its images durably: resolves once the event's frames (its images and
    * its record, built and encoded here unless `prepareCreateRecord` already was where the create
    * was prepared: prepared-create.ts) are fdatasync'd in the segment log, and the event is in the
-   * index head, visible to every read of this thread (docs/STORAGE.md, "Creates").
+   * head, visible to every read of this thread (docs/STORAGE.md, "Creates").
    * @throws AppError disk_full on ENOSPC, disk_io_error on EIO (docs/STORAGE.md, "An I/O error in
    *   the log"), store_failure on any other failure; either, with the checkpoint's error as
    *   cause, while checkpoints fail and the head is full
@@ -197,7 +197,7 @@ export class EventStore extends StoreView {
   /**
    * Makes a change to an event durable (docs/STORAGE.md, "Changes to events"): decided in its
    * batch of the log stage (change-decisions.ts), its frame fdatasync'd in the segment log, then
-   * in the index head, visible to every read of this thread, and announced. A repeated finalize
+   * in the head, visible to every read of this thread, and announced. A repeated finalize
    * and a refusal log nothing.
    * @returns the outcome: a FinalizeOutcome for a finalize, the listed file for an attach
    * @throws AppError event_not_found, event_finalized (an attach); disk_full on ENOSPC,
@@ -219,7 +219,7 @@ export class EventStore extends StoreView {
    */
   private refuseWhenHeadFull(): void {
     if (this.head.entries >= MAX_HEAD_ENTRIES || this.head.bytes >= MAX_HEAD_RECORD_BYTES) {
-      throw fromDiskError(this.checkpointer.error ?? new Error('the index head is full and no checkpoint has completed'));
+      throw fromDiskError(this.checkpointer.error ?? new Error('the head is full and no checkpoint has completed'));
     }
   }
 
@@ -286,7 +286,7 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Runs `work` with no batch of the log stage under way and the index head checkpointed:
+   * Runs `work` with no batch of the log stage under way and the head checkpointed:
    * batches in flight finish first, creates and changes submitted meanwhile wait and are
    * committed after it (reset, segment retirement, compaction).
    */
@@ -309,7 +309,7 @@ export class EventStore extends StoreView {
 
   /**
    * Resolves once every create and change acknowledged before the call is in LMDB
-   * (docs/STORAGE.md, "The index head"): checkpoints the head now rather than at its next tick.
+   * (docs/STORAGE.md, "The head"): checkpoints the head now rather than at its next tick.
    * @throws the lmdb error of a failed checkpoint (the creates and changes stay in the head and the log)
    */
   override async checkpointed(): Promise<void> {
@@ -383,7 +383,7 @@ export class EventStore extends StoreView {
    * One checkpoint's writes (the checkpointer's `commit`): the head's batches go to LMDB, their
    * creates' puts first, then one transaction with their changes and the log position they bring
    * the index to (checkpoint-writer.ts `indexLogged`); the checkpointer drops them from the head
-   * once it resolved (reads tolerate the moment they are in both: index-head.ts). lmdb-js flushes
+   * once it resolved (reads tolerate the moment they are in both: head.ts). lmdb-js flushes
    * the commit afterwards; until then recovery replays these creates from the log.
    * @throws the lmdb error of a failed commit; the batches then stay in the head
    */

@@ -2,11 +2,11 @@
  * Group commit (docs/STORAGE.md, "Creates"): jobs submitted in the same event turn, or while an
  * earlier batch is committing, go together in one batch, so concurrent jobs share one commit.
  * The store runs one, the log stage (one writev + fdatasync per batch); the batch then enters the
- * index head (index-head.ts).
+ * head (head.ts).
  *
  * A batch has two stages: until `release` is called no other batch starts, so batches keep
  * submission order; after `release` the batch may still be finishing (the log stage releases
- * once its append is done, then puts the batch into the index head and answers it), and the next
+ * once its append is done, then puts the batch into the head and answers it), and the next
  * batch is built meanwhile. Jobs resolve when their own batch is done.
  */
 

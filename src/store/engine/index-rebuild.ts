@@ -71,7 +71,7 @@ function pruneKept(blobsDir: string, kept: string): string[] {
  * first segment on disk at offset 0 and whose shipping sinks start at the beginning of the
  * ledger (everything finalized is shipped again: shipping is at least once), then opens the
  * store, whose recovery replays the whole log into the index, and closes it, which checkpoints
- * what the replay left in the index head. Every segment file is hard-linked into
+ * what the replay left in the head. Every segment file is hard-linked into
  * `blobs.before-rebuild-<time>` first; what the open removed stays there, the rest is unlinked.
  * Run as root on a folder another user owns, the new folders are given to that user.
  * @param options the store's options: `sinks` as the store is configured (finalized events enter

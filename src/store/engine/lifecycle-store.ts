@@ -1,6 +1,6 @@
 /**
  * The lifecycle worker's handle on the store (docs/ARCHITECTURE.md, "Threads"): a read-only
- * StoreView with no index head, and the writes the worker makes, which no other thread makes: a
+ * StoreView with no head, and the writes the worker makes, which no other thread makes: a
  * cleanup's deletions, the consistency pass, giving back recycled segment files, the ledger's
  * shipped marks and the saved running time. Changes to events it makes are handed to `announce`
  * once durable (the worker forwards them to the HTTP thread's feed, store-changes.ts).

@@ -6,7 +6,7 @@
  * landed.
  */
 import type { AppError } from '../../errors.js';
-import type { LoggedCreate } from '../head/index-head.js';
+import type { LoggedCreate } from '../head/head.js';
 import { encodeChange, type RecordChange } from '../index/record-change.js';
 import { frameRecordBytes, type RecordPresenter } from '../index/record-codec.js';
 import type { Appended, FrameToAppend } from '../log/blob-log.js';

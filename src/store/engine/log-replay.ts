@@ -1,11 +1,11 @@
 /**
- * The replay of the log into batches for the index head (docs/STORAGE.md, "Recovery"): segment
+ * The replay of the log into batches for the head (docs/STORAGE.md, "Recovery"): segment
  * by segment, in log order, going past damage with whole frames after it and stopping at the torn
  * tail; checkpointed as it goes once the head's size trigger is reached.
  */
 import fsp from 'node:fs/promises';
 import { checkpointDue } from '../head/checkpoint-pace.js';
-import type { HeadBatch, LoggedCreate, LoggedEntries } from '../head/index-head.js';
+import type { HeadBatch, LoggedCreate, LoggedEntries } from '../head/head.js';
 import type { LogPosition, StoreDatabases } from '../index/lmdb-env.js';
 import { attachedFile, decodeChange } from '../index/record-change.js';
 import { recordFromFrame, type RecordPresenter } from '../index/record-codec.js';
@@ -31,11 +31,11 @@ export interface SkippedCreate {
   missingFiles: string[];
 }
 
-/** Creates, or changes, per batch a replay hands to the index head. */
+/** Creates, or changes, per batch a replay hands to the head. */
 const REPLAY_BATCH = 1000;
 
 /**
- * The batches a replay hands to the index head, and where it got to in each segment. Past the
+ * The batches a replay hands to the head, and where it got to in each segment. Past the
  * checkpoint's size trigger (checkpoint-pace.ts `checkpointDue`) the
  * batches held are checkpointed into LMDB before the replay goes on, as the running store's head
  * would be, so a long log replays in bounded memory.

@@ -1,6 +1,6 @@
 /**
  * A create made ready for the log stage (docs/STORAGE.md, "Creates", step 0): its ids assigned,
- * its record built and encoded with placeholder times, and the record the index head will keep.
+ * its record built and encoded with placeholder times, and the record the head will keep.
  * Needs no store, so it runs where the create was prepared: on the HTTP thread for a light
  * create, on the create preparer's worker for a heavy one (src/events/create-preparer.ts), whose
  * result crosses back as the encoded bytes and a record without its geometry.
@@ -33,7 +33,7 @@ export interface NewEvent {
 export interface PreparedCreate {
   type: 'create';
   /**
-   * The record as the index head keeps it (`headRecord`), its created_at (and finalized_at) a
+   * The record as the head keeps it (`headRecord`), its created_at (and finalized_at) a
    * placeholder until the commit sets them.
    */
   record: EventRecord;
@@ -116,7 +116,7 @@ export function stampedValue(prepared: PreparedCreate, createdAt: number, presen
 }
 
 /**
- * The record as the index head keeps it (docs/STORAGE.md, "The index head"): the same, but each
+ * The record as the head keeps it (docs/STORAGE.md, "The head"): the same, but each
  * instance segmentation's `points` and each keypoint group's `keypoints` empty. Nothing that
  * reads the head's records looks at them: queries, index keys, counters and the stream's filters
  * read classes, confidences and how many predictions there are, and every read of an event's

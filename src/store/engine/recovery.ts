@@ -1,7 +1,7 @@
 /**
  * Start-up recovery (docs/STORAGE.md, "Recovery"): with LMDB at its last flushed commit, the
  * creates and changes logged after the position the index covers are replayed up to the first
- * torn frame, into batches for the index head, which the store's first checkpoint commits; then
+ * torn frame, into batches for the head, which the store's first checkpoint commits; then
  * segment tails neither covers are cut, files in blobs/ no segment knows are removed and staging
  * is emptied.
  * After a clean stop nothing is replayed: start-up walks segment entries, never records.
@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { HeadBatch } from '../head/index-head.js';
+import type { HeadBatch } from '../head/head.js';
 import { indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import { SEGMENT_ROLL_BYTES } from '../log/blob-log.js';
 import { quarantine, type QuarantinedBytes } from '../log/quarantine.js';
@@ -26,7 +26,7 @@ export interface RecoveryResult {
   /** created_at (µs) of the newest record, in LMDB or in `head`, 0 when empty. */
   lastCreatedAt: number;
   /**
-   * What the replay leaves for the index head, in log order: batches of creates and changes
+   * What the replay leaves for the head, in log order: batches of creates and changes
    * after the position LMDB covers, for the store's first checkpoint to commit.
    */
   head: HeadBatch[];
@@ -158,7 +158,7 @@ async function removeOrphans(blobsDir: string, segments: Map<number, KnownSegmen
 
 /**
  * Brings the index up to the log, then DATA_DIR's files in line with the index and the head:
- * what LMDB lacks is replayed into batches for the index head (RecoveryResult `head`), damage
+ * what LMDB lacks is replayed into batches for the head (RecoveryResult `head`), damage
  * the replay went past is quarantined, and segment tails past what either covers are cut (a
  * tail that is a frame of its segment, in a segment the log had moved on from, is quarantined
  * first: docs/STORAGE.md, "Damage in the log").

@@ -2,7 +2,7 @@
  * Re-stamping the events a clock set back left ahead of it (docs/STORAGE.md, "A clock that
  * jumps"). created_at is the key of a record in `events`, the last part of its index entries, the
  * owner of its files and its place in the shipping ledger, and it increases in commit order: the
- * index head is the newest end of `events`, a checkpoint appends, and the live stream and the MQTT
+ * head is the newest end of `events`, a checkpoint appends, and the live stream and the MQTT
  * sink resume after the newest created_at they sent. A clock that was a year ahead and is
  * corrected would leave every new event stamped 1 µs after the newest stored one for a year
  * (timestamps.ts `nextUniqueMicros`). The store's open therefore moves the events stamped after
@@ -43,7 +43,7 @@ export interface Restamped {
  * only for files still stored), its files' owner, its shipping-ledger entries (same seq), the
  * sinks' created_at cursors and a search index backfill's bounds. Counters do not change.
  *
- * Call inside a write transaction, with the index head checkpointed (the head must be empty: the
+ * Call inside a write transaction, with the head checkpointed (the head must be empty: the
  * records it holds are not in `events`), and wait for that transaction's flush before a create is
  * stamped: the log's record frames keep the old created_at, and a replay never reaches them again
  * only once LMDB's log position past them is flushed with the re-stamp.

@@ -1,7 +1,7 @@
 /**
  * Segment maintenance the lifecycle worker asks of the writer (docs/STORAGE.md, "Reclaiming
  * space"): retiring a segment with no live blob, so the worker may delete it, and compacting one
- * whose live blobs are few. Both run with the log stage paused and the index head checkpointed,
+ * whose live blobs are few. Both run with the log stage paused and the head checkpointed,
  * so no append or checkpoint meets them; creates submitted meanwhile wait.
  */
 import type { StoreDatabases } from '../index/lmdb-env.js';

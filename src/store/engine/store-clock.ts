@@ -257,7 +257,7 @@ export class StoreClock {
   /**
    * Opens the clock of a store just recovered (docs/STORAGE.md, "A clock that jumps"): when the
    * newest event is more than CLOCK_JUMP_MICROS ahead of the wall clock, the clock was set back:
-   * the index head is checkpointed and the events after now are re-stamped (restamp.ts), in the
+   * the head is checkpointed and the events after now are re-stamped (restamp.ts), in the
    * transaction that records the epoch; within one boot, a jump over the downtime is found by
    * the wall clock against the monotonic clock since the last save. Starts this start's epoch and
    * the running time from the last saved, then watches for jumps while running. Resolves once
@@ -265,7 +265,7 @@ export class StoreClock {
    * opens all the same, told to `onError`: nothing is re-stamped, and its running time stays
    * where it was last saved until a start records it, which keeps events longer, never shorter.
    * @param newest the newest created_at stored (µs; 0: none), LMDB's or the replayed head's
-   * @param checkpoint commits the index head to LMDB
+   * @param checkpoint commits the head to LMDB
    */
   static async open(store: StoreView, newest: number, checkpoint: () => Promise<void>, options: StoreClockOptions): Promise<StoreClock> {
     const { dbs } = store[storeHandles];

@@ -18,7 +18,7 @@ export interface CreatedEvent {
 
 /** How the last open found the store (docs/STORAGE.md, "Recovery"). */
 export interface OpenReport {
-  /** Creates replayed from the log into the index head (or checkpointed during a long replay). */
+  /** Creates replayed from the log into the head (or checkpointed during a long replay). */
   replayed: number;
   /** Changes to events (finalize, attach) replayed likewise (applied, or dropped with their event deleted). */
   changesReplayed: number;
@@ -42,7 +42,7 @@ export interface EventStoreOptions extends StoreOptions {
   /** Told each jump of the wall clock the store finds (docs/STORAGE.md, "A clock that jumps"), to log. */
   onClockJump?: (jump: ClockJumpReport) => void;
   /**
-   * How long a create waits in the index head before a checkpoint commits it to LMDB once the
+   * How long a create waits in the head before a checkpoint commits it to LMDB once the
    * head holds CHECKPOINT_BATCH_ENTRIES, or whenever sinks are configured (ms,
    * INDEX_CHECKPOINT_MS; docs/STORAGE.md, "When a checkpoint runs"); DEFAULT_CHECKPOINT_MS when unset.
    */

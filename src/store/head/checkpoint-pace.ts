@@ -1,11 +1,11 @@
 /**
- * When the index head is checkpointed (docs/STORAGE.md, "When a checkpoint runs"): the settings'
+ * When the head is checkpointed (docs/STORAGE.md, "When a checkpoint runs"): the settings'
  * defaults, the size trigger and the wait of a head of a given size. The policy alone: the timer
  * and the runs are checkpointer.ts's.
  */
 
 /**
- * How long the index head waits before a checkpoint by default once it holds CHECKPOINT_BATCH_ENTRIES,
+ * How long the head waits before a checkpoint by default once it holds CHECKPOINT_BATCH_ENTRIES,
  * or whenever a sink ships from LMDB (ms; INDEX_CHECKPOINT_MS; docs/STORAGE.md, "When a checkpoint runs").
  */
 export const DEFAULT_CHECKPOINT_MS = 1000;
@@ -28,7 +28,7 @@ export const DEFAULT_CHECKPOINT_MAX_MS = 300_000;
 export const CHECKPOINT_BATCH_ENTRIES = 2000;
 
 /**
- * The size trigger of a checkpoint (docs/STORAGE.md, "The index head"): a head holding this many
+ * The size trigger of a checkpoint (docs/STORAGE.md, "The head"): a head holding this many
  * creates and changes, or this many bytes of records, is checkpointed at once instead of at the
  * next tick; a replay holding as many checkpoints them before the store serves (recovery.ts).
  */
@@ -36,7 +36,7 @@ const CHECKPOINT_ENTRIES = 20_000;
 const CHECKPOINT_RECORD_BYTES = 16 * 1024 * 1024;
 
 /**
- * True when `entries` creates and changes holding `bytes` of records (as IndexHead counts them)
+ * True when `entries` creates and changes holding `bytes` of records (as Head counts them)
  * reach the size trigger of a checkpoint.
  */
 export function checkpointDue({ entries, bytes }: { entries: number; bytes: number }): boolean {

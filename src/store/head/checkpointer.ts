@@ -1,11 +1,11 @@
 /**
- * The index head's checkpoints (docs/STORAGE.md, "The index head", "When a checkpoint runs"):
+ * The head's checkpoints (docs/STORAGE.md, "The head", "When a checkpoint runs"):
  * when they run (checkpoint-pace.ts), one at a time, and again a tick later after a failure. What
  * a checkpoint writes is the engine's (`commit`): the checkpointer only hands it the head's
  * batches and drops them from the head once it resolves.
  */
 import { checkpointWaitMs, type CheckpointPace } from './checkpoint-pace.js';
-import type { HeadBatch, IndexHead } from './index-head.js';
+import type { HeadBatch, Head } from './head.js';
 
 /** What the checkpointer is given. */
 export interface CheckpointerOptions {
@@ -21,7 +21,7 @@ export interface CheckpointerOptions {
   onError: (err: unknown) => void;
 }
 
-/** Runs the checkpoints of one index head. */
+/** Runs the checkpoints of one head. */
 export class Checkpointer {
   /** The checkpoint under way, if any: one at a time. */
   private run: Promise<void> | undefined;
@@ -32,7 +32,7 @@ export class Checkpointer {
   /** Why the last checkpoint failed; cleared by the next one that succeeds. */
   private failure: unknown;
 
-  constructor(private readonly head: IndexHead, private readonly options: CheckpointerOptions) {}
+  constructor(private readonly head: Head, private readonly options: CheckpointerOptions) {}
 
   /** Why the last checkpoint failed, or undefined once one succeeded since. */
   get error(): unknown {

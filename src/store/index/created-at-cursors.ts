@@ -103,7 +103,7 @@ export class UnionCursor implements CreatedAtCursor {
 
 /**
  * Values of `inner` below `bound()` (exclusive), read at every seek; every value while it gives
- * undefined. Clips LMDB's side of a merged read to the events older than the index head's
+ * undefined. Clips LMDB's side of a merged read to the events older than the head's
  * creates (store-view.ts `withHead`).
  */
 export class BelowCursor implements CreatedAtCursor {

@@ -2,7 +2,7 @@
  * Changes to existing events as the segment log holds them (docs/STORAGE.md, "Changes to
  * events"): a finalize (by the producer or the auto-finalize sweep) and an attach (a video or a
  * local-only file, uploaded to a segment of its own). A change is made durable by its frame in
- * the log, like a create, and reaches LMDB with the next checkpoint; the index head applies it
+ * the log, like a create, and reaches LMDB with the next checkpoint; the head applies it
  * to every read meanwhile, and replay applies it again after an unclean stop.
  *
  * The data of a change frame is msgpack of an array:

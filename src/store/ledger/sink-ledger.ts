@@ -19,13 +19,13 @@ import { storeHandles, type StoreHandles } from '../read/store-view.js';
 
 /**
  * What the ledger reads of a store: its databases, whether sinks are configured, and what the
- * index head holds for them (store-view.ts `StoreView` is one).
+ * head holds for them (store-view.ts `StoreView` is one).
  */
 export interface LedgerStore {
   readonly [storeHandles]: Pick<StoreHandles, 'dbs'>;
   /** Some sink is configured. */
   readonly shipping: boolean;
-  /** Finalized creates still in the index head: they enter the ledger with their checkpoint. */
+  /** Finalized creates still in the head: they enter the ledger with their checkpoint. */
   headShippable(): { events: number; oldest: number | null };
 }
 
@@ -79,7 +79,7 @@ export function unshipped(store: LedgerStore, sink: string, limit: number): Ledg
 
 /**
  * What `sink` has not shipped: entries, and the created_at (µs) of the oldest (null: none). On
- * the writer's view, finalized creates still in the index head count too (store-view.ts
+ * the writer's view, finalized creates still in the head count too (store-view.ts
  * `headShippable`): they enter the ledger with their checkpoint.
  */
 export function sinkBacklog(store: LedgerStore, sink: string): { events: number; oldestCreatedAt: number | null } {

@@ -148,7 +148,7 @@ export function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo
   return total;
 }
 
-/** The plan of a list over LMDB, merged with the head's matching creates (index-head.ts). */
+/** The plan of a list over LMDB, merged with the head's matching creates (head.ts). */
 function planCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
   const lo = query.startTime ?? -Infinity;
   const hi = query.endTime ?? Infinity;
@@ -314,7 +314,7 @@ export function countEvents(store: StoreView, query: EventQuery): EventCounts {
 
 /**
  * created_at of the oldest and of the newest record, each null when the store is empty; the
- * index head's creates (index-head.ts) are newer than every record in LMDB.
+ * head's creates (head.ts) are newer than every record in LMDB.
  */
 export function oldestAndNewest(store: StoreView): { oldest: number | null; newest: number | null } {
   const [oldest] = store[storeHandles].dbs.events.getKeys({ limit: 1 });

@@ -268,12 +268,12 @@ export function planSearch(store: StoreView, condition: SearchCondition, options
   const matches = (record: EventRecord) => matchesCondition(record, condition);
   const times = topLevelTimes(condition);
   const plan = planIndexSearch(store, condition, times, options);
-  // The index head's creates and changed events (index-head.ts) are checked on their records.
+  // The head's creates and changed events (head.ts) are checked on their records.
   const hi = Math.min(times.hi, options.before ?? Infinity);
   return { ...plan, cursor: store.withHead(plan.cursor, times.lo, hi, options.direction, plan.exact, matches), matches };
 }
 
-/** The plan of a search over LMDB (the index head aside). */
+/** The plan of a search over LMDB (the head aside). */
 function planIndexSearch(store: StoreView, condition: SearchCondition, times: ReturnType<typeof topLevelTimes>, options: SearchPlanOptions): ScanPlan {
   const matches = (record: EventRecord) => matchesCondition(record, condition);
   const { events } = store[storeHandles].dbs;

@@ -12,7 +12,7 @@ import type { FileEntry } from '../log/log-entries.js';
 import type { EventRecord } from '../record/event-record.js';
 import { decodeRecord, storedJson, type RecordPresenter } from '../index/record-codec.js';
 import { StoredFile } from '../log/stored-file.js';
-import type { IndexHead } from '../head/index-head.js';
+import type { Head } from '../head/head.js';
 import { quarantineDirOf, readQuarantine, type QuarantineSummary } from '../log/quarantine.js';
 import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
 
@@ -63,11 +63,11 @@ export class StoreView {
   /** The record presenter (StoreOptions.present): what `encodeRecord` and `storedJson` are given. */
   readonly present: RecordPresenter;
   /**
-   * Creates and changes not yet checkpointed into LMDB (index-head.ts), merged into every read of this view:
+   * Creates and changes not yet checkpointed into LMDB (head.ts), merged into every read of this view:
    * the HTTP thread's EventStore has one; a view of the lifecycle worker has none and reads what
-   * the last checkpoint committed (docs/STORAGE.md, "The index head").
+   * the last checkpoint committed (docs/STORAGE.md, "The head").
    */
-  protected head: IndexHead | undefined;
+  protected head: Head | undefined;
 
   constructor(protected readonly dbs: StoreDatabases, readonly dataDir: string, storeOptions: StoreOptions) {
     this.blobsDir = path.join(dataDir, 'blobs');
@@ -146,7 +146,7 @@ export class StoreView {
     const own = head?.value(createdAt);
     if (own) return own;
     if (!head?.isChanged(createdAt)) return readEventValue(this.dbs, createdAt);
-    // The log position is read in the same LMDB snapshot as the value (index-head.ts `overlay`),
+    // The log position is read in the same LMDB snapshot as the value (head.ts `overlay`),
     // and before it: a read reuses the buffer the value is read into.
     const covered = indexedLogPosition(this.dbs);
     const stored = readEventValue(this.dbs, createdAt);
@@ -155,9 +155,9 @@ export class StoreView {
 
   /**
    * The record of an event in LMDB the head changed, decoded with the head's changes applied (no
-   * stored value built: index-head.ts `overlaidRecord`); undefined once it is deleted.
+   * stored value built: head.ts `overlaidRecord`); undefined once it is deleted.
    */
-  private changedRecord(head: IndexHead, createdAt: number): EventRecord | undefined {
+  private changedRecord(head: Head, createdAt: number): EventRecord | undefined {
     const covered = indexedLogPosition(this.dbs); // before the value: a read reuses its buffer
     const stored = readEventValue(this.dbs, createdAt);
     return stored && (head.overlaidRecord(createdAt, stored, covered) ?? decodeRecord(stored));
@@ -180,7 +180,7 @@ export class StoreView {
   }
 
   /**
-   * `cursor` (over LMDB) merged with the head (index-head.ts) in [lo, hi] (µs): what every list,
+   * `cursor` (over LMDB) merged with the head (head.ts) in [lo, hi] (µs): what every list,
    * search and count plan walks. The head yields its creates and the LMDB events it has changed,
    * which `cursor` skips, since their index entries may be stale. `cursor` stops short of the
    * head's oldest create, whose entries a checkpoint may have put in part (docs/STORAGE.md,
@@ -264,7 +264,7 @@ export class StoreView {
 
   /**
    * Resolves once every create and change acknowledged so far is in LMDB (docs/STORAGE.md, "The
-   * index head"): a change made in LMDB (reset, retirement, compaction, a cleanup) waits for it,
+   * head"): a change made in LMDB (reset, retirement, compaction, a cleanup) waits for it,
    * so it never races one still in the head. A view without a head has nothing to wait for.
    * @throws the lmdb error of a failed checkpoint
    */

@@ -1,7 +1,7 @@
 /**
  * The store's change feed (docs/ARCHITECTURE.md, "The live stream"): each change to the events
  * once it is durable and visible, in the order it became visible, on the HTTP thread. Creates
- * are announced as they enter the index head (before their 201s; docs/STORAGE.md, "The index
+ * are announced as they enter the head (before their 201s; docs/STORAGE.md, "The index
  * head"), finalizes and
  * attachments once flushed; changes the lifecycle worker makes (auto-finalize, cleanup
  * deletions) reach the HTTP thread by message and are announced there.

@@ -1,5 +1,5 @@
 /**
- * The index head (docs/STORAGE.md, "The index head"): what is durable in the segment log and not
+ * The head (docs/STORAGE.md, "The head"): what is durable in the segment log and not
  * yet checkpointed into LMDB: creates, and changes to events (finalize, attach: record-change.ts).
  * It lives in memory on the HTTP thread, which merges it into every read it answers (point reads,
  * file lookups, lists, searches, counts, counters); a checkpoint commits the oldest batches to
@@ -124,7 +124,7 @@ class HeadCursor implements CreatedAtCursor {
 }
 
 /** The in-memory head of the index; see the module comment. */
-export class IndexHead {
+export class Head {
   private batches: HeadBatch[] = [];
   /** What each batch adds to the counters, in the order of `batches`. */
   private deltas: CounterDelta[] = [];

@@ -1,5 +1,5 @@
 /**
- * The index head against a model (docs/STORAGE.md, "The index head"): random sequences of
+ * The head against a model (docs/STORAGE.md, "The head"): random sequences of
  * creates, finalizes (by the producer and by the auto-finalize sweep), attaches, deletions,
  * resets, checkpoints, restarts and crashes run on a real store in a temp dir and on a plain
  * in-memory model. After every step, every list, count, search (newest and oldest first), point
