@@ -417,8 +417,8 @@ t.test('a checkpoint whose batches span a segment roll records where each segmen
   const dbs = openDatabases(dataDir);
   t.teardown(() => dbs.root.close());
   await indexBatches(dbs, [
-    { creates: [], changes: [], end: { segment: 7, offset: 5000 } },
-    { creates: [], changes: [], end: { segment: 8, offset: 300 } },
+    { creates: [], updates: [], end: { segment: 7, offset: 5000 } },
+    { creates: [], updates: [], end: { segment: 8, offset: 300 } },
   ], { shipping: false, present: presentEventJson });
   t.equal(dbs.segments.get(7)?.committed, 5000, 'the older segment is committed to its last batch\'s end');
   t.equal(dbs.segments.get(8)?.committed, 300);

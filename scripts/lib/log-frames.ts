@@ -22,7 +22,7 @@ export interface LogFrame {
   start: number;
   end: number;
   kind: FrameKind;
-  /** A file id (image, video, local-only frames) or the event id (record and change frames). */
+  /** A file id (image, video, local-only frames) or the event id (record and update frames). */
   id: string;
 }
 
@@ -66,11 +66,11 @@ export class FrameMap {
 
   /**
    * @param frames the log's frames (`readLogFrames`)
-   * @param eventOfFile the event an image's file id belongs to (record and change frames name their event themselves)
+   * @param eventOfFile the event an image's file id belongs to (record and update frames name their event themselves)
    */
   constructor(readonly frames: LogFrame[], eventOfFile: (fileId: string) => string | undefined) {
     for (const frame of frames) {
-      const event = frame.kind === 'record' || frame.kind === 'change' ? frame.id : eventOfFile(frame.id);
+      const event = frame.kind === 'record' || frame.kind === 'update' ? frame.id : eventOfFile(frame.id);
       if (frame.kind === 'record') this.records.set(frame.id, frame);
       const list = this.bySegment.get(frame.segment) ?? [];
       list.push({ frame, event });

@@ -108,7 +108,7 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
 }
 
 const n = (value: number): string => value.toLocaleString('en-US');
-const FRAME_NAMES: Record<string, string> = { image: 'an image frame', video: 'a video frame', local_only: 'a local-only file\'s frame', record: 'a record frame', change: 'a change frame' };
+const FRAME_NAMES: Record<string, string> = { image: 'an image frame', video: 'a video frame', local_only: 'a local-only file\'s frame', record: 'a record frame', change: 'a update frame' };
 const plural = (count: number, one: string, many = `${one}s`): string => `${n(count)} ${count === 1 ? one : many}`;
 
 /** The report in plain words, one finding a line. */

@@ -124,7 +124,7 @@ export interface ResponseDefaults {
 /**
  * The most bytes of a refused request's body the store still reads, and drops, when it answers
  * before reading it (8 MiB, or a JSON route's body limit: `drainUpTo`; docs/ARCHITECTURE.md, "The
- * lifecycle of a request", step 10). Closing a connection whose client is still sending makes
+ * steps of a request", step 10). Closing a connection whose client is still sending makes
  * the kernel reset it, and the client's next write
  * fails with EPIPE, often before it has read the answer: a 409 or 529 to an upload reached Node's
  * fetch as "fetch failed" in one try in three on node:http. Reading the rest lets the client finish

@@ -1,8 +1,8 @@
 /**
- * The LMDB entries of what the log holds (docs/STORAGE.md, "The index"): creates and changes to
- * events (record-change.ts), written by a checkpoint of the head and by recovery when it
+ * The LMDB entries of what the log holds (docs/STORAGE.md, "The index"): creates and updates to
+ * events (record-update.ts), written by a checkpoint of the head and by recovery when it
  * replays frames the index had not covered. Both go through `indexLogged`, so a replayed create
- * or change gets exactly the entries a live one gets.
+ * or update gets exactly the entries a live one gets.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PutOptions } from 'lmdb';
@@ -13,7 +13,7 @@ import type { FileEntry } from '../log/log-entries.js';
 import type { HeadBatch, LoggedEntries } from '../head/head.js';
 import { IndexKeyOrder } from '../index/index-key-order.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/record-codec.js';
-import { applyChange, attachedFile, changeCounts, type RecordChange } from '../index/record-change.js';
+import { applyUpdate, attachedFile, updateCounts, type RecordUpdate } from '../index/record-update.js';
 
 /** How a store indexes. */
 export interface IndexOptions {
@@ -49,13 +49,13 @@ interface Window {
 }
 
 /**
- * Commits the LMDB entries of `creates` and `changes`: first the creates' file locations, ids,
+ * Commits the LMDB entries of `creates` and `updates`: first the creates' file locations, ids,
  * index entries and records as plain puts, and once every put has committed, one transaction with
- * the segment accounting, the counters, the shipping ledger, every change (applied to the record
+ * the segment accounting, the counters, the shipping ledger, every update (applied to the record
  * as that transaction reads it) and the log position they bring the index to, the last of
  * `batchEnds` (where each logged batch ends; every one counts for its segment's committed length) (a
  * read-modify-write that must see every earlier commit). The position moves only in that last
- * transaction, so until it commits recovery replays these creates and changes, and counters,
+ * transaction, so until it commits recovery replays these creates and updates, and counters,
  * which add the head's batches past the position, count them once (docs/STORAGE.md, "The index
  * head").
  *
@@ -66,10 +66,10 @@ interface Window {
  * every entry there too, so a reader of LMDB alone (the lifecycle worker) that finds the record
  * finds the whole create. Readers that merge the head skip LMDB's entries of the head's creates
  * (store-view.ts `withHead`), which may be part-way in.
- * @throws the lmdb error of a failed commit (the batch's counters, changes and position are then
+ * @throws the lmdb error of a failed commit (the batch's counters, updates and position are then
  *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
  */
-export async function indexLogged(dbs: StoreDatabases, { creates, changes }: LoggedEntries, batchEnds: readonly LogPosition[], { shipping, present }: IndexOptions): Promise<void> {
+export async function indexLogged(dbs: StoreDatabases, { creates, updates }: LoggedEntries, batchEnds: readonly LogPosition[], { shipping, present }: IndexOptions): Promise<void> {
   const logEnd = batchEnds[batchEnds.length - 1];
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
   const committed: Promise<boolean>[] = [];
@@ -125,7 +125,7 @@ export async function indexLogged(dbs: StoreDatabases, { creates, changes }: Log
     }
     addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes });
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
-    for (const change of changes) applyChangeSync(dbs, change, shipping, present);
+    for (const update of updates) applyUpdateSync(dbs, update, shipping, present);
   });
 }
 
@@ -170,43 +170,43 @@ async function putCreated(dbs: StoreDatabases, createdAt: number, value: Buffer)
 
 /**
  * Commits batches of the head, oldest first (a checkpoint, event-store.ts `commitHead`, or
- * a replay past the checkpoint's size trigger, recovery.ts): their creates, then their changes, in
+ * a replay past the checkpoint's size trigger, recovery.ts): their creates, then their updates, in
  * one `indexLogged` that brings LMDB's log position to where the last batch ends, and each
  * segment's committed length to where the last batch in it ends.
  * @throws as `indexLogged`
  */
 export async function indexBatches(dbs: StoreDatabases, batches: readonly HeadBatch[], options: IndexOptions): Promise<void> {
   const creates = batches.flatMap((b) => b.creates);
-  const changes = batches.flatMap((b) => b.changes);
-  await indexLogged(dbs, { creates, changes }, batches.map((b) => b.end), options);
+  const updates = batches.flatMap((b) => b.updates);
+  await indexLogged(dbs, { creates, updates }, batches.map((b) => b.end), options);
 }
 
 /**
- * Applies one change to its event's record in LMDB, with the entries and counters it moves; call
- * inside a write transaction. An event deleted meanwhile (by a cleanup) takes no change; the
+ * Applies one update to its event's record in LMDB, with the entries and counters it moves; call
+ * inside a write transaction. An event deleted meanwhile (by a cleanup) takes no update; the
  * segment of a file attached to it is entered with no live blob, so the lifecycle worker deletes
  * it.
  */
-function applyChangeSync(dbs: StoreDatabases, change: RecordChange, shipping: boolean, present: RecordPresenter): void {
-  const { createdAt } = change;
+function applyUpdateSync(dbs: StoreDatabases, update: RecordUpdate, shipping: boolean, present: RecordPresenter): void {
+  const { createdAt } = update;
   const stored = dbs.events.getBinary(createdAt);
   const record = stored && decodeRecord(stored);
-  const applied = record !== undefined && applyChange(record, change);
-  if (change.type === 'attach') {
-    const { size_bytes: size } = change.file;
-    dbs.segments.putSync(change.segment, {
-      committed: attachedFile(change).offset + size, liveBytes: applied ? size : 0, liveBlobs: applied ? 1 : 0, sealed: true,
+  const applied = record !== undefined && applyUpdate(record, update);
+  if (update.type === 'attach') {
+    const { size_bytes: size } = update.file;
+    dbs.segments.putSync(update.segment, {
+      committed: attachedFile(update).offset + size, liveBytes: applied ? size : 0, liveBlobs: applied ? 1 : 0, sealed: true,
     });
   }
   if (!applied) return;
   dbs.events.putSync(createdAt, encodeRecord(record, present));
   // The ledger counts uploadsPending itself.
-  addToCounters(dbs, changeCounts(change, false));
-  if (change.type === 'finalize') {
+  addToCounters(dbs, updateCounts(update, false));
+  if (update.type === 'finalize') {
     dbs.index.removeSync(draftKey(createdAt));
     if (shipping) enterLedger(dbs, createdAt);
   } else {
-    dbs.files.putSync(change.file.file_id, attachedFile(change));
-    dbs.index.putSync(fileAgeKey(createdAt, change.file.file_id), EMPTY);
+    dbs.files.putSync(update.file.file_id, attachedFile(update));
+    dbs.index.putSync(fileAgeKey(createdAt, update.file.file_id), EMPTY);
   }
 }

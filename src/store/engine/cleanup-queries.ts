@@ -72,7 +72,7 @@ export function oldestDraft(store: StoreView): number | null {
   for (const key of store[storeHandles].dbs.index.getKeys(draftRange())) {
     const createdAt = createdAtOfKey(key);
     // A draft the head finalized is still in LMDB's drafts index until its checkpoint.
-    if (!store.changedInHead(createdAt) || store.getRecord(createdAt)?.draft) return createdAt;
+    if (!store.updatedInHead(createdAt) || store.getRecord(createdAt)?.draft) return createdAt;
   }
   // Drafts in the head (head.ts) are newer than every draft in LMDB.
   return store.withHead(NO_VALUES, -Infinity, Infinity, 'asc', true, (record) => record.draft).seek(-Infinity) ?? null;

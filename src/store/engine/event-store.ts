@@ -1,16 +1,16 @@
 /**
  * The writer: the storage engine's facade for the HTTP thread (docs/STORAGE.md). A StoreView
- * (lookups, counters, file locations) that also makes creates and changes to events durable by
+ * (lookups, counters, file locations) that also makes creates and updates to events durable by
  * group commit into the segment log (log-batch.ts frames each batch) and puts them in the index
  * head, whose checkpoints the head's checkpointer runs (head/checkpointer.ts; their writes are
  * checkpoint-writer.ts's). It opens and recovers the store (recovery.ts) under the data
  * directory's lock, and pauses its writes for segment maintenance (segment-maintenance.ts) and
- * reset (reset.ts). Queries live in read/, changes to events in event-updates.ts.
+ * reset (reset.ts). Queries live in read/, updates to events in event-updates.ts.
  */
 import { AppError, fromDiskError, fromLogWriteError } from '../../errors.js';
 import { SegmentAppender, type Appended } from '../log/blob-log.js';
 import { ensureBlobDirs } from '../log/segment-files.js';
-import type { AttachRequest, ChangeRequest, FinalizeOutcome, FinalizeRequest } from './change-decisions.js';
+import type { AttachRequest, UpdateRequest, FinalizeOutcome, FinalizeRequest } from './update-decisions.js';
 import { indexBatches } from './checkpoint-writer.js';
 import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from '../head/checkpoint-pace.js';
 import { Checkpointer } from '../head/checkpointer.js';
@@ -46,9 +46,9 @@ const MAX_HEAD_RECORD_BYTES = 128 * 1024 * 1024;
 
 /** The on-disk store under one DATA_DIR. */
 export class EventStore extends StoreView {
-  /** The log stage: creates and changes go into the log in batches, one append at a time. */
+  /** The log stage: creates and updates go into the log in batches, one append at a time. */
   private readonly committer: GroupCommitter<LogJob, LogResult>;
-  /** Creates and changes durable in the log and not yet in LMDB (head.ts). */
+  /** Creates and updates durable in the log and not yet in LMDB (head.ts). */
   protected override head: Head;
   /** When and how the head is checkpointed (checkpointer.ts). */
   private readonly checkpointer: Checkpointer;
@@ -59,7 +59,7 @@ export class EventStore extends StoreView {
   opened: OpenReport = { replayed: 0, changesReplayed: 0, skipped: [], quarantined: [], ms: 0 };
   /** Who is told how long each round of a write stage took (`onStageTimed`). */
   private readonly stageListeners = new Set<StageListener>();
-  /** Changes to events once durable and visible, in that order (store-changes.ts). */
+  /** The change feed: creates, updates and deletions once durable and visible, in that order (store-changes.ts). */
   readonly changes: StoreChanges;
   /**
    * How many writes the store has made: batches into the head, checkpoints, and its own LMDB
@@ -154,7 +154,7 @@ export class EventStore extends StoreView {
       const appender = new SegmentAppender(blobsDir, () => store.allocateSegment());
       const store: EventStore = new EventStore(dbs, dataDir, appender, unlock, lastSegment, options);
       if (activeSegment) await appender.resume(activeSegment.segment, activeSegment.committed);
-      // The replayed creates and changes are served from the head; its first checkpoint commits them.
+      // The replayed creates and updates are served from the head; its first checkpoint commits them.
       const replayedAt = performance.now();
       for (const batch of head) store.head.add(batch, replayedAt);
       // Events a clock set back left ahead of it are re-stamped (docs/STORAGE.md, "A clock that jumps").
@@ -195,17 +195,17 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Makes a change to an event durable (docs/STORAGE.md, "Changes to events"): decided in its
-   * batch of the log stage (change-decisions.ts), its frame fdatasync'd in the segment log, then
+   * Makes an update to an event durable (docs/STORAGE.md, "Updates to events"): decided in its
+   * batch of the log stage (update-decisions.ts), its frame fdatasync'd in the segment log, then
    * in the head, visible to every read of this thread, and announced. A repeated finalize
    * and a refusal log nothing.
    * @returns the outcome: a FinalizeOutcome for a finalize, the listed file for an attach
    * @throws AppError event_not_found, event_finalized (an attach); disk_full on ENOSPC,
    *   store_failure on any other failure, or with the checkpoint's error while the head is full
    */
-  async change(request: FinalizeRequest): Promise<FinalizeOutcome>;
-  async change(request: AttachRequest): Promise<RecordAttachment>;
-  async change(request: ChangeRequest): Promise<FinalizeOutcome | RecordAttachment> {
+  async update(request: FinalizeRequest): Promise<FinalizeOutcome>;
+  async update(request: AttachRequest): Promise<RecordAttachment>;
+  async update(request: UpdateRequest): Promise<FinalizeOutcome | RecordAttachment> {
     this.refuseWhenHeadFull();
     const result = await this.committer.submit(request);
     if (result instanceof AppError) throw result;
@@ -287,7 +287,7 @@ export class EventStore extends StoreView {
 
   /**
    * Runs `work` with no batch of the log stage under way and the head checkpointed:
-   * batches in flight finish first, creates and changes submitted meanwhile wait and are
+   * batches in flight finish first, creates and updates submitted meanwhile wait and are
    * committed after it (reset, segment retirement, compaction).
    */
   private async withWritesPaused(work: () => Promise<void>): Promise<void> {
@@ -308,9 +308,9 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Resolves once every create and change acknowledged before the call is in LMDB
+   * Resolves once every create and update acknowledged before the call is in LMDB
    * (docs/STORAGE.md, "The head"): checkpoints the head now rather than at its next tick.
-   * @throws the lmdb error of a failed checkpoint (the creates and changes stay in the head and the log)
+   * @throws the lmdb error of a failed checkpoint (the creates and updates stay in the head and the log)
    */
   override async checkpointed(): Promise<void> {
     await this.checkpointer.checkpoint();
@@ -334,9 +334,9 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Makes one batch durable (docs/STORAGE.md, "Creates" and "Changes to events"): each change is
-   * decided against the store and the batch's earlier changes (change-decisions.ts); each
-   * create's frames (its images, then its record) and each change's frame are appended to the
+   * Makes one batch durable (docs/STORAGE.md, "Creates" and "Updates to events"): each update is
+   * decided against the store and the batch's earlier updates (update-decisions.ts); each
+   * create's frames (its images, then its record) and each update's frame are appended to the
    * log in one writev and fdatasync'd, the durability point; the batch then enters the index
    * head, where every read of this thread finds it, and is acknowledged. `release` lets the next
    * batch append as soon as this one's append is done. A checkpoint commits the head to LMDB
@@ -344,7 +344,7 @@ export class EventStore extends StoreView {
    */
   private async commitLogged(batch: LogJob[], release: () => void): Promise<LogResult[]> {
     const framed = frameBatch(this, batch, this.present);
-    const { frames, creates, changes, results } = framed;
+    const { frames, creates, updates, results } = framed;
     if (frames.length === 0) {
       release();
       return results;
@@ -353,16 +353,16 @@ export class EventStore extends StoreView {
     const appendStarted = performance.now();
     try {
       appended = await this.appender.append(frames);
-      this.stageTimed('log', 1, creates.length + changes.length, (performance.now() - appendStarted) / 1000);
+      this.stageTimed('log', 1, creates.length + updates.length, (performance.now() - appendStarted) / 1000);
     } catch (err) {
       throw fromLogWriteError(err);
     } finally {
       release();
     }
     placeFiles(framed, appended);
-    this.enterHead({ creates, changes: changes.map((c) => c.change), end: { segment: appended.segment, offset: appended.end } });
-    for (const { change, id, record } of changes) {
-      this.changes.announce({ kind: change.type === 'finalize' ? 'finalized' : 'files_attached', id, createdAt: change.createdAt, record });
+    this.enterHead({ creates, updates: updates.map((c) => c.update), end: { segment: appended.segment, offset: appended.end } });
+    for (const { update, id, record } of updates) {
+      this.changes.announce({ kind: update.type === 'finalize' ? 'finalized' : 'files_attached', id, createdAt: update.createdAt, record });
     }
     return results;
   }
@@ -381,7 +381,7 @@ export class EventStore extends StoreView {
 
   /**
    * One checkpoint's writes (the checkpointer's `commit`): the head's batches go to LMDB, their
-   * creates' puts first, then one transaction with their changes and the log position they bring
+   * creates' puts first, then one transaction with their updates and the log position they bring
    * the index to (checkpoint-writer.ts `indexLogged`); the checkpointer drops them from the head
    * once it resolved (reads tolerate the moment they are in both: head.ts). lmdb-js flushes
    * the commit afterwards; until then recovery replays these creates from the log.
@@ -391,6 +391,6 @@ export class EventStore extends StoreView {
     const started = performance.now();
     await indexBatches(this.dbs, batches, { shipping: this.shipping, present: this.present });
     Atomics.add(this.writes, 0, 1);
-    this.stageTimed('index', batches.length, batches.reduce((n, b) => n + b.creates.length + b.changes.length, 0), (performance.now() - started) / 1000);
+    this.stageTimed('index', batches.length, batches.reduce((n, b) => n + b.creates.length + b.updates.length, 0), (performance.now() - started) / 1000);
   }
 }

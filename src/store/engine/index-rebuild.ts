@@ -34,7 +34,7 @@ function rebuildStamp(dataDir: string, now: Date): string {
  * Hard-links every segment file of `blobsDir` into the new folder `kept`: the open that follows a
  * rebuild removes the files no replayed frame names (an upload whose attach frame was in a
  * segment already reclaimed), and a link keeps their bytes without copying them.
- * @throws the fs error of a failed link (another file system: nothing is changed then)
+ * @throws the fs error of a failed link (another file system: nothing is updated then)
  */
 function linkSegments(blobsDir: string, kept: string): void {
   fs.mkdirSync(kept);

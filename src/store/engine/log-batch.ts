@@ -1,26 +1,26 @@
 /**
- * One batch of the log stage made into frames (docs/STORAGE.md, "Creates", "Changes to
- * events"): each change decided against the store and the batch's earlier changes
- * (change-decisions.ts), each create given its `created_at` and its frames (its images, then its
+ * One batch of the log stage made into frames (docs/STORAGE.md, "Creates", "Updates to
+ * events"): each update decided against the store and the batch's earlier updates
+ * (update-decisions.ts), each create given its `created_at` and its frames (its images, then its
  * record), in submission order, for one append; then, once appended, where each create's files
  * landed.
  */
 import type { AppError } from '../../errors.js';
 import type { LoggedCreate } from '../head/head.js';
-import { encodeChange, type RecordChange } from '../index/record-change.js';
+import { encodeUpdate, type RecordUpdate } from '../index/record-update.js';
 import { frameRecordBytes, type RecordPresenter } from '../index/record-codec.js';
 import type { Appended, FrameToAppend } from '../log/blob-log.js';
 import { encodeRecordFrame } from '../log/record-frame.js';
 import type { EventRecord, RecordAttachment } from '../record/event-record.js';
 import { nextUniqueMicros } from '../record/timestamps.js';
 import type { StoreView } from '../read/store-view.js';
-import { decideChange, type ChangeRequest, type FinalizeOutcome } from './change-decisions.js';
+import { decideUpdate, type UpdateRequest, type FinalizeOutcome } from './update-decisions.js';
 import { stampedValue, type PreparedCreate } from './prepared-create.js';
 
-/** What the log stage takes: a create, or a change to an event (change-decisions.ts). */
-export type LogJob = PreparedCreate | ChangeRequest;
+/** What the log stage takes: a create, or an update to an event (update-decisions.ts). */
+export type LogJob = PreparedCreate | UpdateRequest;
 
-/** What it answers: nothing for a create; a change's outcome, or its refusal. */
+/** What it answers: nothing for a create; an update's outcome, or its refusal. */
 export type LogResult = undefined | FinalizeOutcome | RecordAttachment | AppError;
 
 /** A batch made into frames. */
@@ -29,8 +29,8 @@ export interface FramedBatch {
   frames: FrameToAppend[];
   /** The creates, their files placed by `placeFiles` once appended. */
   creates: LoggedCreate[];
-  /** The changes decided, each with its event's id and its record once changed (for the announcement). */
-  changes: { change: RecordChange; id: string; record: EventRecord }[];
+  /** The updates decided, each with its event's id and its record once updated (for the announcement). */
+  updates: { update: RecordUpdate; id: string; record: EventRecord }[];
   /** One per job, in order. */
   results: LogResult[];
   /** Per create, its blobs and the index of the first of their frames in `frames`. */
@@ -40,19 +40,19 @@ export interface FramedBatch {
 /**
  * Decides and frames `batch`. A create's `created_at` (and `finalized_at` when it is no draft)
  * is set here, in submission order (timestamps.ts `nextUniqueMicros`).
- * @param store the store the changes are decided against (the writer's view, head included)
+ * @param store the store the updates are decided against (the writer's view, head included)
  */
 export function frameBatch(store: StoreView, batch: LogJob[], present: RecordPresenter): FramedBatch {
-  const framed: FramedBatch = { frames: [], creates: [], changes: [], results: [], placing: [] };
+  const framed: FramedBatch = { frames: [], creates: [], updates: [], results: [], placing: [] };
   const { frames, results } = framed;
   const decided = new Map<number, EventRecord>();
   for (const job of batch) {
     if (job.type !== 'create') {
-      const decision = decideChange(store, job, decided);
+      const decision = decideUpdate(store, job, decided);
       results.push('refusal' in decision ? decision.refusal : decision.outcome);
-      if ('refusal' in decision || !decision.change) continue;
-      frames.push({ id: job.id, kind: 'change', bytes: encodeChange(decision.change) });
-      framed.changes.push({ change: decision.change, id: job.id, record: decision.record! });
+      if ('refusal' in decision || !decision.update) continue;
+      frames.push({ id: job.id, kind: 'update', bytes: encodeUpdate(decision.update) });
+      framed.updates.push({ update: decision.update, id: job.id, record: decision.record! });
       continue;
     }
     const { record, imageBlobs: blobs } = job;

@@ -33,7 +33,7 @@ export async function damagedTail(file: string, segment: number, committed: numb
       offset: committed,
       end: dataStart + header.length,
       lostEvents: header.kind === 'record' ? [header.id] : [],
-      lostChanges: header.kind === 'change' ? [header.id] : [],
+      lostChanges: header.kind === 'update' ? [header.id] : [],
     };
   } finally {
     await handle.close();
@@ -81,11 +81,11 @@ async function allZero(handle: fsp.FileHandle, position: number, length: number)
   return true;
 }
 
-/** The damage `scanSegment` reported, with the create or change its first frame held when its header still names it. */
+/** The damage `scanSegment` reported, with the create or update its first frame held when its header still names it. */
 export function damageOf(segment: number, { offset, end, frame }: DamagedBytes): LogDamage {
   return {
     segment, offset, end,
     lostEvents: frame?.kind === 'record' ? [frame.id] : [],
-    lostChanges: frame?.kind === 'change' ? [frame.id] : [],
+    lostChanges: frame?.kind === 'update' ? [frame.id] : [],
   };
 }

@@ -7,7 +7,7 @@ import fsp from 'node:fs/promises';
 import { checkpointDue } from '../head/checkpoint-pace.js';
 import type { HeadBatch, LoggedCreate, LoggedEntries } from '../head/head.js';
 import type { LogPosition, StoreDatabases } from '../index/lmdb-env.js';
-import { attachedFile, decodeChange } from '../index/record-change.js';
+import { attachedFile, decodeUpdate } from '../index/record-update.js';
 import { recordFromFrame, type RecordPresenter } from '../index/record-codec.js';
 import type { FileKind } from '../log/log-entries.js';
 import type { LogDamage } from '../log/quarantine.js';
@@ -31,7 +31,7 @@ export interface SkippedCreate {
   missingFiles: string[];
 }
 
-/** Creates, or changes, per batch a replay hands to the head. */
+/** Creates, or updates, per batch a replay hands to the head. */
 const REPLAY_BATCH = 1000;
 
 /**
@@ -49,26 +49,26 @@ export class ReplayedBatches {
   readonly segments = new Map<number, { end: number; sealed: boolean }>();
   replayed = 0;
   changesReplayed = 0;
-  /** Creates and changes held, and the bytes of their records: what `checkpointDue` weighs. */
+  /** Creates and updates held, and the bytes of their records: what `checkpointDue` weighs. */
   entries = 0;
   bytes = 0;
 
   constructor(private readonly dbs: StoreDatabases, private readonly options: IndexOptions) {}
 
   /**
-   * Takes creates and changes logged together in log order, ending at `end`.
+   * Takes creates and updates logged together in log order, ending at `end`.
    * @throws the lmdb error of a failed checkpoint
    */
   async add(batch: LoggedEntries, end: LogPosition): Promise<void> {
-    if (batch.creates.length === 0 && batch.changes.length === 0) return;
+    if (batch.creates.length === 0 && batch.updates.length === 0) return;
     this.head.push({ ...batch, end });
     this.segments.set(end.segment, { end: end.offset, sealed: false });
-    for (const change of batch.changes) {
-      if (change.type === 'attach') this.segments.set(change.segment, { end: attachedFile(change).offset + change.file.size_bytes, sealed: true });
+    for (const update of batch.updates) {
+      if (update.type === 'attach') this.segments.set(update.segment, { end: attachedFile(update).offset + update.file.size_bytes, sealed: true });
     }
     this.replayed += batch.creates.length;
-    this.changesReplayed += batch.changes.length;
-    this.entries += batch.creates.length + batch.changes.length;
+    this.changesReplayed += batch.updates.length;
+    this.entries += batch.creates.length + batch.updates.length;
     for (const { value } of batch.creates) this.bytes += value.length;
     if (checkpointDue(this)) await this.checkpoint();
   }
@@ -129,12 +129,12 @@ function loggedCreate(segment: number, { record, value, placed }: ReadCreate): L
 }
 
 /**
- * Replays the creates and changes logged in segment `segment` from `start` (bytes) into
- * `replay`, in log order, in batches of creates followed by changes to events created before
+ * Replays the creates and updates logged in segment `segment` from `start` (bytes) into
+ * `replay`, in log order, in batches of creates followed by updates to events created before
  * them. Every create after the index's position is replayed, even one the index already holds,
- * and every create and change is counted once (why: docs/STORAGE.md, "Recovery", step 2, "Replay"). Stops
+ * and every create and update is counted once (why: docs/STORAGE.md, "Recovery", step 2, "Replay"). Stops
  * at the torn tail, the last append a crash cut. Goes past damage with whole frames after it,
- * losing the creates and changes it holds, and a create one of whose blobs fails its CRC; skips a
+ * losing the creates and updates it holds, and a create one of whose blobs fails its CRC; skips a
  * whole create naming a file no frame holds (SkippedCreate), or counts it lost when damage since
  * the create before it took the file (docs/STORAGE.md, "Damage in the log").
  * @param present the store's presenter: it renders the presented JSON a record frame leaves out
@@ -149,11 +149,11 @@ export async function replaySegment(file: string, segment: number, start: number
     const blobs = new Map<string, ScannedFrame>();
     /** Damage since the last create: a create after it missing a file lost the file to it. */
     let damageSinceCreate: LogDamage | undefined;
-    let batch: LoggedEntries = { creates: [], changes: [] };
+    let batch: LoggedEntries = { creates: [], updates: [] };
     let end = start;
     const flush = async () => {
       await replay.add(batch, { segment, offset: end });
-      batch = { creates: [], changes: [] };
+      batch = { creates: [], updates: [] };
     };
     for await (const frame of scanSegment(handle, start, segment)) {
       if (frame.kind === 'damaged') {
@@ -161,10 +161,10 @@ export async function replaySegment(file: string, segment: number, start: number
         findings.damaged.push(damageSinceCreate);
         continue;
       }
-      if (frame.kind === 'change') {
-        batch.changes.push(decodeChange(frame.data!));
+      if (frame.kind === 'update') {
+        batch.updates.push(decodeUpdate(frame.data!));
         end = frame.offset + frame.length;
-        if (batch.changes.length >= REPLAY_BATCH) await flush();
+        if (batch.updates.length >= REPLAY_BATCH) await flush();
         continue;
       }
       if (frame.kind !== 'record') {

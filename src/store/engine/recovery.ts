@@ -1,6 +1,6 @@
 /**
  * Start-up recovery (docs/STORAGE.md, "Recovery"): with LMDB at its last flushed commit, the
- * creates and changes logged after the position the index covers are replayed up to the first
+ * creates and updates logged after the position the index covers are replayed up to the first
  * torn frame, into batches for the head, which the store's first checkpoint commits; then
  * segment tails neither covers are cut, files in blobs/ no segment knows are removed and staging
  * is emptied.
@@ -26,13 +26,13 @@ export interface RecoveryResult {
   /** created_at (µs) of the newest record, in LMDB or in `head`, 0 when empty. */
   lastCreatedAt: number;
   /**
-   * What the replay leaves for the head, in log order: batches of creates and changes
+   * What the replay leaves for the head, in log order: batches of creates and updates
    * after the position LMDB covers, for the store's first checkpoint to commit.
    */
   head: HeadBatch[];
   /** Creates found in the log beyond the index's position: in `head`, or checkpointed during the replay. */
   replayed: number;
-  /** Changes to events (record-change.ts) found there, likewise. */
+  /** Updates to events (record-update.ts) found there, likewise. */
   changesReplayed: number;
   /** Creates skipped by the replay: whole frames naming a file no frame before them holds. */
   skipped: SkippedCreate[];
@@ -162,7 +162,7 @@ async function removeOrphans(blobsDir: string, segments: Map<number, KnownSegmen
  * the replay went past is quarantined, and segment tails past what either covers are cut (a
  * tail that is a frame of its segment, in a segment the log had moved on from, is quarantined
  * first: docs/STORAGE.md, "Damage in the log").
- * @param options how creates and changes checkpointed during the replay are indexed (`shipping`:
+ * @param options how creates and updates checkpointed during the replay are indexed (`shipping`:
  *   finalized events enter the shipping ledger)
  * @throws the fs error when blobs/ or staging/ cannot be read, the lmdb error of a failed commit
  */

@@ -182,7 +182,7 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
       const frame = piece;
       end = frame.offset + frame.length;
       log.frames++;
-      if (frame.kind === 'change') {
+      if (frame.kind === 'update') {
         log.changes++;
         continue;
       }

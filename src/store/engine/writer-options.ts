@@ -20,7 +20,7 @@ export interface CreatedEvent {
 export interface OpenReport {
   /** Creates replayed from the log into the head (or checkpointed during a long replay). */
   replayed: number;
-  /** Changes to events (finalize, attach) replayed likewise (applied, or dropped with their event deleted). */
+  /** Updates to events (finalize, attach) replayed likewise (applied, or dropped with their event deleted). */
   changesReplayed: number;
   /** Creates the replay went past (recovery.ts SkippedCreate): whole frames it could not index. */
   skipped: SkippedCreate[];
@@ -30,7 +30,7 @@ export interface OpenReport {
   ms: number;
 }
 
-/** Told how long a round of a write stage took (s), with the batches and the creates and changes of the round. */
+/** Told how long a round of a write stage took (s), with the batches and the creates and updates of the round. */
 export type StageListener = (stage: 'log' | 'index', batches: number, events: number, seconds: number) => void;
 
 /** Settings of the write path. */

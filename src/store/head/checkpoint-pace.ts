@@ -20,7 +20,7 @@ export const DEFAULT_CHECKPOINT_MS = 1000;
 export const DEFAULT_CHECKPOINT_MAX_MS = 300_000;
 
 /**
- * Creates and changes worth a checkpoint at INDEX_CHECKPOINT_MS (docs/STORAGE.md, "When a
+ * Creates and updates worth a checkpoint at INDEX_CHECKPOINT_MS (docs/STORAGE.md, "When a
  * checkpoint runs"): a checkpoint writes every B-tree page its entries land on, nearly as many
  * for ten creates as for thousands, so a slowly filling head waits for more. About a second of
  * one request in flight on the bench's machine, so the pace at that load and above is unchanged.
@@ -29,14 +29,14 @@ export const CHECKPOINT_BATCH_ENTRIES = 2000;
 
 /**
  * The size trigger of a checkpoint (docs/STORAGE.md, "The head"): a head holding this many
- * creates and changes, or this many bytes of records, is checkpointed at once instead of at the
+ * creates and updates, or this many bytes of records, is checkpointed at once instead of at the
  * next tick; a replay holding as many checkpoints them before the store serves (recovery.ts).
  */
 const CHECKPOINT_ENTRIES = 20_000;
 const CHECKPOINT_RECORD_BYTES = 16 * 1024 * 1024;
 
 /**
- * True when `entries` creates and changes holding `bytes` of records (as Head counts them)
+ * True when `entries` creates and updates holding `bytes` of records (as Head counts them)
  * reach the size trigger of a checkpoint.
  */
 export function checkpointDue({ entries, bytes }: { entries: number; bytes: number }): boolean {
@@ -54,7 +54,7 @@ export interface CheckpointPace {
 }
 
 /**
- * How long after its oldest batch arrived a head of `entries` creates and changes holding
+ * How long after its oldest batch arrived a head of `entries` creates and updates holding
  * `bytes` of records is checkpointed (ms): 0 at the size trigger (`checkpointDue`), `intervalMs`
  * from CHECKPOINT_BATCH_ENTRIES on or when shipping, else `maxMs`.
  */

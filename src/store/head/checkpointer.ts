@@ -9,7 +9,7 @@ import type { HeadBatch, Head } from './head.js';
 
 /** What the checkpointer is given. */
 export interface CheckpointerOptions {
-  /** The settings of the pace, read at each scheduling (`shipping` may change with the sinks). */
+  /** The settings of the pace, read at each scheduling (`shipping` may differ as sinks are configured). */
   pace: () => CheckpointPace;
   /**
    * Commits `batches`, the head's oldest, to LMDB (engine/checkpoint-writer.ts); resolves once

@@ -1,16 +1,16 @@
 /**
  * The head (docs/STORAGE.md, "The head"): what is durable in the segment log and not
- * yet checkpointed into LMDB: creates, and changes to events (finalize, attach: record-change.ts).
+ * yet checkpointed into LMDB: creates, and updates to events (finalize, attach: record-update.ts).
  * It lives in memory on the HTTP thread, which merges it into every read it answers (point reads,
  * file lookups, lists, searches, counts, counters); a checkpoint commits the oldest batches to
- * LMDB (their creates' puts, then one transaction with their changes and the log position) and
+ * LMDB (their creates' puts, then one transaction with their updates and the log position) and
  * drops them from the head as soon as that transaction completes. Until then a batch may be in
  * both, part-way or whole, which every read tolerates: point reads ask the head first, cursors
- * read LMDB only below the head's oldest create (store-view.ts `withHead`), counters and changes
+ * read LMDB only below the head's oldest create (store-view.ts `withHead`), counters and updates
  * go by the log position LMDB covers.
  *
- * A change may be to an event in the head or to one already in LMDB. Reads apply the head's
- * changes to LMDB's record as they read it, so a change made meanwhile in LMDB by the lifecycle
+ * An update may be to an event in the head or to one already in LMDB. Reads apply the head's
+ * updates to LMDB's record as they read it, so an update made meanwhile in LMDB by the lifecycle
  * worker (a cleanup deleting the event or one of its files) is never hidden.
  */
 import type { AppendedFrame } from '../log/blob-log.js';
@@ -19,7 +19,7 @@ import type { Counters, LogPosition } from '../index/lmdb-env.js';
 import type { FileEntry, FileKind } from '../log/log-entries.js';
 import type { EventRecord } from '../record/event-record.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/record-codec.js';
-import { applyChange, attachedFile, changeCounts, type RecordChange } from '../index/record-change.js';
+import { applyUpdate, attachedFile, updateCounts, type RecordUpdate } from '../index/record-update.js';
 
 /** A file of a create and where its frame landed. */
 export interface PlacedFile {
@@ -37,25 +37,25 @@ export interface LoggedCreate {
   files: PlacedFile[];
 }
 
-/** What a checkpoint or a replay step indexes (checkpoint-writer.ts): creates, then changes to events created before them or among them. */
+/** What a checkpoint or a replay step indexes (checkpoint-writer.ts): creates, then updates to events created before them or among them. */
 export interface LoggedEntries {
   creates: LoggedCreate[];
-  changes: RecordChange[];
+  updates: RecordUpdate[];
 }
 
 /**
- * Creates and changes appended to the log together (or replayed from it together: recovery.ts),
+ * Creates and updates appended to the log together (or replayed from it together: recovery.ts),
  * waiting in the head for their checkpoint;
- * the changes are to events created before this batch, in log order.
+ * the updates are to events created before this batch, in log order.
  */
 export interface HeadBatch extends LoggedEntries {
   /** Where the batch's last frame ends in the log: what a checkpoint of it moves LMDB's log position to. */
   end: LogPosition;
 }
 
-/** A change in the head and where its batch ends in the log. */
-interface HeadChange {
-  change: RecordChange;
+/** An update in the head and where its batch ends in the log. */
+interface HeadUpdate {
+  update: RecordUpdate;
   end: LogPosition;
 }
 
@@ -139,15 +139,15 @@ export class Head {
   bytes = 0;
 
   /**
-   * Changes per event (created_at, µs), in log order: of events in the head and of events in
+   * Updates per event (created_at, µs), in log order: of events in the head and of events in
    * LMDB alike.
    */
-  private readonly changes = new Map<number, HeadChange[]>();
-  /** created_at of the events in LMDB (not in the head) with changes in the head, ascending. */
-  private changedOrder: number[] = [];
-  /** Records of the head's creates with their changes applied, as stored (record-codec.ts), until their changes change. */
-  private readonly changedValues = new Map<number, Buffer>();
-  private changeCount = 0;
+  private readonly updates = new Map<number, HeadUpdate[]>();
+  /** created_at of the events in LMDB (not in the head) with updates in the head, ascending. */
+  private updatedOrder: number[] = [];
+  /** Records of the head's creates with their updates applied, as stored (record-codec.ts), until their updates update. */
+  private readonly updatedValues = new Map<number, Buffer>();
+  private updateCount = 0;
 
   constructor(private readonly shipping: boolean, private readonly present: RecordPresenter) {}
 
@@ -156,9 +156,9 @@ export class Head {
     return this.batches.length === 0;
   }
 
-  /** Creates and changes in the head: what the size triggers of a checkpoint count. */
+  /** Creates and updates in the head: what the size triggers of a checkpoint count. */
   get entries(): number {
-    return this.order.length + this.changeCount;
+    return this.order.length + this.updateCount;
   }
 
   /** When the oldest batch entered the head (`performance.now()`, ms); what a checkpoint's wait counts from. */
@@ -195,17 +195,17 @@ export class Head {
       this.bytes += value.length;
       this.count(delta, create);
     }
-    this.changeCount += batch.changes.length;
-    for (const change of batch.changes) {
-      const { createdAt } = change;
-      const list = this.changes.get(createdAt);
-      if (list) list.push({ change, end: batch.end });
+    this.updateCount += batch.updates.length;
+    for (const update of batch.updates) {
+      const { createdAt } = update;
+      const list = this.updates.get(createdAt);
+      if (list) list.push({ update, end: batch.end });
       else {
-        this.changes.set(createdAt, [{ change, end: batch.end }]);
-        if (!this.creates.has(createdAt)) insertSorted(this.changedOrder, createdAt);
+        this.updates.set(createdAt, [{ update, end: batch.end }]);
+        if (!this.creates.has(createdAt)) insertSorted(this.updatedOrder, createdAt);
       }
-      this.changedValues.delete(createdAt);
-      if (change.type === 'attach') this.files.set(change.file.file_id, attachedFile(change));
+      this.updatedValues.delete(createdAt);
+      if (update.type === 'attach') this.files.set(update.file.file_id, attachedFile(update));
     }
   }
 
@@ -223,24 +223,24 @@ export class Head {
         this.ids.delete(record.id);
         for (const file of create.files) this.files.delete(file.fileId);
         this.bytes -= value.length;
-        // Changed by a later batch still in the head: LMDB holds the event now, the head its change.
-        if (this.changes.has(record.created_at)) {
-          this.changedValues.delete(record.created_at);
-          insertSorted(this.changedOrder, record.created_at);
+        // Updated by a later batch still in the head: LMDB holds the event now, the head its update.
+        if (this.updates.has(record.created_at)) {
+          this.updatedValues.delete(record.created_at);
+          insertSorted(this.updatedOrder, record.created_at);
         }
       }
       this.order.splice(0, batch.creates.length);
-      this.changeCount -= batch.changes.length;
-      for (const change of batch.changes) {
-        const { createdAt } = change;
-        const list = this.changes.get(createdAt)!;
+      this.updateCount -= batch.updates.length;
+      for (const update of batch.updates) {
+        const { createdAt } = update;
+        const list = this.updates.get(createdAt)!;
         list.shift(); // the oldest: batches leave the head oldest first
-        this.changedValues.delete(createdAt);
-        if (change.type === 'attach') this.files.delete(change.file.file_id);
+        this.updatedValues.delete(createdAt);
+        if (update.type === 'attach') this.files.delete(update.file.file_id);
         if (list.length > 0) continue;
-        this.changes.delete(createdAt);
-        const at = this.changedOrder.indexOf(createdAt);
-        if (at >= 0) this.changedOrder.splice(at, 1);
+        this.updates.delete(createdAt);
+        const at = this.updatedOrder.indexOf(createdAt);
+        if (at >= 0) this.updatedOrder.splice(at, 1);
       }
     }
   }
@@ -262,38 +262,38 @@ export class Head {
 
   /**
    * The stored value (record-codec.ts) of the create at `createdAt` when it is in the head, with
-   * the head's changes to it applied.
+   * the head's updates to it applied.
    */
   value(createdAt: number): Buffer | undefined {
     const create = this.creates.get(createdAt);
     if (!create) return undefined;
-    const changes = this.changes.get(createdAt);
-    if (!changes) return create.value;
-    let value = this.changedValues.get(createdAt);
+    const updates = this.updates.get(createdAt);
+    if (!updates) return create.value;
+    let value = this.updatedValues.get(createdAt);
     if (!value) {
       const record = decodeRecord(create.value);
-      for (const { change } of changes) applyChange(record, change);
+      for (const { update } of updates) applyUpdate(record, update);
       value = encodeRecord(record, this.present);
-      this.changedValues.set(createdAt, value);
+      this.updatedValues.set(createdAt, value);
     }
     return value;
   }
 
-  /** The head holds changes to the event created at `createdAt` (µs), wherever the event is. */
-  isChanged(createdAt: number): boolean {
-    return this.changes.has(createdAt);
+  /** The head holds updates to the event created at `createdAt` (µs), wherever the event is. */
+  isUpdated(createdAt: number): boolean {
+    return this.updates.has(createdAt);
   }
 
-  /** The head holds changes to some event. */
-  get hasChanges(): boolean {
-    return this.changes.size > 0;
+  /** The head holds updates to some event. */
+  get hasUpdates(): boolean {
+    return this.updates.size > 0;
   }
 
   /**
-   * `stored`, LMDB's value of the event created at `createdAt` (µs), with the head's changes to
+   * `stored`, LMDB's value of the event created at `createdAt` (µs), with the head's updates to
    * it that LMDB's position `covered` does not cover applied; `stored` itself when there are
    * none. `covered` must come from the same LMDB snapshot as `stored` (lmdb-env.ts
-   * `indexedLogPosition`): a checkpoint that has just committed a change, before the head drops
+   * `indexedLogPosition`): a checkpoint that has just committed an update, before the head drops
    * it, is then applied once.
    */
   overlay(createdAt: number, stored: Buffer, covered: LogPosition | undefined): Buffer {
@@ -302,16 +302,16 @@ export class Head {
   }
 
   /**
-   * As `overlay`, but the record itself (decoded, a copy of its own), or undefined when no change
+   * As `overlay`, but the record itself (decoded, a copy of its own), or undefined when no update
    * applied, so `stored` is the answer.
    */
   overlaidRecord(createdAt: number, stored: Buffer, covered: LogPosition | undefined): EventRecord | undefined {
-    const changes = this.changes.get(createdAt)?.filter(({ end }) => !isCovered(end, covered));
-    if (!changes || changes.length === 0) return undefined;
+    const updates = this.updates.get(createdAt)?.filter(({ end }) => !isCovered(end, covered));
+    if (!updates || updates.length === 0) return undefined;
     const record = decodeRecord(stored);
-    let changed = false;
-    for (const { change } of changes) changed = applyChange(record, change) || changed;
-    return changed ? record : undefined;
+    let updated = false;
+    for (const { update } of updates) updated = applyUpdate(record, update) || updated;
+    return updated ? record : undefined;
   }
 
   /** Where file `fileId` lives in the log when its create or its attach is in the head (its event may since be deleted: a cleanup). */
@@ -329,12 +329,12 @@ export class Head {
   }
 
   /**
-   * Counters read from LMDB with the head's creates and changes added (`uploadsPending` counts
+   * Counters read from LMDB with the head's creates and updates added (`uploadsPending` counts
    * them only when shipping). `covered` is the log position the same LMDB snapshot covers
    * (lmdb-env.ts `indexedLogPosition`): a batch a checkpoint has just committed, not yet dropped,
-   * is counted once, by LMDB. A change counts only while its event exists (`stored`: the event
+   * is counted once, by LMDB. An update counts only while its event exists (`stored`: the event
    * created at a created_at is in LMDB), as its checkpoint applies it: a cleanup may delete an
-   * event the head has changed.
+   * event the head has updated.
    */
   addTo(counters: Counters, covered: LogPosition | undefined, stored: (createdAt: number) => boolean): Counters {
     const sum = { ...counters };
@@ -346,9 +346,9 @@ export class Head {
       sum.files += d.files;
       sum.liveBlobBytes += d.liveBlobBytes;
       sum.uploadsPending += d.uploadsPending;
-      for (const change of this.batches[i].changes) {
-        if (!this.creates.has(change.createdAt) && !stored(change.createdAt)) continue;
-        for (const [key, n] of Object.entries(changeCounts(change, this.shipping))) sum[key as keyof Counters] += n;
+      for (const update of this.batches[i].updates) {
+        if (!this.creates.has(update.createdAt) && !stored(update.createdAt)) continue;
+        for (const [key, n] of Object.entries(updateCounts(update, this.shipping))) sum[key as keyof Counters] += n;
       }
     }
     return sum;
@@ -362,19 +362,19 @@ export class Head {
    */
   cursor(lo: number, hi: number, direction: Direction, accepts?: (record: EventRecord) => boolean): CreatedAtCursor {
     return new HeadCursor(this.order, lo, hi, direction, accepts && ((createdAt) => {
-      const value = this.changes.has(createdAt) ? this.value(createdAt) : undefined;
+      const value = this.updates.has(createdAt) ? this.value(createdAt) : undefined;
       return accepts(value ? decodeRecord(value) : this.creates.get(createdAt)!.record);
     }));
   }
 
   /**
-   * A cursor over the events in LMDB the head has changed, with created_at in [lo, hi] (µs), in
-   * `direction`, those whose record as `recordOf` reads it (LMDB's with the changes applied;
+   * A cursor over the events in LMDB the head has updated, with created_at in [lo, hi] (µs), in
+   * `direction`, those whose record as `recordOf` reads it (LMDB's with the updates applied;
    * undefined once deleted) exists and passes `accepts` (when given): merged, like `cursor`, with
-   * an LMDB cursor that skips them (`isChanged`), whose index entries may be stale.
+   * an LMDB cursor that skips them (`isUpdated`), whose index entries may be stale.
    */
-  changedCursor(lo: number, hi: number, direction: Direction, recordOf: (createdAt: number) => EventRecord | undefined, accepts?: (record: EventRecord) => boolean): CreatedAtCursor {
-    return new HeadCursor(this.changedOrder, lo, hi, direction, (createdAt) => {
+  updatedCursor(lo: number, hi: number, direction: Direction, recordOf: (createdAt: number) => EventRecord | undefined, accepts?: (record: EventRecord) => boolean): CreatedAtCursor {
+    return new HeadCursor(this.updatedOrder, lo, hi, direction, (createdAt) => {
       const record = recordOf(createdAt);
       return record !== undefined && (!accepts || accepts(record));
     });

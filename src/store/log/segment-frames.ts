@@ -12,8 +12,8 @@
  *
  * Kinds: 1 image, 2 video, 3 local-only file (blob frames: the id is the file id, the data the
  * file's bytes), 16 record (the id is the event id, the data a record frame, see
- * record-frame.ts) and 17 change (the id is the changed event's id, the data a change to it, see
- * record-change.ts). A frame whose header or CRC does not check is torn: `scanFrames` stops
+ * record-frame.ts) and 17 update (the id is the updated event's id, the data an update to it, see
+ * record-update.ts). A frame whose header or CRC does not check is torn: `scanFrames` stops
  * there; `scanSegment` tells damage in the middle of a segment (whole frames after it) from the
  * torn tail of the last append (none after it), docs/STORAGE.md "Damage in the log".
  */
@@ -26,14 +26,14 @@ const MAGIC = 0x45454231; // "EEB1"
 /** Largest record frame a scan accepts (bytes): records are bounded by MAX_RECORD_SIZE_BYTES. */
 const MAX_RECORD_FRAME_BYTES = 64 * 1024 * 1024;
 
-/** What a frame holds: a blob of one of the file kinds, an event's record, or a change to an event. */
-export type FrameKind = FileKind | 'record' | 'change';
+/** What a frame holds: a blob of one of the file kinds, an event's record, or an update to an event. */
+export type FrameKind = FileKind | 'record' | 'update';
 
-const KIND_CODES: Record<FrameKind, number> = { image: 1, video: 2, local_only: 3, record: 16, change: 17 };
+const KIND_CODES: Record<FrameKind, number> = { image: 1, video: 2, local_only: 3, record: 16, update: 17 };
 
 /** Frames whose data a scan reads and checks: the small ones replay decodes. */
 function isDataFrame(kind: FrameKind): boolean {
-  return kind === 'record' || kind === 'change';
+  return kind === 'record' || kind === 'update';
 }
 const KINDS_BY_CODE = new Map<number, FrameKind>(Object.entries(KIND_CODES).map(([kind, code]) => [code, kind as FrameKind]));
 
@@ -66,13 +66,13 @@ export function frameHeader(id: string, kind: FrameKind, length: number, crc: nu
 /** A frame found by a scan. Offsets in bytes from the start of the segment file. */
 export interface ScannedFrame {
   kind: FrameKind;
-  /** The file id (blob frames) or event id (record and change frames), as a uuid string. */
+  /** The file id (blob frames) or event id (record and update frames), as a uuid string. */
   id: string;
   /** Offset of the first data byte. */
   offset: number;
   length: number;
   crc: number;
-  /** The data, for record and change frames only (blob data is not read, only checked). */
+  /** The data, for record and update frames only (blob data is not read, only checked). */
   data: Buffer | undefined;
 }
 
@@ -137,7 +137,7 @@ function tagBelongs(tag: number, ownTag: number): boolean {
 /**
  * The frame whose header starts at `at` (bytes), or undefined when it is torn: a header that does
  * not check (magic, kind, a tag `tagBelongs` refuses, a length past `size`) or, for a record or
- * change frame, data that fails its CRC. A blob frame's data is not read.
+ * update frame, data that fails its CRC. A blob frame's data is not read.
  */
 async function frameAt(reader: ReadAhead, at: number, size: number, ownTag: number): Promise<ScannedFrame | undefined> {
   const header = await reader.bytesAt(at, FRAME_HEADER_BYTES);
@@ -152,7 +152,7 @@ async function frameAt(reader: ReadAhead, at: number, size: number, ownTag: numb
   if (isDataFrame(kind)) {
     const read = await reader.bytesAt(offset, length);
     if (!read || checksum(read) !== crc) return undefined;
-    data = reader.owned(read); // the window's bytes change at its next read
+    data = reader.owned(read); // the window's bytes are overwritten at its next read
   }
   return { kind, id, offset, length, crc, data };
 }
@@ -161,7 +161,7 @@ async function frameAt(reader: ReadAhead, at: number, size: number, ownTag: numb
  * Walks the frames of segment `segment`'s open file from `start` (bytes). Each header is checked
  * (magic, kind, length, and a tag of 0 or the segment's own: a frame of another segment is the
  * former life of a recycled file, docs/STORAGE.md "Recycled segments") and a
- * record or change frame's data read (into a buffer of its own) and checked against its CRC; a
+ * record or update frame's data read (into a buffer of its own) and checked against its CRC; a
  * blob frame's data is not checked (a segment may hold gigabytes of video): `blobCrcMatches`
  * checks it when it matters. Reads go through a 256 KiB read-ahead window. Stops at the end of
  * the file or at the first torn frame (`scanSegment` looks past it).
@@ -191,7 +191,7 @@ export interface DamagedBytes {
   end: number;
   /**
    * The frame whose header starts the damage, when its header still checks and only its data
-   * fails the CRC: its kind and id (the event id of a record or change frame) are known.
+   * fails the CRC: its kind and id (the event id of a record or update frame) are known.
    */
   frame: { kind: FrameKind; id: string } | undefined;
 }

@@ -63,7 +63,7 @@ export class StoreView {
   /** The record presenter (StoreOptions.present): what `encodeRecord` and `storedJson` are given. */
   readonly present: RecordPresenter;
   /**
-   * Creates and changes not yet checkpointed into LMDB (head.ts), merged into every read of this view:
+   * Creates and updates not yet checkpointed into LMDB (head.ts), merged into every read of this view:
    * the HTTP thread's EventStore has one; a view of the lifecycle worker has none and reads what
    * the last checkpoint committed (docs/STORAGE.md, "The head").
    */
@@ -99,7 +99,7 @@ export class StoreView {
 
   /**
    * Resolves once every LMDB commit this thread made so far is flushed to disk (docs/STORAGE.md,
-   * "What is durable when"): a change made in LMDB (a cleanup deletion, a reset) counts only then.
+   * "What is durable when"): an update made in LMDB (a cleanup deletion, a reset) counts only then.
    * @throws the lmdb error of a failed flush
    */
   protected async flushed(): Promise<void> {
@@ -138,14 +138,14 @@ export class StoreView {
 
   /**
    * The stored value (record-codec.ts) of the event created at `createdAt` (µs), from the head or
-   * from LMDB, with the head's changes to it applied; an LMDB value is valid only until the next
+   * from LMDB, with the head's updates to it applied; an LMDB value is valid only until the next
    * LMDB read on this thread (lmdb-env.ts `readEventValue`).
    */
   eventValue(createdAt: number): Buffer | undefined {
     const { head } = this;
     const own = head?.value(createdAt);
     if (own) return own;
-    if (!head?.isChanged(createdAt)) return readEventValue(this.dbs, createdAt);
+    if (!head?.isUpdated(createdAt)) return readEventValue(this.dbs, createdAt);
     // The log position is read in the same LMDB snapshot as the value (head.ts `overlay`),
     // and before it: a read reuses the buffer the value is read into.
     const covered = indexedLogPosition(this.dbs);
@@ -154,10 +154,10 @@ export class StoreView {
   }
 
   /**
-   * The record of an event in LMDB the head changed, decoded with the head's changes applied (no
+   * The record of an event in LMDB the head updated, decoded with the head's updates applied (no
    * stored value built: head.ts `overlaidRecord`); undefined once it is deleted.
    */
-  private changedRecord(head: Head, createdAt: number): EventRecord | undefined {
+  private updatedRecord(head: Head, createdAt: number): EventRecord | undefined {
     const covered = indexedLogPosition(this.dbs); // before the value: a read reuses its buffer
     const stored = readEventValue(this.dbs, createdAt);
     return stored && (head.overlaidRecord(createdAt, stored, covered) ?? decodeRecord(stored));
@@ -174,14 +174,14 @@ export class StoreView {
     if (oldest !== undefined && oldest < cutoff) await this.checkpointed();
   }
 
-  /** The head holds a change to the event created at `createdAt` (µs) that LMDB's record and index entries may not show yet. */
-  changedInHead(createdAt: number): boolean {
-    return this.head?.isChanged(createdAt) ?? false;
+  /** The head holds an update to the event created at `createdAt` (µs) that LMDB's record and index entries may not show yet. */
+  updatedInHead(createdAt: number): boolean {
+    return this.head?.isUpdated(createdAt) ?? false;
   }
 
   /**
    * `cursor` (over LMDB) merged with the head (head.ts) in [lo, hi] (µs): what every list,
-   * search and count plan walks. The head yields its creates and the LMDB events it has changed,
+   * search and count plan walks. The head yields its creates and the LMDB events it has updated,
    * which `cursor` skips, since their index entries may be stale. `cursor` stops short of the
    * head's oldest create, whose entries a checkpoint may have put in part (docs/STORAGE.md,
    * "Checkpoint commits"). For an exact plan, whose values
@@ -195,9 +195,9 @@ export class StoreView {
     const check = exact ? accepts : undefined;
     const stored = new BelowCursor(cursor, () => head.oldest, direction);
     const parts = [stored, head.cursor(lo, hi, direction, check)];
-    if (head.hasChanges) {
-      parts[0] = new ProbeCursor(stored, [(ts) => !head.isChanged(ts)], direction);
-      parts.push(head.changedCursor(lo, hi, direction, (ts) => this.changedRecord(head, ts), check));
+    if (head.hasUpdates) {
+      parts[0] = new ProbeCursor(stored, [(ts) => !head.isUpdated(ts)], direction);
+      parts.push(head.updatedCursor(lo, hi, direction, (ts) => this.updatedRecord(head, ts), check));
     }
     return new UnionCursor(parts, direction);
   }
@@ -263,8 +263,8 @@ export class StoreView {
   }
 
   /**
-   * Resolves once every create and change acknowledged so far is in LMDB (docs/STORAGE.md, "The
-   * head"): a change made in LMDB (reset, retirement, compaction, a cleanup) waits for it,
+   * Resolves once every create and update acknowledged so far is in LMDB (docs/STORAGE.md, "The
+   * head"): an update made in LMDB (reset, retirement, compaction, a cleanup) waits for it,
    * so it never races one still in the head. A view without a head has nothing to wait for.
    * @throws the lmdb error of a failed checkpoint
    */
