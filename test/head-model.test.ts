@@ -121,6 +121,8 @@ function listQueries(model: ModelEvent[]): { name: string; query: EventQuery; ke
     { name: 'device_id=cam-a', query: query({ fields: { device_id: ['cam-a'] } }), keep: (e) => e.device === 'cam-a' },
     { name: 'device_ids=cam-b,cam-c, oldest first', query: query({ fields: { device_id: ['cam-b', 'cam-c'] }, direction: 'asc' }), keep: (e) => e.device !== 'cam-a' },
     { name: 'include_drafts=false', query: query({ includeDrafts: false }), keep: (e) => !e.draft },
+    { name: 'device_id=cam-a, finalized only (drafts finalized in the head leave its drafts index)', query: query({ fields: { device_id: ['cam-a'] }, includeDrafts: false }), keep: (e) => e.device === 'cam-a' && !e.draft },
+    { name: 'device_id=nope (no entry, in the head or in LMDB)', query: query({ fields: { device_id: ['nope'] } }), keep: () => false },
     { name: 'metadata line eq 2 and device cam-b', query: query({ fields: { device_id: ['cam-b'] }, metadata: [{ key: 'line', op: 'eq', value: '2' }] }), keep: (e) => e.line === 2 && e.device === 'cam-b' },
     { name: 'metadata line gt 1', query: query({ metadata: [{ key: 'line', op: 'gt', value: '1' }] }), keep: (e) => e.line > 1 },
     { name: 'from the middle on', query: query({ startTime: middle }), keep: (e) => e.createdAt >= middle },
@@ -132,6 +134,8 @@ function listQueries(model: ModelEvent[]): { name: string; query: EventQuery; ke
 const SEARCHES: { name: string; condition: SearchCondition; keep: (e: ModelEvent) => boolean }[] = [
   { name: 'device:cam-a OR device:cam-c', condition: { kind: 'or', any: [{ kind: 'field', field: 'device_id', value: 'cam-a' }, { kind: 'field', field: 'device_id', value: 'cam-c' }] }, keep: (e) => e.device !== 'cam-b' },
   { name: 'draft:true', condition: { kind: 'draft', draft: true }, keep: (e) => e.draft },
+  { name: 'draft:false device:cam-c', condition: { kind: 'and', all: [{ kind: 'draft', draft: false }, { kind: 'field', field: 'device_id', value: 'cam-c' }] }, keep: (e) => !e.draft && e.device === 'cam-c' },
+  { name: 'class:line-1 device:cam-a', condition: { kind: 'and', all: [{ kind: 'class', className: 'line-1' }, { kind: 'field', field: 'device_id', value: 'cam-a' }] }, keep: (e) => e.line === 1 && e.device === 'cam-a' },
   { name: '-device:cam-a', condition: { kind: 'not', condition: { kind: 'field', field: 'device_id', value: 'cam-a' } }, keep: (e) => e.device !== 'cam-a' },
   { name: 'meta.line:1 device:cam-b', condition: { kind: 'and', all: [{ kind: 'metadata', condition: { key: 'line', op: 'eq', value: '1' } }, { kind: 'field', field: 'device_id', value: 'cam-b' }] }, keep: (e) => e.line === 1 && e.device === 'cam-b' },
   { name: '*', condition: { kind: 'all' }, keep: () => true },

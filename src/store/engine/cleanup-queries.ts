@@ -8,8 +8,7 @@
  * Walks are generators over lmdb-js ranges: lazy, so a caller that stops early reads no further.
  * Times are µs since the epoch (timestamps.ts), sizes bytes.
  */
-import { NO_VALUES } from '../index/created-at-cursors.js';
-import { createdAtOfKey, draftRange, fileAgeKey, fileAgeRange, fileOfAgeKey } from '../index/index-keys.js';
+import { createdAtOfKey, draftRange, DRAFTS_PREFIX, fileAgeKey, fileAgeRange, fileOfAgeKey } from '../index/index-keys.js';
 import type { FileRef } from './event-deletion.js';
 import type { FileEntry, SegmentEntry } from '../log/log-entries.js';
 import { storeHandles, type StoreView } from '../read/store-view.js';
@@ -75,7 +74,7 @@ export function oldestDraft(store: StoreView): number | null {
     if (!store.updatedInHead(createdAt) || store.getRecord(createdAt)?.draft) return createdAt;
   }
   // Drafts in the head (head.ts) are newer than every draft in LMDB.
-  return store.withHead(NO_VALUES, -Infinity, Infinity, 'asc', true, (record) => record.draft).seek(-Infinity) ?? null;
+  return store.inHead((source) => source.keyRange(DRAFTS_PREFIX, -Infinity, Infinity, 'asc'), -Infinity, Infinity, 'asc', (record) => record.draft).seek(-Infinity) ?? null;
 }
 
 /**

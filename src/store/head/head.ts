@@ -14,7 +14,8 @@
  * worker (a cleanup deleting the event or one of its files) is never hidden.
  */
 import type { AppendedFrame } from '../log/blob-log.js';
-import { type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import { SortedValuesCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import { HeadIndex } from './head-index.js';
 import type { Counters, LogPosition } from '../index/lmdb-env.js';
 import type { FileEntry, FileKind } from '../log/log-entries.js';
 import type { EventRecord } from '../record/event-record.js';
@@ -70,60 +71,7 @@ function isCovered(end: LogPosition, covered: LogPosition | undefined): boolean 
   return covered.segment > end.segment || (covered.segment === end.segment && covered.offset >= end.offset);
 }
 
-/**
- * The head's created_at values (µs) within [lo, hi], in `dir` order, those whose record `accepts`
- * passes (every one without it). Records are checked as the cursor moves, never ahead of it; the
- * cursor reads the head as it is, so it serves a synchronous scan (event-query.ts `scanPlan`).
- * It remembers its last answer: a UnionCursor seeks every part at every step, and a part ahead of
- * the others is asked again for the value it already gave, whose record it must not check again.
- */
-class HeadCursor implements CreatedAtCursor {
-  /** The last seek's start (clamped to [lo, hi]) and its answer. */
-  private last: { from: number; value: number | undefined } | undefined;
-
-  constructor(
-    private readonly order: readonly number[],
-    private readonly lo: number,
-    private readonly hi: number,
-    private readonly dir: Direction,
-    private readonly accepts: ((createdAt: number) => boolean) | undefined,
-  ) {}
-
-  seek(ts: number): number | undefined {
-    const asc = this.dir === 'asc';
-    const from = asc ? Math.max(ts, this.lo) : Math.min(ts, this.hi);
-    const { last } = this;
-    if (last && (asc ? from >= last.from && (last.value === undefined || from <= last.value) : from <= last.from && (last.value === undefined || from >= last.value))) {
-      return last.value;
-    }
-    const value = this.find(from, asc);
-    this.last = { from, value };
-    return value;
-  }
-
-  private find(from: number, asc: boolean): number | undefined {
-    const { order } = this;
-    // First index whose value is >= from.
-    let lo = 0;
-    let hi = order.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (order[mid] < from) lo = mid + 1;
-      else hi = mid;
-    }
-    let at = asc ? lo : (lo < order.length && order[lo] === from ? lo : lo - 1);
-    for (; at >= 0 && at < order.length; at += asc ? 1 : -1) {
-      const value = order[at];
-      if (value < this.lo || value > this.hi) return undefined;
-      if (!this.accepts || this.accepts(value)) return value;
-    }
-    return undefined;
-  }
-
-  close(): void {}
-}
-
-/** The in-memory head of the index; see the module comment. */
+/** The head, in memory; see the module comment. */
 export class Head {
   private batches: HeadBatch[] = [];
   /** What each batch adds to the counters, in the order of `batches`. */
@@ -145,9 +93,11 @@ export class Head {
   private readonly updates = new Map<number, HeadUpdate[]>();
   /** created_at of the events in LMDB (not in the head) with updates in the head, ascending. */
   private updatedOrder: number[] = [];
-  /** Records of the head's creates with their updates applied, as stored (record-codec.ts), until their updates update. */
+  /** Records of the head's creates with their updates applied, as stored (record-codec.ts), until the next update to them. */
   private readonly updatedValues = new Map<number, Buffer>();
   private updateCount = 0;
+  /** The head's own index of its creates, updates applied (head-index.ts): what plans read of the head. */
+  readonly index = new HeadIndex(() => this.order);
 
   constructor(private readonly shipping: boolean, private readonly present: RecordPresenter) {}
 
@@ -194,6 +144,7 @@ export class Head {
       }
       this.bytes += value.length;
       this.count(delta, create);
+      this.index.set(record.created_at, record);
     }
     this.updateCount += batch.updates.length;
     for (const update of batch.updates) {
@@ -207,6 +158,16 @@ export class Head {
       this.updatedValues.delete(createdAt);
       if (update.type === 'attach') this.files.set(update.file.file_id, attachedFile(update));
     }
+    for (const createdAt of new Set(batch.updates.map((update) => update.createdAt))) {
+      if (this.creates.has(createdAt)) this.index.set(createdAt, this.updatedCreate(createdAt));
+    }
+  }
+
+  /** The record of the head's create at `createdAt` with the head's updates to it applied (a copy; geometry left out, as the head keeps it). */
+  private updatedCreate(createdAt: number): EventRecord {
+    const record = structuredClone(this.creates.get(createdAt)!.record);
+    for (const { update } of this.updates.get(createdAt) ?? []) applyUpdate(record, update);
+    return record;
   }
 
   /**
@@ -221,6 +182,7 @@ export class Head {
         const { record, value } = create;
         this.creates.delete(record.created_at);
         this.ids.delete(record.id);
+        this.index.delete(record.created_at);
         for (const file of create.files) this.files.delete(file.fileId);
         this.bytes -= value.length;
         // Updated by a later batch still in the head: LMDB holds the event now, the head its update.
@@ -355,26 +317,13 @@ export class Head {
   }
 
   /**
-   * A cursor over the head's creates with created_at in [lo, hi] (µs), in `direction`, those
-   * whose record passes `accepts` (every one when it is undefined): merged with an LMDB cursor by
-   * a UnionCursor (created-at-cursors.ts). It reads the head as the cursor moves: use it within
-   * one synchronous scan.
-   */
-  cursor(lo: number, hi: number, direction: Direction, accepts?: (record: EventRecord) => boolean): CreatedAtCursor {
-    return new HeadCursor(this.order, lo, hi, direction, accepts && ((createdAt) => {
-      const value = this.updates.has(createdAt) ? this.value(createdAt) : undefined;
-      return accepts(value ? decodeRecord(value) : this.creates.get(createdAt)!.record);
-    }));
-  }
-
-  /**
    * A cursor over the events in LMDB the head has updated, with created_at in [lo, hi] (µs), in
    * `direction`, those whose record as `recordOf` reads it (LMDB's with the updates applied;
-   * undefined once deleted) exists and passes `accepts` (when given): merged, like `cursor`, with
-   * an LMDB cursor that skips them (`isUpdated`), whose index entries may be stale.
+   * undefined once deleted) exists and passes `accepts` (when given): merged with an LMDB cursor
+   * that skips them (`isUpdated`), whose index entries may be stale.
    */
   updatedCursor(lo: number, hi: number, direction: Direction, recordOf: (createdAt: number) => EventRecord | undefined, accepts?: (record: EventRecord) => boolean): CreatedAtCursor {
-    return new HeadCursor(this.updatedOrder, lo, hi, direction, (createdAt) => {
+    return new SortedValuesCursor(this.updatedOrder, lo, hi, direction, (createdAt) => {
       const record = recordOf(createdAt);
       return record !== undefined && (!accepts || accepts(record));
     });

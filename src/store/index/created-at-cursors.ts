@@ -149,3 +149,61 @@ export class ProbeCursor implements CreatedAtCursor {
     this.driver.close();
   }
 }
+
+/** The first index of ascending `values` whose value is at least `from` (`values.length` when none). */
+export function firstAtLeast(values: readonly number[], from: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (values[mid] < from) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The values of an ascending array in memory within [lo, hi] (µs), in `dir` order, those that
+ * pass `accepts` (every one without it): the head's own index (head/head-index.ts) and its
+ * updated events. Values are checked as the cursor moves, never ahead of it; the cursor reads
+ * the array as it is, so it serves a synchronous scan (event-query.ts `scanPlan`). It remembers
+ * its last answer: a UnionCursor seeks every part at every step, and a part ahead of the others
+ * is asked again for the value it already gave, which it must not check again.
+ */
+export class SortedValuesCursor implements CreatedAtCursor {
+  /** The last seek's start (clamped to [lo, hi]) and its answer. */
+  private last: { from: number; value: number | undefined } | undefined;
+
+  constructor(
+    private readonly values: readonly number[],
+    private readonly lo: number,
+    private readonly hi: number,
+    private readonly dir: Direction,
+    private readonly accepts?: (createdAt: number) => boolean,
+  ) {}
+
+  seek(ts: number): number | undefined {
+    const asc = this.dir === 'asc';
+    const from = asc ? Math.max(ts, this.lo) : Math.min(ts, this.hi);
+    const { last } = this;
+    if (last && (asc ? from >= last.from && (last.value === undefined || from <= last.value) : from <= last.from && (last.value === undefined || from >= last.value))) {
+      return last.value;
+    }
+    const value = this.find(from, asc);
+    this.last = { from, value };
+    return value;
+  }
+
+  private find(from: number, asc: boolean): number | undefined {
+    const { values } = this;
+    const first = firstAtLeast(values, from);
+    for (let at = asc ? first : (values[first] === from ? first : first - 1); at >= 0 && at < values.length; at += asc ? 1 : -1) {
+      const value = values[at];
+      if (value < this.lo || value > this.hi) return undefined;
+      if (!this.accepts || this.accepts(value)) return value;
+    }
+    return undefined;
+  }
+
+  close(): void {}
+}

@@ -2,7 +2,8 @@
  * Query planning and execution for the list and count routes (docs/API.md, "Query parameters";
  * `GET /v2/events`, `GET /events/count/stats`). Exact-match filters and `eq` metadata filters
  * are indexed conditions: the sparsest one (estimated from a sample of its index range) drives
- * the scan and the others are probed by point lookups, so a query with an indexed filter never
+ * the scan and the others are probed by point lookups, over LMDB and over the head's own index
+ * alike (index-source.ts), so a query with an indexed filter never
  * scans the whole store; only a query with no indexed filter walks the primary key range.
  * `include_drafts=false` is probed on the drafts index. Other metadata operators, and values
  * indexed as a digest, are checked on the decoded records the plan yields, within a budget of
@@ -11,10 +12,11 @@
  * stored JSON (record-codec.ts `storedJson`), decoded only for such a check.
  */
 import type { Key } from 'lmdb';
-import { KeyRangeCursor, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import { NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import type { IndexSource } from '../index/index-source.js';
 import { storeHandles, type StoreView } from './store-view.js';
 import {
-  comparableMetadataValue, createdAtOfKey, DIGEST_PREFIX, draftKey, fieldPrefix, indexableMetadataValue, indexableString, indexedValue,
+  comparableMetadataValue, DIGEST_PREFIX, DRAFTS_PREFIX, fieldPrefix, indexableMetadataValue, indexableString, indexedValue,
   metadataPrefix, type IndexedField,
 } from '../index/index-keys.js';
 import type { EventRecord, RecordMetadataValue } from '../record/event-record.js';
@@ -126,62 +128,39 @@ export function metadataIndexedExactly(condition: MetadataCondition): boolean {
   return typeof value === 'number' || indexedAsItself(value);
 }
 
-/** Index entries sampled per condition to estimate how many it holds. */
-const SAMPLE = 128;
-
-/**
- * Estimates the entries of a condition (index entries under any of `prefixes`) with created_at
- * in [lo, hi] (µs): exact when it has fewer than SAMPLE, else SAMPLE scaled by how little of the
- * window its first SAMPLE entries cover.
- */
-export function estimateEntries(store: StoreView, prefixes: IndexedCondition, lo: number, hi: number): number {
-  let total = 0;
-  for (const prefix of prefixes) {
-    let count = 0;
-    let last = lo;
-    for (const key of store[storeHandles].dbs.index.getKeys({ start: [...prefix, lo], end: [...prefix, hi + 1], limit: SAMPLE })) {
-      count++;
-      last = createdAtOfKey(key);
-    }
-    total += count < SAMPLE ? count : (SAMPLE * (hi - lo)) / Math.max(1, last - lo);
-  }
-  return total;
-}
-
-/** The plan of a list over LMDB, merged with the head's matching creates (head.ts). */
+/** The plan of a list over LMDB and over the head's own index, merged (store-view.ts `withHead`). */
 function planCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
   const lo = query.startTime ?? -Infinity;
   const hi = query.endTime ?? Infinity;
-  return store.withHead(planIndexCursor(store, query, direction), lo, hi, direction, planIsExact(query), (record) => matchesQuery(record, query));
+  return store.withHead((source) => planIndexCursor(source, query, direction), lo, hi, direction, (record) => matchesQuery(record, query));
 }
 
-function planIndexCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
-  const cursor = planIndexedCursor(store, query, direction);
+function planIndexCursor(source: IndexSource, query: EventQuery, direction: Direction): CreatedAtCursor {
+  const cursor = planIndexedCursor(source, query, direction);
   if (query.includeDrafts) return cursor;
   // include_drafts=false is answered from the drafts index ([D, created_at]), without reading records.
-  const { index } = store[storeHandles].dbs;
-  return new ProbeCursor(cursor, [(ts: number) => !index.doesExist(draftKey(ts))], direction);
+  return new ProbeCursor(cursor, [(ts: number) => !source.has(DRAFTS_PREFIX, ts)], direction);
 }
 
-function planIndexedCursor(store: StoreView, query: EventQuery, direction: Direction): CreatedAtCursor {
-  const { index, events } = store[storeHandles].dbs;
-  const [oldest] = events.getKeys({ limit: 1 });
-  const [newest] = events.getKeys({ limit: 1, reverse: true });
-  const lo = Math.max(query.startTime ?? -Infinity, oldest ?? 0);
-  const hi = Math.min(query.endTime ?? Infinity, newest ?? 0);
+/** The plan of a list's conditions over one index source: the sparsest condition drives, the others probe. */
+function planIndexedCursor(source: IndexSource, query: EventQuery, direction: Direction): CreatedAtCursor {
+  const bounds = source.bounds();
+  if (!bounds) return NO_VALUES;
+  const lo = Math.max(query.startTime ?? -Infinity, bounds.oldest);
+  const hi = Math.min(query.endTime ?? Infinity, bounds.newest);
   const conditions = indexedConditions(query);
-  if (conditions.length === 0) return new KeyRangeCursor(events, [], lo, hi, direction);
+  if (conditions.length === 0) return source.eventRange(lo, hi, direction);
 
   const cursorOf = (prefixes: IndexedCondition): CreatedAtCursor => {
-    const cursors = prefixes.map((prefix) => new KeyRangeCursor(index, prefix, lo, hi, direction));
+    const cursors = prefixes.map((prefix) => source.keyRange(prefix, lo, hi, direction));
     return cursors.length === 1 ? cursors[0] : new UnionCursor(cursors, direction);
   };
   if (conditions.length === 1) return cursorOf(conditions[0]);
-  const estimates = conditions.map((prefixes) => estimateEntries(store, prefixes, lo, hi));
+  const estimates = conditions.map((prefixes) => source.estimate(prefixes, lo, hi));
   const driver = estimates.indexOf(Math.min(...estimates));
   const probes = conditions
     .filter((_, i) => i !== driver)
-    .map((prefixes) => (ts: number) => prefixes.some((prefix) => index.doesExist([...prefix, ts])));
+    .map((prefixes) => (ts: number) => prefixes.some((prefix) => source.has(prefix, ts)));
   return new ProbeCursor(cursorOf(conditions[driver]), probes, direction);
 }
 

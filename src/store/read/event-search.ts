@@ -9,13 +9,14 @@
  * store in one request. Time conditions of the top-level AND bound every cursor instead.
  */
 import type { Key } from 'lmdb';
-import { KeyRangeCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import { NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import type { IndexSource } from '../index/index-source.js';
 import {
-  estimateEntries, indexedAsItself, metadataIndexedExactly, metadataMatches, type MetadataCondition, type ScanPlan,
+  indexedAsItself, metadataIndexedExactly, metadataMatches, type MetadataCondition, type ScanPlan,
 } from './event-query.js';
 import type { EventRecord } from '../record/event-record.js';
-import { classPrefix, draftKey, DRAFTS_PREFIX, fieldPrefix, indexedValue, metadataPrefix, predictionsOf, type IndexedField } from '../index/index-keys.js';
-import { storeHandles, type StoreView } from './store-view.js';
+import { classPrefix, DRAFTS_PREFIX, fieldPrefix, indexedValue, metadataPrefix, predictionsOf, type IndexedField } from '../index/index-keys.js';
+import type { StoreView } from './store-view.js';
 
 /** Comparison of a count with a number. */
 export type CountComparison = '=' | '>' | '>=' | '<' | '<=';
@@ -140,21 +141,20 @@ interface Window {
 
 class SearchPlanner {
   constructor(
-    private readonly store: StoreView,
+    private readonly source: IndexSource,
     private readonly window: Window,
     private readonly options: SearchPlanOptions,
   ) {}
 
   /** The cursor and probe of an index range under `prefixes` (exact when the index decides). */
   private range(prefixes: Key[][], exact: boolean): { access: Access; probe: Probe | null } {
-    const { store, window, options } = this;
-    const { index } = store[storeHandles].dbs;
+    const { source, window, options } = this;
     const open = (): CreatedAtCursor => {
-      const cursors = prefixes.map((prefix) => new KeyRangeCursor(index, prefix, window.lo, window.hi, options.direction));
+      const cursors = prefixes.map((prefix) => source.keyRange(prefix, window.lo, window.hi, options.direction));
       return cursors.length === 1 ? cursors[0] : new UnionCursor(cursors, options.direction);
     };
-    const estimate = estimateEntries(store, prefixes, window.lo, window.hi);
-    const probe = exact ? (ts: number) => prefixes.some((prefix) => index.doesExist([...prefix, ts])) : null;
+    const estimate = source.estimate(prefixes, window.lo, window.hi);
+    const probe = exact ? (ts: number) => prefixes.some((prefix) => source.has(prefix, ts)) : null;
     return { access: { open, estimate, exact }, probe };
   }
 
@@ -162,7 +162,7 @@ class SearchPlanner {
   private timeRange(from: number, to: number): Access {
     const lo = Math.max(from, this.window.lo);
     const hi = Math.min(to, this.window.hi);
-    return { open: () => new KeyRangeCursor(this.store[storeHandles].dbs.events, [], lo, hi, this.options.direction), estimate: Infinity, exact: true };
+    return { open: () => this.source.eventRange(lo, hi, this.options.direction), estimate: Infinity, exact: true };
   }
 
   plan(condition: SearchCondition): { access: Access | null; probe: Probe | null } {
@@ -188,8 +188,8 @@ class SearchPlanner {
       case 'time':
         return { access: this.timeRange(condition.from, condition.to), probe: (ts) => ts >= condition.from && ts <= condition.to };
       case 'draft': {
-        const { index } = this.store[storeHandles].dbs;
-        if (!condition.draft) return { access: null, probe: (ts) => !index.doesExist(draftKey(ts)) };
+        const { source } = this;
+        if (!condition.draft) return { access: null, probe: (ts) => !source.has(DRAFTS_PREFIX, ts) };
         return this.range([[...DRAFTS_PREFIX]], true);
       }
       case 'not': {
@@ -267,27 +267,32 @@ function topLevelTimes(condition: SearchCondition): { lo: number; hi: number; re
 export function planSearch(store: StoreView, condition: SearchCondition, options: SearchPlanOptions): ScanPlan {
   const matches = (record: EventRecord) => matchesCondition(record, condition);
   const times = topLevelTimes(condition);
-  const plan = planIndexSearch(store, condition, times, options);
-  // The head's creates and changed events (head.ts) are checked on their records.
+  // The same plan over LMDB and over the head's own index (store-view.ts `withHead`): exact
+  // only when both are.
+  let exact = true;
+  const plan = (source: IndexSource): CreatedAtCursor => {
+    const planned = planIndexSearch(source, condition, times, options);
+    exact &&= planned.exact;
+    return planned.cursor;
+  };
   const hi = Math.min(times.hi, options.before ?? Infinity);
-  return { ...plan, cursor: store.withHead(plan.cursor, times.lo, hi, options.direction, plan.exact, matches), matches };
+  const cursor = store.withHead(plan, times.lo, hi, options.direction, matches);
+  return { cursor, exact, matches };
 }
 
-/** The plan of a search over LMDB (the head aside). */
-function planIndexSearch(store: StoreView, condition: SearchCondition, times: ReturnType<typeof topLevelTimes>, options: SearchPlanOptions): ScanPlan {
+/** The plan of a search over one index source, LMDB or the head's. */
+function planIndexSearch(source: IndexSource, condition: SearchCondition, times: ReturnType<typeof topLevelTimes>, options: SearchPlanOptions): ScanPlan {
   const matches = (record: EventRecord) => matchesCondition(record, condition);
-  const { events } = store[storeHandles].dbs;
-  const [oldest] = events.getKeys({ limit: 1 });
-  const [newest] = events.getKeys({ limit: 1, reverse: true });
+  const bounds = source.bounds();
   const window = {
-    lo: Math.max(times.lo, oldest ?? 0),
-    hi: Math.min(times.hi, options.before ?? Infinity, newest ?? 0),
+    lo: Math.max(times.lo, bounds?.oldest ?? 0),
+    hi: Math.min(times.hi, options.before ?? Infinity, bounds?.newest ?? 0),
   };
-  if (oldest === undefined || window.lo > window.hi) return { cursor: NO_VALUES, exact: true, matches };
-  const planner = new SearchPlanner(store, window, options);
+  if (!bounds || window.lo > window.hi) return { cursor: NO_VALUES, exact: true, matches };
+  const planner = new SearchPlanner(source, window, options);
   const { access, probe } = planner.plan(times.rest);
   if (access) return { cursor: access.open(), exact: access.exact, matches };
-  const every = new KeyRangeCursor(events, [], window.lo, window.hi, options.direction);
+  const every = source.eventRange(window.lo, window.hi, options.direction);
   // A condition only probes answer (draft:false, -device:cam-1): every event, probed, none decoded.
   if (probe) return { cursor: new ProbeCursor(every, [probe], options.direction), exact: true, matches };
   return { cursor: every, exact: false, matches };

@@ -15,6 +15,8 @@ import { StoredFile } from '../log/stored-file.js';
 import type { Head } from '../head/head.js';
 import { quarantineDirOf, readQuarantine, type QuarantineSummary } from '../log/quarantine.js';
 import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import { DRAFTS_PREFIX } from '../index/index-keys.js';
+import { LmdbIndexSource, type IndexSource } from '../index/index-source.js';
 
 /** How a store is run. */
 export interface StoreOptions {
@@ -69,7 +71,11 @@ export class StoreView {
    */
   protected head: Head | undefined;
 
+  /** LMDB's index as a plan reads it (index-source.ts). */
+  private readonly lmdbIndex: LmdbIndexSource;
+
   constructor(protected readonly dbs: StoreDatabases, readonly dataDir: string, storeOptions: StoreOptions) {
+    this.lmdbIndex = new LmdbIndexSource(dbs);
     this.blobsDir = path.join(dataDir, 'blobs');
     this.stagingDir = path.join(dataDir, 'staging');
     this.blobs = new BlobReader(this.blobsDir);
@@ -180,26 +186,32 @@ export class StoreView {
   }
 
   /**
-   * `cursor` (over LMDB) merged with the head (head.ts) in [lo, hi] (µs): what every list,
-   * search and count plan walks. The head yields its creates and the LMDB events it has updated,
-   * which `cursor` skips, since their index entries may be stale. `cursor` stops short of the
-   * head's oldest create, whose entries a checkpoint may have put in part (docs/STORAGE.md,
-   * "Checkpoint commits"). For an exact plan, whose values
-   * are not checked again, the head's records are checked with `accepts` as the cursor reaches
-   * them (as LMDB's index entries answer exact conditions); otherwise the scan checks them, within
-   * its budget, as it checks LMDB's records (event-query.ts `scanPlan`).
+   * The cursor of `plan` built over LMDB and over the head's own index (index-source.ts), merged:
+   * what every list, search and count walks (docs/STORAGE.md, "The head", "Reads"). LMDB's side
+   * stops short of the head's oldest create, whose entries a checkpoint may have put in part
+   * ("Checkpoint commits"), and skips the LMDB events the head has updated, whose index entries
+   * may be stale: those come from the head, within [lo, hi] (µs), each checked with `accepts` on
+   * its record as updated.
    */
-  withHead(cursor: CreatedAtCursor, lo: number, hi: number, direction: Direction, exact: boolean, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
+  withHead(plan: (source: IndexSource) => CreatedAtCursor, lo: number, hi: number, direction: Direction, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
+    const stored = plan(this.lmdbIndex);
     const { head } = this;
-    if (!head || head.empty) return cursor;
-    const check = exact ? accepts : undefined;
-    const stored = new BelowCursor(cursor, () => head.oldest, direction);
-    const parts = [stored, head.cursor(lo, hi, direction, check)];
-    if (head.hasUpdates) {
-      parts[0] = new ProbeCursor(stored, [(ts) => !head.isUpdated(ts)], direction);
-      parts.push(head.updatedCursor(lo, hi, direction, (ts) => this.updatedRecord(head, ts), check));
-    }
-    return new UnionCursor(parts, direction);
+    if (!head || head.empty) return stored;
+    const below = new BelowCursor(stored, () => head.oldest, direction);
+    const lmdbSide = head.hasUpdates ? new ProbeCursor(below, [(ts) => !head.isUpdated(ts)], direction) : below;
+    return new UnionCursor([lmdbSide, this.inHead(plan, lo, hi, direction, accepts)], direction);
+  }
+
+  /**
+   * The head's side of `withHead` alone: `plan` over the head's index, and the LMDB events the
+   * head has updated within [lo, hi] (µs) whose record as updated passes `accepts`.
+   */
+  inHead(plan: (source: IndexSource) => CreatedAtCursor, lo: number, hi: number, direction: Direction, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
+    const { head } = this;
+    if (!head || head.empty) return NO_VALUES;
+    const created = plan(head.index);
+    if (!head.hasUpdates) return created;
+    return new UnionCursor([created, head.updatedCursor(lo, hi, direction, (ts) => this.updatedRecord(head, ts), accepts)], direction);
   }
 
   /**
@@ -209,7 +221,8 @@ export class StoreView {
    */
   headShippable(): { events: number; oldest: number | null } {
     if (!this.head || !this.shipping) return { events: 0, oldest: null };
-    const oldest = this.withHead(NO_VALUES, -Infinity, Infinity, 'asc', true, (record) => !record.draft).seek(-Infinity) ?? null;
+    const finalized = (source: IndexSource) => new ProbeCursor(source.eventRange(-Infinity, Infinity, 'asc'), [(ts) => !source.has(DRAFTS_PREFIX, ts)], 'asc');
+    const oldest = this.inHead(finalized, -Infinity, Infinity, 'asc', (record) => !record.draft).seek(-Infinity) ?? null;
     return { events: this.head.addTo(EMPTY_COUNTERS, indexedLogPosition(this.dbs), (ts) => this.dbs.events.doesExist(ts)).uploadsPending, oldest };
   }
 
@@ -226,7 +239,7 @@ export class StoreView {
    */
   oldestEventFrom(from: number): number | undefined {
     const [stored] = this.dbs.events.getKeys({ start: from, limit: 1 });
-    const inHead = this.head?.empty === false ? this.head.cursor(from, Infinity, 'asc').seek(from) : undefined;
+    const inHead = this.head?.empty === false ? this.head.index.eventRange(from, Infinity, 'asc').seek(from) : undefined;
     if (stored === undefined || inHead === undefined) return stored ?? inHead;
     return Math.min(stored, inHead);
   }

@@ -1,0 +1,87 @@
+/**
+ * The head's own index (docs/STORAGE.md, "The head", "Reads"): for each index key prefix, the
+ * created_at values (µs) of the head's creates under it, ascending, as an LSM memtable keeps its
+ * keys sorted. It holds the entries a checkpoint would put into LMDB's `index` for each create,
+ * with the head's updates to it applied (a finalize takes a draft out of the drafts index), so a
+ * list, count or search plan over it (index-source.ts) seeks only the creates that can match,
+ * as over LMDB, instead of checking every create the head holds.
+ */
+import type { Key } from 'lmdb';
+import { firstAtLeast, SortedValuesCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import { indexKeysOf } from '../index/index-keys.js';
+import type { IndexSource } from '../index/index-source.js';
+import type { EventRecord } from '../record/event-record.js';
+
+const NONE: readonly number[] = [];
+
+/** The map key of an index key prefix: its JSON (prefix parts are strings and numbers). */
+const prefixKey = (prefix: readonly Key[]): string => JSON.stringify(prefix);
+
+export class HeadIndex implements IndexSource {
+  /** created_at values under each prefix (its `prefixKey`), ascending. */
+  private readonly entries = new Map<string, number[]>();
+  /** The prefixes each create is entered under, to take it out again. */
+  private readonly prefixesOf = new Map<number, string[]>();
+
+  /** @param order the created_at of every create in the head, ascending (head.ts keeps it) */
+  constructor(private readonly order: () => readonly number[]) {}
+
+  /**
+   * Enters the create at `createdAt` under the prefixes of `record`'s index keys whose last part
+   * is its created_at (index-keys.ts `indexKeysOf`: every key a plan reads), replacing what it
+   * was entered under before (an update).
+   */
+  set(createdAt: number, record: EventRecord): void {
+    this.delete(createdAt);
+    const prefixes: string[] = [];
+    for (const key of indexKeysOf(record)) {
+      if (key[key.length - 1] !== createdAt) continue;
+      const prefix = prefixKey(key.slice(0, -1));
+      const values = this.entries.get(prefix);
+      if (!values) this.entries.set(prefix, [createdAt]);
+      else if (values[values.length - 1] < createdAt) values.push(createdAt);
+      else values.splice(firstAtLeast(values, createdAt), 0, createdAt);
+      prefixes.push(prefix);
+    }
+    this.prefixesOf.set(createdAt, prefixes);
+  }
+
+  /** Takes the create at `createdAt` out (its checkpoint committed it); the oldest go first, from the front. */
+  delete(createdAt: number): void {
+    for (const prefix of this.prefixesOf.get(createdAt) ?? []) {
+      const values = this.entries.get(prefix)!;
+      if (values[0] === createdAt) values.shift();
+      else values.splice(firstAtLeast(values, createdAt), 1);
+      if (values.length === 0) this.entries.delete(prefix);
+    }
+    this.prefixesOf.delete(createdAt);
+  }
+
+  bounds(): { oldest: number; newest: number } | undefined {
+    const order = this.order();
+    return order.length === 0 ? undefined : { oldest: order[0], newest: order[order.length - 1] };
+  }
+
+  keyRange(prefix: readonly Key[], lo: number, hi: number, direction: Direction): CreatedAtCursor {
+    return new SortedValuesCursor(this.entries.get(prefixKey(prefix)) ?? NONE, lo, hi, direction);
+  }
+
+  eventRange(lo: number, hi: number, direction: Direction): CreatedAtCursor {
+    return new SortedValuesCursor(this.order(), lo, hi, direction);
+  }
+
+  has(prefix: readonly Key[], createdAt: number): boolean {
+    const values = this.entries.get(prefixKey(prefix));
+    return values !== undefined && values[firstAtLeast(values, createdAt)] === createdAt;
+  }
+
+  /** Exact: the entries under `prefixes` within [lo, hi]. */
+  estimate(prefixes: readonly (readonly Key[])[], lo: number, hi: number): number {
+    let total = 0;
+    for (const prefix of prefixes) {
+      const values = this.entries.get(prefixKey(prefix)) ?? NONE;
+      total += firstAtLeast(values, hi + 1) - firstAtLeast(values, lo);
+    }
+    return total;
+  }
+}
