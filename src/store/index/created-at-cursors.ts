@@ -173,6 +173,8 @@ export function firstAtLeast(values: readonly number[], from: number): number {
 export class SortedValuesCursor implements CreatedAtCursor {
   /** The last seek's start (clamped to [lo, hi]) and its answer. */
   private last: { from: number; value: number | undefined } | undefined;
+  /** The index of the last value answered; -1 before any. */
+  private at = -1;
 
   constructor(
     private readonly values: readonly number[],
@@ -196,13 +198,30 @@ export class SortedValuesCursor implements CreatedAtCursor {
 
   private find(from: number, asc: boolean): number | undefined {
     const { values } = this;
-    const first = firstAtLeast(values, from);
-    for (let at = asc ? first : (values[first] === from ? first : first - 1); at >= 0 && at < values.length; at += asc ? 1 : -1) {
+    for (let at = this.start(from, asc); at >= 0 && at < values.length; at += asc ? 1 : -1) {
       const value = values[at];
       if (value < this.lo || value > this.hi) return undefined;
-      if (!this.accepts || this.accepts(value)) return value;
+      if (!this.accepts || this.accepts(value)) {
+        this.at = at;
+        return value;
+      }
     }
     return undefined;
+  }
+
+  /**
+   * Where to look from for the first value at or after `from`: the step after the last answer
+   * when that is where it is (a scan's next seek), else a binary search.
+   */
+  private start(from: number, asc: boolean): number {
+    const { values, at } = this;
+    const next = asc ? at + 1 : at - 1;
+    if (at >= 0 && values[at] !== undefined && (asc ? values[at] < from : values[at] > from)) {
+      const candidate = values[next];
+      if (candidate === undefined || (asc ? candidate >= from : candidate <= from)) return next;
+    }
+    const first = firstAtLeast(values, from);
+    return asc ? first : (values[first] === from ? first : first - 1);
   }
 
   close(): void {}
