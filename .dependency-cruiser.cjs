@@ -123,6 +123,20 @@ module.exports = {
       to: { path: '^src/' },
     },
     {
+      name: 'nothing-imports-the-bench',
+      comment: 'src/bench (edge-events bench and the durable floor) measures the store from outside: only the CLI (src/cli.ts) imports it, and the store never does.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/bench/', '^src/cli\\.ts$'] },
+      to: { path: '^src/bench/' },
+    },
+    {
+      name: 'the-bench-runs-the-store-as-a-process',
+      comment: 'src/bench starts the installed store as a process and measures it through /proc: of src/ it uses the HTTP engine and body reader (the durable floor), the root modules, the store\'s kernel page size (src/store/index.ts) and the block device reader (src/operations/block-device.ts), nothing of the store\'s insides or the domain.',
+      severity: 'error',
+      from: { path: '^src/bench/' },
+      to: { path: '^src/[^/]+/', pathNot: ['^src/(bench|http)/', '^src/store/index\\.ts$', '^src/operations/block-device\\.ts$'] },
+    },
+    {
       name: 'scripts-never-import-tests',
       comment: 'scripts/lib/ is the harness code both use; scripts never import from test/.',
       severity: 'error',

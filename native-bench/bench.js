@@ -20,8 +20,10 @@
  *      50 connections, then start-up to a 200 from /health over what it left (median of 3)
  * and for edge-event-store only: a 1 GiB streamed upload and 20 concurrent 50 MB uploads
  * (uploads.js). Ceilings: lib/ceilings.js (hello-world HTTP; the store's create path with no
- * storage, ceilings/no-storage.js, for small and image events; CPU) and the disk probe of
- * lib/machine.js.
+ * storage, ceilings/no-storage.js, for small and image events; the durable floor,
+ * ceilings/durable-floor.js, the body appended and fdatasync'd and nothing else, for small and
+ * image events, to which every system's ingest rate, CPU and bytes per event are compared; CPU)
+ * and the disk probe of lib/machine.js.
  * edge-event-store runs on each of its HTTP engines (docs/OPERATIONS.md, "HTTP engines"): native
  * uWebSockets.js (`edge-event-store`) and node:http (`edge-event-store-node`), each with its own
  * HTTP and no-storage ceilings and uploads; RESULTS.md compares them in "HTTP engines". --engines=uws: only one.
@@ -33,7 +35,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuCeiling, httpCeiling, noStorageCeiling } from './lib/ceilings.js';
+import { cpuCeiling, durableFloorCeiling, httpCeiling, noStorageCeiling } from './lib/ceilings.js';
 import { machineBusySeconds, machineDetails, waitForQuiet } from './lib/machine.js';
 import { IMAGE_FIXTURE, writeImageEvents, writeQueries, writeRangeRequests, writeSmallEvents, writeVariedEvents } from './lib/payloads.js';
 import { renderResults } from './lib/report.js';
@@ -305,10 +307,12 @@ async function main() {
 
   const httpByEngine = {};
   const noStorageByEngine = {};
+  const durableFloorByEngine = {};
   for (const engine of storeEngines) {
     const ceiling = (requestsFile) => ({ requestsFile, connections: INGEST_CONNECTIONS, seconds: plan.ceilingSeconds, warmupSeconds: plan.warmupSeconds, port: PORT, dataDir: path.join(workDir, `ceiling-${engine}`), engine });
     httpByEngine[engine] = await httpCeiling(ceiling(small.file));
     noStorageByEngine[engine] = { small: await noStorageCeiling(ceiling(small.file)), image: await noStorageCeiling(ceiling(images.file)) };
+    durableFloorByEngine[engine] = { small: await durableFloorCeiling(ceiling(small.file)), image: await durableFloorCeiling(ceiling(images.file)) };
   }
   const ceilings = {
     // The first engine run (uws unless --engines says otherwise) is the one the targets use.
@@ -316,11 +320,15 @@ async function main() {
     httpByEngine,
     noStorage: noStorageByEngine[storeEngines[0]],
     noStorageByEngine,
+    // Every system's ingest is divided by the floor on the first engine (report.js, "Against the durable floor").
+    durableFloor: durableFloorByEngine[storeEngines[0]],
+    durableFloorByEngine,
     cpu: cpuCeiling(images.file, plan.ceilingSeconds),
     diskMBs: machine.diskCeilingMBs,
   };
   const httpCeilings = storeEngines.map((engine) => `HTTP ${engine} ${httpByEngine[engine].rate.toFixed(0)} POST/s, `
-    + `no storage ${engine} ${noStorageByEngine[engine].small.rate.toFixed(0)} small / ${noStorageByEngine[engine].image.rate.toFixed(0)} image creates/s`).join(', ');
+    + `no storage ${engine} ${noStorageByEngine[engine].small.rate.toFixed(0)} small / ${noStorageByEngine[engine].image.rate.toFixed(0)} image creates/s, `
+    + `durable floor ${engine} ${durableFloorByEngine[engine].small.rate.toFixed(0)} small / ${durableFloorByEngine[engine].image.rate.toFixed(0)} image creates/s`).join(', ');
   log(`ceilings: ${httpCeilings}, CPU ${ceilings.cpu.eventsPerSecond.toFixed(0)} image events/s, disk ${ceilings.diskMBs.toFixed(0)} MB/s`);
 
   const systems = [];

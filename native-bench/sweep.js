@@ -1,5 +1,6 @@
 /**
- * Concurrency sweep (issue #28, item 5): edge-event-store and the peers side by side in one run,
+ * Concurrency sweep (issue #28, item 5): edge-event-store, the peers and the durable floor
+ * (ceilings/durable-floor.js: the body appended and fdatasync'd, nothing else; issue #59) side by side in one run,
  * at 1, 4, 16 and 50 requests in flight, with small events (~850 B of JSON) and image events
  * (the small events plus the base64 of rocket.jpg, 41,501 bytes). A device pipeline posts one
  * event and waits for the 201; bench.js's 50 wrk connections hide what that costs.
@@ -11,13 +12,15 @@
  * p50 and p99, the server's CPU per event (utime + stime over its whole process tree), bytes
  * written per event by the server's tree (`write_bytes`) and by the data directory's block device
  * (/proc/diskstats), both up to TAIL_SECONDS after the window so a background flush is counted,
- * and what else used the machine meanwhile.
+ * and what else used the machine meanwhile; and each system's rate, CPU and bytes per event as a
+ * ratio to the durable floor's (`--systems` leaves it out unless it names `durable-floor`).
  *
  * Run: `npm run sweep` (setup.sh, then `node sweep.js`), or `node sweep.js [--quick]
  * [--seconds=N] [--systems=edge-event-store,fastify-sqlite] [--in-flight=1,4] [--workloads=small]
  * [--late-check=N] [--pace=R] [--warmup=N] [--preload=S] [--max-storage=MiB] [--data-root=DIR]
  * [--results=NAME]`.
- * The full run (4 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 10 minutes
+ * The full run (5 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes (10 with
+ * the 4 systems before the durable floor; a fifth adds a fifth of the cells)
  * (README.md here gives every script's time)
  * and writes RESULTS.sweep.md; --quick (3 s windows, no wait for a quiet machine) writes
  * .data/RESULTS.sweep.quick.md instead, so a noisy check never replaces measured figures.
@@ -48,7 +51,7 @@ import { machineBusySeconds, machineDetails, pacedSyncLatency, waitForQuiet } fr
 import { imageEventBodies, smallEventBodies } from './lib/payloads.js';
 import { enginesToBench, repoRoot, ServerProcess } from './lib/store-process.js';
 import { renderSweep } from './lib/sweep-report.js';
-import { SYSTEMS } from './lib/systems.js';
+import { DURABLE_FLOOR, durableFloorSystem, SYSTEMS } from './lib/systems.js';
 import { blockDeviceOf, deviceWrittenBytes, treeWriteBytes } from './lib/write-counters.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -116,17 +119,22 @@ const only = list('systems');
 const maxStorageMiB = option('max-storage') === undefined ? undefined : Number(option('max-storage'));
 if (maxStorageMiB !== undefined && !(Number.isInteger(maxStorageMiB) && maxStorageMiB >= 1)) throw new Error(`--max-storage=${option('max-storage')}: whole MiB, 1 or more`);
 /** A store system with MAX_STORAGE_BYTES set by `--max-storage`; a peer as it is. */
-const withStorageLimit = (s) => (maxStorageMiB === undefined || !s.engine ? s
+const withStorageLimit = (s) => (maxStorageMiB === undefined || !s.engine || s.floor ? s
   : { ...s, stack: `${s.stack}, MAX_STORAGE_BYTES=${maxStorageMiB} MiB`, server: { ...s.server, env: { ...s.server.env, MAX_STORAGE_BYTES: String(maxStorageMiB * 1024 * 1024) } } });
-const unknown = (only ?? []).filter((name) => !SYSTEMS.some((s) => s.name === name));
-if (unknown.length > 0 || only?.length === 0) throw new Error(`--systems: unknown ${unknown.join(', ') || '(none given)'}; known: ${SYSTEMS.map((s) => s.name).join(', ')}`);
+const unknown = (only ?? []).filter((name) => name !== DURABLE_FLOOR && !SYSTEMS.some((s) => s.name === name));
+if (unknown.length > 0 || only?.length === 0) throw new Error(`--systems: unknown ${unknown.join(', ') || '(none given)'}; known: ${[...SYSTEMS.map((s) => s.name), DURABLE_FLOOR].join(', ')}`);
 
 const log = (message) => console.log(`[sweep ${new Date().toISOString().slice(11, 19)}] ${message}`);
 // edge-event-store on the engines this machine has (node:http alone where no native build loads),
 // unless --systems names one that cannot run here, which stops the sweep with the reason.
 const requestedEngines = only && [...new Set(SYSTEMS.filter((s) => s.engine && only.includes(s.name)).map((s) => s.engine))];
 const { engines, note: engineNote } = await enginesToBench(requestedEngines?.length ? requestedEngines : undefined, log);
-const systems = SYSTEMS.filter((s) => (only ? only.includes(s.name) : !s.engine || engines.includes(s.engine))).map(withStorageLimit);
+// The durable floor beside them (ceilings/durable-floor.js), on the store's first engine so that its
+// HTTP is the store's: every system's figures are also given as a ratio to its own.
+const systems = [
+  ...SYSTEMS.filter((s) => (only ? only.includes(s.name) : !s.engine || engines.includes(s.engine))),
+  ...(!only || only.includes(DURABLE_FLOOR) ? [durableFloorSystem(engines[0])] : []),
+].map(withStorageLimit);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Mean length of `bodies` (bytes). */
@@ -239,7 +247,7 @@ async function main() {
   const chosen = workloads();
   log(`${systems.map((s) => s.name).join(', ')}; ${chosen.map((w) => w.name).join(', ')}; ${inFlight.join(', ')} in flight; `
     + `${plan.seconds} s windows; device ${device ? `${device.name} (${device.majorMinor})` : 'n/a'}; store ${machine.store}`);
-  const results = systems.map((s) => ({ name: s.name, engine: s.engine, stack: s.stack, cells: Object.fromEntries(chosen.map((w) => [w.name, []])) }));
+  const results = systems.map((s) => ({ name: s.name, engine: s.engine, floor: s.floor, stack: s.stack, cells: Object.fromEntries(chosen.map((w) => [w.name, []])) }));
   for (const workload of chosen) {
     for (const n of inFlight) {
       for (const [i, system] of systems.entries()) results[i].cells[workload.name].push(await measureCell(system, workload, n, device));

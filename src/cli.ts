@@ -18,18 +18,20 @@ program
 // yauzl among them, 100 ms of a 500 ms start (native-bench/PROFILE.md, "Small events, one sync
 // per append", its start-up paragraph).
 if (process.argv[2] !== 'serve') {
-  const [events, exportCommand, search, mcp, check] = await Promise.all([
+  const [events, exportCommand, search, mcp, check, bench] = await Promise.all([
     import('./client/events-command.js'),
     import('./export/export-command.js'),
     import('./search/search-command.js'),
     import('./mcp/mcp-command.js'),
     import('./check/check-command.js'),
+    import('./bench/bench-command.js'),
   ]);
   events.registerEventsCommand(program);
   exportCommand.registerExportCommand(program);
   search.registerSearchCommand(program);
   mcp.registerMcpCommand(program);
   check.registerCheckCommand(program);
+  bench.registerBenchCommand(program);
 }
 
 await program.parseAsync(process.argv);

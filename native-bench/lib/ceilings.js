@@ -1,7 +1,8 @@
 /**
  * The machine's limits, measured by the same run as the systems: the HTTP ceiling of
  * each engine (a hello-world POST of a small-event body), the no-storage ceiling of each engine
- * (the store's own create path with nothing stored, for small and image events), the CPU ceiling
+ * (the store's own create path with nothing stored, for small and image events), the durable floor
+ * of each engine (the body appended and fdatasync'd, nothing else: ceilings/durable-floor.js), the CPU ceiling
  * of an image event (JSON.parse plus base64 decode of its body, one thread) and the disk ceiling
  * (sequential writes with fdatasync, in lib/machine.js).
  */
@@ -15,6 +16,8 @@ const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const hello = (engine) => ({ command: process.execPath, args: [path.join(here, 'ceilings', 'http-hello.js')], cwd: here, env: { HTTP_ENGINE: engine } });
 /** ceilings/no-storage.js with the settings the bench gives the store (lib/store-process.js). */
 const noStorage = (engine) => ({ ...storeCommand(engine), args: [path.join(here, 'ceilings', 'no-storage.js')], cwd: here });
+/** ceilings/durable-floor.js, likewise. */
+const durableFloor = (engine) => ({ ...storeCommand(engine), args: [path.join(here, 'ceilings', 'durable-floor.js')], cwd: here });
 const firstBody = (requestsFile) => fs.readFileSync(requestsFile, 'utf8').split('\n', 1)[0];
 
 /**
@@ -31,7 +34,8 @@ const firstBody = (requestsFile) => fs.readFileSync(requestsFile, 'utf8').split(
 /**
  * Starts `server`, runs `check` on it, then POSTs the bodies of `requestsFile` with wrk: a warm-up,
  * then the measured run.
- * @returns {Promise<import('./wrk.js').WrkResult & { connections: number, serverCpuSeconds: number }>}
+ * @returns {Promise<import('./wrk.js').WrkResult & { connections: number, serverCpuSeconds: number, writtenBytes: number }>}
+ *   serverCpuSeconds and writtenBytes (bytes passed to write calls, `wchar`, as bench.js counts the systems') over the measured run
  */
 async function serverCeiling(server, { requestsFile, connections, seconds, warmupSeconds, port, dataDir }, check = async () => undefined) {
   const running = await ServerProcess.start(server, dataDir, { port });
@@ -39,10 +43,11 @@ async function serverCeiling(server, { requestsFile, connections, seconds, warmu
     await check(running);
     const load = { url: running.url, file: requestsFile, mode: 'post', connections };
     await runWrk({ ...load, seconds: warmupSeconds }).result;
-    const before = running.usage().cpuSeconds;
+    const before = running.usage();
     const run = await runWrk({ ...load, seconds }).result;
     if (run.errors > 0) throw new Error(`${server.args.at(-1)}: ${run.errors} requests failed: ${JSON.stringify(run.errorsByKind)}`);
-    return { ...run, connections, serverCpuSeconds: running.usage().cpuSeconds - before };
+    const after = running.usage();
+    return { ...run, connections, serverCpuSeconds: after.cpuSeconds - before.cpuSeconds, writtenBytes: after.writtenBytes - before.writtenBytes };
   } finally {
     await running.stop();
   }
@@ -74,6 +79,22 @@ export function noStorageCeiling({ engine = 'uws', ...options }) {
       throw new Error(`no-storage ceiling answered ${response.status} ${JSON.stringify(answer)}`);
     }
   });
+}
+
+/**
+ * POSTs the create bodies of `requestsFile` to ceilings/durable-floor.js on `engine` with wrk,
+ * after checking that it answers the first one 201 with an id.
+ * @param {CeilingOptions} options dataDir: where the floor writes its file
+ * @returns {Promise<import('./wrk.js').WrkResult & { serverCpuSeconds: number, writtenBytes: number, engine: string }>}
+ *   creates per second in `rate`; the engine it ran on
+ */
+export async function durableFloorCeiling({ engine = 'uws', ...options }) {
+  const run = await serverCeiling(durableFloor(engine), options, async (running) => {
+    const response = await fetch(`${running.url}/v2/events`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: firstBody(options.requestsFile) });
+    const answer = await response.json();
+    if (response.status !== 201 || typeof answer.id !== 'string') throw new Error(`durable floor answered ${response.status} ${JSON.stringify(answer)}`);
+  });
+  return { ...run, engine };
 }
 
 /**

@@ -6,61 +6,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { BATCHES, DEVICES, imageEventBodies as imageBodiesOf, LINES, seeded, smallEvent, smallEventBodies } from '../../dist/src/bench/payloads.js';
 import { repoRoot } from './store-process.js';
 
-const DEVICES = 20;
-const LINES = ['A', 'B', 'C', 'D'];
-const BATCHES = 500;
+/** The events' generator and bodies: one definition, shipped with the store for `edge-events bench` (src/bench/payloads.ts). */
+export { seeded, smallEvent, smallEventBodies };
+
 /** The image the image-ingest workload carries (test/fixtures, 640x427, 41,501 bytes). */
 export const IMAGE_FIXTURE = 'rocket.jpg';
-
-export function seeded(seed) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-export function smallEvent(random, i) {
-  const int = (n) => Math.floor(random() * n);
-  const box = (cls) => ({
-    class: cls,
-    x: 40 + int(560), y: 40 + int(350), width: 20 + int(120), height: 20 + int(120),
-    confidence: Number((0.5 + random() * 0.49).toFixed(3)),
-  });
-  const fail = random() < 0.1;
-  return {
-    solution: 'bench',
-    workflow_id: `inspection-${1 + int(3)}`,
-    workflow_version: '7',
-    inference_timestamp: new Date(Date.UTC(2025, 0, 1, 8) + i * 40).toISOString(),
-    device_id: `cam-${1 + int(DEVICES)}`,
-    stream_id: 'rtsp-main',
-    image_id: `frame-${String(5_000_000 + i * 3).padStart(9, '0')}`,
-    event_schema: 'quality_check',
-    event_data: { result: fail ? 'fail' : 'pass', externalId: `unit-${100000 + i}` },
-    custom_metadata: {
-      line: LINES[int(LINES.length)],
-      shift: random() < 0.5 ? 'day' : 'night',
-      batch: 1 + int(BATCHES),
-      temperature_c: Number((18 + random() * 20).toFixed(1)),
-      conveyor_speed_mps: Number((0.2 + random() * 1.3).toFixed(2)),
-      operator_present: random() < 0.7,
-      sku: `SKU-${1000 + int(40)}`,
-    },
-    images: [{
-      label: 'annotated',
-      objectDetections: [box('bottle'), box('cap'), box('label'), ...(fail ? [box('dent')] : [])],
-      classifications: [
-        { class: fail ? 'defective' : 'ok', confidence: Number((0.8 + random() * 0.19).toFixed(3)) },
-        { class: 'fill_level_ok', confidence: Number((0.7 + random() * 0.29).toFixed(3)) },
-      ],
-      metadata: { overexposed: false },
-    }],
-  };
-}
 
 function writeLines(file, lines) {
   fs.writeFileSync(file, lines.join('\n') + '\n');
@@ -73,15 +26,6 @@ function writeLines(file, lines) {
  */
 export function writeSmallEvents(dir, count = 2000) {
   return writeLines(path.join(dir, 'small-events.txt'), smallEventBodies(count));
-}
-
-/**
- * `count` distinct small create bodies (no image), as JSON: the ones writeSmallEvents writes.
- * @returns {string[]}
- */
-export function smallEventBodies(count = 2000) {
-  const random = seeded(1);
-  return Array.from({ length: count }, (_, i) => JSON.stringify(smallEvent(random, i)));
 }
 
 /** Where requests.lua's post-ids mode puts an id unique to each request. */
@@ -135,15 +79,8 @@ export function writeImageEvents(dir, count = 50) {
  * @returns {{ bodies: string[], imageBytes: number }} imageBytes: the JPEG's size (41,501)
  */
 export function imageEventBodies(count = 50) {
-  const random = seeded(2);
   const image = fs.readFileSync(path.join(repoRoot, 'test', 'fixtures', IMAGE_FIXTURE));
-  const base64 = image.toString('base64');
-  const bodies = Array.from({ length: count }, (_, i) => {
-    const event = smallEvent(random, i);
-    event.images[0].base64Image = base64;
-    return JSON.stringify(event);
-  });
-  return { bodies, imageBytes: image.length };
+  return { bodies: imageBodiesOf(image, count), imageBytes: image.length };
 }
 
 /**

@@ -110,6 +110,10 @@ function engineLines(res, list) {
     for (const [kind, label] of [['small', 'small events'], ['image', 'image events']]) {
       if (ourCeiling && theirs) rows.push(`| No-storage ceiling, ${label} (ceilings/no-storage.js) | req/s | ${int(ourCeiling[kind].rate)} | ${int(theirs[kind].rate)} | ${pct(theirs[kind].rate / ourCeiling[kind].rate)} |`);
     }
+    const [ourFloor, theirFloor] = [res.ceilings.durableFloorByEngine?.[ours.engine], res.ceilings.durableFloorByEngine?.[e.engine]];
+    for (const [kind, label] of [['small', 'small events'], ['image', 'image events']]) {
+      if (ourFloor && theirFloor) rows.push(`| Durable floor, ${label} (ceilings/durable-floor.js) | req/s | ${int(ourFloor[kind].rate)} | ${int(theirFloor[kind].rate)} | ${pct(theirFloor[kind].rate / ourFloor[kind].rate)} |`);
+    }
     const [a, b] = [res.uploadsByEngine?.[ours.engine], res.uploadsByEngine?.[e.engine]];
     if (a && b) a.forEach((u, i) => rows.push(`| Upload, ${u.name} | MB/s | ${int(u.mbPerSecond)} | ${int(b[i].mbPerSecond)} | ${pct(b[i].mbPerSecond / u.mbPerSecond)} |`));
   }
@@ -137,6 +141,41 @@ function noStorageRows(res, ours) {
   return [
     `| No storage, small events | ${how}: POST of the small-event bodies, ${noStorage.small.connections} conn. | ${int(noStorage.small.rate)} req/s | ${int(ours.small.rate)} events/s | ${pct(ours.small.rate / noStorage.small.rate)} |`,
     `| No storage, image events | ${how}: POST of the image-event bodies, JPEG decoded and sniffed, ${noStorage.image.connections} conn. | ${int(noStorage.image.rate)} req/s | ${int(ours.image.rate)} events/s | ${pct(ours.image.rate / noStorage.image.rate)} |`,
+  ];
+}
+
+/**
+ * Every system's ingest against the durable floor (ceilings/durable-floor.js on the first engine):
+ * its rate, CPU per event and bytes passed to write calls per event (`wchar`, as the Cost table
+ * counts them), each beside the floor's and divided by it. Empty when the run had no floor.
+ */
+function floorLines(res) {
+  const floor = res.ceilings.durableFloor;
+  if (!floor) return [];
+  const cpu = (r) => (1e6 * r.serverCpuSeconds) / r.requests;
+  const kib = (r) => r.writtenBytes / r.requests / 1024;
+  const kinds = [['small', 'Ingest, small events'], ['image', 'Ingest, events with one JPEG']];
+  const rows = kinds.flatMap(([kind, label]) => [
+    `| ${label} | durable floor (${floor[kind].engine}) | ${int(floor[kind].rate)} | 1.00x | ${int(cpu(floor[kind]))} µs | 1.00x | ${kib(floor[kind]).toFixed(1)} KiB | 1.00x |`,
+    ...res.systems.map((s) => {
+      const r = s[kind];
+      return `| ${label} | ${s.name} | ${int(r.rate)} | ${times(r.rate / floor[kind].rate)} | ${int(cpu(r))} µs | ${times(cpu(r) / cpu(floor[kind]))} | ${kib(r).toFixed(1)} KiB | ${times(kib(r) / kib(floor[kind]))} |`;
+    }),
+  ]);
+  return [
+    '## Against the durable floor',
+    '',
+    'The durable floor (ceilings/durable-floor.js, the store\'s src/bench/durable-floor.ts, which `edge-events bench` runs on a box) is',
+    'the least a server must do to take an event durably: the body read and JSON.parsed, appended to a pre-zeroed file and',
+    'fdatasync\'d before the 201, one sync per turn of its event loop; no validation, no index, no image decoding. It ran on',
+    `the ${floor.small.engine === 'node' ? 'node:http' : 'uWebSockets.js'} engine, the first of the store's, with the same wrk scripts at ${floor.small.connections} connections. Each system's figure`,
+    'is given beside the floor\'s and divided by it: a rate of 0.5x is half the floor\'s, a CPU or bytes figure of 3x three',
+    'times the floor\'s. Bytes are those passed to write calls (`wchar` of /proc/<pid>/io), as in "Cost".',
+    '',
+    '| Workload | System | events/s | rate / floor | CPU / event | CPU / floor | written / event | written / floor |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
   ];
 }
 
@@ -218,6 +257,7 @@ export function renderResults(res) {
     ...comparisonTable(res, list),
     '',
     ...engineLines(res, list),
+    ...floorLines(res),
     '## Targets',
     '',
     '| Target | Measured | |',
@@ -246,6 +286,7 @@ export function renderResults(res) {
     '|---|---|---:|---:|---:|',
     `| HTTP | ${ours.engine === 'node' ? 'node:http' : 'uWebSockets.js'} hello-world: POST of the small-event bodies, answered 201 after the whole body (ceilings/http-hello.js), ${ceilings.http.connections ?? res.connections.ingest} conn. | ${int(ceilings.http.rate)} req/s | ${int(ours.small.rate)} events/s | ${pct(httpShare)} |`,
     ...noStorageRows(res, ours),
+    ...(ceilings.durableFloor ? ['small', 'image'].map((kind) => `| Durable floor, ${kind} events | the body appended to a pre-zeroed file and fdatasync'd, nothing else (ceilings/durable-floor.js), ${ceilings.durableFloor[kind].connections} conn. | ${int(ceilings.durableFloor[kind].rate)} req/s | ${int(ours[kind].rate)} events/s | ${pct(ours[kind].rate / ceilings.durableFloor[kind].rate)} |`) : []),
     `| CPU, image events | \`JSON.parse\` of a ${int(ceilings.cpu.bodyBytes)} B image-event body + base64 decode of its image, one thread | ${int(ceilings.cpu.eventsPerSecond)} events/s (${int(ceilings.cpu.mbPerSecond)} MB/s) | ${int(ours.image.rate)} events/s | ${pct(cpuShare)} |`,
     `| Disk | sequential 4 MiB writes, fdatasync after each | ${int(ceilings.diskMBs)} MB/s | ${int(upload.mbPerSecond)} MB/s (${upload.name} upload) | ${pct(upload.mbPerSecond / ceilings.diskMBs)} |`,
     `| Disk sync | 4 KiB write + fdatasync | ${machine.fdatasync} | | |`,

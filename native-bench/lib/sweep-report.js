@@ -31,11 +31,12 @@ const us = (seconds) => `${int(seconds * 1e6)} µs`;
 
 /**
  * The systems as the report reads them: edge-event-store on its first engine (`ours`, whose
- * rate is divided by each peer's), and the peers.
+ * rate is divided by each peer's), the peers, and the durable floor (`floor`, whose figures every
+ * other system's are divided by), when the run had it.
  */
 function roles(systems) {
-  const ours = systems.find((s) => s.engine);
-  return { ours, peers: ours ? systems.filter((s) => !s.engine) : [] };
+  const ours = systems.find((s) => s.engine && !s.floor);
+  return { ours, peers: ours ? systems.filter((s) => !s.engine) : [], floor: systems.find((s) => s.floor) };
 }
 
 const cellOf = (system, workload, inFlight) => system.cells[workload].find((c) => c.inFlight === inFlight);
@@ -71,6 +72,31 @@ function costTable(res, workload) {
     return [us(c.serverCpuSeconds / c.requests), `${perEvent(c.processWrittenBytes, c)} / ${perEvent(c.deviceWrittenBytes, c)}`];
   })]);
   return table(head, rows);
+}
+
+/**
+ * Each system against the durable floor at each row: its rate, its CPU per event and its bytes
+ * written per event (the process's `write_bytes`), each divided by the floor's. Empty without a floor.
+ */
+function floorTable(res, workload) {
+  const { floor } = roles(res.systems);
+  if (!floor) return [];
+  const others = res.systems.filter((s) => s !== floor);
+  const head = [rowHead(res), ...others.flatMap((s) => [`${s.name} events/s`, 'CPU / event', 'written / event'])];
+  const rows = res.inFlight.map((n) => {
+    const f = cellOf(floor, workload, n);
+    return [rowName(res, n), ...others.flatMap((s) => {
+      const c = cellOf(s, workload, n);
+      const perEvent = (cell) => cell.processWrittenBytes / cell.requests;
+      return [times(c.rate / f.rate), times(c.serverCpuSeconds / c.requests / (f.serverCpuSeconds / f.requests)), times(perEvent(c) / perEvent(f))];
+    })];
+  });
+  return [
+    `Against the durable floor (${floor.engine === 'node' ? 'node:http' : 'uWebSockets.js'}), each figure divided by the floor's:`,
+    '',
+    ...table(head, rows),
+    '',
+  ];
 }
 
 function besideTable(res, workload) {
@@ -137,6 +163,12 @@ export function renderSweep(res) {
     `- **written / event**: the server tree's \`write_bytes\` (/proc/<pid>/io) and the data directory's block device's sectors`,
     `  written (/proc/diskstats, ${res.device ? `\`${res.device.name}\`, ${res.device.majorMinor}` : 'no block device found'}) from the window's start to ${plan.tailSeconds} s after its end,`,
     '  per event answered. The device counts every writer on it: the filesystem journal, and any other work on the machine.',
+    ...(roles(res.systems).floor ? [
+      '- **Against the durable floor**: each system\'s rate, CPU per event and process bytes written per event divided by those of',
+      '  the durable floor (ceilings/durable-floor.js, the store\'s src/bench/durable-floor.ts): the body JSON.parsed, appended to a',
+      '  pre-zeroed file and fdatasync\'d before the 201, one sync per turn of its event loop, on the store\'s HTTP engine; no validation,',
+      '  no index, no image decoding. A rate of 0.5x is half the floor\'s; a CPU or bytes figure of 3x is three times the floor\'s.',
+    ] : []),
     `- **Beside each run**: the machine's busy CPU over the window minus the server's and the client's (other work), the`,
     '  1-minute load average at the window\'s end, the client\'s own CPU per event, and what was written after the tail',
     `  (from ${plan.tailSeconds} s to ${plan.lateCheckSeconds} s after the window; not counted above): when it is not near zero, the tail was too short.`,
@@ -161,6 +193,7 @@ export function renderSweep(res) {
       '',
       ...costTable(res, workload.name),
       '',
+      ...floorTable(res, workload.name),
       'Beside each run:',
       '',
       ...besideTable(res, workload.name),

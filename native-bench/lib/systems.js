@@ -8,7 +8,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { storeCommand } from './store-process.js';
 
-const peersDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'peers');
+const benchDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const peersDir = path.join(benchDir, 'peers');
 /** Debian's interpreter, which has python3-fastapi and python3-uvicorn (setup.sh installs them). */
 const DEBIAN_PYTHON = '/usr/bin/python3';
 const PEER_VIDEO = 'video-100mb.mp4';
@@ -18,10 +19,13 @@ const PEER_VIDEO = 'video-100mb.mp4';
  * @property {string} name short name used in tables
  * @property {string} stack what it is built from
  * @property {import('./store-process.js').ServerCommand} server
- * @property {'uws' | 'node'} [engine] edge-event-store's HTTP engine (docs/OPERATIONS.md, "HTTP engines");
- *   unset for the peers
- * @property {'http' | 'bulk'} preload how the 1M-event store is filled: through POST /v2/events
- *   (edge-event-store, whose write path is the thing measured) or by peers/bulk-load.js
+ * @property {'uws' | 'node'} [engine] edge-event-store's HTTP engine (docs/OPERATIONS.md, "HTTP engines"),
+ *   or the durable floor's; unset for the peers
+ * @property {boolean} [floor] true for the durable floor (durableFloorSystem): the systems' figures are
+ *   divided by its own
+ * @property {'http' | 'bulk' | 'none'} preload how the 1M-event store is filled: through POST /v2/events
+ *   (edge-event-store, whose write path is the thing measured) or by peers/bulk-load.js; none for
+ *   the durable floor, which serves no list
  * @property {(running: import('./store-process.js').ServerProcess, videoFile: string) => Promise<string>} placeVideo
  *   puts the video into the running system; returns the path that downloads it
  */
@@ -76,4 +80,27 @@ export const SYSTEMS = [
 async function copyIntoImages(running, videoFile) {
   fs.copyFileSync(videoFile, path.join(running.dataDir, 'images', PEER_VIDEO));
   return `/images/${PEER_VIDEO}`;
+}
+
+/** The name the durable floor goes by in the sweep's tables and its `--systems`. */
+export const DURABLE_FLOOR = 'durable-floor';
+
+/**
+ * The durable floor (ceilings/durable-floor.js, the store's src/bench/durable-floor.ts) on `engine`,
+ * as a system of the sweep: started, loaded and measured as the others, every figure of theirs
+ * divided by its own. It serves creates and their count only, so bench.js runs it as a ceiling
+ * (lib/ceilings.js `durableFloorCeiling`) instead.
+ * @param {'uws' | 'node'} engine the store's first engine in the run, so the floor's HTTP is the store's
+ * @returns {BenchSystem}
+ */
+export function durableFloorSystem(engine) {
+  return {
+    name: DURABLE_FLOOR,
+    engine,
+    floor: true,
+    stack: `the body JSON.parsed, appended to a pre-zeroed file and fdatasync'd before the 201, nothing else (ceilings/durable-floor.js, the store's src/bench/durable-floor.ts, HTTP_ENGINE=${engine})`,
+    server: { ...storeCommand(engine), args: [path.join(benchDir, 'ceilings', 'durable-floor.js')], cwd: benchDir },
+    preload: 'none',
+    placeVideo: () => Promise.reject(new Error('the durable floor keeps no files')),
+  };
 }

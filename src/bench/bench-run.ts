@@ -1,0 +1,182 @@
+/**
+ * One run of `edge-events bench` (docs/OPERATIONS.md, "Measuring the box: edge-events bench"): the
+ * installed store (`node <package>/dist/src/cli.js serve`) and the durable floor (floor-main.ts),
+ * each a process of its own on a data folder of its own inside the bench's folder on DATA_DIR's file
+ * system, measured by turns (bench-steps.ts), then stopped and the folder removed: also when a step
+ * fails, and on Ctrl-C or SIGTERM, which end the process with 130 or 143 once that is done.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../config.js';
+import { packageVersion } from '../paths.js';
+import { benchImage, type BenchImage } from './bench-image.js';
+import { startBenchProgress, type BenchProgress, type ProgressStream } from './bench-progress.js';
+import { floorRatios, type BenchResult } from './bench-report.js';
+import { runSteps, stepSeconds, type StepFigures, type StepPlan, type WorkloadName } from './bench-steps.js';
+import { capacityAt, enduranceAt, eventsPerSecond, type CameraRate } from './capacity.js';
+import { readDiskInfo, type DiskInfo } from './disk-wear.js';
+import { imageEventBodies, smallEventBodies } from './payloads.js';
+import { startServerChild, type ServerChild } from './server-child.js';
+import { makeTempFolder, type TempFolder } from './temp-folder.js';
+
+/** What the operator asked for. */
+export interface BenchOptions extends CameraRate {
+  /** The measured window of each step, s. */
+  secondsPerStep: number;
+  /** The disk's rated terabytes written; undefined when not given. */
+  tbw?: number;
+  /** A JPEG or PNG for the image events instead of the generated one. */
+  image?: string;
+}
+
+/** Where the run reads its settings and draws its bar. */
+export interface BenchIo {
+  stderr: ProgressStream;
+  env: Record<string, string | undefined>;
+  /** Told, in one line, what the run is about to do and for how long; undefined: nothing is said. */
+  say?: (line: string) => void;
+}
+
+/** The installed binary and the floor's process, beside this file in the package. */
+const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
+const FLOOR = fileURLToPath(new URL('./floor-main.js', import.meta.url));
+
+/** Requests in flight of the steps: one camera's pipeline, a few, many. */
+export const IN_FLIGHT = [1, 4, 16];
+
+/**
+ * Settings the bench's servers never take from the environment: the sinks (its events must not be
+ * shipped), the hub's source, the search gateway, the API key (the load carries none) and systemd's
+ * notification socket and watchdog (they are the configured service's).
+ */
+const NOT_FOR_THE_BENCH = ['API_KEY', 'CLOUD_UPLOAD_URL', 'CLOUD_API_KEY', 'MQTT_URL', 'NATS_URL', 'NATS_CREDS', 'NATS_SOURCE_URL',
+  'SEARCH_BASE_URL', 'SEARCH_API_KEY', 'NOTIFY_SOCKET', 'WATCHDOG_USEC', 'WATCHDOG_PID'];
+
+/** `env` for a server of the bench on `dataDir`: the store's settings but NOT_FOR_THE_BENCH, logging at info (its listening line). */
+function serverEnv(env: BenchIo['env'], dataDir: string): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  for (const name of NOT_FOR_THE_BENCH) delete out[name];
+  return out;
+}
+
+/**
+ * The steps' timing: `secondsPerStep` measured, a quarter of it (at most 1 s) of warm-up, and a
+ * tail as long as the store's checkpoint wait under load plus half a second for LMDB's flush
+ * (INDEX_CHECKPOINT_MS; docs/STORAGE.md, "When a checkpoint runs"), at most the window.
+ */
+export function planOf(secondsPerStep: number, checkpointMs: number): StepPlan {
+  return {
+    seconds: secondsPerStep,
+    warmupSeconds: Math.min(1, secondsPerStep / 4),
+    tailSeconds: Math.min(secondsPerStep, (checkpointMs + 500) / 1000),
+    inFlight: IN_FLIGHT,
+  };
+}
+
+/** What a run holds and must give back, whatever ends it. */
+class Held {
+  folder: TempFolder | undefined;
+  progress: BenchProgress | undefined;
+  readonly servers: ServerChild[] = [];
+  interrupted = false;
+
+  /** Keeps `server` to stop; kills it at once when the run was interrupted meanwhile. */
+  adopt(server: ServerChild): void {
+    this.servers.push(server);
+    if (this.interrupted) void server.kill();
+  }
+
+  /** Kills the servers still running, removes the folder, stops the bar; safe to call more than once. */
+  async release(): Promise<void> {
+    this.progress?.stop();
+    await Promise.all(this.servers.map((server) => server.kill()));
+    this.folder?.remove();
+  }
+}
+
+const mean = (values: number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
+
+/** The result object from the run's parts. */
+function resultOf(run: { options: BenchOptions; startedAt: Date; dataDir: string; folder: TempFolder; disk: DiskInfo; engines: BenchResult['engines']; load1Before: number;
+  image: BenchImage; bodies: Record<WorkloadName, Buffer[]>; plan: StepPlan; steps: StepFigures[]; }): BenchResult {
+  const { options, steps } = run;
+  const rate = { cameras: options.cameras, fps: options.fps, imageRatio: options.imageRatio };
+  const capacity = { store: capacityAt(steps, 'store', rate), floor: capacityAt(steps, 'floor', rate) };
+  return {
+    version: packageVersion,
+    node: process.version,
+    startedAt: run.startedAt.toISOString(),
+    dataDir: run.dataDir,
+    benchFolder: { path: run.folder.dir, removed: true },
+    disk: run.disk,
+    engines: run.engines,
+    machine: { cores: os.availableParallelism(), load1Before: run.load1Before, load1After: os.loadavg()[0], otherCores: mean(steps.map((step) => step.otherCores)) },
+    image: { source: run.image.source, bytes: run.image.bytes.length, width: run.image.width, height: run.image.height },
+    bodyBytes: { small: mean(run.bodies.small.map((body) => body.length)), image: mean(run.bodies.image.map((body) => body.length)) },
+    plan: run.plan,
+    steps,
+    ratios: floorRatios(steps),
+    rate: { ...rate, eventsPerSecond: eventsPerSecond(rate) },
+    capacity,
+    endurance: enduranceAt(options.tbw, capacity.store.bytesPerDay, run.disk),
+  };
+}
+
+/** Ends the process once `held` is released, on Ctrl-C (130) or SIGTERM (143). */
+function onSignals(held: Held, io: BenchIo): () => void {
+  const handler = (signal: NodeJS.Signals) => {
+    held.interrupted = true;
+    void held.release().finally(() => {
+      io.stderr.write(`\nedge-events bench: stopped by ${signal}; the servers were stopped${held.folder ? ` and ${held.folder.dir} removed` : ''}.\n`);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    });
+  };
+  process.once('SIGINT', handler);
+  process.once('SIGTERM', handler);
+  return () => {
+    process.off('SIGINT', handler);
+    process.off('SIGTERM', handler);
+  };
+}
+
+/**
+ * Runs the bench.
+ * @returns the result, the bench's folder removed
+ * @throws ConfigError naming a bad setting of the environment; Error naming `--image` for a file
+ *   that is no image; Error naming the folder when it cannot be made; Error naming the step and
+ *   the answer when a request fails; Error with the store's output when it does not start or stop
+ *   gracefully. Nothing is left behind in any case
+ */
+export async function runBench(options: BenchOptions, io: BenchIo): Promise<BenchResult> {
+  const config = loadConfig(io.env);
+  const startedAt = new Date();
+  const image = await benchImage(options.image);
+  const bodies = { small: smallEventBodies().map((body) => Buffer.from(body)), image: imageEventBodies(image.bytes).map((body) => Buffer.from(body)) };
+  const plan = planOf(options.secondsPerStep, config.indexCheckpointMs);
+  const held = new Held();
+  const stopListening = onSignals(held, io);
+  try {
+    const folder = (held.folder = makeTempFolder(config.dataDir));
+    const disk = readDiskInfo(folder.dir);
+    const load1Before = os.loadavg()[0];
+    const plannedSeconds = 2 * IN_FLIGHT.length * 2 * stepSeconds(plan);
+    io.say?.(`edge-events bench: measuring the store and the durable floor in ${folder.dir} for about ${Math.round(plannedSeconds)} s...`);
+    held.progress = startBenchProgress(io.stderr, plannedSeconds);
+    const store = await startServerChild('the store', CLI, ['serve'], serverEnv(io.env, path.join(folder.dir, 'store')), (s) => held.adopt(s));
+    const floor = await startServerChild('the durable floor', FLOOR, [], serverEnv(io.env, path.join(folder.dir, 'floor')), (s) => held.adopt(s));
+    const steps = await runSteps({ store, floor }, bodies, plan, (label, done, span) => held.progress?.update(label, done, span));
+    const code = await store.stop();
+    if (code !== 0) throw new Error(`the store did not stop gracefully (exit code ${code}):\n${store.output()}`);
+    await floor.stop();
+    held.progress.stop();
+    folder.remove();
+    return resultOf({ options, startedAt, dataDir: config.dataDir, folder, disk, engines: { store: store.engine, floor: floor.engine }, load1Before, image, bodies, plan, steps });
+  } catch (err) {
+    if (held.interrupted) return new Promise(() => undefined); // the signal's handler ends the process
+    throw err;
+  } finally {
+    stopListening();
+    await held.release();
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * `edge-events bench` (docs/OPERATIONS.md, "Measuring the box: edge-events bench"), the built binary
+ * as an operator runs it, with short steps: the JSON's shape, every figure positive and finite, the
+ * store and the durable floor both measured, the share of a core and the days to the rated TBW as
+ * the figures give them (recomputed here), the bench's folder gone afterwards, also after Ctrl-C;
+ * and a bad option refused, named.
+ */
+import t from 'tap';
+import type { Test } from 'tap';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runCli, startCli } from './support/cli-process.js';
+import { until } from './support/waiting.js';
+
+/** A folder whose `data` child is the DATA_DIR the bench is given (not made: the bench writes beside it). */
+function parentFolder(t: Test): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-command-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const STEP_FIGURES = ['events', 'seconds', 'eventsPerSecond', 'p50Ms', 'p99Ms', 'cpuMicrosPerEvent', 'bytesWrittenPerEvent'] as const;
+const positive = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value) && value > 0;
+
+/** Processes whose environment names `dir` (the bench's servers have DATA_DIR inside it). */
+function processesUsing(dir: string): number[] {
+  return fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').includes(dir);
+    } catch {
+      return false; // ended, or another user's
+    }
+  }).map(Number);
+}
+
+t.test('measures the store and the durable floor, and says what the cameras cost', async (t) => {
+  const parent = parentFolder(t);
+  const dataDir = path.join(parent, 'data');
+  const run = await runCli(['bench', '--seconds-per-step', '0.5', '--json', '--cameras', '2', '--fps', '5', '--image-ratio', '0.5', '--tbw', '100'], { env: { DATA_DIR: dataDir } });
+  t.equal(run.code, 0, run.stderr);
+  const result = JSON.parse(run.stdout);
+
+  t.equal(result.dataDir, dataDir);
+  t.equal(path.dirname(result.benchFolder.path), parent, 'the folder is made beside DATA_DIR, on its file system');
+  t.match(path.basename(result.benchFolder.path), /^\.edge-events-bench-/);
+  t.equal(result.benchFolder.removed, true);
+  t.notOk(fs.existsSync(result.benchFolder.path), 'the bench\'s folder is gone');
+  t.same(fs.readdirSync(parent), [], 'nothing is left beside DATA_DIR, and DATA_DIR itself is never made');
+  t.match(result.engines, { store: /^(uws|node)$/, floor: /^(uws|node)$/ });
+  t.equal(result.engines.floor, result.engines.store, 'the floor serves on the store\'s engine');
+  t.same(result.plan.inFlight, [1, 4, 16]);
+  t.equal(result.plan.seconds, 0.5);
+  t.match(result.image, { source: 'generated', width: 640, height: 480 });
+  t.ok(result.image.bytes > 20_000, 'the image events carry a JPEG of a photo\'s size');
+
+  t.equal(result.steps.length, 12, 'two systems, two workloads, three numbers in flight');
+  for (const system of ['store', 'floor']) {
+    for (const workload of ['small', 'image']) {
+      for (const inFlight of [1, 4, 16]) {
+        const step = result.steps.find((s: any) => s.system === system && s.workload === workload && s.inFlight === inFlight);
+        t.ok(step, `${system} ${workload} x${inFlight} ran`);
+        for (const figure of STEP_FIGURES) t.ok(positive(step[figure]), `${system} ${workload} x${inFlight}: ${figure} ${step[figure]} is positive and finite`);
+        t.ok(step.p99Ms >= step.p50Ms);
+      }
+    }
+  }
+  t.equal(result.ratios.length, 6);
+  for (const ratio of result.ratios) {
+    const [store, floor] = ['store', 'floor'].map((system) => result.steps.find((s: any) => s.system === system && s.workload === ratio.workload && s.inFlight === ratio.inFlight));
+    t.equal(ratio.eventsPerSecond, store.eventsPerSecond / floor.eventsPerSecond);
+    t.equal(ratio.cpuPerEvent, store.cpuMicrosPerEvent / floor.cpuMicrosPerEvent);
+    t.equal(ratio.bytesWrittenPerEvent, store.bytesWrittenPerEvent / floor.bytesWrittenPerEvent);
+  }
+
+  t.same(result.rate, { cameras: 2, fps: 5, imageRatio: 0.5, eventsPerSecond: 10 });
+  for (const system of ['store', 'floor']) {
+    // The dearest step of each workload, as docs/OPERATIONS.md says the figures are read.
+    const dearest = (workload: string, figure: 'cpuMicrosPerEvent' | 'bytesWrittenPerEvent') =>
+      Math.max(...result.steps.filter((s: any) => s.system === system && s.workload === workload).map((s: any) => s[figure]));
+    const peak = (workload: string) => Math.max(...result.steps.filter((s: any) => s.system === system && s.workload === workload).map((s: any) => s.eventsPerSecond));
+    const capacity = result.capacity[system];
+    const coreShare = (10 * (0.5 * dearest('small', 'cpuMicrosPerEvent') + 0.5 * dearest('image', 'cpuMicrosPerEvent'))) / 1e6;
+    const bytesPerDay = 86_400 * 10 * (0.5 * dearest('small', 'bytesWrittenPerEvent') + 0.5 * dearest('image', 'bytesWrittenPerEvent'));
+    const peakMix = 1 / (0.5 / peak('small') + 0.5 / peak('image'));
+    t.ok(Math.abs(capacity.coreShare - coreShare) <= 1e-12 * coreShare, `${system}: the share of a core is events/s x CPU per event`);
+    t.ok(Math.abs(capacity.bytesPerDay - bytesPerDay) <= 1e-9 * bytesPerDay, `${system}: bytes a day`);
+    t.ok(Math.abs(capacity.peakEventsPerSecond - peakMix) <= 1e-9 * peakMix, `${system}: the mix's peak rate`);
+    t.equal(capacity.maxCameras, Math.floor(capacity.peakEventsPerSecond / 5));
+    for (const figure of ['coreShare', 'bytesPerDay', 'peakEventsPerSecond']) t.ok(positive(capacity[figure]), `${system}: ${figure} is positive and finite`);
+  }
+  const days = (100e12) / result.capacity.store.bytesPerDay;
+  t.equal(result.endurance.tbwTB, 100);
+  t.ok(Math.abs(result.endurance.days - days) <= 1e-9 * days, 'the days to the rated TBW are 100 TB over the store\'s bytes a day');
+  t.match(result.endurance.note, /100 TB written/);
+  t.ok(positive(result.machine.cores));
+});
+
+t.test('a bad option is refused, named, before anything runs', async (t) => {
+  const parent = parentFolder(t);
+  const run = await runCli(['bench', '--image-ratio', '2', '--json'], { env: { DATA_DIR: path.join(parent, 'data') } });
+  t.equal(run.code, 1);
+  t.match(run.stderr, /--image-ratio/);
+  t.match(run.stderr, /a share from 0 to 1/);
+  t.equal(run.stdout, '');
+  t.same(fs.readdirSync(parent), [], 'no folder was made');
+});
+
+t.test('Ctrl-C stops the servers and removes the bench\'s folder', async (t) => {
+  const parent = parentFolder(t);
+  const cli = startCli(['bench', '--seconds-per-step', '5'], { env: { DATA_DIR: path.join(parent, 'data') } });
+  t.teardown(() => cli.child.kill('SIGKILL'));
+  // Without a terminal, one line names the folder once it is made, before the servers start.
+  const folder = await until('the bench\'s folder', () => /measuring .* in (\S+) for about/.exec(cli.stderr())?.[1]);
+  t.ok(fs.existsSync(folder));
+  cli.child.kill('SIGINT');
+  const { code } = await cli.exited;
+  t.equal(code, 130, cli.stderr());
+  t.match(cli.stderr(), /stopped by SIGINT; the servers were stopped and .* removed/);
+  t.notOk(fs.existsSync(folder), 'the folder is gone');
+  t.same(processesUsing(folder), [], 'no server of the bench is left running');
+});
