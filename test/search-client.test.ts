@@ -7,8 +7,8 @@ import {
   QuerySyntaxError, SearchArgumentError, SearchAuthError, SearchClient, SearchCredentialsError,
   SearchExportTimeoutError, SearchForbiddenError, SearchNetworkError, SearchNotFoundError,
   SearchRateLimitError, SearchResponseError, SearchServerError,
-} from '../src/search/index.js';
-import type { SearchClientOptions } from '../src/search/index.js';
+} from 'edge-event-store/search';
+import type { SearchClientOptions } from 'edge-event-store/search';
 import { extractZip } from '../src/search/zip-extract.js';
 import { SearchSimulator, WORKSPACE, storedZip } from './support/search-simulator.js';
 import type { CatalogImage, SimulatorOptions } from './support/search-simulator.js';

@@ -49,23 +49,18 @@ interface Window {
 }
 
 /**
- * Commits the LMDB entries of `creates` and `updates`: first the creates' file locations, ids,
- * index entries and records as plain puts, and once every put has committed, one transaction with
- * the segment accounting, the counters, the shipping ledger, every update (applied to the record
- * as that transaction reads it) and the log position they bring the index to, the last of
- * `batchEnds` (where each logged batch ends; every one counts for its segment's committed length) (a
- * read-modify-write that must see every earlier commit). The position moves only in that last
- * transaction, so until it commits recovery replays these creates and updates, and counters,
- * which add the head's batches past the position, count them once (docs/STORAGE.md, "The index
- * head").
- *
- * The puts go ORDER_WINDOW_CREATES creates at a time: a window's file locations, then its ids,
- * then its index entries in key order (index-key-order.ts), then its records, PUT_RUN_ENTRIES per
- * turn of the event loop. lmdb-js applies them on its write thread in that order, in one or more
- * commits, each a prefix of them (docs/STORAGE.md, "Checkpoint commits"): a record in LMDB has its
- * every entry there too, so a reader of LMDB alone (the lifecycle worker) that finds the record
- * finds the whole create. Readers that merge the head skip LMDB's entries of the head's creates
- * (store-view.ts `withHead`), which may be part-way in.
+ * Commits the LMDB entries of `creates` and `updates`. Contract (why it holds: docs/STORAGE.md,
+ * "Checkpoint commits"):
+ * - the creates' file locations, ids, index entries (in key order) and records go first, as plain
+ *   puts, ORDER_WINDOW_CREATES creates a window and PUT_RUN_ENTRIES puts a turn of the event loop,
+ *   so a record in LMDB has every entry of its create there too;
+ * - once they have committed, one transaction applies the segment accounting, the counters, the
+ *   shipping ledger and every update (to the record as that transaction reads it), and moves the
+ *   log position to the last of `batchEnds` (each batch's end counts for its segment's committed
+ *   length); until it commits, recovery replays these creates and updates, and the counters,
+ *   which add the head's batches past the position, count them once.
+ * Readers that merge the head skip LMDB's entries of the head's creates (store-view.ts
+ * `withHead`), which may be part-way in.
  * @throws the lmdb error of a failed commit (the batch's counters, updates and position are then
  *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
  */
