@@ -7,7 +7,7 @@
  * as over LMDB, instead of checking every create the head holds.
  */
 import type { Key } from 'lmdb';
-import { firstAtLeast, SortedValuesCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import { firstAtLeast, NO_VALUES, SortedValuesCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
 import { indexKeysOf } from '../index/index-keys.js';
 import type { IndexSource } from '../index/index-source.js';
 import type { EventRecord } from '../record/event-record.js';
@@ -63,7 +63,10 @@ export class HeadIndex implements IndexSource {
   }
 
   keyRange(prefix: readonly Key[], lo: number, hi: number, direction: Direction): CreatedAtCursor {
-    return new SortedValuesCursor(this.entries.get(prefixKey(prefix)) ?? NONE, lo, hi, direction);
+    const values = this.entries.get(prefixKey(prefix));
+    // A prefix the head holds nothing under (a filter that matches none of its creates): NO_VALUES,
+    // which withHead leaves out of the merge.
+    return values ? new SortedValuesCursor(values, lo, hi, direction) : NO_VALUES;
   }
 
   eventRange(lo: number, hi: number, direction: Direction): CreatedAtCursor {

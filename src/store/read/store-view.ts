@@ -199,7 +199,8 @@ export class StoreView {
     if (!head || head.empty) return stored;
     const below = new BelowCursor(stored, () => head.oldest, direction);
     const lmdbSide = head.hasUpdates ? new ProbeCursor(below, [(ts) => !head.isUpdated(ts)], direction) : below;
-    return new UnionCursor([lmdbSide, this.inHead(plan, lo, hi, direction, accepts)], direction);
+    const headSide = this.inHead(plan, lo, hi, direction, accepts);
+    return headSide === NO_VALUES ? lmdbSide : new UnionCursor([lmdbSide, headSide], direction);
   }
 
   /**
