@@ -8,7 +8,8 @@
  *   npm run build && node native-bench/create-tail.js [--kind=small|image] [--seconds=20] [--engine=uws] [--runs=3] [--node-args='--max-semi-space-size=32']
  *
  * Prints one line per run: events/s, latency p50, p99, p99.9 and max (wrk), the loop delay's p99
- * and max, GC pauses (count, total, longest) and CPU per event; then the medians of the runs.
+ * and max, GC pauses (count, total, longest), CPU and bytes written (the process tree's
+ * `write_bytes`) per event; then the medians of the runs.
  * Run it from another checkout's native-bench/ for a before/after of that build.
  */
 import fs from 'node:fs';
@@ -41,19 +42,21 @@ async function run(n) {
     process.kill(running.pid, 'SIGUSR2');
     const before = running.usage();
     const wrk = await runWrk({ url: running.url, file: requests.file, mode: 'post', connections: CONNECTIONS, seconds }).result;
-    const cpuSeconds = running.usage().cpuSeconds - before.cpuSeconds;
+    const after = running.usage();
+    const cpuSeconds = after.cpuSeconds - before.cpuSeconds;
+    const written = after.writtenBytes - before.writtenBytes;
     await running.stop();
     const line = /^LOOP_DELAY (.*)$/m.exec(running.output);
     if (!line) throw new Error(`no LOOP_DELAY line from the store:\n${running.output}`);
     if (wrk.errors > 0) throw new Error(`${wrk.errors} errors: ${JSON.stringify(wrk.errorsByKind)}`);
-    return { ...wrk, loop: JSON.parse(line[1]), cpuUsPerEvent: (cpuSeconds * 1e6) / wrk.requests };
+    return { ...wrk, loop: JSON.parse(line[1]), cpuUsPerEvent: (cpuSeconds * 1e6) / wrk.requests, kibPerEvent: written / 1024 / wrk.requests };
   } finally {
     if (!running.stopping) await running.stop();
   }
 }
 
 const f = (x, digits = 1) => x.toFixed(digits);
-const describe = (r) => `${f(r.rate, 0)}/s, p50 ${f(r.p50Ms, 2)} ms, p99 ${f(r.p99Ms)} ms, p99.9 ${f(r.p999Ms)} ms, max ${f(r.maxMs)} ms; loop delay p99 ${f(r.loop.p99Ms)} ms, max ${f(r.loop.maxMs)} ms; GC ${r.loop.gc.count} pauses, ${f(r.loop.gc.totalMs, 0)} ms, longest ${f(r.loop.gc.maxMs)} ms; ${f(r.cpuUsPerEvent, 0)} µs CPU/event`;
+const describe = (r) => `${f(r.rate, 0)}/s, p50 ${f(r.p50Ms, 2)} ms, p99 ${f(r.p99Ms)} ms, p99.9 ${f(r.p999Ms)} ms, max ${f(r.maxMs)} ms; loop delay p99 ${f(r.loop.p99Ms)} ms, max ${f(r.loop.maxMs)} ms; GC ${r.loop.gc.count} pauses, ${f(r.loop.gc.totalMs, 0)} ms, longest ${f(r.loop.gc.maxMs)} ms; ${f(r.cpuUsPerEvent, 0)} µs CPU/event, ${f(r.kibPerEvent)} KiB written/event`;
 const median = (values) => values.sort((a, b) => a - b)[values.length >> 1];
 
 try {
@@ -64,7 +67,7 @@ try {
     console.log(`run ${n + 1}: ${describe(results[n])}`);
   }
   const pick = (get) => median(results.map(get));
-  console.log(`median: ${f(pick((r) => r.rate), 0)}/s, p99 ${f(pick((r) => r.p99Ms))} ms, max ${f(pick((r) => r.maxMs))} ms; loop delay p99 ${f(pick((r) => r.loop.p99Ms))} ms, max ${f(pick((r) => r.loop.maxMs))} ms; longest GC ${f(pick((r) => r.loop.gc.maxMs))} ms; ${f(pick((r) => r.cpuUsPerEvent), 0)} µs CPU/event`);
+  console.log(`median: ${f(pick((r) => r.rate), 0)}/s, p99 ${f(pick((r) => r.p99Ms))} ms, max ${f(pick((r) => r.maxMs))} ms; loop delay p99 ${f(pick((r) => r.loop.p99Ms))} ms, max ${f(pick((r) => r.loop.maxMs))} ms; longest GC ${f(pick((r) => r.loop.gc.maxMs))} ms; ${f(pick((r) => r.cpuUsPerEvent), 0)} µs CPU/event, ${f(pick((r) => r.kibPerEvent))} KiB written/event`);
   console.log(`load average after: ${loadAverage()}`);
 } finally {
   fs.rmSync(workDir, { recursive: true, force: true });

@@ -10,16 +10,19 @@ import { createEvent } from '../src/events/create-event.js';
 import { presentEventJson } from '../src/events/present.js';
 import { EventStore } from '../src/store/engine/event-store.js';
 import type { EventStoreOptions } from '../src/store/engine/writer-options.js';
-import { CHECKPOINT_BATCH_ENTRIES, checkpointWaitMs } from '../src/store/head/checkpoint-pace.js';
+import { CHECKPOINT_BATCH_ENTRIES, checkpointWaitMs, FULL_BATCH_WAIT_MS } from '../src/store/head/checkpoint-pace.js';
 import { smallEvent } from './support/events.js';
 import { tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
 
-t.test('checkpointWaitMs: the size trigger, then the batch or a sink, then the longest wait', async (t) => {
+t.test('checkpointWaitMs: the size trigger, then a batch, then a sink, then the longest wait', async (t) => {
   const pace = { intervalMs: 1000, maxMs: 60_000, shipping: false };
   t.equal(checkpointWaitMs({ entries: 1, bytes: 1800 }, pace), 60_000, 'a slowly filling head waits the longest');
   t.equal(checkpointWaitMs({ entries: CHECKPOINT_BATCH_ENTRIES - 1, bytes: 0 }, pace), 60_000, 'one short of a batch still waits the longest');
-  t.equal(checkpointWaitMs({ entries: CHECKPOINT_BATCH_ENTRIES, bytes: 0 }, pace), 1000, 'a batch waits the interval');
+  t.equal(FULL_BATCH_WAIT_MS, 250);
+  t.equal(checkpointWaitMs({ entries: CHECKPOINT_BATCH_ENTRIES, bytes: 0 }, pace), 250, 'a batch waits at most 250 ms');
+  t.equal(checkpointWaitMs({ entries: CHECKPOINT_BATCH_ENTRIES, bytes: 0 }, { ...pace, intervalMs: 100 }), 100, 'or the interval when it is shorter');
+  t.equal(checkpointWaitMs({ entries: CHECKPOINT_BATCH_ENTRIES, bytes: 0 }, { ...pace, shipping: true }), 250, 'with a sink too');
   t.equal(checkpointWaitMs({ entries: 1, bytes: 0 }, { ...pace, shipping: true }), 1000, 'with a sink every head waits the interval');
   t.equal(checkpointWaitMs({ entries: 1, bytes: 0 }, { ...pace, maxMs: 10 }), 1000, 'the longest wait is never shorter than the interval');
   t.equal(checkpointWaitMs({ entries: 20_000, bytes: 0 }, pace), 0, '20,000 entries: at once');
