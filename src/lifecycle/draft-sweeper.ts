@@ -3,7 +3,7 @@
  * finalized them within DRAFT_AUTO_FINALIZE_SECONDS are closed, with both `finalized_at` and
  * `auto_finalized_at` set. It walks the drafts index oldest first, so each run costs in
  * proportion to the drafts it closes, in bounded batches. The lifecycle worker times it; it runs
- * on the HTTP thread, whose store logs every change to an event (docs/STORAGE.md, "Updates to
+ * on the HTTP thread, whose store logs every update to an event (docs/STORAGE.md, "Updates to
  * events"), and its finalizes share the log's appends.
  */
 import { AppError } from '../errors.js';

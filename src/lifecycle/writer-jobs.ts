@@ -20,7 +20,7 @@ export interface WriterJobs {
   checkpoint: { request: object; answer: void };
   /**
    * Run the auto-finalize sweep (draft-sweeper.ts) for drafts created before `cutoff` (µs): the
-   * HTTP thread's store logs every change to an event (docs/STORAGE.md, "Updates to events").
+   * HTTP thread's store logs every update to an event (docs/STORAGE.md, "Updates to events").
    * Answers how many drafts it closed.
    */
   'sweep-drafts': { request: { cutoff: number }; answer: number };

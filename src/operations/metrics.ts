@@ -201,7 +201,7 @@ function changeFeedMetrics(store: EventStore, registers: Registry[]): void {
 
 /** The group commit's rounds by write stage (`log`, `index`): events per round and its time (seconds). */
 function commitStageMetrics(store: EventStore, registers: Registry[]): void {
-  const roundEvents = new Histogram({ name: `${PREFIX}commit_batch_events`, help: 'Creates and changes (finalize, attach) per round of a write stage (log: one append; index: one checkpoint).', labelNames: ['stage'], buckets: BATCH_BUCKETS, registers });
+  const roundEvents = new Histogram({ name: `${PREFIX}commit_batch_events`, help: 'Creates and updates (finalize, attach) per round of a write stage (log: one append; index: one checkpoint).', labelNames: ['stage'], buckets: BATCH_BUCKETS, registers });
   const roundSeconds = new Histogram({ name: `${PREFIX}commit_duration_seconds`, help: 'Time of a round of a write stage: log append + fdatasync (stage=log), or index checkpoint commit (stage=index).', labelNames: ['stage'], buckets: SECONDS_BUCKETS, registers });
   store.onStageTimed((stage, _batches, events, seconds) => {
     roundEvents.observe({ stage }, events);

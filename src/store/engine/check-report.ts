@@ -19,7 +19,7 @@ export interface DamageInLog {
    * header checks and whose data fails its CRC32C.
    */
   what: 'no-frame' | 'crc';
-  /** For `crc`: the frame's kind and id (a file id, or the event id of a record or change frame). */
+  /** For `crc`: the frame's kind and id (a file id, or the event id of a record or update frame). */
   kind?: FrameKind;
   id?: string;
 }
@@ -109,6 +109,7 @@ export interface CheckReport {
     bytes: number;
     frames: number;
     records: number;
+    /** Update frames (finalize, attach): `changes` in the JSON of `edge-events check`, a name of the CLI's output that stays. */
     changes: number;
     /** Frames of images, videos and local-only files. */
     fileFrames: number;
@@ -141,7 +142,7 @@ export interface RebuildReport {
   movedTo: string | null;
   /** The segment the replay started from; null when the log has none. */
   firstSegment: number | null;
-  /** Creates and changes the replay indexed, creates it went past (store.opened). */
+  /** Creates and updates the replay indexed, creates it went past (store.opened). */
   replayed: number;
   changesReplayed: number;
   skipped: number;

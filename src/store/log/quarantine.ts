@@ -22,7 +22,7 @@ export interface LogDamage {
   end: number;
   /** Events whose create is lost with these bytes, where the frames still name them. */
   lostEvents: string[];
-  /** Events a lost change (finalize, attach) was made to, where the frames still name them. */
+  /** Events a lost update (finalize, attach) was made to, where the frames still name them (`lost_changes` in /stats). */
   lostChanges: string[];
   /**
    * The bytes were gone, not damaged: the segment file was missing, or shorter than the index
