@@ -2,8 +2,13 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import { machineBusySeconds } from '../../dist/src/bench/process-meter.js';
 import { quantile } from './closed-loop.js';
 import { blockDeviceOf } from './write-counters.js';
+
+// Busy CPU seconds of the whole machine so far, from /proc/stat: one definition, shipped with the
+// store for edge-events bench (src/bench/process-meter.ts), loaded from the build as closed-loop.js is.
+export { machineBusySeconds };
 
 const run = (cmd, args) => {
   try {
@@ -12,8 +17,6 @@ const run = (cmd, args) => {
     return '';
   }
 };
-
-const CLOCK_TICKS = Number(run('getconf', ['CLK_TCK']) || 100);
 
 /** MB/s of 4 MiB sequential writes, each followed by fdatasync: the ceiling of durable bytes. */
 function syncedWriteMBs(dir) {
@@ -143,14 +146,6 @@ export function machineDetails(dataDir, repoDir) {
     fdatasyncP50Ms: sync.p50,
     store: storeBuild(repoDir),
   };
-}
-
-/** Busy CPU seconds of the whole machine so far (all cores; from /proc/stat). */
-export function machineBusySeconds() {
-  const [, ...ticks] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
-  // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
-  const [user, nice, system, , , irq, softirq, steal] = ticks.map(Number);
-  return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
 }
 
 /**

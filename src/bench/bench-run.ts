@@ -62,8 +62,8 @@ function serverEnv(env: BenchIo['env'], dataDir: string): NodeJS.ProcessEnv {
 
 /**
  * The steps' timing: `secondsPerStep` measured, a quarter of it (at most 1 s) of warm-up, and a
- * tail as long as the store's checkpoint wait under load plus half a second for LMDB's flush
- * (INDEX_CHECKPOINT_MS; docs/STORAGE.md, "When a checkpoint runs"), at most the window.
+ * tail of INDEX_CHECKPOINT_MS, the longest a checkpoint waits under load (docs/STORAGE.md, "When a
+ * checkpoint runs"), plus half a second for LMDB's flush, at most the window.
  */
 export function planOf(secondsPerStep: number, checkpointMs: number): StepPlan {
   return {

@@ -3,10 +3,11 @@
  * workload (small events, image events) and each number of requests in flight, the store and the
  * durable floor by turns, each already running on its own data folder. A step is a warm-up, a
  * window of closed-loop load (closed-loop.ts), then a tail without load in which the server's
- * background work for the window's events (the store's index checkpoint, about once a second under
- * load, and LMDB's flush after it; docs/STORAGE.md) is still counted. CPU and bytes written are the
+ * background work for the window's events (the store's index checkpoint, a quarter of a second
+ * after 2,000 creates wait, and LMDB's flush after it; docs/STORAGE.md) is still counted. CPU and bytes written are the
  * server process's own, from the window's start to the tail's end, per event answered in the window.
  */
+import { setTimeout as pause } from 'node:timers/promises';
 import { closedLoopAgent, runClosedLoop } from './closed-loop.js';
 import { machineBusySeconds } from './process-meter.js';
 import type { ServerChild } from './server-child.js';
@@ -52,8 +53,6 @@ export interface StepFigures {
 /** Where the steps are in the plan, for a progress bar: the step starting, the plan's seconds before it, its own. */
 export type StepProgress = (label: string, plannedSecondsDone: number, spanSeconds: number) => void;
 
-const pause = (seconds: number) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
-
 /** Planned seconds of one step. */
 export const stepSeconds = (plan: StepPlan): number => plan.warmupSeconds + plan.seconds + plan.tailSeconds;
 
@@ -72,7 +71,7 @@ export async function measureStep(server: ServerChild, bodies: Buffer[], inFligh
     const started = performance.now();
     const run = await runClosedLoop({ ...load, seconds: plan.seconds });
     // The tail is a measured interval of its own, not a wait for something to happen.
-    await pause(plan.tailSeconds);
+    await pause(plan.tailSeconds * 1000);
     const after = server.counters();
     const elapsed = (performance.now() - started) / 1000;
     if (run.requests === 0) throw new Error(`no event was answered in ${plan.seconds} s at ${inFlight} in flight`);

@@ -6,6 +6,7 @@
  * `runPaced` is one such device at a pipeline's pace: one event at a time, `rate` a second.
  */
 import http from 'node:http';
+import { setTimeout as pause } from 'node:timers/promises';
 
 /** The figures of one run. */
 export interface ClosedLoopRun {
@@ -107,7 +108,7 @@ export async function runPaced({ url, bodies, rate, seconds, agent }: LoopOption
       const due = started + (k * 1000) / rate;
       if (due >= deadline) break;
       const wait = due - performance.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      if (wait > 0) await pause(wait);
       latencies.push((await post(agent, url, bodies[k % bodies.length])).ms);
     }
   } catch (error) {
