@@ -56,7 +56,7 @@ async function run(n) {
 }
 
 const f = (x, digits = 1) => x.toFixed(digits);
-const describe = (r) => `${f(r.rate, 0)}/s, p50 ${f(r.p50Ms, 2)} ms, p99 ${f(r.p99Ms)} ms, p99.9 ${f(r.p999Ms)} ms, max ${f(r.maxMs)} ms; loop delay p99 ${f(r.loop.p99Ms)} ms, max ${f(r.loop.maxMs)} ms; GC ${r.loop.gc.count} pauses, ${f(r.loop.gc.totalMs, 0)} ms, longest ${f(r.loop.gc.maxMs)} ms; ${f(r.cpuUsPerEvent, 0)} µs CPU/event, ${f(r.kibPerEvent)} KiB written/event`;
+const describe = (r) => `${f(r.rate, 0)}/s, p50 ${f(r.p50Ms, 2)} ms, p99 ${f(r.p99Ms)} ms, p99.9 ${f(r.p999Ms)} ms, max ${f(r.maxMs)} ms; loop delay p99 ${f(r.loop.p99Ms)} ms, max ${f(r.loop.maxMs)} ms; GC ${r.loop.gc.count} pauses, ${f(r.loop.gc.totalMs, 0)} ms, longest ${f(r.loop.gc.maxMs)} ms (${Object.entries(r.loop.gc.byKind).map(([kind, g]) => `${kind} ${g.count}, ${f(g.totalMs, 0)} ms, longest ${f(g.maxMs)}`).join('; ')}); ${f(r.cpuUsPerEvent, 0)} µs CPU/event, ${f(r.kibPerEvent)} KiB written/event`;
 const median = (values) => values.sort((a, b) => a - b)[values.length >> 1];
 
 try {

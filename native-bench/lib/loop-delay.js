@@ -4,24 +4,33 @@
  * collection's pause (a `gc` PerformanceObserver, Node's perf_hooks reference). SIGUSR2 starts
  * both afresh (the harness sends it once its warm-up is done); at exit the process prints one line,
  * `LOOP_DELAY {json}`: the delay's p50, p99 and max, and the GC pauses' count, total and longest
- * (ms).
+ * (ms), also by kind (`minor`: scavenges of the young generation; `major`: mark-compacts;
+ * `incremental` and `weakcb`: steps of a major one; perf_hooks' `NODE_PERFORMANCE_GC_*` kinds).
  */
-import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
 const delay = monitorEventLoopDelay({ resolution: 1 });
 delay.enable();
-let gc = { count: 0, totalMs: 0, maxMs: 0 };
+const KINDS = { [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor', [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major', [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb' };
+const pauses = () => ({ count: 0, totalMs: 0, maxMs: 0 });
+let gc = { ...pauses(), byKind: {} };
+/** Counts one pause of `ms` into `tally`. */
+function count(tally, ms) {
+  tally.count++;
+  tally.totalMs += ms;
+  tally.maxMs = Math.max(tally.maxMs, ms);
+}
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
-    gc.count++;
-    gc.totalMs += entry.duration;
-    gc.maxMs = Math.max(gc.maxMs, entry.duration);
+    count(gc, entry.duration);
+    const kind = KINDS[entry.detail?.kind] ?? String(entry.detail?.kind);
+    count((gc.byKind[kind] ??= pauses()), entry.duration);
   }
 }).observe({ entryTypes: ['gc'] });
 
 process.on('SIGUSR2', () => {
   delay.reset();
-  gc = { count: 0, totalMs: 0, maxMs: 0 };
+  gc = { ...pauses(), byKind: {} };
 });
 
 process.on('exit', () => {

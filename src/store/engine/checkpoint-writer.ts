@@ -10,7 +10,7 @@ import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from '../index/index-keys.js
 import { enterLedger } from '../ledger/sink-ledger.js';
 import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import type { FileEntry } from '../log/log-entries.js';
-import type { HeadBatch, LoggedEntries } from '../head/head.js';
+import type { HeadBatch, LoggedCreate, LoggedEntries } from '../head/head.js';
 import { IndexKeyOrder } from '../index/index-key-order.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/record-codec.js';
 import { applyUpdate, attachedFile, updateCounts, type RecordUpdate } from '../index/record-update.js';
@@ -40,12 +40,16 @@ const PUT_RUN_ENTRIES = 4096;
  */
 const ORDER_WINDOW_CREATES = 2048;
 
-/** The entries of a window of creates, gathered until `putWindow` issues them. */
+/**
+ * The entries of a window of creates, gathered until `putWindow` issues them. The creates' ids
+ * and records are read from the creates themselves as they are put: what a window holds lives
+ * through several turns of the event loop, so every young-generation GC in between copies it
+ * (native-bench/PROFILE.md, "The checkpoint's garbage").
+ */
 interface Window {
+  creates: LoggedCreate[];
   files: [fileId: string, entry: FileEntry][];
-  ids: [id: string, createdAt: number][];
   index: IndexKeyOrder;
-  records: [createdAt: number, value: Buffer][];
 }
 
 /**
@@ -72,10 +76,11 @@ export async function indexLogged(dbs: StoreDatabases, { creates, updates }: Log
   let images = 0;
   let files = 0;
   let liveBytes = 0;
-  const window: Window = { files: [], ids: [], index: new IndexKeyOrder(), records: [] };
-  for (const [n, { record, value, files: own }] of creates.entries()) {
+  const window: Window = { creates: [], files: [], index: new IndexKeyOrder() };
+  for (const [n, create] of creates.entries()) {
     if (n > 0 && n % ORDER_WINDOW_CREATES === 0) await putWindow(dbs, window, committed);
     else if (n > 0 && n % GATHER_RUN_CREATES === 0) await nextTurn();
+    const { record, files: own } = create;
     const createdAt = record.created_at;
     for (const file of own) {
       const { at } = file;
@@ -89,9 +94,8 @@ export async function indexLogged(dbs: StoreDatabases, { creates, updates }: Log
       liveBytes += at.length;
     }
     files += own.length;
-    window.ids.push([record.id, createdAt]);
+    window.creates.push(create);
     for (const key of indexKeysOf(record)) window.index.add(key, createdAt);
-    window.records.push([createdAt, value]);
     if (record.draft) drafts++;
     images += record.images.length;
   }
@@ -132,7 +136,9 @@ async function putWindow(dbs: StoreDatabases, window: Window, committed: Promise
   await nextTurn();
   let n = 0;
   for (const put of windowPuts(dbs, window)) {
-    committed.push(put);
+    // lmdb-js answers the plain puts of one commit with the same promise (write.js `commitPromise`):
+    // one reference each is enough to wait for them all.
+    if (put !== committed[committed.length - 1]) committed.push(put);
     if (++n % PUT_RUN_ENTRIES === 0) await nextTurn();
   }
 }
@@ -140,9 +146,10 @@ async function putWindow(dbs: StoreDatabases, window: Window, committed: Promise
 /** Issues the puts of `window` one by one as it is walked, in the order `indexLogged` gives; empties `window`. */
 function* windowPuts(dbs: StoreDatabases, window: Window): Generator<Promise<boolean>, void, undefined> {
   for (const [fileId, entry] of window.files.splice(0)) yield dbs.files.put(fileId, entry);
-  for (const [id, createdAt] of window.ids.splice(0)) yield dbs.eventIds.put(id, createdAt);
+  const creates = window.creates.splice(0);
+  for (const { record } of creates) yield dbs.eventIds.put(record.id, record.created_at);
   for (const key of window.index.take()) yield dbs.index.put(key, EMPTY);
-  for (const [createdAt, value] of window.records.splice(0)) yield putCreated(dbs, createdAt, value);
+  for (const { record, value } of creates) yield putCreated(dbs, record.created_at, value);
 }
 
 /**

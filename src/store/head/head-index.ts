@@ -17,11 +17,23 @@ const NONE: readonly number[] = [];
 /** The map key of an index key prefix: its JSON (prefix parts are strings and numbers). */
 const prefixKey = (prefix: readonly Key[]): string => JSON.stringify(prefix);
 
+/** The creates under one index key prefix. */
+interface PrefixEntries {
+  /** The prefix's `prefixKey`. */
+  key: string;
+  /** created_at values (µs), ascending. */
+  values: number[];
+}
+
 export class HeadIndex implements IndexSource {
-  /** created_at values under each prefix (its `prefixKey`), ascending. */
-  private readonly entries = new Map<string, number[]>();
-  /** The prefixes each create is entered under, to take it out again. */
-  private readonly prefixesOf = new Map<number, string[]>();
+  /** The creates under each prefix, by its `prefixKey`. */
+  private readonly entries = new Map<string, PrefixEntries>();
+  /**
+   * The prefixes each create is entered under, to take it out again: their shared entries, not
+   * their keys, so a create in the head holds no strings of its own (the head lives through many
+   * young-generation GCs, which copy what it holds).
+   */
+  private readonly prefixesOf = new Map<number, PrefixEntries[]>();
 
   /** @param order the created_at of every create in the head, ascending (head.ts keeps it) */
   constructor(private readonly order: () => readonly number[]) {}
@@ -33,26 +45,25 @@ export class HeadIndex implements IndexSource {
    */
   set(createdAt: number, record: EventRecord): void {
     this.delete(createdAt);
-    const prefixes: string[] = [];
+    const prefixes: PrefixEntries[] = [];
     for (const key of indexKeysOf(record)) {
       if (key[key.length - 1] !== createdAt) continue;
       const prefix = prefixKey(key.slice(0, -1));
-      const values = this.entries.get(prefix);
-      if (!values) this.entries.set(prefix, [createdAt]);
-      else if (values[values.length - 1] < createdAt) values.push(createdAt);
-      else values.splice(firstAtLeast(values, createdAt), 0, createdAt);
-      prefixes.push(prefix);
+      let entries = this.entries.get(prefix);
+      if (!entries) this.entries.set(prefix, (entries = { key: prefix, values: [createdAt] }));
+      else if (entries.values[entries.values.length - 1] < createdAt) entries.values.push(createdAt);
+      else entries.values.splice(firstAtLeast(entries.values, createdAt), 0, createdAt);
+      prefixes.push(entries);
     }
     this.prefixesOf.set(createdAt, prefixes);
   }
 
   /** Takes the create at `createdAt` out (its checkpoint committed it); the oldest go first, from the front. */
   delete(createdAt: number): void {
-    for (const prefix of this.prefixesOf.get(createdAt) ?? []) {
-      const values = this.entries.get(prefix)!;
+    for (const { key, values } of this.prefixesOf.get(createdAt) ?? []) {
       if (values[0] === createdAt) values.shift();
       else values.splice(firstAtLeast(values, createdAt), 1);
-      if (values.length === 0) this.entries.delete(prefix);
+      if (values.length === 0) this.entries.delete(key);
     }
     this.prefixesOf.delete(createdAt);
   }
@@ -63,7 +74,7 @@ export class HeadIndex implements IndexSource {
   }
 
   keyRange(prefix: readonly Key[], lo: number, hi: number, direction: Direction): CreatedAtCursor {
-    const values = this.entries.get(prefixKey(prefix));
+    const values = this.entries.get(prefixKey(prefix))?.values;
     // A prefix the head holds nothing under (a filter that matches none of its creates): NO_VALUES,
     // which withHead leaves out of the merge.
     return values ? new SortedValuesCursor(values, lo, hi, direction) : NO_VALUES;
@@ -74,7 +85,7 @@ export class HeadIndex implements IndexSource {
   }
 
   has(prefix: readonly Key[], createdAt: number): boolean {
-    const values = this.entries.get(prefixKey(prefix));
+    const values = this.entries.get(prefixKey(prefix))?.values;
     return values !== undefined && values[firstAtLeast(values, createdAt)] === createdAt;
   }
 
@@ -82,7 +93,7 @@ export class HeadIndex implements IndexSource {
   estimate(prefixes: readonly (readonly Key[])[], lo: number, hi: number): number {
     let total = 0;
     for (const prefix of prefixes) {
-      const values = this.entries.get(prefixKey(prefix)) ?? NONE;
+      const values = this.entries.get(prefixKey(prefix))?.values ?? NONE;
       total += firstAtLeast(values, hi + 1) - firstAtLeast(values, lo);
     }
     return total;

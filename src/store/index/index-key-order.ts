@@ -16,49 +16,65 @@
  */
 import { compareKeys, type Key } from 'lmdb';
 
-/** One level of the trie: the entries whose key parts so far are its path, and the next parts. */
+/**
+ * One level of the trie: the entries whose key parts so far are its path, and the next parts.
+ * An entry whose created_at is its last part is kept as that created_at alone, and its key is
+ * built again as it is walked: a checkpoint holds its window's entries over several turns of the
+ * event loop, and tens of thousands of key arrays held that long are copied by every young-generation
+ * GC in between and then promoted (native-bench/PROFILE.md, "The checkpoint's garbage").
+ */
 interface KeyGroup {
-  /** Keys that end here (their next part is the created_at), in the order added. */
-  keys: Key[][];
+  /** created_at (µs) of the entries `[...path, createdAt]`, in the order added. */
+  createdAts: number[];
+  /** Entries with parts after their created_at (a file's `[F, created_at, file id]`), in the order added. */
+  suffixed: Key[][];
   children: Map<Key, KeyGroup> | undefined;
 }
 
+/** An empty level of the trie. */
+const group = (): KeyGroup => ({ createdAts: [], suffixed: [], children: undefined });
+
 /** Index entries gathered create by create and given back in key order; see the module comment. */
 export class IndexKeyOrder {
-  private root: KeyGroup = { keys: [], children: undefined };
+  private root = group();
 
   /**
    * Gathers `key`, an index entry of the create at `createdAt` (µs). Creates must be added in
    * created_at order for their entries to come back in key order.
    */
   add(key: Key[], createdAt: number): void {
-    let group = this.root;
-    for (const part of key) {
+    let level = this.root;
+    let n = 0;
+    for (; n < key.length; n++) {
+      const part = key[n];
       if (part === createdAt) break;
-      group.children ??= new Map();
-      let next = group.children.get(part);
-      if (!next) group.children.set(part, (next = { keys: [], children: undefined }));
-      group = next;
+      level.children ??= new Map();
+      let next = level.children.get(part);
+      if (!next) level.children.set(part, (next = group()));
+      level = next;
     }
-    group.keys.push(key);
+    if (n === key.length - 1) level.createdAts.push(createdAt);
+    else level.suffixed.push(key);
   }
 
   /**
    * Every key gathered, in key order, walked as the caller asks for them (a checkpoint issues
-   * them over several turns of the event loop); the order starts over empty at once.
+   * them over several turns of the event loop); the order starts over empty at once. Each key is
+   * a new array, which the caller may keep.
    */
   take(): Generator<Key[], void, undefined> {
     const root = this.root;
-    this.root = { keys: [], children: undefined };
-    return walk(root);
+    this.root = group();
+    return walk(root, []);
   }
 }
 
-/** The keys of `group` and of its children, in key order. */
-function* walk(group: KeyGroup): Generator<Key[], void, undefined> {
-  yield* group.keys;
-  if (!group.children) return;
-  const parts = [...group.children.keys()];
+/** The keys of `level`, whose path is `path`, and of its children, in key order. */
+function* walk(level: KeyGroup, path: Key[]): Generator<Key[], void, undefined> {
+  for (const createdAt of level.createdAts) yield [...path, createdAt];
+  yield* level.suffixed;
+  if (!level.children) return;
+  const parts = [...level.children.keys()];
   if (parts.length > 1) parts.sort(compareKeys);
-  for (const part of parts) yield* walk(group.children.get(part)!);
+  for (const part of parts) yield* walk(level.children.get(part)!, [...path, part]);
 }
