@@ -65,16 +65,34 @@ export class IndexKeyOrder {
   take(): Generator<Key[], void, undefined> {
     const root = this.root;
     this.root = group();
-    return walk(root, []);
+    return walk(root);
   }
 }
 
-/** The keys of `level`, whose path is `path`, and of its children, in key order. */
-function* walk(level: KeyGroup, path: Key[]): Generator<Key[], void, undefined> {
-  for (const createdAt of level.createdAts) yield [...path, createdAt];
-  yield* level.suffixed;
-  if (!level.children) return;
-  const parts = [...level.children.keys()];
-  if (parts.length > 1) parts.sort(compareKeys);
-  for (const part of parts) yield* walk(level.children.get(part)!, [...path, part]);
+/**
+ * The keys under `root`, in key order: each level's own keys, then its children's in the order of
+ * their parts. Walked with a stack rather than nested generators, which would hand every key up
+ * through each level.
+ */
+function* walk(root: KeyGroup): Generator<Key[], void, undefined> {
+  const stack: { level: KeyGroup; path: Key[] }[] = [{ level: root, path: [] }];
+  while (stack.length > 0) {
+    const { level, path } = stack.pop()!;
+    for (const createdAt of level.createdAts) yield keyOf(path, createdAt);
+    yield* level.suffixed;
+    if (!level.children) continue;
+    const parts = [...level.children.keys()];
+    if (parts.length > 1) parts.sort(compareKeys);
+    for (let n = parts.length - 1; n >= 0; n--) stack.push({ level: level.children.get(parts[n])!, path: [...path, parts[n]] });
+  }
+}
+
+/** `[...path, createdAt]`, built without an iterator for the index's usual depths. */
+function keyOf(path: Key[], createdAt: number): Key[] {
+  switch (path.length) {
+    case 1: return [path[0], createdAt];
+    case 2: return [path[0], path[1], createdAt];
+    case 3: return [path[0], path[1], path[2], createdAt];
+    default: return [...path, createdAt];
+  }
 }

@@ -86,15 +86,13 @@ export function indexedValue(record: EventRecord, field: IndexedField): string |
 export function indexKeysOf(record: EventRecord): Key[][] {
   const keys: Key[][] = [];
   const ts = record.created_at;
-  for (const field of Object.keys(INDEXED_FIELDS) as IndexedField[]) {
-    if (SEARCH_INDEX_FIELDS.includes(field)) continue;
+  for (const field of FIELDS_BEFORE_SEARCH) {
     const value = indexedValue(record, field);
-    if (value !== null) keys.push([...fieldPrefix(field, value), ts]);
+    if (value !== null) keys.push(fieldEntry(field, value, ts));
   }
-  for (const [name, value] of Object.entries(record.custom_metadata)) {
-    keys.push([...metadataPrefix(name, value), ts]);
-  }
-  keys.push(...searchIndexKeysOf(record));
+  const metadata = record.custom_metadata;
+  for (const name of Object.keys(metadata)) keys.push(metadataEntry(name, metadata[name], ts));
+  addSearchIndexKeys(record, keys);
   if (record.draft) keys.push(draftKey(ts));
   for (const fileId of fileIdsOf(record)) keys.push(fileAgeKey(ts, fileId));
   return keys;
@@ -106,32 +104,51 @@ export function indexKeysOf(record: EventRecord): Key[][] {
  */
 export const SEARCH_INDEX_FIELDS: readonly IndexedField[] = ['stream_id', 'solution'];
 
+/** The indexed fields whose entries every create has had, the search index's aside. */
+const FIELDS_BEFORE_SEARCH = (Object.keys(INDEXED_FIELDS) as IndexedField[]).filter((field) => !SEARCH_INDEX_FIELDS.includes(field));
+
 /** The entries of a record that came with the search index: its stream, solution and classes. */
 export function searchIndexKeysOf(record: EventRecord): Key[][] {
   const keys: Key[][] = [];
+  addSearchIndexKeys(record, keys);
+  return keys;
+}
+
+/** Adds the entries of `record` that came with the search index to `keys`. */
+function addSearchIndexKeys(record: EventRecord, keys: Key[][]): void {
+  const ts = record.created_at;
   for (const field of SEARCH_INDEX_FIELDS) {
     const value = indexedValue(record, field);
-    if (value !== null) keys.push([...fieldPrefix(field, value), record.created_at]);
+    if (value !== null) keys.push(fieldEntry(field, value, ts));
   }
-  for (const className of predictedClasses(record)) keys.push([...classPrefix(className), record.created_at]);
-  return keys;
+  for (const className of predictedClasses(record)) keys.push(['c', indexableString(className), ts]);
 }
 
 /**
  * The prefix of the index entries of records whose `field` holds `value`: `[code, value]`; an
- * entry is the prefix and the record's created_at (µs).
+ * entry is the prefix and the record's created_at (µs), `fieldEntry`.
  */
 export function fieldPrefix(field: IndexedField, value: string): Key[] {
   return [INDEXED_FIELDS[field], indexableString(value)];
 }
 
+/** The index entry of the record created at `createdAt` (µs) whose `field` holds `value`: `fieldPrefix` and the created_at. */
+function fieldEntry(field: IndexedField, value: string, createdAt: number): Key[] {
+  return [INDEXED_FIELDS[field], indexableString(value), createdAt];
+}
+
 /**
  * The prefix of the index entries of records whose custom_metadata `name` holds `value`
  * (compared as `comparableMetadataValue`): `['m', name, value]`; an entry is the prefix and the
- * record's created_at (µs).
+ * record's created_at (µs), `metadataEntry`.
  */
 export function metadataPrefix(name: string, value: RecordMetadataValue): Key[] {
   return ['m', indexableString(name), indexableMetadataValue(value)];
+}
+
+/** The index entry of the record created at `createdAt` (µs) whose custom_metadata `name` holds `value`: `metadataPrefix` and the created_at. */
+function metadataEntry(name: string, value: RecordMetadataValue, createdAt: number): Key[] {
+  return ['m', indexableString(name), indexableMetadataValue(value), createdAt];
 }
 
 /**
@@ -151,17 +168,18 @@ interface Prediction {
 
 /** Every prediction of a record's images: object detections, classifications, segmentations, keypoint groups. */
 export function* predictionsOf(record: EventRecord): Generator<Prediction> {
-  for (const image of record.images) {
-    for (const list of [image.object_detections, image.classifications, image.instance_segmentations, image.keypoints]) {
-      yield* list as Prediction[];
-    }
-  }
+  for (const image of record.images) for (const list of predictionLists(image)) yield* list;
+}
+
+/** The predictions of one image, by kind: object detections, classifications, segmentations, keypoint groups. */
+function predictionLists(image: EventRecord['images'][number]): Prediction[][] {
+  return [image.object_detections, image.classifications, image.instance_segmentations, image.keypoints] as Prediction[][];
 }
 
 /** The distinct classes a record's images predict. */
 export function predictedClasses(record: EventRecord): Set<string> {
   const classes = new Set<string>();
-  for (const prediction of predictionsOf(record)) classes.add(prediction.class);
+  for (const image of record.images) for (const list of predictionLists(image)) for (const prediction of list) classes.add(prediction.class);
   return classes;
 }
 
@@ -172,7 +190,8 @@ export function fileIdsOf(record: EventRecord): string[] {
     if (image.file_id) ids.push(image.file_id);
     if (image.input_file_id) ids.push(image.input_file_id);
   }
-  for (const file of [...record.videos, ...record.local_only_files]) ids.push(file.file_id);
+  for (const file of record.videos) ids.push(file.file_id);
+  for (const file of record.local_only_files) ids.push(file.file_id);
   return ids;
 }
 
