@@ -46,11 +46,11 @@ const OPEN_BRACKET = 0x5b;
 const OPEN_BRACE = 0x7b;
 
 /**
- * `,`, `[` and `{` are counted by `Buffer.indexOf` jumps (a memchr each, about 0.2 µs a call) while
+ * `,`, `[` and `{` are counted by `Buffer.indexOf` jumps (a memchr each, about 20 ns a call) while
  * there are at most JUMPS_BEFORE_DENSE of them plus one per SPARSE_BYTES of the chunk read so far;
  * past that the chunk is dense with them, and one pass over its bytes (about 1.1 ns a byte) is
- * cheaper. An image event's 56 KB body holds about 50 of them, around 44 KB of base64 that the
- * pass read in 64 µs and the jumps skip in 2 (native-bench/PROFILE.md, "Image events: the body's
+ * cheaper. An image event's 56 KB body holds 54 of them, around 44 KB of base64 that the pass
+ * read in 60 to 75 µs and the jumps skip in 2 (native-bench/PROFILE.md, "Image events: the body's
  * pass and the base64's white space").
  */
 const JUMPS_BEFORE_DENSE = 256;
@@ -62,8 +62,8 @@ const JUMP_MIN_BYTES = 4096;
 /**
  * What parsing `chunk` of a JSON text adds to its bytes in V8's heap, by PARSED_WEIGHT. A chunk
  * where `,`, `[` and `{` are sparse (base64, long strings) is counted by `Buffer.indexOf` jumps, a
- * memchr each; any other by one pass over its bytes (a jump per occurrence would cost 30 ms for
- * the 0.6 MB of 100,000 `[x,y]` pairs, the pass 2 ms).
+ * memchr each; any other by one pass over its bytes (a jump per occurrence would take about 4 ms
+ * for the 0.96 MB of 100,000 `[x,y]` pairs, the pass 1 ms).
  * @returns bytes (an upper estimate)
  */
 export function parsedExtraBytes(chunk: Buffer): number {

@@ -59,8 +59,8 @@ export class IndexKeyOrder {
 
   /**
    * Every key gathered, in key order, walked as the caller asks for them (a checkpoint issues
-   * them over several turns of the event loop); the order starts over empty at once. Each key is
-   * a new array, which the caller may keep.
+   * them over several turns of the event loop); the order starts over empty at once. A key whose
+   * created_at is its last part is built anew.
    */
   take(): Generator<Key[], void, undefined> {
     const root = this.root;

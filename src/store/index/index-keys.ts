@@ -121,7 +121,7 @@ function addSearchIndexKeys(record: EventRecord, keys: Key[][]): void {
     const value = indexedValue(record, field);
     if (value !== null) keys.push(fieldEntry(field, value, ts));
   }
-  for (const className of predictedClasses(record)) keys.push(['c', indexableString(className), ts]);
+  for (const className of predictedClasses(record)) keys.push(classEntry(className, ts));
 }
 
 /**
@@ -154,10 +154,15 @@ function metadataEntry(name: string, value: RecordMetadataValue, createdAt: numb
 /**
  * The prefix of the index entries of records some of whose images predict `className` (an object
  * detection, classification, instance segmentation or keypoint group of that class): `['c', class]`;
- * an entry is the prefix and the record's created_at (µs).
+ * an entry is the prefix and the record's created_at (µs), `classEntry`.
  */
 export function classPrefix(className: string): Key[] {
   return ['c', indexableString(className)];
+}
+
+/** The index entry of the record created at `createdAt` (µs) some of whose images predict `className`: `classPrefix` and the created_at. */
+function classEntry(className: string, createdAt: number): Key[] {
+  return ['c', indexableString(className), createdAt];
 }
 
 /** A prediction of any kind, as far as the index and search look at it. */
