@@ -47,6 +47,9 @@ t.test('measures the store and the durable floor, and says what the cameras cost
   t.equal(result.benchFolder.removed, true);
   t.notOk(fs.existsSync(result.benchFolder.path), 'the bench\'s folder is gone');
   t.same(fs.readdirSync(parent), [], 'nothing is left beside DATA_DIR, and DATA_DIR itself is never made');
+  const room = fs.statfsSync(parent).bavail * fs.statfsSync(parent).bsize - 512 * 1024 * 1024;
+  t.ok(result.benchFolder.storageLimitBytes > 0 && result.benchFolder.storageLimitBytes <= 10 * 1024 ** 3, 'the store held to MAX_STORAGE_BYTES (10 GiB by default)');
+  t.ok(result.benchFolder.storageLimitBytes <= room + 256 * 1024 * 1024, 'and to the room left once 512 MiB stay free (give or take the run\'s own writes)');
   t.match(result.engines, { store: /^(uws|node)$/, floor: /^(uws|node)$/ });
   t.equal(result.engines.floor, result.engines.store, 'the floor serves on the store\'s engine');
   t.same(result.plan.inFlight, [1, 4, 16]);
@@ -104,6 +107,17 @@ t.test('a bad option is refused, named, before anything runs', async (t) => {
   t.match(run.stderr, /a share from 0 to 1/);
   t.equal(run.stdout, '');
   t.same(fs.readdirSync(parent), [], 'no folder was made');
+});
+
+t.test('a file system without room for the run is refused before a server starts, and nothing is left', async (t) => {
+  const parent = parentFolder(t);
+  const run = await runCli(['bench', '--keep-free-mib', '1000000000', '--json'], { env: { DATA_DIR: path.join(parent, 'data') } });
+  t.equal(run.code, 1);
+  const { error } = JSON.parse(run.stderr);
+  t.match(error.message, new RegExp(`^\\d+ MiB are free on the file system of DATA_DIR ${path.join(parent, 'data')}: the bench leaves 1000000000 MiB of them free \\(--keep-free-mib\\) and needs 256 MiB more$`));
+  t.match(error.hint, /Free some space .* or give --keep-free-mib less/);
+  t.equal(run.stdout, '');
+  t.same(fs.readdirSync(parent), [], 'the folder made to measure the room was removed');
 });
 
 t.test('Ctrl-C stops the servers and removes the bench\'s folder', async (t) => {

@@ -1,6 +1,6 @@
 /**
  * `edge-events bench [--cameras N] [--fps N] [--image-ratio SHARE] [--tbw TB] [--seconds-per-step S]
- * [--image FILE] [--json]` (docs/OPERATIONS.md, "Measuring the box: edge-events bench"): the
+ * [--image FILE] [--keep-free-mib MiB] [--json]` (docs/OPERATIONS.md, "Measuring the box: edge-events bench"): the
  * installed store on the box's own disk, with the durable floor beside it, then what the
  * operator's cameras would cost: a share of a core, bytes a day, the days to the disk's rated TBW,
  * and how many cameras the store takes.
@@ -29,6 +29,7 @@ interface BenchFlags {
   tbw?: number;
   secondsPerStep: number;
   image?: string;
+  keepFreeMib: number;
   json?: boolean;
 }
 
@@ -69,6 +70,7 @@ function addBenchCommand(program: Command, io: BenchCliIo, setExitCode: (code: E
     .option('--tbw <TB>', 'the disk\'s rated endurance in terabytes written, from its datasheet', numberIn(0, 1e9, 'terabytes above 0', false, true))
     .option('--seconds-per-step <s>', 'measured seconds of each of the 12 steps', numberIn(0.1, 600, 'seconds from 0.1 to 600'), DEFAULT_SECONDS_PER_STEP)
     .option('--image <file>', 'a JPEG or PNG from your cameras for the image events (default: a 640x480 JPEG made for the bench)')
+    .option('--keep-free-mib <MiB>', 'MiB the run leaves free on the file system of DATA_DIR', numberIn(0, 1e12, 'MiB from 0'), 512)
     .option('--json', 'machine-readable output: one object on stdout, {error:{message,hint}} on stderr')
     .action(async (flags: BenchFlags) => {
       setExitCode(await executeBench(flags, io));
@@ -79,6 +81,7 @@ function addBenchCommand(program: Command, io: BenchCliIo, setExitCode: (code: E
 function hintFor(error: unknown): string {
   if (error instanceof ConfigError) return 'The bench takes the store\'s settings from the environment: run it with the environment the store runs with (e.g. its env file).';
   if ((error as Error).message.includes('cannot make the bench\'s folder')) return 'Run it as the store\'s user, or as root.';
+  if ((error as Error).message.includes('--keep-free-mib')) return 'Free some space on the file system of DATA_DIR, or give --keep-free-mib less (it protects the store that serves there).';
   if ((error as Error).message.startsWith('--image ')) return 'Give --image a JPEG or PNG file from your cameras, or leave it out for the image the bench makes.';
   return 'The bench\'s servers were stopped and its folder removed. See edge-events bench --help.';
 }
@@ -90,7 +93,7 @@ async function executeBench(flags: BenchFlags, io: BenchCliIo): Promise<ExitCode
     const [{ runBench }, { renderBench }] = await Promise.all([import('./bench-run.js'), import('./bench-report.js')]);
     // Without a bar (no TTY), one line says what is under way, unless the output is JSON.
     const say = json || io.stderr.isTTY ? undefined : (line: string) => io.stderr.write(`${line}\n`);
-    const result = await runBench({ cameras: flags.cameras, fps: flags.fps, imageRatio: flags.imageRatio, tbw: flags.tbw, secondsPerStep: flags.secondsPerStep, image: flags.image }, { ...io, say });
+    const result = await runBench({ cameras: flags.cameras, fps: flags.fps, imageRatio: flags.imageRatio, tbw: flags.tbw, secondsPerStep: flags.secondsPerStep, image: flags.image, keepFreeBytes: flags.keepFreeMib * 1024 * 1024 }, { ...io, say });
     io.stdout.write(json ? `${JSON.stringify(result)}\n` : renderBench(result));
     return 0;
   } catch (error) {

@@ -27,7 +27,8 @@ export interface BenchResult {
   /** DATA_DIR as the store resolves it. */
   dataDir: string;
   /** The bench's own folder, on DATA_DIR's file system; `removed` once it is gone. */
-  benchFolder: { path: string; removed: boolean };
+  /** The bench's folder, and what its store may hold there (MAX_STORAGE_BYTES, bytes: bench-run.ts `benchStorageLimit`). */
+  benchFolder: { path: string; removed: boolean; storageLimitBytes: number };
   disk: DiskInfo;
   /** The HTTP engine each side served on (docs/OPERATIONS.md, "HTTP engines"). */
   engines: Record<SystemName, 'uws' | 'node'>;
@@ -91,7 +92,7 @@ function header(result: BenchResult): string[] {
   const device = disk.device === null ? 'no block device of its own' : `device ${disk.device}${disk.disk !== disk.device ? ` of ${disk.disk}` : ''}${disk.model ? `, ${disk.model}` : ''}`;
   return [
     `edge-events bench: edge-event-store ${result.version}, Node ${result.node}, ${result.startedAt.slice(0, 16).replace('T', ' ')} UTC`,
-    `Measured in ${result.benchFolder.path} (the file system of DATA_DIR ${result.dataDir}: ${device}); ${result.benchFolder.removed ? 'removed afterwards' : 'NOT removed'}.`,
+    `Measured in ${result.benchFolder.path} (the file system of DATA_DIR ${result.dataDir}: ${device}); ${result.benchFolder.removed ? 'removed afterwards' : 'NOT removed'}; the bench's store held to ${int(result.benchFolder.storageLimitBytes / 1024 / 1024)} MiB.`,
     `HTTP engines: the store ${result.engines.store}, the durable floor ${result.engines.floor}. The bench's store ran with no sink, no API key, no systemd notification.`,
     `Machine: ${machine.cores} cores; 1-minute load ${fixed(machine.load1Before, 2)} before, ${fixed(machine.load1After, 2)} after; other work ${fixed(machine.otherCores, 2)} cores on average during the steps.`,
     `Each step: ${fixed(plan.warmupSeconds, 2)} s of warm-up, ${fixed(plan.seconds, 2)} s measured, ${fixed(plan.tailSeconds, 2)} s of tail counted; the store and the durable floor by turns.`,

@@ -18,7 +18,7 @@ import { capacityAt, enduranceAt, eventsPerSecond, type CameraRate } from './cap
 import { readDiskInfo, type DiskInfo } from './disk-wear.js';
 import { imageEventBodies, smallEventBodies } from './payloads.js';
 import { startServerChild, type ServerChild } from './server-child.js';
-import { makeTempFolder, type TempFolder } from './temp-folder.js';
+import { freeBytes, makeTempFolder, type TempFolder } from './temp-folder.js';
 
 /** What the operator asked for. */
 export interface BenchOptions extends CameraRate {
@@ -28,6 +28,33 @@ export interface BenchOptions extends CameraRate {
   tbw?: number;
   /** A JPEG or PNG for the image events instead of the generated one. */
   image?: string;
+  /** Bytes the run leaves free on DATA_DIR's file system (`--keep-free-mib`). */
+  keepFreeBytes: number;
+}
+
+/**
+ * The least room (bytes) the run needs on DATA_DIR's file system beyond what it leaves free: its
+ * store starts, logs and checkpoints a few thousand events in it before its cleanup would have to
+ * run.
+ */
+export const MIN_BENCH_ROOM_BYTES = 256 * 1024 * 1024;
+
+const MiB = 1024 * 1024;
+
+/**
+ * How much the bench's store may hold (its MAX_STORAGE_BYTES): the store's own limit, or less when
+ * DATA_DIR's file system has less room than that once `keepFreeBytes` are left free. A run of
+ * image steps writes hundreds of MB, and more with longer steps; a box whose disk holds the
+ * configured store too must not be filled by its bench. At the limit the store's cleanup runs, as on
+ * a full box (docs/OPERATIONS.md, "Keeping the disk bounded").
+ * @throws Error naming the free space and `--keep-free-mib` when the room is under MIN_BENCH_ROOM_BYTES
+ */
+export function benchStorageLimit(free: number, keepFreeBytes: number, storeLimit: number, dataDir: string): number {
+  const room = free - keepFreeBytes;
+  if (room < MIN_BENCH_ROOM_BYTES) {
+    throw new Error(`${Math.floor(free / MiB)} MiB are free on the file system of DATA_DIR ${dataDir}: the bench leaves ${Math.floor(keepFreeBytes / MiB)} MiB of them free (--keep-free-mib) and needs ${MIN_BENCH_ROOM_BYTES / MiB} MiB more`);
+  }
+  return Math.min(storeLimit, room);
 }
 
 /** Where the run reads its settings and draws its bar. */
@@ -53,9 +80,12 @@ export const IN_FLIGHT = [1, 4, 16];
 const NOT_FOR_THE_BENCH = ['API_KEY', 'CLOUD_UPLOAD_URL', 'CLOUD_API_KEY', 'MQTT_URL', 'NATS_URL', 'NATS_CREDS', 'NATS_SOURCE_URL',
   'SEARCH_BASE_URL', 'SEARCH_API_KEY', 'NOTIFY_SOCKET', 'WATCHDOG_USEC', 'WATCHDOG_PID'];
 
-/** `env` for a server of the bench on `dataDir`: the store's settings but NOT_FOR_THE_BENCH, logging at info (its listening line). */
-function serverEnv(env: BenchIo['env'], dataDir: string): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+/**
+ * `env` for a server of the bench on `dataDir`: the store's settings but NOT_FOR_THE_BENCH, logging
+ * at info (its listening line), and `extra`.
+ */
+function serverEnv(env: BenchIo['env'], dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...extra };
   for (const name of NOT_FOR_THE_BENCH) delete out[name];
   return out;
 }
@@ -98,7 +128,7 @@ class Held {
 const mean = (values: number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
 
 /** The result object from the run's parts. */
-function resultOf(run: { options: BenchOptions; startedAt: Date; dataDir: string; folder: TempFolder; disk: DiskInfo; engines: BenchResult['engines']; load1Before: number;
+function resultOf(run: { options: BenchOptions; startedAt: Date; dataDir: string; folder: TempFolder; storageLimitBytes: number; disk: DiskInfo; engines: BenchResult['engines']; load1Before: number;
   image: BenchImage; bodies: Record<WorkloadName, Buffer[]>; plan: StepPlan; steps: StepFigures[]; }): BenchResult {
   const { options, steps } = run;
   const rate = { cameras: options.cameras, fps: options.fps, imageRatio: options.imageRatio };
@@ -108,7 +138,7 @@ function resultOf(run: { options: BenchOptions; startedAt: Date; dataDir: string
     node: process.version,
     startedAt: run.startedAt.toISOString(),
     dataDir: run.dataDir,
-    benchFolder: { path: run.folder.dir, removed: true },
+    benchFolder: { path: run.folder.dir, removed: true, storageLimitBytes: run.storageLimitBytes },
     disk: run.disk,
     engines: run.engines,
     machine: { cores: os.availableParallelism(), load1Before: run.load1Before, load1After: os.loadavg()[0], otherCores: mean(steps.map((step) => step.otherCores)) },
@@ -144,7 +174,8 @@ function onSignals(held: Held, io: BenchIo): () => void {
  * Runs the bench.
  * @returns the result, the bench's folder removed
  * @throws ConfigError naming a bad setting of the environment; Error naming `--image` for a file
- *   that is no image; Error naming the folder when it cannot be made; Error naming the step and
+ *   that is no image; Error naming the folder when it cannot be made; Error naming the free space
+ *   when DATA_DIR's file system has too little (`benchStorageLimit`); Error naming the step and
  *   the answer when a request fails; Error with the store's output when it does not start or stop
  *   gracefully. Nothing is left behind in any case
  */
@@ -158,12 +189,14 @@ export async function runBench(options: BenchOptions, io: BenchIo): Promise<Benc
   const stopListening = onSignals(held, io);
   try {
     const folder = (held.folder = makeTempFolder(config.dataDir));
+    const storageLimitBytes = benchStorageLimit(freeBytes(folder.dir), options.keepFreeBytes, config.maxStorageBytes, config.dataDir);
     const disk = readDiskInfo(folder.dir);
     const load1Before = os.loadavg()[0];
     const plannedSeconds = 2 * IN_FLIGHT.length * 2 * stepSeconds(plan);
     io.say?.(`edge-events bench: measuring the store and the durable floor in ${folder.dir} for about ${Math.round(plannedSeconds)} s...`);
     held.progress = startBenchProgress(io.stderr, plannedSeconds);
-    const store = await startServerChild('the store', CLI, ['serve'], serverEnv(io.env, path.join(folder.dir, 'store')), (s) => held.adopt(s));
+    const storeEnv = serverEnv(io.env, path.join(folder.dir, 'store'), { MAX_STORAGE_BYTES: String(storageLimitBytes) });
+    const store = await startServerChild('the store', CLI, ['serve'], storeEnv, (s) => held.adopt(s));
     const floor = await startServerChild('the durable floor', FLOOR, [], serverEnv(io.env, path.join(folder.dir, 'floor')), (s) => held.adopt(s));
     const steps = await runSteps({ store, floor }, bodies, plan, (label, done, span) => held.progress?.update(label, done, span));
     const code = await store.stop();
@@ -171,7 +204,7 @@ export async function runBench(options: BenchOptions, io: BenchIo): Promise<Benc
     await floor.stop();
     held.progress.stop();
     folder.remove();
-    return resultOf({ options, startedAt, dataDir: config.dataDir, folder, disk, engines: { store: store.engine, floor: floor.engine }, load1Before, image, bodies, plan, steps });
+    return resultOf({ options, startedAt, dataDir: config.dataDir, folder, storageLimitBytes, disk, engines: { store: store.engine, floor: floor.engine }, load1Before, image, bodies, plan, steps });
   } catch (err) {
     if (held.interrupted) return new Promise(() => undefined); // the signal's handler ends the process
     throw err;

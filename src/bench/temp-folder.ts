@@ -11,6 +11,16 @@ import path from 'node:path';
 /** The prefix of the bench's folder name, followed by six random characters (mkdtemp(3)). */
 export const BENCH_FOLDER_PREFIX = '.edge-events-bench-';
 
+/**
+ * Bytes free to an unprivileged writer on the file system of `dir` (statfs(2): available blocks
+ * times the block size), which is what the store's writes may take.
+ * @throws the fs error when `dir` cannot be stat'ed
+ */
+export function freeBytes(dir: string): number {
+  const stats = fs.statfsSync(dir);
+  return stats.bavail * stats.bsize;
+}
+
 /** The bench's folder. */
 export interface TempFolder {
   /** Absolute path. */
