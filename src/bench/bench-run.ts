@@ -18,7 +18,7 @@ import { capacityAt, enduranceAt, eventsPerSecond, type CameraRate } from './cap
 import { readDiskInfo, type DiskInfo } from './disk-wear.js';
 import { imageEventBodies, smallEventBodies } from './payloads.js';
 import { startServerChild, type ServerChild } from './server-child.js';
-import { freeBytes, makeTempFolder, type TempFolder } from './temp-folder.js';
+import { freeBytes, makeTempFolder, watchFreeSpace, type TempFolder } from './temp-folder.js';
 
 /** What the operator asked for. */
 export interface BenchOptions extends CameraRate {
@@ -110,6 +110,8 @@ class Held {
   progress: BenchProgress | undefined;
   readonly servers: ServerChild[] = [];
   interrupted = false;
+  /** Why the run was stopped early, when DATA_DIR's file system ran short (`watchFreeSpace`). */
+  stoppedFor: string | undefined;
 
   /** Keeps `server` to stop; kills it at once when the run was interrupted meanwhile. */
   adopt(server: ServerChild): void {
@@ -175,7 +177,8 @@ function onSignals(held: Held, io: BenchIo): () => void {
  * @returns the result, the bench's folder removed
  * @throws ConfigError naming a bad setting of the environment; Error naming `--image` for a file
  *   that is no image; Error naming the folder when it cannot be made; Error naming the free space
- *   when DATA_DIR's file system has too little (`benchStorageLimit`); Error naming the step and
+ *   when DATA_DIR's file system has too little (`benchStorageLimit`) or falls under
+ *   `keepFreeBytes` free during the run (the servers are then killed); Error naming the step and
  *   the answer when a request fails; Error with the store's output when it does not start or stop
  *   gracefully. Nothing is left behind in any case
  */
@@ -187,9 +190,14 @@ export async function runBench(options: BenchOptions, io: BenchIo): Promise<Benc
   const plan = planOf(options.secondsPerStep, config.indexCheckpointMs);
   const held = new Held();
   const stopListening = onSignals(held, io);
+  let stopWatching = (): void => undefined;
   try {
     const folder = (held.folder = makeTempFolder(config.dataDir));
     const storageLimitBytes = benchStorageLimit(freeBytes(folder.dir), options.keepFreeBytes, config.maxStorageBytes, config.dataDir);
+    stopWatching = watchFreeSpace(folder.dir, options.keepFreeBytes, (free) => {
+      held.stoppedFor = `the file system of DATA_DIR ${config.dataDir} fell to ${Math.floor(free / MiB)} MiB free during the run, under the ${Math.floor(options.keepFreeBytes / MiB)} MiB it leaves free (--keep-free-mib): the bench stopped its servers`;
+      void Promise.all(held.servers.map((server) => server.kill()));
+    });
     const disk = readDiskInfo(folder.dir);
     const load1Before = os.loadavg()[0];
     const plannedSeconds = 2 * IN_FLIGHT.length * 2 * stepSeconds(plan);
@@ -207,8 +215,10 @@ export async function runBench(options: BenchOptions, io: BenchIo): Promise<Benc
     return resultOf({ options, startedAt, dataDir: config.dataDir, folder, storageLimitBytes, disk, engines: { store: store.engine, floor: floor.engine }, load1Before, image, bodies, plan, steps });
   } catch (err) {
     if (held.interrupted) return new Promise(() => undefined); // the signal's handler ends the process
+    if (held.stoppedFor) throw new Error(held.stoppedFor, { cause: err });
     throw err;
   } finally {
+    stopWatching();
     stopListening();
     await held.release();
   }

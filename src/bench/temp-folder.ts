@@ -21,6 +21,26 @@ export function freeBytes(dir: string): number {
   return stats.bavail * stats.bsize;
 }
 
+/** How often (ms) `watchFreeSpace` reads the free space. */
+export const FREE_SPACE_CHECK_MS = 250;
+
+/**
+ * Calls `onLow` once with the free bytes when `freeBytes(dir)` falls under `keepFreeBytes`, reading
+ * it every FREE_SPACE_CHECK_MS; the store's MAX_STORAGE_BYTES alone let a run use twice its room, as
+ * segments wait for their reclaim (docs/OPERATIONS.md, "Measuring the box: edge-events bench").
+ * @returns a function that stops the watch
+ */
+export function watchFreeSpace(dir: string, keepFreeBytes: number, onLow: (free: number) => void): () => void {
+  const timer = setInterval(() => {
+    const free = freeBytes(dir);
+    if (free >= keepFreeBytes) return;
+    clearInterval(timer);
+    onLow(free);
+  }, FREE_SPACE_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 /** The bench's folder. */
 export interface TempFolder {
   /** Absolute path. */
