@@ -3,9 +3,7 @@
  * as an operator runs it, with short steps: the JSON's shape, every figure positive and finite, the
  * store and the durable floor both measured, the share of a core and the days to the rated TBW as
  * the figures give them (recomputed here), the bench's folder gone afterwards, also after Ctrl-C;
- * a bad option refused, named; and the free space it leaves on DATA_DIR's file system
- * (`--keep-free-mib`) held: a disk without room refused before a server starts, a run that
- * would take more stopped.
+ * and a bad option refused, named. The free space it leaves: bench-free-space.test.ts.
  */
 import t from 'tap';
 import type { Test } from 'tap';
@@ -13,7 +11,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCli, startCli } from './support/cli-process.js';
-import { fixturesDir } from './support/events.js';
 import { until } from './support/waiting.js';
 
 /** A folder whose `data` child is the DATA_DIR the bench is given (not made: the bench writes beside it). */
@@ -110,35 +107,6 @@ t.test('a bad option is refused, named, before anything runs', async (t) => {
   t.match(run.stderr, /a share from 0 to 1/);
   t.equal(run.stdout, '');
   t.same(fs.readdirSync(parent), [], 'no folder was made');
-});
-
-t.test('a file system without room for the run is refused before a server starts, and nothing is left', async (t) => {
-  const parent = parentFolder(t);
-  const run = await runCli(['bench', '--keep-free-mib', '1000000000', '--json'], { env: { DATA_DIR: path.join(parent, 'data') } });
-  t.equal(run.code, 1);
-  const { error } = JSON.parse(run.stderr);
-  t.match(error.message, new RegExp(`^\\d+ MiB are free on the file system of DATA_DIR ${path.join(parent, 'data')}: the bench leaves 1000000000 MiB of them free \\(--keep-free-mib\\) and needs 256 MiB more$`));
-  t.match(error.hint, /Free some space .* or give --keep-free-mib less/);
-  t.equal(run.stdout, '');
-  t.same(fs.readdirSync(parent), [], 'the folder made to measure the room was removed');
-});
-
-t.test('a run that brings the file system under --keep-free-mib is stopped before it fills, and nothing is left (a 360 MiB tmpfs)', async (t) => {
-  const dir = parentFolder(t);
-  // The bench on a 360 MiB tmpfs mounted over `dir` in a mount namespace of its own (unshare(1)),
-  // then what `dir` holds, as `left:<names>`. 260 MiB of room once 100 stay free: the image steps,
-  // with a 270 KB photo, write more than that.
-  const script = 'mount -t tmpfs -o size=360m tmpfs "$0" && "$@"; code=$?; echo "left:$(ls -A "$0" | tr "\\n" " ")"; exit $code';
-  const run = await runCli(['bench', '--keep-free-mib', '100', '--seconds-per-step', '1', '--image', path.join(fixturesDir, 'retina.jpg')], {
-    prefix: ['unshare', '--mount', '--map-root-user', 'sh', '-c', script, dir],
-    env: { DATA_DIR: path.join(dir, 'data') },
-  });
-  t.equal(run.code, 1, run.stderr);
-  const fell = /error: the file system of DATA_DIR \S+ fell to (\d+) MiB free during the run, under the 100 MiB it leaves free \(--keep-free-mib\): the bench stopped its servers/.exec(run.stderr);
-  t.ok(fell, run.stderr);
-  t.ok(Number(fell?.[1]) >= 50, `stopped with ${fell?.[1]} MiB free, far from a full disk`);
-  t.notMatch(run.stderr, /ENOSPC/);
-  t.match(run.stdout, /^left:\s*$/m, 'the bench\'s folder was removed');
 });
 
 t.test('Ctrl-C stops the servers and removes the bench\'s folder', async (t) => {
