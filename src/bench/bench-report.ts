@@ -26,8 +26,10 @@ export interface BenchResult {
   startedAt: string;
   /** DATA_DIR as the store resolves it. */
   dataDir: string;
-  /** The bench's own folder, on DATA_DIR's file system; `removed` once it is gone. */
-  /** The bench's folder, and what its store may hold there (MAX_STORAGE_BYTES, bytes: bench-run.ts `benchStorageLimit`). */
+  /**
+   * The bench's own folder, on DATA_DIR's file system; `removed` once it is gone; what its store
+   * may hold there (MAX_STORAGE_BYTES, bytes: bench-run.ts `benchStorageLimit`).
+   */
   benchFolder: { path: string; removed: boolean; storageLimitBytes: number };
   disk: DiskInfo;
   /** The HTTP engine each side served on (docs/OPERATIONS.md, "HTTP engines"). */

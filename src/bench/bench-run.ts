@@ -113,10 +113,10 @@ class Held {
   /** Why the run was stopped early, when DATA_DIR's file system ran short (`watchFreeSpace`). */
   stoppedFor: string | undefined;
 
-  /** Keeps `server` to stop; kills it at once when the run was interrupted meanwhile. */
+  /** Keeps `server` to stop; kills it at once when the run was interrupted or stopped meanwhile. */
   adopt(server: ServerChild): void {
     this.servers.push(server);
-    if (this.interrupted) void server.kill();
+    if (this.interrupted || this.stoppedFor) void server.kill();
   }
 
   /** Kills the servers still running, removes the folder, stops the bar; safe to call more than once. */
