@@ -18,7 +18,8 @@ import { capacityAt, enduranceAt, eventsPerSecond, type CameraRate } from './cap
 import { readDiskInfo, type DiskInfo } from './disk-wear.js';
 import { imageEventBodies, smallEventBodies } from './payloads.js';
 import { startServerChild, type ServerChild } from './server-child.js';
-import { freeBytes, makeTempFolder, watchFreeSpace, type TempFolder } from './temp-folder.js';
+import { freeBytes } from '../store/index.js';
+import { makeTempFolder, watchFreeSpace, type TempFolder } from './temp-folder.js';
 
 /** What the operator asked for. */
 export interface BenchOptions extends CameraRate {
@@ -193,8 +194,8 @@ export async function runBench(options: BenchOptions, io: BenchIo): Promise<Benc
   let stopWatching = (): void => undefined;
   try {
     const folder = (held.folder = makeTempFolder(config.dataDir));
-    const storageLimitBytes = benchStorageLimit(freeBytes(folder.dir), options.keepFreeBytes, config.maxStorageBytes, config.dataDir);
-    stopWatching = watchFreeSpace(folder.dir, options.keepFreeBytes, (free) => {
+    const storageLimitBytes = benchStorageLimit(await freeBytes(folder.dir), options.keepFreeBytes, config.maxStorageBytes, config.dataDir);
+    stopWatching = watchFreeSpace(path.dirname(folder.dir), options.keepFreeBytes, (free) => {
       held.stoppedFor = `the file system of DATA_DIR ${config.dataDir} fell to ${Math.floor(free / MiB)} MiB free during the run, under the ${Math.floor(options.keepFreeBytes / MiB)} MiB it leaves free (--keep-free-mib): the bench stopped its servers`;
       void Promise.all(held.servers.map((server) => server.kill()));
     });

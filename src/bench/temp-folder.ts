@@ -7,38 +7,38 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { freeBytes } from '../store/index.js';
 
 /** The prefix of the bench's folder name, followed by six random characters (mkdtemp(3)). */
 export const BENCH_FOLDER_PREFIX = '.edge-events-bench-';
-
-/**
- * Bytes free to an unprivileged writer on the file system of `dir` (statfs(2): available blocks
- * times the block size), which is what the store's writes may take.
- * @throws the fs error when `dir` cannot be stat'ed
- */
-export function freeBytes(dir: string): number {
-  const stats = fs.statfsSync(dir);
-  return stats.bavail * stats.bsize;
-}
 
 /** How often (ms) `watchFreeSpace` reads the free space. */
 export const FREE_SPACE_CHECK_MS = 250;
 
 /**
- * Calls `onLow` once with the free bytes when `freeBytes(dir)` falls under `keepFreeBytes`, reading
- * it every FREE_SPACE_CHECK_MS; the store's MAX_STORAGE_BYTES alone let a run use twice its room, as
- * segments wait for their reclaim (docs/OPERATIONS.md, "Measuring the box: edge-events bench").
+ * Calls `onLow` once with the free bytes when those of the file system of `dir` (the store's
+ * `freeBytes`, statfs) fall under `keepFreeBytes`, reading them every FREE_SPACE_CHECK_MS; the
+ * store's MAX_STORAGE_BYTES alone let a run use twice its room, as segments wait for their reclaim
+ * (docs/OPERATIONS.md, "Measuring the box: edge-events bench"). A read that fails is tried again
+ * at the next tick.
+ * @param dir a folder that outlives the watch (the bench's folder is removed before it stops)
  * @returns a function that stops the watch
  */
 export function watchFreeSpace(dir: string, keepFreeBytes: number, onLow: (free: number) => void): () => void {
-  const timer = setInterval(() => {
-    const free = freeBytes(dir);
-    if (free >= keepFreeBytes) return;
+  let watching = true;
+  const stop = (): void => {
+    watching = false;
     clearInterval(timer);
-    onLow(free);
+  };
+  const timer = setInterval(() => {
+    freeBytes(dir).then((free) => {
+      if (!watching || free >= keepFreeBytes) return;
+      stop();
+      onLow(free);
+    }, () => undefined);
   }, FREE_SPACE_CHECK_MS);
   timer.unref();
-  return () => clearInterval(timer);
+  return stop;
 }
 
 /** The bench's folder. */

@@ -8,7 +8,7 @@ export { type EventRecord } from './record/event-record.js';
 export { isCanonicalId } from './record/ids.js';
 export { type DeletionReason, type EventChange, type StoreChange } from './record/store-changes.js';
 export { DAY_MICROS, formatMicros, formatMicrosOrNull, isCalendarDate, parseIsoMicros } from './record/timestamps.js';
-export { DiskReserve } from './log/disk-reserve.js';
+export { DiskReserve, freeBytes } from './log/disk-reserve.js';
 export { kernelPageBytes } from './log/kernel-page.js';
 export { StagingFile } from './log/staging-file.js';
 export { type StoredFile } from './log/stored-file.js';
