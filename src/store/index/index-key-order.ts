@@ -78,21 +78,11 @@ function* walk(root: KeyGroup): Generator<Key[], void, undefined> {
   const stack: { level: KeyGroup; path: Key[] }[] = [{ level: root, path: [] }];
   while (stack.length > 0) {
     const { level, path } = stack.pop()!;
-    for (const createdAt of level.createdAts) yield keyOf(path, createdAt);
+    for (const createdAt of level.createdAts) yield [...path, createdAt];
     yield* level.suffixed;
     if (!level.children) continue;
     const parts = [...level.children.keys()];
     if (parts.length > 1) parts.sort(compareKeys);
     for (let n = parts.length - 1; n >= 0; n--) stack.push({ level: level.children.get(parts[n])!, path: [...path, parts[n]] });
-  }
-}
-
-/** `[...path, createdAt]`, built without an iterator for the index's usual depths. */
-function keyOf(path: Key[], createdAt: number): Key[] {
-  switch (path.length) {
-    case 1: return [path[0], createdAt];
-    case 2: return [path[0], path[1], createdAt];
-    case 3: return [path[0], path[1], path[2], createdAt];
-    default: return [...path, createdAt];
   }
 }
