@@ -54,7 +54,11 @@ export interface HttpEngine {
   webSocket(pattern: string, endpoint: WebSocketEndpoint): void;
   /** Stops accepting connections; requests under way go on. */
   stopListening(): void;
-  /** After a graceful stop: closes the connections left idle (keep-alive). */
+  /**
+   * After a graceful stop, once requests drained or their grace ran out: closes the connections
+   * left idle (keep-alive). uWebSockets.js closes every connection left, a request past the grace
+   * included; node:http lets that one finish.
+   */
   closeIdleConnections(): void;
 }
 

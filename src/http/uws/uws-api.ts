@@ -79,6 +79,13 @@ export interface UwsApp {
   any(pattern: string, handler: UwsHandler): UwsApp;
   /** The native listen takes (host, port, options, cb); options 1 is LIBUS_LISTEN_EXCLUSIVE_PORT. */
   listen(host: string, port: number, options: number, cb: (socket: UwsListenSocket | false) => void): UwsApp;
+  /**
+   * Closes every socket of the app, its listen socket included: each connection is cut at once
+   * (uWebSockets.js index.d.ts, `TemplatedApp.close`). Every pinned build has it; the trufflesuite
+   * build's index.d.ts leaves it out, its binary exports it. Optional: the official package is
+   * whatever release the user installed.
+   */
+  close?(): UwsApp;
 }
 
 /** The module a build exports. */

@@ -49,7 +49,11 @@ export function createUwsEngine(loaded: LoadedUws, runtime: RuntimeInfo): HttpEn
       listenSocket = undefined;
     },
     closeIdleConnections() {
-      // uWS closes idle keep-alive connections on its own timeout; the process exits after a stop.
+      // uWS has no call for idle connections alone; after the drain, the connections left are
+      // idle keep-alive ones (and any request past the grace), which uWS would otherwise keep for
+      // its own 10 s idle timeout, holding an in-process server's event loop open that long.
+      app.close?.();
+      listenSocket = undefined;
     },
   };
 }
