@@ -7,7 +7,7 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { finished } from 'node:stream/promises';
@@ -21,6 +21,13 @@ import type { ExportFormat, ExportSummary } from '../src/export/export-types.js'
 import { fixture } from './support/events.js';
 import { requireProgram } from './support/host-program.js';
 import { COCO_CHECK_PY, cocoProblems, exportEvents, listZip, readZip, results, storedEvent } from './support/export-data.js';
+
+// Two tests count the export's temporary folders (`edge-export-*` in os.tmpdir()): this process
+// gets a temp dir of its own, so an export of another test file running meanwhile (tap runs 3
+// files at once) is not counted as one left behind. os.tmpdir() reads TMPDIR at each call.
+const ownTempDir = mkdtempSync(path.join(os.tmpdir(), 'export-zip-test-'));
+process.env.TMPDIR = ownTempDir;
+process.once('exit', () => rmSync(ownTempDir, { recursive: true, force: true }));
 
 const photos: Record<string, Buffer> = { cat: fixture('cat.jpg'), rocket: fixture('rocket.jpg'), camera: fixture('camera.jpg'), retina: fixture('retina.jpg') };
 const sizes: Record<string, [number, number]> = { cat: [451, 300], rocket: [640, 427], camera: [512, 512], retina: [1411, 1411] };
