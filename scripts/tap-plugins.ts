@@ -6,10 +6,9 @@
  * are still started with the loaders of the plugins it was built with: the runner took their
  * arguments from the Test class it loaded (@tapjs/run, test-argv.js, `importLoaders`), which the
  * rebuild does not reach (run.js: it "won't affect the tap loaded here in the runner"). A fresh
- * `npm install` builds tap
- * with every default plugin, so the first `npm test` after it, CI's included, loaded
- * @tapjs/typescript's hooks into each of its hundred test processes: about 0.5 s of CPU each
- * (docs/ARCHITECTURE.md, "How a test file runs").
+ * `npm install` builds tap with every default plugin, so the first `npm test` after it, CI's
+ * included, loaded @tapjs/typescript's hooks into each of its hundred test processes: about 0.5 s
+ * of CPU each (docs/ARCHITECTURE.md, "How a test file runs").
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
