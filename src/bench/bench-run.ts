@@ -120,6 +120,12 @@ class Held {
     if (this.interrupted || this.stoppedFor) void server.kill();
   }
 
+  /** Stops the run for `reason`: kills its servers now, and any it adopts later. */
+  stopFor(reason: string): void {
+    this.stoppedFor = reason;
+    for (const server of this.servers) void server.kill();
+  }
+
   /** Kills the servers still running, removes the folder, stops the bar; safe to call more than once. */
   async release(): Promise<void> {
     this.progress?.stop();
@@ -195,10 +201,9 @@ export async function runBench(options: BenchOptions, io: BenchIo): Promise<Benc
   try {
     const folder = (held.folder = makeTempFolder(config.dataDir));
     const storageLimitBytes = benchStorageLimit(await freeBytes(folder.dir), options.keepFreeBytes, config.maxStorageBytes, config.dataDir);
-    stopWatching = watchFreeSpace(path.dirname(folder.dir), options.keepFreeBytes, (free) => {
-      held.stoppedFor = `the file system of DATA_DIR ${config.dataDir} fell to ${Math.floor(free / MiB)} MiB free during the run, under the ${Math.floor(options.keepFreeBytes / MiB)} MiB it leaves free (--keep-free-mib): the bench stopped its servers`;
-      void Promise.all(held.servers.map((server) => server.kill()));
-    });
+    stopWatching = watchFreeSpace(path.dirname(folder.dir), options.keepFreeBytes, (free) => held.stopFor(
+      `the file system of DATA_DIR ${config.dataDir} fell to ${Math.floor(free / MiB)} MiB free during the run, under the ${Math.floor(options.keepFreeBytes / MiB)} MiB it leaves free (--keep-free-mib): the bench stopped its servers`,
+    ));
     const disk = readDiskInfo(folder.dir);
     const load1Before = os.loadavg()[0];
     const plannedSeconds = 2 * IN_FLIGHT.length * 2 * stepSeconds(plan);
