@@ -235,7 +235,7 @@ t.test('a video attached in the head to an event a cleanup then deletes goes wit
   const video = await attachVideo(store, draft.id);
   t.equal(store.openFile(video)?.size, VIDEO.length, 'the attach is in the head');
   // The lifecycle worker deletes through a view with no head.
-  await deleteRecords(new StoreView(store[storeHandles].dbs, dataDir, options), [draft.created_at], 'retention', unannounced);
+  await deleteRecords(new StoreView(store[storeHandles].dbs, dataDir, options), [draft.created_at], 'retention', unannounced, (events) => store.logTombstones(events));
   t.equal(store.openFile(video), undefined, 'its video is not served once the event is gone');
   t.same([store.counters().events, store.counters().files], [0, 0], 'nor counted');
 
@@ -291,7 +291,7 @@ t.test('lists, counts, searches, point reads and files equal the model with even
             const e = model[c.pick % model.length];
             if (store[storeHandles].dbs.eventIds.get(e.id) !== undefined) {
               // Through a view with no head, as the worker's: the head may hold a change to the event.
-              await deleteRecords(new StoreView(store[storeHandles].dbs, dataDir, options), [e.createdAt], 'retention', unannounced);
+              await deleteRecords(new StoreView(store[storeHandles].dbs, dataDir, options), [e.createdAt], 'retention', unannounced, (events) => store.logTombstones(events));
               model = model.filter((m) => m !== e);
               gone.ids.push(e.id);
               gone.files.push(...e.videos);

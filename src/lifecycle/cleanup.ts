@@ -6,7 +6,7 @@
  * its own transaction, with a pause between them so ingest latency stays flat. With cloud upload on, drafts and events not yet
  * uploaded are never deleted.
  */
-import { type DeletionReason, eventsOldestFirst, type FileRef, filesByAge, heldClock, type HeldClock, isProtected, type LifecycleStore, retentionCutoff, type StoreView } from '../store/index.js';
+import { type DeletionReason, eventsOldestFirst, type FileRef, filesByAge, heldClock, type HeldClock, isProtected, type LifecycleStore, retentionCutoff, type StoreView, type TombstoneLogger } from '../store/index.js';
 import { overLimit, type StoreUsage } from './capacity.js';
 
 /**
@@ -80,8 +80,10 @@ export interface CleanupHooks {
   onReclaimed: (segments: number[]) => void;
   /** Stops appending to an empty active segment and seals it, so it can be deleted. */
   retireSegment: (segment: number) => Promise<void>;
-  /** Copies a sparse segment's live blobs forward, so it can be deleted. */
+  /** Copies what lives in a sparse segment (blobs, record frames, tombstones) forward, so it can be deleted. */
   compactSegment: (segment: number) => Promise<void>;
+  /** Logs the tombstones of events about to be deleted (EventStore.logTombstones; docs/STORAGE.md, "Two copies of every record"). */
+  logTombstones: TombstoneLogger;
   /**
    * Commits the head to LMDB (docs/STORAGE.md, "The head"): the cleanup then sees
    * every event acknowledged before it began. Rejects when the checkpoint failed (the writer logs
@@ -115,7 +117,7 @@ type CleanupReason = Exclude<DeletionReason, 'reset'>;
  * @param reason the pass deleting them, announced to the live stream (docs/API.md, "Live stream")
  * @returns records, files and bytes deleted
  */
-async function deleteOldestRecords(store: LifecycleStore, before: number, wanted: number, reason: CleanupReason) {
+async function deleteOldestRecords(store: LifecycleStore, before: number, wanted: number, reason: CleanupReason, hooks: CleanupHooks) {
   const total = { records: 0, files: 0, bytes: 0 };
   let from = -Infinity;
   while (total.records < wanted) {
@@ -129,7 +131,7 @@ async function deleteOldestRecords(store: LifecycleStore, before: number, wanted
     if (last === undefined) break;
     from = last + 1; // created_at is an integer of µs: the next one the walk may meet
     if (batch.length === 0) continue;
-    const tally = await store.deleteRecords(batch, reason);
+    const tally = await store.deleteRecords(batch, reason, hooks.logTombstones);
     total.records += tally.records;
     total.files += tally.files;
     total.bytes += tally.bytes;
@@ -211,14 +213,14 @@ export async function runCleanup(
     ? await store.checkConsistency(now, headCommitted)
     : { danglingDbRecordsRemoved: 0, orphanedDiskFilesRemoved: 0, stagingFilesRemoved: 0 };
 
-  const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays, held), Infinity, 'retention');
+  const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays, held), Infinity, 'retention', hooks);
   const none = { records: 0, files: 0, bytes: 0 };
   const excess = store.counters().events - limits.maxRecords;
-  const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess, 'max_records') : none;
+  const overlimit = excess > 0 ? await deleteOldestRecords(store, Infinity, excess, 'max_records', hooks) : none;
   const target = storageTarget(limits.maxStorageBytes);
   const storageOver = store.storageBytes() > limits.maxStorageBytes;
   const storageFiles = storageOver ? await deleteOldestFiles(store, target, hooks) : none;
-  const storageRecords = storageOver && store.storageBytes() > target ? await deleteOldestRecordsUntil(store, target) : none;
+  const storageRecords = storageOver && store.storageBytes() > target ? await deleteOldestRecordsUntil(store, target, hooks) : none;
   const records = { retention: retention.records, overlimit: overlimit.records, storage: storageRecords.records };
   const files = { retention: retention.files, overlimit: overlimit.files, storage: storageFiles.files + storageRecords.files };
   const recordsTotal = records.retention + records.overlimit + records.storage;
@@ -245,10 +247,10 @@ export async function runCleanup(
 }
 
 /** Deletes the oldest deletable records, batch by batch, until storage is within `maxBytes`. */
-async function deleteOldestRecordsUntil(store: LifecycleStore, maxBytes: number) {
+async function deleteOldestRecordsUntil(store: LifecycleStore, maxBytes: number, hooks: CleanupHooks) {
   const total = { records: 0, files: 0, bytes: 0 };
   while (store.storageBytes() > maxBytes) {
-    const tally = await deleteOldestRecords(store, Infinity, CLEANUP_BATCH, 'storage');
+    const tally = await deleteOldestRecords(store, Infinity, CLEANUP_BATCH, 'storage', hooks);
     if (tally.records === 0) break;
     total.records += tally.records;
     total.files += tally.files;

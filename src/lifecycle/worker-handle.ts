@@ -125,6 +125,7 @@ export class LifecycleWorkerHandle {
   private readonly writerJobHandlers: WriterJobHandlers = {
     'retire-segment': ({ segment }) => this.store.retireSegment(segment),
     'compact-segment': ({ segment }) => this.store.compactSegment(segment),
+    'log-tombstones': ({ events }) => this.store.logTombstones(events),
     checkpoint: () => this.store.checkpointed(),
     'sweep-drafts': ({ cutoff }) => sweepDrafts(this.store, cutoff),
     // Throws once the store is closing.

@@ -98,6 +98,7 @@ const hooks: CleanupHooks = {
   // A segment left as it was is tried again by a later cleanup: the cleanup goes on.
   retireSegment: (segment) => askWriter('retire-segment', { segment }).catch(() => undefined),
   compactSegment: (segment) => askWriter('compact-segment', { segment }).catch(() => undefined),
+  logTombstones: (events) => askWriter('log-tombstones', { events }),
   checkpoint: () => askWriter('checkpoint', {}),
   usage: () => askWriter('usage', {}),
 };

@@ -5,14 +5,20 @@
  * (worker-handle.ts `writerJobHandlers`), which the table types. Adding a job adds an entry here,
  * its handler and its test.
  */
+import type { LogPosition } from '../store/index.js';
 import type { StoreUsage } from './capacity.js';
 
 /** Each job: what the worker sends with it, and what the HTTP thread answers. */
 export interface WriterJobs {
   /** The active segment holds no live blob: stop appending to it and seal it (EventStore.retireSegment). */
   'retire-segment': { request: { segment: number }; answer: void };
-  /** A segment's live share fell low: copy its live blobs forward (EventStore.compactSegment). */
+  /** A segment's live share fell low: copy what lives in it forward (EventStore.compactSegment). */
   'compact-segment': { request: { segment: number }; answer: void };
+  /**
+   * Log the tombstones of events the worker is about to delete (EventStore.logTombstones;
+   * docs/STORAGE.md, "Two copies of every record"): answers where each tombstone's frame ends.
+   */
+  'log-tombstones': { request: { events: { id: string; createdAt: number }[] }; answer: LogPosition[] };
   /**
    * Commit the head to LMDB (EventStore.checkpointed; docs/STORAGE.md, "The head"), so
    * a cleanup sees every event acknowledged before it began.

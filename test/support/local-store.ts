@@ -77,6 +77,7 @@ export async function openLocalStore(env: Record<string, string> = {}, sinks?: s
       },
       retireSegment: (segment) => store.retireSegment(segment),
       compactSegment: (segment) => store.compactSegment(segment),
+      logTombstones: (events) => store.logTombstones(events),
       checkpoint: () => store.checkpointed(),
       usage: async () => usageOf(store),
     },

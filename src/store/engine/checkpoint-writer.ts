@@ -13,7 +13,9 @@ import type { FileEntry } from '../log/log-entries.js';
 import type { HeadBatch, LoggedCreate, LoggedEntries } from '../head/head.js';
 import { IndexKeyOrder } from '../index/index-key-order.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/record-codec.js';
-import { applyUpdate, attachedFile, updateCounts, type RecordUpdate } from '../index/record-update.js';
+import { applyUpdate, attachedFile, encodeUpdate, updateCounts, type RecordUpdate } from '../index/record-update.js';
+import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
+import { FrameTally } from './frame-accounting.js';
 
 /** How a store indexes. */
 export interface IndexOptions {
@@ -61,15 +63,19 @@ interface Window {
  * - once they have committed, one transaction applies the segment accounting, the counters, the
  *   shipping ledger and every update (to the record as that transaction reads it), and moves the
  *   log position to the last of `batchEnds` (each batch's end counts for its segment's committed
- *   length); until it commits, recovery replays these creates and updates, and the counters,
+ *   length), and counts each create's record frame and each update's frame live in its segment
+ *   (frame-accounting.ts; docs/STORAGE.md, "Two copies of every record"); until it commits, recovery replays these creates and updates, and the counters,
  *   which add the head's batches past the position, count them once.
  * Readers that merge the head skip LMDB's entries of the head's creates (store-view.ts
  * `withHead`), which may be part-way in.
  * @throws the lmdb error of a failed commit (the batch's counters, updates and position are then
  *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
  */
-export async function indexLogged(dbs: StoreDatabases, { creates, updates }: LoggedEntries, batchEnds: readonly LogPosition[], { shipping, present }: IndexOptions): Promise<void> {
+export async function indexLogged(
+  dbs: StoreDatabases, { creates, updates }: LoggedEntries, batchEnds: readonly LogPosition[], updateSegments: readonly number[], { shipping, present }: IndexOptions,
+): Promise<void> {
   const logEnd = batchEnds[batchEnds.length - 1];
+  const frames = new FrameTally();
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
   const committed: Promise<boolean>[] = [];
   let drafts = 0;
@@ -94,6 +100,10 @@ export async function indexLogged(dbs: StoreDatabases, { creates, updates }: Log
       liveBytes += at.length;
     }
     files += own.length;
+    if (create.frame) {
+      const { segment, offset, length } = create.frame;
+      frames.added(segment, length + FRAME_HEADER_BYTES, true, create.copy ? undefined : createdAt, offset + length);
+    }
     window.creates.push(create);
     for (const key of indexKeysOf(record)) window.index.add(key, createdAt);
     if (record.draft) drafts++;
@@ -124,7 +134,16 @@ export async function indexLogged(dbs: StoreDatabases, { creates, updates }: Log
     }
     addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes });
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
-    for (const update of updates) applyUpdateSync(dbs, update, shipping, present);
+    for (const { record, frame, copy } of creates) if (copy && frame) dbs.recordFrames.putSync(record.created_at, { home: frame.segment, updates: [] });
+    updates.forEach((update, i) => {
+      const applied = applyUpdateSync(dbs, update, shipping, present);
+      const segment = updateSegments[i];
+      frames.added(segment, encodeUpdate(update).length + FRAME_HEADER_BYTES, applied);
+      if (!applied) return;
+      const entry = dbs.recordFrames.get(update.createdAt) ?? { updates: [] };
+      dbs.recordFrames.putSync(update.createdAt, { ...entry, updates: [...entry.updates, segment] });
+    });
+    frames.apply(dbs);
   });
 }
 
@@ -180,7 +199,8 @@ async function putCreated(dbs: StoreDatabases, createdAt: number, value: Buffer)
 export async function indexBatches(dbs: StoreDatabases, batches: readonly HeadBatch[], options: IndexOptions): Promise<void> {
   const creates = batches.flatMap((b) => b.creates);
   const updates = batches.flatMap((b) => b.updates);
-  await indexLogged(dbs, { creates, updates }, batches.map((b) => b.end), options);
+  const updateSegments = batches.flatMap((b) => b.updates.map(() => b.end.segment));
+  await indexLogged(dbs, { creates, updates }, batches.map((b) => b.end), updateSegments, options);
 }
 
 /**
@@ -188,8 +208,9 @@ export async function indexBatches(dbs: StoreDatabases, batches: readonly HeadBa
  * inside a write transaction. An event deleted meanwhile (by a cleanup) takes no update; the
  * segment of a file attached to it is entered with no live blob, so the lifecycle worker deletes
  * it.
+ * @returns whether the event was there to take it
  */
-function applyUpdateSync(dbs: StoreDatabases, update: RecordUpdate, shipping: boolean, present: RecordPresenter): void {
+function applyUpdateSync(dbs: StoreDatabases, update: RecordUpdate, shipping: boolean, present: RecordPresenter): boolean {
   const { createdAt } = update;
   const stored = dbs.events.getBinary(createdAt);
   const record = stored && decodeRecord(stored);
@@ -200,7 +221,7 @@ function applyUpdateSync(dbs: StoreDatabases, update: RecordUpdate, shipping: bo
       committed: attachedFile(update).offset + size, liveBytes: applied ? size : 0, liveBlobs: applied ? 1 : 0, sealed: true,
     });
   }
-  if (!applied) return;
+  if (!applied) return false;
   dbs.events.putSync(createdAt, encodeRecord(record, present));
   // The ledger counts uploadsPending itself.
   addToCounters(dbs, updateCounts(update, false));
@@ -211,4 +232,5 @@ function applyUpdateSync(dbs: StoreDatabases, update: RecordUpdate, shipping: bo
     dbs.files.putSync(update.file.file_id, attachedFile(update));
     dbs.index.putSync(fileAgeKey(createdAt, update.file.file_id), EMPTY);
   }
+  return true;
 }

@@ -20,14 +20,16 @@ import { lockDataDir } from './data-dir-lock.js';
 import { assertIndexCoversLog, assertIndexOpenable } from '../index/index-file-check.js';
 import type { RecordAttachment } from '../record/event-record.js';
 import { GroupCommitter } from './group-commit.js';
-import { completeCounters, openDatabases, type StoreDatabases } from '../index/lmdb-env.js';
+import { completeCounters, openDatabases, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import { prepareCreateRecord, type NewEvent, type PreparedCreate } from './prepared-create.js';
 import { storedJson } from '../index/record-codec.js';
 import { frameBatch, placeFiles, type LogJob, type LogResult } from './log-batch.js';
 import { recoverStore } from './recovery.js';
 import type { CreatedEvent, EventStoreOptions, OpenReport, StageListener } from './writer-options.js';
 import { clearStore } from './reset.js';
-import { compactSegment, retireSegment, type MaintenanceAccess } from './segment-maintenance.js';
+import { retireSegment, type MaintenanceAccess } from './segment-maintenance.js';
+import { compactSegment } from './segment-compaction.js';
+import { upgradeToRecordCopies } from './record-copies-upgrade.js';
 import { quarantineDirOf } from '../log/quarantine.js';
 import { StoreChanges } from '../record/store-changes.js';
 import { StoreView } from '../read/store-view.js';
@@ -101,7 +103,7 @@ export class EventStore extends StoreView {
       onError: (err) => options.onBackgroundError?.(err, 'index checkpoint'),
     });
     this.maintenance = {
-      dbs, appender, blobs: this.blobs, blobsDir: this.blobsDir,
+      dbs, appender, blobs: this.blobs, blobsDir: this.blobsDir, present: this.present,
       allocateSegment: () => this.allocateSegment(),
       paused: (work) => this.withWritesPaused(work),
       commitDurably: (writes) => this.commitDurably(writes),
@@ -157,12 +159,14 @@ export class EventStore extends StoreView {
       // The replayed creates and updates are served from the head; its first checkpoint commits them.
       const replayedAt = performance.now();
       for (const batch of head) store.head.add(batch, replayedAt);
+      // A store written before record copies gets them once (docs/STORAGE.md, "Two copies of every record").
+      const upgraded = await upgradeToRecordCopies(store.maintenance, options.onRecordCopiesProgress);
       // Events a clock set back left ahead of it are re-stamped (docs/STORAGE.md, "A clock that jumps").
       store.clock = await StoreClock.open(store, lastCreatedAt, () => store.checkpointer.checkpoint(), {
         present: options.present, onJump: options.onClockJump, onError: (err) => options.onBackgroundError?.(err, 'store clock'),
       });
       store.checkpointer.schedule();
-      store.opened = { replayed, changesReplayed, skipped, quarantined, ms: Math.round(performance.now() - started) };
+      store.opened = { replayed, changesReplayed, skipped, quarantined, ...(upgraded ? { upgraded } : {}), ms: Math.round(performance.now() - started) };
       store.searchIndexReady = searchIndexReady;
       if (!searchIndexReady) store.backfill = store.runSearchIndexBackfill();
       return store;
@@ -209,7 +213,20 @@ export class EventStore extends StoreView {
     this.refuseWhenHeadFull();
     const result = await this.committer.submit(request);
     if (result instanceof AppError) throw result;
-    return result!;
+    return result as FinalizeOutcome | RecordAttachment;
+  }
+
+  /**
+   * Logs a tombstone for each event the lifecycle worker is about to delete (docs/STORAGE.md,
+   * "Two copies of every record"), in the log stage's batches: durable once this resolves, so a
+   * rebuild from the log never brings the events back.
+   * @param events each event's id and created_at (µs)
+   * @returns where each tombstone's frame ends, in the order of `events`
+   * @throws AppError disk_full on ENOSPC, disk_io_error on EIO, store_failure otherwise
+   */
+  async logTombstones(events: readonly { id: string; createdAt: number }[]): Promise<LogPosition[]> {
+    const ends = await Promise.all(events.map(({ id, createdAt }) => this.committer.submit({ type: 'tombstone', id, createdAt })));
+    return ends as LogPosition[];
   }
 
   /**

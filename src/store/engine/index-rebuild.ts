@@ -13,6 +13,8 @@ import { segmentNumberOf, syncDirectory } from '../log/segment-files.js';
 import type { StoreOptions } from '../read/store-view.js';
 import type { RebuildReport } from './check-report.js';
 import { EventStore } from './event-store.js';
+import { REBUILD_KEY } from './recovery.js';
+import { RECORD_COPIES_KEY, RECORD_COPIES_VERSION } from './record-copies-upgrade.js';
 import { lockForCheck, segmentsOnDisk } from './store-check.js';
 
 /** Gives `dir` and what is in it to `uid`:`gid` (one level deep: db/ holds only files). */
@@ -99,7 +101,11 @@ export async function rebuildIndex(dataDir: string, options: StoreOptions, now =
     const dbs = openDatabases(dataDir);
     try {
       const start: LogPosition | undefined = firstSegment === null ? undefined : { segment: firstSegment, offset: 0 };
-      if (start) await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, start));
+      await dbs.root.transaction(() => {
+        if (start) dbs.meta.putSync(LOG_POSITION_KEY, start);
+        dbs.meta.putSync(REBUILD_KEY, true); // the open replays the log with a RebuildPlan
+        dbs.meta.putSync(RECORD_COPIES_KEY, RECORD_COPIES_VERSION); // and counts every frame as it goes
+      });
       await startCursors(dbs, options.sinks); // at seq 0: the replay's finalized events are all ahead of them
       await dbs.root.flushed;
     } finally {

@@ -11,7 +11,7 @@ import { markShipped } from '../ledger/sink-ledger.js';
 import type { DeletionReason, StoreChange } from '../record/store-changes.js';
 import { StoreView, type StoreOptions } from '../read/store-view.js';
 import { checkConsistency, type ConsistencyReport } from './consistency.js';
-import { deleteFiles, deleteRecords, type DeletionTally, type FileRef, reclaimSegments } from './event-deletion.js';
+import { deleteFiles, deleteRecords, type DeletionTally, type FileRef, reclaimSegments, type TombstoneLogger } from './event-deletion.js';
 import { saveRunningTime } from './store-clock.js';
 
 export class LifecycleStore extends StoreView {
@@ -31,11 +31,13 @@ export class LifecycleStore extends StoreView {
 
   /**
    * Deletes whole records created at `createdAts` (µs) and every file of theirs in one durable
-   * commit, announcing each (event-deletion.ts `deleteRecords`; docs/API.md, "Cleanup and reset").
-   * @throws the lmdb error of a failed commit (nothing is deleted then)
+   * commit after logging their tombstones, announcing each (event-deletion.ts `deleteRecords`;
+   * docs/API.md, "Cleanup and reset").
+   * @param logTombstones asks the writer to log the tombstones (EventStore.logTombstones)
+   * @throws the error of logging the tombstones or the lmdb error of a failed commit (nothing is deleted then)
    */
-  deleteRecords(createdAts: number[], reason: Exclude<DeletionReason, 'reset'>): Promise<DeletionTally> {
-    return deleteRecords(this, createdAts, reason, this.announce);
+  deleteRecords(createdAts: number[], reason: Exclude<DeletionReason, 'reset'>, logTombstones: TombstoneLogger): Promise<DeletionTally> {
+    return deleteRecords(this, createdAts, reason, this.announce, logTombstones);
   }
 
   /**

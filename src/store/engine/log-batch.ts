@@ -10,18 +10,31 @@ import type { LoggedCreate } from '../head/head.js';
 import { encodeUpdate, type RecordUpdate } from '../index/record-update.js';
 import { frameRecordBytes, type RecordPresenter } from '../index/record-codec.js';
 import type { Appended, FrameToAppend } from '../log/blob-log.js';
+import { encodeTombstone } from '../log/record-copy-frame.js';
 import { encodeRecordFrame } from '../log/record-frame.js';
+import type { LogPosition } from '../index/lmdb-env.js';
 import type { EventRecord, RecordAttachment } from '../record/event-record.js';
 import { nextUniqueMicros } from '../record/timestamps.js';
 import type { StoreView } from '../read/store-view.js';
 import { decideUpdate, type UpdateRequest, type FinalizeOutcome } from './update-decisions.js';
 import { stampedValue, type PreparedCreate } from './prepared-create.js';
 
-/** What the log stage takes: a create, or an update to an event (update-decisions.ts). */
-export type LogJob = PreparedCreate | UpdateRequest;
+/**
+ * A deleted event's tombstone (docs/STORAGE.md, "Two copies of every record"): logged before the
+ * lifecycle worker commits the deletion, so a rebuild from the log does not bring the event back.
+ */
+export interface TombstoneRequest {
+  type: 'tombstone';
+  /** The event's id and created_at (µs). */
+  id: string;
+  createdAt: number;
+}
 
-/** What it answers: nothing for a create; an update's outcome, or its refusal. */
-export type LogResult = undefined | FinalizeOutcome | RecordAttachment | AppError;
+/** What the log stage takes: a create, an update to an event (update-decisions.ts), or a tombstone. */
+export type LogJob = PreparedCreate | UpdateRequest | TombstoneRequest;
+
+/** What it answers: nothing for a create; an update's outcome, or its refusal; where a tombstone's frame ends. */
+export type LogResult = undefined | FinalizeOutcome | RecordAttachment | AppError | LogPosition;
 
 /** A batch made into frames. */
 export interface FramedBatch {
@@ -33,8 +46,10 @@ export interface FramedBatch {
   updates: { update: RecordUpdate; id: string; record: EventRecord }[];
   /** One per job, in order. */
   results: LogResult[];
-  /** Per create, its blobs and the index of the first of their frames in `frames`. */
+  /** Per create, its blobs and the index of the first of their frames in `frames` (its record frame follows them). */
   placing: { blobs: PreparedCreate['imageBlobs']; first: number }[];
+  /** Per tombstone, its index in `results` and of its frame in `frames`. */
+  tombstones: { result: number; frame: number }[];
 }
 
 /**
@@ -43,10 +58,16 @@ export interface FramedBatch {
  * @param store the store the updates are decided against (the writer's view, head included)
  */
 export function frameBatch(store: StoreView, batch: LogJob[], present: RecordPresenter): FramedBatch {
-  const framed: FramedBatch = { frames: [], creates: [], updates: [], results: [], placing: [] };
+  const framed: FramedBatch = { frames: [], creates: [], updates: [], results: [], placing: [], tombstones: [] };
   const { frames, results } = framed;
   const decided = new Map<number, EventRecord>();
   for (const job of batch) {
+    if (job.type === 'tombstone') {
+      framed.tombstones.push({ result: results.length, frame: frames.length });
+      frames.push({ id: job.id, kind: 'tombstone', bytes: encodeTombstone(job.createdAt) });
+      results.push(undefined);
+      continue;
+    }
     if (job.type !== 'create') {
       const decision = decideUpdate(store, job, decided);
       results.push('refusal' in decision ? decision.refusal : decision.outcome);
@@ -69,9 +90,18 @@ export function frameBatch(store: StoreView, batch: LogJob[], present: RecordPre
   return framed;
 }
 
-/** Records where each create's files landed in the log, once `framed` was appended as `appended`. */
-export function placeFiles({ placing, creates }: FramedBatch, appended: Appended): void {
+/**
+ * Records where each create's files and record frame landed in the log, and answers each
+ * tombstone with where its frame ends, once `framed` was appended as `appended`.
+ */
+export function placeFiles({ placing, creates, tombstones, results }: FramedBatch, appended: Appended): void {
   placing.forEach(({ blobs, first }, i) => {
     blobs.forEach((blob, k) => creates[i].files.push({ fileId: blob.fileId, kind: blob.kind, contentType: blob.contentType, at: appended.placed[first + k] }));
+    const { segment, offset, length } = appended.placed[first + blobs.length];
+    creates[i].frame = { segment, offset, length };
   });
+  for (const { result, frame } of tombstones) {
+    const at = appended.placed[frame];
+    results[result] = { segment: at.segment, offset: at.offset + at.length };
+  }
 }

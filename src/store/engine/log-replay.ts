@@ -13,9 +13,11 @@ import type { FileKind } from '../log/log-entries.js';
 import type { LogDamage } from '../log/quarantine.js';
 import type { EventRecord } from '../record/event-record.js';
 import { decodeRecordFrame } from '../log/record-frame.js';
+import { decodeRecordCopy } from '../log/record-copy-frame.js';
 import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type ScannedFrame } from '../log/segment-frames.js';
 import { indexBatches, type IndexOptions } from './checkpoint-writer.js';
 import { damageOf } from './log-damage.js';
+import type { RebuildPlan } from './rebuild-plan.js';
 
 /**
  * A create the replay could not index and went past: its record frame is whole, but a file it
@@ -60,9 +62,11 @@ export class ReplayedBatches {
    * @throws the lmdb error of a failed checkpoint
    */
   async add(batch: LoggedEntries, end: LogPosition): Promise<void> {
+    // Record copies and tombstones alone hold nothing to index, but the segment keeps them.
+    const known = this.segments.get(end.segment);
+    if (!known || known.end < end.offset) this.segments.set(end.segment, { end: end.offset, sealed: false });
     if (batch.creates.length === 0 && batch.updates.length === 0) return;
     this.head.push({ ...batch, end });
-    this.segments.set(end.segment, { end: end.offset, sealed: false });
     for (const update of batch.updates) {
       if (update.type === 'attach') this.segments.set(update.segment, { end: attachedFile(update).offset + update.file.size_bytes, sealed: true });
     }
@@ -71,6 +75,15 @@ export class ReplayedBatches {
     this.entries += batch.creates.length + batch.updates.length;
     for (const { value } of batch.creates) this.bytes += value.length;
     if (checkpointDue(this)) await this.checkpoint();
+  }
+
+  /**
+   * Commits every batch held (a rebuild's replay, whose record copies come out of created_at
+   * order, which the head's order does not allow: docs/STORAGE.md, "A damaged index").
+   * @throws the lmdb error of a failed commit
+   */
+  async finish(): Promise<void> {
+    if (this.head.length > 0) await this.checkpoint();
   }
 
   /** Commits the batches held to LMDB, as a checkpoint of the head does (event-store.ts `commitHead`). */
@@ -116,8 +129,8 @@ async function readCreate(handle: fsp.FileHandle, frame: ScannedFrame, blobs: Ma
   return { record, value, placed, missingFiles, whole, end: frame.offset + frame.length };
 }
 
-/** The create a head batch holds, of a create read whole (every file found) in `segment`. */
-function loggedCreate(segment: number, { record, value, placed }: ReadCreate): LoggedCreate {
+/** The create a head batch holds, of a create read whole (every file found) from its record frame `frame` in `segment`. */
+function loggedCreate(segment: number, frame: ScannedFrame, { record, value, placed }: ReadCreate): LoggedCreate {
   return {
     record,
     value,
@@ -125,6 +138,20 @@ function loggedCreate(segment: number, { record, value, placed }: ReadCreate): L
       fileId, contentType, kind: blob!.kind as FileKind,
       at: { segment, offset: blob!.offset, length: blob!.length, crc: blob!.crc },
     })),
+    frame: { segment, offset: frame.offset, length: frame.length },
+  };
+}
+
+/** The create a head batch holds, of a record copy `frame` in `segment` (a rebuild's: its files are where it says). */
+function copiedCreate(segment: number, frame: ScannedFrame, present: RecordPresenter): LoggedCreate {
+  const copy = decodeRecordCopy(frame.data!);
+  const { record, value } = recordFromFrame(copy.record, present);
+  return {
+    record,
+    value,
+    files: copy.files.map(({ fileId, contentType, kind, segment: at, offset, length, crc }) => ({ fileId, contentType, kind, at: { segment: at, offset, length, crc } })),
+    frame: { segment, offset: frame.offset, length: frame.length },
+    copy: true,
   };
 }
 
@@ -137,12 +164,18 @@ function loggedCreate(segment: number, { record, value, placed }: ReadCreate): L
  * losing the creates and updates it holds, and a create one of whose blobs fails its CRC; skips a
  * whole create naming a file no frame holds (SkippedCreate), or counts it lost when damage since
  * the create before it took the file (docs/STORAGE.md, "Damage in the log").
+ * Record copies and tombstones are passed over (the index had them before the log position moved
+ * past them), except by a rebuild, whose `plan` says which frame of each event is its home and
+ * which updates follow it (rebuild-plan.ts): the others are superseded and passed over.
  * @param present the store's presenter: it renders the presented JSON a record frame leaves out
  *   (record-codec.ts `recordFromFrame`)
+ * @param plan a rebuild's plan; undefined for a start-up's replay
  * @returns the creates skipped and the damage gone past, in log order
  * @throws the fs error of a failed read, the lmdb error of a failed checkpoint
  */
-export async function replaySegment(file: string, segment: number, start: number, replay: ReplayedBatches, present: RecordPresenter): Promise<SegmentFindings> {
+export async function replaySegment(
+  file: string, segment: number, start: number, replay: ReplayedBatches, present: RecordPresenter, plan?: RebuildPlan,
+): Promise<SegmentFindings> {
   const handle = await fsp.open(file, 'r');
   const findings: SegmentFindings = { skipped: [], damaged: [] };
   try {
@@ -152,6 +185,7 @@ export async function replaySegment(file: string, segment: number, start: number
     let batch: LoggedEntries = { creates: [], updates: [] };
     let end = start;
     const flush = async () => {
+      if (end === start && batch.creates.length === 0 && batch.updates.length === 0) return;
       await replay.add(batch, { segment, offset: end });
       batch = { creates: [], updates: [] };
     };
@@ -162,9 +196,15 @@ export async function replaySegment(file: string, segment: number, start: number
         continue;
       }
       if (frame.kind === 'update') {
-        batch.updates.push(decodeUpdate(frame.data!));
+        if (!plan || plan.appliesUpdate(frame.id, segment, frame.offset)) batch.updates.push(decodeUpdate(frame.data!));
         end = frame.offset + frame.length;
         if (batch.updates.length >= REPLAY_BATCH) await flush();
+        continue;
+      }
+      if (frame.kind === 'copy' || frame.kind === 'tombstone') {
+        if (frame.kind === 'copy' && plan?.isHome(frame.id, segment, frame.offset)) batch.creates.push(copiedCreate(segment, frame, present));
+        end = frame.offset + frame.length;
+        if (batch.creates.length >= REPLAY_BATCH) await flush();
         continue;
       }
       if (frame.kind !== 'record') {
@@ -185,7 +225,7 @@ export async function replaySegment(file: string, segment: number, start: number
       }
       damageSinceCreate = undefined;
       if (findings.damaged.at(-1)?.end === recordEnd) continue; // lost: `end` stays before it
-      if (missingFiles.length === 0) batch.creates.push(loggedCreate(segment, create));
+      if (missingFiles.length === 0 && (!plan || plan.isHome(frame.id, segment, frame.offset))) batch.creates.push(loggedCreate(segment, frame, create));
       end = recordEnd;
       if (batch.creates.length >= REPLAY_BATCH) await flush();
     }

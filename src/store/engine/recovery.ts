@@ -17,6 +17,16 @@ import { recycledNumberOf, segmentFileName, segmentNumberOf } from '../log/segme
 import type { IndexOptions } from './checkpoint-writer.js';
 import { damagedTail, missingBytes, wholeFramesEnd } from './log-damage.js';
 import { ReplayedBatches, replaySegment, type SegmentFindings, type SkippedCreate } from './log-replay.js';
+import { FrameTally } from './frame-accounting.js';
+import { RebuildPlan } from './rebuild-plan.js';
+import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
+import { encodeTombstone } from '../log/record-copy-frame.js';
+
+/**
+ * Where `meta` marks an index a rebuild has just created (index-rebuild.ts): its first open
+ * replays the whole log with a RebuildPlan (docs/STORAGE.md, "A damaged index").
+ */
+export const REBUILD_KEY = 'rebuildFromLog';
 
 export interface RecoveryResult {
   /** Highest segment number seen in LMDB, on disk or in the log position (0 when none). */
@@ -75,13 +85,35 @@ async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOp
     return { replay, skipped: [], damaged: [], positionSegment: start.segment };
   }
   const findings: SegmentFindings = { skipped: [], damaged: [] };
-  for (const segment of onDisk.filter((n) => n >= position.segment)) {
+  const replayed = onDisk.filter((n) => n >= position.segment);
+  const plan = dbs.meta.get(REBUILD_KEY) === true ? await RebuildPlan.scan(blobsDir, replayed) : undefined;
+  for (const segment of replayed) {
     const from = segment === position.segment ? position.offset : 0;
-    const { skipped, damaged } = await replaySegment(path.join(blobsDir, segmentFileName(segment)), segment, from, replay, options.present);
+    const { skipped, damaged } = await replaySegment(path.join(blobsDir, segmentFileName(segment)), segment, from, replay, options.present, plan);
     findings.skipped.push(...skipped);
     findings.damaged.push(...damaged);
   }
+  if (plan) await finishRebuild(dbs, replay, plan);
   return { replay, ...findings, positionSegment: position.segment };
+}
+
+/**
+ * Ends a rebuild's replay: every batch it holds is committed (record copies are out of created_at
+ * order, which the head does not allow), the tombstones whose events' homes are still in the log
+ * are entered as live (frame-accounting.ts), and the index is no longer marked as a rebuild's.
+ * @throws the lmdb error of a failed commit
+ */
+async function finishRebuild(dbs: StoreDatabases, replay: ReplayedBatches, plan: RebuildPlan): Promise<void> {
+  await replay.finish();
+  await dbs.root.transaction(() => {
+    const tally = new FrameTally();
+    for (const { segment, createdAt, id, home } of plan.keptTombstones()) {
+      dbs.tombstones.putSync([segment, createdAt], { id, home });
+      tally.added(segment, encodeTombstone(createdAt).length + FRAME_HEADER_BYTES, true);
+    }
+    tally.apply(dbs);
+    dbs.meta.removeSync(REBUILD_KEY);
+  });
 }
 
 /** A segment as recovery weighs it: its committed length (bytes) and whether it is sealed. */

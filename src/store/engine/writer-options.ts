@@ -7,6 +7,7 @@ import type { BackfillProgress } from '../index/search-index.js';
 import type { QuarantinedBytes } from '../log/quarantine.js';
 import type { SkippedCreate } from './log-replay.js';
 import type { ClockJumpReport } from './store-clock.js';
+import type { UpgradeProgress, UpgradeReport } from './record-copies-upgrade.js';
 
 /** What a durable create returns. `created_at` in µs. */
 export interface CreatedEvent {
@@ -26,6 +27,8 @@ export interface OpenReport {
   skipped: SkippedCreate[];
   /** Damage in the log this open found and quarantined (docs/STORAGE.md, "Damage in the log"). */
   quarantined: QuarantinedBytes[];
+  /** What the upgrade to record copies did at this open (record-copies-upgrade.ts); absent when none ran. */
+  upgraded?: UpgradeReport;
   /** Time the open took (ms). */
   ms: number;
 }
@@ -39,6 +42,8 @@ export interface EventStoreOptions extends StoreOptions {
   onBackgroundError?: (err: unknown, task: string) => void;
   /** Told as the search index backfill advances (search-index.ts), and when it is done. */
   onSearchIndexProgress?: (progress: BackfillProgress, done: boolean) => void;
+  /** Told as the upgrade to record copies reads the log (record-copies-upgrade.ts), after each segment. */
+  onRecordCopiesProgress?: (progress: UpgradeProgress) => void;
   /** Told each jump of the wall clock the store finds (docs/STORAGE.md, "A clock that jumps"), to log. */
   onClockJump?: (jump: ClockJumpReport) => void;
   /**

@@ -36,6 +36,13 @@ export interface LoggedCreate {
   /** The record as the `events` database stores it (record-codec.ts). */
   value: Buffer;
   files: PlacedFile[];
+  /**
+   * Where its record frame is (the data's offset and length, bytes; docs/STORAGE.md, "Two copies
+   * of every record"); set once appended.
+   */
+  frame?: { segment: number; offset: number; length: number };
+  /** The frame is a record copy a rebuild replays (its files placed anywhere), not the create's own. */
+  copy?: boolean;
 }
 
 /** What a checkpoint or a replay step indexes (checkpoint-writer.ts): creates, then updates to events created before them or among them. */

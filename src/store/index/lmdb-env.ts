@@ -7,7 +7,9 @@
  *   event_ids event id (uuid string)  -> created_at (µs)
  *   index     [field, value, created_at] -> empty  (secondary indexes; see index-keys.ts)
  *   files     file id (uuid string) -> FileEntry (blob location and kind)
- *   segments  segment number -> SegmentEntry (committed length, live bytes)
+ *   segments  segment number -> SegmentEntry (committed length, live blobs and frames)
+ *   record_frames created_at (µs) -> EventFrames: an event's record copy and update frames (frame-accounting.ts)
+ *   tombstones [segment, created_at] -> the deleted event's id and home segment, while that segment is on disk
  *   meta      name -> value (counters, next segment number)
  */
 import fs from 'node:fs';
@@ -37,6 +39,10 @@ export interface StoreDatabases {
   index: Database<Buffer, Key[]>;
   files: Database<FileEntry, string>;
   segments: Database<SegmentEntry, number>;
+  /** An event's frames besides its create's (engine/frame-accounting.ts `EventFrames`). */
+  recordFrames: Database<{ home?: number; updates: number[] }, number>;
+  /** Tombstones still needed: [their segment, the event's created_at] -> the event's id and home segment. */
+  tombstones: Database<{ id: string; home: number }, [number, number]>;
   meta: Database<unknown, string>;
 }
 
@@ -70,6 +76,8 @@ export function openDatabases(dataDir: string): StoreDatabases {
     index: root.openDB({ name: 'index', encoding: 'binary' }),
     files: root.openDB({ name: 'files', encoding: 'msgpack' }),
     segments: root.openDB({ name: 'segments', encoding: 'msgpack' }),
+    recordFrames: root.openDB({ name: 'record_frames', encoding: 'msgpack' }),
+    tombstones: root.openDB({ name: 'tombstones', encoding: 'msgpack' }),
     meta: root.openDB({ name: 'meta', encoding: 'msgpack' }),
   };
 }

@@ -20,11 +20,26 @@ export interface FileEntry {
   crc: number;
 }
 
-/** Accounting of one segment file; `committed` is its length covered by LMDB commits. */
+/**
+ * Accounting of one segment file; `committed` is its length covered by LMDB commits. Blobs and
+ * the frames that copy records (record, update, record copy and tombstone frames: docs/STORAGE.md,
+ * "Two copies of every record") are counted apart; a segment is deleted only once neither holds
+ * anything live.
+ */
 export interface SegmentEntry {
   committed: number;
+  /** Data bytes of the live blobs in it. */
   liveBytes: number;
   liveBlobs: number;
   /** A streamed upload's segment: complete on arrival, never appended to. */
   sealed?: boolean;
+  /** Record, update, record copy and tombstone frames indexed in it (absent: entered by an engine before record copies). */
+  frames?: number;
+  /** Of those, the ones a live event (or a tombstone still needed) depends on. */
+  liveFrames?: number;
+  /** Bytes of those frames, headers included: `frameBytes × liveFrames / frames` is what the live ones hold. */
+  frameBytes?: number;
+  /** created_at (µs) of the first and the last create whose record frame is in it (creates are logged in created_at order). */
+  firstCreate?: number;
+  lastCreate?: number;
 }

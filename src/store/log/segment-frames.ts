@@ -12,8 +12,10 @@
  *
  * Kinds: 1 image, 2 video, 3 local-only file (blob frames: the id is the file id, the data the
  * file's bytes), 16 record (the id is the event id, the data a record frame, see
- * record-frame.ts) and 17 update (the id is the updated event's id, the data an update to it, see
- * record-update.ts). A frame whose header or CRC does not check is torn: `scanFrames` stops
+ * record-frame.ts), 17 update (the id is the updated event's id, the data an update to it, see
+ * record-update.ts), 18 record copy (the id is the event id, the data the event's whole record
+ * and where its files are, see record-copy-frame.ts) and 19 tombstone (the id is a deleted
+ * event's id, see record-copy-frame.ts): docs/STORAGE.md, "Two copies of every record". A frame whose header or CRC does not check is torn: `scanFrames` stops
  * there; `scanSegment` tells damage in the middle of a segment (whole frames after it) from the
  * torn tail of the last append (none after it), docs/STORAGE.md "Damage in the log".
  */
@@ -26,14 +28,17 @@ const MAGIC = 0x45454231; // "EEB1"
 /** Largest record frame a scan accepts (bytes): records are bounded by MAX_RECORD_SIZE_BYTES. */
 const MAX_RECORD_FRAME_BYTES = 64 * 1024 * 1024;
 
-/** What a frame holds: a blob of one of the file kinds, an event's record, or an update to an event. */
-export type FrameKind = FileKind | 'record' | 'update';
+/**
+ * What a frame holds: a blob of one of the file kinds, an event's record as created, an update to
+ * an event, a copy of an event's whole record, or an event's deletion.
+ */
+export type FrameKind = FileKind | 'record' | 'update' | 'copy' | 'tombstone';
 
-const KIND_CODES: Record<FrameKind, number> = { image: 1, video: 2, local_only: 3, record: 16, update: 17 };
+const KIND_CODES: Record<FrameKind, number> = { image: 1, video: 2, local_only: 3, record: 16, update: 17, copy: 18, tombstone: 19 };
 
 /** Frames whose data a scan reads and checks: the small ones replay decodes. */
-function isDataFrame(kind: FrameKind): boolean {
-  return kind === 'record' || kind === 'update';
+export function isDataFrame(kind: FrameKind): boolean {
+  return kind === 'record' || kind === 'update' || kind === 'copy' || kind === 'tombstone';
 }
 const KINDS_BY_CODE = new Map<number, FrameKind>(Object.entries(KIND_CODES).map(([kind, code]) => [code, kind as FrameKind]));
 

@@ -1,0 +1,184 @@
+/**
+ * The upgrade of a store written before record copies (docs/STORAGE.md, "Two copies of every
+ * record", "Upgrading a store"): an engine that kept a segment only while it held a live blob
+ * deleted the record frames of many live events with their segments, and logged no deletions.
+ * The upgrade, run once at the first open by this engine with the head checkpointed:
+ *
+ * 1. walks every frame of the log, counting in each segment the record frames of live events
+ *    (their homes), the update frames after them and the range of their creates;
+ * 2. logs a tombstone for every record frame whose event the index no longer holds (deleted by a
+ *    cleanup), so a rebuild does not bring it back;
+ * 3. logs a record copy of every live event whose record only the index holds;
+ * 4. commits the counts, the homes and the tombstones in one flushed commit, with the version that
+ *    says the invariant holds (`meta.recordCopies`).
+ *
+ * A crash before the commit leaves the index as it was: the next open runs the upgrade again, and
+ * the copies and tombstones of the first try stay in the log as frames nothing counts.
+ */
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { fileIdsOf } from '../index/index-keys.js';
+import { decodeRecord, frameRecordBytes, recordFromFrame } from '../index/record-codec.js';
+import { decodeUpdate } from '../index/record-update.js';
+import type { AppendedFrame, FrameToAppend } from '../log/blob-log.js';
+import { encodeRecordCopy, encodeTombstone } from '../log/record-copy-frame.js';
+import { decodeRecordFrame } from '../log/record-frame.js';
+import { segmentFileName } from '../log/segment-files.js';
+import { FRAME_HEADER_BYTES, scanSegment } from '../log/segment-frames.js';
+import type { SegmentEntry } from '../log/log-entries.js';
+import type { MaintenanceAccess } from './segment-maintenance.js';
+import { segmentsOnDisk } from './store-check.js';
+
+/** Where `meta` keeps the version of the record copies' invariant the index counts by. */
+export const RECORD_COPIES_KEY = 'recordCopies';
+export const RECORD_COPIES_VERSION = 1;
+
+/** Record copies and tombstones per append of the upgrade. */
+const UPGRADE_APPEND_FRAMES = 512;
+
+/** How far the upgrade got; the log says it after each segment. */
+export interface UpgradeProgress {
+  segmentsRead: number;
+  segments: number;
+  /** Live events whose record frame the log holds, found so far. */
+  eventsInLog: number;
+}
+
+/** What the upgrade did. */
+export interface UpgradeReport extends UpgradeProgress {
+  /** Live events whose record only the index held: each got a record copy. */
+  copied: number;
+  /** Deleted events whose record frames are still in the log: each got a tombstone. */
+  tombstoned: number;
+  ms: number;
+}
+
+/** One segment's frames as the upgrade counts them. */
+interface SegmentCount {
+  frames: number;
+  live: number;
+  bytes: number;
+  first?: number;
+  last?: number;
+}
+
+/**
+ * Upgrades the store to record copies (module comment) when its index does not count by them yet;
+ * a new store is only marked.
+ * @param onProgress told after each segment read
+ * @returns what it did, or undefined when nothing was to upgrade
+ * @throws the fs error of a read or an append, the lmdb error of the commit (the next open runs it again)
+ */
+export async function upgradeToRecordCopies(store: MaintenanceAccess, onProgress?: (progress: UpgradeProgress) => void): Promise<UpgradeReport | undefined> {
+  const { dbs } = store;
+  if (dbs.meta.get(RECORD_COPIES_KEY) === RECORD_COPIES_VERSION) return undefined;
+  const [anyEvent] = dbs.events.getKeys({ limit: 1 });
+  const [anySegment] = dbs.segments.getKeys({ limit: 1 });
+  if (anyEvent === undefined && anySegment === undefined) {
+    await store.commitDurably(() => dbs.meta.putSync(RECORD_COPIES_KEY, RECORD_COPIES_VERSION));
+    return undefined;
+  }
+  let report: UpgradeReport | undefined;
+  await store.paused(async () => {
+    const started = performance.now();
+    const onDisk = segmentsOnDisk(store.blobsDir).filter((segment) => dbs.segments.get(segment) !== undefined);
+    const counts = new Map<number, SegmentCount>();
+    const homes = new Set<number>();
+    const updates = new Map<number, number[]>();
+    const appends: FrameToAppend[] = [];
+    const tombstones: { createdAt: number; id: string; home: number }[] = [];
+    const progress: UpgradeProgress = { segmentsRead: 0, segments: onDisk.length, eventsInLog: 0 };
+    for (const segment of onDisk) {
+      const count: SegmentCount = { frames: 0, live: 0, bytes: 0 };
+      counts.set(segment, count);
+      const handle = await fsp.open(path.join(store.blobsDir, segmentFileName(segment)), 'r');
+      try {
+        for await (const frame of scanSegment(handle, 0, segment)) {
+          if (frame.kind !== 'record' && frame.kind !== 'update') continue;
+          count.frames++;
+          count.bytes += frame.length + FRAME_HEADER_BYTES;
+          if (frame.kind === 'update') {
+            const { createdAt } = decodeUpdate(frame.data!);
+            if (!homes.has(createdAt) || !dbs.events.doesExist(createdAt)) continue;
+            count.live++;
+            updates.set(createdAt, [...(updates.get(createdAt) ?? []), segment]);
+            continue;
+          }
+          const createdAt = dbs.eventIds.get(frame.id);
+          if (createdAt !== undefined && dbs.events.doesExist(createdAt)) {
+            count.live++;
+            count.first = Math.min(count.first ?? createdAt, createdAt);
+            count.last = Math.max(count.last ?? createdAt, createdAt);
+            homes.add(createdAt);
+            progress.eventsInLog++;
+            continue;
+          }
+          // A deleted event (the old engine logged no deletions): its tombstone keeps it deleted.
+          const deleted = recordFromFrame(decodeRecordFrame(frame.data!).record, store.present).record;
+          tombstones.push({ createdAt: deleted.created_at, id: frame.id, home: segment });
+          appends.push({ id: frame.id, kind: 'tombstone', bytes: encodeTombstone(deleted.created_at) });
+        }
+      } finally {
+        await handle.close();
+      }
+      progress.segmentsRead++;
+      onProgress?.({ ...progress });
+    }
+    const copied: number[] = [];
+    for (const createdAt of dbs.events.getKeys()) {
+      if (homes.has(createdAt)) continue;
+      const value = dbs.events.getBinary(createdAt);
+      if (!value) continue;
+      const record = decodeRecord(value);
+      const files = fileIdsOf(record).flatMap((fileId) => {
+        const entry = dbs.files.get(fileId);
+        return entry ? [{ fileId, contentType: entry.contentType, kind: entry.kind, segment: entry.segment, offset: entry.offset, length: entry.length, crc: entry.crc }] : [];
+      });
+      copied.push(createdAt);
+      appends.push({ id: record.id, kind: 'copy', bytes: encodeRecordCopy({ record: frameRecordBytes(value), files }) });
+    }
+    const placed: AppendedFrame[] = [];
+    for (let i = 0; i < appends.length; i += UPGRADE_APPEND_FRAMES) placed.push(...(await store.appender.append(appends.slice(i, i + UPGRADE_APPEND_FRAMES))).placed);
+    await store.commitDurably(() => {
+      for (const [segment, count] of counts) {
+        const entry = dbs.segments.get(segment);
+        if (!entry) continue;
+        const next: SegmentEntry = { ...entry, frames: count.frames, liveFrames: count.live, frameBytes: count.bytes };
+        if (count.first !== undefined) Object.assign(next, { firstCreate: count.first, lastCreate: count.last });
+        dbs.segments.putSync(segment, next);
+      }
+      for (const [createdAt, segments] of updates) dbs.recordFrames.putSync(createdAt, { updates: segments });
+      const added = new Map<number, SegmentCount & { end: number }>();
+      placed.forEach((at, i) => {
+        const count = added.get(at.segment) ?? { frames: 0, live: 0, bytes: 0, end: 0 };
+        count.frames++;
+        count.bytes += at.length + FRAME_HEADER_BYTES;
+        count.end = Math.max(count.end, at.offset + at.length);
+        added.set(at.segment, count);
+        if (i >= tombstones.length) {
+          count.live++;
+          dbs.recordFrames.putSync(copied[i - tombstones.length], { home: at.segment, updates: [] });
+          return;
+        }
+        // A tombstone is needed while its event's frame is on disk in another segment.
+        const { createdAt, id, home } = tombstones[i];
+        if (home === at.segment) return;
+        count.live++;
+        dbs.tombstones.putSync([at.segment, createdAt], { id, home });
+      });
+      for (const [segment, count] of added) {
+        const entry = dbs.segments.get(segment) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
+        dbs.segments.putSync(segment, {
+          ...entry,
+          committed: Math.max(entry.committed, count.end),
+          frames: (entry.frames ?? 0) + count.frames,
+          liveFrames: (entry.liveFrames ?? 0) + count.live,
+          frameBytes: (entry.frameBytes ?? 0) + count.bytes,
+        });
+      }
+      dbs.meta.putSync(RECORD_COPIES_KEY, RECORD_COPIES_VERSION);
+    });
+    report = { ...progress, copied: copied.length, tombstoned: tombstones.length, ms: Math.round(performance.now() - started) };
+  });
+  return report;
+}
