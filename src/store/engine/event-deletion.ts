@@ -8,7 +8,7 @@ import { SEGMENT_ROLL_BYTES } from '../log/blob-log.js';
 import { recycleOrRemove } from '../log/segment-files.js';
 import { deadLetterRange, fileAgeKey, fileIdsOf, indexKeysOf, pendingKey } from '../index/index-keys.js';
 import { addToCounters, type StoreDatabases } from '../index/lmdb-env.js';
-import type { SegmentEntry } from '../log/log-entries.js';
+import { holdsLive, liveFrameBytes, type SegmentEntry } from '../log/log-entries.js';
 import type { EventRecord } from '../record/event-record.js';
 import { encodeRecord } from '../index/record-codec.js';
 import type { DeletionReason, StoreChange } from '../record/store-changes.js';
@@ -16,7 +16,7 @@ import { storeHandles, type StoreView } from '../read/store-view.js';
 import type { LogPosition } from '../index/lmdb-env.js';
 import { encodeTombstone } from '../log/record-copy-frame.js';
 import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
-import { CreateRanges, forgetFrames, FrameTally, holdsLive, liveFrameBytes } from './frame-accounting.js';
+import { CreateRanges, forgetFrames, FrameTally } from './frame-accounting.js';
 
 /**
  * Logs the tombstones of events about to be deleted (EventStore.logTombstones, asked of the HTTP

@@ -126,14 +126,3 @@ export function forgetFrames(dbs: StoreDatabases, ranges: CreateRanges, tally: F
   dbs.recordFrames.removeSync(createdAt);
   return home;
 }
-
-/** Whether a segment holds a live blob, or a frame a live event or a needed tombstone depends on: it is kept. */
-export function holdsLive(entry: SegmentEntry): boolean {
-  return entry.liveBlobs > 0 || (entry.liveFrames ?? 0) > 0;
-}
-
-/** Bytes of the frames live events depend on in a segment (an estimate: frames are counted, their bytes summed). */
-export function liveFrameBytes(entry: SegmentEntry): number {
-  const frames = entry.frames ?? 0;
-  return frames > 0 ? Math.round(((entry.frameBytes ?? 0) * Math.max(0, entry.liveFrames ?? 0)) / frames) : 0;
-}

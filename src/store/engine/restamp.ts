@@ -15,6 +15,7 @@ import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/recor
 import { restampSearchIndexSync } from '../index/search-index.js';
 import { restampSinkCursorsSync } from '../ledger/sink-cursors.js';
 import { restampLedgerSync } from '../ledger/sink-ledger.js';
+import { CreateRanges, framesOf } from './frame-accounting.js';
 
 /** What a re-stamp moved. Times in µs since the epoch. */
 export interface Restamped {
@@ -41,7 +42,8 @@ export interface Restamped {
  * (its `created_at`, and its `finalized_at` and `auto_finalized_at` through `Restamped.restamp`,
  * its JSON presented again by `present`): its `event_ids` entry, its index entries (files-by-age
  * only for files still stored), its files' owner, its shipping-ledger entries (same seq), the
- * sinks' created_at cursors and a search index backfill's bounds. Counters do not change.
+ * sinks' created_at cursors, a search index backfill's bounds, and where its frames are (its
+ * `record_frames` entry, and the segments' create ranges). Counters do not change.
  *
  * Call inside a write transaction, with the head checkpointed (the head must be empty: the
  * records it holds are not in `events`), and wait for that transaction's flush before a create is
@@ -76,6 +78,19 @@ export function restampAheadSync(dbs: StoreDatabases, nowMicros: number, present
     return news[found];
   };
 
+  // Each re-stamped event's frames are named by its new created_at: its home explicitly, as the
+  // segments' create ranges stay in the old stamps' order (docs/STORAGE.md, "Two copies of every record").
+  const ranges = CreateRanges.read(dbs);
+  const frames = olds.map((old) => framesOf(dbs, ranges, old));
+  for (const old of olds) dbs.recordFrames.removeSync(old);
+  olds.forEach((old, i) => {
+    const { home, updates } = frames[i];
+    if (home !== undefined) dbs.recordFrames.putSync(news[i], { home, updates });
+  });
+  for (const { key, value } of dbs.segments.getRange()) {
+    if (value.lastCreate === undefined || value.lastCreate <= nowMicros) continue;
+    dbs.segments.putSync(key, { ...value, firstCreate: restamp(value.firstCreate!), lastCreate: restamp(value.lastCreate) });
+  }
   // Oldest first: news[i] <= olds[i] < olds[i + 1], so a new key never lands on an old one not yet moved.
   olds.forEach((old, i) => {
     const to = news[i];

@@ -9,7 +9,7 @@ import type { SegmentAppender } from '../log/blob-log.js';
 import type { BlobReader } from '../log/blob-reader.js';
 import type { RecordPresenter } from '../index/record-codec.js';
 import { isSparse } from './event-deletion.js';
-import { holdsLive } from './frame-accounting.js';
+import { holdsLive } from '../log/log-entries.js';
 
 /** What maintenance and reset (reset.ts) need of the writer (event-store.ts gives it). */
 export interface MaintenanceAccess {

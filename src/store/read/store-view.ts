@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { BlobReader } from '../log/blob-reader.js';
 import { EMPTY_COUNTERS, indexedLogPosition, readCounters, readEventValue, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
-import type { FileEntry } from '../log/log-entries.js';
+import { liveFrameBytes, type FileEntry } from '../log/log-entries.js';
 import type { EventRecord } from '../record/event-record.js';
 import { decodeRecord, storedJson, type RecordPresenter } from '../index/record-codec.js';
 import { StoredFile } from '../log/stored-file.js';
@@ -287,16 +287,27 @@ export class StoreView {
   /** Bytes of LMDB pages in use: the branch, leaf and overflow pages of every database. */
   lmdbBytes(): number {
     let pages = 2; // the two meta pages
-    for (const db of [this.dbs.events, this.dbs.eventIds, this.dbs.index, this.dbs.files, this.dbs.segments, this.dbs.meta]) {
+    for (const db of [this.dbs.events, this.dbs.eventIds, this.dbs.index, this.dbs.files, this.dbs.segments, this.dbs.recordFrames, this.dbs.tombstones, this.dbs.meta]) {
       const stats = db.getStats() as { treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number };
       pages += stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages;
     }
     return pages * (this.dbs.root.getStats() as { pageSize: number }).pageSize;
   }
 
-  /** total_storage_bytes (docs/STORAGE.md, "Reclaiming space"): live blob bytes + LMDB pages in use. */
+  /**
+   * Bytes of the log's frames that live events and needed tombstones depend on (docs/STORAGE.md,
+   * "Two copies of every record"): the log's copy of every record, as the segments count it
+   * (frame-accounting.ts `liveFrameBytes`); the head's creates count from their checkpoint on.
+   */
+  recordCopyBytes(): number {
+    let bytes = 0;
+    for (const { value } of this.dbs.segments.getRange()) bytes += liveFrameBytes(value);
+    return bytes;
+  }
+
+  /** total_storage_bytes (docs/STORAGE.md, "Reclaiming space"): live blob bytes + the log's record copies + LMDB pages in use. */
   storageBytes(): number {
-    return this.counters().liveBlobBytes + this.lmdbBytes();
+    return this.counters().liveBlobBytes + this.recordCopyBytes() + this.lmdbBytes();
   }
 
   /** Closes the view's file handles and LMDB environment. */
