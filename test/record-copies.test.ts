@@ -9,6 +9,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import t from 'tap';
 import { presentEventJson } from '../src/events/present.js';
+import { runCheckCli } from '../src/check/check-command.js';
 import { finalizeEvent } from '../src/store/engine/event-updates.js';
 import { rebuildIndex } from '../src/store/engine/index-rebuild.js';
 import { EventStore } from '../src/store/engine/event-store.js';
@@ -126,4 +127,25 @@ t.test('a store made by the engine at 9c5da2a is upgraded at open: records only 
   for (const id of made.deleted) t.equal(rebuilt.getEvent(id), undefined, `deleted event ${id} stays deleted`);
   t.not(rebuilt.getEvent(made.draft)?.finalized_at, null, 'the finalized draft is finalized');
   t.equal(rebuilt.getEvent(made.orphanImage[0])?.current_file_count, 0, 'an event whose image a cleanup deleted stays without it');
+});
+
+t.test('edge-events check names the events the index alone holds, and --repair writes them back into the log', async (t) => {
+  const dataDir = tempDataDir();
+  execFileSync('tar', ['-xzf', path.join(fixturesDir, 'stores', 'engine-9c5da2a.tar.gz'), '-C', dataDir]);
+  const made = JSON.parse(fs.readFileSync(path.join(fixturesDir, 'stores', 'engine-9c5da2a.json'), 'utf8')) as { orphanSmall: string[]; orphanImage: string[]; draft: string };
+  const orphans = made.orphanSmall.length + made.orphanImage.length + 1;
+  const run = async (...argv: string[]) => {
+    let stdout = '';
+    const code = await runCheckCli(['--data-dir', dataDir, ...argv], { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: () => true }, env: {} });
+    return { code, stdout };
+  };
+  const check = await run();
+  t.equal(check.code, 1, 'the check fails');
+  t.match(check.stdout, `DAMAGED: ${orphans} events of the index have no whole record frames in the log`);
+  t.match(check.stdout, made.draft, 'naming them');
+  const repair = await run('--repair', '--without-sinks');
+  t.equal(repair.code, 0, repair.stdout);
+  t.match(repair.stdout, `Repair: wrote the record copies of ${orphans} events the index alone held back into the log`);
+  t.match(repair.stdout, /Copies: 36 events in both the index and the log; 0 events in the index alone/);
+  t.match(repair.stdout, /No damage found\.\n$/);
 });

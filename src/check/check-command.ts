@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { registerCommand, runCommand, type ExitCode } from '../command-runner.js';
 import { configuredSinks, ConfigError, loadConfig } from '../config.js';
-import type { CheckReport, RebuildReport } from '../store/index.js';
+import type { CheckReport, RebuildReport, UpgradeReport } from '../store/index.js';
 
 /** Where the command reads its environment and writes its output. */
 export interface CheckCliIo {
@@ -81,9 +81,10 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
   const dataDir = dataDirOf(options, io.env);
   try {
     // The store's modules (LMDB among them) load for this command only, as for `serve` (src/cli.ts).
-    const [{ checkStore, rebuildIndex }, { presentEventJson }] = await Promise.all([import('../store/index.js'), import('../events/present.js')]);
+    const [{ checkStore, rebuildIndex, rewriteRecordCopies }, { presentEventJson }] = await Promise.all([import('../store/index.js'), import('../events/present.js')]);
     const check = await checkStore(dataDir);
     let repair: RebuildReport | null = null;
+    let copies: UpgradeReport | null = null;
     let recheck: CheckReport | null = null;
     if (options.repair === true && check.rebuild !== null) {
       // The store's own settings: its sinks get the shipping ledger the replay rebuilds.
@@ -91,9 +92,14 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
       if (sinks.length === 0 && options.withoutSinks !== true) throw new SinksNotConfigured();
       repair = await rebuildIndex(dataDir, { sinks, present: presentEventJson });
       recheck = await checkStore(dataDir);
+    } else if (options.repair === true && (check.indexAgainstLog?.indexOnly ?? 0) > 0) {
+      // The index is sound and alone holds some records: they are written back into the log.
+      const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
+      copies = (await rewriteRecordCopies(dataDir, { sinks, present: presentEventJson })) ?? null;
+      recheck = await checkStore(dataDir);
     }
     const final = recheck ?? check;
-    io.stdout.write(json ? `${JSON.stringify({ check, repair, recheck })}\n` : describe(check, options.repair === true, repair, recheck));
+    io.stdout.write(json ? `${JSON.stringify({ check, repair, copies, recheck })}\n` : describe(check, options.repair === true, repair, recheck, copies));
     return final.damage ? 1 : 0;
   } catch (error) {
     const message = (error as Error).message;
@@ -112,9 +118,12 @@ const FRAME_NAMES: Record<string, string> = { image: 'an image frame', video: 'a
 const plural = (count: number, one: string, many = `${one}s`): string => `${n(count)} ${count === 1 ? one : many}`;
 
 /** The report in plain words, one finding a line. */
-export function describe(check: CheckReport, repairAsked: boolean, repair: RebuildReport | null, recheck: CheckReport | null): string {
+export function describe(check: CheckReport, repairAsked: boolean, repair: RebuildReport | null, recheck: CheckReport | null, copies: UpgradeReport | null = null): string {
   const lines = [`Data folder ${check.dataDir}`, ...describeCheck(check)];
-  if (repairAsked && repair === null) {
+  if (copies && recheck) {
+    lines.push('', `Repair: wrote the record copies of ${plural(copies.copied, 'event')} the index alone held back into the log (docs/STORAGE.md, "Two copies of every record").`);
+    lines.push('', 'Checked again after the repair:', ...describeCheck(recheck));
+  } else if (repairAsked && repair === null) {
     lines.push(check.damage ? `Repair: not made. ${whyNoRebuild(check)}` : 'Repair: nothing to repair.');
   }
   if (repair && recheck) {
@@ -130,6 +139,9 @@ export function describe(check: CheckReport, repairAsked: boolean, repair: Rebui
   }
   const final = recheck ?? check;
   lines.push('', final.damage ? 'Damage found.' : 'No damage found.');
+  if (final.damage && !repairAsked && !check.rebuild && (check.indexAgainstLog?.indexOnly ?? 0) > 0) {
+    lines.push(`\`edge-events check --repair --data-dir ${check.dataDir}\` writes the records the index alone holds back into the log.`);
+  }
   if (final.damage && !repairAsked && check.rebuild) lines.push(`${check.rebuild}: \`edge-events check --repair --data-dir ${check.dataDir}\` rebuilds the index from the log (docs/OPERATIONS.md, "Checking and repairing a data folder").`);
   return `${lines.join('\n')}\n`;
 }
@@ -190,7 +202,7 @@ function describeIndexFile(check: CheckReport): string {
 function describeLog(log: CheckReport['log']): string[] {
   const lines: string[] = [];
   const crcs = log.damageCount === 0 ? 'every frame whole, every CRC32C matching' : `${plural(log.damageCount, 'damaged place')}`;
-  lines.push(`Log blobs/: ${plural(log.segments, 'segment')}, ${n(log.bytes)} bytes: ${plural(log.frames, 'frame')} (${plural(log.records, 'record')}, ${plural(log.changes, 'change')}, ${plural(log.fileFrames, 'image or file', 'images and files')}); ${crcs}.`);
+  lines.push(`Log blobs/: ${plural(log.segments, 'segment')}, ${n(log.bytes)} bytes: ${plural(log.frames, 'frame')} (${plural(log.records, 'record')}, ${plural(log.copies, 'record copy', 'record copies')}, ${plural(log.changes, 'change')}, ${plural(log.tombstones, 'tombstone')}, ${plural(log.fileFrames, 'image or file', 'images and files')}); ${crcs}.`);
   for (const d of log.damage) {
     lines.push(d.what === 'crc'
       ? `  DAMAGED: segment ${d.segment}, bytes ${n(d.offset)} to ${n(d.end)}: ${FRAME_NAMES[d.kind ?? ''] ?? 'a frame'} (${d.id}) whose data fails its CRC32C.`
@@ -222,6 +234,7 @@ function describeIndexAgainstLog(against: NonNullable<CheckReport['indexAgainstL
     : `  DAMAGED: ${plural(against.badLocationCount, 'file location')} lead${against.badLocationCount === 1 ? 's' : ''} to no whole frame:`);
   for (const b of against.badLocations) lines.push(`    file ${b.fileId} (segment ${b.segment}, byte ${n(b.offset)}): ${b.why} (${b.side === 'log' ? 'damage in the log' : 'damage in the index'}).`);
   lines.push(`  ${plural(against.recordsIndexed, 'record')} of the log indexed; ${plural(against.recordsToReplay, 'record')} after the log position, which the next start replays; ${plural(against.deletedByCleanup, 'record')} of events a cleanup deleted.`);
+  lines.push(`  Copies: ${plural(against.bothCopies, 'event')} in both the index and the log; ${plural(against.indexOnly, 'event')} in the index alone (docs/STORAGE.md, "Two copies of every record").`);
   if (against.unindexedCount > 0) {
     lines.push(`  DAMAGED: ${plural(against.unindexedCount, 'event')} logged before the log position ${against.unindexedCount === 1 ? 'is' : 'are'} not in the index, and no cleanup explains ${against.unindexedCount === 1 ? 'it' : 'them'}:`);
     for (const u of against.unindexed) lines.push(`    event ${u.eventId} (segment ${u.segment}, byte ${n(u.offset)})`);
@@ -232,7 +245,9 @@ function describeIndexAgainstLog(against: NonNullable<CheckReport['indexAgainstL
   }
   if (against.indexOnly > 0) {
     const one = against.indexOnly === 1;
-    lines.push(`  ${plural(against.indexOnly, 'event')} of the index ${one ? 'has no record frame' : 'have no record frames'} in the log any more (segments reclaimed, docs/STORAGE.md "Reclaiming space"): the index is the only copy, and a rebuild from the log would not bring ${one ? 'it' : 'them'} back.`);
+    lines.push(`  DAMAGED: ${plural(against.indexOnly, 'event')} of the index ${one ? 'has no whole record frame' : 'have no whole record frames'} in the log: the index is the only copy, and \`--repair\` writes ${one ? 'it' : 'them'} back into the log:`);
+    for (const id of against.indexOnlyIds) lines.push(`    event ${id}`);
+    if (against.indexOnly > against.indexOnlyIds.length) lines.push(`    ... and ${plural(against.indexOnly - against.indexOnlyIds.length, 'more event')}.`);
   }
   return lines;
 }

@@ -29,6 +29,7 @@ export { type Attachment, attachStagedBlob, finalizeEvent } from './engine/event
 export { draftsOlderThan, eventsOldestFirst, filesByAge, oldestDraft, retentionBacklog, retentionCutoff } from './engine/cleanup-queries.js';
 export { type DecodedImage, type NewEvent, prepareCreateRecord, type PreparedCreate } from './engine/prepared-create.js';
 export { type CheckReport, type RebuildReport } from './engine/check-report.js';
-export { rebuildIndex } from './engine/index-rebuild.js';
+export { rebuildIndex, rewriteRecordCopies } from './engine/index-rebuild.js';
+export { type UpgradeReport } from './engine/record-copies-upgrade.js';
 export { checkStore } from './engine/store-check.js';
 export { clockStatus, heldClock, type HeldClock, runningAtCreation } from './engine/store-clock.js';

@@ -87,7 +87,7 @@ t.test('check and repair', async (t) => {
     const { code, stdout } = await check(whole);
     t.equal(code, 0, stdout);
     t.match(stdout, /Index db\/data\.mdb: sound/);
-    t.match(stdout, new RegExp(`Log blobs/: 1 segment, [\\d,]+ bytes: ${EVENTS + imageIds.length} frames \\(${EVENTS} records, 0 changes, ${imageIds.length} images and files\\); every frame whole, every CRC32C matching\\.`));
+    t.match(stdout, new RegExp(`Log blobs/: 1 segment, [\\d,]+ bytes: ${EVENTS + imageIds.length} frames \\(${EVENTS} records, 0 record copies, 0 changes, 0 tombstones, ${imageIds.length} images and files\\); every frame whole, every CRC32C matching\\.`));
     t.match(stdout, /Every file location leads to its whole frame\./);
     t.match(stdout, /No damage found\./);
     const { code: again, stdout: repaired } = await check(whole, '--repair');
@@ -207,7 +207,7 @@ t.test('check and repair', async (t) => {
     t.same([...(await listedByServer(dir, imageIds[0])).ids].sort(), [...ids].sort());
   });
 
-  t.test('damage in the log is named, and left to the log', async (t) => {
+  t.test('damage in the log is named; a record frame is mended from the index, an image is left to the log', async (t) => {
     const dir = copyOf(whole);
     const frames = await scan(segment);
     const record = frames.filter((f) => f.kind === 'record')[EVENTS / 2];
@@ -221,9 +221,13 @@ t.test('check and repair', async (t) => {
     t.match(stdout, `an image frame (${image.id}) whose data fails its CRC32C.`);
     t.match(stdout, new RegExp(`file ${image.id} \\(segment 2, byte [\\d,]+\\): the frame's data fails its CRC32C \\(damage in the log\\)`));
     t.match(stdout, /1 event of the index has its record frame among the damage above/);
+    t.match(stdout, `DAMAGED: 1 event of the index has no whole record frame in the log: the index is the only copy, and \`--repair\` writes it back into the log:\n    event ${record.id}`);
     const repair = await check(dir, '--repair', '--without-sinks');
-    t.equal(repair.code, 1);
-    t.match(repair.stdout, /Repair: not made\. The damage is in the log, which a rebuild of the index cannot mend/);
+    t.equal(repair.code, 1, 'the image has one copy: its damage stays');
+    t.match(repair.stdout, /Repair: wrote the record copies of 1 event the index alone held back into the log/);
+    const recheck = repair.stdout.slice(repair.stdout.indexOf('Checked again after the repair:'));
+    t.match(recheck, /Copies: 90 events in both the index and the log; 0 events in the index alone/, 'the record has two copies again');
+    t.match(recheck, `an image frame (${image.id}) whose data fails its CRC32C.`);
     t.notOk(fs.readdirSync(dir).some((name) => name.startsWith('db.damaged-')), 'the index is left as it is');
   });
 

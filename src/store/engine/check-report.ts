@@ -84,11 +84,16 @@ export interface IndexAgainstLog {
   unindexed: UnindexedEvent[];
   /** Events of the index whose record frame is damaged in the log: a rebuild would lose them. */
   indexedRecordsDamaged: number;
+  /** Events of the index with a whole record frame or record copy in the log too: two copies (docs/STORAGE.md, "Two copies of every record"). */
+  bothCopies: number;
   /**
-   * Events of the index whose record frame is in no segment on disk (its segment was reclaimed:
-   * docs/STORAGE.md, "Reclaiming space"): the index is their only copy, and a rebuild loses them.
+   * Events of the index with no whole record frame or record copy in the log (damaged, or in a
+   * segment an engine before record copies reclaimed): the index is their only copy, a rebuild
+   * would lose them, and `--repair` writes their record copies back into the log.
    */
   indexOnly: number;
+  /** The first of them, by id. */
+  indexOnlyIds: string[];
 }
 
 /** What `checkStore` found. */
@@ -108,7 +113,11 @@ export interface CheckReport {
     segments: number;
     bytes: number;
     frames: number;
+    /** Record frames (creates) and record copies. */
     records: number;
+    copies: number;
+    /** Tombstones: deletions logged (docs/STORAGE.md, "Two copies of every record"). */
+    tombstones: number;
     /** Update frames (finalize, attach): `changes` in the JSON of `edge-events check`, a name of the CLI's output that stays. */
     changes: number;
     /** Frames of images, videos and local-only files. */

@@ -14,7 +14,7 @@ import type { StoreOptions } from '../read/store-view.js';
 import type { RebuildReport } from './check-report.js';
 import { EventStore } from './event-store.js';
 import { REBUILD_KEY } from './recovery.js';
-import { RECORD_COPIES_KEY, RECORD_COPIES_VERSION } from './record-copies-upgrade.js';
+import { RECORD_COPIES_KEY, RECORD_COPIES_VERSION, type UpgradeReport } from './record-copies-upgrade.js';
 import { lockForCheck, segmentsOnDisk } from './store-check.js';
 
 /** Gives `dir` and what is in it to `uid`:`gid` (one level deep: db/ holds only files). */
@@ -130,4 +130,27 @@ export async function rebuildIndex(dataDir: string, options: StoreOptions, now =
     movedTo, firstSegment, replayed, changesReplayed, skipped: skipped.length, events,
     segmentFilesRemoved, keptIn: segmentFilesRemoved.length > 0 ? kept : null, sinks: [...options.sinks], ms: Math.round(performance.now() - started),
   };
+}
+
+/**
+ * Writes back into the log the record of every event whose log copy is gone or damaged, from the
+ * index (`edge-events check --repair` on a sound index; docs/OPERATIONS.md, "Checking and repairing
+ * a data folder"): the index is marked as not counting by record copies, and the store opened, whose
+ * upgrade (module comment) counts every frame again and logs a record copy of each event with no
+ * whole frame left. No store may run on `dataDir`: the open takes its lock.
+ * @returns what the upgrade did
+ * @throws DataDirLocked when a store runs on it; the fs or lmdb error of a step (the next open does it again)
+ */
+export async function rewriteRecordCopies(dataDir: string, options: StoreOptions): Promise<UpgradeReport | undefined> {
+  const dbs = openDatabases(dataDir);
+  try {
+    await dbs.root.transaction(() => dbs.meta.removeSync(RECORD_COPIES_KEY));
+    await dbs.root.flushed;
+  } finally {
+    await dbs.root.close();
+  }
+  const store = await EventStore.open(dataDir, options);
+  const { upgraded } = store.opened;
+  await store.close();
+  return upgraded;
 }

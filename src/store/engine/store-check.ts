@@ -132,17 +132,36 @@ function checkLocations(index: IndexState, segment: number, fileBytes: number | 
   }
 }
 
+/** What the walk of the log gathers across segments for the index against the log. */
+interface LogCopies {
+  /** Ids of the events with a whole record frame or record copy in the log. */
+  events: Set<string>;
+  /** Ids of the events with a tombstone in the log. */
+  tombstoned: Set<string>;
+  /** Record frames before the index's position whose event the index lacks: judged once the walk has seen every tombstone. */
+  unindexed: { segment: number; frame: ScannedFrame }[];
+}
+
 /**
  * Counts a record frame of the log against the index: indexed, after the index's log position
- * (a replay brings it in), deleted by a cleanup, or missing from the index (listed).
+ * (a replay brings it in), or to judge once the whole log is read (`judgeUnindexed`).
  * @param end where the frame ends (bytes)
  */
-function checkRecordIndexed(index: IndexState, out: IndexAgainstLog, segment: number, frame: ScannedFrame, end: number): void {
+function checkRecordIndexed(index: IndexState, out: IndexAgainstLog, copies: LogCopies, segment: number, frame: ScannedFrame, end: number): void {
   if (index.dbs.eventIds.get(frame.id) !== undefined) out.recordsIndexed++;
   else if (!covered(index.position, segment, end)) out.recordsToReplay++;
-  else {
+  else copies.unindexed.push({ segment, frame });
+}
+
+/**
+ * Judges the record frames the index lacks: deleted by a cleanup (a tombstone says so, or, for a
+ * log written before tombstones, the frame is older than the oldest event a cleanup may delete),
+ * else missing from the index (listed).
+ */
+function judgeUnindexed(index: IndexState, out: IndexAgainstLog, copies: LogCopies): void {
+  for (const { segment, frame } of copies.unindexed) {
     const createdAt = createdAtOf(frame.data!);
-    if (createdAt >= 0 && (index.oldestDeletable === undefined || createdAt < index.oldestDeletable)) out.deletedByCleanup++;
+    if (copies.tombstoned.has(frame.id) || (createdAt >= 0 && (index.oldestDeletable === undefined || createdAt < index.oldestDeletable))) out.deletedByCleanup++;
     else {
       out.unindexedCount++;
       if (out.unindexed.length < LISTED) out.unindexed.push({ eventId: frame.id, createdAt, segment, offset: frame.offset - FRAME_HEADER_BYTES });
@@ -150,11 +169,23 @@ function checkRecordIndexed(index: IndexState, out: IndexAgainstLog, segment: nu
   }
 }
 
+/** Counts the index's events by the copies they have: both, or the index's alone (listed; docs/STORAGE.md, "Two copies of every record"). */
+function countCopies(index: IndexState, out: IndexAgainstLog, copies: LogCopies): void {
+  for (const id of index.dbs.eventIds.getKeys()) {
+    if (copies.events.has(id)) {
+      out.bothCopies++;
+      continue;
+    }
+    out.indexOnly++;
+    if (out.indexOnlyIds.length < LISTED) out.indexOnlyIds.push(id);
+  }
+}
+
 /**
  * Walks one segment: frames counted, blob data checked against its CRC, damage and the tail
  * noted; record frames compared with the index when it is open.
  */
-async function checkSegment(report: CheckReport, blobsDir: string, segment: number, index: IndexState | undefined): Promise<void> {
+async function checkSegment(report: CheckReport, blobsDir: string, segment: number, index: IndexState | undefined, copies: LogCopies): Promise<void> {
   const { log } = report;
   const out = report.indexAgainstLog;
   const handle = await fsp.open(path.join(blobsDir, segmentFileName(segment)), 'r');
@@ -186,6 +217,16 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
         log.changes++;
         continue;
       }
+      if (frame.kind === 'tombstone') {
+        log.tombstones++;
+        copies.tombstoned.add(frame.id);
+        continue;
+      }
+      if (frame.kind === 'copy') {
+        log.copies++;
+        copies.events.add(frame.id);
+        continue;
+      }
       if (frame.kind !== 'record') {
         log.fileFrames++;
         const whole = await blobCrcMatches(handle, frame);
@@ -194,7 +235,8 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
         continue;
       }
       log.records++;
-      if (index && out) checkRecordIndexed(index, out, segment, frame, end);
+      copies.events.add(frame.id);
+      if (index && out) checkRecordIndexed(index, out, copies, segment, frame, end);
     }
     // scanSegment ends silently at a torn tail: the bytes after the last whole frame.
     if (end < fileBytes) {
@@ -263,7 +305,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
   const report: CheckReport = {
     dataDir,
     index: indexPart(file),
-    log: { segments: onDisk.length, bytes: 0, frames: 0, records: 0, changes: 0, fileFrames: 0, damageCount: 0, damage: [], tails: [], shortSegments: [] },
+    log: { segments: onDisk.length, bytes: 0, frames: 0, records: 0, copies: 0, changes: 0, tombstones: 0, fileFrames: 0, damageCount: 0, damage: [], tails: [], shortSegments: [] },
     quarantine: (({ ranges, bytes, lostEvents }) => ({ ranges, bytes, lostEvents }))(readQuarantine(quarantineDirOf(dataDir))),
     indexAgainstLog: null,
     damage: false,
@@ -282,10 +324,11 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
     if (index) {
       report.indexAgainstLog = {
         logPosition: index.position ?? null, readsAsNew: readsAsNew(index.dbs, onDisk), metaForeign: metaIsForeign(index.dbs), events: index.events, files: index.fileCount, badLocationCount: 0, badLocations: [],
-        recordsIndexed: 0, recordsToReplay: 0, deletedByCleanup: 0, unindexedCount: 0, unindexed: [], indexedRecordsDamaged: 0, indexOnly: 0,
+        recordsIndexed: 0, recordsToReplay: 0, deletedByCleanup: 0, unindexedCount: 0, unindexed: [], indexedRecordsDamaged: 0, bothCopies: 0, indexOnly: 0, indexOnlyIds: [],
       };
     }
-    for (const segment of onDisk) await checkSegment(report, blobsDir, segment, index);
+    const copies: LogCopies = { events: new Set(), tombstoned: new Set(), unindexed: [] };
+    for (const segment of onDisk) await checkSegment(report, blobsDir, segment, index, copies);
     if (index && report.indexAgainstLog) {
       const against = report.indexAgainstLog;
       const scanned = new Set(onDisk);
@@ -295,7 +338,8 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
         const size = scanned.has(segment) ? fs.statSync(path.join(blobsDir, segmentFileName(segment))).size : null;
         if (size === null ? liveBlobs > 0 : size < committed) report.log.shortSegments.push({ segment, fileBytes: size, committed, liveBlobs });
       }
-      against.indexOnly = Math.max(0, against.events - against.recordsIndexed - against.indexedRecordsDamaged);
+      judgeUnindexed(index, against, copies);
+      countCopies(index, against, copies);
     }
   } finally {
     await index?.dbs.root.close();
@@ -304,7 +348,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
   report.damage = report.index.state === 'damaged' || report.index.state === 'unreadable'
     || (report.index.state === 'absent' && onDisk.length > 0)
     || report.log.damageCount > 0 || report.log.tails.some((t) => t.acknowledged) || report.log.shortSegments.length > 0
-    || (against !== null && (against.readsAsNew || against.metaForeign || against.badLocationCount > 0 || against.unindexedCount > 0));
+    || (against !== null && (against.readsAsNew || against.metaForeign || against.badLocationCount > 0 || against.unindexedCount > 0 || against.indexOnly > 0));
   report.rebuild = needsRebuild(report);
   return report;
 }
