@@ -88,17 +88,7 @@ export async function indexLogged(
     else if (n > 0 && n % GATHER_RUN_CREATES === 0) await nextTurn();
     const { record, files: own } = create;
     const createdAt = record.created_at;
-    for (const file of own) {
-      const { at } = file;
-      const entry = { segment: at.segment, offset: at.offset, length: at.length, kind: file.kind, contentType: file.contentType, event: createdAt, crc: at.crc };
-      window.files.push([file.fileId, entry]);
-      const segment = bySegment.get(at.segment) ?? { end: 0, bytes: 0, blobs: 0 };
-      segment.end = Math.max(segment.end, at.offset + at.length);
-      segment.bytes += at.length;
-      segment.blobs++;
-      bySegment.set(at.segment, segment);
-      liveBytes += at.length;
-    }
+    liveBytes += gatherFiles(create, window, bySegment);
     files += own.length;
     if (create.frame) {
       const { segment, offset, length } = create.frame;
@@ -135,16 +125,42 @@ export async function indexLogged(
     addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes });
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
     for (const { record, frame, copy } of creates) if (copy && frame) dbs.recordFrames.putSync(record.created_at, { home: frame.segment, updates: [] });
-    updates.forEach((update, i) => {
-      const applied = applyUpdateSync(dbs, update, shipping, present);
-      const segment = updateSegments[i];
-      frames.added(segment, encodeUpdate(update).length + FRAME_HEADER_BYTES, applied);
-      if (!applied) return;
-      const entry = dbs.recordFrames.get(update.createdAt) ?? { updates: [] };
-      dbs.recordFrames.putSync(update.createdAt, { ...entry, updates: [...entry.updates, segment] });
-    });
+    updates.forEach((update, i) => applyLoggedUpdateSync(dbs, update, updateSegments[i], frames, { shipping, present }));
     frames.apply(dbs);
   });
+}
+
+/**
+ * Applies one update logged in `segment` (applyUpdateSync), and counts its frame in `frames`: live
+ * when its event was there to take it, with the segment added to the event's `record_frames`
+ * (docs/STORAGE.md, "Two copies of every record"); call inside the write transaction.
+ */
+function applyLoggedUpdateSync(dbs: StoreDatabases, update: RecordUpdate, segment: number, frames: FrameTally, { shipping, present }: IndexOptions): void {
+  const applied = applyUpdateSync(dbs, update, shipping, present);
+  frames.added(segment, encodeUpdate(update).length + FRAME_HEADER_BYTES, applied);
+  if (!applied) return;
+  const entry = dbs.recordFrames.get(update.createdAt) ?? { updates: [] };
+  dbs.recordFrames.putSync(update.createdAt, { ...entry, updates: [...entry.updates, segment] });
+}
+
+/**
+ * Gathers the file locations of `create` into `window`, and counts each file's bytes live in its
+ * segment (`bySegment`: where its frames end, bytes and blobs).
+ * @returns the bytes of its files
+ */
+function gatherFiles(create: LoggedCreate, window: Window, bySegment: Map<number, { end: number; bytes: number; blobs: number }>): number {
+  let bytes = 0;
+  for (const file of create.files) {
+    const { at } = file;
+    window.files.push([file.fileId, { segment: at.segment, offset: at.offset, length: at.length, kind: file.kind, contentType: file.contentType, event: create.record.created_at, crc: at.crc }]);
+    const segment = bySegment.get(at.segment) ?? { end: 0, bytes: 0, blobs: 0 };
+    segment.end = Math.max(segment.end, at.offset + at.length);
+    segment.bytes += at.length;
+    segment.blobs++;
+    bySegment.set(at.segment, segment);
+    bytes += at.length;
+  }
+  return bytes;
 }
 
 /**

@@ -159,7 +159,7 @@ export class EventStore extends StoreView {
       // The replayed creates and updates are served from the head; its first checkpoint commits them.
       const replayedAt = performance.now();
       for (const batch of head) store.head.add(batch, replayedAt);
-      // A store written before record copies gets them once (docs/STORAGE.md, "Two copies of every record").
+      // docs/STORAGE.md, "Upgrading a store".
       const upgraded = await upgradeToRecordCopies(store.maintenance, options.onRecordCopiesProgress);
       // Events a clock set back left ahead of it are re-stamped (docs/STORAGE.md, "A clock that jumps").
       store.clock = await StoreClock.open(store, lastCreatedAt, () => store.checkpointer.checkpoint(), {
@@ -217,16 +217,13 @@ export class EventStore extends StoreView {
   }
 
   /**
-   * Logs a tombstone for each event the lifecycle worker is about to delete (docs/STORAGE.md,
-   * "Two copies of every record"), in the log stage's batches: durable once this resolves, so a
-   * rebuild from the log never brings the events back.
-   * @param events each event's id and created_at (µs)
-   * @returns where each tombstone's frame ends, in the order of `events`
+   * Logs a tombstone for each of `events` (id, created_at in µs), which the lifecycle worker is about
+   * to delete, through the log stage (docs/STORAGE.md, "Two copies of every record").
+   * @returns where each tombstone's frame ends, in order, once durable
    * @throws AppError disk_full on ENOSPC, disk_io_error on EIO, store_failure otherwise
    */
   async logTombstones(events: readonly { id: string; createdAt: number }[]): Promise<LogPosition[]> {
-    const ends = await Promise.all(events.map(({ id, createdAt }) => this.committer.submit({ type: 'tombstone', id, createdAt })));
-    return ends as LogPosition[];
+    return await Promise.all(events.map(({ id, createdAt }) => this.committer.submit({ type: 'tombstone', id, createdAt }))) as LogPosition[];
   }
 
   /**
@@ -262,11 +259,7 @@ export class EventStore extends StoreView {
     return this.nextSegment++;
   }
 
-  /**
-   * Saves where a sink of the HTTP thread (MQTT) has published up to: the created_at (µs) of
-   * its last event (sink-cursors.ts `writeSinkCursor`).
-   * @throws the lmdb error of a failed commit
-   */
+  /** Saves the created_at (µs) of the last event a sink of the HTTP thread (MQTT) published (sink-cursors.ts); @throws the lmdb error */
   saveSinkCursor(sink: string, createdAt: number): Promise<void> {
     return writeSinkCursor(this, sink, createdAt);
   }
@@ -284,20 +277,12 @@ export class EventStore extends StoreView {
     });
   }
 
-  /**
-   * Retires `segment` when it holds no live blob, so the lifecycle worker may delete it
-   * (segment-maintenance.ts `retireSegment`; docs/STORAGE.md, "Reclaiming space").
-   * @throws the fs or lmdb error of closing the segment or of the commit
-   */
+  /** Retires `segment` when little or nothing lives in it (segment-maintenance.ts); @throws the fs or lmdb error of a step */
   retireSegment(segment: number): Promise<void> {
     return retireSegment(this.maintenance, segment);
   }
 
-  /**
-   * Copies `segment`'s live blobs forward so it can be deleted (segment-maintenance.ts
-   * `compactSegment`; docs/STORAGE.md, "Reclaiming space").
-   * @throws the fs or lmdb error of the copy or of the commit
-   */
+  /** Copies what lives in `segment` forward so it can be deleted (segment-compaction.ts); @throws the fs or lmdb error of a step */
   compactSegment(segment: number): Promise<void> {
     return compactSegment(this.maintenance, segment);
   }

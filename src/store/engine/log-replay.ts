@@ -156,6 +156,16 @@ function copiedCreate(segment: number, frame: ScannedFrame, present: RecordPrese
 }
 
 /**
+ * Takes an update, a record copy or a tombstone into `batch`: an update always, but for a
+ * rebuild's `plan` only when it follows its event's home; a record copy only when it is a
+ * rebuild's home; a tombstone never (it holds nothing to index).
+ */
+function takeFrame(batch: LoggedEntries, segment: number, frame: ScannedFrame, present: RecordPresenter, plan: RebuildPlan | undefined): void {
+  if (frame.kind === 'update' && (!plan || plan.appliesUpdate(frame.id, segment, frame.offset))) batch.updates.push(decodeUpdate(frame.data!));
+  else if (frame.kind === 'copy' && plan?.isHome(frame.id, segment, frame.offset)) batch.creates.push(copiedCreate(segment, frame, present));
+}
+
+/**
  * Replays the creates and updates logged in segment `segment` from `start` (bytes) into
  * `replay`, in log order, in batches of creates followed by updates to events created before
  * them. Every create after the index's position is replayed, even one the index already holds,
@@ -195,16 +205,10 @@ export async function replaySegment(
         findings.damaged.push(damageSinceCreate);
         continue;
       }
-      if (frame.kind === 'update') {
-        if (!plan || plan.appliesUpdate(frame.id, segment, frame.offset)) batch.updates.push(decodeUpdate(frame.data!));
+      if (frame.kind === 'update' || frame.kind === 'copy' || frame.kind === 'tombstone') {
+        takeFrame(batch, segment, frame, present, plan);
         end = frame.offset + frame.length;
-        if (batch.updates.length >= REPLAY_BATCH) await flush();
-        continue;
-      }
-      if (frame.kind === 'copy' || frame.kind === 'tombstone') {
-        if (frame.kind === 'copy' && plan?.isHome(frame.id, segment, frame.offset)) batch.creates.push(copiedCreate(segment, frame, present));
-        end = frame.offset + frame.length;
-        if (batch.creates.length >= REPLAY_BATCH) await flush();
+        if (batch.creates.length >= REPLAY_BATCH || batch.updates.length >= REPLAY_BATCH) await flush();
         continue;
       }
       if (frame.kind !== 'record') {

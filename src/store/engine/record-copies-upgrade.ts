@@ -24,7 +24,8 @@ import type { AppendedFrame, FrameToAppend } from '../log/blob-log.js';
 import { encodeRecordCopy, encodeTombstone } from '../log/record-copy-frame.js';
 import { decodeRecordFrame } from '../log/record-frame.js';
 import { segmentFileName } from '../log/segment-files.js';
-import { FRAME_HEADER_BYTES, scanSegment } from '../log/segment-frames.js';
+import { FRAME_HEADER_BYTES, scanSegment, type ScannedFrame } from '../log/segment-frames.js';
+import { FrameTally } from './frame-accounting.js';
 import type { SegmentEntry } from '../log/log-entries.js';
 import type { MaintenanceAccess } from './segment-maintenance.js';
 import { segmentsOnDisk } from './store-check.js';
@@ -62,6 +63,18 @@ interface SegmentCount {
   last?: number;
 }
 
+/** What the upgrade's walk of the log found. */
+interface LogCount {
+  counts: Map<number, SegmentCount>;
+  /** created_at (µs) of the live events whose record frame the log holds. */
+  homes: Set<number>;
+  /** Per live event, the segments of its update frames after its home. */
+  updates: Map<number, number[]>;
+  /** Deleted events whose record frames are still in the log: each gets a tombstone. */
+  tombstones: { createdAt: number; id: string; home: number }[];
+  progress: UpgradeProgress;
+}
+
 /**
  * Upgrades the store to record copies (module comment) when its index does not count by them yet;
  * a new store is only marked.
@@ -81,104 +94,123 @@ export async function upgradeToRecordCopies(store: MaintenanceAccess, onProgress
   let report: UpgradeReport | undefined;
   await store.paused(async () => {
     const started = performance.now();
-    const onDisk = segmentsOnDisk(store.blobsDir).filter((segment) => dbs.segments.get(segment) !== undefined);
-    const counts = new Map<number, SegmentCount>();
-    const homes = new Set<number>();
-    const updates = new Map<number, number[]>();
-    const appends: FrameToAppend[] = [];
-    const tombstones: { createdAt: number; id: string; home: number }[] = [];
-    const progress: UpgradeProgress = { segmentsRead: 0, segments: onDisk.length, eventsInLog: 0 };
-    for (const segment of onDisk) {
-      const count: SegmentCount = { frames: 0, live: 0, bytes: 0 };
-      counts.set(segment, count);
-      const handle = await fsp.open(path.join(store.blobsDir, segmentFileName(segment)), 'r');
-      try {
-        for await (const frame of scanSegment(handle, 0, segment)) {
-          if (frame.kind !== 'record' && frame.kind !== 'update') continue;
-          count.frames++;
-          count.bytes += frame.length + FRAME_HEADER_BYTES;
-          if (frame.kind === 'update') {
-            const { createdAt } = decodeUpdate(frame.data!);
-            if (!homes.has(createdAt) || !dbs.events.doesExist(createdAt)) continue;
-            count.live++;
-            updates.set(createdAt, [...(updates.get(createdAt) ?? []), segment]);
-            continue;
-          }
-          const createdAt = dbs.eventIds.get(frame.id);
-          if (createdAt !== undefined && dbs.events.doesExist(createdAt)) {
-            count.live++;
-            count.first = Math.min(count.first ?? createdAt, createdAt);
-            count.last = Math.max(count.last ?? createdAt, createdAt);
-            homes.add(createdAt);
-            progress.eventsInLog++;
-            continue;
-          }
-          // A deleted event (the old engine logged no deletions): its tombstone keeps it deleted.
-          const deleted = recordFromFrame(decodeRecordFrame(frame.data!).record, store.present).record;
-          tombstones.push({ createdAt: deleted.created_at, id: frame.id, home: segment });
-          appends.push({ id: frame.id, kind: 'tombstone', bytes: encodeTombstone(deleted.created_at) });
-        }
-      } finally {
-        await handle.close();
-      }
-      progress.segmentsRead++;
-      onProgress?.({ ...progress });
-    }
-    const copied: number[] = [];
-    for (const createdAt of dbs.events.getKeys()) {
-      if (homes.has(createdAt)) continue;
-      const value = dbs.events.getBinary(createdAt);
-      if (!value) continue;
-      const record = decodeRecord(value);
-      const files = fileIdsOf(record).flatMap((fileId) => {
-        const entry = dbs.files.get(fileId);
-        return entry ? [{ fileId, contentType: entry.contentType, kind: entry.kind, segment: entry.segment, offset: entry.offset, length: entry.length, crc: entry.crc }] : [];
-      });
-      copied.push(createdAt);
-      appends.push({ id: record.id, kind: 'copy', bytes: encodeRecordCopy({ record: frameRecordBytes(value), files }) });
-    }
+    const log = await countLog(store, onProgress);
+    const appends: FrameToAppend[] = log.tombstones.map(({ id, createdAt }) => ({ id, kind: 'tombstone', bytes: encodeTombstone(createdAt) }));
+    const copied = recordCopiesOfIndexOnly(store, log.homes, appends);
     const placed: AppendedFrame[] = [];
     for (let i = 0; i < appends.length; i += UPGRADE_APPEND_FRAMES) placed.push(...(await store.appender.append(appends.slice(i, i + UPGRADE_APPEND_FRAMES))).placed);
-    await store.commitDurably(() => {
-      for (const [segment, count] of counts) {
-        const entry = dbs.segments.get(segment);
-        if (!entry) continue;
-        const next: SegmentEntry = { ...entry, frames: count.frames, liveFrames: count.live, frameBytes: count.bytes };
-        if (count.first !== undefined) Object.assign(next, { firstCreate: count.first, lastCreate: count.last });
-        dbs.segments.putSync(segment, next);
-      }
-      for (const [createdAt, segments] of updates) dbs.recordFrames.putSync(createdAt, { updates: segments });
-      const added = new Map<number, SegmentCount & { end: number }>();
-      placed.forEach((at, i) => {
-        const count = added.get(at.segment) ?? { frames: 0, live: 0, bytes: 0, end: 0 };
-        count.frames++;
-        count.bytes += at.length + FRAME_HEADER_BYTES;
-        count.end = Math.max(count.end, at.offset + at.length);
-        added.set(at.segment, count);
-        if (i >= tombstones.length) {
-          count.live++;
-          dbs.recordFrames.putSync(copied[i - tombstones.length], { home: at.segment, updates: [] });
-          return;
-        }
-        // A tombstone is needed while its event's frame is on disk in another segment.
-        const { createdAt, id, home } = tombstones[i];
-        if (home === at.segment) return;
-        count.live++;
-        dbs.tombstones.putSync([at.segment, createdAt], { id, home });
-      });
-      for (const [segment, count] of added) {
-        const entry = dbs.segments.get(segment) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
-        dbs.segments.putSync(segment, {
-          ...entry,
-          committed: Math.max(entry.committed, count.end),
-          frames: (entry.frames ?? 0) + count.frames,
-          liveFrames: (entry.liveFrames ?? 0) + count.live,
-          frameBytes: (entry.frameBytes ?? 0) + count.bytes,
-        });
-      }
-      dbs.meta.putSync(RECORD_COPIES_KEY, RECORD_COPIES_VERSION);
-    });
-    report = { ...progress, copied: copied.length, tombstoned: tombstones.length, ms: Math.round(performance.now() - started) };
+    await store.commitDurably(() => commitUpgradeSync(store, log, copied, placed));
+    report = { ...log.progress, copied: copied.length, tombstoned: log.tombstones.length, ms: Math.round(performance.now() - started) };
   });
   return report;
+}
+
+/**
+ * Walks every frame of the segments the index knows: the record frames of live events (their
+ * homes, and their segments' create ranges), the update frames after them, and the record frames
+ * of deleted events.
+ * @throws the fs error of a failed read
+ */
+async function countLog(store: MaintenanceAccess, onProgress?: (progress: UpgradeProgress) => void): Promise<LogCount> {
+  const { dbs } = store;
+  const onDisk = segmentsOnDisk(store.blobsDir).filter((segment) => dbs.segments.get(segment) !== undefined);
+  const log: LogCount = { counts: new Map(), homes: new Set(), updates: new Map(), tombstones: [], progress: { segmentsRead: 0, segments: onDisk.length, eventsInLog: 0 } };
+  for (const segment of onDisk) {
+    const count: SegmentCount = { frames: 0, live: 0, bytes: 0 };
+    log.counts.set(segment, count);
+    const handle = await fsp.open(path.join(store.blobsDir, segmentFileName(segment)), 'r');
+    try {
+      for await (const frame of scanSegment(handle, 0, segment)) {
+        if (frame.kind !== 'record' && frame.kind !== 'update') continue;
+        count.frames++;
+        count.bytes += frame.length + FRAME_HEADER_BYTES;
+        countFrame(store, log, count, segment, frame);
+      }
+    } finally {
+      await handle.close();
+    }
+    log.progress.segmentsRead++;
+    onProgress?.({ ...log.progress });
+  }
+  return log;
+}
+
+/** Counts one record or update frame of `segment` into `log` and its segment's `count`. */
+function countFrame(store: MaintenanceAccess, log: LogCount, count: SegmentCount, segment: number, frame: ScannedFrame): void {
+  const { dbs } = store;
+  if (frame.kind === 'update') {
+    const { createdAt } = decodeUpdate(frame.data!);
+    if (!log.homes.has(createdAt) || !dbs.events.doesExist(createdAt)) return;
+    count.live++;
+    log.updates.set(createdAt, [...(log.updates.get(createdAt) ?? []), segment]);
+    return;
+  }
+  const createdAt = dbs.eventIds.get(frame.id);
+  if (createdAt !== undefined && dbs.events.doesExist(createdAt)) {
+    count.live++;
+    count.first = Math.min(count.first ?? createdAt, createdAt);
+    count.last = Math.max(count.last ?? createdAt, createdAt);
+    log.homes.add(createdAt);
+    log.progress.eventsInLog++;
+    return;
+  }
+  // A deleted event (the old engine logged no deletions): its tombstone keeps it deleted.
+  const deleted = recordFromFrame(decodeRecordFrame(frame.data!).record, store.present).record;
+  log.tombstones.push({ createdAt: deleted.created_at, id: frame.id, home: segment });
+}
+
+/**
+ * Adds to `appends` a record copy of every event of the index whose created_at is not in `homes`.
+ * @returns their created_at (µs), in the order of their copies
+ */
+function recordCopiesOfIndexOnly(store: MaintenanceAccess, homes: Set<number>, appends: FrameToAppend[]): number[] {
+  const { dbs } = store;
+  const copied: number[] = [];
+  for (const createdAt of dbs.events.getKeys()) {
+    if (homes.has(createdAt)) continue;
+    const value = dbs.events.getBinary(createdAt);
+    if (!value) continue;
+    const record = decodeRecord(value);
+    const files = fileIdsOf(record).flatMap((fileId) => {
+      const entry = dbs.files.get(fileId);
+      return entry ? [{ fileId, contentType: entry.contentType, kind: entry.kind, segment: entry.segment, offset: entry.offset, length: entry.length, crc: entry.crc }] : [];
+    });
+    copied.push(createdAt);
+    appends.push({ id: record.id, kind: 'copy', bytes: encodeRecordCopy({ record: frameRecordBytes(value), files }) });
+  }
+  return copied;
+}
+
+/**
+ * Commits what the upgrade counted and appended: each segment's frame counts (set, not added),
+ * the events' update segments and record copies, the tombstones still needed, and the version;
+ * call inside the commit. `placed` holds the tombstones' places first, then the copies'.
+ */
+function commitUpgradeSync(store: MaintenanceAccess, log: LogCount, copied: number[], placed: AppendedFrame[]): void {
+  const { dbs } = store;
+  for (const [segment, count] of log.counts) {
+    const entry = dbs.segments.get(segment);
+    if (!entry) continue;
+    const next: SegmentEntry = { ...entry, frames: count.frames, liveFrames: count.live, frameBytes: count.bytes };
+    if (count.first !== undefined) Object.assign(next, { firstCreate: count.first, lastCreate: count.last });
+    dbs.segments.putSync(segment, next);
+  }
+  for (const [createdAt, segments] of log.updates) dbs.recordFrames.putSync(createdAt, { updates: segments });
+  const frames = new FrameTally();
+  placed.forEach((at, i) => {
+    const bytes = at.length + FRAME_HEADER_BYTES;
+    const end = at.offset + at.length;
+    if (i >= log.tombstones.length) {
+      dbs.recordFrames.putSync(copied[i - log.tombstones.length], { home: at.segment, updates: [] });
+      frames.added(at.segment, bytes, true, undefined, end);
+      return;
+    }
+    // A tombstone is needed while its event's frame is on disk in another segment.
+    const { createdAt, id, home } = log.tombstones[i];
+    const needed = home !== at.segment;
+    if (needed) dbs.tombstones.putSync([at.segment, createdAt], { id, home });
+    frames.added(at.segment, bytes, needed, undefined, end);
+  });
+  frames.apply(dbs);
+  dbs.meta.putSync(RECORD_COPIES_KEY, RECORD_COPIES_VERSION);
 }

@@ -78,19 +78,7 @@ export function restampAheadSync(dbs: StoreDatabases, nowMicros: number, present
     return news[found];
   };
 
-  // Each re-stamped event's frames are named by its new created_at: its home explicitly, as the
-  // segments' create ranges stay in the old stamps' order (docs/STORAGE.md, "Two copies of every record").
-  const ranges = CreateRanges.read(dbs);
-  const frames = olds.map((old) => framesOf(dbs, ranges, old));
-  for (const old of olds) dbs.recordFrames.removeSync(old);
-  olds.forEach((old, i) => {
-    const { home, updates } = frames[i];
-    if (home !== undefined) dbs.recordFrames.putSync(news[i], { home, updates });
-  });
-  for (const { key, value } of dbs.segments.getRange()) {
-    if (value.lastCreate === undefined || value.lastCreate <= nowMicros) continue;
-    dbs.segments.putSync(key, { ...value, firstCreate: restamp(value.firstCreate!), lastCreate: restamp(value.lastCreate) });
-  }
+  restampFramesSync(dbs, olds, news, nowMicros, restamp);
   // Oldest first: news[i] <= olds[i] < olds[i + 1], so a new key never lands on an old one not yet moved.
   olds.forEach((old, i) => {
     const to = news[i];
@@ -119,4 +107,25 @@ export function restampAheadSync(dbs: StoreDatabases, nowMicros: number, present
   restampSinkCursorsSync(dbs, restamp);
   restampSearchIndexSync(dbs, restamp);
   return { events: olds.length, after, newest: news[news.length - 1], shift, restamp };
+}
+
+/**
+ * Names each re-stamped event's frames by its new created_at (docs/STORAGE.md, "Two copies of every
+ * record"): its home explicitly in `record_frames`, and the segments' create ranges past
+ * `nowMicros` mapped through `restamp` (increasing, so they stay apart); call inside the re-stamp's
+ * transaction, before the events move.
+ * @param olds the re-stamped events' created_at (µs), ascending; `news` their new ones
+ */
+function restampFramesSync(dbs: StoreDatabases, olds: number[], news: number[], nowMicros: number, restamp: (micros: number) => number): void {
+  const ranges = CreateRanges.read(dbs);
+  const frames = olds.map((old) => framesOf(dbs, ranges, old));
+  for (const old of olds) dbs.recordFrames.removeSync(old);
+  olds.forEach((_, i) => {
+    const { home, updates } = frames[i];
+    if (home !== undefined) dbs.recordFrames.putSync(news[i], { home, updates });
+  });
+  for (const { key, value } of dbs.segments.getRange()) {
+    if (value.lastCreate === undefined || value.lastCreate <= nowMicros) continue;
+    dbs.segments.putSync(key, { ...value, firstCreate: restamp(value.firstCreate!), lastCreate: restamp(value.lastCreate) });
+  }
 }

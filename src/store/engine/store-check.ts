@@ -181,6 +181,18 @@ function countCopies(index: IndexState, out: IndexAgainstLog, copies: LogCopies)
   }
 }
 
+/** Counts an update, a tombstone or a record copy of the walk (docs/STORAGE.md, "Two copies of every record"). */
+function countCopyFrame(log: CheckReport['log'], copies: LogCopies, frame: ScannedFrame): void {
+  if (frame.kind === 'update') log.changes++;
+  else if (frame.kind === 'tombstone') {
+    log.tombstones++;
+    copies.tombstoned.add(frame.id);
+  } else {
+    log.copies++;
+    copies.events.add(frame.id);
+  }
+}
+
 /**
  * Walks one segment: frames counted, blob data checked against its CRC, damage and the tail
  * noted; record frames compared with the index when it is open.
@@ -213,18 +225,8 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
       const frame = piece;
       end = frame.offset + frame.length;
       log.frames++;
-      if (frame.kind === 'update') {
-        log.changes++;
-        continue;
-      }
-      if (frame.kind === 'tombstone') {
-        log.tombstones++;
-        copies.tombstoned.add(frame.id);
-        continue;
-      }
-      if (frame.kind === 'copy') {
-        log.copies++;
-        copies.events.add(frame.id);
+      if (frame.kind === 'update' || frame.kind === 'tombstone' || frame.kind === 'copy') {
+        countCopyFrame(log, copies, frame);
         continue;
       }
       if (frame.kind !== 'record') {
