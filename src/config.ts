@@ -19,6 +19,11 @@ export interface Config {
   apiKey: string | undefined;
   /** Days; decimals allowed. */
   retentionDays: number;
+  /**
+   * How long one whole pass of the scrub over the log may take (hours, SCRUB_PASS_HOURS; default
+   * 168, a week), paced evenly (docs/STORAGE.md, "The scrub").
+   */
+  scrubPassHours: number;
   maxRecords: number;
   /** Bytes: largest accepted create body. */
   maxRecordSizeBytes: number;
@@ -301,6 +306,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(text(env, 'DATA_DIR') ?? './data'),
     apiKey: text(env, 'API_KEY'),
     retentionDays: number(env, 'RETENTION_DAYS', 1, { integer: false, min: 0.000001 }),
+    scrubPassHours: number(env, 'SCRUB_PASS_HOURS', 168, { integer: false, min: 0.0001 }),
     maxRecords: number(env, 'MAX_RECORDS', 1_000_000, { min: 1 }),
     maxRecordSizeBytes,
     maxStorageBytes: number(env, 'MAX_STORAGE_BYTES', 10 * GiB, { min: MiB }),

@@ -1,6 +1,6 @@
 /** Messages between the HTTP thread and the lifecycle worker. */
 import type { ErrorReport } from '../errors.js';
-import type { EventChange } from '../store/index.js';
+import type { EventChange, ScrubStatus } from '../store/index.js';
 import type { CleanupResult } from './cleanup.js';
 import type { SinkProgress } from './sink-runner.js';
 import type { WriterJobDone, WriterJobRequest } from './writer-jobs.js';
@@ -24,6 +24,8 @@ export type ToMain =
   | WriterJobRequest
   /** A sink shipped, failed, stalled or moved again (/stats `sinks`, /metrics). */
   | { type: 'sink-progress'; progress: SinkProgress }
+  /** The scrub's figures after a step (/stats `scrub`, /metrics; docs/STORAGE.md, "The scrub"). */
+  | { type: 'scrub-status'; status: ScrubStatus }
   /** Changes the worker made to events (cleanup deletions), for the live stream. */
   | { type: 'changes'; changes: EventChange[] }
   | { type: 'stopped' };

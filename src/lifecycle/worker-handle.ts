@@ -7,7 +7,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { AppError, errorFromReport } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { EventStore } from '../store/index.js';
+import type { EventStore, ScrubStatus } from '../store/index.js';
 import { CapacityGate } from './capacity-gate.js';
 import { sweepDrafts } from './draft-sweeper.js';
 import type { CleanupResult, CleanupTrigger } from './cleanup.js';
@@ -34,6 +34,8 @@ export class LifecycleWorkerHandle {
   readonly cleanupRuns: Record<CleanupTrigger, number> = { AUTOMATIC: 0, MANUAL: 0 };
   /** The latest cleanup run since start, with when it ended (ms since the epoch); /stats `last_cleanup`. */
   lastCleanup: { result: CleanupResult; finishedAt: number } | undefined;
+  /** The scrub's figures as the worker last reported them (docs/STORAGE.md, "The scrub"); undefined before its first step. */
+  scrubStatus: ScrubStatus | undefined;
   /** Each sink's progress as the worker last reported it, by sink name. */
   readonly sinkProgress = new Map<string, SinkProgress>();
   private nextId = 1;
@@ -108,6 +110,8 @@ export class LifecycleWorkerHandle {
     } else if (message.type === 'cleanup-ran') {
       this.cleanupRuns[message.result.trigger]++;
       this.lastCleanup = { result: message.result, finishedAt: message.finishedAt };
+    } else if (message.type === 'scrub-status') {
+      this.scrubStatus = message.status;
     } else if (message.type === 'sink-progress') {
       this.sinkProgress.set(message.progress.name, message.progress);
     } else if (message.type === 'changes') {
@@ -126,6 +130,7 @@ export class LifecycleWorkerHandle {
     'retire-segment': ({ segment }) => this.store.retireSegment(segment),
     'compact-segment': ({ segment }) => this.store.compactSegment(segment),
     'log-tombstones': ({ events }) => this.store.logTombstones(events),
+    'rewrite-log-copies': ({ createdAts }) => this.store.rewriteLogCopies(createdAts),
     checkpoint: () => this.store.checkpointed(),
     'sweep-drafts': ({ cutoff }) => sweepDrafts(this.store, cutoff),
     // Throws once the store is closing.

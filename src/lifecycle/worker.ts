@@ -15,7 +15,8 @@ import { configuredSinks, secretsOf, type Config } from '../config.js';
 import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
-import { DiskReserve, type EventChange, LifecycleStore, type StoreChange } from '../store/index.js';
+import { DiskReserve, type EventChange, LifecycleStore, LogScrub, type StoreChange } from '../store/index.js';
+import { logFinding, SCRUB_STEP_MS, scrubStep } from './scrub-runner.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger, type HeadCheckpoint } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
 import { CloudSink } from './cloud-uploader.js';
@@ -133,8 +134,18 @@ function every(ms: number, job: () => Promise<unknown>): NodeJS.Timeout {
   }, ms);
 }
 
+/** The scrub of the log (docs/STORAGE.md, "The scrub"): repairs ask the writer; each finding is logged. */
+const scrub = new LogScrub(store, (createdAts) => askWriter('rewrite-log-copies', { createdAts }), (finding) => logFinding(log, finding));
+let scrubWrites = 0;
+
 const timers = [
   every(config.cleanupIntervalSeconds * 1000, () => cleanup('AUTOMATIC')),
+  // A step at a time, queued with the cleanups, so it never reads a segment a cleanup is deleting.
+  every(SCRUB_STEP_MS, () => enqueue(async () => {
+    const step = await scrubStep(scrub, config.scrubPassHours, new Int32Array(storeWrites), scrubWrites);
+    scrubWrites = step.writes;
+    if (step.status) post({ type: 'scrub-status', status: step.status });
+  })),
   // Between scheduled runs, a crossed limit starts a cleanup within LIMIT_CHECK_MS; the
   // consistency pass is left to the schedule (docs/OPERATIONS.md, "Keeping the disk bounded").
   every(LIMIT_CHECK_MS, async () => {

@@ -20,6 +20,11 @@ export interface WriterJobs {
    */
   'log-tombstones': { request: { events: { id: string; createdAt: number }[] }; answer: LogPosition[] };
   /**
+   * Copy into the log again, from the index, the records of events whose log copy the scrub found
+   * damaged or gone (EventStore.rewriteLogCopies; docs/STORAGE.md, "The scrub"): answers how many.
+   */
+  'rewrite-log-copies': { request: { createdAts: number[] }; answer: number };
+  /**
    * Commit the head to LMDB (EventStore.checkpointed; docs/STORAGE.md, "The head"), so
    * a cleanup sees every event acknowledged before it began.
    */

@@ -120,6 +120,7 @@ export class StoreMetrics {
     storedMetrics(store, config, registers);
     if (store.shipping) sinkMetrics(store, lifecycle, registers);
     lifecycleMetrics(lifecycle, registers);
+    scrubMetrics(lifecycle, registers);
     clockMetrics(store, registers);
     cleanupRunMetrics(lifecycle, registers);
     streamMetrics(stream, registers);
@@ -276,7 +277,7 @@ function storedMetrics(store: EventStore, config: Config, registers: Registry[])
   });
   new Gauge({ name: `${PREFIX}log_damage_quarantined_ranges`, help: 'Damaged ranges of the segment log in quarantine/.', registers, collect() { this.set(store.quarantine().ranges); } });
   new Gauge({ name: `${PREFIX}stored_images`, help: 'Images stored.', registers, collect() { this.set(counters().images); } });
-  new Gauge({ name: `${PREFIX}stored_bytes`, help: 'Bytes the store takes: live blob bytes and LMDB pages in use (total_storage_bytes of /stats).', registers, collect() { this.set(store.storageBytes()); } });
+  new Gauge({ name: `${PREFIX}stored_bytes`, help: 'Bytes the store takes: live blob bytes, the log\'s copies of the records and LMDB pages in use (total_storage_bytes of /stats).', registers, collect() { this.set(store.storageBytes()); } });
   new Gauge({
     name: `${PREFIX}capacity_used_ratio`,
     help: 'Share of a capacity in use: records of MAX_RECORDS, storage of MAX_STORAGE_BYTES.',
@@ -293,6 +294,17 @@ function storedMetrics(store: EventStore, config: Config, registers: Registry[])
 function lifecycleMetrics(lifecycle: LifecycleWorkerHandle, registers: Registry[]): void {
   new Counter({ name: `${PREFIX}capacity_refusals_total`, help: 'Requests answered 529 while the store was capacity-blocked.', registers, collect() { this.reset(); this.inc(lifecycle.gate.refusedTotal); } });
   new Counter({ name: `${PREFIX}lifecycle_worker_restarts_total`, help: 'Restarts of the lifecycle worker after a crash.', registers, collect() { this.reset(); this.inc(lifecycle.crashRestarts); } });
+}
+
+/** The scrub of the log (docs/STORAGE.md, "The scrub"): bytes verified and what it found, since the store started. */
+function scrubMetrics(lifecycle: LifecycleWorkerHandle, registers: Registry[]): void {
+  const counter = (name: string, help: string, figure: 'passes' | 'verifiedBytes' | 'damaged' | 'repaired' | 'unrepairable') =>
+    new Counter({ name: `${PREFIX}scrub_${name}`, help, registers, collect() { this.reset(); this.inc(lifecycle.scrubStatus?.[figure] ?? 0); } });
+  counter('passes_total', 'Whole passes of the scrub over the log.', 'passes');
+  counter('verified_bytes_total', 'Bytes of log frames the scrub read and checked.', 'verifiedBytes');
+  counter('damaged_total', 'Damage the scrub found: a copy of an event or a file that failed.', 'damaged');
+  counter('repaired_total', 'Damage the scrub mended from the other copy.', 'repaired');
+  counter('unrepairable_total', 'Damage the scrub could not mend (a file\'s only copy, or the index\'s: see the log).', 'unrepairable');
 }
 
 /** Cleanup runs ended, by trigger (docs/API.md, "Cleanup and reset"). */

@@ -11,7 +11,7 @@ import type { CleanupResult } from '../lifecycle/cleanup.js';
 import type { SinkProgress } from '../lifecycle/sink-runner.js';
 import type { MqttSinkStatus } from '../sinks/mqtt-sink.js';
 import { sinkStatuses } from './sink-status.js';
-import { type BackfillProgress, clockStatus, DAY_MICROS, formatMicros, formatMicrosOrNull, heldClock, type HeldClock, oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff, runningAtCreation, type StoreView } from '../store/index.js';
+import { type BackfillProgress, clockStatus, DAY_MICROS, formatMicros, formatMicrosOrNull, heldClock, type HeldClock, oldestAndNewest, oldestDraft, retentionBacklog, retentionCutoff, runningAtCreation, type ScrubStatus, type StoreView } from '../store/index.js';
 
 const format = (bytes: number): string => prettyBytes(bytes, { binary: true });
 const percent = (used: number, limit: number): number => Number(((100 * used) / limit).toFixed(2));
@@ -34,6 +34,26 @@ export interface LiveState {
   sinkProgress: ReadonlyMap<string, SinkProgress>;
   /** The search index: ready, and how far its start-up backfill got (EventStore.searchIndexBackfill). */
   searchIndex: { ready: boolean; backfill: Readonly<BackfillProgress> | null };
+  /** The scrub's figures as the lifecycle worker last reported them; undefined before its first step. */
+  scrub: ScrubStatus | undefined;
+}
+
+/**
+ * `scrub` of /stats (docs/API.md, "Statistics"; docs/STORAGE.md, "The scrub"): its passes over the
+ * log, what it read and found, and the bytes of the log's copies of the records it checks.
+ */
+function scrubStats(store: StoreView, config: Config, scrub: ScrubStatus | undefined) {
+  return {
+    pass_hours: config.scrubPassHours,
+    passes: scrub?.passes ?? 0,
+    last_pass_at: scrub?.lastPassAt ? new Date(scrub.lastPassAt).toISOString() : null,
+    verified_bytes: scrub?.verifiedBytes ?? 0,
+    damaged: scrub?.damaged ?? 0,
+    repaired: scrub?.repaired ?? 0,
+    unrepairable: scrub?.unrepairable ?? 0,
+    recent: scrub?.recent ?? [],
+    record_copy_bytes: store.recordCopyBytes(),
+  };
 }
 
 /**
@@ -86,6 +106,7 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
     clock: clockStats(store),
     last_cleanup: lastCleanupStats(live.lastCleanup),
     log_damage: logDamage(store),
+    scrub: scrubStats(store, config, live.scrub),
     sinks: sinkStatuses(store, live.sinkProgress, now / 1000),
     mqtt: live.mqtt ?? null,
     search_index: searchIndexStats(live.searchIndex),

@@ -32,4 +32,5 @@ export { type CheckReport, type RebuildReport } from './engine/check-report.js';
 export { rebuildIndex, rewriteRecordCopies } from './engine/index-rebuild.js';
 export { type UpgradeReport } from './engine/record-copies-upgrade.js';
 export { checkStore } from './engine/store-check.js';
+export { LogScrub, type ScrubFinding, type ScrubStatus } from './engine/log-scrub.js';
 export { clockStatus, heldClock, type HeldClock, runningAtCreation } from './engine/store-clock.js';

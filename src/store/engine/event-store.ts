@@ -28,7 +28,7 @@ import { recoverStore } from './recovery.js';
 import type { CreatedEvent, EventStoreOptions, OpenReport, StageListener } from './writer-options.js';
 import { clearStore } from './reset.js';
 import { retireSegment, type MaintenanceAccess } from './segment-maintenance.js';
-import { compactSegment } from './segment-compaction.js';
+import { compactSegment, rewriteLogCopies } from './segment-compaction.js';
 import { upgradeToRecordCopies } from './record-copies-upgrade.js';
 import { quarantineDirOf } from '../log/quarantine.js';
 import { StoreChanges } from '../record/store-changes.js';
@@ -39,10 +39,7 @@ import { countPending, migrateToLedger, startCursors } from '../ledger/sink-ledg
 import { writeSinkCursor } from '../ledger/sink-cursors.js';
 import { backfillSearchIndex, prepareSearchIndex, type BackfillProgress } from '../index/search-index.js';
 
-/**
- * A head this large means checkpoints are failing: creates are refused, with the checkpoint's
- * error, until one succeeds, so memory stays bounded and nothing is acknowledged that LMDB cannot take.
- */
+/** A head this large means checkpoints fail: creates are refused, with their error, until one succeeds (bounded memory). */
 const MAX_HEAD_ENTRIES = 200_000;
 const MAX_HEAD_RECORD_BYTES = 128 * 1024 * 1024;
 
@@ -64,11 +61,9 @@ export class EventStore extends StoreView {
   /** The change feed: creates, updates and deletions once durable and visible, in that order (store-changes.ts). */
   readonly changes: StoreChanges;
   /**
-   * How many writes the store has made: batches into the head, checkpoints, and its own LMDB
-   * commits (reset, segment retirement, compaction). One 32-bit counter over a
-   * SharedArrayBuffer, read with `Atomics.load` from any thread without a round trip: a count
-   * that has not moved means the store's usage has not either (docs/STORAGE.md, "When a
-   * checkpoint runs"). It wraps at 2^31.
+   * How many writes the store has made (batches into the head, checkpoints, its own LMDB commits):
+   * a 32-bit counter over a SharedArrayBuffer, read with `Atomics.load` from any thread, wrapping at
+   * 2^31; still, the store's usage has not moved (docs/STORAGE.md, "When a checkpoint runs").
    */
   readonly writes = new Int32Array(new SharedArrayBuffer(4));
   /**
@@ -285,6 +280,11 @@ export class EventStore extends StoreView {
   /** Copies what lives in `segment` forward so it can be deleted (segment-compaction.ts); @throws the fs or lmdb error of a step */
   compactSegment(segment: number): Promise<void> {
     return compactSegment(this.maintenance, segment);
+  }
+
+  /** Copies the records of events the scrub found without their log copy into the log again (segment-compaction.ts); @returns how many */
+  rewriteLogCopies(createdAts: readonly number[]): Promise<number> {
+    return rewriteLogCopies(this.maintenance, createdAts);
   }
 
   /**

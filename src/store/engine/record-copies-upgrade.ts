@@ -17,11 +17,11 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { fileIdsOf } from '../index/index-keys.js';
-import { decodeRecord, frameRecordBytes, recordFromFrame } from '../index/record-codec.js';
+import { recordFromFrame } from '../index/record-codec.js';
 import { decodeUpdate } from '../index/record-update.js';
 import type { AppendedFrame, FrameToAppend } from '../log/blob-log.js';
-import { encodeRecordCopy, encodeTombstone } from '../log/record-copy-frame.js';
+import { encodeTombstone } from '../log/record-copy-frame.js';
+import { recordCopyFrame } from './segment-compaction.js';
 import { decodeRecordFrame } from '../log/record-frame.js';
 import { segmentFileName } from '../log/segment-files.js';
 import { FRAME_HEADER_BYTES, scanSegment, type ScannedFrame } from '../log/segment-frames.js';
@@ -170,13 +170,8 @@ function recordCopiesOfIndexOnly(store: MaintenanceAccess, homes: Set<number>, a
     if (homes.has(createdAt)) continue;
     const value = dbs.events.getBinary(createdAt);
     if (!value) continue;
-    const record = decodeRecord(value);
-    const files = fileIdsOf(record).flatMap((fileId) => {
-      const entry = dbs.files.get(fileId);
-      return entry ? [{ fileId, contentType: entry.contentType, kind: entry.kind, segment: entry.segment, offset: entry.offset, length: entry.length, crc: entry.crc }] : [];
-    });
     copied.push(createdAt);
-    appends.push({ id: record.id, kind: 'copy', bytes: encodeRecordCopy({ record: frameRecordBytes(value), files }) });
+    appends.push(recordCopyFrame(store, value, new Map()));
   }
   return copied;
 }

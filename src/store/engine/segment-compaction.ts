@@ -51,7 +51,6 @@ function liveContents(store: MaintenanceAccess, segment: number): LiveContents {
  */
 export async function compactSegment(store: MaintenanceAccess, segment: number): Promise<void> {
   await store.paused(async () => {
-    const { dbs } = store;
     const live = liveContents(store, segment);
     if (live.blobs.length === 0 && live.events.length === 0 && live.tombstones.length === 0) return;
     const blobs = await Promise.all(live.blobs.map(async ({ key, value }) => {
@@ -61,47 +60,86 @@ export async function compactSegment(store: MaintenanceAccess, segment: number):
     }));
     const movedBlobs = blobs.length > 0 ? await store.appender.append(blobs) : undefined;
     const newPlace = new Map<string, AppendedFrame>(live.blobs.map(({ key }, i) => [key, movedBlobs!.placed[i]]));
-    const records: FrameToAppend[] = [];
-    const copied: { createdAt: number; frame: number }[] = [];
-    for (const createdAt of live.events) {
-      const value = dbs.events.getBinary(createdAt);
-      if (!value) continue;
-      const record = decodeRecord(value);
-      const files = fileIdsOf(record).flatMap((fileId) => {
-        const entry = dbs.files.get(fileId);
-        if (!entry) return [];
-        const at = newPlace.get(fileId) ?? entry;
-        return [{ fileId, contentType: entry.contentType, kind: entry.kind, segment: at.segment, offset: at.offset, length: at.length, crc: at.crc }];
-      });
-      copied.push({ createdAt, frame: records.length });
-      records.push({ id: record.id, kind: 'copy', bytes: encodeRecordCopy({ record: frameRecordBytes(value), files }) });
-    }
-    const firstTombstone = records.length;
-    for (const { key, value } of live.tombstones) records.push({ id: value.id, kind: 'tombstone', bytes: encodeTombstone(key[1]) });
-    const movedRecords = records.length > 0 ? await store.appender.append(records) : undefined;
-    await store.commitDurably(() => {
+    await copyRecordsForward(store, live.events, newPlace, segment, live.tombstones, () => {
       if (movedBlobs) moveBlobs(store, segment, live.blobs, movedBlobs.placed, movedBlobs.end);
-      if (!movedRecords) return;
-      const ranges = CreateRanges.read(dbs);
-      const frames = new FrameTally();
-      for (const { createdAt, frame } of copied) {
-        const { home, updates } = framesOf(dbs, ranges, createdAt);
-        frames.died(home);
-        for (const update of updates) frames.died(update);
-        const at = movedRecords.placed[frame];
-        dbs.recordFrames.putSync(createdAt, { home: at.segment, updates: [] });
-        frames.added(at.segment, at.length + FRAME_HEADER_BYTES, true, undefined, at.offset + at.length);
-      }
-      live.tombstones.forEach(({ key, value }, i) => {
-        const at = movedRecords.placed[firstTombstone + i];
-        dbs.tombstones.removeSync(key);
-        dbs.tombstones.putSync([at.segment, key[1]], value);
-        frames.died(segment);
-        frames.added(at.segment, at.length + FRAME_HEADER_BYTES, true, undefined, at.offset + at.length);
-      });
-      frames.apply(dbs);
     });
   });
+}
+
+/**
+ * Repairs the log's copy of the events created at `createdAts` (µs), found damaged or missing by
+ * the scrub (scrub.ts): each gets a record copy of its record as the index holds it, its new home
+ * (docs/STORAGE.md, "Two copies of every record"). Runs with the log stage paused and the head
+ * checkpointed.
+ * @returns how many record copies were written (an event the index no longer holds gets none)
+ * @throws the fs error of the append, the lmdb error of the commit
+ */
+export async function rewriteLogCopies(store: MaintenanceAccess, createdAts: readonly number[]): Promise<number> {
+  let copied = 0;
+  await store.paused(async () => {
+    copied = await copyRecordsForward(store, createdAts.filter((createdAt) => store.dbs.events.doesExist(createdAt)), new Map(), undefined, [], () => undefined);
+  });
+  return copied;
+}
+
+/**
+ * Appends a record copy of each event at `createdAts` (its record as the index holds it, its files
+ * where `newPlace` or the index places them) and a tombstone for each of `tombstones` (of `from`),
+ * then commits in one flushed commit `alsoCommit`'s writes, the events' new homes (their old frames
+ * dead) and the tombstones' new places.
+ * @returns how many record copies were appended
+ */
+async function copyRecordsForward(
+  store: MaintenanceAccess, createdAts: readonly number[], newPlace: Map<string, AppendedFrame>, from: number | undefined,
+  tombstones: LiveContents['tombstones'], alsoCommit: () => void,
+): Promise<number> {
+  const { dbs } = store;
+  const records: FrameToAppend[] = [];
+  const copied: { createdAt: number; frame: number }[] = [];
+  for (const createdAt of createdAts) {
+    const value = dbs.events.getBinary(createdAt);
+    if (!value) continue;
+    copied.push({ createdAt, frame: records.length });
+    records.push(recordCopyFrame(store, value, newPlace));
+  }
+  const firstTombstone = records.length;
+  for (const { key, value } of tombstones) records.push({ id: value.id, kind: 'tombstone', bytes: encodeTombstone(key[1]) });
+  const moved = records.length > 0 ? await store.appender.append(records) : undefined;
+  await store.commitDurably(() => {
+    alsoCommit();
+    if (!moved) return;
+    const ranges = CreateRanges.read(dbs);
+    const frames = new FrameTally();
+    for (const { createdAt, frame } of copied) {
+      const { home, updates } = framesOf(dbs, ranges, createdAt);
+      frames.died(home);
+      for (const update of updates) frames.died(update);
+      const at = moved.placed[frame];
+      dbs.recordFrames.putSync(createdAt, { home: at.segment, updates: [] });
+      frames.added(at.segment, at.length + FRAME_HEADER_BYTES, true, undefined, at.offset + at.length);
+    }
+    tombstones.forEach(({ key, value }, i) => {
+      const at = moved.placed[firstTombstone + i];
+      dbs.tombstones.removeSync(key);
+      dbs.tombstones.putSync([at.segment, key[1]], value);
+      frames.died(from);
+      frames.added(at.segment, at.length + FRAME_HEADER_BYTES, true, undefined, at.offset + at.length);
+    });
+    frames.apply(dbs);
+  });
+  return copied.length;
+}
+
+/** The record copy frame of the stored `value` (record-copy-frame.ts): its files where `newPlace` or the index places them. */
+export function recordCopyFrame(store: MaintenanceAccess, value: Buffer, newPlace: Map<string, AppendedFrame>): FrameToAppend {
+  const record = decodeRecord(value);
+  const files = fileIdsOf(record).flatMap((fileId) => {
+    const entry = store.dbs.files.get(fileId);
+    if (!entry) return [];
+    const at = newPlace.get(fileId) ?? entry;
+    return [{ fileId, contentType: entry.contentType, kind: entry.kind, segment: at.segment, offset: at.offset, length: at.length, crc: at.crc }];
+  });
+  return { id: record.id, kind: 'copy', bytes: encodeRecordCopy({ record: frameRecordBytes(value), files }) };
 }
 
 /** Points the entries of the blobs copied out of `segment` at their copies, and moves their bytes in the segments' accounting; call inside the commit. */

@@ -1,0 +1,85 @@
+/**
+ * The scrub of the running store (src/store/engine/log-scrub.ts; docs/STORAGE.md, "The scrub"):
+ * with SCRUB_PASS_HOURS set small, damage to a checkpointed frame of the log is found within a
+ * pass, mended from the index's copy, and reported in /stats `scrub` and /metrics; a damaged
+ * image, which has one copy, is named and confined. The whole service on port 0, a real LMDB and
+ * segment log in a temp dir, real JPEGs.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { checkStore } from '../src/store/index.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
+import { scan } from './support/segment-scan.js';
+import { startStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
+
+/** A pass over this test's log takes well under a second. */
+const SCRUB = { SCRUB_PASS_HOURS: '0.0001' };
+
+/** The one segment file of the store (every frame of these tests is in it). */
+function segmentOf(dataDir: string): string {
+  const [name] = fs.readdirSync(path.join(dataDir, 'blobs')).filter((n) => n.startsWith('seg-'));
+  return path.join(dataDir, 'blobs', name);
+}
+
+/** XORs the byte at `offset` of `file`, as a card returning a bad page does. */
+function flip(file: string, offset: number): void {
+  const fd = fs.openSync(file, 'r+');
+  const byte = Buffer.alloc(1);
+  fs.readSync(fd, byte, 0, 1, offset);
+  byte[0] ^= 0x5a;
+  fs.writeSync(fd, byte, 0, 1, offset);
+  fs.closeSync(fd);
+}
+
+t.test('a flipped byte and a zeroed page in checkpointed record frames are found within a pass and mended from the index', async (t) => {
+  const store = await startStore(SCRUB);
+  const ids: string[] = [];
+  for (let i = 0; i < 30; i++) ids.push((await postJson(`${store.url}/v2/events`, smallEvent({ device_id: `cam-${i % 3}` }))).body.id);
+  t.equal((await postJson(`${store.url}/admin/cleanup`, '')).status, 200, 'a cleanup checkpoints the head');
+  const file = segmentOf(store.dataDir);
+  const records = (await scan(file)).filter((f) => f.kind === 'record');
+  flip(file, records[3].offset + 20);
+  // A zeroed 4 KiB page: the frames it held, and the one it cut, are gone.
+  const page = Math.ceil(records[15].offset / 4096) * 4096;
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, Buffer.alloc(4096), 0, 4096, page);
+  fs.closeSync(fd);
+  const zeroed = records.filter((f) => f.offset + f.length > page && f.offset - 36 < page + 4096).map((f) => f.id);
+  t.ok(zeroed.length >= 2, `the page held ${zeroed.length} record frames`);
+
+  let scrub: any;
+  await until('the scrub to mend both', async () => {
+    scrub = (await getJson(`${store.url}/stats`)).body.scrub;
+    return scrub.repaired >= 1 && scrub.recent.flatMap((f: any) => f.event_ids).length >= 1 + zeroed.length;
+  });
+  const named = scrub.recent.flatMap((f: any) => f.event_ids);
+  for (const id of [records[3].id, ...zeroed]) t.ok(named.includes(id), `event ${id} is named`);
+  t.match(scrub.recent[0], { copy: 'log_copy', repaired: true, file: path.basename(file) });
+  t.equal(scrub.unrepairable, 0);
+  const metrics = await (await fetch(`${store.url}/metrics`)).text();
+  t.match(metrics, /edge_events_scrub_repaired_total [1-9]/);
+  for (const id of ids) t.equal((await getJson(`${store.url}/v2/events/${id}`)).status, 200, `event ${id} is served`);
+  await store.stop();
+
+  const check = await checkStore(store.dataDir);
+  t.match(check.indexAgainstLog, { indexOnly: 0, bothCopies: 30 }, 'every event has its two copies again');
+});
+
+t.test('a damaged image, which has one copy, is named, quarantined and no longer served', async (t) => {
+  const store = await startStore(SCRUB);
+  t.teardown(store.stop);
+  const created = (await postJson(`${store.url}/v2/events`, imageEvent())).body;
+  t.equal((await postJson(`${store.url}/admin/cleanup`, '')).status, 200);
+  const file = segmentOf(store.dataDir);
+  const image = (await scan(file)).find((f) => f.kind === 'image')!;
+  flip(file, image.offset + 500);
+  let scrub: any;
+  await until('the scrub to find it', async () => (scrub = (await getJson(`${store.url}/stats`)).body.scrub).unrepairable >= 1);
+  t.match(scrub.recent[0], { copy: 'file', repaired: false, file_id: created.image_ids[0], event_ids: [created.id] });
+  t.equal((await fetch(`${store.url}/images/${created.image_ids[0]}`)).status, 404, 'its download answers 404, never wrong bytes');
+  t.equal((await getJson(`${store.url}/v2/events/${created.id}`)).body.current_file_count, 0, 'the event keeps its record');
+  t.ok(fs.readdirSync(path.join(store.dataDir, 'quarantine')).some((n) => n.endsWith('.bin')), 'the bytes are kept in quarantine/');
+  t.equal(fixture('cat.jpg').length, image.length, 'the image frame was the JPEG\'s');
+});
