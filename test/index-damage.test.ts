@@ -39,4 +39,17 @@ t.test('a read that meets a damaged index page answers 500 index_damaged, naming
   const read = await getJson(`${store.url}/v2/events/${target}`);
   t.equal(read.status, 500);
   t.match(read.body.detail, /The index \(db\/data\.mdb\) is damaged: stop the store and run `edge-events check --repair`/);
+  // The damage stays where it is: later reads of intact events are answered.
+  for (const id of [ids[0], ids[299], ids[10]]) t.equal((await getJson(`${store.url}/v2/events/${id}`)).status, 200, `intact event ${id} is read after it`);
+  t.equal((await getJson(`${store.url}/v2/events/${target}`)).status, 500, 'the damaged one again answers index_damaged');
+  t.equal((await getJson(`${store.url}/v2/events/${ids[1]}`)).status, 200, 'and an intact one after that still reads');
+  const list = await getJson(`${store.url}/v2/events?limit=1000`);
+  t.equal(list.status, 500, `a list that meets it answers index_damaged: ${JSON.stringify(list.body).slice(0, 200)}`);
+  for (const id of [ids[0], ids[299], ids[2]]) t.equal((await getJson(`${store.url}/v2/events/${id}`)).status, 200, `intact event ${id} is read after the list`);
+  t.equal((await getJson(`${store.url}/v2/events?limit=10`)).status, 200, 'a list of the newest, before the damage, is answered');
+  const health = await getJson(`${store.url}/health`);
+  t.match(health, { status: 200, body: { status: 'degraded', datastore: 'index_damaged' } }, '/health says degraded');
+  t.match(health.body.error, /index \(db\/data\.mdb\) is damaged/);
+  t.match((await getJson(`${store.url}/stats`)).body.index_damage, { reads_failed: 3, last_error: /./ }, '/stats counts the reads that met it: two reads and a list');
+  t.match(await (await fetch(`${store.url}/metrics`)).text(), /edge_events_index_damaged_reads_total 3/);
 });

@@ -250,7 +250,11 @@ interface Registration {
  */
 export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerContext, admission: Admission = createAdmission(ctx)): InFlight {
   const inFlight = new InFlight();
-  const logError = (err: AppError) => ctx.log.error({ err }, 'request failed');
+  const logError = (err: AppError) => {
+    // A damaged index page is counted, and this thread's read transaction renewed (store-view.ts).
+    if (err.code === 'index_damaged') ctx.store.noteIndexDamage(err);
+    ctx.log.error({ err }, 'request failed');
+  };
   const registration: Registration = { ctx, inFlight, admission, gate: ctx.lifecycle.gate, logError };
   for (const route of routes) {
     const handle = routeHandler(route, registration);

@@ -1,5 +1,6 @@
 /** The event store's routes (docs/API.md, "Routes"), as one table (see route-table.ts); the stored files' routes are file-routes.ts's. */
 import { assertAttachable, attachUpload, finalize, newStagingFile } from '../events/attach-file.js';
+import { errorRegistry } from '../errors.js';
 import { storeCreate, type EventWriter } from '../events/create-event.js';
 import { ignoredKeyPath } from '../events/unknown-keys.js';
 import { countStatsResponse, getEventBody, latestEventsBody, listEventsBody, searchEventsBody, type ListLimits } from '../events/read-events.js';
@@ -39,6 +40,8 @@ function jsonBytes(body: Buffer): BytesReply {
 function health(ctx: ServerContext) {
   try {
     ctx.store.counters();
+    // Reads met a damaged index page: the store serves what it can, and says what to run (docs/API.md, "Health").
+    if (ctx.store.indexDamage.readsFailed > 0) return { status: 200, body: { status: 'degraded', datastore: 'index_damaged', error: errorRegistry.index_damaged.message } };
     return { status: 200, body: { status: 'healthy', datastore: 'ok' } };
   } catch (err) {
     return { status: 503, body: { status: 'unhealthy', datastore: 'error', error: (err as Error).message } };

@@ -277,6 +277,12 @@ function storedMetrics(store: EventStore, config: Config, registers: Registry[])
   });
   new Gauge({ name: `${PREFIX}log_damage_quarantined_ranges`, help: 'Damaged ranges of the segment log in quarantine/.', registers, collect() { this.set(store.quarantine().ranges); } });
   new Gauge({ name: `${PREFIX}stored_images`, help: 'Images stored.', registers, collect() { this.set(counters().images); } });
+  new Counter({
+    name: `${PREFIX}index_damaged_reads_total`,
+    help: 'Reads that met a damaged page of the index (db/data.mdb) and answered index_damaged (docs/STORAGE.md, "A damaged index").',
+    registers,
+    collect() { this.reset(); this.inc(store.indexDamage.readsFailed); },
+  });
   new Gauge({ name: `${PREFIX}stored_bytes`, help: 'Bytes the store takes: live blob bytes, the log\'s copies of the records and LMDB pages in use (total_storage_bytes of /stats).', registers, collect() { this.set(store.storageBytes()); } });
   new Gauge({
     name: `${PREFIX}capacity_used_ratio`,

@@ -107,6 +107,7 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
     last_cleanup: lastCleanupStats(live.lastCleanup),
     log_damage: logDamage(store),
     scrub: scrubStats(store, config, live.scrub),
+    index_damage: { reads_failed: store.indexDamage.readsFailed, last_error: store.indexDamage.lastError, last_at: store.indexDamage.lastAt === null ? null : new Date(store.indexDamage.lastAt).toISOString() },
     sinks: sinkStatuses(store, live.sinkProgress, now / 1000),
     mqtt: live.mqtt ?? null,
     search_index: searchIndexStats(live.searchIndex),

@@ -284,6 +284,25 @@ export class StoreView {
    */
   async checkpointed(): Promise<void> {}
 
+  /**
+   * Reads of this thread that met a damaged page of the index since the store started
+   * (docs/STORAGE.md, "A damaged index"): /health is degraded once one did; /stats `index_damage`.
+   * Times in ms since the epoch.
+   */
+  readonly indexDamage = { readsFailed: 0, lastError: null as string | null, lastAt: null as number | null };
+
+  /**
+   * Notes a read that met a damaged page of the index (its error, errors.ts `index_damaged`) and
+   * renews this thread's read transaction, so the reads after it start from a fresh snapshot
+   * rather than the one that failed (lmdb-js README, "resetReadTxn").
+   */
+  noteIndexDamage(err: Error): void {
+    this.indexDamage.readsFailed++;
+    this.indexDamage.lastError = (err.cause instanceof Error ? err.cause.message : undefined) ?? err.message;
+    this.indexDamage.lastAt = Date.now();
+    this.dbs.root.resetReadTxn();
+  }
+
   /** Bytes of LMDB pages in use: the branch, leaf and overflow pages of every database. */
   lmdbBytes(): number {
     let pages = 2; // the two meta pages
