@@ -99,8 +99,10 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
       recheck = await checkStore(dataDir);
     }
     const final = recheck ?? check;
+    // Events the repair could not give back are damage whatever the recheck of what is left says.
+    const lost = repair !== null && (repair.lost.length > 0 || repair.salvageIncomplete);
     io.stdout.write(json ? `${JSON.stringify({ check, repair, copies, recheck })}\n` : describe(check, options.repair === true, repair, recheck, copies));
-    return final.damage ? 1 : 0;
+    return final.damage || lost ? 1 : 0;
   } catch (error) {
     const message = (error as Error).message;
     const hint = error instanceof ConfigError
@@ -134,11 +136,19 @@ export function describe(check: CheckReport, repairAsked: boolean, repair: Rebui
       : `  Replayed the log from segment ${repair.firstSegment}: ${plural(repair.replayed, 'event')} and ${plural(repair.changesReplayed, 'change')}; the index holds ${plural(repair.events, 'event')} (the log holds ${plural(check.log.records, 'record')}).`);
     if (repair.keptIn) lines.push(`  The open removed ${plural(repair.segmentFilesRemoved.length, 'segment file')} no replayed frame names (${repair.segmentFilesRemoved.join(', ')}): kept as they were in ${repair.keptIn}.`);
     if (repair.skipped > 0) lines.push(`  ${plural(repair.skipped, 'record')} named a file no frame holds and could not be indexed (docs/STORAGE.md, "Recovery").`);
+    if (repair.salvaged > 0) lines.push(`  Salvaged ${plural(repair.salvaged, 'record')} the log lacked from the former index, written back into the log.`);
+    if (repair.lost.length > 0) {
+      lines.push(`  LOST: ${plural(repair.lost.length, 'event')} neither the log nor the former index could give back:`);
+      for (const id of repair.lost.slice(0, 20)) lines.push(`    event ${id}`);
+      if (repair.lost.length > 20) lines.push(`    ... and ${plural(repair.lost.length - 20, 'more event')}.`);
+    }
+    if (repair.salvageIncomplete) lines.push('  LOST?: the former index could not be read to its end: events it alone held may be lost unnamed.');
     lines.push(describeLedger(repair.sinks));
     lines.push('', 'Checked again after the repair:', ...describeCheck(recheck));
   }
   const final = recheck ?? check;
-  lines.push('', final.damage ? 'Damage found.' : 'No damage found.');
+  const lost = repair !== null && (repair.lost.length > 0 || repair.salvageIncomplete);
+  lines.push('', final.damage ? 'Damage found.' : lost ? 'Events were lost (above); what is left has no damage.' : 'No damage found.');
   if (final.damage && !repairAsked && !check.rebuild && (check.indexAgainstLog?.indexOnly ?? 0) > 0) {
     lines.push(`\`edge-events check --repair --data-dir ${check.dataDir}\` writes the records the index alone holds back into the log.`);
   }

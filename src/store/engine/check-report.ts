@@ -157,6 +157,12 @@ export interface RebuildReport {
   skipped: number;
   /** Events in the rebuilt index. */
   events: number;
+  /** Records the replaced index still read and the log lacked, written back into the log and so in the rebuilt index. */
+  salvaged: number;
+  /** Ids of events lost: named by the replaced index or by damage in the log, and in neither the log nor the salvage. */
+  lost: string[];
+  /** The replaced index could not be read to its end: events it alone held may be lost unnamed. */
+  salvageIncomplete: boolean;
   /**
    * Segment files the open removed as files the rebuilt index does not know (docs/STORAGE.md,
    * "Recovery", step 3), kept as they were in `keptIn`; empty when it removed none.

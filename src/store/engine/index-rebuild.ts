@@ -13,6 +13,7 @@ import { segmentNumberOf, syncDirectory } from '../log/segment-files.js';
 import type { StoreOptions } from '../read/store-view.js';
 import type { RebuildReport } from './check-report.js';
 import { EventStore } from './event-store.js';
+import { salvageIntoLog } from './index-salvage-copies.js';
 import { REBUILD_KEY } from './recovery.js';
 import { RECORD_COPIES_KEY, RECORD_COPIES_VERSION, type UpgradeReport } from './record-copies-upgrade.js';
 import { lockForCheck, segmentsOnDisk } from './store-check.js';
@@ -73,7 +74,9 @@ function pruneKept(blobsDir: string, kept: string): string[] {
  * first segment on disk at offset 0 and whose shipping sinks start at the beginning of the
  * ledger (everything finalized is shipped again: shipping is at least once), then opens the
  * store, whose recovery replays the whole log into the index, and closes it, which checkpoints
- * what the replay left in the head. Every segment file is hard-linked into
+ * what the replay left in the head. Before the open, the records the replaced index still reads
+ * and the log lacks are written into the log (index-salvage-copies.ts), so the replay gives them
+ * back too; the events neither gives back are named in the report's `lost`. Every segment file is hard-linked into
  * `blobs.before-rebuild-<time>` first; what the open removed stays there, the rest is unlinked.
  * Run as root on a folder another user owns, the new folders are given to that user.
  * @param options the store's options: `sinks` as the store is configured (finalized events enter
@@ -120,14 +123,19 @@ export async function rebuildIndex(dataDir: string, options: StoreOptions, now =
   } finally {
     unlock();
   }
+  // What the replaced index alone still holds goes into the log, to be replayed with the rest.
+  const salvage = movedTo ? await salvageIntoLog(movedTo, blobsDir) : { salvaged: 0, lost: [], incomplete: false };
   assertIndexOpenable(dataDir);
   const store = await EventStore.open(dataDir, options);
-  const { replayed, changesReplayed, skipped } = store.opened;
+  const { replayed, changesReplayed, skipped, quarantined } = store.opened;
   const events = store.counters().events;
+  const named = new Set([...salvage.lost, ...quarantined.flatMap((q) => q.lostEvents)]);
+  const lost = [...named].filter((id) => store.getEvent(id) === undefined);
   await store.close();
   const segmentFilesRemoved = firstSegment === null ? [] : pruneKept(blobsDir, kept);
   return {
     movedTo, firstSegment, replayed, changesReplayed, skipped: skipped.length, events,
+    salvaged: salvage.salvaged, lost, salvageIncomplete: salvage.incomplete,
     segmentFilesRemoved, keptIn: segmentFilesRemoved.length > 0 ? kept : null, sinks: [...options.sinks], ms: Math.round(performance.now() - started),
   };
 }

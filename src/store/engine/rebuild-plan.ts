@@ -11,6 +11,7 @@ import path from 'node:path';
 import { decodeTombstone } from '../log/record-copy-frame.js';
 import { segmentFileName } from '../log/segment-files.js';
 import { scanSegment } from '../log/segment-frames.js';
+import type { FileKind } from '../log/log-entries.js';
 
 /** A frame's place as one number: the segment in the high bits, the offset (bytes, < 2^32) in the low. */
 function placeOf(segment: number, offset: number): number {
@@ -33,13 +34,15 @@ export class RebuildPlan {
   private readonly homes = new Map<string, number>();
   /** Events' last tombstones: place and the created_at it names. */
   private readonly deaths = new Map<string, { place: number; createdAt: number }>();
+  /** Where each blob frame is, by file id: kept only when the scan is asked to (a salvage's records name their files so). */
+  readonly blobs = new Map<string, { kind: FileKind; segment: number; offset: number; length: number; crc: number }>();
 
   /**
    * Reads the frames of every segment in `segments` (ascending) of `blobsDir`, going past damage as
-   * a replay does. Memory: about 100 bytes per event in the log.
+   * a replay does. Memory: about 100 bytes per event in the log, and as much per file `withBlobs`.
    * @throws the fs error of a failed read
    */
-  static async scan(blobsDir: string, segments: readonly number[]): Promise<RebuildPlan> {
+  static async scan(blobsDir: string, segments: readonly number[], { withBlobs = false } = {}): Promise<RebuildPlan> {
     const plan = new RebuildPlan();
     for (const segment of segments) {
       const handle = await fsp.open(path.join(blobsDir, segmentFileName(segment)), 'r');
@@ -47,6 +50,7 @@ export class RebuildPlan {
         for await (const frame of scanSegment(handle, 0, segment)) {
           if (frame.kind === 'record' || frame.kind === 'copy') plan.homes.set(frame.id, placeOf(segment, frame.offset));
           else if (frame.kind === 'tombstone') plan.deaths.set(frame.id, { place: placeOf(segment, frame.offset), createdAt: decodeTombstone(frame.data!) });
+          else if (withBlobs && frame.kind !== 'update' && frame.kind !== 'damaged') plan.blobs.set(frame.id, { kind: frame.kind, segment, offset: frame.offset, length: frame.length, crc: frame.crc });
         }
       } finally {
         await handle.close();
@@ -65,6 +69,11 @@ export class RebuildPlan {
   appliesUpdate(id: string, segment: number, offset: number): boolean {
     const home = this.homes.get(id);
     return home !== undefined && placeOf(segment, offset) > home && !((this.deaths.get(id)?.place ?? -1) > home);
+  }
+
+  /** Whether the log holds a whole record frame or record copy of event `id`, or its tombstone. */
+  knows(id: string): boolean {
+    return this.homes.has(id) || this.deaths.has(id);
   }
 
   /** The tombstones whose event's home is still in the log, before them: what the rebuilt index keeps. */
