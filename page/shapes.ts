@@ -79,6 +79,18 @@ export interface LogDamageStats {
   recent: { segment: number; offset: number; end: number; lost_events: string[]; file: string; found_at: string }[];
 }
 
+/** `/stats` `scrub`: the running store's scrub of the log (docs/API.md, "Statistics"; docs/STORAGE.md, "The scrub"). */
+export interface ScrubStats {
+  pass_hours: number;
+  passes: number;
+  last_pass_at: string | null;
+  verified_bytes: number;
+  damaged: number;
+  repaired: number;
+  unrepairable: number;
+  recent: { at: string; copy: 'log_copy' | 'index_copy' | 'file'; repaired: boolean; event_ids: string[]; file_id: string | null; file: string; offset: number; detail: string }[];
+}
+
 export interface LastCleanup {
   trigger: 'MANUAL' | 'AUTOMATIC';
   finished_at: string;
@@ -122,6 +134,8 @@ export interface Stats {
   last_cleanup?: LastCleanup | null;
   /** Absent on a store older than this field. */
   log_damage?: LogDamageStats;
+  /** Absent on a store older than this field. */
+  scrub?: ScrubStats;
   /** Absent on a store older than this field. */
   disk_writes?: DiskWriteStats | null;
 }

@@ -2,12 +2,12 @@
  * The capacity gauges and backlogs, from `GET /stats` (docs/API.md, "Statistics"): records
  * (`capacity.records`), storage (`capacity.storage`), days of data (`current.days_of_data_stored`
  * of `configuration.retention_days`), the cloud upload backlog (`capacity.uploads_pending`), MQTT
- * (`mqtt`, hidden when null or absent) and the latest cleanup (`last_cleanup`, hidden when null or
+ * (`mqtt`, hidden when null or absent), the scrub (`scrub`), and the latest cleanup (`last_cleanup`, hidden when null or
  * absent), damage in the log (`log_damage`, hidden when there is none), and the disk writes (`disk_writes`: a day's bytes, per event, the write amplification, of
  * the store process and of the data directory's device).
  * Each gauge is a `<meter>` (0..100 percent) and a line of figures.
  */
-import type { DiskWriteStats, LastCleanup, LogDamageStats, MqttStats, Stats } from './shapes.js';
+import type { DiskWriteStats, LastCleanup, LogDamageStats, MqttStats, ScrubStats, Stats } from './shapes.js';
 import { formatBytes } from './units.js';
 
 const count = new Intl.NumberFormat('en');
@@ -73,6 +73,19 @@ function renderLogDamage(damage: LogDamageStats | undefined): void {
   element('#log-damage .note').textContent = `${count.format(damage.quarantined_ranges)} damaged ranges (${formatBytes(damage.quarantined_bytes)}) moved to quarantine/${where}`;
 }
 
+/** The scrub's card: its passes, and what it found; an alarm while anything could not be mended. */
+function renderScrub(scrub: ScrubStats | undefined): void {
+  const card = element('#scrub');
+  card.hidden = scrub === undefined;
+  if (!scrub) return;
+  card.classList.toggle('alarm', scrub.unrepairable > 0);
+  const last = scrub.last_pass_at === null ? 'first pass under way' : `last pass ${formatMoment(scrub.last_pass_at)}`;
+  element('#scrub .figure').textContent = scrub.damaged === 0 ? 'No damage found' : `${count.format(scrub.repaired)} repaired, ${count.format(scrub.unrepairable)} unrepairable`;
+  const newest = scrub.recent[0];
+  const finding = newest ? `; newest: ${newest.detail} (${newest.file}, ${formatMoment(newest.at)})` : '';
+  element('#scrub .note').textContent = `${count.format(scrub.passes)} passes of ${scrub.pass_hours} h, ${last}; ${formatBytes(scrub.verified_bytes)} read${finding}`;
+}
+
 function renderCleanup(cleanup: LastCleanup | null | undefined): void {
   const card = element('#last-cleanup');
   card.hidden = cleanup === null || cleanup === undefined;
@@ -134,5 +147,6 @@ export function renderStats(stats: Stats): void {
   renderMqtt(stats.mqtt);
   renderCleanup(stats.last_cleanup);
   renderLogDamage(stats.log_damage);
+  renderScrub(stats.scrub);
   renderDiskWrites(stats.disk_writes);
 }

@@ -305,6 +305,10 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.equal(await page.locator('#last-cleanup time').getAttribute('datetime'), after.last_cleanup.finished_at, 'the latest cleanup, when it finished');
     t.ok(await page.locator('#last-cleanup').isVisible());
     t.match(await page.locator('#last-cleanup .note').innerText(), new RegExp(`^manual: ${after.last_cleanup.records_deleted} records, ${after.last_cleanup.files_deleted} files deleted; `));
+    // The scrub's card, once its first step reported (docs/STORAGE.md, "The scrub").
+    await untilStatsShow(page, 'the scrub shown', async () => await page.locator('#scrub').isVisible());
+    t.equal(await page.locator('#scrub .figure').innerText(), 'No damage found', 'the scrub found nothing on a sound log');
+    t.match(await page.locator('#scrub .note').innerText(), /^\d+ passes of 168 h, (first pass under way|last pass .+); [\d.]+ (B|KiB|MiB) read$/);
 
     // After its first 10 minutes the store gives bytes a day. Rather than wait them out, the
     // page's reads of /stats get the store's own answer with a day's figure set.
