@@ -1,7 +1,8 @@
 /**
- * Paces the scrub of the log (docs/STORAGE.md, "The scrub") on the lifecycle worker: a step every
- * SCRUB_STEP_MS, each reading the share of the log that makes a whole pass take SCRUB_PASS_HOURS,
- * skipped while creates are heavy. Each finding is logged once, one line each.
+ * Paces the scrub of the log (docs/STORAGE.md, "The scrub") on the lifecycle worker: a tick every
+ * SCRUB_STEP_MS adds the share of the log that makes a whole pass take SCRUB_PASS_HOURS, and a step
+ * reads it once it is worth a step; ticks while creates are heavy add nothing. Each finding is
+ * logged once, one line each.
  */
 import type { Logger } from '../logger.js';
 import type { LogScrub, ScrubFinding, ScrubStatus } from '../store/index.js';
@@ -16,7 +17,14 @@ export const SCRUB_STEP_MS = 1000;
 export const SCRUB_BUSY_WRITES = 100;
 
 /**
- * The bytes one step reads so that a pass over `logBytes` takes `passHours`.
+ * Fewest bytes a step reads: a step costs about 1.7 ms of CPU however little it reads (it opens
+ * the segment and fills a read-ahead window of 256 KiB: native-bench/scrub-cost.js), so at a slow
+ * pace the bytes of several seconds are read in one step.
+ */
+export const SCRUB_MIN_STEP_BYTES = 256 * 1024;
+
+/**
+ * The bytes a second's share of a pass over `logBytes` that takes `passHours`.
  * @param logBytes bytes of the log (its segments' committed bytes)
  */
 export function scrubStepBytes(logBytes: number, passHours: number): number {
@@ -30,16 +38,35 @@ export function logFinding(log: Logger, finding: ScrubFinding): void {
   else log.error({ scrub: finding }, message);
 }
 
-/**
- * Takes one step of `scrub` unless the store was busy since the last one.
- * @param writes the store's write count (EventStore.writes), shared with the HTTP thread
- * @param lastWrites the count at the last step
- * @returns the count now, and the scrub's status when a step ran
- * @throws the error of the step
- */
-export async function scrubStep(scrub: LogScrub, passHours: number, writes: Int32Array, lastWrites: number): Promise<{ writes: number; status: ScrubStatus | undefined }> {
-  const now = Atomics.load(writes, 0);
-  if (((now - lastWrites) | 0) > SCRUB_BUSY_WRITES) return { writes: now, status: undefined };
-  await scrub.step(scrubStepBytes(scrub.logBytes(), passHours));
-  return { writes: now, status: scrub.status };
+/** The scrub's pace: each tick adds a second's share of a pass to its credit, and a step reads the credit once it is worth a step. */
+export class ScrubPace {
+  private credit = 0;
+  private lastWrites = 0;
+
+  /**
+   * @param passHours SCRUB_PASS_HOURS
+   * @param writes the store's write count (EventStore.writes), shared with the HTTP thread
+   */
+  constructor(private readonly scrub: LogScrub, private readonly passHours: number, private readonly writes: Int32Array) {}
+
+  /**
+   * A tick, every SCRUB_STEP_MS: takes a step of the credit when it reached SCRUB_MIN_STEP_BYTES
+   * (or a whole log smaller than that) and the store was not busy since the last tick; a busy tick
+   * adds no credit, so the scrub falls behind rather than catching up under load.
+   * @returns the scrub's status when a step ran
+   * @throws the error of the step
+   */
+  async tick(): Promise<ScrubStatus | undefined> {
+    const now = Atomics.load(this.writes, 0);
+    const busy = ((now - this.lastWrites) | 0) > SCRUB_BUSY_WRITES;
+    this.lastWrites = now;
+    if (busy) return undefined;
+    const logBytes = this.scrub.logBytes();
+    this.credit += scrubStepBytes(logBytes, this.passHours);
+    if (this.credit < Math.min(SCRUB_MIN_STEP_BYTES, logBytes)) return undefined;
+    const budget = this.credit;
+    this.credit = 0;
+    await this.scrub.step(budget);
+    return this.scrub.status;
+  }
 }

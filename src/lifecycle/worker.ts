@@ -16,7 +16,7 @@ import { errorReport } from '../errors.js';
 import { presentEventJson } from '../events/present.js';
 import { createLogger } from '../logger.js';
 import { DiskReserve, type EventChange, LifecycleStore, LogScrub, type StoreChange } from '../store/index.js';
-import { logFinding, SCRUB_STEP_MS, scrubStep } from './scrub-runner.js';
+import { logFinding, SCRUB_STEP_MS, ScrubPace } from './scrub-runner.js';
 import { runCleanup, type CleanupHooks, type CleanupTrigger, type HeadCheckpoint } from './cleanup.js';
 import { CapacityMonitor } from './capacity.js';
 import { CloudSink } from './cloud-uploader.js';
@@ -136,15 +136,14 @@ function every(ms: number, job: () => Promise<unknown>): NodeJS.Timeout {
 
 /** The scrub of the log (docs/STORAGE.md, "The scrub"): repairs ask the writer; each finding is logged. */
 const scrub = new LogScrub(store, (createdAts) => askWriter('rewrite-log-copies', { createdAts }), (finding) => logFinding(log, finding));
-let scrubWrites = 0;
+const scrubPace = new ScrubPace(scrub, config.scrubPassHours, new Int32Array(storeWrites));
 
 const timers = [
   every(config.cleanupIntervalSeconds * 1000, () => cleanup('AUTOMATIC')),
   // A step at a time, queued with the cleanups, so it never reads a segment a cleanup is deleting.
   every(SCRUB_STEP_MS, () => enqueue(async () => {
-    const step = await scrubStep(scrub, config.scrubPassHours, new Int32Array(storeWrites), scrubWrites);
-    scrubWrites = step.writes;
-    if (step.status) post({ type: 'scrub-status', status: step.status });
+    const status = await scrubPace.tick();
+    if (status) post({ type: 'scrub-status', status });
   })),
   // Between scheduled runs, a crossed limit starts a cleanup within LIMIT_CHECK_MS; the
   // consistency pass is left to the schedule (docs/OPERATIONS.md, "Keeping the disk bounded").
