@@ -21,6 +21,8 @@ const registry = {
   event_not_found: { status: 404, message: 'Event not found' },
   file_not_found: { status: 404, message: 'File not found' }, // E9
   method_not_allowed: { status: 405, message: 'Method Not Allowed' },
+  // A request without a Host, or with one that is not host[:port] (RFC 9110, 7.2), refused before it is routed.
+  malformed_host: { status: 400, message: 'Bad Request: the Host header is missing or is not host[:port]' },
   // A browser's request under a name that is not the store's (DNS rebinding), or from another origin.
   misdirected_request: { status: 421, message: 'Misdirected Request: Host is not a name of this store' },
   cross_origin_refused: { status: 403, message: 'Requests from another origin may not change this store' },

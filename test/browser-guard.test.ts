@@ -1,7 +1,7 @@
 /** The browser guard's rules over a table of requests (src/http/browser-guard.ts). */
 import type os from 'node:os';
 import t from 'tap';
-import { allowedHostNames, createBrowserGuard, hostName, jsonContentTypeProblem, type GuardedHeaders, type MachineNames } from '../src/http/browser-guard.js';
+import { allowedHostNames, createBrowserGuard, createHostCheck, hostName, jsonContentTypeProblem, parseHost, type GuardedHeaders, type MachineNames } from '../src/http/browser-guard.js';
 
 /** An interface's address as os.networkInterfaces() lists it. */
 const address = (ip: string, family: 'IPv4' | 'IPv6'): os.NetworkInterfaceInfo => (family === 'IPv4'
@@ -11,7 +11,8 @@ const machine: MachineNames = {
   hostname: 'Edge-Box-7',
   interfaces: { lo: [address('127.0.0.1', 'IPv4'), address('::1', 'IPv6')], eth0: [address('192.168.1.20', 'IPv4'), address('fd00::7', 'IPv6')] },
 };
-const guard = createBrowserGuard({ allowedHosts: ['events.plant.example'], corsAllowedOrigins: ['http://dashboard:3000'] }, machine);
+const guard = createBrowserGuard({ corsAllowedOrigins: ['http://dashboard:3000'] });
+const checkHost = createHostCheck(['events.plant.example'], machine);
 const headers = (extra: Partial<GuardedHeaders>): GuardedHeaders => ({ host: '192.168.1.20:8001', origin: '', fetchSite: '', ...extra });
 const post = { changesState: true };
 const cleanup = post;
@@ -29,18 +30,29 @@ t.test('the default names: localhost, the hostname, <hostname>.local and the mac
   t.same(allowedHostNames(['Events.Plant.Example', 'store.lan:8001'], machine).slice(-2), ['events.plant.example', 'store.lan'], 'listed names, lower-cased, without a port');
 });
 
-t.test('every route under a DNS name not the store\'s answers 421, whoever asks: a rebinding page\'s GET carries no browser header', async (t) => {
-  const allowed = ['192.168.1.20:8001', '10.9.8.7:8001', '127.0.0.1:8001', '[::1]:8001', '[fd00::7]:8001', 'localhost:8001', 'edge-box-7:8001', 'EDGE-BOX-7.local:8001', 'events.plant.example', 'app.localhost:8001', ''];
-  const rebound = ['evil.test:18221', 'rebind.attacker.example:8001', 'edge-box-7.attacker.example', 'localhost.attacker.example', '1.2.3.4.nip.io:8001', 'event-store:8001', 'store.lan'];
-  const asks: [string, Partial<GuardedHeaders>][] = [['no browser header', {}], ['Sec-Fetch-Site', { fetchSite: 'same-origin' }], ['Origin', { origin: 'http://x' }]];
-  for (const [who, extra] of asks) {
-    for (const host of allowed) t.equal(guard(headers({ host, ...extra }), get), undefined, `${JSON.stringify(host)}, ${who}: allowed`);
-    for (const host of rebound) {
-      t.equal(guard(headers({ host, ...extra }), get)?.status, 421, `${host}, ${who}: a GET refused`);
-      t.equal(guard(headers({ host, ...extra }), post)?.status, 421, `${host}, ${who}: a POST refused`);
-    }
+t.test('a Host is host[:port] as RFC 9110 spells it, or it is malformed', async (t) => {
+  const parsed: [string, string, string][] = [
+    ['localhost', 'localhost', ''], ['LocalHost:8001', 'localhost', '8001'], ['192.168.1.20:8001', '192.168.1.20', '8001'],
+    ['[::1]:8001', '[::1]', '8001'], ['[FD00::7]', '[fd00::7]', ''], ['[fe80::1%eth0]', '[fe80::1%eth0]', ''], ['localhost:', 'localhost', ''],
+    [' event-store:8001 ', 'event-store', '8001'], ['xn--bcher-kva.example', 'xn--bcher-kva.example', ''], ['my_box.lan', 'my_box.lan', ''],
+  ];
+  for (const [host, name, port] of parsed) t.same(parseHost(host), { name, port }, JSON.stringify(host));
+  const malformed = ['', ' ', 'localhost:evil', 'localhost:80:80', '[::1]evil.example', '[::1]:80x', '[evil.example', '[evil.example]', '[::1', '::1',
+    'user@localhost', 'local host', 'localhost, evil.example', 'localhost/path', 'a%zz', ':8001', 'localhost\t:8001'];
+  for (const host of malformed) t.equal(parseHost(host), undefined, JSON.stringify(host));
+});
+
+t.test('the Host check: a malformed Host answers 400, a DNS name not the store\'s 421, whoever asks', async (t) => {
+  const allowed = ['192.168.1.20:8001', '10.9.8.7:8001', '127.0.0.1:8001', '[::1]:8001', '[fd00::7]:8001', 'localhost:8001', 'edge-box-7:8001', 'EDGE-BOX-7.local:8001', 'events.plant.example', 'app.localhost:8001'];
+  const rebound = ['evil.test:18221', 'rebind.attacker.example:8001', 'edge-box-7.attacker.example', 'localhost.attacker.example', '1.2.3.4.nip.io:8001', 'event-store:8001', 'store.lan', '999.1.2.3'];
+  for (const host of allowed) t.equal(checkHost(host), undefined, `${JSON.stringify(host)}: allowed`);
+  for (const host of rebound) t.equal(checkHost(host)?.status, 421, `${host}: refused 421`);
+  for (const host of ['', 'localhost:evil', '[::1]evil.example', '[evil.example', 'localhost, evil.example']) {
+    t.match(checkHost(host), { status: 400, code: 'malformed_host' }, `${JSON.stringify(host)}: refused 400`);
   }
-  const refused = guard(headers({ host: 'store.lan:8001' }), get);
+  t.match(checkHost('')?.message, 'The request has no Host, or an empty one', 'says the Host is missing');
+  t.match(checkHost('localhost:evil')?.message, 'Host "localhost:evil" is not host[:port]', 'names the Host it saw');
+  const refused = checkHost('store.lan:8001');
   t.match(refused?.message, 'Host "store.lan:8001" is not a name of this store: add "store.lan" to ALLOWED_HOSTS', 'names the host without its port, and the setting');
 });
 

@@ -123,7 +123,7 @@ const pathParamNames = (routePath: string): string[] => [...routePath.matchAll(/
 
 /**
  * What the route table answers for `route` before its handler runs (route-table.ts), as errors
- * of the route's doc: 401 (the key), 413, 415 and 503 (a JSON body it reads or requires, or holds
+ * of the route's doc: 400 (no Host, or a malformed one), 401 (the key), 413, 415 and 503 (a JSON body it reads or requires, or holds
  * past MAX_INFLIGHT_BODY_BYTES), 421 (a page for browsers, or any route, under a DNS name not the store's), 529
  * (`capacity_blocked`).
  */
@@ -137,6 +137,7 @@ function routeTableErrors(route: Route): Partial<Record<ErrorCode, ErrorDoc>> {
     errors.body_budget_full = 'Request bodies held at once (their bytes and what parsing adds) would pass MAX_INFLIGHT_BODY_BYTES; retry after Retry-After (seconds); nothing was stored.';
   }
   if (route.body === 'json' || route.jsonBody) errors.unsupported_content_type = 'Content-Type is not application/json.';
+  errors.malformed_host = 'No Host, or a Host that is not host[:port] (checked before the route is matched).';
   errors.misdirected_request = `Host is a DNS name not among the store's (localhost, its hostname, <hostname>.local, ALLOWED_HOSTS); add it to ALLOWED_HOSTS${route.errorShape === 'page' ? ' (an HTML page says so)' : ''}.`;
   if (route.gated) errors.capacity_blocked = 'Store over its capacity limits, waiting for uploads to drain; nothing was written.';
   return errors;
@@ -224,7 +225,8 @@ function build(routes: readonly Route[]): Json {
       description:
         'On-device event store for vision pipelines. Input accepts camelCase or snake_case names; responses use snake_case. ' +
         'Errors are FastAPI-shaped: {"detail": "..."}, or for 422 {"detail": [{"loc", "msg", "type"}]}. ' +
-        'Any path also answers 404 when unknown, 405 with Allow for another method, 421 or 403 to a browser\'s request ' +
+        'Any request first answers 400 without a Host or with one that is not host[:port], and 421 under a DNS name not the store\'s; ' +
+        'then any path answers 404 when unknown, 405 with Allow for another method, 403 to a browser\'s request ' +
         'the store does not take (docs/API.md, "Browsers"), and 400 or 501 to ambiguous request framing.',
     },
     servers: [{ url: '/' }],

@@ -4,8 +4,10 @@
  * check (all routes but the public ones), the capacity gate, JSON body streamed within
  * MAX_RECORD_SIZE_BYTES and held within MAX_INFLIGHT_BODY_BYTES over all requests (body-budget.ts)
  * until the request is over, errors mapped to responses in one place, and the count of in-flight
- * requests that a graceful stop waits for. A known path asked with another method answers 405
- * with `Allow` (an allowed origin's CORS preflight 204); an unknown path 404 (docs/API.md, "Errors").
+ * requests that a graceful stop waits for. Every request's Host is checked first, before its route
+ * is matched (400 `malformed_host`, 421 `misdirected_request`: browser-guard.ts `createHostCheck`).
+ * A known path asked with another method answers 405 with `Allow` (an allowed origin's CORS
+ * preflight 204); an unknown path 404 (docs/API.md, "Errors").
  */
 import type { StoreMetrics } from '../operations/metrics.js';
 import type { MqttSink } from '../sinks/mqtt-sink.js';
@@ -21,7 +23,7 @@ import type { ResetTokens } from '../operations/reset.js';
 import type { EventStore } from '../store/index.js';
 import type { Thumbnails } from '../events/thumbnails.js';
 import { createKeyChecker } from './auth.js';
-import { corsHeaders, createBrowserGuard, crossSiteReadProblem, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';
+import { corsHeaders, createBrowserGuard, createHostCheck, crossSiteReadProblem, jsonContentTypeProblem, preflightHeaders } from './browser-guard.js';
 import type { HttpEngine, RuntimeInfo } from './engine.js';
 import type { ErrorShape, Exchange } from './exchange.js';
 import { readBodyText } from './json-body.js';
@@ -196,7 +198,13 @@ function routesByPath(routes: Route[]): Map<string, Route[]> {
  */
 export interface Admission {
   /**
-   * Runs the checks in order: the browser guard, the key, a JSON Content-Type where one is
+   * The Host check every request passes first, whatever its path and method (browser-guard.ts
+   * `createHostCheck`; docs/API.md, "Browsers").
+   * @returns AppError malformed_host (400) or misdirected_request (421); undefined to go on
+   */
+  checkHost(ex: Exchange): AppError | undefined;
+  /**
+   * Runs the checks in order: the Host, the browser guard, the key, a JSON Content-Type where one is
    * required, and the capacity gate (docs/API.md, "Authentication", "Browsers", "Capacity and
    * 529"). Also sets the exchange's response defaults.
    * @param changesState the request changes state, or (a WebSocket) reads outside CORS's reach: a
@@ -213,10 +221,12 @@ export function createAdmission(ctx: ServerContext): Admission {
   const checkKey = createKeyChecker(ctx.config.apiKey);
   const { gate } = ctx.lifecycle;
   const guard = createBrowserGuard(ctx.config);
+  const hostCheck = createHostCheck(ctx.config.allowedHosts);
+  const checkHost = (ex: Exchange) => hostCheck(ex.headers.host);
   const allowedOrigins = new Set(ctx.config.corsAllowedOrigins);
   const admit: Admission['admit'] = (ex, route, changesState = route.method === 'post' || route.refusesCrossOrigin === true) => {
     ex.setResponseDefaults({ errorShape: route.errorShape ?? 'store', headers: corsHeaders(ex.headers.origin, allowedOrigins) });
-    const refused = guard(ex.headers, { changesState });
+    const refused = checkHost(ex) ?? guard(ex.headers, { changesState });
     if (refused) return refused;
     const crossSite = route.refusesCrossSite ? crossSiteReadProblem(ex.headers, allowedOrigins) : undefined;
     if (crossSite) return crossSite;
@@ -226,7 +236,7 @@ export function createAdmission(ctx: ServerContext): Admission {
     if (route.gated && !gate.admit(route.gated)) return new AppError('capacity_blocked');
     return undefined;
   };
-  return { admit, allowedOrigins };
+  return { checkHost, admit, allowedOrigins };
 }
 
 /** What the wrappers of one `registerRoutes` call share. */
@@ -269,7 +279,7 @@ export function registerRoutes(engine: HttpEngine, routes: Route[], ctx: ServerC
     if (path !== '/') engine.route('any', `${path}/`, notAllowed);
   }
   engine.route('any', '/*', (ex) => {
-    ex.fail(new AppError('not_found'), logError);
+    ex.fail(admission.checkHost(ex) ?? new AppError('not_found'), logError);
     observeRequest(ctx, ex, { path: 'unmatched' }, performance.now());
   });
   return inFlight;
@@ -368,6 +378,12 @@ function notAllowedHandler(path: string, sharing: Route[], registration: Registr
     // A 405 is a client's mistake, not a page a person opened: the page's HTML errors stay its GET's.
     const shape = sharing[0].errorShape === 'page' ? 'store' : sharing[0].errorShape ?? 'store';
     ex.setResponseDefaults({ errorShape: shape, headers: [] });
+    const misdirected = registration.admission.checkHost(ex);
+    if (misdirected) {
+      ex.fail(misdirected, logError);
+      observeRequest(ctx, ex, { path }, performance.now());
+      return;
+    }
     const preflight = ex.method === 'OPTIONS' ? preflightHeaders(ex.headers.origin, allowedOrigins, allow) : undefined;
     if (preflight) {
       ex.send(204, '', preflight);

@@ -3,7 +3,8 @@
  * limits follow the native engine's where Node lets them (Node's reference, `http.createServer`
  * options and `server.timeout`):
  * - a request head up to MAX_HEAD_BYTES (a larger one answers 431, a malformed one 400, and the
- *   connection is closed), received within IDLE_TIMEOUT_MS (`headersTimeout`);
+ *   connection is closed), received within IDLE_TIMEOUT_MS (`headersTimeout`); a request without
+ *   a Host is left to the route table's Host check (`requireHostHeader: false`), as any other;
  * - a connection idle between requests for IDLE_TIMEOUT_MS is closed (`keepAliveTimeout`), and
  *   so is one on which a request body or a download moves no byte for that long (the socket's
  *   timeout, set by NodeExchange while it reads a body or streams a file): an upload that
@@ -20,8 +21,8 @@ import type { AddressInfo } from 'node:net';
 import { MAX_HEAD_BYTES, type HttpEngine, type RuntimeInfo } from '../engine.js';
 import { listenFailure } from '../listen-failure.js';
 import { NodeExchange } from './node-exchange.js';
-import { NodeWebSockets, splitTarget, type RequestHandler } from './node-websocket.js';
-import { RouteMatcher } from './route-match.js';
+import { NodeWebSockets, type RequestHandler } from './node-websocket.js';
+import { RouteMatcher, splitTarget } from './route-match.js';
 
 /** How long a connection may go without a byte read or written (ms): uWebSockets.js's 10 s. */
 export const IDLE_TIMEOUT_MS = 10_000;
@@ -39,12 +40,15 @@ export function createNodeEngine(runtime: RuntimeInfo): HttpEngine {
     keepAliveTimeout: IDLE_TIMEOUT_MS,
     connectionsCheckingInterval: 1000, // how often headersTimeout is checked (default 30 s)
     maxHeaderSize: MAX_HEAD_BYTES,
+    // An HTTP/1.1 request without a Host reaches the route table, whose Host check answers it 400
+    // `malformed_host` with the registry's body (Node's own 400 has none).
+    requireHostHeader: false,
   }, (req, res) => {
-    const { url, query } = splitTarget(req.url ?? '/');
-    const found = routes.match(req.method ?? 'GET', url);
+    const target = splitTarget(req.url ?? '/');
+    const found = routes.match(req.method ?? 'GET', target.url);
     // The route table registers a catch-all; without one, close like a server with no route.
     if (!found) return void res.destroy();
-    found.value(new NodeExchange(req, res, url, query, found.params, IDLE_TIMEOUT_MS));
+    found.value(new NodeExchange(req, res, target, found.params, IDLE_TIMEOUT_MS));
   });
   return {
     name: 'node',

@@ -8,6 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Exchange, statusText } from '../exchange.js';
+import type { RequestTarget } from './route-match.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -15,6 +16,18 @@ const EMPTY = Buffer.alloc(0);
 function header(req: IncomingMessage, name: string): string {
   const value = req.headers[name];
   return (Array.isArray(value) ? value[0] : value) ?? '';
+}
+
+/**
+ * The Host a request names: an absolute-form target's authority (RFC 9112, 3.2.2), else its Host
+ * header, several Host lines joined with `, ` (Node keeps the first alone), which no check takes
+ * for a host ('' when absent).
+ */
+function hostOf(req: IncomingMessage, target: RequestTarget): string {
+  if (target.authority !== undefined) return target.authority;
+  const values: string[] = [];
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() === 'host') values.push(req.rawHeaders[i + 1]);
+  return values.join(', ');
 }
 
 export class NodeExchange extends Exchange {
@@ -28,20 +41,19 @@ export class NodeExchange extends Exchange {
 
   /**
    * Copies what the exchange needs from `req` and attaches the abort handling.
-   * @param url the path as sent, without the query
-   * @param query the query string without `?`
+   * @param target the request target: path as sent, query, and an absolute form's authority (route-match.ts `splitTarget`)
    * @param rawParams route parameters as sent (percent-encoded)
    * @param stallMs how long a request body or a streamed response may move no byte, and a write
    *   of a stream of unknown length wait for the client to read, before the connection is closed
    *   (ms; node-engine.ts IDLE_TIMEOUT_MS). With no 'timeout' listener, Node's server destroys a
    *   socket whose timeout passes (Node's reference, "server.timeout").
    */
-  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, url: string, query: string, rawParams: string[], private readonly stallMs: number) {
+  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, target: RequestTarget, rawParams: string[], private readonly stallMs: number) {
     const length = header(req, 'content-length');
     super({
       method: (req.method ?? 'GET').toUpperCase(),
-      url,
-      query,
+      url: target.url,
+      query: target.query,
       rawParams,
       headers: {
         apiKey: header(req, 'x-api-key'),
@@ -49,7 +61,7 @@ export class NodeExchange extends Exchange {
         contentLength: length === '' ? undefined : Number(length),
         range: header(req, 'range'),
         lastEventId: header(req, 'last-event-id'),
-        host: header(req, 'host'),
+        host: hostOf(req, target),
         origin: header(req, 'origin'),
         fetchSite: header(req, 'sec-fetch-site'),
       },

@@ -14,7 +14,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { EngineWebSocket, WebSocketEndpoint, WebSocketSession } from '../engine.js';
 import type { Exchange } from '../exchange.js';
 import { NodeExchange } from './node-exchange.js';
-import type { RouteMatcher } from './route-match.js';
+import { splitTarget, type RouteMatcher } from './route-match.js';
 
 /** Largest message a client may send (bytes): clients only listen. As the native engine's. */
 const MAX_PAYLOAD_BYTES = 4 * 1024;
@@ -25,12 +25,6 @@ const HIGH_WATER_BYTES = 1024 * 1024;
 
 /** A request handler as the engine registers it. */
 export type RequestHandler = (ex: Exchange) => void;
-
-/** The path and the query string of a request target. */
-export function splitTarget(target: string): { url: string; query: string } {
-  const mark = target.indexOf('?');
-  return mark < 0 ? { url: target, query: '' } : { url: target.slice(0, mark), query: target.slice(mark + 1) };
-}
 
 /** The WebSocket routes of one node:http server. */
 export class NodeWebSockets {
@@ -58,7 +52,8 @@ export class NodeWebSockets {
   /** The server's `'upgrade'` listener (Node's reference, "Event: 'upgrade'"). */
   readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => undefined); // a client gone mid-handshake; 'close' follows
-    const { url, query } = splitTarget(req.url ?? '/');
+    const target = splitTarget(req.url ?? '/');
+    const { url } = target;
     const res = new http.ServerResponse(req);
     res.assignSocket(socket as Parameters<typeof res.assignSocket>[0]);
     res.shouldKeepAlive = false;
@@ -67,9 +62,9 @@ export class NodeWebSockets {
     if (!endpoint) {
       const found = this.routes.match(req.method ?? 'GET', url);
       if (!found) return void socket.destroy();
-      return found.value(new NodeExchange(req, res, url, query, found.params, this.stallMs));
+      return found.value(new NodeExchange(req, res, target, found.params, this.stallMs));
     }
-    const session = endpoint.upgrade(new NodeExchange(req, res, url, query, [], this.stallMs));
+    const session = endpoint.upgrade(new NodeExchange(req, res, target, [], this.stallMs));
     if (!session) return; // refused through `res`
     res.detachSocket(socket as Parameters<typeof res.detachSocket>[0]);
     this.server.handleUpgrade(req, socket, head, (ws) => open(ws, session));

@@ -3,7 +3,8 @@
  * uWebSockets.js matches them (its router's documented priorities), so both engines answer a
  * path alike: segments are compared as sent (not decoded; the Exchange decodes parameters), a
  * static segment wins over a parameter and a parameter over a wildcard at the first segment where
- * two patterns differ, and a route of the request's method wins over an `any` route.
+ * two patterns differ, and a route of the request's method wins over an `any` route. A request
+ * target is taken apart first (`splitTarget`).
  */
 
 /** A registered route: lower-case method (`get`, `post`, ... or `any`), pattern, and its value. */
@@ -75,4 +76,30 @@ export class RouteMatcher<T> {
     const params = best.entry.segments.flatMap((segment, i) => (kind(segment) === PARAM ? [parts[i]] : []));
     return { value: best.entry.value, params };
   }
+}
+
+/** A request target taken apart (RFC 9112, 3.2). */
+export interface RequestTarget {
+  /** The path as sent, without the query. */
+  url: string;
+  /** The query string without `?` ('' when none). */
+  query: string;
+  /** The authority of an absolute-form target (`http://host:8001/health`), which stands for the Host header; undefined in origin form. */
+  authority?: string;
+}
+
+/** `scheme://authority` then the path and query of an absolute-form target. */
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)(.*)$/is;
+
+/**
+ * The path, query and, in absolute form, the authority of a request target. A server must accept
+ * the absolute form and take the host from it, not from the Host header (RFC 9112, 3.2.2).
+ */
+export function splitTarget(target: string): RequestTarget {
+  const absolute = ABSOLUTE_FORM.exec(target);
+  const rest = absolute ? absolute[2] : target;
+  const pathAndQuery = absolute && !rest.startsWith('/') ? `/${rest}` : rest;
+  const mark = pathAndQuery.indexOf('?');
+  const split = mark < 0 ? { url: pathAndQuery, query: '' } : { url: pathAndQuery.slice(0, mark), query: pathAndQuery.slice(mark + 1) };
+  return absolute ? { ...split, authority: absolute[1] } : split;
 }

@@ -95,7 +95,10 @@ function addWebSocket(app: UwsApp, pattern: string, endpoint: WebSocketEndpoint)
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
-      const session = endpoint.upgrade(new UwsExchange(res, req, paramCount));
+      const ex = new UwsExchange(res, req, paramCount);
+      const refused = framingProblem(req);
+      if (refused) return void ex.fail(refused, () => undefined, true);
+      const session = endpoint.upgrade(ex);
       if (session) res.upgrade({ session }, key, protocol, extensions, context);
     },
     open: (ws) => ws.getUserData().session.open(engineWebSocket(ws)),
