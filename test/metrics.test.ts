@@ -79,3 +79,55 @@ t.test('a scrape reports only true values: no empty loop-delay statistics, no Na
     t.match(text, /^edge_events_nodejs_eventloop_lag_seconds /m, `${when} scrape: the lag measured at the scrape stays`);
   }
 });
+
+/** The samples of `name` in a scrape, by their value (none when the scrape left it out). */
+function samplesOf(text: string, name: string): number[] {
+  return text.split('\n').filter((line) => line.startsWith(`${name} `)).map((line) => Number(line.slice(name.length + 1)));
+}
+
+t.test('the loop delay is reported beyond the once-a-second sampling: an idle store reads near 0, a stall of known length shows in max', async (t) => {
+  const store = await startStore();
+  t.teardown(() => store.stop());
+  const scrape = async () => (await fetch(`${store.url}/metrics`)).text();
+  const sampled = (name: string) => async () => {
+    const text = await scrape();
+    return samplesOf(text, name).length > 0 && text;
+  };
+  // Each scrape resets prom-client's histogram, and Node's then records from its second sample on
+  // (the first only marks the time): a scrape with a sample comes two sampling periods after the last.
+  const SAMPLE_MS = 1000;
+  const idle = await until('a scrape with a loop-delay sample', sampled('edge_events_nodejs_eventloop_lag_p50_seconds'), 30_000, 2.5 * SAMPLE_MS);
+  for (const stat of ['min', 'p50', 'mean']) {
+    const [value] = samplesOf(idle, `edge_events_nodejs_eventloop_lag_${stat}_seconds`);
+    t.ok(value >= 0 && value < 0.2, `idle ${stat}: ${value} s, not the 1 s sampling interval`);
+  }
+
+  // The store runs in this process, on this event loop: holding the loop here stalls the store's
+  // HTTP thread for as long as the test says. A first hold longer than a sampling period makes
+  // the histogram's sample come right after it; the second, of STALL_MS, then starts within the
+  // period that sample began, so the next one is at least STALL_MS - SAMPLE_MS late.
+  const hold = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) { /* the loop is held */ }
+  };
+  // One whole turn of the loop's timers, every timer due then run: a timeout of 0 runs in that
+  // turn, possibly before the sampler's callback (its due time is taken from the loop's time at
+  // the turn's start), an immediate after the turn.
+  const timersTurn = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+  const STALL_MS = 1300;
+  await scrape();
+  hold(SAMPLE_MS + 100);
+  await timersTurn(); // the sampler's callback, due during the first hold, has run
+  hold(STALL_MS);
+  // The sampler's callback, due since, runs before the scrape, which would otherwise reset the
+  // histogram first and lose the sample.
+  await timersTurn();
+  const stalled = await until('a scrape with the stall\'s sample', sampled('edge_events_nodejs_eventloop_lag_max_seconds'), 30_000, 2.5 * SAMPLE_MS);
+  const [max] = samplesOf(stalled, 'edge_events_nodejs_eventloop_lag_max_seconds');
+  const least = (STALL_MS - SAMPLE_MS) / 1000;
+  t.ok(max >= least, `max ${max} s: at least ${least} s, the stall beyond the sampling period`);
+  t.ok(max <= least + 0.5, `max ${max} s: the stall's, not the sampling period's`);
+});

@@ -7,9 +7,9 @@
  * append + fdatasync and index commit latency); deletions by reason (from the store's change
  * feed). Read from the store's state at each scrape: stored events, images and bytes, capacity
  * used, the cloud upload backlog and the age of its oldest event, 529 refusals, lifecycle worker
- * restarts, live-stream subscribers. Plus prom-client's default process metrics.
+ * restarts, live-stream subscribers. Plus prom-client's default process metrics (process-metrics.ts).
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { clockStatus, type EventStore } from '../store/index.js';
 import type { MqttSink } from '../sinks/mqtt-sink.js';
@@ -19,6 +19,7 @@ import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
 import { DEVICE_WRITES_SOURCE, PER_DAY_AFTER_SECONDS, WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
+import { processMetrics } from './process-metrics.js';
 
 const PREFIX = 'edge_events_';
 
@@ -41,54 +42,6 @@ export interface MetricSources {
   hub?: NatsSource;
 }
 
-/** How often the event loop's delay is sampled for `nodejs_eventloop_lag_*` (ms; prom-client `eventLoopMonitoringPrecision`). */
-const EVENT_LOOP_SAMPLE_MS = 1000;
-
-/** prom-client's statistics of the event loop's delay (lib/metrics/eventLoopLag.js). */
-const LOOP_DELAY_STATISTICS = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((stat) => `${PREFIX}nodejs_eventloop_lag_${stat}_seconds`);
-
-/**
- * prom-client sets the loop-delay statistics from a `monitorEventLoopDelay` histogram that it
- * resets at every scrape, so a scrape before the histogram's next sample (the first second after
- * start, or two scrapes within EVENT_LOOP_SAMPLE_MS) reports an empty histogram's state: a min of
- * 9223372036.854776 s, a max of 0 and a NaN mean. Such a scrape leaves them out: a value is kept
- * only when the histogram had a sample, which its max (0 when empty) tells.
- */
-function omitEmptyLoopDelayStatistics(registry: Registry): void {
-  const max = registry.getSingleMetric(`${PREFIX}nodejs_eventloop_lag_max_seconds`);
-  if (!max) return;
-  const maxOf = max.get.bind(max);
-  for (const name of LOOP_DELAY_STATISTICS) {
-    const gauge = registry.getSingleMetric(name);
-    if (!gauge) continue;
-    const get = gauge.get.bind(gauge);
-    gauge.get = async () => {
-      const metric = await get();
-      const sampled = (await maxOf()).values.some((sample) => sample.value > 0);
-      return sampled ? metric : { ...metric, values: [] };
-    };
-  }
-}
-
-/**
- * prom-client's default process metrics (docs/OPERATIONS.md, "Metrics"), but its three gauges
- * named `*_total` and its `process_heap_bytes`, and with the event loop's delay sampled every
- * EVENT_LOOP_SAMPLE_MS.
- */
-function processMetrics(registry: Registry): void {
-  // The event loop delay histogram samples every EVENT_LOOP_SAMPLE_MS: each sample wakes an idle
-  // store. prom-client's default of 10 ms cost it 4 ms of CPU a second, 100 ms still 0.85
-  // (docs/OPERATIONS.md, "Metrics").
-  collectDefaultMetrics({ register: registry, prefix: PREFIX, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
-  // prom-client names three gauges `*_total`, which `promtool check metrics` flags (exit 3); the
-  // same counts stay exposed by type as `nodejs_active_handles`, `_requests` and `_resources`.
-  for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`${PREFIX}nodejs_active_${kind}_total`);
-  // prom-client's `process_heap_bytes` is the process's VmData (its data segments, every mapping
-  // reserved included: 2.4 GB beside an RSS of 152 MB), no heap; `nodejs_heap_size_*` are V8's.
-  registry.removeSingleMetric(`${PREFIX}process_heap_bytes`);
-  omitEmptyLoopDelayStatistics(registry);
-}
-
 /** Distinct paths of ignored keys /metrics labels before it counts the rest as `other`, and the characters of each kept. */
 const IGNORED_KEY_PATHS = 100;
 const IGNORED_KEY_PATH_CHARS = 200;
@@ -105,7 +58,7 @@ export class StoreMetrics {
   constructor(sources: MetricSources) {
     const { config, store, lifecycle, stream, mqtt, diskWrites, hub } = sources;
     const registers = [this.registry];
-    processMetrics(this.registry);
+    processMetrics(this.registry, PREFIX);
 
     // Counted by observeRequest and countIgnoredKeys.
     this.requests = new Counter({ name: `${PREFIX}http_requests_total`, help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers });
