@@ -56,6 +56,16 @@ export interface Config {
    */
   maxInflightBodyBytes: number;
   /**
+   * Bytes of a request's body the store still reads, and drops, after answering it before its body
+   * was read (a 413, 409, 421, 503 or 529 to an upload: lingering close, as nginx's
+   * `lingering_close`): the client can then finish sending and read the answer instead of a broken
+   * pipe. A body declared longer than this is cut off at once; 0: never (docs/ARCHITECTURE.md, "The
+   * steps of a request", step 10).
+   */
+  lingeringCloseMaxBytes: number;
+  /** Seconds after such an answer past which the rest of the body is no longer waited for, and the connection is closed; 0: never linger. */
+  lingeringCloseSeconds: number;
+  /**
    * Bytes of live-stream messages one subscriber may have waiting while it is behind; past it
    * the store closes its stream with its resume point (docs/API.md, "Live stream").
    */
@@ -321,6 +331,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
     maxPointsPerEvent: number(env, 'MAX_POINTS_PER_EVENT', 100_000, { min: 1 }),
     maxInflightBodyBytes: inflightBodyBytes(env, maxRecordSizeBytes),
+    lingeringCloseMaxBytes: number(env, 'LINGERING_CLOSE_MAX_BYTES', 64 * MiB, { max: 64 * GiB }),
+    lingeringCloseSeconds: number(env, 'LINGERING_CLOSE_SECONDS', 30, { max: 3600 }),
     streamSubscriberBufferBytes: number(env, 'STREAM_SUBSCRIBER_BUFFER_BYTES', 4 * MiB, { min: 64 * 1024 }),
     diskReserveBytes: number(env, 'DISK_RESERVE_BYTES', 8 * MiB, { min: 0 }),
     // The default is src/events/thumbnails.ts THUMBNAIL_QUEUE_MAX (the operator page asks for up to 200 at once).

@@ -67,7 +67,7 @@ for (const engineName of engines) {
     });
     const log = pino({ level: 'info', serializers: { err: pino.stdSerializers.errWithCause } }, sink);
     const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', HTTP_ENGINE: engineName });
-    const engine = createEngine(config.httpEngine, log);
+    const engine = createEngine(config, log);
     const doc = { tag: 'test', summary: 'test', operationId: 'test', responses: {} };
     const routes: Route[] = [
       { method: 'get', path: '/forgot', doc, handler: () => undefined },

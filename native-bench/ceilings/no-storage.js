@@ -49,7 +49,7 @@ const writer = {
 
 const config = loadConfig();
 const log = createLogger(config.logLevel, [config.apiKey]);
-const engine = createEngine(config.httpEngine, log);
+const engine = createEngine(config, log);
 // The gate of a store without cloud upload: it looks at the store only while blocked, which a
 // flag nobody sets never is (docs/API.md, "Capacity and 529").
 const gate = new CapacityGate(new Int32Array(new SharedArrayBuffer(4)), { trackUploads: false }, config, log);

@@ -76,7 +76,7 @@ export async function startDurableFloor(config: Config): Promise<DurableFloor> {
       for (const { ex } of answered) ex.fail(err, (failure) => log.error({ err: failure }, 'durable floor: append failed'));
     }
   };
-  const engine = createEngine(config.httpEngine, log);
+  const engine = createEngine(config, log);
   engine.route('get', '/health', (ex) => ex.json(200, { status: 'healthy', datastore: 'durable floor' }));
   engine.route('get', '/events/count/stats', (ex) => ex.json(200, { total_count: appended }));
   engine.route('post', '/v2/events', (ex) => {

@@ -3,9 +3,11 @@
  * (uws refuses to start when no native build loads); unset, the best native uWebSockets.js build
  * that loads here, else the `node:http` engine announced once, loudly, at start-up.
  */
+import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { packageVersion } from '../paths.js';
 import type { EngineName, HttpEngine, RuntimeInfo } from './engine.js';
+import type { LingeringClose } from './exchange.js';
 import { createNodeEngine } from './node/node-engine.js';
 import type { UwsHost } from './uws/uws-builds.js';
 import { createUwsEngine } from './uws/uws-engine.js';
@@ -55,24 +57,31 @@ function runtimeInfo(name: EngineName, host: UwsHost, uwsBuild: string | null): 
   return { version: packageVersion, node_version: process.version, node_abi: process.versions.modules, http_engine: name, uws_build: uwsBuild, glibc: host.glibc };
 }
 
+/** What `createEngine` reads of the settings. */
+export type EngineSettings = Pick<Config, 'httpEngine' | 'lingeringCloseMaxBytes' | 'lingeringCloseSeconds'>;
+
 /**
- * Creates the engine `requested` (HTTP_ENGINE), or the best one when undefined, and logs which.
- * @throws UwsUnavailable when `requested` is `uws` and no native build loads
+ * Creates the engine `settings.httpEngine` asks for (HTTP_ENGINE), or the best one when
+ * undefined, and logs which; its exchanges linger after early answers as LINGERING_CLOSE_MAX_BYTES
+ * and LINGERING_CLOSE_SECONDS say (exchange.ts `LingeringClose`).
+ * @throws UwsUnavailable when HTTP_ENGINE is `uws` and no native build loads
  */
-export function createEngine(requested: EngineName | undefined, log: Logger): HttpEngine {
+export function createEngine(settings: EngineSettings, log: Logger): HttpEngine {
+  const requested = settings.httpEngine;
+  const lingering: LingeringClose = { maxBytes: settings.lingeringCloseMaxBytes, seconds: settings.lingeringCloseSeconds };
   if (requested === 'node') {
     const host = currentHost();
     log.info({ httpEngine: 'node', node: process.version, nodeAbi: host.abi }, 'HTTP engine: node:http (HTTP_ENGINE=node)');
-    return createNodeEngine(runtimeInfo('node', host, null));
+    return createNodeEngine(runtimeInfo('node', host, null), lingering);
   }
   const report = loadUws();
   const { loaded } = report;
   if (loaded) {
     log.info({ httpEngine: 'uws', uwsBuild: loaded.label, node: process.version, nodeAbi: report.host.abi, glibc: report.host.glibc },
       `HTTP engine: uWebSockets.js ${loaded.label} (native)`);
-    return createUwsEngine(loaded, runtimeInfo('uws', report.host, loaded.label));
+    return createUwsEngine(loaded, runtimeInfo('uws', report.host, loaded.label), lingering);
   }
   if (requested === 'uws') throw new UwsUnavailable(report);
   log.warn({ httpEngine: 'node', node: process.version, nodeAbi: report.host.abi, glibc: report.host.glibc, uwsNeeds: uwsNeeds(report) }, fallbackNotice(report));
-  return createNodeEngine(runtimeInfo('node', report.host, null));
+  return createNodeEngine(runtimeInfo('node', report.host, null), lingering);
 }

@@ -12,7 +12,8 @@
  * - a response is either whole (`send`, `json`, `fail`), or written by the handler itself after
  *   `takeOver` (fastify's `reply.hijack()`): the returned ResponseStream starts it and streams
  *   the body with backpressure; nothing is written after abort or end;
- * - `closeConnection` closes the connection after the response (a body left unread);
+ * - an answer given while the body is unread reads the rest and drops it before it ends, within
+ *   the lingering-close bounds (`LingeringClose`), and otherwise closes the connection;
  * - the state (`aborted`, `responded`, `bodyUnread`, `takenOver`) is read-only outside: the
  *   engines set it through the protected `markAborted` and `markBodyRead`.
  */
@@ -122,16 +123,29 @@ export interface ResponseDefaults {
 }
 
 /**
- * The most bytes of a refused request's body the store still reads, and drops, when it answers
- * before reading it (8 MiB, or a JSON route's body limit: `drainUpTo`; docs/ARCHITECTURE.md, "The
- * steps of a request", step 10). Closing a connection whose client is still sending makes
- * the kernel reset it, and the client's next write
- * fails with EPIPE, often before it has read the answer: a 409 or 529 to an upload reached Node's
- * fetch as "fetch failed" in one try in three on node:http. Reading the rest lets the client finish
- * and read the answer, and the connection stays open. A longer body, or one of unknown length, is
- * cut off (`Connection: close`). Each engine drains its own way (node-exchange.ts, uws-exchange.ts).
+ * Lingering close, as nginx's `lingering_close` (docs/ARCHITECTURE.md, "The steps of a request",
+ * step 10): how much of a request's body the store still reads, and drops, after answering it
+ * before the body was read (a 413, 409, 421, 503 or 529 to an upload or a create). Closing a
+ * connection whose client is still sending makes the kernel reset it, and the client's next write
+ * fails with EPIPE before it has read the answer: Python's urllib and requests, which send the
+ * whole body before reading, got `BrokenPipeError` for a 413 after 1 to 3 MB. So the answer goes
+ * out at once and the rest of the body is read and dropped; once it is in, the answer ends and the
+ * connection is kept, or closed when the client asked so. Past `maxBytes` more bytes or `seconds`,
+ * the connection is closed; a body declared longer than `maxBytes` is cut off at once, as is
+ * everything when either is 0. Each engine lingers its own way (node-exchange.ts, uws-exchange.ts).
  */
-export const DRAIN_MAX_BYTES = 8 * 1024 * 1024;
+export interface LingeringClose {
+  /** Bytes read and dropped after the answer, at most (LINGERING_CLOSE_MAX_BYTES). */
+  maxBytes: number;
+  /** Seconds after the answer, at most (LINGERING_CLOSE_SECONDS). */
+  seconds: number;
+}
+
+/**
+ * What happens to the connection after a whole answer: `keep` it; `linger`, reading the rest of
+ * an unread body first (`LingeringClose`); `close` it at once.
+ */
+export type AfterAnswer = 'keep' | 'linger' | 'close';
 
 export abstract class Exchange {
   readonly method: string;
@@ -145,12 +159,17 @@ export abstract class Exchange {
   private bodyLeft: boolean;
   private readonly bodyChunked: boolean;
   private bodyBytes = 0;
-  private drainMaxBytes = DRAIN_MAX_BYTES;
+  /** Body bytes received when a lingering answer was given; -1 while not lingering. */
+  private lingerFrom = -1;
+  private lingerTimer: NodeJS.Timeout | undefined;
+  /** What ends a lingering answer once the body is in (the engine's). */
+  private lingerDone: (() => void) | undefined;
   private stream: ResponseStream | undefined;
   private defaults: ResponseDefaults = { errorShape: 'store', headers: [] };
   private readonly abortHandlers: (() => void)[] = [];
 
-  protected constructor(head: RequestHead) {
+  /** @param lingering how much of an unread body an early answer still reads (`LingeringClose`) */
+  protected constructor(head: RequestHead, private readonly lingering: LingeringClose) {
     this.method = head.method;
     this.url = head.url;
     this.query = head.query;
@@ -181,22 +200,49 @@ export abstract class Exchange {
   }
 
   /**
-   * True while the unread rest of the body has a declared length of at most DRAIN_MAX_BYTES (or
-   * what `drainUpTo` set): an answer given now reads it and drops it instead of closing the connection.
+   * What an answer given now does with the connection when the caller says nothing: `keep` when
+   * the body was read, else `linger` (the rest is read and dropped first), or `close` when
+   * lingering is off, the rest is declared longer than LINGERING_CLOSE_MAX_BYTES, or the request
+   * is a HEAD.
    */
-  protected get bodyDrainable(): boolean {
+  private afterAnswer(): AfterAnswer {
+    if (!this.bodyLeft) return 'keep';
+    const { maxBytes, seconds } = this.lingering;
     const length = this.headers.contentLength;
-    return this.bodyLeft && !this.bodyChunked && length !== undefined && length - this.bodyBytes <= this.drainMaxBytes;
+    const tooLong = !this.bodyChunked && length !== undefined && length - this.bodyBytes > maxBytes;
+    return maxBytes <= 0 || seconds <= 0 || tooLong || this.method === 'HEAD' ? 'close' : 'linger';
   }
 
   /**
-   * Lets an answer given before the body was read drain up to `bytes` of it (more than
-   * DRAIN_MAX_BYTES only): a JSON route drains any body within its limit, so that a create refused
-   * 503 `body_budget_full` before its 20 MiB were read reaches its client, which retries.
-   * @param bytes bytes
+   * Engines call this once they gave a lingering answer (`sendWhole` with `linger`), whose end
+   * they held back: `done` ends it once the rest of the body is in; the connection is closed
+   * instead (`destroyConnection`) once LINGERING_CLOSE_MAX_BYTES more bytes came, or
+   * LINGERING_CLOSE_SECONDS passed. The engine keeps reading the body (`countBody`,
+   * `markBodyRead`) and drops it.
    */
-  drainUpTo(bytes: number): void {
-    this.drainMaxBytes = Math.max(DRAIN_MAX_BYTES, bytes);
+  protected startLingering(done: () => void): void {
+    this.lingerFrom = this.bodyBytes;
+    this.lingerDone = done;
+    this.lingerTimer = setTimeout(() => this.stopLingering(false), this.lingering.seconds * 1000).unref();
+  }
+
+  /** True while a lingering answer waits for the rest of the body (`startLingering`). */
+  protected get lingeringNow(): boolean {
+    return this.lingerFrom >= 0;
+  }
+
+  /** Ends a lingering answer before the body is in (the engine's reason: the client stopped sending and waits for it). */
+  protected endLingering(): void {
+    this.stopLingering(true);
+  }
+
+  /** Ends lingering: the answer's end once the body is in, else the connection closed (unless the client is gone). */
+  private stopLingering(bodyIn: boolean): void {
+    if (this.lingerFrom < 0) return;
+    this.lingerFrom = -1;
+    clearTimeout(this.lingerTimer);
+    if (bodyIn) this.lingerDone?.();
+    else if (!this.clientGone) this.destroyConnection();
   }
 
   /** True once a handler took the response over (`takeOver`): it writes the response itself. */
@@ -213,6 +259,7 @@ export abstract class Exchange {
   protected markAborted(): void {
     if (this.clientGone) return;
     this.clientGone = true;
+    this.stopLingering(false);
     for (const handler of this.abortHandlers.splice(0)) handler();
   }
 
@@ -224,11 +271,13 @@ export abstract class Exchange {
   /** Engines call this with each body chunk's length as it arrives (bytes). */
   protected countBody(bytes: number): void {
     this.bodyBytes += bytes;
+    if (this.lingerFrom >= 0 && this.bodyBytes - this.lingerFrom > this.lingering.maxBytes) this.stopLingering(false);
   }
 
   /** Engines call this when the request body's last chunk arrived. */
   protected markBodyRead(): void {
     this.bodyLeft = false;
+    this.stopLingering(true);
   }
 
   /** Registers work to undo when the client disconnects (e.g. remove a staging file). */
@@ -244,17 +293,21 @@ export abstract class Exchange {
 
   /**
    * Sends a complete response, unless the client is gone or a response was already started.
-   * @param closeConnection close after sending (e.g. when the request body was not consumed)
+   * @param closeConnection true: close the connection at once after sending (a body whose end is
+   *   unknown); false: keep it; unset: keep it when the body was read, else read the rest of the
+   *   body and drop it first (lingering close, `LingeringClose`), or close when that is off or the
+   *   body too long
    */
-  send(status: number, body: string | Buffer, headers: Record<string, string> = {}, closeConnection = false): void {
+  send(status: number, body: string | Buffer, headers: Record<string, string> = {}, closeConnection?: boolean): void {
     if (this.clientGone || this.started) return;
     this.started = true;
     this.sentStatus = status;
-    this.sendWhole(status, body, [...Object.entries(headers), ...this.defaults.headers], closeConnection);
+    const after = closeConnection === undefined ? this.afterAnswer() : closeConnection ? 'close' : 'keep';
+    this.sendWhole(status, body, [...Object.entries(headers), ...this.defaults.headers], after);
   }
 
-  /** Sends `value` as JSON. */
-  json(status: number, value: unknown, headers: Record<string, string> = {}, closeConnection = false): void {
+  /** Sends `value` as JSON (`closeConnection` as `send`'s). */
+  json(status: number, value: unknown, headers: Record<string, string> = {}, closeConnection?: boolean): void {
     this.send(status, JSON.stringify(value), { 'Content-Type': 'application/json', ...headers }, closeConnection);
   }
 
@@ -267,10 +320,10 @@ export abstract class Exchange {
    * does not mark quiet are reported to `log` as that AppError, its cause chain included (the
    * logger writes each cause with its fields: docs/OPERATIONS.md, "Logs"). Nothing is written
    * when a response was already sent or started, or the client is gone.
-   * @param closeConnection close after answering (default: when the request body was not read
-   *   to its end, since nothing else could read it)
+   * @param closeConnection as `send`'s: unset, a body not read to its end is read and dropped
+   *   after the answer (lingering close) or the connection closed
    */
-  fail(err: unknown, log: (err: AppError) => void, closeConnection = this.bodyLeft): void {
+  fail(err: unknown, log: (err: AppError) => void, closeConnection?: boolean): void {
     const appError = fromUnexpectedError(err);
     if (isLoggedFailure(appError.code)) log(appError);
     if (this.defaults.errorShape === 'page') {
@@ -310,8 +363,12 @@ export abstract class Exchange {
     return this.stream;
   }
 
-  /** Sends the whole response (engine part of `send`). */
-  protected abstract sendWhole(status: number, body: string | Buffer, headers: [string, string][], closeConnection: boolean): void;
+  /**
+   * Sends the whole response (engine part of `send`), then does `after` with the connection; for
+   * `linger` the engine sends the answer, reads the rest of the body and drops it, and calls
+   * `startLingering` with what ends the answer.
+   */
+  protected abstract sendWhole(status: number, body: string | Buffer, headers: [string, string][], after: AfterAnswer): void;
 
   /** Records the head of a streamed response (engine part of `ResponseStream.start`). */
   protected abstract beginStream(status: number, reason: string, headers: (readonly [string, string])[], totalBytes: number | undefined): void;

@@ -304,7 +304,7 @@ function observeRequest(ctx: ServerContext, ex: Exchange, route: Pick<Route, 'pa
 function routeHandler(route: Route, registration: Registration): (ex: Exchange) => void {
   const { ctx, inFlight, gate, logError } = registration;
   const { admit } = registration.admission;
-  // A refusal before the body was read closes the connection (Exchange.fail's default).
+  // A refusal before the body was read reads the rest and drops it, or closes (Exchange.fail's default: lingering close).
   return (ex: Exchange) => {
     const started = performance.now();
     const observe = () => observeRequest(ctx, ex, route, started);
@@ -329,7 +329,7 @@ function routeHandler(route: Route, registration: Registration): (ex: Exchange) 
     const hold = route.body === 'json' ? ctx.bodies.hold() : undefined;
     Promise.resolve(callHandler(ex, route, ctx, hold))
       .then((value) => sendAnswer(ex, route, value))
-      // A response sent before the body was read closes the connection (nothing else can).
+      // A failure answered before the body was read lingers over the rest, or closes (Exchange.fail).
       .catch((err: unknown) => ex.fail(err, logError))
       .finally(() => {
         hold?.release();
@@ -344,7 +344,6 @@ function routeHandler(route: Route, registration: Registration): (ex: Exchange) 
  */
 function callHandler(ex: Exchange, route: Route, ctx: ServerContext, hold: BodyHold | undefined): Promise<RouteReply | void> | RouteReply | void {
   const bodyLimit = route.bodyLimit ?? ctx.config.maxRecordSizeBytes;
-  if (hold) ex.drainUpTo(bodyLimit);
   try {
     // Handlers run synchronously here, so a streaming handler attaches onData in time.
     return hold

@@ -97,7 +97,7 @@ export interface RunningServer {
  */
 export async function startServer(parts: ServerParts): Promise<RunningServer> {
   const { config, log } = parts;
-  const engine = createEngine(config.httpEngine, log);
+  const engine = createEngine(config, log);
   // What only requests use, the server's own: the create preparer's worker stops once they drained.
   const ctx: ServerContext = {
     ...parts,

@@ -19,6 +19,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MAX_HEAD_BYTES, type HttpEngine, type RuntimeInfo } from '../engine.js';
+import type { LingeringClose } from '../exchange.js';
 import { listenFailure } from '../listen-failure.js';
 import { NodeExchange } from './node-exchange.js';
 import { NodeWebSockets, type RequestHandler } from './node-websocket.js';
@@ -30,10 +31,11 @@ export const IDLE_TIMEOUT_MS = 10_000;
 /**
  * An engine serving through a `node:http` server.
  * @param runtime what /stats reports (http_engine `node`)
+ * @param lingering how much of an unread body an early answer still reads (exchange.ts `LingeringClose`)
  */
-export function createNodeEngine(runtime: RuntimeInfo): HttpEngine {
+export function createNodeEngine(runtime: RuntimeInfo, lingering: LingeringClose): HttpEngine {
   const routes = new RouteMatcher<RequestHandler>();
-  const webSockets = new NodeWebSockets(routes, IDLE_TIMEOUT_MS);
+  const webSockets = new NodeWebSockets(routes, IDLE_TIMEOUT_MS, lingering);
   const server = http.createServer({
     requestTimeout: 0,
     headersTimeout: IDLE_TIMEOUT_MS,
@@ -48,7 +50,7 @@ export function createNodeEngine(runtime: RuntimeInfo): HttpEngine {
     const found = routes.match(req.method ?? 'GET', target.url);
     // The route table registers a catch-all; without one, close like a server with no route.
     if (!found) return void res.destroy();
-    found.value(new NodeExchange(req, res, target, found.params, IDLE_TIMEOUT_MS));
+    found.value(new NodeExchange(req, res, target, found.params, IDLE_TIMEOUT_MS, lingering));
   });
   return {
     name: 'node',

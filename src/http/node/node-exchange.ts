@@ -3,11 +3,13 @@
  * "Class: http.ServerResponse"): the body is the request stream (paused and resumed for
  * backpressure), writes follow `res.write`'s return value and `'drain'`, an abort is the
  * response closing before it ended, and `Connection: close` closes the connection after the
- * response; an answer given before a short body was read sends at once and reads the rest after
- * it (exchange.ts `DRAIN_MAX_BYTES`).
+ * response. An answer given before the body was read lingers (exchange.ts `LingeringClose`): it is
+ * written whole at once, the rest of the body is read and dropped, and the response is ended only
+ * once the body is in: Node destroys the socket when a response ends on a connection the client
+ * asked to close, which reset it under the client's writes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Exchange, statusText } from '../exchange.js';
+import { Exchange, statusText, type AfterAnswer, type LingeringClose } from '../exchange.js';
 import type { RequestTarget } from './route-match.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -36,7 +38,7 @@ export class NodeExchange extends Exchange {
   private watchStalls = false;
   /** Armed while such a stream's write waits for the client to read. */
   private stalled: NodeJS.Timeout | undefined;
-  /** What `onBody` listens to the request with (`drainBody` takes them off). */
+  /** What `onBody` listens to the request with (`dropBody` takes them off). */
   private bodyListeners: { data: (chunk: Buffer) => void; end: () => void } | undefined;
 
   /**
@@ -47,8 +49,9 @@ export class NodeExchange extends Exchange {
    *   of a stream of unknown length wait for the client to read, before the connection is closed
    *   (ms; node-engine.ts IDLE_TIMEOUT_MS). With no 'timeout' listener, Node's server destroys a
    *   socket whose timeout passes (Node's reference, "server.timeout").
+   * @param lingering how much of an unread body an early answer still reads (exchange.ts `LingeringClose`)
    */
-  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, target: RequestTarget, rawParams: string[], private readonly stallMs: number) {
+  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, target: RequestTarget, rawParams: string[], private readonly stallMs: number, lingering: LingeringClose) {
     const length = header(req, 'content-length');
     super({
       method: (req.method ?? 'GET').toUpperCase(),
@@ -66,7 +69,7 @@ export class NodeExchange extends Exchange {
         fetchSite: header(req, 'sec-fetch-site'),
       },
       chunked: header(req, 'transfer-encoding') !== '',
-    });
+    }, lingering);
     // A body cut short errors the request stream; the response's 'close' reports the abort.
     req.on('error', () => undefined);
     // A body that stops coming: the socket's idle timeout closes it (until the body is read).
@@ -77,29 +80,39 @@ export class NodeExchange extends Exchange {
     });
   }
 
-  protected sendWhole(status: number, body: string | Buffer, headers: [string, string][], closeConnection: boolean): void {
+  protected sendWhole(status: number, body: string | Buffer, headers: [string, string][], after: AfterAnswer): void {
     // writeHead fixes the head at once, so Node cannot add Content-Length itself at end().
     const flat = [...headers.flat(), 'Content-Length', String(Buffer.byteLength(body))];
-    const drain = closeConnection && this.bodyDrainable;
     // Node reads this header: no keep-alive, the socket ends once the response is out.
-    if (closeConnection && !drain) flat.push('Connection', 'close');
+    if (after === 'close') flat.push('Connection', 'close');
     this.res.writeHead(status, statusText(status) || undefined, flat);
-    this.res.end(body);
-    if (drain) this.drainBody();
+    if (after !== 'linger') {
+      this.res.end(body);
+      return;
+    }
+    // The whole answer goes out now; its end, which may close the connection, once the body is in.
+    this.res.write(body);
+    this.dropBody();
+    this.startLingering(() => this.res.end());
   }
 
   /**
-   * Reads the rest of the body and drops it, past the handler that stopped reading it: the
-   * request stream flows with no listener (Node's reference, "readable.resume()"), and the
-   * socket's idle timeout still closes a body that stops coming; once it is in, the connection
-   * waits for its next request as any other.
+   * Reads the rest of the body and drops it, in place of the handler that stopped reading it,
+   * counting it (`countBody`, which closes the connection past LINGERING_CLOSE_MAX_BYTES); the
+   * socket's idle timeout still closes a body that stops coming.
    */
-  private drainBody(): void {
+  private dropBody(): void {
     if (this.bodyListeners) {
       this.req.off('data', this.bodyListeners.data);
       this.req.off('end', this.bodyListeners.end);
     }
-    this.req.once('end', () => this.req.socket.setTimeout(0));
+    const ended = () => {
+      this.req.socket.setTimeout(0);
+      this.markBodyRead();
+    };
+    if (this.req.readableEnded) return ended();
+    this.req.on('data', (chunk: Buffer) => this.countBody(chunk.length));
+    this.req.once('end', ended);
     this.req.resume();
   }
 

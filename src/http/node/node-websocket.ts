@@ -12,7 +12,7 @@ import http, { type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { EngineWebSocket, WebSocketEndpoint, WebSocketSession } from '../engine.js';
-import type { Exchange } from '../exchange.js';
+import type { Exchange, LingeringClose } from '../exchange.js';
 import { NodeExchange } from './node-exchange.js';
 import { splitTarget, type RouteMatcher } from './route-match.js';
 
@@ -34,8 +34,9 @@ export class NodeWebSockets {
   /**
    * @param routes the engine's request routes, which answer upgrade requests on other paths
    * @param stallMs handed to each NodeExchange (node-engine.ts IDLE_TIMEOUT_MS)
+   * @param lingering handed to each NodeExchange (exchange.ts `LingeringClose`)
    */
-  constructor(private readonly routes: RouteMatcher<RequestHandler>, private readonly stallMs: number) {}
+  constructor(private readonly routes: RouteMatcher<RequestHandler>, private readonly stallMs: number, private readonly lingering: LingeringClose) {}
 
   /**
    * Serves upgrades on the exact path `pattern` (no parameters) with `endpoint`.
@@ -62,9 +63,9 @@ export class NodeWebSockets {
     if (!endpoint) {
       const found = this.routes.match(req.method ?? 'GET', url);
       if (!found) return void socket.destroy();
-      return found.value(new NodeExchange(req, res, target, found.params, this.stallMs));
+      return found.value(new NodeExchange(req, res, target, found.params, this.stallMs, this.lingering));
     }
-    const session = endpoint.upgrade(new NodeExchange(req, res, target, [], this.stallMs));
+    const session = endpoint.upgrade(new NodeExchange(req, res, target, [], this.stallMs, this.lingering));
     if (!session) return; // refused through `res`
     res.detachSocket(socket as Parameters<typeof res.detachSocket>[0]);
     this.server.handleUpgrade(req, socket, head, (ws) => open(ws, session));

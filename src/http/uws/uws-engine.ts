@@ -1,6 +1,6 @@
 /** The HttpEngine on a loaded native uWebSockets.js build. */
 import type { EngineWebSocket, HttpEngine, RuntimeInfo, WebSocketEndpoint, WebSocketSession } from '../engine.js';
-import type { Exchange } from '../exchange.js';
+import type { Exchange, LingeringClose } from '../exchange.js';
 import { listenFailure } from '../listen-failure.js';
 import type { UwsApp, UwsHandler, UwsListenSocket, UwsWebSocket } from './uws-api.js';
 import type { LoadedUws } from './uws-loader.js';
@@ -20,8 +20,9 @@ interface SocketData {
 /**
  * An engine serving through `loaded.uws`.
  * @param runtime what /stats reports (http_engine `uws`, uws_build the loaded build)
+ * @param lingering how much of an unread body an early answer still reads (exchange.ts `LingeringClose`)
  */
-export function createUwsEngine(loaded: LoadedUws, runtime: RuntimeInfo): HttpEngine {
+export function createUwsEngine(loaded: LoadedUws, runtime: RuntimeInfo, lingering: LingeringClose): HttpEngine {
   const { uws } = loaded;
   const app = uws.App();
   let listenSocket: UwsListenSocket | undefined;
@@ -29,10 +30,10 @@ export function createUwsEngine(loaded: LoadedUws, runtime: RuntimeInfo): HttpEn
     name: 'uws',
     runtime,
     route(method, pattern, handler: (ex: Exchange) => void) {
-      addRoute(app, method, pattern, handler);
+      addRoute(app, method, pattern, handler, lingering);
     },
     webSocket(pattern, endpoint) {
-      addWebSocket(app, pattern, endpoint);
+      addWebSocket(app, pattern, endpoint, lingering);
     },
     listen(host, port) {
       return new Promise((resolve, reject) => {
@@ -68,12 +69,12 @@ function paramCountOf(pattern: string): number {
  * refused (uws-framing.ts) is answered and closed before any handler runs.
  * @throws Error `uWebSockets.js has no route method <method>`
  */
-function addRoute(app: UwsApp, method: string, pattern: string, handler: (ex: Exchange) => void): void {
+function addRoute(app: UwsApp, method: string, pattern: string, handler: (ex: Exchange) => void, lingering: LingeringClose): void {
   const paramCount = paramCountOf(pattern);
   const register = (app as unknown as Record<string, (pattern: string, handler: UwsHandler) => UwsApp>)[appMethod(method)];
   if (typeof register !== 'function') throw new Error(`uWebSockets.js has no route method ${method}`);
   register.call(app, pattern, (res, req) => {
-    const ex = new UwsExchange(res, req, paramCount);
+    const ex = new UwsExchange(res, req, paramCount, lingering);
     const refused = framingProblem(req);
     // The body's end is unknown: answer and close, whatever the route.
     if (refused) ex.fail(refused, () => undefined, true);
@@ -82,7 +83,7 @@ function addRoute(app: UwsApp, method: string, pattern: string, handler: (ex: Ex
 }
 
 /** Serves `endpoint`'s WebSocket upgrades on `pattern` (HttpEngine.webSocket). */
-function addWebSocket(app: UwsApp, pattern: string, endpoint: WebSocketEndpoint): void {
+function addWebSocket(app: UwsApp, pattern: string, endpoint: WebSocketEndpoint, lingering: LingeringClose): void {
   const paramCount = paramCountOf(pattern);
   app.ws<SocketData>(pattern, {
     // Clients only listen; uWS pings idle sockets, and our own bound (the stream's queue)
@@ -95,7 +96,7 @@ function addWebSocket(app: UwsApp, pattern: string, endpoint: WebSocketEndpoint)
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
-      const ex = new UwsExchange(res, req, paramCount);
+      const ex = new UwsExchange(res, req, paramCount, lingering);
       const refused = framingProblem(req);
       if (refused) return void ex.fail(refused, () => undefined, true);
       const session = endpoint.upgrade(ex);

@@ -4,15 +4,33 @@
  * `onAborted` is attached at once, `res` is never touched after abort or end, every write from
  * async code happens inside `res.cork()`, and a streamed body with a known length goes through
  * `tryEnd` with one `onWritable` handler per response that resends the pending chunk from its
- * offset. An answer given before a short body was read (exchange.ts `DRAIN_MAX_BYTES`) keeps the
- * connection: uWebSockets' parser reads the rest of the body past the response and drops it
- * (uWebSockets source: src/HttpParser.h, `remainingStreamingBytes`), where `end(body, true)` closed
- * the socket under the client's writes.
+ * offset. A request with a body has its data handler from the start, so the body's end is known
+ * whatever the route reads of it.
+ *
+ * An answer given before the body was read lingers (exchange.ts `LingeringClose`), in one of two
+ * ways, since uWebSockets.js offers no call that closes a connection once its response has ended
+ * (the response object is discarded), and closes it itself the moment a response ends on a
+ * connection the client asked to close (its HttpResponse.h `internalEnd`: "force close after
+ * sending FIN since we want to hinder clients from keeping to send their huge data"), which reset
+ * it under the client's writes:
+ * - a body of declared length on a connection the client keeps: the answer ends at once, and
+ *   uWebSockets' parser reads the rest of the body past it and drops it (uWebSockets source:
+ *   src/HttpParser.h, `remainingStreamingBytes`), up to the declared length, which is at most
+ *   LINGERING_CLOSE_MAX_BYTES, within uWS's own timeout (10 s without 16 KB/s);
+ * - a client that asked to close the connection (`Connection: close`, as urllib sends; uWS takes
+ *   any 5-character value for it, HttpContext.h), or a chunked body: the answer goes out with its
+ *   Content-Length but its last byte, the rest of the body is read and dropped, and the last byte
+ *   ends the response once the body is in, or once no byte of it came for LINGER_IDLE_MS (a client
+ *   that stopped sending to read the answer, as curl does after an error); uWS then keeps the
+ *   connection, or closes it cleanly, all of the body read. Past the bounds it is closed.
  */
-import { Exchange, statusLine } from '../exchange.js';
+import { Exchange, statusLine, type AfterAnswer, type LingeringClose } from '../exchange.js';
 import type { UwsRequest, UwsResponse } from './uws-api.js';
 
 const EMPTY = Buffer.alloc(0);
+
+/** How long a lingering answer whose last byte is held waits for the next byte of the body before it ends anyway (ms). */
+const LINGER_IDLE_MS = 1000;
 
 export class UwsExchange extends Exchange {
   private head: { status: string; headers: (readonly [string, string])[] } | undefined;
@@ -25,15 +43,25 @@ export class UwsExchange extends Exchange {
   private wakers: (() => void)[] = [];
   /** Where body chunks go; swapped, not re-registered, so uWS never drops a handler it is calling. */
   private bodyHandler: ((chunk: Buffer, isLast: boolean) => void) | undefined;
+  /** The data handler is registered (`listenToBody`). */
+  private listening = false;
+  /** The client asked to close the connection: uWS closes it as the response ends. */
+  private readonly clientCloses: boolean;
+  /** The body is chunked: its end is unknown until its last chunk. */
+  private readonly chunkedBody: boolean;
+  /** Armed while a lingering answer holds its last byte: it ends the answer when the body stops coming. */
+  private lingerIdle: NodeJS.Timeout | undefined;
   private bodyPaused = false;
 
   /**
    * Copies what the exchange needs from `req` (valid only during the uWS callback) and attaches
    * the abort handler. Call synchronously at the start of the route callback.
    * @param paramCount number of `:param` segments of the route pattern
+   * @param lingering how much of an unread body an early answer still reads (exchange.ts `LingeringClose`)
    */
-  constructor(private readonly res: UwsResponse, req: UwsRequest, paramCount: number) {
+  constructor(private readonly res: UwsResponse, req: UwsRequest, paramCount: number, lingering: LingeringClose) {
     const length = req.getHeader('content-length');
+    const chunked = req.getHeader('transfer-encoding') !== '';
     super({
       method: req.getMethod().toUpperCase(),
       url: req.getUrl(),
@@ -49,9 +77,14 @@ export class UwsExchange extends Exchange {
         origin: req.getHeader('origin'),
         fetchSite: req.getHeader('sec-fetch-site'),
       },
-      chunked: req.getHeader('transfer-encoding') !== '',
-    });
+      chunked,
+    }, lingering);
+    this.clientCloses = req.getHeader('connection').length === 5;
+    this.chunkedBody = chunked;
+    // uWS drops body chunks that come while no handler is registered, its last one too.
+    if (chunked || (length !== '' && Number(length) > 0)) this.listenToBody();
     res.onAborted(() => {
+      clearTimeout(this.lingerIdle);
       this.markAborted();
       // uWS holds no reference to a pending chunk (write copies what it takes): let it go.
       const pending = this.pending;
@@ -61,12 +94,15 @@ export class UwsExchange extends Exchange {
     });
   }
 
-  protected sendWhole(status: number, body: string | Buffer, headers: [string, string][], closeConnection: boolean): void {
-    const drain = closeConnection && this.bodyDrainable;
-    if (drain) this.dropBody();
+  protected sendWhole(status: number, body: string | Buffer, headers: [string, string][], after: AfterAnswer): void {
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    const linger = after === 'linger';
+    // The last byte is held where uWS would close as the answer ends, or the body's end is unknown; an empty answer has none.
+    const holdLast = linger && (this.clientCloses || this.chunkedBody) && bytes.length > 0;
+    if (linger) this.bodyHandler = undefined; // the rest of the body is dropped as it comes
     this.res.cork(() => {
       // uWS's resume restores the events saved by a pause; without one it stops the socket's reads.
-      if (drain && this.bodyPaused) {
+      if (linger && this.bodyPaused) {
         this.bodyPaused = false;
         this.res.resume();
       }
@@ -74,28 +110,44 @@ export class UwsExchange extends Exchange {
       for (const [name, value] of headers) this.res.writeHeader(name, value);
       // uWebSockets.js writes a body even for HEAD: the head alone, with the body's length. Its
       // 20.30 then reads no further request on the connection: close it rather than leave it hanging.
-      if (this.method === 'HEAD') this.res.endWithoutBody(Buffer.byteLength(body), true);
-      else this.res.end(body, closeConnection && !drain);
+      if (this.method === 'HEAD') this.res.endWithoutBody(bytes.length, true);
+      // Into the cork buffer (16 KiB): an error's few hundred bytes are taken whole.
+      else if (holdLast) this.res.tryEnd(bytes.subarray(0, bytes.length - 1), bytes.length);
+      else this.res.end(bytes, after === 'close');
     });
+    if (!holdLast) return;
+    this.startLingering(() => {
+      clearTimeout(this.lingerIdle);
+      this.res.cork(() => this.res.tryEnd(bytes.subarray(bytes.length - 1), bytes.length));
+    });
+    this.armLingerIdle();
+  }
+
+  /** (Re)arms the wait for the next byte of a lingering answer's body (LINGER_IDLE_MS). */
+  private armLingerIdle(): void {
+    clearTimeout(this.lingerIdle);
+    this.lingerIdle = setTimeout(() => this.endLingering(), LINGER_IDLE_MS).unref();
   }
 
   /**
-   * Drops the rest of the body as it comes. A listener stays registered so that uWS keeps timing
-   * the body out (10 s without its throughput) and clears the timeout once it is in.
+   * Registers the one data handler: counts each chunk, notes the last, and hands it to the
+   * handler `onBody` set, if any (dropped otherwise). uWS keeps timing the body out while a
+   * handler is registered (10 s without its throughput) and clears the timeout once it is in.
    */
-  private dropBody(): void {
-    this.onBody(() => undefined);
-  }
-
-  onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
-    const listening = this.bodyHandler !== undefined;
-    this.bodyHandler = handler;
-    if (listening) return;
+  private listenToBody(): void {
+    this.listening = true;
     this.res.onData((chunk, isLast) => {
       this.countBody(chunk.byteLength);
+      if (this.lingeringNow) this.armLingerIdle();
       if (isLast) this.markBodyRead();
       this.bodyHandler?.(Buffer.from(chunk), isLast);
     });
+  }
+
+  onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
+    this.bodyHandler = handler;
+    // A request that declared no body: uWS still hands its (empty) last chunk to a handler.
+    if (!this.listening) this.listenToBody();
   }
 
   // Once answered, the body is dropped (sendWhole) or the connection closes: no more throttling.
