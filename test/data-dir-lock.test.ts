@@ -1,26 +1,98 @@
 /**
- * The data directory's lock (src/store/engine/data-dir-lock.ts; docs/OPERATIONS.md, "Start-up errors"):
- * a lock left by a store that is gone is taken over, even when its pid now names another process.
- * One store per data directory is tested in http.test.ts.
+ * The data directory's lock (src/store/engine/data-dir-lock.ts; docs/STORAGE.md, "One store per
+ * folder"): the kernel's lock on `store.lock` decides, never what the file says; a refusal names
+ * the holder and leaves its file and lock alone; the kernel releases the lock when its holder's
+ * descriptor closes, kill -9 included; the file is never removed; the check command's hold lets
+ * its own steps through and nobody else. Stores in other pid namespaces, racing starts, a zombie
+ * holder and `check --repair` against a running store are in end-to-end/data-dir-lock.test.ts.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { spawnStore } from '../scripts/lib/spawned-store.js';
-import { getJson } from './support/events.js';
+import { DataDirLocked, holdDataDir, lockDataDir } from '../src/store/engine/data-dir-lock.js';
+import { startContender } from './support/lock-contender.js';
 import { tempDataDir } from './support/store-server.js';
 
-// Found by a review of crash loops after a power cut, commit 2adfd78.
-t.test('after a power cut, a lock file naming a pid now used by another process does not stop the store (found by crash-loop review)', async (t) => {
-  // DATA_DIR/store.lock holds the pid of the store that took it. After a power cut the machine
-  // reboots and that pid is handed to some other process (pids restart at boot; the store may
-  // even get its own old pid back). lockDataDir takes a live pid for a live store and refuses to
-  // start, so systemd restarts it in vain and the device stores nothing until someone deletes
-  // the lock by hand.
+const lockFile = (dataDir: string) => path.join(dataDir, 'store.lock');
+
+/** This process's start time in clock ticks since boot, as /proc/self/stat gives it. */
+function ownStartTime(): string {
+  const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+}
+
+// Found by a review of crash loops after a power cut, commit 2adfd78; then by issue 70's probes:
+// in another pid namespace, and for a zombie, a pid that names a live process is no proof of a store.
+t.test('a lock file naming a live process that holds no lock stops nothing: only the kernel\'s lock decides', async (t) => {
+  // A store killed after writing its lock file, whose pid is now a live process (after a reboot,
+  // in a container where every store is pid 1, or a zombie): here, this very process, named
+  // exactly as it would name itself (pid, boot id, start time).
   const dataDir = tempDataDir();
-  fs.writeFileSync(path.join(dataDir, 'store.lock'), String(process.pid)); // a live process that is no store
-  // A refusal rejects with the store's own start-up line, which fails this test naming the cause.
-  const store = await spawnStore({ PORT: '0', DATA_DIR: dataDir });
-  t.teardown(() => void store.child.kill('SIGKILL'));
-  t.equal((await getJson(`${store.url}/health`)).status, 200, 'it starts and serves');
+  const bootId = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  fs.writeFileSync(lockFile(dataDir), JSON.stringify({ pid: process.pid, bootId, startTime: ownStartTime() }));
+  const release = lockDataDir(dataDir);
+  t.match(JSON.parse(fs.readFileSync(lockFile(dataDir), 'utf8')), { pid: process.pid, host: os.hostname(), since: /^\d{4}-/ }, 'the holder names itself in the file');
+  release();
+});
+
+t.test('a lock another process holds is refused, naming it; the refusal leaves its file and lock; kill -9 releases it', async (t) => {
+  const dataDir = tempDataDir();
+  const holder = await startContender();
+  t.teardown(() => holder.stop());
+  t.same(await holder.lock(dataDir), { won: true });
+  const written = fs.readFileSync(lockFile(dataDir), 'utf8');
+
+  const refusal = t.throws(() => lockDataDir(dataDir), DataDirLocked) as DataDirLocked;
+  t.match(refusal.message, new RegExp(`^DATA_DIR ${dataDir} is in use by another store \\(pid ${holder.child.pid}, host ${os.hostname()}, since \\d{4}-[^)]+\\); one store per data directory$`));
+  t.match(refusal.holder, { pid: holder.child.pid });
+  t.equal(fs.readFileSync(lockFile(dataDir), 'utf8'), written, 'the refused process left the file as the holder wrote it');
+  const other = await startContender();
+  t.teardown(() => other.stop());
+  t.match(await other.lock(dataDir), { won: false, name: 'DataDirLocked' }, 'the lock is still held: another process is refused too');
+
+  holder.child.kill('SIGKILL');
+  await holder.stop();
+  t.same(await other.lock(dataDir), { won: true }, 'the kernel released it at the holder\'s death: the next process takes it at once');
+  t.match(JSON.parse(fs.readFileSync(lockFile(dataDir), 'utf8')), { pid: other.child.pid }, 'and names itself');
+});
+
+t.test('a second open in the same process is refused too; a release closes the lock and keeps the file', async (t) => {
+  const dataDir = tempDataDir();
+  const release = lockDataDir(dataDir);
+  t.throws(() => lockDataDir(dataDir), { name: 'DataDirLocked', message: new RegExp(`in use by another store \\(pid ${process.pid},`) });
+  release();
+  release();
+  t.ok(fs.existsSync(lockFile(dataDir)), 'the file stays: a file made anew while another process held the old one would be a second lock');
+  const contender = await startContender();
+  t.teardown(() => contender.stop());
+  t.same(await contender.lock(dataDir), { won: true }, 'released: another process takes it');
+});
+
+t.test('the check command\'s hold lets its own steps take the lock, and no one else', async (t) => {
+  const dataDir = tempDataDir();
+  const contender = await startContender();
+  t.teardown(() => contender.stop());
+  const outcome = await holdDataDir(dataDir, lockDataDir, async () => {
+    const step = lockDataDir(dataDir); // the check, the rebuild's open of the store, the recheck
+    step();
+    return contender.lock(dataDir);
+  });
+  t.match(outcome, { won: false, name: 'DataDirLocked' }, 'held throughout: another process was refused after a step released its turn');
+  t.same(await contender.lock(dataDir), { won: true }, 'released at the end of the work');
+  await contender.release();
+  await t.rejects(holdDataDir(dataDir, lockDataDir, async () => {
+    throw new Error('the check failed');
+  }), /the check failed/);
+  t.same(await contender.lock(dataDir), { won: true }, 'released when the work fails too');
+});
+
+t.test('taken by root in a folder another user owns, the lock file is that user\'s, for the store that runs as that user', async (t) => {
+  t.equal(process.getuid?.(), 0, 'runs as root, as CI does');
+  const dataDir = tempDataDir();
+  fs.chownSync(dataDir, 65534, 65534);
+  const release = lockDataDir(dataDir); // `sudo edge-events check` on the service user's folder
+  release();
+  const stat = fs.statSync(lockFile(dataDir));
+  t.same([stat.uid, stat.gid], [65534, 65534]);
 });

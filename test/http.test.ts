@@ -133,7 +133,7 @@ t.test('one store per data directory and per port', async (t) => {
   t.teardown(store.stop);
   const sameDir = await refusedStart({ DATA_DIR: store.dataDir });
   t.equal(sameDir.code, 1);
-  t.match(sameDir.stderr, /is in use by process/);
+  t.match(sameDir.stderr, new RegExp(`DATA_DIR ${store.dataDir} is in use by another store \\(pid ${process.pid}, `));
   const samePort = await refusedStart({ DATA_DIR: tempDataDir(), PORT: new URL(store.url).port });
   t.equal(samePort.code, 1);
   t.match(samePort.stderr, /cannot listen/);

@@ -81,23 +81,27 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
   const dataDir = dataDirOf(options, io.env);
   try {
     // The store's modules (LMDB among them) load for this command only, as for `serve` (src/cli.ts).
-    const [{ checkStore, rebuildIndex, rewriteRecordCopies }, { presentEventJson }] = await Promise.all([import('../store/index.js'), import('../events/present.js')]);
-    const check = await checkStore(dataDir);
-    let repair: RebuildReport | null = null;
-    let copies: UpgradeReport | null = null;
-    let recheck: CheckReport | null = null;
-    if (options.repair === true && check.rebuild !== null) {
-      // The store's own settings: its sinks get the shipping ledger the replay rebuilds.
-      const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
-      if (sinks.length === 0 && options.withoutSinks !== true) throw new SinksNotConfigured();
-      repair = await rebuildIndex(dataDir, { sinks, present: presentEventJson });
-      recheck = await checkStore(dataDir);
-    } else if (options.repair === true && (check.indexAgainstLog?.indexOnly ?? 0) > 0) {
-      // The index is sound and alone holds some records: they are written back into the log.
-      const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
-      copies = (await rewriteRecordCopies(dataDir, { sinks, present: presentEventJson })) ?? null;
-      recheck = await checkStore(dataDir);
-    }
+    const [{ checkStore, holdForCheck, rebuildIndex, rewriteRecordCopies }, { presentEventJson }] = await Promise.all([import('../store/index.js'), import('../events/present.js')]);
+    // One lock from the check to the recheck: no store starts on the folder in between.
+    const { check, repair, copies, recheck } = await holdForCheck(dataDir, async () => {
+      const check = await checkStore(dataDir);
+      let repair: RebuildReport | null = null;
+      let copies: UpgradeReport | null = null;
+      let recheck: CheckReport | null = null;
+      if (options.repair === true && check.rebuild !== null) {
+        // The store's own settings: its sinks get the shipping ledger the replay rebuilds.
+        const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
+        if (sinks.length === 0 && options.withoutSinks !== true) throw new SinksNotConfigured();
+        repair = await rebuildIndex(dataDir, { sinks, present: presentEventJson });
+        recheck = await checkStore(dataDir);
+      } else if (options.repair === true && (check.indexAgainstLog?.indexOnly ?? 0) > 0) {
+        // The index is sound and alone holds some records: they are written back into the log.
+        const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
+        copies = (await rewriteRecordCopies(dataDir, { sinks, present: presentEventJson })) ?? null;
+        recheck = await checkStore(dataDir);
+      }
+      return { check, repair, copies, recheck };
+    });
     const final = recheck ?? check;
     // Events the repair could not give back are damage whatever the recheck of what is left says.
     const lost = repair !== null && (repair.lost.length > 0 || repair.salvageIncomplete);

@@ -31,6 +31,6 @@ export { type DecodedImage, type NewEvent, prepareCreateRecord, type PreparedCre
 export { type CheckReport, type RebuildReport } from './engine/check-report.js';
 export { rebuildIndex, rewriteRecordCopies } from './engine/index-rebuild.js';
 export { type UpgradeReport } from './engine/record-copies-upgrade.js';
-export { checkStore } from './engine/store-check.js';
+export { checkStore, holdForCheck } from './engine/store-check.js';
 export { LogScrub, type ScrubFinding, type ScrubStatus } from './engine/log-scrub.js';
 export { clockStatus, heldClock, type HeldClock, runningAtCreation } from './engine/store-clock.js';

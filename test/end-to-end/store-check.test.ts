@@ -264,10 +264,10 @@ t.test('check and repair', async (t) => {
     const { code, stdout, stderr } = await check(store.dataDir);
     t.equal(code, 1);
     t.equal(stdout, '');
-    t.match(stderr, new RegExp(`error: DATA_DIR ${store.dataDir} is in use by process ${process.pid}; one store per data directory: stop it first`));
+    t.match(stderr, new RegExp(`error: DATA_DIR ${store.dataDir} is in use by another store \\(pid ${process.pid}, [^)]*\\); one store per data directory: stop it first`));
     const json = await check(store.dataDir, '--json', '--repair');
     t.equal(json.code, 1);
-    t.match(JSON.parse(json.stderr), { error: { message: /is in use by process/ } });
+    t.match(JSON.parse(json.stderr), { error: { message: /is in use by another store/ } });
     t.ok(fs.existsSync(path.join(store.dataDir, 'db', 'data.mdb')), 'nothing was moved');
   });
 });

@@ -16,7 +16,7 @@ export class DataDirUnusable extends Error {
 }
 
 /** Who the process runs as, for messages: `nobody (uid 65534)`. */
-function currentUser(): string {
+export function currentUser(): string {
   const uid = process.getuid?.();
   let name: string | undefined;
   try {

@@ -133,9 +133,9 @@ export class EventStore extends StoreView {
   static async open(dataDir: string, options: EventStoreOptions): Promise<EventStore> {
     const started = performance.now();
     prepareDataDir(dataDir);
-    const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
-    const unlock = lockDataDir(dataDir);
+    const unlock = lockDataDir(dataDir); // before anything in the folder is touched
     try {
+      const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
       assertIndexOpenable(dataDir); // before LMDB maps a file cut short (docs/STORAGE.md, "A damaged index")
       const dbs = openDatabases(dataDir);
       await assertIndexCoversLog(dbs, dataDir); // an index that reads as new would have recovery remove the log

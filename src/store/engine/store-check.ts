@@ -1,7 +1,8 @@
 /**
  * The offline check of a data folder (`edge-events
  * check`; docs/OPERATIONS.md, "Checking and repairing a data folder"; docs/STORAGE.md, "A damaged
- * index"). Run with no store on the folder: both take its lock (data-dir-lock.ts).
+ * index"). Run with no store on the folder: both take its lock (data-dir-lock.ts), and the
+ * `check` command holds it across both (`holdForCheck`).
  *
  * The check reads three things and reports what disagrees:
  * - the index's file, `db/data.mdb`, by plain reads (index-file-check.ts);
@@ -21,7 +22,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { CheckRefused, type BadLocation, type CheckReport, type DamageInLog, type IndexAgainstLog } from './check-report.js';
-import { lockDataDir } from './data-dir-lock.js';
+import { holdDataDir, lockDataDir } from './data-dir-lock.js';
 import { inspectIndexFile, metaIsForeign, readsAsNew, type IndexFileReport } from '../index/index-file-check.js';
 import { draftKey, pendingKey } from '../index/index-keys.js';
 import { indexedLogPosition, openDatabases, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
@@ -55,6 +56,15 @@ export function lockForCheck(dataDir: string): () => void {
     if ((err as Error).name === 'DataDirLocked') throw new CheckRefused(`${(err as Error).message}: stop it first (systemctl stop edge-events)`, { cause: err });
     throw err;
   }
+}
+
+/**
+ * Runs `work` (a check, a repair and its recheck) holding `dataDir`'s lock throughout, so that
+ * no store starts on the folder between its steps (data-dir-lock.ts `holdDataDir`).
+ * @throws CheckRefused when it is no folder or a store holds it
+ */
+export function holdForCheck<T>(dataDir: string, work: () => Promise<T>): Promise<T> {
+  return holdDataDir(dataDir, lockForCheck, work);
 }
 
 /** What the check reads of the index before it walks the log. */
