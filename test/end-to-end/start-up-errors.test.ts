@@ -1,7 +1,8 @@
 /**
  * Start-up refusals name their cause and a fix (docs/OPERATIONS.md, "Start-up errors"): a
- * read-only DATA_DIR, one the store's user may not write, a file in its place, a port in use, a
- * port below 1024 for a user who may not bind it. Each runs the real `edge-events serve`.
+ * read-only DATA_DIR, one the store's user may not write, a file in its place, a lock file it may
+ * not write, a port in use, a port below 1024 for a user who may not bind it. Each runs the real
+ * `edge-events serve`.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -49,6 +50,19 @@ t.test('a DATA_DIR the user may not write, or a file in its place, is named', as
   const notFolder = await refusedStart({ DATA_DIR: file });
   t.equal(notFolder.code, 1);
   t.match(notFolder.stderr, /is a file, not a folder/, notFolder.stderr);
+});
+
+t.test('a lock file the store\'s user may not write is named, and left in place', async (t) => {
+  // As a root-owned store.lock in the service user's folder (data-dir-lock.ts gives the file to
+  // the folder's owner since). Root's kernel credentials stay root's in a user namespace, so
+  // here the file's mode, not its owner, denies the write.
+  const dir = folderFor(true);
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(dir, 'store.lock'), '', { mode: 0o444 });
+  const { code, stderr } = await refusedStart({ DATA_DIR: dir }, process.execPath, unprivileged());
+  t.equal(code, 1);
+  t.match(stderr, new RegExp(`DATA_DIR ${dir}: its lock file store\\.lock is not writable by .*uid \\d+.*; give that user the file \\(chown\\)`), stderr);
+  t.ok(fs.existsSync(path.join(dir, 'store.lock')), 'the file is not removed');
 });
 
 t.test('a port in use, and a port below 1024, are told apart', async (t) => {

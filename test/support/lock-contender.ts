@@ -14,8 +14,14 @@ export type LockOutcome = { won: true } | { won: false; name: string; message: s
 
 export interface LockContender {
   child: ChildProcess;
-  /** Tries to lock `dataDir` now (the command is written at once, so contenders told in one tick try together). */
+  /** Tries to lock `dataDir` now. */
   lock(dataDir: string): Promise<LockOutcome>;
+  /**
+   * Readies a try to lock `dataDir` the instant the FIFO `gate` (mkfifo(1)) is opened for
+   * writing: its open for reading blocks until then, so the kernel wakes every contender armed
+   * on one gate at once. Resolves once armed, with the outcome to come.
+   */
+  armed(dataDir: string, gate: string): Promise<{ outcome: Promise<LockOutcome> }>;
   /** Releases the lock it holds, if any. */
   release(): Promise<void>;
   /** Closes its input: it exits, releasing what it holds. Resolves at its exit. */
@@ -26,12 +32,17 @@ const lockModule = pathToFileURL(path.join(packageRoot, 'dist', 'src', 'store', 
 
 const PROGRAM = `
 import { lockDataDir } from ${JSON.stringify(lockModule)};
+import fs from 'node:fs';
 import readline from 'node:readline';
 const say = (answer) => process.stdout.write(JSON.stringify(answer) + '\\n');
 let release;
 say({ ready: true });
 for await (const line of readline.createInterface({ input: process.stdin })) {
   const command = JSON.parse(line);
+  if (command.gate) {
+    say({ armed: true });
+    fs.closeSync(fs.openSync(command.gate, 'r')); // a FIFO: the open returns when a writer opens it, in every contender at once
+  }
   if (command.lock) {
     try {
       release = lockDataDir(command.lock);
@@ -70,6 +81,13 @@ export async function startContender(prefix: string[] = []): Promise<LockContend
       const answer = next();
       child.stdin!.write(`${JSON.stringify({ lock: dataDir })}\n`);
       return answer as Promise<LockOutcome>;
+    },
+    armed: async (dataDir, gate) => {
+      const armed = next();
+      const outcome = next() as Promise<LockOutcome>;
+      child.stdin!.write(`${JSON.stringify({ lock: dataDir, gate })}\n`);
+      await armed;
+      return { outcome };
     },
     release: async () => {
       const answer = next();

@@ -111,7 +111,7 @@ function openLockFile(dataDir: string, file: string): number {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EACCES' || code === 'EPERM') {
-      throw new DataDirUnusable(`DATA_DIR ${dataDir}: its lock file ${LOCK_FILE} is not writable by ${currentUser()}; give that user the file (chown), as the folder`, { cause: err });
+      throw new DataDirUnusable(`DATA_DIR ${dataDir}: its lock file ${LOCK_FILE} is not writable by ${currentUser()}; give that user the file (chown), as the folder is`, { cause: err });
     }
     throw err;
   }
