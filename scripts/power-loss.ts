@@ -23,8 +23,7 @@
  * With `--same-boot` the store on a copy reads the current boot id: the device lost power alone
  * (a disk unplugged, the machine running on), and what reads the boot id takes the cut for a
  * restart of the store's process. Copies are audited once the store that wrote them is gone, so
- * that this mode too finds the owner of the copy's store.lock gone, and so that one store runs at
- * a time.
+ * that one store runs at a time.
  *
  * Prints a line per cut and a summary. Exits 1 on any lost or corrupt event or file,
  * inconsistency, unexpected answer, copy that does not mount, store that does not start on a copy,

@@ -2,8 +2,9 @@
  * Which native binaries an install keeps (docs/OPERATIONS.md, "Footprint"): the rule over a table
  * of hosts, the Node ABIs taken from package.json's engines, the prune of a tree holding the
  * pinned uWebSockets.js packages' real file names (empty files) and node-gyp-build prebuilds, and
- * the loader's answer when the binary it would load was removed. Then the dependencies' files
- * Node never loads: the addons of the other libc (lmdb's, msgpackr-extract's and utf-8-validate's
+ * the loader's answer when the binary it would load was removed; fs-native-extensions' real
+ * prebuilds pruned for each architecture, and its loader on the tree pruned for this one. Then
+ * the dependencies' files Node never loads: the addons of the other libc (lmdb's, msgpackr-extract's and utf-8-validate's
  * real names), with their own loaders run in a child process as glibc and as musl to show that
  * what they pick stays; source maps and TypeScript sources, never the store's own files.
  */
@@ -187,6 +188,28 @@ t.test('a binary the install removed: the loader says so and the store would fal
   t.same(report.failures.map((failure) => failure.build.id), ['btc-vision'], 'the one candidate for Node 24 there');
   t.match(report.failures[0]?.error, /^its binary uws_linux_x64_137\.node is not installed: .*reinstall the package under this Node \(docs\/OPERATIONS\.md, "Footprint"\)$/);
   t.match(fallbackNotice(report, 'v24.11.1'), '@btc-vision/uwebsockets.js@20.57.0: did not load (its binary uws_linux_x64_137.node is not installed');
+});
+
+t.test('fs-native-extensions, the data folder\'s lock: the prune keeps the prebuild of the host\'s architecture, and its loader loads it from the pruned tree', async (t) => {
+  // Its real files: prebuilds/<platform>-<arch>/ of 13 platforms, each an N-API `.node` and a
+  // `.bare` (the Bare runtime's), found by require-addon, which looks in no other folder on Linux glibc.
+  const real = path.join(packageRoot, 'node_modules', 'fs-native-extensions');
+  const requireAddon = createRequire(path.join(real, 'package.json'))('require-addon') as (specifier: string, parent: string) => { tryLock: unknown };
+  const other = process.arch === 'x64' ? 'arm64' : 'x64';
+  const pruned: Record<string, string> = {};
+  for (const arch of [process.arch, other]) {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-lock-addon-'));
+    t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
+    fs.writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'edge-event-store', engines: { node: ENGINES } }));
+    const copy = path.join(root, 'node_modules', 'fs-native-extensions');
+    fs.cpSync(real, copy, { recursive: true });
+    const report = pruneHostBinaries(root, { ...linux('2.36', arch), abi: Number(process.versions.modules) });
+    t.same(report.failed, []);
+    t.same(binariesUnder(copy), [`prebuilds/linux-${arch}/fs-native-extensions.node`], `pruned for linux-${arch}: its prebuild alone is left`);
+    pruned[arch] = copy;
+  }
+  t.type(requireAddon('.', path.join(pruned[process.arch], 'binding.js')).tryLock, 'function', `the tree pruned for this host (linux-${process.arch}) loads the lock`);
+  t.throws(() => requireAddon('.', path.join(pruned[other], 'binding.js')), { code: 'ADDON_NOT_FOUND' }, `the tree pruned for linux-${other} has none for this host: the loader read the pruned tree`);
 });
 
 /**

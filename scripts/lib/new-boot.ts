@@ -5,8 +5,8 @@
  * outside that namespace.
  *
  * Why it matters after a power cut: a real one reboots the machine, and software tells a restart
- * after a crash of its own process from one after a reboot by the boot id. The store's DATA_DIR
- * lock does (src/store/engine/data-dir-lock.ts), and so does lmdb-js: with `overlappingSync` (its default
+ * after a crash of its own process from one after a reboot by the boot id. lmdb-js does (the
+ * store's DATA_DIR lock is the kernel's, which needs no boot id): with `overlappingSync` (its default
  * on Linux) it opens the latest committed transaction when the meta page's boot id is the current
  * one, and the latest flushed one otherwise (the lmdb-js README, `safeRestore`; `mdb_pick_meta` in
  * its mdb.c). A copy of a device opened in the boot that wrote it would be taken for a process

@@ -8,8 +8,9 @@
  *   one binary the loader would load for it on this platform, arch and libc (`uwsBinariesToKeep`);
  *   every other `*.node` of the two pinned packages goes (other platforms, other ABIs, the build
  *   the loader would not pick, trufflesuite's `dist/` copies).
- * - node-gyp-build prebuilds (bufferutil, utf-8-validate): `prebuilds/<platform>-<arch>` of this
- *   machine only.
+ * - prebuilds in `prebuilds/<platform>-<arch>` folders, node-gyp-build's (bufferutil,
+ *   utf-8-validate) and require-addon's (fs-native-extensions, the data folder's lock): this
+ *   machine's only.
  * - On Linux, the addons tagged for the other libc (`node.napi.musl.node` on glibc,
  *   `node.abi115.glibc.node` on musl; lmdb, msgpackr-extract, utf-8-validate), which
  *   node-gyp-build and node-gyp-build-optional-packages never load there (`otherLibcBinaries`).
@@ -79,9 +80,10 @@ function remove(root: string, target: string, kind: RemovedKind, report: PruneRe
 const PREBUILDS_FOLDER = /^([a-z0-9]+)-([a-z0-9+]+)$/;
 
 /**
- * The node-gyp-build prebuild folders under `dir` for other platforms and architectures
- * (bufferutil and utf-8-validate ship darwin's and win32's next to linux-x64's; node-gyp-build's
- * README, "Supported prebuild names"). Absolute paths.
+ * The prebuild folders under `dir` for other platforms and architectures (bufferutil and
+ * utf-8-validate ship darwin's and win32's next to linux-x64's; node-gyp-build's README,
+ * "Supported prebuild names"; fs-native-extensions ships 13, found by require-addon under the
+ * same names). Absolute paths.
  */
 export function foreignPrebuilds(dir: string, platform: string, arch: string): string[] {
   return (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[])
