@@ -145,17 +145,24 @@ export async function rebuildIndex(dataDir: string, options: StoreOptions, now =
  * index (`edge-events check --repair` on a sound index; docs/OPERATIONS.md, "Checking and repairing
  * a data folder"): the index is marked as not counting by record copies, and the store opened, whose
  * upgrade (module comment) counts every frame again and logs a record copy of each event with no
- * whole frame left. No store may run on `dataDir`: the open takes its lock.
+ * whole frame left. No store may run on `dataDir`: its lock is taken before the index is
+ * touched, and again by the open (under `edge-events check`, held throughout: store-check.ts
+ * `holdForCheck`).
  * @returns what the upgrade did
- * @throws DataDirLocked when a store runs on it; the fs or lmdb error of a step (the next open does it again)
+ * @throws CheckRefused when a store runs on it; the fs or lmdb error of a step (the next open does it again)
  */
 export async function rewriteRecordCopies(dataDir: string, options: StoreOptions): Promise<UpgradeReport | undefined> {
-  const dbs = openDatabases(dataDir);
+  const unlock = lockForCheck(dataDir);
   try {
-    await dbs.root.transaction(() => dbs.meta.removeSync(RECORD_COPIES_KEY));
-    await dbs.root.flushed;
+    const dbs = openDatabases(dataDir);
+    try {
+      await dbs.root.transaction(() => dbs.meta.removeSync(RECORD_COPIES_KEY));
+      await dbs.root.flushed;
+    } finally {
+      await dbs.root.close();
+    }
   } finally {
-    await dbs.root.close();
+    unlock();
   }
   const store = await EventStore.open(dataDir, options);
   const { upgraded } = store.opened;
