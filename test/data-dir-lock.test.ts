@@ -74,11 +74,13 @@ t.test('the check command\'s hold lets its own steps take the lock, and no one e
   const contender = await startContender();
   t.teardown(() => contender.stop());
   const outcome = await holdDataDir(dataDir, lockDataDir, async () => {
-    const step = lockDataDir(dataDir); // the check, the rebuild's open of the store, the recheck
+    const step = lockDataDir(dataDir); // the check
     step();
+    await holdDataDir(dataDir, lockDataDir, async () => lockDataDir(dataDir)()); // the repair, a hold of its own, and its open of the store
+    lockDataDir(dataDir)(); // the recheck, after the inner hold ended
     return contender.lock(dataDir);
   });
-  t.match(outcome, { won: false, name: 'DataDirLocked' }, 'held throughout: another process was refused after a step released its turn');
+  t.match(outcome, { won: false, name: 'DataDirLocked' }, 'held throughout: another process was refused after the steps and an inner hold released their turns');
   t.same(await contender.lock(dataDir), { won: true }, 'released at the end of the work');
   await contender.release();
   await t.rejects(holdDataDir(dataDir, lockDataDir, async () => {

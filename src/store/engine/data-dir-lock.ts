@@ -163,12 +163,13 @@ export function lockDataDir(dataDir: string): () => void {
  * Runs `work` holding `dataDir`'s lock throughout, taken with `lock` (lockDataDir, or a caller's
  * wrapping of it), and lets the lockDataDir calls of `work`'s own steps through, so that no
  * store starts between them: `edge-events check --repair` checks, rebuilds, opens the store and
- * checks again under one lock.
+ * checks again under one lock. A hold inside a hold of the same folder is the outer one's.
  * @throws what `lock` throws
  */
 export async function holdDataDir<T>(dataDir: string, lock: (dataDir: string) => () => void, work: () => Promise<T>): Promise<T> {
-  const unlock = lock(dataDir);
   const key = path.resolve(dataDir);
+  if (heldByCommand.has(key)) return work();
+  const unlock = lock(dataDir);
   heldByCommand.add(key);
   try {
     return await work();

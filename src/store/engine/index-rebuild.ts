@@ -16,7 +16,7 @@ import { EventStore } from './event-store.js';
 import { salvageIntoLog } from './index-salvage-copies.js';
 import { REBUILD_KEY } from './recovery.js';
 import { RECORD_COPIES_KEY, RECORD_COPIES_VERSION, type UpgradeReport } from './record-copies-upgrade.js';
-import { lockForCheck, segmentsOnDisk } from './store-check.js';
+import { holdForCheck, segmentsOnDisk } from './store-check.js';
 
 /** Gives `dir` and what is in it to `uid`:`gid` (one level deep: db/ holds only files). */
 function chownTree(dir: string, uid: number, gid: number): void {
@@ -78,51 +78,51 @@ function pruneKept(blobsDir: string, kept: string): string[] {
  * and the log lacks are written into the log (index-salvage-copies.ts), so the replay gives them
  * back too; the events neither gives back are named in the report's `lost`. Every segment file is hard-linked into
  * `blobs.before-rebuild-<time>` first; what the open removed stays there, the rest is unlinked.
- * Run as root on a folder another user owns, the new folders are given to that user.
+ * Run as root on a folder another user owns, the new folders are given to that user. The
+ * folder's lock is held throughout, from before `db/` is moved to the prune after the open.
  * @param options the store's options: `sinks` as the store is configured (finalized events enter
  *   the shipping ledger for them), `present` its record presenter
  * @throws CheckRefused when `dataDir` is not a folder or a running store holds it
  * @throws the fs or lmdb error of a failed step; `db.damaged-*` keeps the former index and
  *   `blobs.before-rebuild-*` every segment file, and the rebuild can be run again
  */
-export async function rebuildIndex(dataDir: string, options: StoreOptions, now = new Date()): Promise<RebuildReport> {
+export function rebuildIndex(dataDir: string, options: StoreOptions, now = new Date()): Promise<RebuildReport> {
+  return holdForCheck(dataDir, () => rebuild(dataDir, options, now));
+}
+
+/** rebuildIndex's work, under the folder's lock: from the move of `db/` to the open's close and the prune of the kept segments. */
+async function rebuild(dataDir: string, options: StoreOptions, now: Date): Promise<RebuildReport> {
   const started = performance.now();
-  const unlock = lockForCheck(dataDir);
   const dbDir = path.join(dataDir, 'db');
   const blobsDir = path.join(dataDir, 'blobs');
   const stamp = rebuildStamp(dataDir, now);
   const kept = path.join(dataDir, `blobs.before-rebuild-${stamp}`);
   let movedTo: string | null = null;
-  let firstSegment: number | null = null;
-  try {
-    firstSegment = segmentsOnDisk(blobsDir)[0] ?? null;
-    if (firstSegment !== null) linkSegments(blobsDir, kept);
-    if (fs.existsSync(dbDir)) {
-      movedTo = path.join(dataDir, `db.damaged-${stamp}`);
-      fs.renameSync(dbDir, movedTo);
-    }
-    const dbs = openDatabases(dataDir);
-    try {
-      const start: LogPosition | undefined = firstSegment === null ? undefined : { segment: firstSegment, offset: 0 };
-      await dbs.root.transaction(() => {
-        if (start) dbs.meta.putSync(LOG_POSITION_KEY, start);
-        dbs.meta.putSync(REBUILD_KEY, true); // the open replays the log with a RebuildPlan
-        dbs.meta.putSync(RECORD_COPIES_KEY, RECORD_COPIES_VERSION); // and counts every frame as it goes
-      });
-      await startCursors(dbs, options.sinks); // at seq 0: the replay's finalized events are all ahead of them
-      await dbs.root.flushed;
-    } finally {
-      await dbs.root.close();
-    }
-    const owner = fs.statSync(dataDir);
-    if (process.getuid?.() === 0 && (owner.uid !== 0 || owner.gid !== 0)) {
-      chownTree(dbDir, owner.uid, owner.gid);
-      if (firstSegment !== null) fs.chownSync(kept, owner.uid, owner.gid);
-    }
-    await syncDirectory(dataDir);
-  } finally {
-    unlock();
+  const firstSegment = segmentsOnDisk(blobsDir)[0] ?? null;
+  if (firstSegment !== null) linkSegments(blobsDir, kept);
+  if (fs.existsSync(dbDir)) {
+    movedTo = path.join(dataDir, `db.damaged-${stamp}`);
+    fs.renameSync(dbDir, movedTo);
   }
+  const dbs = openDatabases(dataDir);
+  try {
+    const start: LogPosition | undefined = firstSegment === null ? undefined : { segment: firstSegment, offset: 0 };
+    await dbs.root.transaction(() => {
+      if (start) dbs.meta.putSync(LOG_POSITION_KEY, start);
+      dbs.meta.putSync(REBUILD_KEY, true); // the open replays the log with a RebuildPlan
+      dbs.meta.putSync(RECORD_COPIES_KEY, RECORD_COPIES_VERSION); // and counts every frame as it goes
+    });
+    await startCursors(dbs, options.sinks); // at seq 0: the replay's finalized events are all ahead of them
+    await dbs.root.flushed;
+  } finally {
+    await dbs.root.close();
+  }
+  const owner = fs.statSync(dataDir);
+  if (process.getuid?.() === 0 && (owner.uid !== 0 || owner.gid !== 0)) {
+    chownTree(dbDir, owner.uid, owner.gid);
+    if (firstSegment !== null) fs.chownSync(kept, owner.uid, owner.gid);
+  }
+  await syncDirectory(dataDir);
   // What the replaced index alone still holds goes into the log, to be replayed with the rest.
   const salvage = movedTo ? await salvageIntoLog(movedTo, blobsDir) : { salvaged: 0, lost: [], incomplete: false };
   assertIndexOpenable(dataDir);
@@ -145,15 +145,13 @@ export async function rebuildIndex(dataDir: string, options: StoreOptions, now =
  * index (`edge-events check --repair` on a sound index; docs/OPERATIONS.md, "Checking and repairing
  * a data folder"): the index is marked as not counting by record copies, and the store opened, whose
  * upgrade (module comment) counts every frame again and logs a record copy of each event with no
- * whole frame left. No store may run on `dataDir`: its lock is taken before the index is
- * touched, and again by the open (under `edge-events check`, held throughout: store-check.ts
- * `holdForCheck`).
+ * whole frame left. No store may run on `dataDir`: its lock is held from before the index is
+ * touched to the store's close (store-check.ts `holdForCheck`).
  * @returns what the upgrade did
  * @throws CheckRefused when a store runs on it; the fs or lmdb error of a step (the next open does it again)
  */
-export async function rewriteRecordCopies(dataDir: string, options: StoreOptions): Promise<UpgradeReport | undefined> {
-  const unlock = lockForCheck(dataDir);
-  try {
+export function rewriteRecordCopies(dataDir: string, options: StoreOptions): Promise<UpgradeReport | undefined> {
+  return holdForCheck(dataDir, async () => {
     const dbs = openDatabases(dataDir);
     try {
       await dbs.root.transaction(() => dbs.meta.removeSync(RECORD_COPIES_KEY));
@@ -161,11 +159,9 @@ export async function rewriteRecordCopies(dataDir: string, options: StoreOptions
     } finally {
       await dbs.root.close();
     }
-  } finally {
-    unlock();
-  }
-  const store = await EventStore.open(dataDir, options);
-  const { upgraded } = store.opened;
-  await store.close();
-  return upgraded;
+    const store = await EventStore.open(dataDir, options);
+    const { upgraded } = store.opened;
+    await store.close();
+    return upgraded;
+  });
 }
