@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { registerCommand, runCommand, type ExitCode } from '../command-runner.js';
 import { configuredSinks, ConfigError, loadConfig } from '../config.js';
+import { SETTINGS } from '../settings.js';
 import type { CheckReport, RebuildReport, UpgradeReport } from '../store/index.js';
 
 /** Where the command reads its environment and writes its output. */
@@ -32,6 +33,9 @@ interface CheckOptions {
   json?: boolean;
 }
 
+/** The settings that turn a sink on, named from the settings table: `no CLOUD_UPLOAD_URL, no NATS_URL`. */
+const NO_SINK_SETTINGS = `no ${SETTINGS.cloudUploadUrl}, no ${SETTINGS.natsServers}`;
+
 /**
  * A repair asked for in an environment that configures no sink, without `--without-sinks`: the
  * shipping ledger it rebuilds would be empty, and the store's sinks would never ship what they
@@ -39,7 +43,7 @@ interface CheckOptions {
  */
 class SinksNotConfigured extends Error {
   constructor() {
-    super('--repair rebuilds the shipping ledger for the sinks configured, and this environment configures none (no CLOUD_UPLOAD_URL, no NATS_SERVERS); nothing was changed');
+    super(`--repair rebuilds the shipping ledger for the sinks configured, and this environment configures none (${NO_SINK_SETTINGS}); nothing was changed`);
     this.name = 'SinksNotConfigured';
   }
 }
@@ -62,9 +66,9 @@ function addCheckCommand(program: Command, io: CheckCliIo, setExitCode: (code: E
   program
     .command('check')
     .description('Check a data folder no store is running on: the index file, every frame of the log, the index against the log (docs/OPERATIONS.md, "Checking and repairing a data folder").')
-    .option('--data-dir <dir>', 'the data folder (env DATA_DIR, default ./data)')
+    .option('--data-dir <dir>', `the data folder (env ${SETTINGS.dataDir}, default ./data)`)
     .option('--repair', 'rebuild a damaged or missing index from the log (the old db/ is kept as db.damaged-<time>), then check again')
-    .option('--without-sinks', 'with --repair: the store ships to no sink (no CLOUD_UPLOAD_URL, no NATS_SERVERS), so no shipping ledger is rebuilt')
+    .option('--without-sinks', `with --repair: the store ships to no sink (${NO_SINK_SETTINGS}), so no shipping ledger is rebuilt`)
     .option('--json', 'machine-readable output: {check,repair,recheck} on stdout, {error:{message,hint}} on stderr')
     .action(async (options: CheckOptions) => {
       setExitCode(await executeCheck(options, io));
@@ -73,7 +77,7 @@ function addCheckCommand(program: Command, io: CheckCliIo, setExitCode: (code: E
 
 /** The data folder: `--data-dir`, else DATA_DIR as the store reads it (src/config.ts), else ./data. */
 function dataDirOf(options: CheckOptions, env: CheckCliIo['env']): string {
-  return path.resolve(options.dataDir ?? (env.DATA_DIR?.trim() || './data'));
+  return path.resolve(options.dataDir ?? (env[SETTINGS.dataDir]?.trim() || './data'));
 }
 
 async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<ExitCode> {
@@ -88,13 +92,13 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
     let recheck: CheckReport | null = null;
     if (options.repair === true && check.rebuild !== null) {
       // The store's own settings: its sinks get the shipping ledger the replay rebuilds.
-      const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
+      const sinks = configuredSinks(loadConfig({ ...io.env, [SETTINGS.dataDir]: dataDir }));
       if (sinks.length === 0 && options.withoutSinks !== true) throw new SinksNotConfigured();
       repair = await rebuildIndex(dataDir, { sinks, present: presentEventJson });
       recheck = await checkStore(dataDir);
     } else if (options.repair === true && (check.indexAgainstLog?.indexOnly ?? 0) > 0) {
       // The index is sound and alone holds some records: they are written back into the log.
-      const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
+      const sinks = configuredSinks(loadConfig({ ...io.env, [SETTINGS.dataDir]: dataDir }));
       copies = (await rewriteRecordCopies(dataDir, { sinks, present: presentEventJson })) ?? null;
       recheck = await checkStore(dataDir);
     }
