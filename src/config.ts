@@ -5,8 +5,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { SettingName } from './settings.js';
+import { ConfigError, unknownSettingsConfig, UnknownSettingsError, type SettingName, type UnknownSetting } from './settings.js';
 import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from './store/index.js';
+
+export { ConfigError, UnknownSettingsError };
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -144,14 +146,14 @@ export interface Config {
    * and names them in the 201's `warnings`.
    */
   nonImagePayloads: 'warn' | 'reject';
-}
-
-/** A setting with a bad value; the message names the setting and what it expects. */
-export class ConfigError extends Error {
-  constructor(readonly setting: string, expected: string, got: string) {
-    super(`Invalid setting ${setting}=${JSON.stringify(got)}: expected ${expected}`);
-    this.name = 'ConfigError';
-  }
+  /**
+   * UNKNOWN_SETTINGS: what variables of the environment that look like settings but are none get
+   * (docs/OPERATIONS.md, "Misspelt settings"): `warn` (default) logs one line each at start and
+   * names them in /stats; `reject` makes them a start-up error (`UnknownSettingsError`).
+   */
+  unknownSettings: 'warn' | 'reject';
+  /** The variables of the environment that look like settings but are none (settings.ts `findUnknownSettings`). */
+  unknownSettingsFound: readonly UnknownSetting[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -282,6 +284,12 @@ function inflightBodyBytes(env: Env, maxRecordSizeBytes: number): number {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevelOf(env: Env): string {
+  const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', LOG_LEVELS.join(', '), logLevel);
+  return logLevel;
+}
 const HTTP_ENGINES = ['uws', 'node'] as const;
 const INPUT_POLICIES = ['warn', 'reject'] as const;
 
@@ -305,13 +313,15 @@ function httpEngine(env: Env): Config['httpEngine'] {
 /**
  * Reads and validates every setting.
  * @param env the environment (default `process.env`)
- * @throws ConfigError naming the first setting with a bad value
+ * @throws ConfigError naming the first setting with a bad value; UnknownSettingsError (a
+ *   ConfigError) under UNKNOWN_SETTINGS=reject when `env` holds variables that look like
+ *   settings but are none
  */
 export function loadConfig(env: Env = process.env): Config {
-  const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', LOG_LEVELS.join(', '), logLevel);
   const maxRecordSizeBytes = number(env, 'MAX_RECORD_SIZE_BYTES', 20 * MiB, { min: 1024, max: 1 * GiB });
   return {
+    // UNKNOWN_SETTINGS and what it says of the variables that look like settings, first: under reject they are refused.
+    ...unknownSettingsConfig(env),
     host: text(env, 'HOST') ?? '0.0.0.0',
     port: number(env, 'PORT', 8001, { max: 65535 }),
     dataDir: path.resolve(text(env, 'DATA_DIR') ?? './data'),
@@ -362,7 +372,7 @@ export function loadConfig(env: Env = process.env): Config {
     searchProxyOpen: flag(env, 'SEARCH_PROXY_OPEN'),
     allowedHosts: list(env, 'ALLOWED_HOSTS'),
     corsAllowedOrigins: origins(env, 'CORS_ALLOWED_ORIGINS'),
-    logLevel,
+    logLevel: logLevelOf(env),
     httpEngine: httpEngine(env),
     unknownKeys: inputPolicy(env, 'UNKNOWN_KEYS', 'warn'),
     nonImagePayloads: inputPolicy(env, 'NON_IMAGE_PAYLOADS', 'reject'),

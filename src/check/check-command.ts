@@ -5,18 +5,23 @@
  * rebuilds a damaged or missing index from the log, with the shipping ledger of the sinks its
  * environment configures (none only with `--without-sinks`), then checks again.
  *
+ * It also says what the store would say of the environment's variables that look like settings
+ * but are none (docs/OPERATIONS.md, "Misspelt settings"), in the lines `edge-events serve
+ * --check-config` prints.
+ *
  * Output contract, as the other subcommands': in JSON mode stdout gets one object,
- * `{check, repair, recheck}` (`repair` and `recheck` null without `--repair` or when no rebuild
- * was made); a failure to check at all leaves stdout empty and writes `{"error": {"message",
- * "hint"}}` to stderr. Exit codes (src/command-runner.ts): 0 nothing damaged (after the repair,
- * with `--repair`); 1 damage found and left, or the check could not run (a store holds the
- * folder, no such folder, a bad setting).
+ * `{check, repair, copies, recheck, unknown_settings}` (`repair`, `copies` and `recheck` null
+ * without `--repair` or when it made no rebuild or rewrite; `unknown_settings` as /stats gives it); a failure to check at all
+ * leaves stdout empty and writes `{"error": {"message", "hint"}}` to stderr. Exit codes
+ * (src/command-runner.ts): 0 nothing damaged (after the repair, with `--repair`); 1 damage found
+ * and left, variables that look like settings under UNKNOWN_SETTINGS=reject, or the check could
+ * not run (a store holds the folder, no such folder, a bad setting).
  */
 import path from 'node:path';
 import type { Command } from 'commander';
 import { registerCommand, runCommand, type ExitCode } from '../command-runner.js';
 import { configuredSinks, ConfigError, loadConfig } from '../config.js';
-import { SETTINGS } from '../settings.js';
+import { SETTINGS, unknownSettingsJson, unknownSettingsOf, unknownSettingsReport } from '../settings.js';
 import type { CheckReport, RebuildReport, UpgradeReport } from '../store/index.js';
 
 /** Where the command reads its environment and writes its output. */
@@ -65,11 +70,11 @@ export function runCheckCli(argv: string[], io: CheckCliIo): Promise<ExitCode> {
 function addCheckCommand(program: Command, io: CheckCliIo, setExitCode: (code: ExitCode) => void): void {
   program
     .command('check')
-    .description('Check a data folder no store is running on: the index file, every frame of the log, the index against the log (docs/OPERATIONS.md, "Checking and repairing a data folder").')
+    .description('Check a data folder no store is running on: the index file, every frame of the log, the index against the log (docs/OPERATIONS.md, "Checking and repairing a data folder"); and the environment\'s variables that look like settings but are none.')
     .option('--data-dir <dir>', `the data folder (env ${SETTINGS.dataDir}, default ./data)`)
     .option('--repair', 'rebuild a damaged or missing index from the log (the old db/ is kept as db.damaged-<time>), then check again')
     .option('--without-sinks', `with --repair: the store ships to no sink (${NO_SINK_SETTINGS}), so no shipping ledger is rebuilt`)
-    .option('--json', 'machine-readable output: {check,repair,recheck} on stdout, {error:{message,hint}} on stderr')
+    .option('--json', 'machine-readable output: {check,repair,copies,recheck,unknown_settings} on stdout, {error:{message,hint}} on stderr')
     .action(async (options: CheckOptions) => {
       setExitCode(await executeCheck(options, io));
     });
@@ -84,6 +89,8 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
   const json = options.json === true;
   const dataDir = dataDirOf(options, io.env);
   try {
+    // What the store would say of this environment's variables that look like settings but are none.
+    const unknown = unknownSettingsOf(io.env);
     // The store's modules (LMDB among them) load for this command only, as for `serve` (src/cli.ts).
     const [{ checkStore, rebuildIndex, rewriteRecordCopies }, { presentEventJson }] = await Promise.all([import('../store/index.js'), import('../events/present.js')]);
     const check = await checkStore(dataDir);
@@ -105,12 +112,15 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
     const final = recheck ?? check;
     // Events the repair could not give back are damage whatever the recheck of what is left says.
     const lost = repair !== null && (repair.lost.length > 0 || repair.salvageIncomplete);
-    io.stdout.write(json ? `${JSON.stringify({ check, repair, copies, recheck })}\n` : describe(check, options.repair === true, repair, recheck, copies));
-    return final.damage || lost ? 1 : 0;
+    const settingsLines = unknownSettingsReport(unknown.found, unknown.policy).map((line) => `${line}\n`).join('');
+    io.stdout.write(json
+      ? `${JSON.stringify({ check, repair, copies, recheck, unknown_settings: unknownSettingsJson(unknown.found) })}\n`
+      : describe(check, options.repair === true, repair, recheck, copies) + (settingsLines === '' ? '' : `\n${settingsLines}`));
+    return final.damage || lost || (unknown.policy === 'reject' && unknown.found.length > 0) ? 1 : 0;
   } catch (error) {
     const message = (error as Error).message;
     const hint = error instanceof ConfigError
-      ? 'The repair opens the store with its settings: run it with the environment the store runs with (e.g. its env file).'
+      ? 'The check reads the settings as the store does, and the repair opens the store with them: run it with the environment the store runs with (e.g. its env file).'
       : error instanceof SinksNotConfigured
         ? 'Run it with the environment the store runs with (e.g. its env file: docs/OPERATIONS.md, "Checking and repairing a data folder"), or add --without-sinks if the store ships to no sink.'
         : 'See edge-events check --help.';
