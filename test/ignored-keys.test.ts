@@ -8,7 +8,7 @@ import t from 'tap';
 import { fixture, getJson, imageEvent, postJson } from './support/events.js';
 import { startStore } from './support/store-server.js';
 
-/** A safety alert whose pipeline misnamed its keypoints, beside model outputs' extra keys. */
+/** A safety alert whose pipeline misnamed its keypoints, beside a model output's key (tracker_id, known) and a key of its own. */
 function misnamedEvent(): Record<string, unknown> {
   return {
     inferenceTimestamp: '2026-12-02T10:00:00Z',
@@ -18,7 +18,7 @@ function misnamedEvent(): Record<string, unknown> {
     devce_id: 'cam-7',
     images: [{
       base64Image: fixture('rocket.jpg').toString('base64'),
-      objectDetections: [{ class: 'person', x: 10, y: 10, width: 4, height: 4, confidence: 0.9, tracker_id: 7 }],
+      objectDetections: [{ class: 'person', x: 10, y: 10, width: 4, height: 4, confidence: 0.9, tracker_id: 7, colour: 'red' }],
       keypointDetections: [{ class: 'person', x: 10, y: 10, width: 4, height: 4, confidence: 0.9, keypoints: [] }],
       keypoints: [{ class: 'hand', x: 1, y: 1, width: 1, height: 1, confidence: 0.5, keypoints: [{ id: 0, x: 1, y: 2, visibility: 1 }] }],
     }],
@@ -33,7 +33,7 @@ t.test('ignored keys are named in the 201 and counted, and the event is stored w
   t.same(created.body.warnings, [
     { loc: ['body', 'devce_id'], msg: 'unknown key, ignored; did you mean \'device_id\'?', type: 'value_error.unknown_key' },
     { loc: ['body', 'images', 0, 'keypointDetections'], msg: 'unknown key, ignored; did you mean \'keypoints\'?', type: 'value_error.unknown_key' },
-    { loc: ['body', 'images', 0, 'objectDetections', 0, 'tracker_id'], msg: 'unknown key, ignored', type: 'value_error.unknown_key' },
+    { loc: ['body', 'images', 0, 'objectDetections', 0, 'colour'], msg: 'unknown key, ignored', type: 'value_error.unknown_key' },
     { loc: ['body', 'images', 0, 'keypoints', 0, 'keypoints', 0, 'visibility'], msg: 'unknown key, ignored', type: 'value_error.unknown_key' },
   ]);
   const stored = (await getJson(`${store.url}/v2/events/${created.body.id}`)).body;
@@ -45,7 +45,7 @@ t.test('ignored keys are named in the 201 and counted, and the event is stored w
   t.notOk('warnings' in plain.body, 'no warnings when nothing was ignored');
 
   const metrics = await (await fetch(`${store.url}/metrics`)).text();
-  for (const path of ['devce_id', 'images.keypointDetections', 'images.objectDetections.tracker_id', 'images.keypoints.keypoints.visibility']) {
+  for (const path of ['devce_id', 'images.keypointDetections', 'images.objectDetections.colour', 'images.keypoints.keypoints.visibility']) {
     t.match(metrics, `edge_events_ignored_keys_total{path="${path}"} 1`, `/metrics counts ${path}`);
   }
 });
@@ -55,7 +55,7 @@ t.test('UNKNOWN_KEYS=reject answers 422 naming every ignored key, and stores not
   t.teardown(() => store.stop());
   const refused = await postJson(`${store.url}/v2/events`, misnamedEvent());
   t.equal(refused.status, 422);
-  t.same(refused.body.detail.map((issue: { loc: unknown[] }) => issue.loc.at(-1)), ['devce_id', 'keypointDetections', 'tracker_id', 'visibility']);
+  t.same(refused.body.detail.map((issue: { loc: unknown[] }) => issue.loc.at(-1)), ['devce_id', 'keypointDetections', 'colour', 'visibility']);
   t.match(refused.body.detail[1], { msg: 'unknown key (UNKNOWN_KEYS=reject); did you mean \'keypoints\'?', type: 'value_error.unknown_key' });
   t.equal((await getJson(`${store.url}/stats`)).body.current.total_events, 0, 'nothing stored');
   t.equal((await postJson(`${store.url}/v2/events`, imageEvent())).status, 201, 'a body without them is stored');

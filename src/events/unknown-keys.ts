@@ -1,13 +1,15 @@
 /**
  * The keys of a create body that the store ignores (docs/API.md, "Create an event", "Ignored
  * keys"): any key the create schema does not define, at the top level, in an image entry, a
- * prediction or a keypoint. `event_data` is checked by its own schema, and `custom_metadata` and
- * an image's `metadata` take any key. Found before validation, which drops them.
+ * prediction or a keypoint, but the producers' keys (producer-keys.ts), which validation drops
+ * too but which are expected. `event_data` is checked by its own schema, and `custom_metadata`
+ * and an image's `metadata` take any key. Found before validation, which drops them.
  */
 import type { AnySchemaObject } from 'ajv/dist/2020.js';
 import type { Config } from '../config.js';
 import type { ValidationIssue } from '../errors.js';
 import { nearestName } from '../query-language/nearest-name.js';
+import { PRODUCER_KEYS } from './producer-keys.js';
 import { loadSchemaFiles } from './schema-files.js';
 
 /** A key the store ignored: where (the body's path, as a 422's `loc`), and the key it likely meant. */
@@ -26,14 +28,17 @@ const shapes = schemas.get('shapes.json')!.$defs as Record<string, AnySchemaObje
 
 const TOP_LEVEL = keysOf(createSchema);
 const IMAGE_ENTRY = keysOf(createSchema.$defs.imageEntry);
-/** Each prediction list of an image entry, by both its spellings, and the keys of its items. */
+/**
+ * Each prediction list of an image entry, by both its spellings, and the keys its items may
+ * carry: the shape's, then the producers' (the shape's first, so that a did-you-mean prefers them).
+ */
 const PREDICTION_LISTS: [string[], string[]][] = [
-  [['object_detections', 'objectDetections'], keysOf(shapes.detection)],
-  [['classifications'], keysOf(shapes.classification)],
-  [['instance_segmentations', 'instanceSegmentations'], keysOf(shapes.instanceSegmentation)],
-  [['keypoints'], keysOf(shapes.keypointGroup)],
+  [['object_detections', 'objectDetections'], [...keysOf(shapes.detection), ...PRODUCER_KEYS.prediction]],
+  [['classifications'], [...keysOf(shapes.classification), ...PRODUCER_KEYS.classification]],
+  [['instance_segmentations', 'instanceSegmentations'], [...keysOf(shapes.instanceSegmentation), ...PRODUCER_KEYS.prediction]],
+  [['keypoints'], [...keysOf(shapes.keypointGroup), ...PRODUCER_KEYS.prediction]],
 ];
-const KEYPOINT = keysOf(shapes.keypoint);
+const KEYPOINT = [...keysOf(shapes.keypoint), ...PRODUCER_KEYS.keypoint];
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
