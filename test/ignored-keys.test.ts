@@ -60,3 +60,27 @@ t.test('UNKNOWN_KEYS=reject answers 422 naming every ignored key, and stores not
   t.equal((await getJson(`${store.url}/stats`)).body.current.total_events, 0, 'nothing stored');
   t.equal((await postJson(`${store.url}/v2/events`, imageEvent())).status, 201, 'a body without them is stored');
 });
+
+t.test('a prediction list under another name gets the list it stands for as its did-you-mean, spelt as the body spells', async (t) => {
+  const store = await startStore();
+  t.teardown(() => store.stop());
+  const box = { class: 'person', x: 10, y: 10, width: 4, height: 4, confidence: 0.9 };
+  const camel = await postJson(`${store.url}/v2/events`, imageEvent({
+    images: [{ base64Image: fixture('cat.jpg').toString('base64'), detections: [box], predictions: [box], keypointDetections: [{ ...box, keypoints: [] }], segmentations: [] }],
+  }));
+  t.equal(camel.status, 201, JSON.stringify(camel.body));
+  t.same(camel.body.warnings.map(({ loc, msg }: { loc: unknown[]; msg: string }) => [loc.at(-1), msg]), [
+    ['detections', 'unknown key, ignored; did you mean \'objectDetections\'?'],
+    ['predictions', 'unknown key, ignored; did you mean \'objectDetections\'?'],
+    ['keypointDetections', 'unknown key, ignored; did you mean \'keypoints\'?'],
+    ['segmentations', 'unknown key, ignored; did you mean \'instanceSegmentations\'?'],
+  ]);
+  const snake = await postJson(`${store.url}/v2/events`, imageEvent({ images: [{ base64_image: fixture('cat.jpg').toString('base64'), detections: [box], keypoint_detections: [] }] }));
+  t.same(snake.body.warnings.map(({ msg }: { msg: string }) => msg), [
+    'unknown key, ignored; did you mean \'object_detections\'?',
+    'unknown key, ignored; did you mean \'keypoints\'?',
+  ], 'snake_case in a snake_case body');
+  const bare = await postJson(`${store.url}/v2/events`, imageEvent({ images: [{ predictions: [box] }] }));
+  t.equal(bare.status, 201);
+  t.match(bare.body.warnings[0].msg, 'did you mean \'objectDetections\'?', 'camelCase when nothing tells');
+});

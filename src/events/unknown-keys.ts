@@ -40,12 +40,45 @@ const PREDICTION_LISTS: [string[], string[]][] = [
 ];
 const KEYPOINT = [...keysOf(shapes.keypoint), ...PRODUCER_KEYS.keypoint];
 
+/**
+ * What producers call an image entry's prediction lists, which no edit distance reaches
+ * (`detections`, roboflow/inference's `predictions`): each suggests the list it stands for, in
+ * snake_case and camelCase. Compared without case and underscores, as nearestName compares.
+ */
+const LIST_SYNONYMS = new Map<string, [string, string]>([
+  ['detections', ['object_detections', 'objectDetections']],
+  ['predictions', ['object_detections', 'objectDetections']],
+  ['boxes', ['object_detections', 'objectDetections']],
+  ['keypointdetections', ['keypoints', 'keypoints']],
+  ['poses', ['keypoints', 'keypoints']],
+  ['segmentations', ['instance_segmentations', 'instanceSegmentations']],
+  ['masks', ['instance_segmentations', 'instanceSegmentations']],
+]);
+
+const folded = (name: string): string => name.toLowerCase().replaceAll('_', '');
+
+/**
+ * The list a synonym of `key` stands for, spelt as `key` is (snake_case with an `_`, camelCase
+ * with a capital), else as the other keys of `object` are; camelCase, the contract's input
+ * spelling, when nothing tells.
+ */
+function synonymOf(key: string, object: Record<string, unknown>): string | undefined {
+  const spellings = LIST_SYNONYMS.get(folded(key));
+  if (!spellings) return undefined;
+  const others = Object.keys(object);
+  const snake = key.includes('_') || (!/[A-Z]/.test(key) && !others.some((other) => /[A-Z]/.test(other)) && others.some((other) => other.includes('_')));
+  return spellings[snake ? 0 : 1];
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The keys of `object` that `known` does not hold, each under `loc`. */
-function unknownIn(object: Record<string, unknown>, known: readonly string[], loc: (string | number)[], found: IgnoredKey[]): void {
+/**
+ * The keys of `object` that `known` does not hold, each under `loc`, with the key it likely
+ * meant: a synonym's list (image entries only, `synonyms`), else the nearest name.
+ */
+function unknownIn(object: Record<string, unknown>, known: readonly string[], loc: (string | number)[], found: IgnoredKey[], synonyms = false): void {
   for (const key in object) {
-    if (!known.includes(key)) found.push({ loc: [...loc, key], suggestion: nearestName(key, known) });
+    if (!known.includes(key)) found.push({ loc: [...loc, key], suggestion: (synonyms ? synonymOf(key, object) : undefined) ?? nearestName(key, known) });
   }
 }
 
@@ -62,7 +95,7 @@ export function ignoredKeys(body: unknown): IgnoredKey[] {
   body.images.forEach((image, i) => {
     if (!isObject(image)) return;
     const at = ['body', 'images', i];
-    unknownIn(image, IMAGE_ENTRY, at, found);
+    unknownIn(image, IMAGE_ENTRY, at, found, true);
     for (const [names, known] of PREDICTION_LISTS) {
       for (const name of names) {
         const list = image[name];
