@@ -84,3 +84,19 @@ t.test('a prediction list under another name gets the list it stands for as its 
   t.equal(bare.status, 201);
   t.match(bare.body.warnings[0].msg, 'did you mean \'objectDetections\'?', 'camelCase when nothing tells');
 });
+
+t.test('a 201 with warnings says how many in X-Edge-Events-Warnings, which a listed origin\'s page may read; a 201 without has none', async (t) => {
+  const origin = 'http://dashboard:3000';
+  const store = await startStore({ CORS_ALLOWED_ORIGINS: origin });
+  t.teardown(() => store.stop());
+  const post = (body: unknown) => fetch(`${store.url}/v2/events`, { method: 'POST', headers: { 'Content-Type': 'application/json', Origin: origin }, body: JSON.stringify(body) });
+  const warned = await post(misnamedEvent());
+  t.equal(warned.status, 201);
+  const { warnings } = await warned.json() as { warnings: unknown[] };
+  t.equal(warned.headers.get('x-edge-events-warnings'), String(warnings.length));
+  t.equal(warnings.length, 4);
+  t.match(warned.headers.get('access-control-expose-headers'), /\bX-Edge-Events-Warnings\b/);
+  const plain = await post(imageEvent());
+  t.equal(plain.status, 201);
+  t.equal(plain.headers.get('x-edge-events-warnings'), null);
+});
