@@ -82,7 +82,7 @@ const createDoc: RouteDoc = {
   },
   errors: {
     solution_required: 'solution required.',
-    event_data_invalid: 'event_data does not conform to its schema; detail names the schema.',
+    event_data_invalid: 'event_data does not conform to its schema; detail, a string, names the schema and every problem, and errors lists them as {loc, msg, type}.',
     image_decode_failed: 'An image failed to decode from base64.',
     unknown_event_schema: 'Unknown event_schema.',
     validation_failed: 'Request validation failed, an image over MAX_PREDICTIONS_PER_IMAGE, or malformed JSON; detail is a list of {loc, msg, type}.',
