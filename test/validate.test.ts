@@ -363,6 +363,21 @@ t.test('400 event_data_invalid names every problem in one answer: the string det
     [{ loc: ['body', 'event_data', 'colour'], msg: 'unknown field \'colour\'', type: 'value_error.extra' }], 'no did-you-mean when none is close');
 });
 
+t.test('a number where the timestamp belongs says an ISO 8601 string is expected and shows one', async (t) => {
+  const seconds = rejection(base({ inference_timestamp: 1733140800 }));
+  t.equal(seconds.code, 'validation_failed');
+  t.same(seconds.detail, [{
+    loc: ['body', 'inference_timestamp'],
+    msg: 'value is not a valid string: an ISO 8601 timestamp string is expected, such as "2024-12-02T12:00:00Z" (1733140800 read as seconds since the epoch)',
+    type: 'type_error.string',
+  }]);
+  t.match((rejection({ inferenceTimestamp: 1733140800123, event_schema: 'custom', event_data: {} }).detail as { msg: string }[])[0].msg,
+    'such as "2024-12-02T12:00:00.123Z" (1733140800123 read as milliseconds since the epoch)');
+  t.match((rejection(base({ inference_timestamp: 42 })).detail as { msg: string }[])[0].msg, 'an ISO 8601 timestamp string is expected, such as "2026-12-02T10:00:00Z"');
+  t.same((rejection(base({ inference_timestamp: '2025-02-30T00:00:00Z' })).detail as { msg: string }[]).map((issue) => issue.msg),
+    ['invalid datetime format: an ISO 8601 timestamp string is expected, such as "2026-12-02T10:00:00Z"']);
+});
+
 // ---------------------------------------------------------------------------------------------
 // Response schemas
 

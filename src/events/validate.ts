@@ -16,6 +16,7 @@ import { validateCreate as generatedCreate } from './generated/create-event.js';
 import * as generatedEventData from './generated/event-data.js';
 import type { CompiledValidator } from './schema-compiler.js';
 import { loadSchemaFiles } from './schema-files.js';
+import { expectedTimestamp } from './timestamp-hint.js';
 import { EVENT_SCHEMAS, type CreateEventInput, type EventSchemaName, type ImageInput } from './types.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -110,6 +111,18 @@ function toIssue(err: ErrorObject): ValidationIssue {
   }
 }
 
+const TIMESTAMP_KEYS: readonly (string | number)[] = ['inference_timestamp', 'inferenceTimestamp'];
+
+/**
+ * An issue of a refused inference_timestamp (a wrong type, a malformed date) says that an ISO 8601
+ * string is expected and shows one (timestamp-hint.ts); any other issue is returned as it is.
+ */
+function withTimestampHint(issue: ValidationIssue, body: unknown): ValidationIssue {
+  const [, key] = issue.loc;
+  if (issue.loc.length !== 2 || !TIMESTAMP_KEYS.includes(key) || !(issue.type.startsWith('type_error') || issue.type === 'value_error.datetime')) return issue;
+  return { ...issue, msg: `${issue.msg}: ${expectedTimestamp((body as Record<string, unknown>)[key as string])}` };
+}
+
 /** A required field's spellings are alternatives (`anyOf`): the snake_case one names the field, its camelCase twin and the `anyOf` itself add nothing. */
 const SPELLING_TWIN = /^#\/allOf\/\d+\/anyOf(\/[1-9]\d*\/required)?$/;
 
@@ -133,7 +146,7 @@ function createBodyError(body: unknown, errors: ErrorObject[]): AppError {
       unknownSchema = { loc: ['body', key], msg: `unknown event_schema '${String(given)}'; expected one of ${EVENT_SCHEMAS.join(', ')}`, type: 'enum' };
       continue;
     }
-    const issue = toIssue(err);
+    const issue = withTimestampHint(toIssue(err), body);
     const key = JSON.stringify([issue.loc, issue.type]);
     if (!seen.has(key)) issues.push(issue);
     seen.add(key);
@@ -290,9 +303,8 @@ export function validateCreateBody(body: unknown): CreateEventInput {
   }
 
   if (!isCalendarDate(input.inference_timestamp)) {
-    throw new AppError('validation_failed', [
-      { loc: ['body', keyUsed(raw, 'inference_timestamp')], msg: 'invalid datetime format', type: 'value_error.datetime' },
-    ]);
+    const loc = ['body', keyUsed(raw, 'inference_timestamp')];
+    throw new AppError('validation_failed', [withTimestampHint({ loc, msg: 'invalid datetime format', type: 'value_error.datetime' }, raw)]);
   }
   const position = input.display_image_position;
   if (position !== null && position >= input.images.length) {
