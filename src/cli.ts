@@ -11,8 +11,13 @@ const program = new Command('edge-events')
 program
   .command('serve')
   .description('run the event store (settings from the environment; see README)')
+  .option('--check-config', 'read and validate the settings of the environment, say what is wrong with them, and exit (0: the store would start with them, 1: it would not) without serving')
   // The server's modules load only for `serve`, so the client commands start without them.
-  .action(async () => (await import('./serve.js')).serveUntilStopped());
+  .action(async (options: { checkConfig?: boolean }) => {
+    const serve = await import('./serve.js');
+    if (options.checkConfig) process.exitCode = serve.checkSettings(process.env, process);
+    else await serve.serveUntilStopped();
+  });
 
 // And `serve` starts without the client commands' modules: about 60 modules, cli-progress and
 // yauzl among them, 100 ms of a 500 ms start (native-bench/PROFILE.md, "Small events, one sync

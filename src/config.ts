@@ -1,11 +1,14 @@
 /**
  * Every setting (docs/OPERATIONS.md, "Settings"), read from the environment once, validated and
- * typed. A bad value throws `ConfigError` naming the setting; `edge-events serve` prints it and
- * exits 1.
+ * typed, under the names of the settings table (src/settings.ts). A bad value throws
+ * `ConfigError` naming the setting; `edge-events serve` prints it and exits 1.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { ConfigError, unknownSettingsConfig, UnknownSettingsError, type SettingName, type UnknownSetting } from './settings.js';
 import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from './store/index.js';
+
+export { ConfigError, UnknownSettingsError };
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -143,24 +146,24 @@ export interface Config {
    * and names them in the 201's `warnings`.
    */
   nonImagePayloads: 'warn' | 'reject';
-}
-
-/** A setting with a bad value; the message names the setting and what it expects. */
-export class ConfigError extends Error {
-  constructor(readonly setting: string, expected: string, got: string) {
-    super(`Invalid setting ${setting}=${JSON.stringify(got)}: expected ${expected}`);
-    this.name = 'ConfigError';
-  }
+  /**
+   * UNKNOWN_SETTINGS: what variables of the environment that look like settings but are none get
+   * (docs/OPERATIONS.md, "Misspelt settings"): `warn` (default) logs one line each at start and
+   * names them in /stats; `reject` makes them a start-up error (`UnknownSettingsError`).
+   */
+  unknownSettings: 'warn' | 'reject';
+  /** The variables of the environment that look like settings but are none (settings.ts `findUnknownSettings`). */
+  unknownSettingsFound: readonly UnknownSetting[];
 }
 
 type Env = Record<string, string | undefined>;
 
-function text(env: Env, name: string): string | undefined {
+function text(env: Env, name: SettingName): string | undefined {
   const value = env[name];
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
-function number(env: Env, name: string, fallback: number, opts: { integer?: boolean; min?: number; max?: number } = {}): number {
+function number(env: Env, name: SettingName, fallback: number, opts: { integer?: boolean; min?: number; max?: number } = {}): number {
   const raw = text(env, name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
@@ -175,7 +178,7 @@ function number(env: Env, name: string, fallback: number, opts: { integer?: bool
 const HTTP_SCHEMES = ['http:', 'https:'];
 const MQTT_SCHEMES = ['mqtt:', 'mqtts:', 'ws:', 'wss:'];
 
-function url(env: Env, name: string, fallback?: string, schemes = HTTP_SCHEMES, expected = 'an http(s) URL'): string | undefined {
+function url(env: Env, name: SettingName, fallback?: string, schemes = HTTP_SCHEMES, expected = 'an http(s) URL'): string | undefined {
   const raw = text(env, name) ?? fallback;
   if (raw === undefined) return undefined;
   try {
@@ -187,7 +190,7 @@ function url(env: Env, name: string, fallback?: string, schemes = HTTP_SCHEMES, 
   return raw.replace(/\/+$/, '');
 }
 
-function natsServers(env: Env, name: string): string[] {
+function natsServers(env: Env, name: SettingName): string[] {
   const servers = list(env, name);
   for (const server of servers) {
     let scheme: string | undefined;
@@ -202,14 +205,14 @@ function natsServers(env: Env, name: string): string[] {
 }
 
 /** A JetStream stream or bucket name: letters, digits, `-` and `_` (NATS docs, "Naming"). */
-function natsName(env: Env, name: string, fallback: string): string {
+function natsName(env: Env, name: SettingName, fallback: string): string {
   const raw = text(env, name) ?? fallback;
   if (!/^[A-Za-z0-9_-]+$/.test(raw)) throw new ConfigError(name, 'letters, digits, - and _', raw);
   return raw;
 }
 
 /** A NATS subject prefix: tokens separated by `.`, none empty, no wildcard or whitespace. */
-function subjectPrefix(env: Env, name: string, fallback: string): string {
+function subjectPrefix(env: Env, name: SettingName, fallback: string): string {
   const raw = text(env, name) ?? fallback;
   if (raw.split('.').some((token) => token === '' || /[*>\s]/.test(token))) {
     throw new ConfigError(name, 'tokens separated by ., none empty, without *, > or spaces', raw);
@@ -218,7 +221,7 @@ function subjectPrefix(env: Env, name: string, fallback: string): string {
 }
 
 /** A NATS filter subject: tokens separated by `.`, none empty; `*` a whole token, `>` only the last. */
-function filterSubject(env: Env, name: string, fallback: string): string {
+function filterSubject(env: Env, name: SettingName, fallback: string): string {
   const raw = text(env, name) ?? fallback;
   const tokens = raw.split('.');
   const bad = tokens.some((token, i) => token === '' || /\s/.test(token) || (/[*>]/.test(token) && token.length > 1) || (token === '>' && i < tokens.length - 1));
@@ -227,7 +230,7 @@ function filterSubject(env: Env, name: string, fallback: string): string {
 }
 
 /** A file that exists and can be read. */
-function readableFile(env: Env, name: string): string | undefined {
+function readableFile(env: Env, name: SettingName): string | undefined {
   const raw = text(env, name);
   if (raw === undefined) return undefined;
   try {
@@ -239,7 +242,7 @@ function readableFile(env: Env, name: string): string | undefined {
 }
 
 /** A topic prefix: one or more levels, none empty, without the wildcards `+` and `#` (MQTT 5, 4.7). */
-function topicPrefix(env: Env, name: string, fallback: string): string {
+function topicPrefix(env: Env, name: SettingName, fallback: string): string {
   const raw = text(env, name) ?? fallback;
   if (/[+#\u0000]/.test(raw) || raw.split('/').some((level) => level === '')) {
     throw new ConfigError(name, 'topic levels separated by /, none empty, without + or #', raw);
@@ -247,11 +250,11 @@ function topicPrefix(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
-function list(env: Env, name: string): string[] {
+function list(env: Env, name: SettingName): string[] {
   return (text(env, name) ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
 }
 
-function origins(env: Env, name: string): string[] {
+function origins(env: Env, name: SettingName): string[] {
   const values = list(env, name);
   for (const value of values) {
     let origin: string | undefined;
@@ -265,7 +268,7 @@ function origins(env: Env, name: string): string[] {
   return values.map((value) => value.replace(/\/+$/, ''));
 }
 
-function flag(env: Env, name: string): boolean {
+function flag(env: Env, name: SettingName): boolean {
   const raw = text(env, name);
   if (raw === undefined || raw === 'false') return false;
   if (raw === 'true') return true;
@@ -281,11 +284,17 @@ function inflightBodyBytes(env: Env, maxRecordSizeBytes: number): number {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevelOf(env: Env): string {
+  const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', LOG_LEVELS.join(', '), logLevel);
+  return logLevel;
+}
 const HTTP_ENGINES = ['uws', 'node'] as const;
 const INPUT_POLICIES = ['warn', 'reject'] as const;
 
 /** UNKNOWN_KEYS or NON_IMAGE_PAYLOADS: `warn` or `reject`. */
-function inputPolicy(env: Env, setting: string, unset: (typeof INPUT_POLICIES)[number]): (typeof INPUT_POLICIES)[number] {
+function inputPolicy(env: Env, setting: SettingName, unset: (typeof INPUT_POLICIES)[number]): (typeof INPUT_POLICIES)[number] {
   const raw = text(env, setting);
   if (raw === undefined) return unset;
   const policy = INPUT_POLICIES.find((name) => name === raw);
@@ -304,13 +313,15 @@ function httpEngine(env: Env): Config['httpEngine'] {
 /**
  * Reads and validates every setting.
  * @param env the environment (default `process.env`)
- * @throws ConfigError naming the first setting with a bad value
+ * @throws ConfigError naming the first setting with a bad value; UnknownSettingsError (a
+ *   ConfigError) under UNKNOWN_SETTINGS=reject when `env` holds variables that look like
+ *   settings but are none
  */
 export function loadConfig(env: Env = process.env): Config {
-  const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', LOG_LEVELS.join(', '), logLevel);
   const maxRecordSizeBytes = number(env, 'MAX_RECORD_SIZE_BYTES', 20 * MiB, { min: 1024, max: 1 * GiB });
   return {
+    // UNKNOWN_SETTINGS and what it says of the variables that look like settings, first: under reject they are refused.
+    ...unknownSettingsConfig(env),
     host: text(env, 'HOST') ?? '0.0.0.0',
     port: number(env, 'PORT', 8001, { max: 65535 }),
     dataDir: path.resolve(text(env, 'DATA_DIR') ?? './data'),
@@ -361,7 +372,7 @@ export function loadConfig(env: Env = process.env): Config {
     searchProxyOpen: flag(env, 'SEARCH_PROXY_OPEN'),
     allowedHosts: list(env, 'ALLOWED_HOSTS'),
     corsAllowedOrigins: origins(env, 'CORS_ALLOWED_ORIGINS'),
-    logLevel,
+    logLevel: logLevelOf(env),
     httpEngine: httpEngine(env),
     unknownKeys: inputPolicy(env, 'UNKNOWN_KEYS', 'warn'),
     nonImagePayloads: inputPolicy(env, 'NON_IMAGE_PAYLOADS', 'reject'),

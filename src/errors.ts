@@ -90,18 +90,25 @@ export interface AppErrorOptions {
    * error): kept as the standard `Error.cause`, logged with the failure, never sent to the client.
    */
   cause?: unknown;
+  /**
+   * Each problem of a string `detail` on its own, shaped as a 422's issues: sent as `errors`
+   * beside the detail (`event_data_invalid`, E2, whose detail the contract keeps a string).
+   */
+  issues?: ValidationIssue[];
 }
 
 /**
  * A failure with a registered code. `detail` is what the client reads: a string, or for
  * `validation_failed` a list of FastAPI-shaped issues (default: the registry's message).
- * `headers` are extra response headers; `cause` is the error wrapped, if any.
+ * `headers` are extra response headers; `cause` is the error wrapped, if any; `issues` the
+ * problems of a string detail one by one, sent as `errors`.
  */
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly detail: string | ValidationIssue[];
   readonly headers: Record<string, string>;
+  readonly issues: ValidationIssue[] | undefined;
 
   constructor(code: ErrorCode, detail?: string | ValidationIssue[], options: AppErrorOptions = {}) {
     const entry = registry[code];
@@ -113,6 +120,7 @@ export class AppError extends Error {
     this.status = entry.status;
     this.detail = detail ?? entry.message;
     this.headers = options.headers ?? {};
+    this.issues = options.issues;
   }
 }
 
@@ -181,7 +189,7 @@ export interface ErrorReport {
   syscall?: string;
   path?: string;
   /** An AppError's own fields. */
-  app?: { code: ErrorCode; detail: string | ValidationIssue[]; headers: Record<string, string> };
+  app?: { code: ErrorCode; detail: string | ValidationIssue[]; headers: Record<string, string>; issues?: ValidationIssue[] };
   /** The report of its `cause`, if it has one. */
   cause?: ErrorReport;
 }
@@ -191,7 +199,7 @@ export function errorReport(err: unknown): ErrorReport {
   if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
   const { code, errno, syscall, path } = err as NodeJS.ErrnoException;
   const report: ErrorReport = { name: err.name, message: err.message, stack: err.stack, code, errno, syscall, path };
-  if (err instanceof AppError) report.app = { code: err.code, detail: err.detail, headers: err.headers };
+  if (err instanceof AppError) report.app = { code: err.code, detail: err.detail, headers: err.headers, issues: err.issues };
   if ('cause' in err) report.cause = errorReport(err.cause);
   return report;
 }
@@ -201,7 +209,7 @@ export function errorFromReport(report: ErrorReport): Error {
   const { name, message, stack, app, cause, ...fields } = report;
   const causeOption = cause === undefined ? undefined : errorFromReport(cause);
   if (app) {
-    const err = new AppError(app.code, app.detail, { headers: app.headers, cause: causeOption });
+    const err = new AppError(app.code, app.detail, { headers: app.headers, cause: causeOption, issues: app.issues });
     if (stack !== undefined) err.stack = stack;
     return err;
   }

@@ -12,6 +12,7 @@ import { createLogger, type Logger } from './logger.js';
 import { DiskWrites } from './operations/disk-writes.js';
 import { LifecycleWorkerHandle } from './lifecycle/worker-handle.js';
 import { StoreMetrics } from './operations/metrics.js';
+import { describeUnknownSetting, findUnknownSettings, SETTINGS, unknownSettingsOf, unknownSettingsReport } from './settings.js';
 import { EventStore, formatMicros, formatMicrosOrNull, type BackfillProgress } from './store/index.js';
 import { DEFAULT_STREAM_OPTIONS, StreamFanout } from './stream/stream-fanout.js';
 import { superviseStore, type Supervision } from './supervision/service-supervision.js';
@@ -52,6 +53,16 @@ function searchIndexLogger(log: Logger): (progress: BackfillProgress, done: bool
 }
 
 /**
+ * One warning line per variable of the environment that looks like a setting but is none
+ * (docs/OPERATIONS.md, "Misspelt settings"), naming the setting it likely meant.
+ */
+function warnOfUnknownSettings(config: Config, log: Logger): void {
+  for (const unknown of config.unknownSettingsFound) {
+    log.warn({ setting: unknown.name, did_you_mean: unknown.didYouMean ?? null }, `${describeUnknownSetting(unknown)}; it is ignored`);
+  }
+}
+
+/**
  * The main thread's composition root (docs/ARCHITECTURE.md, "Threads"): opens the store under
  * `config.dataDir`, builds every long-lived part of the HTTP thread (the lifecycle worker's
  * handle, the stream fan-out, the MQTT sink, the disk-write figures, the metrics, the hub
@@ -62,6 +73,7 @@ function searchIndexLogger(log: Logger): (progress: BackfillProgress, done: bool
  */
 export async function startService(config: Config): Promise<StoreService> {
   const log = createLogger(config.logLevel, secretsOf(config));
+  warnOfUnknownSettings(config, log);
   const store = await EventStore.open(config.dataDir, {
     sinks: configuredSinks(config),
     present: presentEventJson,
@@ -121,6 +133,35 @@ export async function startService(config: Config): Promise<StoreService> {
       log.info('edge-event-store stopped');
     },
   };
+}
+
+/**
+ * `edge-events serve --check-config` (docs/OPERATIONS.md, "Checking the settings"): reads and
+ * validates the settings of `env` as `serve` would, and serves nothing. Says what `edge-events
+ * check` says of variables that look like settings but are none (settings.ts
+ * `unknownSettingsReport`), then either that the settings are valid, on stdout, or each refusal,
+ * on stderr: a bad value (its setting and what it accepts), and those variables under
+ * UNKNOWN_SETTINGS=reject.
+ * @returns 0 when the store would start with these settings, 1 when it would refuse to
+ */
+export function checkSettings(env: Record<string, string | undefined>, io: { stdout: { write(text: string): unknown }; stderr: { write(text: string): unknown } }): 0 | 1 {
+  const problems: string[] = [];
+  let unknown = { found: findUnknownSettings(env), policy: 'warn' as Config['unknownSettings'] };
+  try {
+    unknown = unknownSettingsOf(env);
+    // The values, whatever UNKNOWN_SETTINGS says of the variables above.
+    loadConfig({ ...env, [SETTINGS.unknownSettings]: 'warn' });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(err.message);
+  }
+  const refused = unknown.policy === 'reject' && unknown.found.length > 0;
+  const lines = unknownSettingsReport(unknown.found, unknown.policy);
+  if (lines.length > 0) (refused ? io.stderr : io.stdout).write(`${lines.join('\n')}\n`);
+  for (const problem of problems) io.stderr.write(`error: ${problem}\n`);
+  if (problems.length > 0 || refused) return 1;
+  io.stdout.write('The settings are valid: the store would start with them.\n');
+  return 0;
 }
 
 /** Runs the store until a stop signal; exits the process with 0 after a graceful stop, 1 on a bad start. */

@@ -5,7 +5,7 @@
  * does not (/metrics counts them); what comes back is the event that was sent, its images to the
  * byte, whether their bytes were moved between threads or copied (a small image shares Node's
  * buffer pool); a refusal decided on the worker answers as the same refusal decided in place
- * (status, code, detail); a preparer closed starts a new worker for the next body.
+ * (status, code, detail, an event_data refusal's errors); a preparer closed starts a new worker for the next body.
  */
 import sharp from 'sharp';
 import t from 'tap';
@@ -16,6 +16,7 @@ import { CreatePreparer, OFF_THREAD_MIN_WEIGHT_BYTES } from '../src/events/creat
 import { parsedExtraBytes } from '../src/http/body-budget.js';
 import type { NewEvent, PreparedCreate } from '../src/store/engine/prepared-create.js';
 import { fixture, getJson, postJson, smallEvent } from './support/events.js';
+import { responseProblems } from './support/response-shapes.js';
 import { startStore, type TestStore } from './support/store-server.js';
 
 /** MAX_POINTS_PER_EVENT here: a light body can pass it, so that the same refusal is seen made in place. */
@@ -114,12 +115,26 @@ t.test('a refusal decided on the worker answers as the same refusal decided in p
   t.equal(heavyImage.status, 400);
   t.same(heavyImage.body, { ...lightImage.body, detail: lightImage.body.detail.replace('images[0]', 'images[1]') });
 
+  const badData = { eventSchema: 'inventory_count', eventData: { itemcount: 3, location: 'x'.repeat(1001) } };
+  const [lightData, heavyData] = await both({ ...smallEvent(), ...badData, event_schema: undefined, event_data: undefined }, { ...heavy, ...badData });
+  t.equal(lightData.status, 400);
+  t.same(lightData.body, {
+    detail: 'event_data does not conform to schema \'inventory_count\': unknown field \'itemcount\' (did you mean \'itemCount\'?); location must have at most 1000 characters',
+    errors: [
+      { loc: ['body', 'eventData', 'itemcount'], msg: 'unknown field \'itemcount\' (did you mean \'itemCount\'?)', type: 'value_error.extra' },
+      { loc: ['body', 'eventData', 'location'], msg: 'location must have at most 1000 characters', type: 'value_error.any_str.max_length' },
+    ],
+  }, 'E2 on the wire: every problem in the string detail, and as issues');
+  t.same(responseProblems('error', lightData.body), []);
+  t.equal(heavyData.status, 400);
+  t.same(heavyData.body, lightData.body, 'event_data_invalid, the same detail and errors');
+
   const text = JSON.stringify(heavy);
   const [lightCut, heavyCut] = await both(JSON.stringify(smallEvent()).slice(0, -1), text.slice(0, -1));
   t.equal(heavyCut.status, 422);
   t.equal(heavyCut.body.detail[0].type, 'value_error.jsondecode');
   t.equal(lightCut.body.detail[0].type, 'value_error.jsondecode');
-  t.equal(await preparedOffThread(store), 4, 'each heavy body went to the worker, no light one');
+  t.equal(await preparedOffThread(store), 5, 'each heavy body went to the worker, no light one');
   t.equal((await getJson(`${store.url}/stats`)).body.current.total_events, 0, 'nothing stored');
 });
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
+import { SETTING_NAMES } from '../src/settings.js';
 
 const EXAMPLES = ['DATA_DIR', 'MQTT_URL', 'NATS_URL', 'NATS_SOURCE_URL'];
 
@@ -22,4 +23,12 @@ t.test('every commented value of the env example is the default', async (t) => {
   const differing = settings.filter(({ name, value }) => value !== '' && !EXAMPLES.includes(name))
     .filter(({ name, value }) => JSON.stringify(loadConfig({ ...baseline, [name]: value })) !== JSON.stringify(defaults));
   t.same(differing.map(({ name, value }) => `${name}=${value}`), [], 'setting the commented value changes nothing');
+});
+
+t.test('the env example and docs/OPERATIONS.md name every setting of the settings table, and no other', async (t) => {
+  const text = fs.readFileSync(path.join(packageRoot, 'systemd', 'edge-events.env.example'), 'utf8');
+  const listed = [...text.matchAll(/^#([A-Z][A-Z0-9_]*)=/gm)].map(([, name]) => name!);
+  t.same([...listed].sort(), [...SETTING_NAMES].sort());
+  const operations = fs.readFileSync(path.join(packageRoot, 'docs', 'OPERATIONS.md'), 'utf8');
+  t.same(SETTING_NAMES.filter((name) => !operations.includes(`\`${name}\``)), [], 'each named in OPERATIONS.md');
 });

@@ -20,6 +20,7 @@ t.test('a keypoint event as the producers send it is stored: occluded false, unk
   t.teardown(store.stop);
   const created = await postJson(`${store.url}/v2/events`, producerKeypointEvent());
   t.equal(created.status, 201, JSON.stringify(created.body));
+  t.notOk('warnings' in created.body, 'the producers\' own keys (class_id, detection_id, tracker_id, parent_id, a keypoint\'s class_name) draw no warning');
   const event = (await getJson(`${store.url}/v2/events/${created.body.id}`)).body;
   const [image] = event.images;
   t.same(image.keypoints[0].keypoints, [{ id: 0, x: 300, y: 80, occluded: false }, { id: 1, x: 290, y: 70, occluded: false }]);
@@ -27,6 +28,39 @@ t.test('a keypoint event as the producers send it is stored: occluded false, unk
   t.same(image.object_detections, [{ class: 'person', x: 320, y: 240, width: 180, height: 400, confidence: 0.87 }], 'stored with its defined keys only');
   const bytes = Buffer.from(await (await fetch(`${store.url}/images/${image.file_id}`)).arrayBuffer());
   t.same(bytes, fixture('rocket.jpg'), 'the exact bytes');
+});
+
+t.test('the keys roboflow/inference and supervision put in predictions are accepted without a warning, and not stored', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const box = { x: 320, y: 240, width: 180, height: 400, confidence: 0.87, class: 'person' };
+  // inference's HTTP answer (inference/core/entities/responses/inference.py, ObjectDetectionPrediction)
+  const httpAnswer = { ...box, class_confidence: null, class_id: 0, tracker_id: 12, detection_id: 'f3a1c2d4-0000-4000-8000-000000000003', parent_id: 'image' };
+  // a Workflow's sv.Detections (inference/core/workflows/core_steps/common/serializers.py, serialise_sv_detections)
+  const workflow = {
+    ...box, class_id: 0, tracker_id: 12, detection_id: 'd-1', parent_id: 'crop-1', root_parent_id: 'image', parent_origin: { offset_x: 0, offset_y: 0, width: 640, height: 480 },
+    root_parent_origin: { offset_x: 0, offset_y: 0, width: 640, height: 480 }, time_in_zone: 3.5, path_deviation: 0.1, velocity: [1, 0], speed: 1, smoothed_velocity: [1, 0],
+    smoothed_speed: 1, area_px: 72000, area_converted: 7.2, data: 'QR-118', rect: [[0, 0], [1, 0], [1, 1], [0, 1]], angle: 0, polygon: [[0, 0], [1, 0], [1, 1]],
+  };
+  // supervision's JSONSink row (supervision/detection/tools/json_sink.py), beside the store's box
+  const sinkRow = { ...box, x_min: 230, y_min: 40, x_max: 410, y_max: 440, class_id: 0, tracker_id: 12, class_name: 'person' };
+  const created = await postJson(`${store.url}/v2/events`, imageEvent({
+    images: [{
+      base64Image: fixture('cat.jpg').toString('base64'),
+      objectDetections: [httpAnswer, workflow, sinkRow],
+      classifications: [{ class: 'cat', class_id: 3, confidence: 0.9 }],
+      instanceSegmentations: [{ ...box, class_id: 0, detection_id: 'd-2', parent_id: 'image', rle_mask: { size: [480, 640], counts: 'x' }, points: [[0, 0], [1, 0], [1, 1]] }],
+      keypoints: [{ ...box, class_id: 0, keypoints: [{ id: 0, x: 300, y: 80, class_id: 0, class: 'nose', confidence: 0.91 }] }],
+    }],
+  }));
+  t.equal(created.status, 201, JSON.stringify(created.body));
+  t.notOk('warnings' in created.body, JSON.stringify(created.body.warnings));
+  const [image] = (await getJson(`${store.url}/v2/events/${created.body.id}`)).body.images;
+  t.same(image.object_detections, [box, box, box].map(({ class: name, ...rest }) => ({ class: name, ...rest })), 'stored with the shape\'s keys only');
+  t.same(image.classifications, [{ class: 'cat', confidence: 0.9 }]);
+  t.same(image.keypoints[0].keypoints, [{ id: 0, x: 300, y: 80, occluded: false }]);
+  const misspelt = await postJson(`${store.url}/v2/events`, imageEvent({ images: [{ objectDetections: [{ ...box, trakcer_id: 12 }] }] }));
+  t.match(misspelt.body.warnings, [{ loc: ['body', 'images', 0, 'objectDetections', 0, 'trakcer_id'], msg: 'unknown key, ignored; did you mean \'tracker_id\'?' }], 'a misspelt one is still named');
 });
 
 t.test('base64 with line breaks is accepted; what does not decode is still refused (E3)', async (t) => {

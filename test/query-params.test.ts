@@ -1,7 +1,7 @@
 /**
  * A misspelled or unknown query parameter, or an event_schema that is none of the five, answers
  * 400 on every read route instead of widening (or emptying) the answer (docs/API.md, "Query
- * parameters"); create bodies keep ignoring unknown keys. Found by a new user's walk: `devce_id`,
+ * parameters"), and a malformed time says what it expects; create bodies keep ignoring unknown keys. Found by a new user's walk: `devce_id`,
  * `q` and `sort` on the list answered 200 with every event.
  */
 import t from 'tap';
@@ -44,6 +44,16 @@ t.test('unknown parameters answer 400 naming them and the nearest known name', a
   t.equal(stream.status, 400, 'the live stream refuses it before streaming');
   t.equal((await getJson(`${store.url}/v2/events?device_id=cam-1&api_key=k`)).status, 400, 'api_key is the stream\'s, not the list\'s');
   t.equal((await getJson(`${store.url}/v2/events?device_id=cam-1`)).body.count, 1, 'the known ones still answer');
+});
+
+t.test('a number for start_time or end_time answers 400 saying an ISO 8601 timestamp string is expected, and showing one', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const seconds = await getJson(`${store.url}/v2/events?start_time=1733140800`);
+  t.equal(seconds.status, 400);
+  t.equal(seconds.body.detail, 'Invalid start_time \'1733140800\': an ISO 8601 timestamp string is expected, such as "2024-12-02T12:00:00Z" (1733140800 read as seconds since the epoch)');
+  const text = await getJson(`${store.url}/v2/events?end_time=yesterday`);
+  t.equal(text.body.detail, 'Invalid end_time \'yesterday\': an ISO 8601 timestamp string is expected, such as "2026-12-02T10:00:00Z"');
 });
 
 t.test('an event_schema that is none of the five answers 400 on lists, counts and the stream', async (t) => {

@@ -338,6 +338,46 @@ t.test('400 event_data_invalid with a string naming the schema (E2)', async (t) 
   t.ok(validateCreateBody(base({ event_schema: 'inventory_count', event_data: { itemCount: 0, location: long(1000) } })));
 });
 
+t.test('400 event_data_invalid names every problem in one answer: the string detail (E2) and the same problems as issues', async (t) => {
+  const err = rejection(base({ event_schema: 'inventory_count', event_data: { itemcount: 3, location: long(1001), itemType: 5, external_ld: 'x' } }));
+  t.equal(err.code, 'event_data_invalid');
+  t.equal(err.status, 400, 'the contract\'s status for E2');
+  t.equal(err.detail, 'event_data does not conform to schema \'inventory_count\': '
+    + 'unknown field \'itemcount\' (did you mean \'itemCount\'?); unknown field \'external_ld\' (did you mean \'external_id\'?); '
+    + 'location must have at most 1000 characters; itemType must be a string');
+  t.same(err.issues, [
+    { loc: ['body', 'event_data', 'itemcount'], msg: 'unknown field \'itemcount\' (did you mean \'itemCount\'?)', type: 'value_error.extra' },
+    { loc: ['body', 'event_data', 'external_ld'], msg: 'unknown field \'external_ld\' (did you mean \'external_id\'?)', type: 'value_error.extra' },
+    { loc: ['body', 'event_data', 'location'], msg: 'location must have at most 1000 characters', type: 'value_error.any_str.max_length' },
+    { loc: ['body', 'event_data', 'itemType'], msg: 'itemType must be a string', type: 'type_error.string' },
+  ], 'the 422 issues\' shape, a did-you-mean spelt as the field is');
+  t.same(responseProblems('error', { detail: err.detail, errors: err.issues }), []);
+
+  const feedback = rejection({ inferenceTimestamp: TS, eventSchema: 'operator_feedback', eventData: {} });
+  t.equal(feedback.detail, 'event_data does not conform to schema \'operator_feedback\': related_event_id is required; feedback is required');
+  t.same(feedback.issues!.map((issue) => [issue.loc, issue.type]), [
+    [['body', 'eventData', 'related_event_id'], 'value_error.missing'],
+    [['body', 'eventData', 'feedback'], 'value_error.missing'],
+  ], 'each required field once, whichever spelling, under the key the body used');
+  t.same(rejection(base({ event_schema: 'custom', event_data: { colour: 'red' } })).issues,
+    [{ loc: ['body', 'event_data', 'colour'], msg: 'unknown field \'colour\'', type: 'value_error.extra' }], 'no did-you-mean when none is close');
+});
+
+t.test('a number where the timestamp belongs says an ISO 8601 string is expected and shows one', async (t) => {
+  const seconds = rejection(base({ inference_timestamp: 1733140800 }));
+  t.equal(seconds.code, 'validation_failed');
+  t.same(seconds.detail, [{
+    loc: ['body', 'inference_timestamp'],
+    msg: 'value is not a valid string: an ISO 8601 timestamp string is expected, such as "2024-12-02T12:00:00Z" (1733140800 read as seconds since the epoch)',
+    type: 'type_error.string',
+  }]);
+  t.match((rejection({ inferenceTimestamp: 1733140800123, event_schema: 'custom', event_data: {} }).detail as { msg: string }[])[0].msg,
+    'such as "2024-12-02T12:00:00.123Z" (1733140800123 read as milliseconds since the epoch)');
+  t.match((rejection(base({ inference_timestamp: 42 })).detail as { msg: string }[])[0].msg, 'an ISO 8601 timestamp string is expected, such as "2026-12-02T10:00:00Z"');
+  t.same((rejection(base({ inference_timestamp: '2025-02-30T00:00:00Z' })).detail as { msg: string }[]).map((issue) => issue.msg),
+    ['invalid datetime format: an ISO 8601 timestamp string is expected, such as "2026-12-02T10:00:00Z"']);
+});
+
 // ---------------------------------------------------------------------------------------------
 // Response schemas
 

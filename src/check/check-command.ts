@@ -5,17 +5,23 @@
  * rebuilds a damaged or missing index from the log, with the shipping ledger of the sinks its
  * environment configures (none only with `--without-sinks`), then checks again.
  *
+ * It also says what the store would say of the environment's variables that look like settings
+ * but are none (docs/OPERATIONS.md, "Misspelt settings"), in the lines `edge-events serve
+ * --check-config` prints.
+ *
  * Output contract, as the other subcommands': in JSON mode stdout gets one object,
- * `{check, repair, recheck}` (`repair` and `recheck` null without `--repair` or when no rebuild
- * was made); a failure to check at all leaves stdout empty and writes `{"error": {"message",
- * "hint"}}` to stderr. Exit codes (src/command-runner.ts): 0 nothing damaged (after the repair,
- * with `--repair`); 1 damage found and left, or the check could not run (a store holds the
- * folder, no such folder, a bad setting).
+ * `{check, repair, copies, recheck, unknown_settings}` (`repair`, `copies` and `recheck` null
+ * without `--repair` or when it made no rebuild or rewrite; `unknown_settings` as /stats gives it); a failure to check at all
+ * leaves stdout empty and writes `{"error": {"message", "hint"}}` to stderr. Exit codes
+ * (src/command-runner.ts): 0 nothing damaged (after the repair, with `--repair`); 1 damage found
+ * and left, variables that look like settings under UNKNOWN_SETTINGS=reject, or the check could
+ * not run (a store holds the folder, no such folder, a bad setting).
  */
 import path from 'node:path';
 import type { Command } from 'commander';
 import { registerCommand, runCommand, type ExitCode } from '../command-runner.js';
 import { configuredSinks, ConfigError, loadConfig } from '../config.js';
+import { SETTINGS, unknownSettingsJson, unknownSettingsOf, unknownSettingsReport } from '../settings.js';
 import type { CheckReport, RebuildReport, UpgradeReport } from '../store/index.js';
 
 /** Where the command reads its environment and writes its output. */
@@ -32,6 +38,9 @@ interface CheckOptions {
   json?: boolean;
 }
 
+/** The settings that turn a sink on, named from the settings table: `no CLOUD_UPLOAD_URL, no NATS_URL`. */
+const NO_SINK_SETTINGS = `no ${SETTINGS.cloudUploadUrl}, no ${SETTINGS.natsServers}`;
+
 /**
  * A repair asked for in an environment that configures no sink, without `--without-sinks`: the
  * shipping ledger it rebuilds would be empty, and the store's sinks would never ship what they
@@ -39,7 +48,7 @@ interface CheckOptions {
  */
 class SinksNotConfigured extends Error {
   constructor() {
-    super('--repair rebuilds the shipping ledger for the sinks configured, and this environment configures none (no CLOUD_UPLOAD_URL, no NATS_SERVERS); nothing was changed');
+    super(`--repair rebuilds the shipping ledger for the sinks configured, and this environment configures none (${NO_SINK_SETTINGS}); nothing was changed`);
     this.name = 'SinksNotConfigured';
   }
 }
@@ -61,11 +70,11 @@ export function runCheckCli(argv: string[], io: CheckCliIo): Promise<ExitCode> {
 function addCheckCommand(program: Command, io: CheckCliIo, setExitCode: (code: ExitCode) => void): void {
   program
     .command('check')
-    .description('Check a data folder no store is running on: the index file, every frame of the log, the index against the log (docs/OPERATIONS.md, "Checking and repairing a data folder").')
-    .option('--data-dir <dir>', 'the data folder (env DATA_DIR, default ./data)')
+    .description('Check a data folder no store is running on: the index file, every frame of the log, the index against the log (docs/OPERATIONS.md, "Checking and repairing a data folder"); and the environment\'s variables that look like settings but are none.')
+    .option('--data-dir <dir>', `the data folder (env ${SETTINGS.dataDir}, default ./data)`)
     .option('--repair', 'rebuild a damaged or missing index from the log (the old db/ is kept as db.damaged-<time>), then check again')
-    .option('--without-sinks', 'with --repair: the store ships to no sink (no CLOUD_UPLOAD_URL, no NATS_SERVERS), so no shipping ledger is rebuilt')
-    .option('--json', 'machine-readable output: {check,repair,recheck} on stdout, {error:{message,hint}} on stderr')
+    .option('--without-sinks', `with --repair: the store ships to no sink (${NO_SINK_SETTINGS}), so no shipping ledger is rebuilt`)
+    .option('--json', 'machine-readable output: {check,repair,copies,recheck,unknown_settings} on stdout, {error:{message,hint}} on stderr')
     .action(async (options: CheckOptions) => {
       setExitCode(await executeCheck(options, io));
     });
@@ -73,13 +82,15 @@ function addCheckCommand(program: Command, io: CheckCliIo, setExitCode: (code: E
 
 /** The data folder: `--data-dir`, else DATA_DIR as the store reads it (src/config.ts), else ./data. */
 function dataDirOf(options: CheckOptions, env: CheckCliIo['env']): string {
-  return path.resolve(options.dataDir ?? (env.DATA_DIR?.trim() || './data'));
+  return path.resolve(options.dataDir ?? (env[SETTINGS.dataDir]?.trim() || './data'));
 }
 
 async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<ExitCode> {
   const json = options.json === true;
   const dataDir = dataDirOf(options, io.env);
   try {
+    // What the store would say of this environment's variables that look like settings but are none.
+    const unknown = unknownSettingsOf(io.env);
     // The store's modules (LMDB among them) load for this command only, as for `serve` (src/cli.ts).
     const [{ checkStore, holdForCheck, rebuildIndex, rewriteRecordCopies }, { presentEventJson }] = await Promise.all([import('../store/index.js'), import('../events/present.js')]);
     // One lock from the check to the recheck: no store starts on the folder in between.
@@ -90,13 +101,13 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
       let recheck: CheckReport | null = null;
       if (options.repair === true && check.rebuild !== null) {
         // The store's own settings: its sinks get the shipping ledger the replay rebuilds.
-        const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
+        const sinks = configuredSinks(loadConfig({ ...io.env, [SETTINGS.dataDir]: dataDir }));
         if (sinks.length === 0 && options.withoutSinks !== true) throw new SinksNotConfigured();
         repair = await rebuildIndex(dataDir, { sinks, present: presentEventJson });
         recheck = await checkStore(dataDir);
       } else if (options.repair === true && (check.indexAgainstLog?.indexOnly ?? 0) > 0) {
         // The index is sound and alone holds some records: they are written back into the log.
-        const sinks = configuredSinks(loadConfig({ ...io.env, DATA_DIR: dataDir }));
+        const sinks = configuredSinks(loadConfig({ ...io.env, [SETTINGS.dataDir]: dataDir }));
         copies = (await rewriteRecordCopies(dataDir, { sinks, present: presentEventJson })) ?? null;
         recheck = await checkStore(dataDir);
       }
@@ -105,12 +116,15 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
     const final = recheck ?? check;
     // Events the repair could not give back are damage whatever the recheck of what is left says.
     const lost = repair !== null && (repair.lost.length > 0 || repair.salvageIncomplete);
-    io.stdout.write(json ? `${JSON.stringify({ check, repair, copies, recheck })}\n` : describe(check, options.repair === true, repair, recheck, copies));
-    return final.damage || lost ? 1 : 0;
+    const settingsLines = unknownSettingsReport(unknown.found, unknown.policy).map((line) => `${line}\n`).join('');
+    io.stdout.write(json
+      ? `${JSON.stringify({ check, repair, copies, recheck, unknown_settings: unknownSettingsJson(unknown.found) })}\n`
+      : describe(check, options.repair === true, repair, recheck, copies) + (settingsLines === '' ? '' : `\n${settingsLines}`));
+    return final.damage || lost || (unknown.policy === 'reject' && unknown.found.length > 0) ? 1 : 0;
   } catch (error) {
     const message = (error as Error).message;
     const hint = error instanceof ConfigError
-      ? 'The repair opens the store with its settings: run it with the environment the store runs with (e.g. its env file).'
+      ? 'The check reads the settings as the store does, and the repair opens the store with them: run it with the environment the store runs with (e.g. its env file).'
       : error instanceof SinksNotConfigured
         ? 'Run it with the environment the store runs with (e.g. its env file: docs/OPERATIONS.md, "Checking and repairing a data folder"), or add --without-sinks if the store ships to no sink.'
         : 'See edge-events check --help.';

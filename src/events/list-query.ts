@@ -8,6 +8,7 @@ import { AppError, validationError } from '../errors.js';
 import { type EventQuery, type MetadataCondition, type MetadataOperator, parseIsoMicros } from '../store/index.js';
 import { assertKnownParams } from './query-params.js';
 import { FIELD_FILTERS, paramDefault, READ_PARAMS } from './read-params.js';
+import { expectedTimestamp } from './timestamp-hint.js';
 import { EVENT_SCHEMAS } from './types.js';
 
 const OPERATORS = new Set<MetadataOperator>(['eq', 'ne', 'gt', 'lt', 'gte', 'lte']);
@@ -75,7 +76,7 @@ function parseTime(params: URLSearchParams, name: string): number | undefined {
   const raw = params.get(name);
   if (raw === null) return undefined;
   const micros = parseIsoMicros(raw);
-  if (micros === undefined) throw new AppError('invalid_query', `Invalid ${name} '${raw}': expected an ISO 8601 timestamp`);
+  if (micros === undefined) throw new AppError('invalid_query', `Invalid ${name} '${raw}': ${expectedTimestamp(raw)}`);
   return micros;
 }
 

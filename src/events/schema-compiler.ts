@@ -47,7 +47,7 @@ export function createAjv({ allErrors = false, lenient = false, source = false }
   return ajv;
 }
 
-/** A generated validator: true when `data` conforms; otherwise `errors` holds the first failure (allErrors off). */
+/** A generated validator: true when `data` conforms; otherwise `errors` holds its failures (every one: both are compiled with allErrors). */
 export interface CompiledValidator {
   (data: unknown): boolean;
   errors?: ErrorObject[] | null;
@@ -77,13 +77,13 @@ function asModule(code: string): string {
 /**
  * The source of the validators the server runs: `create-event.ts` exports `validateCreate`
  * (lenient: unknown keys outside `event_data` dropped, defaults filled in), `event-data.ts` one
- * strict validator per event schema, named as the schema.
+ * strict validator per event schema, named as the schema; both report every failure.
  */
 export function generateValidators(): GeneratedValidators {
   const files = loadSchemaFiles();
   const id = (file: string): string => String(files.get(file)?.$id);
   const create = standaloneCode.default(createAjv({ allErrors: true, lenient: true, source: true }), { validateCreate: id('create-event.json') });
-  const eventData = standaloneCode.default(createAjv({ source: true }), Object.fromEntries(EVENT_SCHEMAS.map((name) => [name, id(`event-data/${name}.json`)])));
+  const eventData = standaloneCode.default(createAjv({ allErrors: true, source: true }), Object.fromEntries(EVENT_SCHEMAS.map((name) => [name, id(`event-data/${name}.json`)])));
   return {
     'create-event.ts': HEADER('the create body, schemas/create-event.json') + asModule(create),
     'event-data.ts': HEADER('event_data per event schema, schemas/event-data/') + asModule(eventData),

@@ -1,13 +1,15 @@
 /**
  * The keys of a create body that the store ignores (docs/API.md, "Create an event", "Ignored
  * keys"): any key the create schema does not define, at the top level, in an image entry, a
- * prediction or a keypoint. `event_data` is checked by its own schema, and `custom_metadata` and
- * an image's `metadata` take any key. Found before validation, which drops them.
+ * prediction or a keypoint, but the producers' keys (producer-keys.ts), which validation drops
+ * too but which are expected. `event_data` is checked by its own schema, and `custom_metadata`
+ * and an image's `metadata` take any key. Found before validation, which drops them.
  */
 import type { AnySchemaObject } from 'ajv/dist/2020.js';
 import type { Config } from '../config.js';
 import type { ValidationIssue } from '../errors.js';
 import { nearestName } from '../query-language/nearest-name.js';
+import { PRODUCER_KEYS } from './producer-keys.js';
 import { loadSchemaFiles } from './schema-files.js';
 
 /** A key the store ignored: where (the body's path, as a 422's `loc`), and the key it likely meant. */
@@ -26,21 +28,57 @@ const shapes = schemas.get('shapes.json')!.$defs as Record<string, AnySchemaObje
 
 const TOP_LEVEL = keysOf(createSchema);
 const IMAGE_ENTRY = keysOf(createSchema.$defs.imageEntry);
-/** Each prediction list of an image entry, by both its spellings, and the keys of its items. */
+/**
+ * Each prediction list of an image entry, by both its spellings, and the keys its items may
+ * carry: the shape's, then the producers' (the shape's first, so that a did-you-mean prefers them).
+ */
 const PREDICTION_LISTS: [string[], string[]][] = [
-  [['object_detections', 'objectDetections'], keysOf(shapes.detection)],
-  [['classifications'], keysOf(shapes.classification)],
-  [['instance_segmentations', 'instanceSegmentations'], keysOf(shapes.instanceSegmentation)],
-  [['keypoints'], keysOf(shapes.keypointGroup)],
+  [['object_detections', 'objectDetections'], [...keysOf(shapes.detection), ...PRODUCER_KEYS.prediction]],
+  [['classifications'], [...keysOf(shapes.classification), ...PRODUCER_KEYS.classification]],
+  [['instance_segmentations', 'instanceSegmentations'], [...keysOf(shapes.instanceSegmentation), ...PRODUCER_KEYS.prediction]],
+  [['keypoints'], [...keysOf(shapes.keypointGroup), ...PRODUCER_KEYS.prediction]],
 ];
-const KEYPOINT = keysOf(shapes.keypoint);
+const KEYPOINT = [...keysOf(shapes.keypoint), ...PRODUCER_KEYS.keypoint];
+
+/**
+ * What producers call an image entry's prediction lists, which no edit distance reaches
+ * (`detections`, roboflow/inference's `predictions`): each suggests the list it stands for, in
+ * snake_case and camelCase. Compared without case and underscores, as nearestName compares.
+ */
+const LIST_SYNONYMS = new Map<string, [string, string]>([
+  ['detections', ['object_detections', 'objectDetections']],
+  ['predictions', ['object_detections', 'objectDetections']],
+  ['boxes', ['object_detections', 'objectDetections']],
+  ['keypointdetections', ['keypoints', 'keypoints']],
+  ['poses', ['keypoints', 'keypoints']],
+  ['segmentations', ['instance_segmentations', 'instanceSegmentations']],
+  ['masks', ['instance_segmentations', 'instanceSegmentations']],
+]);
+
+const folded = (name: string): string => name.toLowerCase().replaceAll('_', '');
+
+/**
+ * The list a synonym of `key` stands for, spelt as `key` is (snake_case with an `_`, camelCase
+ * with a capital), else as the other keys of `object` are; camelCase, the contract's input
+ * spelling, when nothing tells.
+ */
+function synonymOf(key: string, object: Record<string, unknown>): string | undefined {
+  const spellings = LIST_SYNONYMS.get(folded(key));
+  if (!spellings) return undefined;
+  const others = Object.keys(object);
+  const snake = key.includes('_') || (!/[A-Z]/.test(key) && !others.some((other) => /[A-Z]/.test(other)) && others.some((other) => other.includes('_')));
+  return spellings[snake ? 0 : 1];
+}
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The keys of `object` that `known` does not hold, each under `loc`. */
-function unknownIn(object: Record<string, unknown>, known: readonly string[], loc: (string | number)[], found: IgnoredKey[]): void {
+/**
+ * The keys of `object` that `known` does not hold, each under `loc`, with the key it likely
+ * meant: a synonym's list (image entries only, `synonyms`), else the nearest name.
+ */
+function unknownIn(object: Record<string, unknown>, known: readonly string[], loc: (string | number)[], found: IgnoredKey[], synonyms = false): void {
   for (const key in object) {
-    if (!known.includes(key)) found.push({ loc: [...loc, key], suggestion: nearestName(key, known) });
+    if (!known.includes(key)) found.push({ loc: [...loc, key], suggestion: (synonyms ? synonymOf(key, object) : undefined) ?? nearestName(key, known) });
   }
 }
 
@@ -57,7 +95,7 @@ export function ignoredKeys(body: unknown): IgnoredKey[] {
   body.images.forEach((image, i) => {
     if (!isObject(image)) return;
     const at = ['body', 'images', i];
-    unknownIn(image, IMAGE_ENTRY, at, found);
+    unknownIn(image, IMAGE_ENTRY, at, found, true);
     for (const [names, known] of PREDICTION_LISTS) {
       for (const name of names) {
         const list = image[name];

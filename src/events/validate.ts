@@ -10,11 +10,13 @@
  */
 import type { AnySchemaObject, ErrorObject } from 'ajv/dist/2020.js';
 import { AppError, type ValidationIssue } from '../errors.js';
+import { nearestName } from '../query-language/nearest-name.js';
 import { isCalendarDate } from '../store/index.js';
 import { validateCreate as generatedCreate } from './generated/create-event.js';
 import * as generatedEventData from './generated/event-data.js';
 import type { CompiledValidator } from './schema-compiler.js';
 import { loadSchemaFiles } from './schema-files.js';
+import { expectedTimestamp } from './timestamp-hint.js';
 import { EVENT_SCHEMAS, type CreateEventInput, type EventSchemaName, type ImageInput } from './types.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -22,7 +24,7 @@ import { EVENT_SCHEMAS, type CreateEventInput, type EventSchemaName, type ImageI
 
 /** Unknown keys outside `event_data` are dropped; `event_data` is `type: object` there, so untouched. */
 const validateCreate: CompiledValidator = generatedCreate;
-/** The `event_data` schemas refuse undefined fields (`event_data_invalid`): compiled strict, apart from the create body. */
+/** The `event_data` schemas refuse undefined fields (`event_data_invalid`): compiled strict, apart from the create body, reporting every failure. */
 const eventDataValidators = new Map<EventSchemaName, CompiledValidator>(EVENT_SCHEMAS.map((name) => [name, generatedEventData[name]]));
 
 // ---------------------------------------------------------------------------------------------
@@ -43,7 +45,7 @@ const EVENT_DATA_NAMES = new Map(
 );
 
 // ---------------------------------------------------------------------------------------------
-// ajv errors -> FastAPI issues (422) and `event_data_invalid` strings (400)
+// ajv errors -> FastAPI issues (422) and `event_data_invalid` (400: a string and its issues)
 
 function pointerSegments(pointer: string): (string | number)[] {
   if (pointer === '') return [];
@@ -109,6 +111,18 @@ function toIssue(err: ErrorObject): ValidationIssue {
   }
 }
 
+const TIMESTAMP_KEYS: readonly (string | number)[] = ['inference_timestamp', 'inferenceTimestamp'];
+
+/**
+ * An issue of a refused inference_timestamp (a wrong type, a malformed date) says that an ISO 8601
+ * string is expected and shows one (timestamp-hint.ts); any other issue is returned as it is.
+ */
+function withTimestampHint(issue: ValidationIssue, body: unknown): ValidationIssue {
+  const [, key] = issue.loc;
+  if (issue.loc.length !== 2 || !TIMESTAMP_KEYS.includes(key) || !(issue.type.startsWith('type_error') || issue.type === 'value_error.datetime')) return issue;
+  return { ...issue, msg: `${issue.msg}: ${expectedTimestamp((body as Record<string, unknown>)[key as string])}` };
+}
+
 /** A required field's spellings are alternatives (`anyOf`): the snake_case one names the field, its camelCase twin and the `anyOf` itself add nothing. */
 const SPELLING_TWIN = /^#\/allOf\/\d+\/anyOf(\/[1-9]\d*\/required)?$/;
 
@@ -132,7 +146,7 @@ function createBodyError(body: unknown, errors: ErrorObject[]): AppError {
       unknownSchema = { loc: ['body', key], msg: `unknown event_schema '${String(given)}'; expected one of ${EVENT_SCHEMAS.join(', ')}`, type: 'enum' };
       continue;
     }
-    const issue = toIssue(err);
+    const issue = withTimestampHint(toIssue(err), body);
     const key = JSON.stringify([issue.loc, issue.type]);
     if (!seen.has(key)) issues.push(issue);
     seen.add(key);
@@ -142,43 +156,73 @@ function createBodyError(body: unknown, errors: ErrorObject[]): AppError {
 
 const TYPE_NAMES: Record<string, string> = { integer: 'an integer', object: 'an object', array: 'an array', string: 'a string', number: 'a number', boolean: 'a boolean' };
 
-/** The `event_data_invalid` detail: a string naming the schema and the first failed rule. */
-function eventDataMessage(schema: EventSchemaName, err: ErrorObject): string {
-  const field = pointerSegments(err.instancePath).join('.') || 'event_data';
+/**
+ * The field of the event schema `schema` that an unknown `key` likely meant (nearest-name.ts),
+ * spelt as `key` is: snake_case when it has an `_`, else camelCase, the contract's spelling
+ * (`itemcount` -> `itemCount`).
+ */
+function nearestField(schema: EventSchemaName, key: string): string | undefined {
+  const near = nearestName(key, [...EVENT_DATA_NAMES.get(schema)!.keys()]);
+  return near === undefined ? undefined : key.includes('_') ? toSnake(near) : toCamel(toSnake(near));
+}
+
+/** One problem of `event_data` (ajv error `err`) as an issue: where (`loc` under `at`), what, of which kind. */
+function eventDataIssue(schema: EventSchemaName, err: ErrorObject, at: (string | number)[]): ValidationIssue {
+  const path = pointerSegments(err.instancePath);
+  const field = path.join('.') || 'event_data';
+  const loc = [...at, ...path];
   const p = err.params as Record<string, unknown>;
-  let what: string;
   switch (err.keyword) {
     case 'required':
-      what = `${p.missingProperty} is required`;
-      break;
-    case 'additionalProperties':
-      what = `unknown field '${p.additionalProperty}'`;
-      break;
+      return { loc: [...loc, String(p.missingProperty)], msg: `${p.missingProperty} is required`, type: 'value_error.missing' };
+    case 'additionalProperties': {
+      const key = String(p.additionalProperty);
+      const near = nearestField(schema, key);
+      return { loc: [...loc, key], msg: `unknown field '${key}'${near ? ` (did you mean '${near}'?)` : ''}`, type: 'value_error.extra' };
+    }
     case 'not': {
       const snake = duplicatedField(err);
-      what = `give ${snake} or ${toCamel(snake)}, not both`;
-      break;
+      return { loc: [...loc, snake], msg: `give ${snake} or ${toCamel(snake)}, not both`, type: 'value_error.duplicate' };
     }
     case 'enum':
-      what = `${field} must be one of ${(p.allowedValues as unknown[]).filter((v) => v !== null).join(', ')}`;
-      break;
+      return { loc, msg: `${field} must be one of ${(p.allowedValues as unknown[]).filter((v) => v !== null).join(', ')}`, type: 'type_error.enum' };
     case 'type':
-      what = `${field} must be ${TYPE_NAMES[firstType(err)]}`;
-      break;
+      return { loc, msg: `${field} must be ${TYPE_NAMES[firstType(err)]}`, type: `type_error.${firstType(err)}` };
     case 'maxLength':
-      what = `${field} must have at most ${p.limit} characters`;
-      break;
+      return { loc, msg: `${field} must have at most ${p.limit} characters`, type: 'value_error.any_str.max_length' };
     case 'minimum':
-      what = `${field} must be ${p.limit} or greater`;
-      break;
+      return { loc, msg: `${field} must be ${p.limit} or greater`, type: 'value_error.number.not_ge' };
     case 'pattern': // the one pattern of the event-data schemas is alert_type's
-      what = `${field} may contain only letters, digits, underscores, spaces and hyphens`;
-      break;
+      return { loc, msg: `${field} may contain only letters, digits, underscores, spaces and hyphens`, type: 'value_error.str.regex' };
     /* c8 ignore next 2 */
     default:
-      what = `${field} ${err.message ?? 'is invalid'}`;
+      return { loc, msg: `${field} ${err.message ?? 'is invalid'}`, type: `value_error.${err.keyword}` };
   }
-  return `event_data does not conform to schema '${schema}': ${what}`;
+}
+
+/** A required field's spellings are alternatives (`anyOf`, operator_feedback's related_event_id): the snake_case one names it. */
+const DATA_SPELLING_TWIN = /^#\/anyOf(\/[1-9]\d*\/required)?$/;
+
+/**
+ * `event_data_invalid` (400, E2) naming every problem ajv found (compiled with allErrors): the
+ * contract's string `detail`, naming the schema and each problem (`event_data does not conform to
+ * schema 'inventory_count': unknown field 'itemcount' (did you mean 'itemCount'?); location must
+ * have at most 1000 characters`), and the same problems as 422-shaped issues under `errors`.
+ * @param at where event_data is in the body: `['body', 'event_data']` or `['body', 'eventData']`
+ */
+function eventDataError(schema: EventSchemaName, errors: ErrorObject[], at: (string | number)[]): AppError {
+  const wrongType = new Set(errors.filter((err) => err.keyword === 'type').map((err) => err.instancePath));
+  const issues: ValidationIssue[] = [];
+  const seen = new Set<string>();
+  for (const err of errors) {
+    // The spelling twins; an enum's failure on a value of the wrong type, which the type's issue names.
+    if (DATA_SPELLING_TWIN.test(err.schemaPath) || (err.keyword === 'enum' && wrongType.has(err.instancePath))) continue;
+    const issue = eventDataIssue(schema, err, at);
+    const key = JSON.stringify([issue.loc, issue.type]);
+    if (!seen.has(key)) issues.push(issue);
+    seen.add(key);
+  }
+  return new AppError('event_data_invalid', `event_data does not conform to schema '${schema}': ${issues.map((issue) => issue.msg).join('; ')}`, { issues });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,8 +271,11 @@ function keyUsed(raw: Record<string, unknown>, snake: string): string {
  *   field, too-long string, too many images or metadata keys, confidence
  *   outside 0..1, bad timestamp, display_image_position not an index of images;
  * - `unknown_event_schema` (422), detail the issue with `type: 'enum'` first, then any others;
- * - `event_data_invalid` (400), detail a string naming the schema, e.g.
- *   "event_data does not conform to schema 'quality_check': result must be one of pass, fail".
+ * - `event_data_invalid` (400), every problem of `event_data` in one answer: detail a string
+ *   naming the schema and each problem, e.g. "event_data does not conform to schema
+ *   'quality_check': result must be one of pass, fail", and the same problems as issues
+ *   (`errors`: `{loc: ['body', 'event_data', ...], msg, type}`), an unknown field's with the
+ *   field it likely meant (`itemcount` -> `itemCount`).
  */
 export function validateCreateBody(body: unknown): CreateEventInput {
   if (!validateCreate(body)) throw createBodyError(body, validateCreate.errors!);
@@ -256,9 +303,8 @@ export function validateCreateBody(body: unknown): CreateEventInput {
   }
 
   if (!isCalendarDate(input.inference_timestamp)) {
-    throw new AppError('validation_failed', [
-      { loc: ['body', keyUsed(raw, 'inference_timestamp')], msg: 'invalid datetime format', type: 'value_error.datetime' },
-    ]);
+    const loc = ['body', keyUsed(raw, 'inference_timestamp')];
+    throw new AppError('validation_failed', [withTimestampHint({ loc, msg: 'invalid datetime format', type: 'value_error.datetime' }, raw)]);
   }
   const position = input.display_image_position;
   if (position !== null && position >= input.images.length) {
@@ -274,7 +320,7 @@ export function validateCreateBody(body: unknown): CreateEventInput {
   const schema = input.event_schema;
   const validateData = eventDataValidators.get(schema)!;
   if (!validateData(input.event_data)) {
-    throw new AppError('event_data_invalid', eventDataMessage(schema, validateData.errors![0]));
+    throw eventDataError(schema, validateData.errors!, ['body', keyUsed(raw, 'event_data')]);
   }
   const data: Record<string, unknown> = {};
   renameInto(data, input.event_data, EVENT_DATA_NAMES.get(schema)!);

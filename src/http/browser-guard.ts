@@ -183,7 +183,7 @@ export function crossSiteReadProblem(headers: GuardedHeaders, allowed: ReadonlyS
 
 /** Request headers a listed origin's page may send, and response headers it may read. */
 const CORS_REQUEST_HEADERS = 'Content-Type, X-API-Key, Range';
-const CORS_EXPOSED_HEADERS = 'Content-Range, Content-Length, Content-Disposition, Retry-After, Allow, X-Source-Width, X-Source-Height';
+const CORS_EXPOSED_HEADERS = 'Content-Range, Content-Length, Content-Disposition, Retry-After, Allow, X-Source-Width, X-Source-Height, X-Edge-Events-Warnings';
 
 /**
  * The CORS headers of a response to `origin`: none unless it is listed in CORS_ALLOWED_ORIGINS.

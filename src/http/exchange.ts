@@ -313,8 +313,8 @@ export abstract class Exchange {
 
   /**
    * The one place errors become responses (docs/API.md, "Errors"): an AppError answers its
-   * registered status with a body in `errorShape` (`{"detail": ...}`, `{"error": "..."}`, or an
-   * HTML page);
+   * registered status with a body in `errorShape` (`{"detail": ...}`, with `errors` when the
+   * error lists its problems one by one, `{"error": "..."}`, or an HTML page);
    * anything else answers 500 as an `index_damaged` or a `store_failure` whose cause it is
    * (errors.ts `fromUnexpectedError`). 5xx codes the registry
    * does not mark quiet are reported to `log` as that AppError, its cause chain included (the
@@ -331,7 +331,8 @@ export abstract class Exchange {
       this.send(appError.status, errorPage(appError), headers, closeConnection);
       return;
     }
-    const body = this.defaults.errorShape === 'hosted' ? { error: appError.message } : { detail: appError.detail };
+    const body = this.defaults.errorShape === 'hosted' ? { error: appError.message }
+      : { detail: appError.detail, ...(appError.issues === undefined ? {} : { errors: appError.issues }) };
     this.json(appError.status, body, appError.headers, closeConnection);
   }
 

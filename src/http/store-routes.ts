@@ -48,6 +48,12 @@ function health(ctx: ServerContext) {
   }
 }
 
+/**
+ * The header of a 201 create that carries warnings: how many (docs/API.md, "Create an event"), so
+ * that a client checking only the status and headers (`raise_for_status()`) can see them.
+ */
+export const WARNINGS_HEADER = 'X-Edge-Events-Warnings';
+
 // ---------------------------------------------------------------------------------------------
 // What /openapi.json says of each route (route-docs.ts); rules and parameters are docs/API.md's.
 
@@ -68,10 +74,15 @@ const createDoc: RouteDoc = {
     custom_metadata: { line: 'A' },
     images: [],
   }),
-  responses: { 201: jsonResponse('CreateResponse', 'Created; durable before the answer.') },
+  responses: {
+    201: {
+      ...jsonResponse('CreateResponse', 'Created; durable before the answer. With warnings (ignored keys, non-image payloads stored), the body lists them and X-Edge-Events-Warnings counts them.'),
+      headers: { [WARNINGS_HEADER]: { description: 'How many entries the body\'s warnings holds; absent when it holds none (docs/API.md, "Create an event").', schema: { type: 'integer', minimum: 1 } } },
+    },
+  },
   errors: {
     solution_required: 'solution required.',
-    event_data_invalid: 'event_data does not conform to its schema; detail names the schema.',
+    event_data_invalid: 'event_data does not conform to its schema; detail, a string, names the schema and every problem, and errors lists them as {loc, msg, type}.',
     image_decode_failed: 'An image failed to decode from base64.',
     unknown_event_schema: 'Unknown event_schema.',
     validation_failed: 'Request validation failed, an image over MAX_PREDICTIONS_PER_IMAGE, or malformed JSON; detail is a list of {loc, msg, type}.',
@@ -134,7 +145,7 @@ export function createRoute(writerOf: (ctx: ServerContext) => EventWriter): Rout
       const { event, ignored, warnings } = await ctx.creates.prepare(body!.text, body!.weight);
       const answer = await storeCreate(writerOf(ctx), event, warnings);
       if (ignored.length > 0) ctx.metrics?.countIgnoredKeys(ignored.map(ignoredKeyPath));
-      return { status: 201, body: answer };
+      return { status: 201, body: answer, headers: warnings.length > 0 ? { [WARNINGS_HEADER]: String(warnings.length) } : undefined };
     },
   };
 }

@@ -7,6 +7,7 @@
  */
 import prettyBytes from 'pretty-bytes';
 import type { Config } from '../config.js';
+import { unknownSettingsJson } from '../settings.js';
 import type { CleanupResult } from '../lifecycle/cleanup.js';
 import type { SinkProgress } from '../lifecycle/sink-runner.js';
 import type { MqttSinkStatus } from '../sinks/mqtt-sink.js';
@@ -111,6 +112,8 @@ export async function storeStats(store: StoreView, config: Config, live: LiveSta
     sinks: sinkStatuses(store, live.sinkProgress, now / 1000),
     mqtt: live.mqtt ?? null,
     search_index: searchIndexStats(live.searchIndex),
+    // Variables of the environment that look like settings but are none (docs/OPERATIONS.md, "Misspelt settings").
+    unknown_settings: unknownSettingsJson(config.unknownSettingsFound),
   };
 }
 

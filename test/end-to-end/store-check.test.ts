@@ -114,7 +114,7 @@ t.test('check and repair', async (t) => {
     const refused = await check(dir, '--repair');
     t.equal(refused.code, 1, 'no sink configured here, and no --without-sinks: refused');
     t.equal(refused.stdout, '');
-    t.match(refused.stderr, /^error: --repair rebuilds the shipping ledger for the sinks configured, and this environment configures none \(no CLOUD_UPLOAD_URL, no NATS_SERVERS\); nothing was changed\nhint: Run it with the environment the store runs with .*or add --without-sinks if the store ships to no sink\.\n$/);
+    t.match(refused.stderr, /^error: --repair rebuilds the shipping ledger for the sinks configured, and this environment configures none \(no CLOUD_UPLOAD_URL, no NATS_URL\); nothing was changed\nhint: Run it with the environment the store runs with .*or add --without-sinks if the store ships to no sink\.\n$/);
     t.notOk(fs.readdirSync(dir).some((name) => name.startsWith('db.damaged-')), 'nothing moved aside');
 
     const repair = await check(dir, '--repair', '--without-sinks');
