@@ -130,6 +130,11 @@ export interface Config {
   corsAllowedOrigins: string[];
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   logLevel: string;
+  /**
+   * LOG_FORMAT: `json` (JSON lines, for journald and log shippers) or `pretty` (lines for a
+   * person, pino-pretty); unset: `pretty` when stdout is a terminal, else `json`.
+   */
+  logFormat: 'json' | 'pretty';
   /** HTTP_ENGINE: `uws` or `node` forces that engine; unset: native uWebSockets.js when it loads, else node. */
   httpEngine: 'uws' | 'node' | undefined;
   /**
@@ -281,6 +286,16 @@ function inflightBodyBytes(env: Env, maxRecordSizeBytes: number): number {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_FORMATS = ['json', 'pretty'] as const;
+
+/** LOG_FORMAT, or when unset `pretty` on a terminal (`stdoutIsTerminal`) and `json` anywhere else. */
+function logFormat(env: Env, stdoutIsTerminal: boolean): Config['logFormat'] {
+  const raw = text(env, 'LOG_FORMAT');
+  if (raw === undefined) return stdoutIsTerminal ? 'pretty' : 'json';
+  const format = LOG_FORMATS.find((name) => name === raw);
+  if (!format) throw new ConfigError('LOG_FORMAT', `${LOG_FORMATS.join(' or ')} (unset: pretty on a terminal, else json)`, raw);
+  return format;
+}
 const HTTP_ENGINES = ['uws', 'node'] as const;
 const INPUT_POLICIES = ['warn', 'reject'] as const;
 
@@ -304,9 +319,11 @@ function httpEngine(env: Env): Config['httpEngine'] {
 /**
  * Reads and validates every setting.
  * @param env the environment (default `process.env`)
+ * @param stdoutIsTerminal whether the logs go to a terminal, for LOG_FORMAT's default (default:
+ *   whether this process's stdout is one; the lifecycle worker gets the config read here)
  * @throws ConfigError naming the first setting with a bad value
  */
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, stdoutIsTerminal = process.stdout.isTTY === true): Config {
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', LOG_LEVELS.join(', '), logLevel);
   const maxRecordSizeBytes = number(env, 'MAX_RECORD_SIZE_BYTES', 20 * MiB, { min: 1024, max: 1 * GiB });
@@ -362,6 +379,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowedHosts: list(env, 'ALLOWED_HOSTS'),
     corsAllowedOrigins: origins(env, 'CORS_ALLOWED_ORIGINS'),
     logLevel,
+    logFormat: logFormat(env, stdoutIsTerminal),
     httpEngine: httpEngine(env),
     unknownKeys: inputPolicy(env, 'UNKNOWN_KEYS', 'warn'),
     nonImagePayloads: inputPolicy(env, 'NON_IMAGE_PAYLOADS', 'reject'),

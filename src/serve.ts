@@ -131,7 +131,7 @@ async function serveParts(config: Config, store: EventStore, log: Logger, parts:
  * @throws NativeServerUnavailable, or the error that prevented opening or listening
  */
 export async function startService(config: Config): Promise<StoreService> {
-  const log = createLogger(config.logLevel, secretsOf(config));
+  const log = createLogger(config.logLevel, secretsOf(config), config.logFormat);
   const store = await openStore(config, log);
   const parts = await buildParts(config, store, log);
   const server = await serveParts(config, store, log, parts);

@@ -42,7 +42,7 @@ const post = (message: ToMain) => port.postMessage(message);
 const changes: EventChange[] = [];
 
 // This thread's parts, built here and nowhere else.
-const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
+const log = createLogger(config.logLevel, secretsOf(config), config.logFormat).child({ thread: 'lifecycle' });
 // Cleanup's file deletions rewrite records with their JSON (presentEventJson).
 const store = LifecycleStore.open(config.dataDir, { sinks: configuredSinks(config), present: presentEventJson }, forwardChange);
 const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), new Int32Array(storeWrites), log);
