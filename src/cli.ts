@@ -10,7 +10,7 @@ const program = new Command('edge-events')
 
 program
   .command('serve')
-  .description('run the event store (settings from the environment; see README)')
+  .description('run the event store (settings from the environment; see docs/OPERATIONS.md, "Settings")')
   // The server's modules load only for `serve`, so the client commands start without them.
   .action(async () => (await import('./serve.js')).serveUntilStopped());
 
