@@ -99,7 +99,8 @@ async function buildParts(config: Config, store: EventStore, log: Logger): Promi
   const stream = new StreamFanout(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
   const mqtt = config.mqttUrl === undefined ? undefined
     : new (await import('./sinks/mqtt-sink.js')).MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
-  const diskWrites = new DiskWrites(config.dataDir);
+  // Per-event figures begin once the worker's start-up cleanup ran (and took the disk reserve): one-time writes apart.
+  const diskWrites = new DiskWrites(config.dataDir, () => lifecycle.lastCleanup !== undefined);
   const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });
   return { lifecycle, workerReady, hub, stream, mqtt, diskWrites, metrics };
 }
