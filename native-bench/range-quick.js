@@ -5,7 +5,12 @@
  * answer: a quick before/after check that a busy machine can run (CPU per answer moves less
  * with the machine's load than MB/s does). Not the bench: state the load with the figures.
  *
- *   npm run build && node native-bench/range-quick.js [seconds=4] [engines=uws,node] [runs=1]
+ *   npm run build && node native-bench/range-quick.js [seconds=4] [engines] [runs=1]
+ *
+ * `engines` (e.g. `uws,node`) defaults to every engine this machine can bench, as bench.js and
+ * sweep.js choose them (lib/store-process.js `enginesToBench`): node:http alone where no native
+ * uWebSockets.js build loads (Node 24 on glibc older than 2.38), said in one line first; an engine
+ * that cannot run here stops it with the reason, never a stack trace.
  *
  * STORE_DIST=<dir> runs another build's `cli.js` (its `dist/src`, e.g. a copy of an older
  * commit's) for before/after figures taken minutes apart.
@@ -14,13 +19,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { writeRangeRequests } from './lib/payloads.js';
-import { ServerProcess, storeCommand } from './lib/store-process.js';
+import { enginesToBench, ServerProcess, storeCommand } from './lib/store-process.js';
 import { SYSTEMS } from './lib/systems.js';
 import { runWrk } from './lib/wrk.js';
 import { writeVideoFile } from './uploads.js';
 
 const seconds = Number(process.argv[2] ?? 4);
-const engines = (process.argv[3] ?? 'uws,node').split(',');
+const { engines } = await enginesToBench(process.argv[3]?.split(','), (line) => console.error(line));
 const runs = Number(process.argv[4] ?? 1);
 const VIDEO_BYTES = 100_000_000;
 const CONNECTIONS = 10;

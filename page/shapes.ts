@@ -100,11 +100,20 @@ export interface LastCleanup {
   bytes_freed: number;
 }
 
-/** What the store wrote against what it accepted since it started (docs/API.md, "Statistics"). */
+/**
+ * What the store wrote against what it accepted since it started (docs/API.md, "Statistics"):
+ * the one-time writes before the measurement began apart, the figures over the measurement null
+ * while it is `measuring`.
+ */
 export interface DiskWriteStats {
   source: string | null;
   bytes_written: number | null;
+  one_time_bytes_written: number | null;
   bytes_accepted: number;
+  events_accepted: number;
+  measured_since: string | null;
+  measured_events: number;
+  measuring: boolean;
   write_amplification: number | null;
   bytes_written_per_event: number | null;
   bytes_written_per_day: number | null;
@@ -116,6 +125,7 @@ export interface DiskWriteStats {
 export interface DeviceWriteStats extends Pick<DiskWriteStats, 'write_amplification' | 'bytes_written_per_event' | 'bytes_written_per_day'> {
   name: string;
   bytes_written: number;
+  one_time_bytes_written: number;
 }
 
 /** `GET /stats`. */

@@ -3,8 +3,8 @@
  * (`capacity.records`), storage (`capacity.storage`), days of data (`current.days_of_data_stored`
  * of `configuration.retention_days`), the cloud upload backlog (`capacity.uploads_pending`), MQTT
  * (`mqtt`, hidden when null or absent), the scrub (`scrub`), and the latest cleanup (`last_cleanup`, hidden when null or
- * absent), damage in the log (`log_damage`, hidden when there is none), and the disk writes (`disk_writes`: a day's bytes, per event, the write amplification, of
- * the store process and of the data directory's device).
+ * absent), damage in the log (`log_damage`, hidden when there is none), and the disk writes (`disk_writes`: a day's bytes, per event, over
+ * accepted, the one-time writes of start-up, of the store process and of the data directory's device).
  * Each gauge is a `<meter>` (0..100 percent) and a line of figures.
  */
 import type { DiskWriteStats, LastCleanup, LogDamageStats, MqttStats, ScrubStats, Stats } from './shapes.js';
@@ -97,39 +97,68 @@ function renderCleanup(cleanup: LastCleanup | null | undefined): void {
     + `${count.format(cleanup.files_deleted)} files deleted; ${formatBytes(cleanup.bytes_freed)} freed in ${formatDuration(cleanup.duration_seconds)}`;
 }
 
-/** Per event and the write amplification, as a card's note says them. */
-function perEventAndAmplification(figures: { bytes_written_per_event: number | null; write_amplification: number | null }): string {
-  const perEvent = figures.bytes_written_per_event === null ? 'no event yet' : `${formatBytes(figures.bytes_written_per_event)} per event`;
-  return figures.write_amplification === null ? perEvent : `${perEvent}, ${decimal.format(figures.write_amplification)}× what was accepted`;
+/** What the page shows in a figure's place while the store measures (docs/OPERATIONS.md, "Disk writes"). */
+const MEASURING = 'measuring';
+/** The measurement's minimum, as /stats applies it (src/operations/disk-writes.ts). */
+const MEASURE_MIN_MINUTES = 10;
+const MEASURE_MIN_EVENTS = 1000;
+
+/** Fills the `<dd>`s of a `<dl class="figures">` by their `data-figure` (a figure the list has no row for is left out). */
+function fillFigures(list: HTMLElement, figures: Record<string, string>): void {
+  for (const [name, text] of Object.entries(figures)) {
+    const row = list.querySelector<HTMLElement>(`dd[data-figure="${name}"]`);
+    if (row) row.textContent = text;
+  }
 }
 
-/** Bytes a day where /stats has them (after the store's first 10 minutes), else the bytes since the start. */
-function amountWritten(figures: { bytes_written: number; bytes_written_per_day: number | null }): string {
-  return figures.bytes_written_per_day === null ? `${formatBytes(figures.bytes_written)} since the start` : `${formatBytes(figures.bytes_written_per_day)}/day`;
+/** One count's figures as the card's rows say them: `measuring` where /stats has none yet. */
+function figureTexts(figures: { bytes_written: number; bytes_written_per_day: number | null; bytes_written_per_event: number | null; write_amplification: number | null }): Record<string, string> {
+  return {
+    'per-day': figures.bytes_written_per_day === null ? MEASURING : `${formatBytes(figures.bytes_written_per_day)}/day`,
+    'per-event': figures.bytes_written_per_event === null ? MEASURING : formatBytes(figures.bytes_written_per_event),
+    amplification: figures.write_amplification === null ? MEASURING : `${decimal.format(figures.write_amplification)}×`,
+    total: formatBytes(figures.bytes_written),
+  };
+}
+
+/** What the headline's note says: whose bytes a day, or how far the measurement is. */
+function measurementNote(writes: DiskWriteStats, whose: string): string {
+  if (!writes.measuring) return `${whose}, a day, over ${count.format(writes.measured_events)} events since ${formatMoment(writes.measured_since!)}`;
+  const needs = `${MEASURE_MIN_MINUTES} min and ${count.format(MEASURE_MIN_EVENTS)} events`;
+  if (writes.measured_since === null) return `${whose}: measuring from the first event after start-up, until ${needs}`;
+  const minutes = Math.floor((Date.now() - Date.parse(writes.measured_since)) / 60_000);
+  return `${whose}: measuring until ${needs} (so far ${minutes} min, ${count.format(writes.measured_events)} events)`;
 }
 
 /**
- * Bytes written a day (the flash's wear), per event, and the write amplification. The headline is
- * the store's own count (`/proc/self/io`), which other programs on the disk do not move; the data
- * directory's device follows where /stats has it, labelled as every writer on it (a disk the box
- * shares counts the others' writes too). In the first 10 minutes /stats gives no day's figure, and
- * the card shows the bytes since the start (docs/OPERATIONS.md, "Disk writes"). Hidden where the
- * kernel reports neither.
+ * The disk writes card (docs/OPERATIONS.md, "Disk writes"): leads with the store's own bytes a day
+ * (`/proc/self/io`, which other programs on the disk do not move), then its figures with labels:
+ * per event, over what was accepted, the one-time writes of start-up, the bytes since the start.
+ * No figure per day or per event is shown while /stats measures (its first 10 minutes and 1,000
+ * events after start-up's own writes): "measuring" stands in its place. The data directory's
+ * device follows where /stats has it, labelled as every writer on the disk, not only the store.
+ * Hidden where the kernel reports neither count.
  */
 function renderDiskWrites(writes: DiskWriteStats | null | undefined): void {
   const card = element('#disk-writes');
   const own = writes && writes.bytes_written !== null ? { ...writes, bytes_written: writes.bytes_written } : null;
   const device = writes?.device ?? null;
-  const headline = own ?? device;
-  card.hidden = !headline;
-  if (!headline) return;
-  element('#disk-writes .figure').textContent = amountWritten(headline);
-  const whose = own ? 'The store\'s own writes: ' : `Device ${device!.name}, every writer on it: `;
-  const total = headline.bytes_written_per_day === null ? 'bytes a day after the first 10 minutes' : `${formatBytes(headline.bytes_written)} since the start`;
-  element('#disk-writes .summary').textContent = `${whose}${perEventAndAmplification(headline)}; ${total}`;
-  const deviceNote = element('#disk-writes .device');
-  deviceNote.hidden = !device || !own;
-  if (device && own) deviceNote.textContent = `Device ${device.name}, every writer on it: ${amountWritten(device)}, ${perEventAndAmplification(device)}`;
+  card.hidden = !writes || (!own && !device);
+  if (!writes || (!own && !device)) return;
+  const deviceWhose = device ? `Device ${device.name}: every writer on the disk, not only the store` : '';
+  const headline = own ?? device!;
+  element('#disk-writes .figure').textContent = figureTexts(headline)['per-day'];
+  element('#disk-writes .headline').textContent = measurementNote(writes, own ? 'The store\'s own writes' : deviceWhose);
+  const ownList = element('#disk-writes dl.own');
+  ownList.hidden = !own;
+  if (own) fillFigures(ownList, { ...figureTexts(own), 'one-time': own.one_time_bytes_written === null ? '–' : formatBytes(own.one_time_bytes_written) });
+  const deviceList = element('#disk-writes dl.device');
+  deviceList.hidden = !device || !own;
+  element('#disk-writes .device-label').hidden = !device || !own;
+  if (device && own) {
+    element('#disk-writes .device-label').textContent = deviceWhose;
+    fillFigures(deviceList, figureTexts(device));
+  }
 }
 
 /** Shows `stats` in the page's gauges and cards. */

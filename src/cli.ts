@@ -10,7 +10,7 @@ const program = new Command('edge-events')
 
 program
   .command('serve')
-  .description('run the event store (settings from the environment; see README)')
+  .description('run the event store (settings from the environment; see docs/OPERATIONS.md, "Settings")')
   .option('--check-config', 'read and validate the settings of the environment, say what is wrong with them, and exit (0: the store would start with them, 1: it would not) without serving')
   // The server's modules load only for `serve`, so the client commands start without them.
   .action(async (options: { checkConfig?: boolean }) => {

@@ -22,15 +22,12 @@ export interface Config {
   apiKey: string | undefined;
   /** Days; decimals allowed. */
   retentionDays: number;
-  /**
-   * How long one whole pass of the scrub over the log may take (hours, SCRUB_PASS_HOURS; default
-   * 168, a week), paced evenly (docs/STORAGE.md, "The scrub").
-   */
+  /** Hours one whole pass of the scrub over the log may take, paced evenly (docs/STORAGE.md, "The scrub"). */
   scrubPassHours: number;
   maxRecords: number;
   /** Bytes: largest accepted create body. */
   maxRecordSizeBytes: number;
-  /** Bytes: live blob bytes + LMDB pages in use. */
+  /** Bytes: live blob bytes + the log's record copies + LMDB pages in use. */
   maxStorageBytes: number;
   cleanupIntervalSeconds: number;
   /** Wait of the head before a checkpoint once it holds 2,000 creates and changes, or with sinks (ms; docs/STORAGE.md, "When a checkpoint runs"). */
@@ -133,6 +130,11 @@ export interface Config {
   corsAllowedOrigins: string[];
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   logLevel: string;
+  /**
+   * LOG_FORMAT: `json` (JSON lines, for journald and log shippers) or `pretty` (lines for a
+   * person, pino-pretty); unset: `pretty` when stdout is a terminal, else `json`.
+   */
+  logFormat: 'json' | 'pretty';
   /** HTTP_ENGINE: `uws` or `node` forces that engine; unset: native uWebSockets.js when it loads, else node. */
   httpEngine: 'uws' | 'node' | undefined;
   /**
@@ -290,34 +292,33 @@ function logLevelOf(env: Env): string {
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', LOG_LEVELS.join(', '), logLevel);
   return logLevel;
 }
-const HTTP_ENGINES = ['uws', 'node'] as const;
-const INPUT_POLICIES = ['warn', 'reject'] as const;
 
-/** UNKNOWN_KEYS or NON_IMAGE_PAYLOADS: `warn` or `reject`. */
-function inputPolicy(env: Env, setting: SettingName, unset: (typeof INPUT_POLICIES)[number]): (typeof INPUT_POLICIES)[number] {
+/**
+ * A setting that takes one of `choices` (LOG_FORMAT, HTTP_ENGINE, UNKNOWN_KEYS, NON_IMAGE_PAYLOADS).
+ * @param unset its value when absent; `unsetMeans` says it in the error
+ * @throws ConfigError naming the choices
+ */
+function choice<T extends string, U extends T | undefined>(env: Env, setting: SettingName, choices: readonly T[], unset: U, unsetMeans: string): T | U {
   const raw = text(env, setting);
   if (raw === undefined) return unset;
-  const policy = INPUT_POLICIES.find((name) => name === raw);
-  if (!policy) throw new ConfigError(setting, `${INPUT_POLICIES.join(' or ')} (unset: ${unset})`, raw);
-  return policy;
+  const found = choices.find((name) => name === raw);
+  if (!found) throw new ConfigError(setting, `${choices.join(' or ')} (unset: ${unsetMeans})`, raw);
+  return found;
 }
-
-function httpEngine(env: Env): Config['httpEngine'] {
-  const raw = text(env, 'HTTP_ENGINE');
-  if (raw === undefined) return undefined;
-  const engine = HTTP_ENGINES.find((name) => name === raw);
-  if (!engine) throw new ConfigError('HTTP_ENGINE', `${HTTP_ENGINES.join(' or ')} (unset: the best that loads)`, raw);
-  return engine;
-}
+const LOG_FORMATS = ['json', 'pretty'] as const;
+const HTTP_ENGINES = ['uws', 'node'] as const;
+const INPUT_POLICIES = ['warn', 'reject'] as const;
 
 /**
  * Reads and validates every setting.
  * @param env the environment (default `process.env`)
+ * @param stdoutIsTerminal whether the logs go to a terminal, for LOG_FORMAT's default (default:
+ *   whether this process's stdout is one; the lifecycle worker gets the config read here)
  * @throws ConfigError naming the first setting with a bad value; UnknownSettingsError (a
  *   ConfigError) under UNKNOWN_SETTINGS=reject when `env` holds variables that look like
  *   settings but are none
  */
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, stdoutIsTerminal = process.stdout.isTTY === true): Config {
   const maxRecordSizeBytes = number(env, 'MAX_RECORD_SIZE_BYTES', 20 * MiB, { min: 1024, max: 1 * GiB });
   return {
     // UNKNOWN_SETTINGS and what it says of the variables that look like settings, first: under reject they are refused.
@@ -373,9 +374,11 @@ export function loadConfig(env: Env = process.env): Config {
     allowedHosts: list(env, 'ALLOWED_HOSTS'),
     corsAllowedOrigins: origins(env, 'CORS_ALLOWED_ORIGINS'),
     logLevel: logLevelOf(env),
-    httpEngine: httpEngine(env),
-    unknownKeys: inputPolicy(env, 'UNKNOWN_KEYS', 'warn'),
-    nonImagePayloads: inputPolicy(env, 'NON_IMAGE_PAYLOADS', 'reject'),
+    // LOG_FORMAT unset: pretty on a terminal (`stdoutIsTerminal`), JSON anywhere else (journald).
+    logFormat: choice(env, 'LOG_FORMAT', LOG_FORMATS, stdoutIsTerminal ? 'pretty' : 'json', 'pretty on a terminal, else json'),
+    httpEngine: choice(env, 'HTTP_ENGINE', HTTP_ENGINES, undefined, 'the best that loads'),
+    unknownKeys: choice(env, 'UNKNOWN_KEYS', INPUT_POLICIES, 'warn', 'warn'),
+    nonImagePayloads: choice(env, 'NON_IMAGE_PAYLOADS', INPUT_POLICIES, 'reject', 'reject'),
   };
 }
 

@@ -15,6 +15,8 @@ import { StoreMetrics } from './operations/metrics.js';
 import { describeUnknownSetting, findUnknownSettings, SETTINGS, unknownSettingsOf, unknownSettingsReport } from './settings.js';
 import { EventStore, formatMicros, formatMicrosOrNull, type BackfillProgress } from './store/index.js';
 import { DEFAULT_STREAM_OPTIONS, StreamFanout } from './stream/stream-fanout.js';
+import type { NatsSource } from './hub/nats-source.js';
+import type { MqttSink } from './sinks/mqtt-sink.js';
 import { superviseStore, type Supervision } from './supervision/service-supervision.js';
 import { openSystemdNotifier, watchdogIntervalMs } from './supervision/systemd-notify.js';
 
@@ -62,18 +64,8 @@ function warnOfUnknownSettings(config: Config, log: Logger): void {
   }
 }
 
-/**
- * The main thread's composition root (docs/ARCHITECTURE.md, "Threads"): opens the store under
- * `config.dataDir`, builds every long-lived part of the HTTP thread (the lifecycle worker's
- * handle, the stream fan-out, the MQTT sink, the disk-write figures, the metrics, the hub
- * source), hands them to the HTTP server and to each other, and serves. `stop` closes them in
- * order; the server closes only its listener and connections. The lifecycle worker is its own
- * thread's root (src/lifecycle/worker.ts).
- * @throws NativeServerUnavailable, or the error that prevented opening or listening
- */
-export async function startService(config: Config): Promise<StoreService> {
-  const log = createLogger(config.logLevel, secretsOf(config));
-  warnOfUnknownSettings(config, log);
+/** Opens the store under `config.dataDir` and logs how the open found it: damage quarantined, creates the replay went past. */
+async function openStore(config: Config, log: Logger): Promise<EventStore> {
   const store = await EventStore.open(config.dataDir, {
     sinks: configuredSinks(config),
     present: presentEventJson,
@@ -89,10 +81,27 @@ export async function startService(config: Config): Promise<StoreService> {
     else log.error(damage, 'the log replay went past damaged bytes: the events and changes they held are lost, the bytes were moved to quarantine/ (docs/STORAGE.md, "Damage in the log")');
   }
   for (const skipped of store.opened.skipped) log.warn(skipped, 'the log replay went past a create naming a file no frame holds; it is not in the index (docs/STORAGE.md, "Recovery")');
+  return store;
+}
+
+/** The HTTP thread's long-lived parts besides the store and the server, which is given them all. */
+interface ServiceParts {
+  lifecycle: LifecycleWorkerHandle;
+  /** Settles once the lifecycle worker is ready (it loads while the server already answers). */
+  workerReady: Promise<void>;
+  hub: NatsSource | undefined;
+  stream: StreamFanout;
+  mqtt: MqttSink | undefined;
+  diskWrites: DiskWrites;
+  metrics: StoreMetrics;
+}
+
+/** Builds the parts around the open store, each given those it needs; the worker starts loading. */
+async function buildParts(config: Config, store: EventStore, log: Logger): Promise<ServiceParts> {
   const lifecycle = new LifecycleWorkerHandle(config, store, log);
   // The worker loads while the server already answers: start-up time is the HTTP side's.
   const workerReady = lifecycle.start();
-  workerReady.catch(() => undefined); // handled below; never an unhandled rejection meanwhile
+  workerReady.catch(() => undefined); // handled by startService; never an unhandled rejection meanwhile
   // The NATS and MQTT clients are loaded only where configured: together they are about a fifth
   // of the server's module load, on every start-up of a box that uses neither.
   // Hub mode: consume a fleet's stream into this store (docs/OPERATIONS.md, "Hub mode"), once serving.
@@ -101,12 +110,20 @@ export async function startService(config: Config): Promise<StoreService> {
   const stream = new StreamFanout(store, { ...DEFAULT_STREAM_OPTIONS, maxQueuedBytes: config.streamSubscriberBufferBytes });
   const mqtt = config.mqttUrl === undefined ? undefined
     : new (await import('./sinks/mqtt-sink.js')).MqttSink({ ...config, mqttUrl: config.mqttUrl }, store, stream, log.child({ sink: 'mqtt' }));
-  const diskWrites = new DiskWrites(config.dataDir);
+  // Per-event figures begin once the worker's start-up cleanup ran (and took the disk reserve): one-time writes apart.
+  const diskWrites = new DiskWrites(config.dataDir, () => lifecycle.lastCleanup !== undefined);
   const metrics = new StoreMetrics({ config, store, lifecycle, stream, mqtt, diskWrites, hub });
-  let server: RunningServer;
+  return { lifecycle, workerReady, hub, stream, mqtt, diskWrites, metrics };
+}
+
+/** Starts the HTTP server on the parts and waits for the worker; on a failure closes what was built and rethrows. */
+async function serveParts(config: Config, store: EventStore, log: Logger, parts: ServiceParts): Promise<RunningServer> {
+  const { workerReady, ...served } = parts;
+  const { lifecycle, stream, mqtt } = served;
   try {
-    server = await startServer({ config, store, log, lifecycle, stream, metrics, diskWrites, mqtt, hub });
+    const server = await startServer({ config, store, log, ...served });
     await workerReady;
+    return server;
   } catch (err) {
     await mqtt?.stop();
     stream.close();
@@ -114,6 +131,24 @@ export async function startService(config: Config): Promise<StoreService> {
     await store.close();
     throw err;
   }
+}
+
+/**
+ * The main thread's composition root (docs/ARCHITECTURE.md, "Threads"): opens the store under
+ * `config.dataDir`, builds every long-lived part of the HTTP thread (the lifecycle worker's
+ * handle, the stream fan-out, the MQTT sink, the disk-write figures, the metrics, the hub
+ * source), hands them to the HTTP server and to each other, and serves. `stop` closes them in
+ * order; the server closes only its listener and connections. The lifecycle worker is its own
+ * thread's root (src/lifecycle/worker.ts).
+ * @throws NativeServerUnavailable, or the error that prevented opening or listening
+ */
+export async function startService(config: Config): Promise<StoreService> {
+  const log = createLogger(config.logLevel, secretsOf(config), config.logFormat);
+  warnOfUnknownSettings(config, log);
+  const store = await openStore(config, log);
+  const parts = await buildParts(config, store, log);
+  const server = await serveParts(config, store, log, parts);
+  const { hub, lifecycle, mqtt, stream } = parts;
   hub?.start();
   return {
     config,

@@ -62,6 +62,7 @@ export const SETTINGS = {
   allowedHosts: 'ALLOWED_HOSTS',
   corsAllowedOrigins: 'CORS_ALLOWED_ORIGINS',
   logLevel: 'LOG_LEVEL',
+  logFormat: 'LOG_FORMAT',
   httpEngine: 'HTTP_ENGINE',
   unknownKeys: 'UNKNOWN_KEYS',
   unknownSettings: 'UNKNOWN_SETTINGS',

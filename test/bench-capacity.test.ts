@@ -1,7 +1,9 @@
 /**
  * The arithmetic of `edge-events bench` (src/bench/capacity.ts; docs/OPERATIONS.md, "Measuring the
  * box: edge-events bench"): from the steps' figures to a share of a core, bytes a day, the cameras
- * the peak rate holds and the days to a rated TBW; the eMMC wear sysfs gives (src/bench/disk-wear.ts,
+ * the peak rate holds, the cameras with a share of the cores left for inference and with all of
+ * them at each number in flight, the storage time from the bytes kept per event, and the days to
+ * a rated TBW; the eMMC wear sysfs gives (src/bench/disk-wear.ts,
  * on a copy of its layout); and where the bench's folder goes (src/bench/temp-folder.ts).
  */
 import t from 'tap';
@@ -9,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { StepFigures } from '../src/bench/bench-steps.js';
-import { capacityAt, daysToTbw, enduranceAt, workloadCost } from '../src/bench/capacity.js';
+import { cameraFigures, capacityAt, daysToTbw, enduranceAt, storageTime, workloadCost } from '../src/bench/capacity.js';
 import { diskInfo, emmcWear } from '../src/bench/disk-wear.js';
 import { benchFolderParent } from '../src/bench/temp-folder.js';
 
@@ -45,6 +47,31 @@ t.test('the share of a core, bytes a day and cameras at the operator\'s rate', a
   const smallOnly = capacityAt(STEPS, 'store', { cameras: 1, fps: 10, imageRatio: 0 });
   t.equal(smallOnly.peakEventsPerSecond, 4_000, 'no images: the small events\' peak');
   t.equal(smallOnly.coreShare, 0.005);
+});
+
+t.test('cameras with half of the cores left for inference and with the whole CPU, each with its spread over the numbers in flight', async (t) => {
+  // 8 cameras x 10/s, a quarter with an image, on 2 cores. At 1 in flight: the mix's rate
+  // 1 / (0.75 / 1,000 + 0.25 / 800) = 941.2/s, 94 cameras; CPU 0.75 x 500 + 0.25 x 800 = 575 µs an
+  // event, so one core (half of 2) takes 1,739 events/s: 173 cameras, held to the rate's 94.
+  // At 16: 3,200/s, 320 cameras; 287.5 µs an event, 3,478/s on one core: 347, held to 320.
+  const rate = { cameras: 8, fps: 10, imageRatio: 0.25 };
+  t.same(cameraFigures(STEPS, rate, 2, 0.5), { cpuShare: 0.5, atCpuShare: 94, atCpuShareSpread: [94, 320], wholeCpu: 320, wholeCpuSpread: [94, 320] });
+  // A tenth of 2 cores: 200,000 µs a second, 347 events/s at 1 in flight (34 cameras), 695 at 16 (69).
+  t.same(cameraFigures(STEPS, rate, 2, 0.1), { cpuShare: 0.1, atCpuShare: 34, atCpuShareSpread: [34, 69], wholeCpu: 320, wholeCpuSpread: [94, 320] }, 'the CPU bounds it below the rate');
+  t.throws(() => cameraFigures(STEPS.filter((step) => step.workload === 'small'), rate, 2, 0.5), /no number in flight has steps of both workloads/);
+});
+
+t.test('the storage time: the bytes the store kept per event, at the rate, against MAX_STORAGE_BYTES, RETENTION_DAYS and the disk', async (t) => {
+  // 1,000 small events took 3 MB, then 500 image events 25 MB: 3,000 and 50,000 bytes an event.
+  const holdings = { before: { events: 0, bytes: 1_000_000 }, small: { events: 1_000, bytes: 4_000_000 }, image: { events: 1_500, bytes: 29_000_000 } };
+  const rate = { cameras: 8, fps: 10, imageRatio: 0.25 };
+  // 86,400 x 80 x (0.75 x 3,000 + 0.25 x 50,000) = 86,400 x 80 x 14,750 = 101.952 GB a day.
+  const time = storageTime(holdings, rate, { diskFreeBytes: 203_904_000_000, maxStorageBytes: 50_976_000_000, retentionDays: 30 })!;
+  t.same(time.storedPerEvent, { small: 3_000, image: 50_000 });
+  t.equal(time.bytesPerDay, 101_952_000_000);
+  t.same([time.daysOnDisk, time.daysUnderLimit, time.retentionDays, time.daysKept], [2, 0.5, 30, 0.5], 'MAX_STORAGE_BYTES holds half a day, the least');
+  t.equal(storageTime(holdings, rate, { diskFreeBytes: 1e15, maxStorageBytes: 1e15, retentionDays: 1 })!.daysKept, 1, 'RETENTION_DAYS when it is the least');
+  t.equal(storageTime({ ...holdings, image: holdings.small }, rate, { diskFreeBytes: 1, maxStorageBytes: 1, retentionDays: 1 }), null, 'no image event kept: not told');
 });
 
 t.test('the days to a rated TBW, and to what an eMMC says is left', async (t) => {

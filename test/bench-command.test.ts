@@ -1,15 +1,19 @@
 /**
  * `edge-events bench` (docs/OPERATIONS.md, "Measuring the box: edge-events bench"), the built binary
  * as an operator runs it, with short steps: the JSON's shape, every figure positive and finite, the
- * store and the durable floor both measured, the share of a core and the days to the rated TBW as
- * the figures give them (recomputed here), the bench's folder gone afterwards, also after Ctrl-C;
- * and a bad option refused, named. The free space it leaves: bench-free-space.test.ts.
+ * store and the durable floor both measured, the share of a core, the cameras with half of the
+ * cores left for inference and with all of them, the storage time and the days to the rated TBW as
+ * the figures give them (recomputed here); the same result as a terminal shows it, a plain summary
+ * first in words a buyer knows and the steps' jargon only under --details; the bench's folder gone
+ * afterwards, also after Ctrl-C; and a bad option refused, named. The free space it leaves:
+ * bench-free-space.test.ts.
  */
 import t from 'tap';
 import type { Test } from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { renderBench } from '../src/bench/bench-report.js';
 import { runCli, startCli } from './support/cli-process.js';
 import { until } from './support/waiting.js';
 
@@ -98,6 +102,57 @@ t.test('measures the store and the durable floor, and says what the cameras cost
   t.ok(Math.abs(result.endurance.days - days) <= 1e-9 * days, 'the days to the rated TBW are 100 TB over the store\'s bytes a day');
   t.match(result.endurance.note, /100 TB written/);
   t.ok(positive(result.machine.cores));
+
+  // Cameras at each number in flight: the whole CPU's from the mix's rate there, half the cores'
+  // also bounded by half the cores over the mix's CPU per event there.
+  const storeStep = (workload: string, inFlight: number) => result.steps.find((s: any) => s.system === 'store' && s.workload === workload && s.inFlight === inFlight);
+  const perLoad = [1, 4, 16].map((inFlight) => {
+    const [small, image] = [storeStep('small', inFlight), storeStep('image', inFlight)];
+    const whole = Math.floor(1 / (0.5 / small.eventsPerSecond + 0.5 / image.eventsPerSecond) / 5);
+    return { whole, half: Math.min(whole, Math.floor((result.machine.cores * 0.5 * 1e6) / (0.5 * small.cpuMicrosPerEvent + 0.5 * image.cpuMicrosPerEvent) / 5)) };
+  });
+  const spread = (values: number[]) => [Math.min(...values), Math.max(...values)];
+  t.same(result.cameras, {
+    cpuShare: 0.5,
+    atCpuShare: Math.min(...perLoad.map((load) => load.half)),
+    atCpuShareSpread: spread(perLoad.map((load) => load.half)),
+    wholeCpu: Math.max(...perLoad.map((load) => load.whole)),
+    wholeCpuSpread: spread(perLoad.map((load) => load.whole)),
+  }, 'the cameras: at half the cores the fewest over the steps, with the whole CPU the most');
+
+  const { storage } = result;
+  t.ok(positive(storage.storedPerEvent.small) && storage.storedPerEvent.image > storage.storedPerEvent.small, `bytes kept per event, an image event's the more: ${JSON.stringify(storage.storedPerEvent)}`);
+  t.ok(Math.abs(storage.bytesPerDay - 86_400 * 10 * (0.5 * storage.storedPerEvent.small + 0.5 * storage.storedPerEvent.image)) <= 1e-6 * storage.bytesPerDay, 'bytes kept a day at the rate');
+  t.equal(storage.maxStorageBytes, 10 * 1024 ** 3, 'MAX_STORAGE_BYTES as the store reads it (its default)');
+  t.equal(storage.retentionDays, 1, 'RETENTION_DAYS likewise');
+  t.ok(storage.diskFreeBytes >= bavail * bsize, 'the disk\'s free bytes when the run began');
+  t.equal(storage.daysKept, Math.min(storage.diskFreeBytes / storage.bytesPerDay, storage.maxStorageBytes / storage.bytesPerDay, 1), 'the store keeps them for the least of the three');
+  t.match(result.freshStoreNote, /fresh store/);
+
+  // As a terminal shows it: the summary first, in words a buyer knows; the steps under --details.
+  const plain = renderBench(result);
+  const [first, , rateLine] = plain.split('\n');
+  t.match(first, /^edge-events bench: this box, \d+ cores, /);
+  t.equal(rateLine, 'For 2 cameras x 5 events a second, 50.0% of them with an image (10.0 events a second):');
+  const words = plain.replace(/\s+/g, ' ');
+  t.match(words, new RegExp(` Cameras up to ${result.cameras.atCpuShare.toLocaleString('en-US')} cameras at 5 events a second with half of the ${result.machine.cores} cores left for inference`), 'the headline: cameras with half the cores left for inference');
+  t.match(words, new RegExp(`; ${result.cameras.wholeCpu.toLocaleString('en-US')} with the whole CPU`), 'the whole CPU\'s beside it');
+  t.match(words, / Storage time [\d.,]+ (hours|days) of these events \([\d.,]+ GB a day\): MAX_STORAGE_BYTES=10\.0 GiB holds /, 'how long the store keeps the events');
+  t.match(words, /RETENTION_DAYS=1 keeps them 24 hours; the disk's [\d.,]+ GB free hold /);
+  t.match(words, / Disk writes [\d.,]+ GB a day\. Measured on the bench's fresh store: a grown store's index writes more per event/, 'bytes a day with the caveat, printed');
+  t.match(words, / Disk life At 100 TB written \(--tbw\)/, 'the disk\'s life: wear only');
+  t.match(words, /edge-events bench --details\. $/, 'and where the details are');
+  for (const jargon of ['durable floor', 'in flight', 'tail counted', 'store / floor']) t.notOk(plain.includes(jargon), `no "${jargon}" in the summary`);
+  const detailed = renderBench(result, { details: true });
+  t.ok(detailed.startsWith(plain.slice(0, plain.indexOf('Each measured step'))), 'with --details: the same summary first');
+  for (const jargon of ['durable floor', 'in flight', 'tail counted', 'store / floor']) t.ok(detailed.includes(jargon), `then the steps: "${jargon}"`);
+});
+
+t.test('--help names the summary\'s options and --details', async (t) => {
+  const help = await runCli(['bench', '--help']);
+  t.equal(help.code, 0);
+  t.match(help.stdout, /--cpu-for-store <share>/);
+  t.match(help.stdout, /--details +after the summary, each measured step/);
 });
 
 t.test('a bad option is refused, named, before anything runs', async (t) => {

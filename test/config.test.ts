@@ -65,11 +65,13 @@ t.test('values are parsed and validated', async (t) => {
   t.equal(loadConfig({ INDEX_CHECKPOINT_MS: '250' }).indexCheckpointMs, 250);
   t.equal(loadConfig({}).indexCheckpointMaxMs, 300_000, 'a slowly filling head waits up to five minutes (docs/STORAGE.md, "When a checkpoint runs")');
   t.equal(loadConfig({ INDEX_CHECKPOINT_MAX_MS: '600000' }).indexCheckpointMaxMs, 600_000);
+  t.same([loadConfig({}, true).logFormat, loadConfig({}, false).logFormat], ['pretty', 'json'], 'LOG_FORMAT unset: pretty on a terminal, else json');
+  t.same([loadConfig({ LOG_FORMAT: 'json' }, true).logFormat, loadConfig({ LOG_FORMAT: 'pretty' }, false).logFormat], ['json', 'pretty'], 'set, either way');
 
   const bad: [string, string][] = [
     ['PORT', 'eighty'], ['PORT', '65536'], ['RETENTION_DAYS', '0'], ['MAX_RECORDS', '1.5'],
     ['MAX_STORAGE_BYTES', '10GB'], ['CLEANUP_INTERVAL_SECONDS', '0'], ['INDEX_CHECKPOINT_MS', '0'], ['INDEX_CHECKPOINT_MAX_MS', '600001'], ['SEARCH_BASE_URL', 'not a url'], ['LOG_LEVEL', 'loud'],
-    ['HTTP_ENGINE', 'fastify'], ['HTTP_ENGINE', 'UWS'],
+    ['HTTP_ENGINE', 'fastify'], ['HTTP_ENGINE', 'UWS'], ['LOG_FORMAT', 'yaml'], ['LOG_FORMAT', 'PRETTY'],
     ['NATS_URL', 'http://hub:4222'], ['NATS_URL', 'nats://a:4222,hub'], ['NATS_STREAM', 'EDGE.EVENTS'], ['NATS_SUBJECT_PREFIX', 'edge.>'],
     ['NATS_SOURCE_URL', 'hub:4222'], ['NATS_SOURCE_SUBJECTS', 'edge.>.person'], ['NATS_SOURCE_SUBJECTS', 'edge.cam*'], ['NATS_SOURCE_DURABLE', 'hub.1'],
     ['NATS_SUBJECT_PREFIX', 'edge..events'], ['NATS_OBJECT_BUCKET', 'files bucket'], ['NATS_CREDS', '/no/such/file.creds'],

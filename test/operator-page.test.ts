@@ -287,15 +287,21 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.equal(seen.uploads, '1', 'cloud upload backlog');
     t.notOk(await page.locator('#mqtt').isVisible(), 'MQTT off (mqtt null): its card is hidden');
     t.ok(await page.locator('#disk-writes').isVisible(), 'the disk writes card');
-    t.equal(stats.disk_writes.bytes_written_per_day, null, 'a store just started has no day\'s figure');
-    t.match(await page.locator('#disk-writes .figure').innerText(), /^[\d.]+ (B|KiB|MiB|GiB) since the start$/, 'so the card leads with the bytes since the start');
+    t.equal(stats.disk_writes.measuring, true, 'a store just started is measuring');
+    const card = page.locator('#disk-writes');
+    const row = (list: string, figure: string) => card.locator(`dl.${list} dd[data-figure="${figure}"]`).innerText();
+    t.equal(await card.locator('.figure').innerText(), 'measuring', 'so the card leads with "measuring", no figure a day');
+    t.match(await card.locator('.headline').innerText(), /^The store's own writes: measuring until 10 min and 1,000 events \(so far \d+ min, \d+ events\)$/, 'the store\'s own, and how far the measurement is');
+    t.same([await row('own', 'per-event'), await row('own', 'amplification')], ['measuring', 'measuring'], 'no figure per event, nor over accepted');
+    t.match(await row('own', 'one-time'), /^[\d.]+ (B|KiB|MiB)$/, 'the one-time writes of start-up, apart');
+    t.match(await row('own', 'total'), /^[\d.]+ (B|KiB|MiB|GiB)$/, 'and the bytes since the start');
+    t.same(await card.locator('dl.own dt').allInnerTexts(), ['per event', 'over accepted', 'one-time, at start', 'since the start'], 'each figure with its label');
     const device = stats.disk_writes.device;
-    const figures = '[\\d.]+ (B|KiB|MiB) per event, [\\d.,]+× what was accepted; bytes a day after the first 10 minutes$';
-    t.match(await page.locator('#disk-writes .summary').innerText(), new RegExp(`^The store's own writes: ${figures}`), 'per event and the amplification, of the store\'s own writes first');
     if (device) {
-      t.match(await page.locator('#disk-writes .device').innerText(), new RegExp(`^Device ${device.name}, every writer on it: [\\d.]+ (B|KiB|MiB|GiB) since the start, [\\d.]+ (B|KiB|MiB) per event, [\\d.,]+× what was accepted$`), 'then the device\'s, labelled as every writer on it');
+      t.equal(await card.locator('.device-label').innerText(), `Device ${device.name}: every writer on the disk, not only the store`, 'then the device\'s, labelled as not the store\'s');
+      t.same([await row('device', 'per-day'), await row('device', 'per-event'), await row('device', 'amplification')], ['measuring', 'measuring', 'measuring'], 'measuring too');
     } else {
-      t.notOk(await page.locator('#disk-writes .device').isVisible(), 'no device: no second line');
+      t.notOk(await card.locator('dl.device').isVisible(), 'no device: no second list');
     }
 
     // The store runs a cleanup of its own at start-up; a manual one comes after it.
@@ -311,24 +317,25 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.equal(await page.locator('#scrub .figure').innerText(), 'No damage found', 'the scrub found nothing on a sound log');
     t.match(await page.locator('#scrub .note').innerText(), /^\d+ passes of 168 h, (first pass under way|last pass .+); [\d.]+ (B|KiB|MiB) read$/);
 
-    // After its first 10 minutes the store gives bytes a day. Rather than wait them out, the
-    // page's reads of /stats get the store's own answer with a day's figure set.
-    const perDay = (bytes: number) => bytes * 2;
+    // Once the measurement holds 10 minutes and 1,000 events the store gives its figures. Rather
+    // than wait them out, the page's reads of /stats get the store's own answer with them set.
     await page.route('**/stats', async (route) => {
       const answer = await route.fetch();
       const body = await answer.json();
       const writes = body.disk_writes;
-      writes.bytes_written_per_day = perDay(writes.bytes_written);
-      if (writes.device) writes.device.bytes_written_per_day = perDay(writes.device.bytes_written);
+      Object.assign(writes, { measuring: false, measured_since: new Date(Date.now() - 3_600_000).toISOString(), measured_events: 36_000 });
+      Object.assign(writes, { bytes_written_per_day: 12 * 1024 ** 3, bytes_written_per_event: 14_541, write_amplification: 3.52 });
+      if (writes.device) Object.assign(writes.device, { bytes_written_per_day: 15 * 1024 ** 3, bytes_written_per_event: 18_000, write_amplification: 4.1 });
       await route.fulfill({ response: answer, json: body });
     });
     const figure = await untilStatsShow(page, 'bytes a day shown', async () => {
-      const text = await page.locator('#disk-writes .figure').innerText();
+      const text = await card.locator('.figure').innerText();
       return text.endsWith('/day') && text;
     });
-    t.match(figure, /^[\d.]+ (B|KiB|MiB|GiB|TiB)\/day$/, 'the card leads with bytes a day');
-    t.match(await page.locator('#disk-writes .summary').innerText(), /; [\d.]+ (B|KiB|MiB|GiB) since the start$/, 'and gives the bytes since the start below');
-    if (device) t.match(await page.locator('#disk-writes .device').innerText(), /^Device [^,]+, every writer on it: [\d.]+ (B|KiB|MiB|GiB|TiB)\/day, /, 'the device\'s a day too');
+    t.equal(figure, '12.0 GiB/day', 'the card leads with the store\'s own bytes a day');
+    t.match(await card.locator('.headline').innerText(), /^The store's own writes, a day, over 36,000 events since \d\d:\d\d/, 'over the measurement');
+    t.same([await row('own', 'per-event'), await row('own', 'amplification')], ['14.2 KiB', '3.52×'], 'per event and over accepted');
+    if (device) t.same([await row('device', 'per-day'), await row('device', 'per-event'), await row('device', 'amplification')], ['15.0 GiB/day', '17.6 KiB', '4.1×'], 'the device\'s below');
     // Waits for a read the handler still holds, which unrouting mid-way could fail.
     await page.unrouteAll({ behavior: 'wait' });
   });

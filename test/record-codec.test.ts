@@ -1,5 +1,5 @@
 /**
- * Versioned records (README, "How it stores data"): a record of any layout decodes, and layout 3
+ * Versioned records (docs/ARCHITECTURE.md, "How it stores data"): a record of any layout decodes, and layout 3
  * keeps each event's presented JSON beside it, byte-identical to presenting the decoded record
  * (docs/API.md, "Routes": stored event). Records of the first release's layout and of layout 2
  * are returned by queries next to current records.

@@ -1,9 +1,11 @@
 /**
- * `edge-events bench [--cameras N] [--fps N] [--image-ratio SHARE] [--tbw TB] [--seconds-per-step S]
- * [--image FILE] [--keep-free-mib MiB] [--json]` (docs/OPERATIONS.md, "Measuring the box: edge-events bench"): the
- * installed store on the box's own disk, with the durable floor beside it, then what the
- * operator's cameras would cost: a share of a core, bytes a day, the days to the disk's rated TBW,
- * and how many cameras the store takes.
+ * `edge-events bench [--cameras N] [--fps N] [--image-ratio SHARE] [--tbw TB] [--cpu-for-store SHARE]
+ * [--seconds-per-step S] [--image FILE] [--keep-free-mib MiB] [--details] [--json]`
+ * (docs/OPERATIONS.md, "Measuring the box: edge-events bench"): the installed store on the box's
+ * own disk, with the durable floor beside it, then what the operator's cameras would cost, in a
+ * plain summary: how many cameras the store takes with the CPU left for inference and with all
+ * of it, the share of a core, how long the store keeps the events, bytes written a day (a fresh
+ * store's, said so), the days to the disk's rated TBW. `--details` adds the measured steps.
  *
  * Output contract, as the other subcommands': in JSON mode stdout gets one object (bench-report.ts
  * `BenchResult`); a failure leaves stdout empty and writes `{"error": {"message", "hint"}}` to
@@ -30,6 +32,8 @@ interface BenchFlags {
   secondsPerStep: number;
   image?: string;
   keepFreeMib: number;
+  cpuForStore: number;
+  details?: boolean;
   json?: boolean;
 }
 
@@ -71,6 +75,8 @@ function addBenchCommand(program: Command, io: BenchCliIo, setExitCode: (code: E
     .option('--seconds-per-step <s>', 'measured seconds of each of the 12 steps', numberIn(0.1, 600, 'seconds from 0.1 to 600'), DEFAULT_SECONDS_PER_STEP)
     .option('--image <file>', 'a JPEG or PNG from your cameras for the image events (default: a 640x480 JPEG made for the bench)')
     .option('--keep-free-mib <MiB>', 'MiB the run leaves free on the file system of DATA_DIR', numberIn(0, 1e12, 'MiB from 0'), 512)
+    .option('--cpu-for-store <share>', 'share of the cores the store may use for the headline cameras, the rest left for inference', numberIn(0, 1, 'a share above 0, up to 1', false, true), 0.5)
+    .option('--details', 'after the summary, each measured step beside the durable floor (the least a durable store must do)')
     .option('--json', 'machine-readable output: one object on stdout, {error:{message,hint}} on stderr')
     .action(async (flags: BenchFlags) => {
       setExitCode(await executeBench(flags, io));
@@ -93,8 +99,11 @@ async function executeBench(flags: BenchFlags, io: BenchCliIo): Promise<ExitCode
     const [{ runBench }, { renderBench }] = await Promise.all([import('./bench-run.js'), import('./bench-report.js')]);
     // Without a bar (no TTY), one line says what is under way, unless the output is JSON.
     const say = json || io.stderr.isTTY ? undefined : (line: string) => io.stderr.write(`${line}\n`);
-    const result = await runBench({ cameras: flags.cameras, fps: flags.fps, imageRatio: flags.imageRatio, tbw: flags.tbw, secondsPerStep: flags.secondsPerStep, image: flags.image, keepFreeBytes: flags.keepFreeMib * 1024 * 1024 }, { ...io, say });
-    io.stdout.write(json ? `${JSON.stringify(result)}\n` : renderBench(result));
+    const result = await runBench({
+      cameras: flags.cameras, fps: flags.fps, imageRatio: flags.imageRatio, tbw: flags.tbw, cpuForStore: flags.cpuForStore,
+      secondsPerStep: flags.secondsPerStep, image: flags.image, keepFreeBytes: flags.keepFreeMib * 1024 * 1024,
+    }, { ...io, say });
+    io.stdout.write(json ? `${JSON.stringify(result)}\n` : renderBench(result, { details: flags.details === true }));
     return 0;
   } catch (error) {
     const message = (error as Error).message;

@@ -1,9 +1,11 @@
 /**
  * What `edge-events bench` found (docs/OPERATIONS.md, "Measuring the box: edge-events bench"): the
- * one object `--json` prints, and the same in words and tables for a terminal.
+ * one object `--json` prints, and the same for a terminal: a plain summary in words a buyer knows
+ * (cameras, CPU, storage time, disk writes, disk life), and with `--details` the measured steps
+ * in tables beside the durable floor.
  */
 import type { StepFigures, StepPlan, SystemName, WorkloadName } from './bench-steps.js';
-import type { CameraRate, Capacity, Endurance } from './capacity.js';
+import type { CameraFigures, CameraRate, Capacity, Endurance, StorageTime } from './capacity.js';
 import type { DiskInfo } from './disk-wear.js';
 
 /** The store's figure over the floor's, at one number in flight on one workload. */
@@ -43,8 +45,19 @@ export interface BenchResult {
   ratios: FloorRatio[];
   rate: CameraRate & { eventsPerSecond: number };
   capacity: Record<SystemName, Capacity>;
+  /** The store's cameras with the CPU left for inference and with the whole CPU, with their spread over the steps. */
+  cameras: CameraFigures;
+  /** How long the store keeps the events at the rate; null when the run could not tell the bytes stored per event. */
+  storage: StorageTime | null;
+  /** What the bytes written a day are: a fresh store's (FRESH_STORE_NOTE). */
+  freshStoreNote: string;
   endurance: Endurance;
 }
+
+/** The caveat of every bytes-a-day figure of the bench, printed with it. */
+export const FRESH_STORE_NOTE = 'Measured on the bench\'s fresh store: a grown store\'s index writes more per event, up to about twice as much '
+  + '(docs/PERFORMANCE.md: at 10 small events a second, 14.2 KiB each on a fresh store, 27.1 KiB on one of 60,000 events). '
+  + 'Read /stats disk_writes on the box after a day at its load.';
 
 const int = (n: number): string => Math.round(n).toLocaleString('en-US');
 const fixed = (n: number, digits: number): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
@@ -102,33 +115,106 @@ function header(result: BenchResult): string[] {
   ];
 }
 
-/** The closing lines: the operator's rate, the share of a core, the disk's days, the cameras. */
+/** The closing lines of the details: how the summary's figures come from the steps. */
 function verdict(result: BenchResult): string[] {
-  const { rate, capacity, endurance } = result;
+  const { rate, capacity, cameras } = result;
   const { store, floor } = capacity;
-  const cameras = `${int(rate.cameras)} camera${rate.cameras === 1 ? '' : 's'}`;
   const fps = fixed(rate.fps, rate.fps % 1 === 0 ? 0 : 1);
-  const lines = [
-    `At ${cameras} x ${fps} events/s, ${pct(rate.imageRatio)} with an image (${fixed(rate.eventsPerSecond, 1)} events/s), each figure per event`,
-    '  taken at the dearest of the 1, 4 and 16 in flight steps of its workload:',
-    `  the store needs ${pct(store.coreShare)} of one core (the durable floor ${pct(floor.coreShare)}) and writes ${gb(store.bytesPerDay)} a day (the floor ${gb(floor.bytesPerDay)}).`,
-    `  ${endurance.note}`,
+  const [shareLeast, shareMost] = cameras.atCpuShareSpread;
+  const [wholeLeast, wholeMost] = cameras.wholeCpuSpread;
+  return [
+    `At ${fixed(rate.eventsPerSecond, 1)} events/s, ${pct(rate.imageRatio)} with an image, each figure per event taken at the dearest of the`,
+    `  1, 4 and 16 in flight steps of its workload: the store needs ${pct(store.coreShare)} of one core (the durable floor ${pct(floor.coreShare)})`,
+    `  and writes ${gb(store.bytesPerDay)} a day (the floor ${gb(floor.bytesPerDay)}).`,
     '',
-    `How many cameras: up to ${int(store.maxCameras)} at ${fps} events/s. The store took up to ${int(store.peakEventsPerSecond)} events/s of this mix here`,
-    `  (the durable floor ${int(floor.peakEventsPerSecond)}, ${int(floor.maxCameras)} cameras), using all the CPU it could get; at ${cameras} it leaves`,
-    `  ${fixed(result.machine.cores - store.coreShare, 2)} of the ${result.machine.cores} cores to the pipelines.`,
+    `Cameras at ${fps} events/s, at each number in flight (the mix's rate there, time-shared between the workloads):`,
+    `  with the whole CPU ${int(wholeLeast)} to ${int(wholeMost)}; with ${pct(cameras.cpuShare)} of the cores for the store (its CPU per event there)`,
+    `  ${int(shareLeast)} to ${int(shareMost)}. The summary gives the most with the whole CPU, and the fewest with the share.`,
+    `  The store took up to ${int(store.peakEventsPerSecond)} events/s of this mix at its fastest steps (the durable floor ${int(floor.peakEventsPerSecond)}).`,
   ];
+}
+
+/** A span of days as a person says it: hours under two days, else days. */
+function duration(days: number): string {
+  if (days < 2) {
+    const hours = days * 24;
+    return `${fixed(hours, hours < 10 ? 1 : 0)} hours`;
+  }
+  return `${fixed(days, days < 10 ? 1 : 0)} days`;
+}
+
+/** `text` wrapped at `width` characters, on word boundaries. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  return line === '' ? lines : [...lines, line];
+}
+
+/** Rows of a label and its text, the text wrapped beside the label. */
+function labelled(rows: [string, string][]): string[] {
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return rows.flatMap(([label, text]) => wrap(text, 96 - width).map((line, i) => `  ${(i === 0 ? label : '').padEnd(width)}  ${line}`.trimEnd()));
+}
+
+/** The storage time in words: how long the store keeps the events, and what bounds it. */
+function storageText(result: BenchResult): string {
+  const storage = result.storage;
+  if (storage === null) return 'not told: the bench\'s store did not keep both kinds of event (see --details).';
+  const retention = fixed(storage.retentionDays, storage.retentionDays % 1 === 0 ? 0 : 2);
+  return `${duration(storage.daysKept)} of these events (${gb(storage.bytesPerDay)} a day): MAX_STORAGE_BYTES=${fixed(storage.maxStorageBytes / 1024 ** 3, 1)} GiB `
+    + `holds ${duration(storage.daysUnderLimit)}; RETENTION_DAYS=${retention} keeps them ${duration(storage.retentionDays)}; `
+    + `the disk's ${gb(storage.diskFreeBytes)} free hold ${duration(storage.daysOnDisk)}.`;
+}
+
+/** The plain summary: what the operator's cameras cost on this box, in words a buyer knows. */
+function summary(result: BenchResult): string[] {
+  const { rate, cameras, machine, endurance } = result;
+  const store = result.capacity.store;
+  const fps = fixed(rate.fps, rate.fps % 1 === 0 ? 0 : 1);
+  const yours = `${int(rate.cameras)} camera${rate.cameras === 1 ? '' : 's'}`;
+  const range = ([least, most]: [number, number], how = '') => (least === most ? '' : ` (${int(least)} to ${int(most)}${how})`);
+  const left = cameras.cpuShare === 0.5 ? 'half of' : `${pct(1 - cameras.cpuShare)} of`;
+  const device = result.disk.device === null ? 'no block device of its own' : `disk ${result.disk.disk ?? result.disk.device}${result.disk.model ? ` (${result.disk.model})` : ''}`;
+  const lines = [
+    `edge-events bench: this box, ${machine.cores} cores, ${device}; edge-event-store ${result.version}, Node ${result.node}, ${result.startedAt.slice(0, 16).replace('T', ' ')} UTC`,
+    '',
+    `For ${yours} x ${fps} events a second, ${pct(rate.imageRatio)} of them with an image (${fixed(rate.eventsPerSecond, 1)} events a second):`,
+    '',
+    ...labelled([
+      ['Cameras', `up to ${int(cameras.atCpuShare)} cameras at ${fps} events a second with ${left} the ${machine.cores} cores left for inference`
+        + `${range(cameras.atCpuShareSpread, ' as they post 1, 4 or 16 events at a time')}; ${int(cameras.wholeCpu)} with the whole CPU${range(cameras.wholeCpuSpread)}.`],
+      ['CPU', `your ${yours} need ${pct(store.coreShare)} of one core; ${fixed(machine.cores - store.coreShare, 2)} of the ${machine.cores} cores stay for inference.`],
+      ['Storage time', storageText(result)],
+      ['Disk writes', `${gb(store.bytesPerDay)} a day. ${result.freshStoreNote}`],
+      ['Disk life', endurance.note],
+    ]),
+    '',
+  ];
+  if (machine.otherCores > 0.1) lines.push(`Other programs used ${fixed(machine.otherCores, 2)} cores during the run: on an idle box the figures are better.`);
+  lines.push('Each measured step, beside the least a durable store must do: edge-events bench --details.');
   return lines;
 }
 
-/** The result in words and tables, as a terminal shows it. */
-export function renderBench(result: BenchResult): string {
-  const label: Record<WorkloadName, string> = {
-    small: `Small events (~${int(result.bodyBytes.small)} B of JSON)`,
-    image: `Image events (bodies of ~${int(result.bodyBytes.image)} B)`,
-  };
-  const lines = [...header(result), ''];
-  for (const workload of ['small', 'image'] as const) lines.push(label[workload], ...workloadTable(result, workload), '');
-  lines.push(...verdict(result));
+/** The result as a terminal shows it: the plain summary, and with `details` the measured steps after it. */
+export function renderBench(result: BenchResult, options: { details?: boolean } = {}): string {
+  const lines = summary(result);
+  if (options.details) {
+    const label: Record<WorkloadName, string> = {
+      small: `Small events (~${int(result.bodyBytes.small)} B of JSON)`,
+      image: `Image events (bodies of ~${int(result.bodyBytes.image)} B)`,
+    };
+    lines.pop(); // the pointer to --details
+    lines.push('', 'Details', '', ...header(result), '');
+    for (const workload of ['small', 'image'] as const) lines.push(label[workload], ...workloadTable(result, workload), '');
+    lines.push(...verdict(result));
+  }
   return `${lines.join('\n')}\n`;
 }

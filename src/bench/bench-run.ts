@@ -12,9 +12,9 @@ import { loadConfig } from '../config.js';
 import { packageVersion } from '../paths.js';
 import { benchImage, type BenchImage } from './bench-image.js';
 import { startBenchProgress, type BenchProgress, type ProgressStream } from './bench-progress.js';
-import { floorRatios, type BenchResult } from './bench-report.js';
-import { runSteps, stepSeconds, type StepFigures, type StepPlan, type WorkloadName } from './bench-steps.js';
-import { capacityAt, enduranceAt, eventsPerSecond, type CameraRate } from './capacity.js';
+import { floorRatios, FRESH_STORE_NOTE, type BenchResult } from './bench-report.js';
+import { runSteps, stepSeconds, type StepPlan, type StepsRun, type WorkloadName } from './bench-steps.js';
+import { cameraFigures, capacityAt, enduranceAt, eventsPerSecond, storageTime, type CameraRate } from './capacity.js';
 import { readDiskInfo, type DiskInfo } from './disk-wear.js';
 import { imageEventBodies, smallEventBodies } from './payloads.js';
 import { startServerChild, type ServerChild } from './server-child.js';
@@ -31,6 +31,8 @@ export interface BenchOptions extends CameraRate {
   image?: string;
   /** Bytes the run leaves free on DATA_DIR's file system (`--keep-free-mib`). */
   keepFreeBytes: number;
+  /** Share of the cores the store may use for the headline cameras, the rest left for inference (`--cpu-for-store`). */
+  cpuForStore: number;
 }
 
 /**
@@ -136,29 +138,51 @@ class Held {
 
 const mean = (values: number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
 
+/** What a run measured and where, for the result. */
+interface RunParts {
+  options: BenchOptions;
+  startedAt: Date;
+  /** DATA_DIR, MAX_STORAGE_BYTES and RETENTION_DAYS as the store reads them. */
+  config: { dataDir: string; maxStorageBytes: number; retentionDays: number };
+  folder: TempFolder;
+  storageLimitBytes: number;
+  /** Free bytes on DATA_DIR's file system when the run began. */
+  diskFreeBytes: number;
+  disk: DiskInfo;
+  engines: BenchResult['engines'];
+  load1Before: number;
+  image: BenchImage;
+  bodies: Record<WorkloadName, Buffer[]>;
+  plan: StepPlan;
+  run: StepsRun;
+}
+
 /** The result object from the run's parts. */
-function resultOf(run: { options: BenchOptions; startedAt: Date; dataDir: string; folder: TempFolder; storageLimitBytes: number; disk: DiskInfo; engines: BenchResult['engines']; load1Before: number;
-  image: BenchImage; bodies: Record<WorkloadName, Buffer[]>; plan: StepPlan; steps: StepFigures[]; }): BenchResult {
-  const { options, steps } = run;
+function resultOf(parts: RunParts): BenchResult {
+  const { options, config, run: { steps, holdings } } = parts;
   const rate = { cameras: options.cameras, fps: options.fps, imageRatio: options.imageRatio };
   const capacity = { store: capacityAt(steps, 'store', rate), floor: capacityAt(steps, 'floor', rate) };
+  const cores = os.availableParallelism();
   return {
     version: packageVersion,
     node: process.version,
-    startedAt: run.startedAt.toISOString(),
-    dataDir: run.dataDir,
-    benchFolder: { path: run.folder.dir, removed: true, storageLimitBytes: run.storageLimitBytes },
-    disk: run.disk,
-    engines: run.engines,
-    machine: { cores: os.availableParallelism(), load1Before: run.load1Before, load1After: os.loadavg()[0], otherCores: mean(steps.map((step) => step.otherCores)) },
-    image: { source: run.image.source, bytes: run.image.bytes.length, width: run.image.width, height: run.image.height },
-    bodyBytes: { small: mean(run.bodies.small.map((body) => body.length)), image: mean(run.bodies.image.map((body) => body.length)) },
-    plan: run.plan,
+    startedAt: parts.startedAt.toISOString(),
+    dataDir: config.dataDir,
+    benchFolder: { path: parts.folder.dir, removed: true, storageLimitBytes: parts.storageLimitBytes },
+    disk: parts.disk,
+    engines: parts.engines,
+    machine: { cores, load1Before: parts.load1Before, load1After: os.loadavg()[0], otherCores: mean(steps.map((step) => step.otherCores)) },
+    image: { source: parts.image.source, bytes: parts.image.bytes.length, width: parts.image.width, height: parts.image.height },
+    bodyBytes: { small: mean(parts.bodies.small.map((body) => body.length)), image: mean(parts.bodies.image.map((body) => body.length)) },
+    plan: parts.plan,
     steps,
     ratios: floorRatios(steps),
     rate: { ...rate, eventsPerSecond: eventsPerSecond(rate) },
     capacity,
-    endurance: enduranceAt(options.tbw, capacity.store.bytesPerDay, run.disk),
+    cameras: cameraFigures(steps, rate, cores, options.cpuForStore),
+    storage: storageTime(holdings, rate, { diskFreeBytes: parts.diskFreeBytes, maxStorageBytes: config.maxStorageBytes, retentionDays: config.retentionDays }),
+    freshStoreNote: FRESH_STORE_NOTE,
+    endurance: enduranceAt(options.tbw, capacity.store.bytesPerDay, parts.disk),
   };
 }
 
@@ -200,7 +224,8 @@ export async function runBench(options: BenchOptions, io: BenchIo): Promise<Benc
   let stopWatching = (): void => undefined;
   try {
     const folder = (held.folder = makeTempFolder(config.dataDir));
-    const storageLimitBytes = benchStorageLimit(await freeBytes(folder.dir), options.keepFreeBytes, config.maxStorageBytes, config.dataDir);
+    const diskFreeBytes = await freeBytes(folder.dir);
+    const storageLimitBytes = benchStorageLimit(diskFreeBytes, options.keepFreeBytes, config.maxStorageBytes, config.dataDir);
     stopWatching = watchFreeSpace(path.dirname(folder.dir), options.keepFreeBytes, (free) => held.stopFor(
       `the file system of DATA_DIR ${config.dataDir} fell to ${Math.floor(free / MiB)} MiB free during the run, under the ${Math.floor(options.keepFreeBytes / MiB)} MiB it leaves free (--keep-free-mib): the bench stopped its servers`,
     ));
@@ -212,13 +237,13 @@ export async function runBench(options: BenchOptions, io: BenchIo): Promise<Benc
     const storeEnv = serverEnv(io.env, path.join(folder.dir, 'store'), { MAX_STORAGE_BYTES: String(storageLimitBytes) });
     const store = await startServerChild('the store', CLI, ['serve'], storeEnv, (s) => held.adopt(s));
     const floor = await startServerChild('the durable floor', FLOOR, [], serverEnv(io.env, path.join(folder.dir, 'floor')), (s) => held.adopt(s));
-    const steps = await runSteps({ store, floor }, bodies, plan, (label, done, span) => held.progress?.update(label, done, span));
+    const run = await runSteps({ store, floor }, bodies, plan, (label, done, span) => held.progress?.update(label, done, span));
     const code = await store.stop();
     if (code !== 0) throw new Error(`the store did not stop gracefully (exit code ${code}):\n${store.output()}`);
     await floor.stop();
     held.progress.stop();
     folder.remove();
-    return resultOf({ options, startedAt, dataDir: config.dataDir, folder, storageLimitBytes, disk, engines: { store: store.engine, floor: floor.engine }, load1Before, image, bodies, plan, steps });
+    return resultOf({ options, startedAt, config, folder, storageLimitBytes, diskFreeBytes, disk, engines: { store: store.engine, floor: floor.engine }, load1Before, image, bodies, plan, run });
   } catch (err) {
     if (held.interrupted) return new Promise(() => undefined); // the signal's handler ends the process
     if (held.stoppedFor) throw new Error(held.stoppedFor, { cause: err });

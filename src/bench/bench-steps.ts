@@ -50,6 +50,35 @@ export interface StepFigures {
   otherCores: number;
 }
 
+/** What the store held at a moment: its events and the bytes they take (/stats `current`). */
+export interface Holding {
+  events: number;
+  /** Live blob bytes and LMDB pages in use (`total_storage_bytes`). */
+  bytes: number;
+}
+
+/** What the steps found: each step's figures, and what the store held before the steps and after each workload's. */
+export interface StepsRun {
+  steps: StepFigures[];
+  /** Before the first step, after the small events' steps, after the image events'. */
+  holdings: { before: Holding } & Record<WorkloadName, Holding>;
+}
+
+/**
+ * What `store` holds now, by its /stats, once a manual cleanup checkpointed its head into the index
+ * (docs/ARCHITECTURE.md, "The path of a cleanup": a manual run always does): the creates a
+ * checkpoint has not committed yet take no index pages.
+ * @throws Error naming the answer when the cleanup or /stats does not answer 200
+ */
+export async function storeHolding(store: ServerChild): Promise<Holding> {
+  const cleanup = await fetch(`${store.url}/admin/cleanup`, { method: 'POST' });
+  if (!cleanup.ok) throw new Error(`the store's POST /admin/cleanup answered ${cleanup.status}`);
+  const answer = await fetch(`${store.url}/stats`);
+  if (!answer.ok) throw new Error(`the store's /stats answered ${answer.status}`);
+  const { current } = (await answer.json()) as { current: { total_events: number; total_storage_bytes: number } };
+  return { events: current.total_events, bytes: current.total_storage_bytes };
+}
+
 /** Where the steps are in the plan, for a progress bar: the step starting, the plan's seconds before it, its own. */
 export type StepProgress = (label: string, plannedSecondsDone: number, spanSeconds: number) => void;
 
@@ -93,13 +122,16 @@ export async function measureStep(server: ServerChild, bodies: Buffer[], inFligh
 }
 
 /**
- * Every step: for each workload, each number in flight, the store then the floor.
+ * Every step: for each workload, each number in flight, the store then the floor; what the store
+ * holds is read before the steps and after each workload's, outside every step's window.
  * @param bodies each workload's create bodies, posted in turn
  * @param progress called before each step with its label and after each with the plan's seconds done
  * @throws what measureStep throws, the step named
  */
-export async function runSteps(servers: Record<SystemName, ServerChild>, bodies: Record<WorkloadName, Buffer[]>, plan: StepPlan, progress: StepProgress): Promise<StepFigures[]> {
+export async function runSteps(servers: Record<SystemName, ServerChild>, bodies: Record<WorkloadName, Buffer[]>, plan: StepPlan, progress: StepProgress): Promise<StepsRun> {
   const steps: StepFigures[] = [];
+  const before = await storeHolding(servers.store);
+  const after: Partial<Record<WorkloadName, Holding>> = {};
   for (const workload of ['small', 'image'] as const) {
     for (const inFlight of plan.inFlight) {
       for (const system of ['store', 'floor'] as const) {
@@ -112,7 +144,8 @@ export async function runSteps(servers: Record<SystemName, ServerChild>, bodies:
         }
       }
     }
+    after[workload] = await storeHolding(servers.store);
   }
   progress('stopping', steps.length * stepSeconds(plan), 0);
-  return steps;
+  return { steps, holdings: { before, small: after.small!, image: after.image! } };
 }

@@ -4,9 +4,11 @@
  * per event is the highest the system showed over the steps of its workload (1, 4 and 16 in
  * flight): a camera's pipeline posts one event at a time, where no sync or checkpoint is shared,
  * so the dearest step is the nearest to a box's pace, and the cautious reading. The peak rate is
- * the highest over those steps.
+ * the highest over those steps. The cameras the store takes are given with the CPU left for
+ * inference (the store on a share of the cores) and with the whole CPU, each with its spread over
+ * the steps; the storage time from the bytes the store kept per event.
  */
-import type { StepFigures, SystemName, WorkloadName } from './bench-steps.js';
+import type { Holding, StepFigures, SystemName, WorkloadName } from './bench-steps.js';
 import type { DiskInfo, EmmcWear } from './disk-wear.js';
 
 /** What the operator's cameras produce. */
@@ -133,4 +135,86 @@ export function enduranceAt(tbwTB: number | undefined, bytesPerDay: number, disk
   const note = `At ${tbwTB.toLocaleString('en-US')} TB written (--tbw), the disk's rated endurance lasts ${daysText(days)} at this rate.`
     + (left === null ? '' : `${wear}: what is left lasts at most ${daysText(left)}.`);
   return { tbwTB, days, daysLeftByWear: left, note };
+}
+
+/** The cameras the store takes at the operator's fps, with a share of the cores and with all of them. */
+export interface CameraFigures {
+  /** The share of the cores the store may use, the rest left for inference (`--cpu-for-store`, 0.5). */
+  cpuShare: number;
+  /** Cameras with the store on `cpuShare` of the cores, at the dearest number in flight: the headline. */
+  atCpuShare: number;
+  /** The same at each number in flight, fewest and most. */
+  atCpuShareSpread: [number, number];
+  /** Cameras with the whole CPU: the store's highest rate of this mix at one number in flight, over fps. */
+  wholeCpu: number;
+  /** The same at each number in flight, fewest and most. */
+  wholeCpuSpread: [number, number];
+}
+
+/**
+ * The store's cameras at `rate.fps`, at each number in flight both workloads ran at: with the
+ * whole CPU, its rate of the mix there (time-shared: 1 / ((1 - r) / small rate + r / image rate));
+ * with `cpuShare` of `cores`, also no more than that share's CPU time over the mix's CPU per event.
+ * @throws Error when no number in flight has steps of both workloads
+ */
+export function cameraFigures(steps: StepFigures[], rate: CameraRate, cores: number, cpuShare: number): CameraFigures {
+  const store = steps.filter((step) => step.system === 'store');
+  const perLoad = [...new Set(store.map((step) => step.inFlight))].flatMap((inFlight) => {
+    const small = store.find((step) => step.workload === 'small' && step.inFlight === inFlight);
+    const image = store.find((step) => step.workload === 'image' && step.inFlight === inFlight);
+    if (!small || !image) return [];
+    const mixRate = 1 / ((1 - rate.imageRatio) / small.eventsPerSecond + rate.imageRatio / image.eventsPerSecond);
+    const cpuMicros = (1 - rate.imageRatio) * small.cpuMicrosPerEvent + rate.imageRatio * image.cpuMicrosPerEvent;
+    const whole = Math.floor(mixRate / rate.fps);
+    return [{ whole, share: Math.min(whole, Math.floor((cores * cpuShare * 1e6) / cpuMicros / rate.fps)) }];
+  });
+  if (perLoad.length === 0) throw new Error('no number in flight has steps of both workloads');
+  const spread = (values: number[]): [number, number] => [Math.min(...values), Math.max(...values)];
+  const shares = spread(perLoad.map((load) => load.share));
+  const wholes = spread(perLoad.map((load) => load.whole));
+  return { cpuShare, atCpuShare: shares[0], atCpuShareSpread: shares, wholeCpu: wholes[1], wholeCpuSpread: wholes };
+}
+
+/** How long the store keeps the operator's events: what they take a day, and the days each bound holds. */
+export interface StorageTime {
+  /** Bytes the bench's store kept per event of each workload (its /stats storage over its events). */
+  storedPerEvent: Record<WorkloadName, number>;
+  /** Bytes the events take a day at the rate. */
+  bytesPerDay: number;
+  /** Free bytes on the file system of DATA_DIR when the run began, and the days they hold. */
+  diskFreeBytes: number;
+  daysOnDisk: number;
+  /** MAX_STORAGE_BYTES, and the days it holds (the store deletes the oldest past it). */
+  maxStorageBytes: number;
+  daysUnderLimit: number;
+  /** RETENTION_DAYS: the store deletes events older than it. */
+  retentionDays: number;
+  /** Days the store keeps events at the rate: the least of the three. */
+  daysKept: number;
+}
+
+/**
+ * The storage time at `rate`, from what the store held before the steps and after each
+ * workload's: the bytes per event each workload added. Null when a workload added no event (it
+ * cannot be told).
+ */
+export function storageTime(holdings: { before: Holding } & Record<WorkloadName, Holding>, rate: CameraRate,
+  bounds: { diskFreeBytes: number; maxStorageBytes: number; retentionDays: number }): StorageTime | null {
+  const added = (from: Holding, to: Holding) => (to.events > from.events ? Math.max(0, to.bytes - from.bytes) / (to.events - from.events) : null);
+  const small = added(holdings.before, holdings.small);
+  const image = added(holdings.small, holdings.image);
+  if (small === null || image === null) return null;
+  const bytesPerDay = DAY_SECONDS * eventsPerSecond(rate) * ((1 - rate.imageRatio) * small + rate.imageRatio * image);
+  const daysOnDisk = bounds.diskFreeBytes / bytesPerDay;
+  const daysUnderLimit = bounds.maxStorageBytes / bytesPerDay;
+  return {
+    storedPerEvent: { small, image },
+    bytesPerDay,
+    diskFreeBytes: bounds.diskFreeBytes,
+    daysOnDisk,
+    maxStorageBytes: bounds.maxStorageBytes,
+    daysUnderLimit,
+    retentionDays: bounds.retentionDays,
+    daysKept: Math.min(daysOnDisk, daysUnderLimit, bounds.retentionDays),
+  };
 }

@@ -42,7 +42,7 @@ const post = (message: ToMain) => port.postMessage(message);
 const changes: EventChange[] = [];
 
 // This thread's parts, built here and nowhere else.
-const log = createLogger(config.logLevel, secretsOf(config)).child({ thread: 'lifecycle' });
+const log = createLogger(config.logLevel, secretsOf(config), config.logFormat).child({ thread: 'lifecycle' });
 // Cleanup's file deletions rewrite records with their JSON (presentEventJson).
 const store = LifecycleStore.open(config.dataDir, { sinks: configuredSinks(config), present: presentEventJson }, forwardChange);
 const monitor = new CapacityMonitor(store, config, new Int32Array(capacityFlag), new Int32Array(storeWrites), log);
@@ -120,10 +120,12 @@ function cleanup(trigger: CleanupTrigger, options: { headCheckpoint?: HeadCheckp
       await store.saveRunningTime().catch((err: unknown) => log.warn({ err }, 'running time not saved'));
     }
     const result = await runCleanup(store, config, trigger, hooks, options);
+    // The reserve before the run is announced: the start-up cleanup's end tells the disk-write
+    // figures that start-up's one-time writes are done (src/operations/disk-writes.ts).
+    await reserve.take().catch((err: unknown) => log.warn({ err }, 'disk reserve not taken'));
     post({ type: 'cleanup-ran', result, finishedAt: Date.now() });
     monitor.update(result.records_deleted.total > 0 || result.files_deleted.total > 0, await hooks.usage());
     if (result.records_deleted.total > 0 || result.files_deleted.total > 0) log.info({ result }, 'cleanup');
-    await reserve.take().catch((err: unknown) => log.warn({ err }, 'disk reserve not taken'));
     return result;
   });
 }

@@ -17,7 +17,7 @@ import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-topic.js';
 import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
-import { DEVICE_WRITES_SOURCE, PER_DAY_AFTER_SECONDS, WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
+import { DEVICE_WRITES_SOURCE, MEASURE_MIN_EVENTS, MEASURE_MIN_SECONDS, WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 import { processMetrics } from './process-metrics.js';
 
@@ -213,9 +213,12 @@ function diskWriteMetrics(diskWrites: DiskWrites, registers: Registry[]): void {
       this.set((written === undefined ? null : diskWrites.figures(written)[figure]) ?? 0);
     },
   });
-  writeFigure('write_amplification_ratio', `Bytes the store process caused to be written to storage (${WRITES_SOURCE}) over bytes of request bodies accepted, since the store started (0 before anything was accepted).`, 'write_amplification');
-  writeFigure('disk_written_bytes_per_event', `Bytes the store process caused to be written (${WRITES_SOURCE}) per event accepted, since the store started (0 before the first).`, 'bytes_written_per_event');
-  writeFigure('disk_written_bytes_per_day', `Bytes the store process caused to be written (${WRITES_SOURCE}) at its rate since the start, scaled to a day (0 in its first ${PER_DAY_AFTER_SECONDS / 60} minutes).`, 'bytes_written_per_day');
+  // Over the measurement (docs/OPERATIONS.md, "Disk writes"): 0 while it holds less than its minimum.
+  const measured = `since the measurement began (the first event accepted after start-up's own writes), 0 until it holds ${MEASURE_MIN_SECONDS / 60} minutes and ${MEASURE_MIN_EVENTS} events`;
+  writeFigure('write_amplification_ratio', `Bytes the store process caused to be written to storage (${WRITES_SOURCE}) over bytes of request bodies accepted, ${measured}.`, 'write_amplification');
+  writeFigure('disk_written_bytes_per_event', `Bytes the store process caused to be written (${WRITES_SOURCE}) per event accepted, ${measured}.`, 'bytes_written_per_event');
+  writeFigure('disk_written_bytes_per_day', `Bytes the store process caused to be written (${WRITES_SOURCE}) at its rate ${measured}, scaled to a day.`, 'bytes_written_per_day');
+  writeFigure('disk_written_one_time_bytes', `Bytes the store process caused to be written (${WRITES_SOURCE}) before the measurement began: start-up's own writes (the start-up cleanup, the disk reserve) and the first event's append.`, 'one_time_bytes_written');
 }
 
 /** What the store holds, the log's damage in quarantine/, and the share of each capacity in use. */

@@ -3,14 +3,15 @@
  * repository, see support/node-release.ts): it serves on this machine on the engine the builds'
  * declared needs predict. Where no native uWebSockets.js fits (Node 24 on glibc < 2.38, as on
  * Debian 12), that is the node:http engine, announced once in the log, and HTTP_ENGINE=uws
- * refuses to start with the reasons. The glibc a build declares is checked by loading its binary.
+ * refuses to start with the reasons, as native-bench/range-quick.js asked for it does. The glibc
+ * a build declares is checked by loading its binary.
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { packageVersion } from '../../src/paths.js';
+import { packageRoot, packageVersion } from '../../src/paths.js';
 import { chooseUwsBuilds, compareVersions, UWS_BUILDS } from '../../src/http/uws/uws-builds.js';
 import { currentHost, installedBuilds } from '../../src/http/uws/uws-loader.js';
 import { fixture, getJson, imageEvent, postJson } from '../support/events.js';
@@ -61,6 +62,12 @@ for (const major of [22, 24, 26]) {
       const forced = await refusedStart({ HTTP_ENGINE: 'uws', DATA_DIR: tempDataDir() }, node);
       t.equal(forced.code, 1, 'HTTP_ENGINE=uws refuses to start');
       t.match(forced.stderr, 'HTTP_ENGINE=uws but no native uWebSockets.js build loads here');
+      // native-bench/range-quick.js asked for the native engine says why it cannot, as bench.js and sweep.js do.
+      const quick = await run(node, [path.join(packageRoot, 'native-bench', 'range-quick.js'), '1', 'uws']).then(() => ({ code: 0, stderr: '' }), (err: { code: number; stderr: string }) => err);
+      t.equal(quick.code, 1, 'range-quick.js uws stops');
+      t.match(quick.stderr, 'No native uWebSockets.js build loads on', 'saying why');
+      t.match(quick.stderr, 'uws cannot run here; --engines=node benches the node:http engine');
+      t.notMatch(quick.stderr, /\n\s+at /, 'with no stack trace');
     }
 
     // The glibc the redistribution declares, checked by loading its binary for this Node here.

@@ -1,15 +1,21 @@
 /**
  * Start-up refusals name their cause and a fix (docs/OPERATIONS.md, "Start-up errors"): a
  * read-only DATA_DIR, one the store's user may not write, a file in its place, a lock file it may
- * not write, a port in use, a port below 1024 for a user who may not bind it. Each runs the real
+ * not write, a port in use, a port below 1024 for a user who may not bind it, a file or a symbolic
+ * link in the place of one of DATA_DIR's own folders (a symlinked staging/ is refused before
+ * start-up empties the folder it points to), a folder in the place of a quarantine entry's file.
+ * Each runs the real
  * `edge-events serve`.
  */
+import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { refusedStart } from '../../scripts/lib/spawned-store.js';
+import { segmentNumberOf } from '../../src/store/log/segment-files.js';
+import { refusedStart, spawnStore } from '../../scripts/lib/spawned-store.js';
+import { imageEvent, postJson } from '../support/events.js';
 import { unprivileged } from '../support/cli-process.js';
 import { tempDataDir } from '../support/store-server.js';
 
@@ -83,4 +89,47 @@ t.test('a port in use, and a port below 1024, are told apart', async (t) => {
   t.equal(low.code, 1);
   t.match(low.stderr, /cannot listen on 127\.0\.0\.1:80: ports below 1024 need root or the CAP_NET_BIND_SERVICE capability; set PORT to 1024 or above/, low.stderr);
   t.notMatch(low.stderr, /in use/, 'not mistaken for a port in use');
+});
+
+t.test('a symbolic link or a file in the place of staging/, blobs/ or quarantine/ is refused, and nothing outside DATA_DIR is emptied', async (t) => {
+  for (const place of ['staging', 'blobs', 'quarantine']) {
+    const dataDir = tempDataDir();
+    const outside = tempDataDir();
+    fs.writeFileSync(path.join(outside, 'keep.txt'), 'not the store\'s');
+    fs.mkdirSync(dataDir, { recursive: true });
+    fs.symlinkSync(outside, path.join(dataDir, place));
+    const linked = await refusedStart({ DATA_DIR: dataDir });
+    t.equal(linked.code, 1, `${place} linked: exits 1`);
+    t.match(linked.stderr, `DATA_DIR ${dataDir}: ${place} is a symbolic link (to ${outside}), and the store `, linked.stderr);
+    t.match(linked.stderr, `replace the link with a folder (rm ${dataDir}/${place} && mkdir ${dataDir}/${place}), or set DATA_DIR to a folder on the disk it points to`);
+    t.same(fs.readdirSync(outside), ['keep.txt'], `${place} linked: the folder it points to keeps its file`);
+  }
+  const dataDir = tempDataDir();
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(path.join(dataDir, 'quarantine'), 'x');
+  const file = await refusedStart({ DATA_DIR: dataDir });
+  t.equal(file.code, 1, 'a file named quarantine: exits 1');
+  t.match(file.stderr, `DATA_DIR ${dataDir}: quarantine is a file, not a folder, and the store keeps the damaged bytes of the log in quarantine/`, file.stderr);
+  t.match(file.stderr, `move the file away (mv ${dataDir}/quarantine ${dataDir}/quarantine.moved) and start again`);
+  t.notMatch(file.stderr, /EEXIST/, 'no errno of a mkdir');
+});
+
+t.test('a folder in the place of the file of a quarantine entry is named, with its fix', async (t) => {
+  const dataDir = tempDataDir();
+  const store = await spawnStore({ PORT: '0', DATA_DIR: dataDir, CLEANUP_INTERVAL_SECONDS: '3600' });
+  t.teardown(() => void store.child.kill('SIGKILL'));
+  t.equal((await postJson(`${store.url}/v2/events`, imageEvent())).status, 201);
+  const exited = once(store.child, 'exit');
+  store.child.kill('SIGTERM'); // a clean stop: the index counts on the segment's bytes
+  await exited;
+  // The segment gone: the next start quarantines its missing bytes as seg-NNNNNNNN-0.bin (docs/STORAGE.md, "Damage in the log").
+  const [segment] = fs.readdirSync(path.join(dataDir, 'blobs')).filter((name) => segmentNumberOf(name) !== undefined);
+  fs.rmSync(path.join(dataDir, 'blobs', segment));
+  const entry = path.join(dataDir, 'quarantine', segment.replace(/\.blob$/, '-0.bin'));
+  fs.mkdirSync(entry, { recursive: true });
+  const refused = await refusedStart({ DATA_DIR: dataDir });
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, `${entry} is a folder where the store writes a quarantine entry (the damaged bytes of the log it went past`, refused.stderr);
+  t.match(refused.stderr, `move the folder out of quarantine/ (mv ${entry} ${dataDir}/) and start again`);
+  t.notMatch(refused.stderr, /EISDIR/, 'no raw errno');
 });

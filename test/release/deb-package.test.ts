@@ -156,8 +156,11 @@ t.test('the .deb installs, serves as its user, upgrades keeping data and the edi
   const dpkg = (...args: string[]) => root.exec(['dpkg', `--root=${root.root}`, ...args]);
 
   // Install.
-  await dpkg('-i', first);
+  const installed = await dpkg('-i', first);
   t.equal(await packageState(root), `install ok installed ${manifest.version}`, 'installed, Depends met by this machine\'s nodejs');
+  // The root has no running systemd: the postinst says that it started nothing, and how to start it.
+  t.match(installed.stdout, 'edge-events: systemd is not running here, so the store was not started. Start it by hand, as root, with the env file\'s settings: '
+    + 'sh -c \'set -a; . /etc/edge-events/edge-events.env; exec runuser -u edge-events -- edge-events serve\'', 'dpkg -i says the store was not started, and how to start it');
   const user = serviceUser(root);
   t.ok(user && user.uid > 0 && user.uid < 1000, `the postinst made a system user edge-events (uid ${user?.uid})`);
   t.match(user, { home: DATA_DIR, shell: '/usr/sbin/nologin' });

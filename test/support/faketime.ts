@@ -8,24 +8,18 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { findLibfaketime } from '../../scripts/lib/host-programs.mjs';
 import { tempDataDir } from './store-server.js';
 
-/** Where Debian's multiarch layout puts the library (thread-safe build first). */
-const LIBRARY_DIRS = ['/usr/lib/x86_64-linux-gnu/faketime', '/usr/lib/aarch64-linux-gnu/faketime', '/usr/lib/arm-linux-gnueabihf/faketime', '/usr/lib/faketime'];
-const LIBRARY_NAMES = ['libfaketimeMT.so.1', 'libfaketime.so.1'];
-
 /**
- * The path of libfaketime.
+ * The path of libfaketime: LIBFAKETIME_PATH, else Debian's multiarch places
+ * (scripts/lib/host-programs.mjs, which `npm test`'s pretest shares).
  * @throws Error naming the Debian package to install when it is absent
  */
 export function libfaketime(): string {
-  for (const dir of LIBRARY_DIRS) {
-    for (const name of LIBRARY_NAMES) {
-      const file = path.join(dir, name);
-      if (fs.existsSync(file)) return file;
-    }
-  }
-  throw new Error(`no libfaketime in ${LIBRARY_DIRS.join(', ')}: apt-get install faketime (.ci/run does)`);
+  const found = findLibfaketime();
+  if ('problem' in found) throw new Error(found.problem);
+  return found.path;
 }
 
 /** A wall clock for store processes, off the true time by what `set` last wrote. */

@@ -1,7 +1,8 @@
 /**
  * Checks DATA_DIR before the store opens, so a start-up failure names its cause (a read-only
- * disk, a folder the store's user may not write, a file where a folder should be) instead of
- * the errno of whichever mkdir happened to fail first (docs/OPERATIONS.md, "Start-up errors").
+ * disk, a folder the store's user may not write, a file where a folder should be, a symbolic
+ * link where the store deletes) instead of the errno of whichever mkdir happened to fail first
+ * (docs/OPERATIONS.md, "Start-up errors").
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -83,4 +84,45 @@ export function prepareDataDir(dataDir: string): void {
   }
   const denied = whyNotWritable(dataDir);
   if (denied) throw explain(dataDir, dataDir, denied);
+}
+
+/**
+ * The folders of DATA_DIR whose content the store deletes or replaces by itself, and why: each
+ * must be a folder of DATA_DIR's own, never a symbolic link, which would have the store delete
+ * in the folder it points to, outside DATA_DIR.
+ */
+const OWN_PLACES = {
+  blobs: 'the store deletes the files of blobs/ that no segment of the log names, and the segments cleanup frees',
+  staging: 'the store empties staging/ at every start',
+  quarantine: 'the store keeps the damaged bytes of the log in quarantine/, replacing an entry found again',
+} as const;
+
+/**
+ * Makes sure each of DATA_DIR's own places (blobs/, staging/, quarantine/), where it exists, is
+ * a folder and not a symbolic link: start-up deletes in them.
+ * @throws DataDirUnusable naming the place, what the store does there and the fix
+ */
+export function checkOwnPlaces(dataDir: string): void {
+  for (const [name, why] of Object.entries(OWN_PLACES)) {
+    const place = path.join(dataDir, name);
+    const stat = fs.lstatSync(place, { throwIfNoEntry: false });
+    if (!stat || stat.isDirectory()) continue;
+    if (stat.isSymbolicLink()) {
+      throw new DataDirUnusable(`DATA_DIR ${dataDir}: ${name} is a symbolic link (to ${fs.readlinkSync(place)}), and ${why}: `
+        + `replace the link with a folder (rm ${place} && mkdir ${place}), or set DATA_DIR to a folder on the disk it points to`);
+    }
+    throw new DataDirUnusable(`DATA_DIR ${dataDir}: ${name} is a file, not a folder, and ${why}: move the file away (mv ${place} ${place}.moved) and start again`);
+  }
+}
+
+/**
+ * The start-up error for a failed write of a quarantine entry (quarantine.ts `quarantine`): a
+ * folder in the place of the entry's file names the folder and the fix; another error is returned
+ * as it is.
+ */
+export function explainQuarantineFailure(err: unknown): unknown {
+  const failed = err as NodeJS.ErrnoException;
+  if (failed.code !== 'EISDIR' || !failed.path) return err;
+  return new DataDirUnusable(`${failed.path} is a folder where the store writes a quarantine entry (the damaged bytes of the log it went past, `
+    + `docs/STORAGE.md, "Damage in the log"): move the folder out of quarantine/ (mv ${failed.path} ${path.dirname(path.dirname(failed.path))}/) and start again`, { cause: err });
 }

@@ -15,7 +15,7 @@ import { indexBatches } from './checkpoint-writer.js';
 import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from '../head/checkpoint-pace.js';
 import { Checkpointer } from '../head/checkpointer.js';
 import { Head, type HeadBatch } from '../head/head.js';
-import { prepareDataDir } from './data-dir-check.js';
+import { checkOwnPlaces, prepareDataDir } from './data-dir-check.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { assertIndexCoversLog, assertIndexOpenable } from '../index/index-file-check.js';
 import type { RecordAttachment } from '../record/event-record.js';
@@ -125,7 +125,8 @@ export class EventStore extends StoreView {
    * covers is replayed into the head, which the first checkpoint commits; staging is
    * emptied and segment tails neither covers are cut.
    * @throws DataDirLocked when another running store holds `dataDir`
-   * @throws DataDirUnusable naming why `dataDir` cannot be written (data-dir-check.ts)
+   * @throws DataDirUnusable naming why `dataDir` cannot be written, or one of its own folders
+   *   (blobs/, staging/, quarantine/) is a file or a symbolic link (data-dir-check.ts)
    * @throws IndexDamaged when db/data.mdb is damaged, or missing or reading as a new index while
    *   blobs/ holds segments (index-file-check.ts): its message names `edge-events check --repair`
    * @throws the fs or lmdb error when the data directory is unusable otherwise
@@ -135,6 +136,7 @@ export class EventStore extends StoreView {
     prepareDataDir(dataDir);
     const unlock = lockDataDir(dataDir); // before anything in the folder is touched
     try {
+      checkOwnPlaces(dataDir); // before any mkdir, and before recovery empties staging/
       const { blobsDir, stagingDir } = ensureBlobDirs(dataDir);
       assertIndexOpenable(dataDir); // before LMDB maps a file cut short (docs/STORAGE.md, "A damaged index")
       const dbs = openDatabases(dataDir);

@@ -12,9 +12,10 @@ import path from 'node:path';
 import type { HeadBatch } from '../head/head.js';
 import { indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import { SEGMENT_ROLL_BYTES } from '../log/blob-log.js';
-import { quarantine, type QuarantinedBytes } from '../log/quarantine.js';
+import { quarantine, type LogDamage, type QuarantinedBytes } from '../log/quarantine.js';
 import { recycledNumberOf, segmentFileName, segmentNumberOf } from '../log/segment-files.js';
 import type { IndexOptions } from './checkpoint-writer.js';
+import { explainQuarantineFailure } from './data-dir-check.js';
 import { damagedTail, missingBytes, wholeFramesEnd } from './log-damage.js';
 import { ReplayedBatches, replaySegment, type SegmentFindings, type SkippedCreate } from './log-replay.js';
 import { FrameTally } from './frame-accounting.js';
@@ -51,6 +52,18 @@ export interface RecoveryResult {
   stagingFilesRemoved: number;
   tailsTruncated: number;
   orphanedDiskFilesRemoved: number;
+}
+
+/**
+ * quarantine.ts `quarantine`, with a folder in the place of the entry's file told as a start-up
+ * error with its fix (data-dir-check.ts `explainQuarantineFailure`).
+ */
+async function keepDamaged(blobsDir: string, quarantineDir: string, damage: LogDamage): Promise<QuarantinedBytes> {
+  try {
+    return await quarantine(blobsDir, quarantineDir, damage);
+  } catch (err) {
+    throw explainQuarantineFailure(err);
+  }
 }
 
 /** The folders of DATA_DIR recovery works in. */
@@ -147,7 +160,7 @@ async function cutTails(dbs: StoreDatabases, dirs: RecoveryDirs, segments: Map<n
     const file = path.join(blobsDir, segmentFileName(segment));
     const size = fs.statSync(file, { throwIfNoEntry: false })?.size;
     if ((size ?? 0) < entry.committed) {
-      quarantined.push(await quarantine(blobsDir, quarantineDir, missingBytes(dbs, segment, size ?? 0, entry.committed)));
+      quarantined.push(await keepDamaged(blobsDir, quarantineDir, missingBytes(dbs, segment, size ?? 0, entry.committed)));
       continue;
     }
     if (size === undefined || size === entry.committed) continue;
@@ -156,7 +169,7 @@ async function cutTails(dbs: StoreDatabases, dirs: RecoveryDirs, segments: Map<n
     const committed = segment < newestLogSegment ? await wholeFramesEnd(file, segment, entry.committed) : entry.committed;
     if (size <= committed) continue;
     const damage = segment < newestLogSegment ? await damagedTail(file, segment, committed) : undefined;
-    if (damage) quarantined.push(await quarantine(blobsDir, quarantineDir, damage));
+    if (damage) quarantined.push(await keepDamaged(blobsDir, quarantineDir, damage));
     await fsp.truncate(file, committed);
     tailsTruncated++;
   }
@@ -202,7 +215,7 @@ export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, opti
   const { blobsDir, stagingDir } = dirs;
   const { replay, skipped, damaged, positionSegment } = await replayLog(dbs, blobsDir, options);
   const quarantined: QuarantinedBytes[] = [];
-  for (const damage of damaged) quarantined.push(await quarantine(blobsDir, dirs.quarantineDir, damage));
+  for (const damage of damaged) quarantined.push(await keepDamaged(blobsDir, dirs.quarantineDir, damage));
 
   const stagingFiles = await fsp.readdir(stagingDir);
   await Promise.all(stagingFiles.map((f) => fsp.rm(path.join(stagingDir, f), { force: true, recursive: true })));

@@ -38,7 +38,12 @@ export type StageListener = (stage: 'log' | 'index', batches: number, events: nu
 
 /** Settings of the write path. */
 export interface EventStoreOptions extends StoreOptions {
-  /** Reports a failure of background work (cutting a failed batch from the log); the store keeps serving. */
+  /**
+   * Reports a failure of work done outside any request, named by `task`: `change listener` (a
+   * listener of the change feed threw), `index checkpoint`, `store clock` and `running time save`
+   * (the saved running time, docs/STORAGE.md, "A clock that jumps"), `search index backfill` (it
+   * resumes at the next start). The store keeps serving; a failed checkpoint is tried again.
+   */
   onBackgroundError?: (err: unknown, task: string) => void;
   /** Told as the search index backfill advances (search-index.ts), and when it is done. */
   onSearchIndexProgress?: (progress: BackfillProgress, done: boolean) => void;

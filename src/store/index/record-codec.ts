@@ -1,5 +1,5 @@
 /**
- * Versioned record codec (README, "How it stores data"): each stored value says its layout, so
+ * Versioned record codec (docs/ARCHITECTURE.md, "How it stores data"): each stored value says its layout, so
  * records written by older releases still decode and are returned by queries. Every layout keeps
  * decoding; `encodeRecord` writes the newest.
  *
