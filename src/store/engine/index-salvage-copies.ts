@@ -12,6 +12,7 @@ import { salvageRecords, type Salvage, type SalvagedRecord } from '../index/inde
 import { SegmentAppender, type FrameToAppend } from '../log/blob-log.js';
 import { encodeRecordCopy } from '../log/record-copy-frame.js';
 import { RebuildPlan } from './rebuild-plan.js';
+import { marksRecordCopies, RECORD_COPIES_VERSION } from './record-copies-upgrade.js';
 import { segmentsOnDisk } from './store-check.js';
 
 /** Record copies per append of a salvage. */
@@ -23,7 +24,11 @@ export interface SalvageReport {
   salvaged: number;
   /** Ids of events the damaged index names that neither it nor the log gives back. */
   lost: string[];
-  /** The damaged index could not be read to its end (its reader crashed): events it alone held may be lost unnamed. */
+  /**
+   * The damaged index could not be read to its end (its reader crashed) and did not count by
+   * record copies (an engine before them): events it alone held may be lost unnamed. An index
+   * that counted by them held no event the log lacks, but for those damage in the log names.
+   */
   incomplete: boolean;
 }
 
@@ -53,7 +58,8 @@ export async function salvageIntoLog(damagedDir: string, blobsDir: string): Prom
       await appender.close();
     }
   }
-  return { salvaged: frames.length, lost, incomplete: salvage.unreadable === null };
+  const countedCopies = salvage.recordCopies === RECORD_COPIES_VERSION || marksRecordCopies(blobsDir);
+  return { salvaged: frames.length, lost, incomplete: salvage.unreadable === null && !countedCopies };
 }
 
 /** The record copy of a salvaged record, its files where the log holds their frames; undefined when its bytes do not decode. */
