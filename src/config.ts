@@ -111,6 +111,12 @@ export interface Config {
   natsSourceDurable: string;
   /** The bucket it fetches the events' files from. */
   natsSourceBucket: string;
+  /**
+   * How long a hub's lag must grow before it is logged at warn, once, and its recovery once (s;
+   * at least 4: the consumer's info is read once a second, and each quarter of the window needs a
+   * read; docs/OPERATIONS.md, "Hub mode", "Lag in sight"; src/hub/hub-lag.ts).
+   */
+  natsSourceLagWarnSeconds: number;
   /** Unset: the search proxy routes answer 404 and the search CLI asks for --base-url. */
   searchBaseUrl: string | undefined;
   /** Unset: the search proxy routes answer 404. */

@@ -65,5 +65,6 @@ export function natsSettings(env: Env) {
     natsSourceSubjects: filterSubject(env, 'NATS_SOURCE_SUBJECTS', 'edge.events.>'),
     natsSourceDurable: natsName(env, 'NATS_SOURCE_DURABLE', 'edge-events-hub'),
     natsSourceBucket: natsName(env, 'NATS_SOURCE_BUCKET', 'edge-events-files'),
+    natsSourceLagWarnSeconds: number(env, 'NATS_SOURCE_LAG_WARN_SECONDS', 300, { min: 4 }),
   };
 }
