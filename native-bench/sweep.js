@@ -18,7 +18,8 @@
  * Run: `npm run sweep` (setup.sh, then `node sweep.js`), or `node sweep.js [--quick]
  * [--seconds=N] [--systems=edge-event-store,fastify-sqlite] [--in-flight=1,4] [--workloads=small]
  * [--late-check=N] [--pace=R] [--warmup=N] [--preload=S] [--max-storage=MiB] [--data-root=DIR]
- * [--results=NAME]`.
+ * [--results=NAME] [--compare=DIR]`. `--compare=DIR` measures another checkout's build too (DIR with
+ * its dist/ built, an older commit's say), by turns with this one on the first engine.
  * The full run (5 systems x 2 workloads x 4 concurrencies, 8 s windows) takes about 12 minutes (10 with
  * the 4 systems before the durable floor; a fifth adds a fifth of the cells)
  * (README.md here gives every script's time)
@@ -51,7 +52,7 @@ import { machineBusySeconds, machineDetails, pacedSyncLatency, waitForQuiet } fr
 import { imageEventBodies, smallEventBodies } from './lib/payloads.js';
 import { enginesToBench, repoRoot, ServerProcess } from './lib/store-process.js';
 import { renderSweep } from './lib/sweep-report.js';
-import { DURABLE_FLOOR, durableFloorSystem, SYSTEMS } from './lib/systems.js';
+import { comparedBuild, DURABLE_FLOOR, durableFloorSystem, SYSTEMS } from './lib/systems.js';
 import { blockDeviceOf, deviceWrittenBytes, treeWriteBytes } from './lib/write-counters.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -131,8 +132,11 @@ const requestedEngines = only && [...new Set(SYSTEMS.filter((s) => s.engine && o
 const { engines, note: engineNote } = await enginesToBench(requestedEngines?.length ? requestedEngines : undefined, log);
 // The durable floor beside them (ceilings/durable-floor.js), on the store's first engine so that its
 // HTTP is the store's: every system's figures are also given as a ratio to its own.
+// `--compare=DIR`: another checkout's build (an older commit, say) right after this one's, by turns.
+const compared = option('compare') === undefined ? [] : [comparedBuild(path.resolve(option('compare')), engines[0])];
 const systems = [
   ...SYSTEMS.filter((s) => (only ? only.includes(s.name) : !s.engine || engines.includes(s.engine))),
+  ...compared,
   ...(!only || only.includes(DURABLE_FLOOR) ? [durableFloorSystem(engines[0])] : []),
 ].map(withStorageLimit);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -155,6 +155,20 @@ t.test('damaged index files', async (t) => {
     t.equal(inspectIndexFile(whole, { walk: true }).state, 'sound', 'every page of the whole index checks');
   });
 
+  t.test('a page at the wrong level of its tree, as a lost write that reads back an older page gives: the walk of edge-events check finds it', async (t) => {
+    // LMDB meets a branch where a leaf must be with an assertion that kills the process
+    // (`IS_LEAF(mp)` in mdb_cursor_next: npm run disk-faults, a lost page of data.mdb); the walk
+    // knows each tree's depth (MDB_db.md_depth), so check and --repair see it before LMDB does.
+    const dir = copyOf(whole);
+    const leaf = firstChildOf(dataMdb(whole), sound.pageSize, sound.opensAt.mainRoot, 'events');
+    const fd = fs.openSync(dataMdb(dir), 'r+');
+    const flags = Buffer.alloc(2);
+    flags.writeUInt16LE(0x01); // P_BRANCH
+    fs.writeSync(fd, flags, 0, 2, Number(leaf) * sound.pageSize + 18);
+    fs.closeSync(fd);
+    t.match(inspectIndexFile(dir, { walk: true }), { state: 'damaged', problem: new RegExp(`page ${leaf} of its database "events" is a branch at level (\\d+) of \\1, where a leaf must be`) });
+  });
+
   t.test('no index, or an empty one, while the log has segments: refused, and the segments stay', async (t) => {
     const missing = copyOf(whole);
     fs.rmSync(path.join(missing, 'db'), { recursive: true });

@@ -43,9 +43,13 @@ export async function openBenchStore(prefix) {
   return { store: await EventStore.open(dataDir, BENCH_STORE_OPTIONS), config, dataDir };
 }
 
+/** Creates between two waits of `fillStore` for a checkpoint: a quarter of the head's bound (event-store.ts `MAX_HEAD_ENTRIES`). */
+const FILL_CHECKPOINT_EVERY = 50_000;
+
 /**
  * Creates events 0..count-1 through the create path (`createEvent`, as POST /v2/events does),
- * `concurrent` at a time.
+ * `concurrent` at a time, waiting for a checkpoint every FILL_CHECKPOINT_EVERY creates: in process,
+ * with no HTTP to pace them, creates outrun the checkpoints, and a full head refuses them.
  * @param {(i: number) => unknown} makeEvent the request body of event i
  * @returns {Promise<number>} the seconds it took
  */
@@ -54,6 +58,7 @@ export async function fillStore({ store, config }, count, makeEvent, concurrent 
   for (let i = 0; i < count; i += concurrent) {
     const batch = Array.from({ length: Math.min(concurrent, count - i) }, (_, j) => makeEvent(i + j));
     await Promise.all(batch.map((body) => createEvent(store, config, body)));
+    if (Math.floor((i + concurrent) / FILL_CHECKPOINT_EVERY) > Math.floor(i / FILL_CHECKPOINT_EVERY)) await store.checkpointed();
   }
   return (performance.now() - started) / 1000;
 }

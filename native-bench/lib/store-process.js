@@ -120,9 +120,12 @@ export async function enginesToBench(requested, log) {
  * How edge-event-store is started on `engine` (a `ServerCommand`, see ServerProcess.start).
  * HTTP_ENGINE is forced, so a run meant for uws fails instead of measuring the fallback.
  * @param {'uws' | 'node'} engine
+ * @param {string} [root] the checkout whose build (`dist/src/cli.js`) runs: this repository's by
+ *   default, another commit's for before/after figures by turns (sweep.js `--compare=DIR`)
  */
-export function storeCommand(engine) {
-  return { command: process.execPath, args: [CLI, 'serve'], cwd: repoRoot, env: { ...STORE_SETTINGS, HTTP_ENGINE: engine } };
+export function storeCommand(engine, root = repoRoot) {
+  const cli = root === repoRoot ? CLI : path.join(root, 'dist', 'src', 'cli.js');
+  return { command: process.execPath, args: [cli, 'serve'], cwd: root, env: { ...STORE_SETTINGS, HTTP_ENGINE: engine } };
 }
 
 /** edge-event-store on the native engine. */

@@ -30,13 +30,16 @@ const PEER_VIDEO = 'video-100mb.mp4';
  *   puts the video into the running system; returns the path that downloads it
  */
 
-/** edge-event-store on `engine`: the same store, its video placed through its own upload route. */
-function edgeEventStore(engine, name, http) {
+/**
+ * edge-event-store on `engine`: the same store, its video placed through its own upload route.
+ * @param {string} [root] another checkout whose build runs instead of this repository's (`comparedBuild`)
+ */
+function edgeEventStore(engine, name, http, root) {
   return {
     name,
     engine,
-    stack: `${http} + LMDB + blob segments (this repository, dist/, HTTP_ENGINE=${engine})`,
-    server: storeCommand(engine),
+    stack: `${http} + LMDB + blob segments (${root ? `the build in ${root}` : 'this repository, dist/'}, HTTP_ENGINE=${engine})`,
+    server: storeCommand(engine, root),
     preload: 'http',
     async placeVideo(running, videoFile) {
       const { createDraft, upload } = await import('../uploads.js');
@@ -80,6 +83,18 @@ export const SYSTEMS = [
 async function copyIntoImages(running, videoFile) {
   fs.copyFileSync(videoFile, path.join(running.dataDir, 'images', PEER_VIDEO));
   return `/images/${PEER_VIDEO}`;
+}
+
+/**
+ * Another checkout's build of the store on `engine` (sweep.js `--compare=DIR`), measured by turns
+ * with this one: its name is `edge-event-store@` and the folder's name (a commit, say).
+ * @param {string} root a checkout with its `dist/` built
+ * @param {'uws' | 'node'} engine
+ * @returns {BenchSystem}
+ */
+export function comparedBuild(root, engine) {
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli.js'))) throw new Error(`--compare=${root}: no dist/src/cli.js there (npm run build in it first)`);
+  return edgeEventStore(engine, `edge-event-store@${path.basename(root)}`, engine === 'uws' ? 'uWebSockets.js' : 'node:http', root);
 }
 
 /** The name the durable floor goes by in the sweep's tables and its `--systems`. */

@@ -257,6 +257,10 @@ function describeIndexAgainstLog(against: NonNullable<CheckReport['indexAgainstL
   lines.push(`Index against the log: ${plural(against.events, 'event')}, ${plural(against.files, 'file location')}; log position ${position}.`);
   if (against.readsAsNew) lines.push('  DAMAGED: the index reads as a new one (no log position, no entry for any segment on disk) while the log has segments: the store refuses to start on it.');
   if (against.metaForeign) lines.push('  DAMAGED: the index\'s meta database holds another database\'s keys (a page that is not its own): its log position is lost, and the store refuses to start on it.');
+  if (against.unknownSegments.length > 0) {
+    lines.push(`  DAMAGED: the index has no entry for segment${against.unknownSegments.length === 1 ? '' : 's'} ${against.unknownSegments.join(', ')} of blobs/, which hold${against.unknownSegments.length === 1 ? 's' : ''} records of events `
+      + '(a page of the index lost): the store refuses to start rather than remove them; --repair rebuilds the index with their events.');
+  }
   lines.push(against.badLocationCount === 0
     ? '  Every file location leads to its whole frame.'
     : `  DAMAGED: ${plural(against.badLocationCount, 'file location')} lead${against.badLocationCount === 1 ? 's' : ''} to no whole frame:`);

@@ -78,6 +78,11 @@ export interface CleanupResult {
 export interface CleanupHooks {
   /** Told the numbers of the segment files deleted: their handles are closed, so their space is freed. */
   onReclaimed: (segments: number[]) => void;
+  /**
+   * Told the segment files the index does not know that hold records of events, which the
+   * consistency pass kept (consistency.ts `unknownSegmentsKept`): `check --repair` gives their events back.
+   */
+  onUnknownSegments: (segments: number[]) => void;
   /** Stops appending to an empty active segment and seals it, so it can be deleted. */
   retireSegment: (segment: number) => Promise<void>;
   /** Copies what lives in a sparse segment (blobs, record frames, tombstones) forward, so it can be deleted. */
@@ -211,7 +216,8 @@ export async function runCleanup(
   const runConsistency = options.consistency ?? true;
   const consistency = runConsistency
     ? await store.checkConsistency(now, headCommitted)
-    : { danglingDbRecordsRemoved: 0, orphanedDiskFilesRemoved: 0, stagingFilesRemoved: 0 };
+    : { danglingDbRecordsRemoved: 0, orphanedDiskFilesRemoved: 0, unknownSegmentsKept: [], stagingFilesRemoved: 0 };
+  if (consistency.unknownSegmentsKept.length > 0) hooks.onUnknownSegments(consistency.unknownSegmentsKept);
 
   const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays, held), Infinity, 'retention', hooks);
   const none = { records: 0, files: 0, bytes: 0 };

@@ -96,6 +96,8 @@ function askWriter<K extends WriterJob>(job: K, request: WriterJobs[K]['request'
 
 const hooks: CleanupHooks = {
   onReclaimed: (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }),
+  onUnknownSegments: (segments) => log.error({ segments }, 'blobs/ holds segment files with records of events that the index does not know (a page of it lost): '
+    + 'kept; stop the store and run `edge-events check --repair` to give their events back (docs/STORAGE.md, "Segment files the index does not know")'),
   // A segment left as it was is tried again by a later cleanup: the cleanup goes on.
   retireSegment: (segment) => askWriter('retire-segment', { segment }).catch(() => undefined),
   compactSegment: (segment) => askWriter('compact-segment', { segment }).catch(() => undefined),

@@ -75,6 +75,9 @@ export async function openLocalStore(env: Record<string, string> = {}, sinks?: s
       onReclaimed: (segments) => {
         for (const segment of segments) void store[storeHandles].blobs.forget(segment);
       },
+      onUnknownSegments: (segments) => {
+        throw new Error(`the consistency pass kept segment files the index does not know: ${segments.join(', ')}`);
+      },
       retireSegment: (segment) => store.retireSegment(segment),
       compactSegment: (segment) => store.compactSegment(segment),
       logTombstones: (events) => store.logTombstones(events),

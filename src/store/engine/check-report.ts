@@ -67,6 +67,11 @@ export interface IndexAgainstLog {
   readsAsNew: boolean;
   /** The meta database holds another database's keys (index-file-check.ts `metaIsForeign`): the store refuses it. */
   metaForeign: boolean;
+  /**
+   * Segment files before the log position that hold records of events and have no entry in the
+   * index (unknown-segments.ts): the store refuses to start rather than remove them.
+   */
+  unknownSegments: number[];
   /** Events in the index (`event_ids`). */
   events: number;
   /** File locations in the index, and those that do not lead to their whole frame. */

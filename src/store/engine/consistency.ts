@@ -1,7 +1,8 @@
 /**
  * The consistency pass (docs/OPERATIONS.md, "Keeping the disk bounded"), run by the lifecycle
  * worker in every cleanup (src/lifecycle/cleanup.ts), here beside the log whose layout it checks: abandoned staging files removed, files in blobs/ that no segment entry
- * references removed (`orphaned_disk_files_removed`), and file entries whose bytes are missing,
+ * references removed (`orphaned_disk_files_removed`) unless they hold records of events
+ * (unknown-segments.ts: kept and named), and file entries whose bytes are missing,
  * short or fail their CRC removed with their event's `current_file_count` lowered
  * (`dangling_db_records_removed`). Tails beyond the committed length are truncated at start-up only
  * (recovery.ts), since the HTTP thread may be appending.
@@ -18,6 +19,7 @@ import { deleteFiles, type FileRef } from './event-deletion.js';
 import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from './cleanup-queries.js';
 import type { FileEntry } from '../log/log-entries.js';
 import { storeHandles, type StoreView } from '../read/store-view.js';
+import { isGarbageSegment } from './unknown-segments.js';
 
 /** A staging file untouched this long (ms) belongs to no upload under way. */
 const ABANDONED_STAGING_MS = 15 * 60 * 1000;
@@ -31,6 +33,11 @@ const SCRUB_READ_BYTES = 1024 * 1024;
 export interface ConsistencyReport {
   danglingDbRecordsRemoved: number;
   orphanedDiskFilesRemoved: number;
+  /**
+   * Segment files no segment entry knows that hold records of events, kept (unknown-segments.ts):
+   * the index lost their entries, and `edge-events check --repair` gives their events back.
+   */
+  unknownSegmentsKept: number[];
   stagingFilesRemoved: number;
 }
 
@@ -47,19 +54,28 @@ async function removeAbandonedStaging(store: StoreView, now: number): Promise<nu
   return removed;
 }
 
-async function removeOrphanedSegments(store: StoreView, now: number): Promise<number> {
+/**
+ * Removes the files of blobs/ no segment entry knows, older than ORPHAN_GRACE_MS, that are
+ * garbage (unknown-segments.ts); keeps, and names, those holding records of events.
+ */
+async function removeOrphanedSegments(store: StoreView, now: number): Promise<{ removed: number; kept: number[] }> {
+  const { blobsDir, dbs } = store[storeHandles];
   let removed = 0;
-  for (const name of await fsp.readdir(store[storeHandles].blobsDir)) {
+  const kept: number[] = [];
+  for (const name of await fsp.readdir(blobsDir)) {
     const segment = segmentNumberOf(name);
     if ((segment !== undefined && hasSegment(store, segment)) || recycledNumberOf(name) !== undefined) continue;
-    const file = path.join(store[storeHandles].blobsDir, name);
+    const file = path.join(blobsDir, name);
     const stat = await fsp.stat(file).catch(() => undefined);
-    if (stat && now - stat.mtimeMs > ORPHAN_GRACE_MS) {
-      await fsp.rm(file, { force: true, recursive: true });
-      removed++;
+    if (!stat || now - stat.mtimeMs <= ORPHAN_GRACE_MS) continue;
+    if (segment !== undefined && !(await isGarbageSegment(dbs, blobsDir, segment))) {
+      kept.push(segment);
+      continue;
     }
+    await fsp.rm(file, { force: true, recursive: true });
+    removed++;
   }
-  return removed;
+  return { removed, kept };
 }
 
 /**
@@ -122,8 +138,8 @@ async function scrub(store: StoreView): Promise<FileRef[]> {
  */
 export async function checkConsistency(store: StoreView, now = Date.now(), removeOrphans = true): Promise<ConsistencyReport> {
   const stagingFilesRemoved = await removeAbandonedStaging(store, now);
-  const orphanedDiskFilesRemoved = removeOrphans ? await removeOrphanedSegments(store, now) : 0;
+  const orphans = removeOrphans ? await removeOrphanedSegments(store, now) : { removed: 0, kept: [] };
   const dangling = [...filesOfBrokenSegments(store), ...(await scrub(store))];
   const removed = dangling.length > 0 ? await deleteFiles(store, dangling) : { files: 0 };
-  return { danglingDbRecordsRemoved: removed.files, orphanedDiskFilesRemoved, stagingFilesRemoved };
+  return { danglingDbRecordsRemoved: removed.files, orphanedDiskFilesRemoved: orphans.removed, unknownSegmentsKept: orphans.kept, stagingFilesRemoved };
 }

@@ -17,6 +17,7 @@ import type { LogPosition } from '../index/lmdb-env.js';
 import { encodeTombstone } from '../log/record-copy-frame.js';
 import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
 import { CreateRanges, forgetFrames, FrameTally } from './frame-accounting.js';
+import { noteReclaimedSegments } from './unknown-segments.js';
 
 /**
  * Logs the tombstones of events about to be deleted (EventStore.logTombstones, asked of the HTTP
@@ -269,6 +270,7 @@ export async function reclaimSegments(
       dbs.segments.removeSync(segment);
       removed.push(segment);
     }
+    noteReclaimedSegments(dbs, removed);
     releaseTombstones(dbs, removed);
   });
   await dbs.root.flushed;

@@ -127,8 +127,8 @@ export class EventStore extends StoreView {
    * @throws DataDirLocked when another running store holds `dataDir`
    * @throws DataDirUnusable naming why `dataDir` cannot be written, or one of its own folders
    *   (blobs/, staging/, quarantine/) is a file or a symbolic link (data-dir-check.ts)
-   * @throws IndexDamaged when db/data.mdb is damaged, or missing or reading as a new index while
-   *   blobs/ holds segments (index-file-check.ts): its message names `edge-events check --repair`
+   * @throws IndexDamaged when db/data.mdb is damaged, missing or reading as a new index while blobs/ holds
+   *   segments (index-file-check.ts), or lacks a segment holding events (unknown-segments.ts): naming `check --repair`
    * @throws the fs or lmdb error when the data directory is unusable otherwise
    */
   static async open(dataDir: string, options: EventStoreOptions): Promise<EventStore> {

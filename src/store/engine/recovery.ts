@@ -22,6 +22,8 @@ import { FrameTally } from './frame-accounting.js';
 import { RebuildPlan } from './rebuild-plan.js';
 import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
 import { encodeTombstone } from '../log/record-copy-frame.js';
+import { IndexDamaged } from '../index/index-file-check.js';
+import { isGarbageSegment, unknownSegmentProblem } from './unknown-segments.js';
 
 /**
  * Where `meta` marks an index a rebuild has just created (index-rebuild.ts): its first open
@@ -86,7 +88,7 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
  * @returns what was replayed, and the position's segment
  * @throws the fs error of a failed read, the lmdb error of a failed commit
  */
-async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOptions): Promise<SegmentFindings & { replay: ReplayedBatches; positionSegment: number }> {
+async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOptions): Promise<SegmentFindings & { replay: ReplayedBatches; positionSegment: number; rebuilt: boolean }> {
   const onDisk = await segmentsOnDisk(blobsDir);
   const position: LogPosition | undefined = indexedLogPosition(dbs);
   const replay = new ReplayedBatches(dbs, options);
@@ -95,7 +97,7 @@ async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOp
     for (const key of dbs.segments.getKeys()) last = Math.max(last, key);
     const start = { segment: last + 1, offset: 0 };
     await dbs.root.transaction(() => dbs.meta.putSync(LOG_POSITION_KEY, start));
-    return { replay, skipped: [], damaged: [], positionSegment: start.segment };
+    return { replay, skipped: [], damaged: [], positionSegment: start.segment, rebuilt: false };
   }
   const findings: SegmentFindings = { skipped: [], damaged: [] };
   const replayed = onDisk.filter((n) => n >= position.segment);
@@ -107,7 +109,7 @@ async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOp
     findings.damaged.push(...damaged);
   }
   if (plan) await finishRebuild(dbs, replay, plan);
-  return { replay, ...findings, positionSegment: position.segment };
+  return { replay, ...findings, positionSegment: position.segment, rebuilt: plan !== undefined };
 }
 
 /**
@@ -178,11 +180,16 @@ async function cutTails(dbs: StoreDatabases, dirs: RecoveryDirs, segments: Map<n
 
 /**
  * Removes the files of blobs/ no known segment is, keeping recycled ones for the log to overwrite
- * (docs/STORAGE.md, "Recycled segments").
+ * (docs/STORAGE.md, "Recycled segments"). A segment file no segment entry knows is removed only
+ * when it is garbage (unknown-segments.ts): after a rebuild, whose replay passed over the
+ * segments holding nothing live, any.
+ * @param rebuilt whether this open ends a rebuild (`REBUILD_KEY`)
  * @returns how many were removed, and the highest segment number on disk (recycled ones too; 0 when none)
+ * @throws IndexDamaged when an unknown segment file holds records of events (`unknownSegmentProblem`),
+ *   with the index closed
  * @throws the fs error of a failed read or removal
  */
-async function removeOrphans(blobsDir: string, segments: Map<number, KnownSegment>): Promise<{ removed: number; lastSegment: number }> {
+async function removeOrphans(dbs: StoreDatabases, blobsDir: string, segments: Map<number, KnownSegment>, rebuilt: boolean): Promise<{ removed: number; lastSegment: number }> {
   let removed = 0;
   let lastSegment = 0;
   for (const name of await fsp.readdir(blobsDir)) {
@@ -193,6 +200,10 @@ async function removeOrphans(blobsDir: string, segments: Map<number, KnownSegmen
     }
     const segment = segmentNumberOf(name);
     if (segment !== undefined) lastSegment = Math.max(lastSegment, segment);
+    if (segment !== undefined && !segments.has(segment) && !rebuilt && !(await isGarbageSegment(dbs, blobsDir, segment))) {
+      await dbs.root.close(); // as assertIndexCoversLog does: the refused open leaves nothing mapped
+      throw new IndexDamaged(path.dirname(blobsDir), unknownSegmentProblem(segment));
+    }
     if (segment === undefined || !segments.has(segment)) {
       await fsp.rm(path.join(blobsDir, name), { force: true, recursive: true });
       removed++;
@@ -209,11 +220,13 @@ async function removeOrphans(blobsDir: string, segments: Map<number, KnownSegmen
  * first: docs/STORAGE.md, "Damage in the log").
  * @param options how creates and updates checkpointed during the replay are indexed (`shipping`:
  *   finalized events enter the shipping ledger)
+ * @throws IndexDamaged when blobs/ holds a segment file with records of events that the index
+ *   does not know (unknown-segments.ts)
  * @throws the fs error when blobs/ or staging/ cannot be read, the lmdb error of a failed commit
  */
 export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, options: IndexOptions): Promise<RecoveryResult> {
   const { blobsDir, stagingDir } = dirs;
-  const { replay, skipped, damaged, positionSegment } = await replayLog(dbs, blobsDir, options);
+  const { replay, skipped, damaged, positionSegment, rebuilt } = await replayLog(dbs, blobsDir, options);
   const quarantined: QuarantinedBytes[] = [];
   for (const damage of damaged) quarantined.push(await keepDamaged(blobsDir, dirs.quarantineDir, damage));
 
@@ -223,7 +236,7 @@ export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, opti
   const segments = knownSegments(dbs, replay);
   const newestSegment = Math.max(0, ...segments.keys());
   const tailsTruncated = await cutTails(dbs, dirs, segments, quarantined);
-  const onDisk = await removeOrphans(blobsDir, segments);
+  const onDisk = await removeOrphans(dbs, blobsDir, segments, rebuilt);
   const lastSegment = Math.max(positionSegment, newestSegment, onDisk.lastSegment);
   const orphanedDiskFilesRemoved = onDisk.removed;
 

@@ -31,6 +31,7 @@ import { decodeRecord } from '../index/record-codec.js';
 import { decodeRecordFrame } from '../log/record-frame.js';
 import { segmentFileName, segmentNumberOf } from '../log/segment-files.js';
 import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type ScannedFrame } from '../log/segment-frames.js';
+import { isGarbageSegment } from './unknown-segments.js';
 
 /** Items listed at most in each list of a report; the counts cover them all. */
 const LISTED = 50;
@@ -276,10 +277,27 @@ export function needsRebuild(report: Omit<CheckReport, 'rebuild' | 'damage'>): s
   if (index.state === 'absent') return log.segments > 0 ? 'the index is missing while the log has segments' : null;
   if (against?.readsAsNew) return 'the index reads as a new one while the log has segments';
   if (against?.metaForeign) return 'the index\'s meta database holds another database\'s keys';
+  if (against && against.unknownSegments.length > 0) return 'segment files holding records of events have no entry in the index';
   if (!against || against.indexOnly > 0 || against.indexedRecordsDamaged > 0) return null;
   if (against.badLocations.some((b) => b.side === 'index')) return 'file locations in the index name no frame of the log';
   if (against.unindexedCount > 0) return 'events of the log are missing from the index';
   return null;
+}
+
+/**
+ * The segment files of `onDisk` that the index has no entry for, that are not garbage
+ * (unknown-segments.ts) and that hold frames before the index's log position: the open replays
+ * what follows the position, and so knows a segment it replays frames of.
+ */
+async function unknownSegmentsOf(index: IndexState, blobsDir: string, onDisk: number[]): Promise<number[]> {
+  const unknown: number[] = [];
+  const position = index.position;
+  for (const segment of onDisk) {
+    const covered = position !== undefined && (segment < position.segment || (segment === position.segment && position.offset > 0));
+    if (index.segments.has(segment) || !covered) continue;
+    if (!(await isGarbageSegment(index.dbs, blobsDir, segment))) unknown.push(segment);
+  }
+  return unknown;
 }
 
 /**
@@ -335,7 +353,8 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
   try {
     if (index) {
       report.indexAgainstLog = {
-        logPosition: index.position ?? null, readsAsNew: readsAsNew(index.dbs, onDisk), metaForeign: metaIsForeign(index.dbs), events: index.events, files: index.fileCount, badLocationCount: 0, badLocations: [],
+        logPosition: index.position ?? null, readsAsNew: readsAsNew(index.dbs, onDisk), metaForeign: metaIsForeign(index.dbs),
+        unknownSegments: await unknownSegmentsOf(index, blobsDir, onDisk), events: index.events, files: index.fileCount, badLocationCount: 0, badLocations: [],
         recordsIndexed: 0, recordsToReplay: 0, deletedByCleanup: 0, unindexedCount: 0, unindexed: [], indexedRecordsDamaged: 0, bothCopies: 0, indexOnly: 0, indexOnlyIds: [],
       };
     }
@@ -360,7 +379,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
   report.damage = report.index.state === 'damaged' || report.index.state === 'unreadable'
     || (report.index.state === 'absent' && onDisk.length > 0)
     || report.log.damageCount > 0 || report.log.tails.some((t) => t.acknowledged) || report.log.shortSegments.length > 0
-    || (against !== null && (against.readsAsNew || against.metaForeign || against.badLocationCount > 0 || against.unindexedCount > 0 || against.indexOnly > 0));
+    || (against !== null && (against.readsAsNew || against.metaForeign || against.unknownSegments.length > 0 || against.badLocationCount > 0 || against.unindexedCount > 0 || against.indexOnly > 0));
   report.rebuild = needsRebuild(report);
   return report;
 }

@@ -44,7 +44,7 @@ const P_INVALID = 0xffffffffffffffffn;
 const MIN_PAGE_BYTES = 512;
 const MAX_PAGE_BYTES = 65536;
 /** Offsets of `MDB_meta`'s fields (see above). */
-const META = { magic: 0, version: 4, pageSize: 24, flags: 28, freeRoot: 64, mainRoot: 112, lastPage: 120, txnid: 128, end: 136 } as const;
+const META = { magic: 0, version: 4, pageSize: 24, flags: 28, freeDepth: 30, freeRoot: 64, mainDepth: 78, mainRoot: 112, lastPage: 120, txnid: 128, end: 136 } as const;
 
 /** One meta of data.mdb, as read. Page numbers and transaction ids as bigints (u64 on disk). */
 export interface IndexMeta {
@@ -58,6 +58,9 @@ export interface IndexMeta {
   pageSize: number;
   freeRoot: bigint;
   mainRoot: bigint;
+  /** The depths of the free-page tree and of the main tree (`MDB_db.md_depth`): 1 for a root that is a leaf. */
+  freeDepth: number;
+  mainDepth: number;
 }
 
 /** What the plain reads found in `db/data.mdb`. */
@@ -86,6 +89,8 @@ function metaAt(page: Buffer, at: number, slot: IndexMeta['slot']): IndexMeta {
     pageSize: page.readUInt32LE(at + META.pageSize),
     freeRoot: page.readBigUInt64LE(at + META.freeRoot),
     mainRoot: page.readBigUInt64LE(at + META.mainRoot),
+    freeDepth: page.readUInt16LE(at + META.freeDepth),
+    mainDepth: page.readUInt16LE(at + META.mainDepth),
   };
 }
 
@@ -126,16 +131,41 @@ const P_LEAF = 0x02;
 const P_LEAF2 = 0x20;
 const F_BIGDATA = 0x01;
 const F_SUBDATA = 0x02;
-/** `sizeof(MDB_node)` without its data (mdb.c `NODESIZE`), and `MDB_db.md_root`'s offset in a sub-database's node data. */
+/** `sizeof(MDB_node)` without its data (mdb.c `NODESIZE`), and `MDB_db.md_depth`'s and `md_root`'s offsets in a sub-database's node data. */
 const NODE_HEADER_BYTES = 8;
+const DB_DEPTH_OFFSET = 6;
 const DB_ROOT_OFFSET = 40;
+
+/** A page the walk is to read: its tree, whether to read past it, its level (the root's is 1) and its tree's depth. */
+interface PageToWalk {
+  pgno: bigint;
+  tree: string;
+  descend: boolean;
+  level: number;
+  depth: number;
+}
+
+/**
+ * Why a page at `level` of a tree `depth` deep, with page flags `flags`, is not where it stands,
+ * or undefined: every leaf of an LMDB tree is at its depth, every page above it a branch (mdb.c
+ * `mdb_page_search_root` descends `md_depth` levels). A page that reads back older content (a lost
+ * write) may be a branch where a leaf must be, which LMDB meets with an assertion that kills the
+ * process (`IS_LEAF(mp)` in `mdb_cursor_next`).
+ */
+function levelProblem(pgno: bigint, tree: string, flags: number, level: number, depth: number): string | undefined {
+  const leaf = (flags & (P_LEAF | P_LEAF2)) !== 0;
+  if (level < depth && leaf) return `page ${pgno} of its ${tree} is a leaf at level ${level} of ${depth}, where a branch must be`;
+  if (level === depth && !leaf) return `page ${pgno} of its ${tree} is a branch at level ${level} of ${depth}, where a leaf must be`;
+  if (level > depth) return `page ${pgno} of its ${tree} is at level ${level}, below the tree's depth ${depth}`;
+  return undefined;
+}
 
 /**
  * Walks the trees of snapshot `meta` (the free-page tree, the main tree and every named database
  * it lists) with plain reads, page by page, for a page that is not what the snapshot needs: a page
  * number outside the snapshot's pages or past the file's first `filePages` pages (a branch's child,
  * a leaf's overflow pages, a named database's root), or a page whose header does not check: its
- * own page number, a branch or leaf flag, and the transaction that wrote it, which is never later
+ * own page number, a branch or leaf flag as its level needs (`levelProblem`), and the transaction that wrote it, which is never later
  * than the snapshot's (pages the snapshot reaches are not reused before a later commit is flushed,
  * docs/STORAGE.md "The index"; a meta page that reverted to an older snapshot meets pages since
  * rewritten). `full` walks every page; otherwise only the main tree and the roots of the free-page
@@ -148,11 +178,11 @@ const DB_ROOT_OFFSET = 40;
 function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: IndexMeta, full: boolean): string | undefined {
   const page = Buffer.alloc(pageSize);
   const seen = new Set<bigint>();
-  const stack: { pgno: bigint; tree: string; descend: boolean }[] = [];
-  if (meta.freeRoot !== P_INVALID) stack.push({ pgno: meta.freeRoot, tree: 'free-page tree', descend: full });
-  if (meta.mainRoot !== P_INVALID) stack.push({ pgno: meta.mainRoot, tree: 'main tree', descend: true });
+  const stack: PageToWalk[] = [];
+  if (meta.freeRoot !== P_INVALID) stack.push({ pgno: meta.freeRoot, tree: 'free-page tree', descend: full, level: 1, depth: meta.freeDepth });
+  if (meta.mainRoot !== P_INVALID) stack.push({ pgno: meta.mainRoot, tree: 'main tree', descend: true, level: 1, depth: meta.mainDepth });
   while (stack.length > 0) {
-    const { pgno, tree, descend } = stack.pop()!;
+    const { pgno, tree, descend, level, depth } = stack.pop()!;
     if (pgno > meta.lastPage || pgno < 2n) return `its ${tree} names page ${pgno}, outside the pages 2 to ${meta.lastPage} it uses`;
     if (pgno >= filePages) return `page ${pgno} of its ${tree} is past the file's end`;
     if (seen.has(pgno)) continue;
@@ -163,6 +193,8 @@ function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: Inde
     if ((flags & (P_BRANCH | P_LEAF | P_LEAF2)) === 0) return `page ${pgno} of its ${tree} is neither a branch nor a leaf`;
     const writtenBy = page.readBigUInt64LE(8);
     if (writtenBy > meta.txnid) return `page ${pgno} of its ${tree} was written by transaction ${writtenBy}, after the snapshot's`;
+    const misplaced = levelProblem(pgno, tree, flags, level, depth);
+    if (misplaced) return misplaced;
     if (!descend || (flags & P_LEAF2) !== 0) continue; // fixed-size duplicates hold no page numbers
     const keys = page.readUInt16LE(20) >> 1;
     for (let i = 0; i < keys; i++) {
@@ -173,7 +205,7 @@ function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: Inde
       const hi = page.readUInt16LE(node + 2);
       const nodeFlags = page.readUInt16LE(node + 4);
       if ((flags & P_BRANCH) !== 0) {
-        stack.push({ pgno: BigInt(lo) | (BigInt(hi) << 16n) | (BigInt(nodeFlags) << 32n), tree, descend });
+        stack.push({ pgno: BigInt(lo) | (BigInt(hi) << 16n) | (BigInt(nodeFlags) << 32n), tree, descend, level: level + 1, depth });
         continue;
       }
       const data = node + NODE_HEADER_BYTES + page.readUInt16LE(node + 6);
@@ -188,7 +220,7 @@ function treeProblem(fd: number, pageSize: number, filePages: bigint, meta: Inde
         if (data + DB_ROOT_OFFSET + 8 > pageSize) return `page ${pgno} of its ${tree} is malformed`;
         const root = page.readBigUInt64LE(data + DB_ROOT_OFFSET);
         const name = tree === 'main tree' ? `database ${JSON.stringify(page.toString('latin1', node + NODE_HEADER_BYTES, data).replace(/\0+$/, ''))}` : tree;
-        if (root !== P_INVALID) stack.push({ pgno: root, tree: name, descend: full });
+        if (root !== P_INVALID) stack.push({ pgno: root, tree: name, descend: full, level: 1, depth: page.readUInt16LE(data + DB_DEPTH_OFFSET) });
       }
     }
   }
