@@ -17,7 +17,7 @@ export { type BackfillProgress } from './index/search-index.js';
 export { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from './head/checkpoint-pace.js';
 export { countEvents, type EventQuery, matchesQuery, type MetadataCondition, type MetadataOperator, oldestAndNewest, type PageSink, scanEvents, scanPlan } from './read/event-query.js';
 export { planSearch, type SearchCondition } from './read/event-search.js';
-export { StoreView } from './read/store-view.js';
+export { openStoreView, StoreView } from './read/store-view.js';
 export { readSinkCursor } from './ledger/sink-cursors.js';
 export { isProtected, sinkBacklog, unshipped } from './ledger/sink-ledger.js';
 export { type ConsistencyReport } from './engine/consistency.js';

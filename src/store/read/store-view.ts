@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { BlobReader } from '../log/blob-reader.js';
-import { EMPTY_COUNTERS, indexedLogPosition, readCounters, readEventValue, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
+import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEventValue, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
 import { liveFrameBytes, type FileEntry } from '../log/log-entries.js';
 import type { EventRecord } from '../record/event-record.js';
 import { decodeRecord, storedJson, type RecordPresenter } from '../index/record-codec.js';
@@ -334,4 +334,16 @@ export class StoreView {
     await this.blobs.close();
     await this.dbs.root.close();
   }
+}
+
+/**
+ * A read-only view of the store in `dataDir`, for a thread that only reads it (the dataset
+ * export's worker: src/export/export-worker.ts), while the HTTP thread's EventStore has it open
+ * and holds its lock (none is taken here). It has no head: it reads what the last checkpoint
+ * committed (EventStore.checkpointed first, to see every acknowledged create and update). Close
+ * it when done.
+ * @throws the lmdb error when the environment cannot be opened
+ */
+export function openStoreView(dataDir: string, options: StoreOptions): StoreView {
+  return new StoreView(openDatabases(dataDir), dataDir, options);
 }
