@@ -2,15 +2,17 @@
  * The event search's query plan against its own semantics, on random data and random queries
  * (fast-check): whatever the plan drives from, probes or checks on records, with the search index
  * or without it (the backfill still running), paging with any limit gives exactly the events that
- * `matchesCondition` accepts, newest first. The semantics themselves are checked against an
- * independent oracle in event-search.test.ts.
+ * `matchesCondition` accepts, newest first; a page read in slices with turns between
+ * (event-query.ts `scanInTurns`, as the routes read) is the page of one pass. The semantics
+ * themselves are checked against an independent oracle in event-search.test.ts.
  */
 import fc from 'fast-check';
 import t from 'tap';
 import { Random } from '../scripts/lib/random.js';
 import { searchEventsBody } from '../src/events/read-events.js';
 import { eventSearchConditions } from '../src/events/search-conditions.js';
-import { matchesCondition } from '../src/store/read/event-search.js';
+import { matchesCondition, planSearch } from '../src/store/read/event-search.js';
+import { scanInTurns, scanPlan } from '../src/store/read/event-query.js';
 import { decodeRecord } from '../src/store/index/record-codec.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
 import { storeHandles } from '../src/store/read/store-view.js';
@@ -77,12 +79,12 @@ const query: fc.Arbitrary<string> = fc.letrec<{ q: string }>((tie) => ({
 })).q;
 
 /** Every event the search answers, following the cursor with pages of `limit`. */
-function searchAll(local: LocalStore, q: string, limit: number): string[] {
+async function searchAll(local: LocalStore, q: string, limit: number): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | null = null;
   do {
     const params = new URLSearchParams({ q, limit: String(limit), ...(cursor !== null && { cursor }) });
-    const page = JSON.parse(searchEventsBody(local.store, params, LIMITS).toString());
+    const page = JSON.parse((await searchEventsBody(local.store, params, LIMITS)).toString());
     ids.push(...page.events.map((e: { id: string }) => e.id));
     cursor = page.next_cursor;
   } while (cursor !== null);
@@ -95,13 +97,13 @@ t.test('any query, any page size, with or without the search index: exactly the 
   await seed(local);
   const records = [...local.store[storeHandles].dbs.events.getRange({ reverse: true })].map(({ value }) => decodeRecord(value));
   let nonEmpty = 0;
-  fc.assert(fc.property(query, fc.integer({ min: 1, max: 60 }), fc.boolean(), (q, limit, indexed) => {
+  await fc.assert(fc.asyncProperty(query, fc.integer({ min: 1, max: 60 }), fc.boolean(), async (q, limit, indexed) => {
     const condition = eventSearchConditions(q);
     const want = records.filter((record) => matchesCondition(record, condition)).map((record) => record.id);
     if (want.length > 0) nonEmpty++;
     local.store.searchIndexReady = indexed;
     try {
-      const got = searchAll(local, q, limit);
+      const got = await searchAll(local, q, limit);
       if (got.length !== want.length || got.some((id, i) => id !== want[i])) {
         throw new Error(`${q} (limit ${limit}, index ${indexed}): ${got.length} events, the conditions accept ${want.length}`);
       }
@@ -110,4 +112,26 @@ t.test('any query, any page size, with or without the search index: exactly the 
     }
   }), { numRuns: 400, seed: 20261123 });
   t.ok(nonEmpty > 100, `most queries matched something (${nonEmpty} of 400)`);
+});
+
+t.test('a page read in turns of one record each is the page of one pass, with the same next value', async (t) => {
+  const local = await openLocalStore();
+  t.teardown(() => local.close());
+  await seed(local);
+  const { store } = local;
+  const budget = { records: 150, bytes: LIMITS.maxResponseBytes };
+  await fc.assert(fc.asyncProperty(query, fc.integer({ min: 1, max: 60 }), async (q, limit) => {
+    const condition = eventSearchConditions(q);
+    const plan = (before: number | undefined) => planSearch(store, condition, { before, searchIndexReady: true, direction: 'desc' });
+    for (let before: number | undefined, pages = 0; pages < 3; pages++) {
+      const once: number[] = [];
+      const turns: number[] = [];
+      const next = scanPlan(store, plan(before), 'desc', limit, budget, { add: (_json, createdAt) => once.push(createdAt) > 0 });
+      const nextInTurns = await scanInTurns(store, (bound) => plan(bound ?? before), 'desc', limit, budget, { add: (_json, createdAt) => turns.push(createdAt) > 0 }, 0);
+      if (JSON.stringify([turns, nextInTurns]) !== JSON.stringify([once, next])) throw new Error(`${q} (limit ${limit}): in turns ${turns.length} events, next ${nextInTurns}; in one pass ${once.length}, next ${next}`);
+      if (next === null) break;
+      before = next;
+    }
+  }), { numRuns: 150, seed: 20261207 });
+  t.pass('every page equal');
 });

@@ -15,7 +15,7 @@ export { type StoredFile } from './log/stored-file.js';
 export { fileIdsOf, type IndexedField } from './index/index-keys.js';
 export { type BackfillProgress } from './index/search-index.js';
 export { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from './head/checkpoint-pace.js';
-export { countEvents, type EventQuery, matchesQuery, type MetadataCondition, type MetadataOperator, oldestAndNewest, type PageSink, scanEvents, scanPlan } from './read/event-query.js';
+export { countEvents, countEventsInTurns, type EventQuery, matchesQuery, type MetadataCondition, type MetadataOperator, oldestAndNewest, type PageSink, scanEvents, scanEventsInTurns, scanInTurns, scanPlan } from './read/event-query.js';
 export { planSearch, type SearchCondition } from './read/event-search.js';
 export { openStoreView, StoreView } from './read/store-view.js';
 export { readSinkCursor } from './ledger/sink-cursors.js';
