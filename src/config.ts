@@ -47,6 +47,11 @@ export interface Config {
   maxListScanRecords: number;
   /** Entries per image, summed over detections, segmentations, keypoint groups and classifications. */
   maxPredictionsPerImage: number;
+  /**
+   * Entries of one create, summed as MAX_PREDICTIONS_PER_IMAGE over all its images (docs/API.md,
+   * "Create an event"): what one create, and every read of its event, costs the CPU.
+   */
+  maxPredictionsPerEvent: number;
   /** Polygon points and keypoints of one create, summed over its images (docs/API.md, "Create an event"). */
   maxPointsPerEvent: number;
   /**
@@ -342,6 +347,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal = process.st
     maxListScanRecords: number(env, 'MAX_LIST_SCAN_RECORDS', 10_000, { min: 1 }),
     maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
     maxPointsPerEvent: number(env, 'MAX_POINTS_PER_EVENT', 100_000, { min: 1 }),
+    maxPredictionsPerEvent: number(env, 'MAX_PREDICTIONS_PER_EVENT', 100_000, { min: 1 }),
     maxInflightBodyBytes: inflightBodyBytes(env, maxRecordSizeBytes),
     lingeringCloseMaxBytes: number(env, 'LINGERING_CLOSE_MAX_BYTES', 64 * MiB, { max: 64 * GiB }),
     lingeringCloseSeconds: number(env, 'LINGERING_CLOSE_SECONDS', 30, { max: 3600 }),

@@ -85,7 +85,7 @@ const createDoc: RouteDoc = {
     event_data_invalid: 'event_data does not conform to its schema; detail, a string, names the schema and every problem, and errors lists them as {loc, msg, type}.',
     image_decode_failed: 'An image failed to decode from base64.',
     unknown_event_schema: 'Unknown event_schema.',
-    validation_failed: 'Request validation failed, an image over MAX_PREDICTIONS_PER_IMAGE, or malformed JSON; detail is a list of {loc, msg, type}.',
+    validation_failed: 'Request validation failed, an image over MAX_PREDICTIONS_PER_IMAGE, an event over MAX_PREDICTIONS_PER_EVENT or MAX_POINTS_PER_EVENT, or malformed JSON; detail is a list of {loc, msg, type}.',
     store_failure: 'Store failure.',
     disk_full: 'Disk full.',
   },

@@ -54,7 +54,7 @@ const RECONNECT = { baseMs: 500, capMs: 30_000, random: Math.random };
 const MISSED_HEARTBEATS = 3;
 
 /** The settings hub mode reads. */
-export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket' | 'maxRecordSizeBytes' | 'maxVideoUploadBytes' | 'maxPredictionsPerImage' | 'maxPointsPerEvent'>;
+export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket' | 'maxRecordSizeBytes' | 'maxVideoUploadBytes' | 'maxPredictionsPerImage' | 'maxPredictionsPerEvent' | 'maxPointsPerEvent'>;
 
 export class NatsSource {
   private connection: NatsConnection | undefined;
