@@ -3,16 +3,18 @@
  * (fast-check): whatever the plan drives from, probes or checks on records, with the search index
  * or without it (the backfill still running), paging with any limit gives exactly the events that
  * `matchesCondition` accepts, newest first; a page read in slices with turns between
- * (event-query.ts `scanInTurns`, as the routes read) is the page of one pass. The semantics
+ * (scan-turns.ts `scanInTurns`, as the routes read) is the page of one pass, and so are the pages
+ * whose large records are checked on the record checker's worker (record-checker.ts). The semantics
  * themselves are checked against an independent oracle in event-search.test.ts.
  */
 import fc from 'fast-check';
 import t from 'tap';
 import { Random } from '../scripts/lib/random.js';
-import { searchEventsBody } from '../src/events/read-events.js';
+import { listEventsBody, searchEventsBody } from '../src/events/read-events.js';
 import { eventSearchConditions } from '../src/events/search-conditions.js';
 import { matchesCondition, planSearch } from '../src/store/read/event-search.js';
-import { scanInTurns, scanPlan } from '../src/store/read/event-query.js';
+import { scanPlan } from '../src/store/read/event-query.js';
+import { scanInTurns } from '../src/store/read/scan-turns.js';
 import { decodeRecord } from '../src/store/index/record-codec.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
 import { storeHandles } from '../src/store/read/store-view.js';
@@ -134,4 +136,34 @@ t.test('a page read in turns of one record each is the page of one pass, with th
     }
   }), { numRuns: 150, seed: 20261207 });
   t.pass('every page equal');
+});
+
+t.test('records of 1 MiB or more are checked on the record checker\'s worker: the same events, page by page', async (t) => {
+  const local = await openLocalStore();
+  t.teardown(() => local.close());
+  // Six events of 30,000 detections (about 1.5 MiB of record each) between small ones.
+  const detection = (i: number, k: number) => ({ class: `c${(i + k) % 5}`, x: 10, y: 10, width: 4, height: 4, confidence: ((i * 7 + k) % 100) / 100 });
+  for (let i = 0; i < 12; i++) {
+    const many = i % 2 === 0 ? 10_000 : 1;
+    await local.create({
+      inference_timestamp: '2026-11-22T01:00:00Z', event_schema: 'custom', event_data: { value: 'x' }, device_id: `d${i % 3}`,
+      custom_metadata: { n: i },
+      images: [0, 1, 2].map((image) => ({ object_detections: Array.from({ length: many }, (_, k) => detection(i + image, k)) })),
+    });
+  }
+  const records = [...local.store[storeHandles].dbs.events.getRange({ reverse: true })].map(({ value }) => decodeRecord(value));
+  for (const q of ['class:c1 min-confidence:0.99', 'class:c4>=4001', 'meta.n>=5 -device:d1', 'min-annotations:3']) {
+    const condition = eventSearchConditions(q);
+    const want = records.filter((record) => matchesCondition(record, condition)).map((record) => record.id);
+    t.same(await searchAll(local, q, 2), want, `${q}: ${want.length} events`);
+  }
+  const listed: string[] = [];
+  for (let next: string | null = null, pages = 0; pages === 0 || next !== null; pages++) {
+    const params = new URLSearchParams({ metadata_filter: 'n:ne:4', limit: '3', ...(next !== null && { end_time: next }) });
+    const page = JSON.parse((await listEventsBody(local.store, params, LIMITS)).toString());
+    listed.push(...page.events.map((e: { id: string }) => e.id));
+    next = page.next_timestamp;
+  }
+  t.same(listed, records.filter((record) => record.custom_metadata.n !== 4).map((record) => record.id), 'a list whose filter no index covers');
+  t.ok(local.store.records.checked >= 6, `${local.store.records.checked} records checked on the worker`);
 });

@@ -3,8 +3,9 @@
  * (`GET /v2/events/latest/query`), search (`GET /v2/events/search`), one event
  * (`GET /v2/events/{event_id}`) and count statistics (`GET /events/count/stats`). Events are
  * answered with their stored JSON (record-codec.ts). A page or a count is read in slices of a few
- * milliseconds with a turn of the event loop between (store/read/event-query.ts `scanInTurns`),
- * so no read holds the HTTP thread for long (docs/API.md, "Requests share the store").
+ * milliseconds with a turn of the event loop between, and a large record a filter checks is
+ * checked on a worker meanwhile (store/read/scan-turns.ts, record-checker.ts), so no read holds
+ * the HTTP thread for long (docs/API.md, "Requests share the store").
  */
 import { AppError } from '../errors.js';
 import { countEventsInTurns, type EventQuery, type EventStore, formatMicrosOrNull, type PageSink, planSearch, scanEventsInTurns, scanInTurns } from '../store/index.js';
@@ -94,7 +95,8 @@ class JsonPage implements PageSink {
  */
 async function page(store: EventStore, query: EventQuery, limits: ListLimits): Promise<Buffer> {
   const sink = new JsonPage(limits.maxResponseBytes);
-  const next = await scanEventsInTurns(store, query, { records: limits.maxScanRecords, bytes: limits.maxResponseBytes }, sink);
+  const checkAway = (record: Uint8Array) => store.records.check(record, { kind: 'query', query });
+  const next = await scanEventsInTurns(store, query, { records: limits.maxScanRecords, bytes: limits.maxResponseBytes }, sink, checkAway);
   return sink.finish('next_timestamp', formatMicrosOrNull(next));
 }
 
@@ -147,7 +149,11 @@ export async function searchEventsBody(store: EventStore, params: URLSearchParam
   const condition = compileEventQuery(requiredQuery(params));
   const limit = parseLimit(params);
   const cursor = parseSearchCursor(params.get('cursor'));
-  const plan = (bound: number | undefined) => planSearch(store, condition, { before: bound ?? cursor, searchIndexReady: store.searchIndexReady, direction: 'desc' });
+  const checkAway = (record: Uint8Array) => store.records.check(record, { kind: 'search', condition });
+  const plan = (bound: number | undefined) => ({
+    ...planSearch(store, condition, { before: bound ?? cursor, searchIndexReady: store.searchIndexReady, direction: 'desc' }),
+    checkAway,
+  });
   const sink = new JsonPage(limits.maxResponseBytes);
   const next = await scanInTurns(store, plan, 'desc', limit, { records: limits.maxScanRecords, bytes: limits.maxResponseBytes }, sink);
   return sink.finish('next_cursor', next === null ? null : searchCursor(next));

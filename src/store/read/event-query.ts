@@ -21,7 +21,7 @@ import {
   metadataPrefix, type IndexedField,
 } from '../index/index-keys.js';
 import type { EventRecord, RecordMetadataValue } from '../record/event-record.js';
-import { decodeRecord, recordByteLength, storedJson } from '../index/record-codec.js';
+import { decodeRecord, recordByteLength, recordBytes, storedJson } from '../index/record-codec.js';
 
 export type MetadataOperator = 'eq' | 'ne' | 'gt' | 'lt' | 'gte' | 'lte';
 
@@ -199,24 +199,32 @@ export interface ScanPlan {
   exact: boolean;
   /** True when a decoded record passes every condition (asked only when not `exact`). */
   matches(record: EventRecord): boolean;
+  /**
+   * The same check of a record's bytes (record-codec.ts `recordBytes`, a copy moved to it) off the
+   * HTTP thread (record-checker.ts), for a record of RECORD_CHECK_OFF_THREAD_BYTES or more: when
+   * given, `scanPlan` pauses at such a record (`ScanProgress.away`) instead of decoding it.
+   */
+  checkAway?: (record: Uint8Array) => Promise<boolean>;
 }
 
-/** What a scan did so far, across the turns of one request (`scanInTurns`); `paused`: the last slice stopped at its deadline. */
-export interface ScanProgress { taken: number; records: number; bytes: number; paused: boolean }
-
-const newScanProgress = (): ScanProgress => ({ taken: 0, records: 0, bytes: 0, paused: false });
-
 /**
- * Most a scan runs in one turn of the event loop before it lets other requests run (ms): a page
- * of a filter no index covers, or a count over many entries, would otherwise hold the HTTP thread
- * for all of it (docs/API.md, "Requests share the store").
+ * What a scan did so far, across the slices of one request (scan-turns.ts `scanInTurns`):
+ * `paused`, the last slice stopped at its deadline or (`away`) at a large record to check off
+ * the HTTP thread; `decided`, that check's answer, taken when the next slice reads the record.
  */
-export const SCAN_SLICE_MS = 4;
+export interface ScanProgress {
+  taken: number;
+  records: number;
+  bytes: number;
+  paused: boolean;
+  away?: { ts: number; record: Uint8Array };
+  decided?: { ts: number; matches: boolean };
+}
 
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+export const newScanProgress = (): ScanProgress => ({ taken: 0, records: 0, bytes: 0, paused: false });
 
 /** The plan of a list query, bounded at `bound` when given (its next record: `start_time` ascending, `end_time` descending). */
-function listPlan(store: StoreView, query: EventQuery, bound?: number): ScanPlan {
+export function listPlan(store: StoreView, query: EventQuery, bound?: number): ScanPlan {
   const bounded = bound === undefined ? query : { ...query, [query.direction === 'asc' ? 'startTime' : 'endTime']: bound };
   return { cursor: planCursor(store, bounded, query.direction), exact: planIsExact(query), matches: (record) => matchesQuery(record, query) };
 }
@@ -230,41 +238,6 @@ function listPlan(store: StoreView, query: EventQuery, bound?: number): ScanPlan
  */
 export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudget, sink: PageSink): number | null {
   return scanPlan(store, listPlan(store, query), query.direction, query.limit, budget, sink);
-}
-
-/**
- * `scanEvents` in slices (`scanInTurns`): one page of a list route.
- * @returns as `scanPlan`
- * @throws as `scanPlan`
- */
-export function scanEventsInTurns(store: StoreView, query: EventQuery, budget: ScanBudget, sink: PageSink): Promise<number | null> {
-  return scanInTurns(store, (bound) => listPlan(store, query, bound), query.direction, query.limit, budget, sink);
-}
-
-/**
- * `scanPlan` run in slices of at most SCAN_SLICE_MS (and at least one record), each over a plan
- * made anew from where the last stopped, with a turn of the event loop between: the page and
- * its `next` are those of one `scanPlan` over the same records, while the thread stays free for
- * other requests.
- * @param plan the plan of the walk bounded at `bound` (µs, inclusive: the next record to read, in
- *   the walk's direction), or unbounded for the first slice
- * @param sliceMs most a slice runs (ms); 0: one record per slice
- * @returns as `scanPlan`
- * @throws as `scanPlan`
- */
-export async function scanInTurns(
-  store: StoreView, plan: (bound: number | undefined) => ScanPlan, direction: Direction, limit: number, budget: ScanBudget, sink: PageSink,
-  sliceMs = SCAN_SLICE_MS,
-): Promise<number | null> {
-  const progress = newScanProgress();
-  let bound: number | undefined;
-  for (;;) {
-    const next = scanPlan(store, plan(bound), direction, limit, budget, sink, progress, performance.now() + sliceMs);
-    if (!progress.paused || next === null) return next;
-    progress.paused = false;
-    bound = next;
-    await nextTurn();
-  }
 }
 
 /**
@@ -302,10 +275,12 @@ export function scanPlan(
       const value = store.eventValue(ts);
       if (!value) continue;
       if (progress.records > 0 && (progress.records >= budget.records || progress.bytes >= budget.bytes)) return ts;
+      if (!exact && sendAway(plan, progress, ts, value)) return ts;
       progress.records++;
       if (!exact) {
         progress.bytes += recordByteLength(value);
-        if (!plan.matches(decodeRecord(value))) continue;
+        const decided = progress.decided?.ts === ts ? progress.decided.matches : undefined;
+        if (!(decided ?? plan.matches(decodeRecord(value)))) continue;
         if (full) return ts;
       }
       const json = storedJson(value, store.present);
@@ -320,6 +295,26 @@ export function scanPlan(
 }
 
 /**
+ * Records whose bytes (`recordBytes`) are at least this many are checked off the HTTP thread when
+ * the plan can (`ScanPlan.checkAway`; record-checker.ts): 1 MiB of msgpack is about 25,000
+ * detections, some 10 ms to decode.
+ */
+export const RECORD_CHECK_OFF_THREAD_BYTES = 1024 * 1024;
+
+/**
+ * Pauses the scan at a large record to check off the thread (`ScanPlan.checkAway`): sets
+ * `progress.away` to a copy of its record bytes and answers true, unless its check was decided.
+ */
+function sendAway(plan: ScanPlan, progress: ScanProgress, ts: number, value: Buffer): boolean {
+  if (!plan.checkAway || progress.decided?.ts === ts) return false;
+  const record = recordBytes(value);
+  if (record.length < RECORD_CHECK_OFF_THREAD_BYTES) return false;
+  progress.away = { ts, record: new Uint8Array(record) };
+  progress.paused = true;
+  return true;
+}
+
+/**
  * Counts the records a query matches, with the oldest and newest created_at among them, in one
  * pass. Cost is proportional to the matching index entries, not to the store.
  */
@@ -329,25 +324,8 @@ export function countEvents(store: StoreView, query: EventQuery): EventCounts {
   return counts;
 }
 
-/**
- * `countEvents` in slices of at most SCAN_SLICE_MS (one record at least), each over a plan made
- * anew from where the last stopped, with a turn of the event loop between (as `scanInTurns`):
- * the count of a route.
- */
-export async function countEventsInTurns(store: StoreView, query: EventQuery): Promise<EventCounts> {
-  const counts = startCounts(store, query);
-  if (counts.filtered > 0) return counts;
-  let from = query.startTime;
-  for (;;) {
-    const next = countSlice(store, { ...query, startTime: from }, counts, performance.now() + SCAN_SLICE_MS);
-    if (next === undefined) return counts;
-    from = next;
-    await nextTurn();
-  }
-}
-
 /** The whole counts of an unfiltered query (from the counters), else the total with nothing counted yet. */
-function startCounts(store: StoreView, query: EventQuery): EventCounts {
+export function startCounts(store: StoreView, query: EventQuery): EventCounts {
   const total = store.counters().events;
   const unfiltered = Object.keys(query.fields).length === 0 && query.metadata.length === 0
     && query.includeDrafts && query.startTime === undefined && query.endTime === undefined;
@@ -361,7 +339,7 @@ function startCounts(store: StoreView, query: EventQuery): EventCounts {
  * (`performance.now()`, ms; one record at least).
  * @returns the created_at (µs) to go on from, or undefined when every record was counted
  */
-function countSlice(store: StoreView, query: EventQuery, counts: EventCounts, deadline: number): number | undefined {
+export function countSlice(store: StoreView, query: EventQuery, counts: EventCounts, deadline: number): number | undefined {
   const needsRecords = !planIsExact(query);
   const cursor = planCursor(store, query, 'asc');
   try {
