@@ -102,7 +102,8 @@ async function phase(name, work) {
   const prober = new Worker(PROBER, { eval: true, workerData: { url: server.url, probeMs: Number(options['probe-ms']) } });
   const cpuBefore = cpu();
   const began = performance.now();
-  const note = await work();
+  const closedBefore = closedByStore;
+  const note = `${await work()}${closedByStore > closedBefore ? ` (${closedByStore - closedBefore} connection closed by the store, asked again)` : ''}`;
   const seconds = (performance.now() - began) / 1000;
   const cpuSeconds = cpu() - cpuBefore;
   const latencies = await new Promise((resolve) => {
@@ -119,12 +120,21 @@ async function phase(name, work) {
   return row;
 }
 
-/** GETs `route`, reading the body to its end; returns its status and bytes. */
-async function get(route) {
-  const response = await fetch(server.url + route);
-  const body = Buffer.from(await response.arrayBuffer());
-  if (response.status !== 200) throw new Error(`GET ${route}: ${response.status} ${body.toString().slice(0, 300)}`);
-  return body;
+/** Connections the store closed under a page (seen on large pages under load, before this change too): each page asked again once. */
+let closedByStore = 0;
+
+/** GETs `route`, reading the body to its end (asking once more if the connection is closed under it); returns its bytes. */
+async function get(route, again = true) {
+  try {
+    const response = await fetch(server.url + route);
+    const body = Buffer.from(await response.arrayBuffer());
+    if (response.status !== 200) throw new Error(`GET ${route}: ${response.status} ${body.toString().slice(0, 300)}`);
+    return body;
+  } catch (err) {
+    if (!again || err.cause?.code !== 'UND_ERR_SOCKET') throw err;
+    closedByStore++;
+    return get(route, false);
+  }
 }
 
 /** Follows a list or search to its last page; returns the pages and events read. */

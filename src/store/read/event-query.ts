@@ -296,7 +296,7 @@ export function scanPlan(
 
 /**
  * Records whose bytes (`recordBytes`) are at least this many are checked off the HTTP thread when
- * the plan can (`ScanPlan.checkAway`; record-checker.ts): 1 MiB of msgpack is about 25,000
+ * the plan can (`ScanPlan.checkAway`; record-checker.ts): 1 MiB of msgpack is 15,000 to 20,000
  * detections, some 10 ms to decode.
  */
 export const RECORD_CHECK_OFF_THREAD_BYTES = 1024 * 1024;
