@@ -38,7 +38,6 @@ import { StoreClock } from './store-clock.js';
 import { countPending, migrateToLedger, startCursors } from '../ledger/sink-ledger.js';
 import { writeSinkCursor } from '../ledger/sink-cursors.js';
 import { backfillSearchIndex, prepareSearchIndex, type BackfillProgress } from '../index/search-index.js';
-import { RecordChecker } from '../read/record-checker.js';
 
 /** A head this large means checkpoints fail: creates are refused, with their error, until one succeeds (bounded memory). */
 const MAX_HEAD_ENTRIES = 200_000;
@@ -76,8 +75,6 @@ export class EventStore extends StoreView {
   clock: StoreClock | undefined;
   /** How far the search index backfill got (after its latest step); null when none ran. */
   searchIndexBackfill: Readonly<BackfillProgress> | null = null;
-  /** Checks large records against a read's filter off this thread (record-checker.ts), for the read routes. */
-  readonly records = new RecordChecker();
   /** The search index backfill started at open; settles when it is done, stopped or failed. */
   private backfill: Promise<void> = Promise.resolve();
   private closing = false;
@@ -336,7 +333,6 @@ export class EventStore extends StoreView {
     await this.checkpointer.checkpoint().catch((err: unknown) => this.options.onBackgroundError?.(err, 'index checkpoint'));
     await this.clock?.close().catch((err: unknown) => this.options.onBackgroundError?.(err, 'running time save'));
     await this.appender.close();
-    await this.records.close();
     await super.close();
     this.unlock();
   }

@@ -5,8 +5,8 @@
 import { parentPort } from 'node:worker_threads';
 import { errorReport } from '../../errors.js';
 import { decodeRecord } from '../index/record-codec.js';
-import { matchesQuery } from './event-query.js';
-import { matchesCondition } from './event-search.js';
+import { matchesQuery, type EventQuery } from './event-query.js';
+import { matchesCondition, type SearchCondition } from './event-search.js';
 import type { CheckedMessage, CheckMessage } from './record-checker.js';
 
 const port = parentPort!;
@@ -14,7 +14,7 @@ const port = parentPort!;
 port.on('message', ({ id, record, check }: CheckMessage) => {
   try {
     const decoded = decodeRecord(record);
-    const matches = check.kind === 'query' ? matchesQuery(decoded, check.query) : matchesCondition(decoded, check.condition);
+    const matches = check.kind === 'query' ? matchesQuery(decoded, check.query as EventQuery) : matchesCondition(decoded, check.condition as SearchCondition);
     port.postMessage({ id, matches } satisfies CheckedMessage);
   } catch (err) {
     port.postMessage({ id, error: errorReport(err) } satisfies CheckedMessage);

@@ -11,11 +11,13 @@
 import type { Worker } from 'node:worker_threads';
 import { AppError, errorFromReport, type ErrorReport } from '../../errors.js';
 import { startWorker, workerModule } from '../../worker-start.js';
-import type { EventQuery } from './event-query.js';
-import type { SearchCondition } from './event-search.js';
 
-/** What a record is checked against: a list's query (`matchesQuery`) or a search's conditions (`matchesCondition`). */
-export type RecordCheck = { kind: 'query'; query: EventQuery } | { kind: 'search'; condition: SearchCondition };
+/**
+ * What a record is checked against: a list's query (event-query.ts `EventQuery`, `matchesQuery`)
+ * or a search's conditions (event-search.ts `SearchCondition`, `matchesCondition`); plain data,
+ * copied to the worker. (Typed there: this module imports neither, which import the view that owns it.)
+ */
+export type RecordCheck = { kind: 'query'; query: object } | { kind: 'search'; condition: object };
 
 /** HTTP thread -> worker: a record's bytes (record-codec.ts `recordBytes`) and what to check. */
 export interface CheckMessage {

@@ -17,6 +17,7 @@ import { quarantineDirOf, readQuarantine, type QuarantineSummary } from '../log/
 import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
 import { DRAFTS_PREFIX } from '../index/index-keys.js';
 import { LmdbIndexSource, type IndexSource } from '../index/index-source.js';
+import { RecordChecker } from './record-checker.js';
 
 /** How a store is run. */
 export interface StoreOptions {
@@ -70,6 +71,9 @@ export class StoreView {
    * the last checkpoint committed (docs/STORAGE.md, "The head").
    */
   protected head: Head | undefined;
+
+  /** Checks large records against a read's filter on a worker (record-checker.ts), started at the first. */
+  readonly records = new RecordChecker();
 
   /** LMDB's index as a plan reads it (index-source.ts). */
   private readonly lmdbIndex: LmdbIndexSource;
@@ -331,6 +335,7 @@ export class StoreView {
 
   /** Closes the view's file handles and LMDB environment. */
   async close(): Promise<void> {
+    await this.records.close();
     await this.blobs.close();
     await this.dbs.root.close();
   }
