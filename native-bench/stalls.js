@@ -18,8 +18,10 @@
  *   - list: `GET /v2/events?metadata_filter=n:ne:-1&limit=100` followed to its last page (a filter
  *     no index covers: every record decoded), then `GET /v2/events?limit=100` (stored JSON only);
  *   - count: `GET /events/count/stats?device_id=cam-max`.
- * Per phase: /health p50, p99 and max (ms) and how many probes, the phase's wall time and the
- * store's CPU seconds (all its threads, /proc/<pid>/stat), and the 1-minute load average.
+ * Per phase: /health p50, p99 and max (ms) and how many probes, the phase's wall time, the
+ * store's CPU seconds (all its threads, /proc/<pid>/stat) and its HTTP thread's alone
+ * (/proc/<pid>/task/<pid>/stat: what other requests waited behind, whatever the load), and the
+ * 1-minute load average.
  *
  *   npm run build && node native-bench/stalls.js [--events 20] [--detections 100000] [--store-root DIR]
  *
@@ -96,16 +98,20 @@ const server = await ServerProcess.start({
   env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '', MAX_PREDICTIONS_PER_EVENT: String(Math.max(detections, 100_000)) },
 }, dataDir);
 const cpu = () => statCpuSeconds(`/proc/${server.pid}/stat`);
+/** CPU seconds of the store's main thread alone, the HTTP thread (/proc/<pid>/task/<pid>/stat). */
+const httpCpu = () => statCpuSeconds(`/proc/${server.pid}/task/${server.pid}/stat`);
 
 /** Runs `work` with the prober asking /health; returns the phase's row. */
 async function phase(name, work) {
   const prober = new Worker(PROBER, { eval: true, workerData: { url: server.url, probeMs: Number(options['probe-ms']) } });
   const cpuBefore = cpu();
+  const httpBefore = httpCpu();
   const began = performance.now();
   const closedBefore = closedByStore;
   const note = `${await work()}${closedByStore > closedBefore ? ` (${closedByStore - closedBefore} connection closed by the store, asked again)` : ''}`;
   const seconds = (performance.now() - began) / 1000;
   const cpuSeconds = cpu() - cpuBefore;
+  const httpSeconds = httpCpu() - httpBefore;
   const latencies = await new Promise((resolve) => {
     prober.once('message', resolve);
     prober.postMessage('stop');
@@ -113,10 +119,10 @@ async function phase(name, work) {
   await prober.terminate();
   latencies.sort((a, b) => a - b);
   const row = {
-    name, note, seconds, cpuSeconds, probes: latencies.length,
+    name, note, seconds, cpuSeconds, httpSeconds, probes: latencies.length,
     p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), max: latencies.at(-1), load: os.loadavg()[0],
   };
-  console.log(`| ${name} | ${note} | ${seconds.toFixed(1)} s | ${cpuSeconds.toFixed(2)} s | ${row.probes} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${row.max.toFixed(1)} | ${row.load.toFixed(2)} |`);
+  console.log(`| ${name} | ${note} | ${seconds.toFixed(1)} s | ${cpuSeconds.toFixed(2)} s | ${httpSeconds.toFixed(2)} s | ${row.probes} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${row.max.toFixed(1)} | ${row.load.toFixed(2)} |`);
   return row;
 }
 
@@ -152,7 +158,7 @@ async function follow(first, nextRoute) {
 
 try {
   console.log(`store ${storeRoot} (node ${process.version}); ${events} events of ${detections} detections; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log('\n| Phase | Request | Wall | Store CPU | /health probes | p50 ms | p99 ms | max ms | load (1 min) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('\n| Phase | Request | Wall | Store CPU | HTTP thread CPU | /health probes | p50 ms | p99 ms | max ms | load (1 min) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   await phase('create', async () => {
     for (let i = 0; i < events; i++) {
       const response = await fetch(`${server.url}/v2/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: heavyBody(i) });
