@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { MAX_POINTS_PER_POLYGON, maximalCreate, segmentations } from '../scripts/lib/maximal-creates.js';
+import { MAX_POINTS_PER_POLYGON, segmentations } from '../scripts/lib/maximal-creates.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
 import { startStore } from './support/store-server.js';
 
@@ -84,29 +84,27 @@ t.test('MAX_POINTS_PER_EVENT: 100,000 by default, a positive integer', async (t)
 });
 
 t.test('MAX_PREDICTIONS_PER_EVENT bounds the predictions of a create over all its images', async (t) => {
-  const store = await startStore();
+  const store = await startStore({ MAX_PREDICTIONS_PER_EVENT: '10000' });
   t.teardown(store.stop);
-  // The default, 100,000: ten images of MAX_PREDICTIONS_PER_IMAGE detections (the largest valid
-  // `detections` create, prepared on the create preparer's worker), and one classification more.
-  const atCap = maximalCreate('detections');
-  t.equal(JSON.parse(atCap).images.length, 10, 'ten images of 10,000 detections');
-  t.equal((await postJson(`${store.url}/v2/events`, atCap)).status, 201, '100,000 predictions: accepted');
-  const over = JSON.parse(atCap);
-  over.images.push({ classifications: [{ class: 'crowd', confidence: 0.5 }] });
-  const refused = await postJson(`${store.url}/v2/events`, over);
+  // Ten images of 1,000 detections: a body weighing over 1 MiB, prepared on the create
+  // preparer's worker; then one classification more, in an eleventh image.
+  const detection = (i: number) => ({ class: `c${i % 80}`, x: 100 + (i % 1700), y: 50 + (i % 1000), width: 40.5, height: 80.25, confidence: 0.875 });
+  const images: Record<string, unknown>[] = Array.from({ length: 10 }, () => ({ object_detections: Array.from({ length: 1000 }, (_, i) => detection(i)) }));
+  t.equal((await postJson(`${store.url}/v2/events`, smallEvent({ images }))).status, 201, '10,000 predictions: accepted');
+  const refused = await postJson(`${store.url}/v2/events`, smallEvent({ images: [...images, { classifications: [{ class: 'crowd', confidence: 0.5 }] }] }));
   t.equal(refused.status, 422, 'one prediction more: refused');
   t.same(refused.body.detail, [{
     loc: ['body', 'images', 10],
-    msg: 'the event has 100001 predictions (object detections, instance segmentations, keypoint groups and classifications, over all its images), '
-      + 'passing the bound at image 10; MAX_PREDICTIONS_PER_EVENT allows at most 100000 per event',
+    msg: 'the event has 10001 predictions (object detections, instance segmentations, keypoint groups and classifications, over all its images), '
+      + 'passing the bound at image 10; MAX_PREDICTIONS_PER_EVENT allows at most 10000 per event',
     type: 'value_error.predictions.max_items',
   }]);
   t.equal((await getJson(`${store.url}/stats`)).body.current.total_events, 1, 'only the accepted event is stored');
 
-  // Every kind counts, against a low setting; a light body is checked in place, as a heavy one on the worker.
+  // Every kind counts, against a low setting; a light body is checked in place.
   const low = await startStore({ MAX_PREDICTIONS_PER_EVENT: '4' });
   t.teardown(low.stop);
-  const status = async (images: Record<string, unknown>[]) => (await postJson(`${low.url}/v2/events`, smallEvent({ images }))).status;
+  const status = async (list: Record<string, unknown>[]) => (await postJson(`${low.url}/v2/events`, smallEvent({ images: list }))).status;
   const classification = { class: 'day', confidence: 0.5 };
   t.equal(await status([{ object_detections: [box], classifications: [classification] }, { instance_segmentations: [{ ...box, points: pairs(3) }], keypoints: [{ ...box, keypoints: keypoints(2) }] }]), 201, 'one of each kind over two images = 4');
   t.equal(await status([{ object_detections: [box, box, box] }, { classifications: [classification, classification] }]), 422, '3 + 2 = 5');
