@@ -47,10 +47,7 @@ export interface Config {
   maxListScanRecords: number;
   /** Entries per image, summed over detections, segmentations, keypoint groups and classifications. */
   maxPredictionsPerImage: number;
-  /**
-   * Entries of one create, summed as MAX_PREDICTIONS_PER_IMAGE over all its images (docs/API.md,
-   * "Create an event"): what one create, and every read of its event, costs the CPU.
-   */
+  /** Entries of one create, counted as MAX_PREDICTIONS_PER_IMAGE's, over all its images (docs/API.md, "Create an event"). */
   maxPredictionsPerEvent: number;
   /** Polygon points and keypoints of one create, summed over its images (docs/API.md, "Create an event"). */
   maxPointsPerEvent: number;
@@ -314,15 +311,6 @@ const LOG_FORMATS = ['json', 'pretty'] as const;
 const HTTP_ENGINES = ['uws', 'node'] as const;
 const INPUT_POLICIES = ['warn', 'reject'] as const;
 
-/** The bounds on what one create carries beyond its bytes (docs/API.md, "Create an event"). */
-function predictionBounds(env: Env): Pick<Config, 'maxPredictionsPerImage' | 'maxPointsPerEvent' | 'maxPredictionsPerEvent'> {
-  return {
-    maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
-    maxPointsPerEvent: number(env, 'MAX_POINTS_PER_EVENT', 100_000, { min: 1 }),
-    maxPredictionsPerEvent: number(env, 'MAX_PREDICTIONS_PER_EVENT', 100_000, { min: 1 }),
-  };
-}
-
 /**
  * Reads and validates every setting.
  * @param env the environment (default `process.env`)
@@ -354,7 +342,9 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal = process.st
     maxLocalOnlyFileUploadBytes: number(env, 'MAX_LOCAL_ONLY_FILE_UPLOAD_BYTES', 100 * MiB, { min: 1 }),
     maxListResponseBytes: number(env, 'MAX_LIST_RESPONSE_BYTES', 16 * MiB, { min: 1024, max: 1 * GiB }),
     maxListScanRecords: number(env, 'MAX_LIST_SCAN_RECORDS', 10_000, { min: 1 }),
-    ...predictionBounds(env),
+    maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
+    maxPointsPerEvent: number(env, 'MAX_POINTS_PER_EVENT', 100_000, { min: 1 }),
+    maxPredictionsPerEvent: number(env, 'MAX_PREDICTIONS_PER_EVENT', 100_000, { min: 1 }),
     maxInflightBodyBytes: inflightBodyBytes(env, maxRecordSizeBytes),
     lingeringCloseMaxBytes: number(env, 'LINGERING_CLOSE_MAX_BYTES', 64 * MiB, { max: 64 * GiB }),
     lingeringCloseSeconds: number(env, 'LINGERING_CLOSE_SECONDS', 30, { max: 3600 }),
