@@ -56,6 +56,7 @@ export const SETTINGS = {
   natsSourceSubjects: 'NATS_SOURCE_SUBJECTS',
   natsSourceDurable: 'NATS_SOURCE_DURABLE',
   natsSourceBucket: 'NATS_SOURCE_BUCKET',
+  natsSourceLagWarnSeconds: 'NATS_SOURCE_LAG_WARN_SECONDS',
   searchBaseUrl: 'SEARCH_BASE_URL',
   searchApiKey: 'SEARCH_API_KEY',
   searchWorkspace: 'SEARCH_WORKSPACE',
