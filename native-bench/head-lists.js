@@ -14,7 +14,7 @@
  * without it, and their ratio.
  */
 import fs from 'node:fs';
-import { BENCH_STORE_OPTIONS, EventStore, loadAverage, loadModule, timeCalls } from './lib/in-process-store.js';
+import { BENCH_STORE_OPTIONS, EventStore, loadAverage, loadModule, timeAsyncCalls } from './lib/in-process-store.js';
 import { seeded, smallEvent } from './lib/payloads.js';
 
 const { loadConfig } = await loadModule('config.js');
@@ -49,11 +49,13 @@ async function fill(random, from, to) {
 }
 
 /** Median and p95 (µs) of each query's calls. */
-function timeQueries() {
-  return QUERIES.map(({ run }) => {
-    const times = timeCalls(() => run(store, limits), { warmUp: Math.min(50, calls), calls }).map((ms) => ms * 1000);
-    return { median: times[times.length >> 1], p95: times[Math.floor(times.length * 0.95)] };
-  });
+async function timeQueries() {
+  const rows = [];
+  for (const { run } of QUERIES) {
+    const times = (await timeAsyncCalls(() => run(store, limits), { warmUp: Math.min(50, calls), calls })).map((ms) => ms * 1000);
+    rows.push({ median: times[times.length >> 1], p95: times[Math.floor(times.length * 0.95)] });
+  }
+  return rows;
 }
 
 try {
@@ -64,12 +66,12 @@ try {
   const bounds = store.headBounds();
   if (!bounds) throw new Error('a checkpoint ran: the head is empty');
   console.log(`${base} events checkpointed into LMDB, then ${headCreates} into the head; load average ${loadAverage()}`);
-  timeQueries(); // a pass untimed: the fill's garbage is collected, and every query warmed up, before either set of figures
-  const withHead = timeQueries();
+  await timeQueries(); // a pass untimed: the fill's garbage is collected, and every query warmed up, before either set of figures
+  const withHead = await timeQueries();
   await store.checkpointed();
   if (store.headBounds()) throw new Error('the checkpoint left creates in the head');
   console.log(`checkpointed, the head empty; load average ${loadAverage()}`);
-  const without = timeQueries();
+  const without = await timeQueries();
   console.log('| query | with the head, median (p95) | empty head, median (p95) | ratio of medians |');
   console.log('|---|---:|---:|---:|');
   QUERIES.forEach(({ name }, i) => {

@@ -13,7 +13,7 @@
  * and bytes of one page.
  */
 import fs from 'node:fs';
-import { fillStore, loadAverage, loadModule, openBenchStore, timeCalls } from './lib/in-process-store.js';
+import { fillStore, loadAverage, loadModule, openBenchStore, timeAsyncCalls } from './lib/in-process-store.js';
 import { seeded, smallEvent } from './lib/payloads.js';
 
 const { listEventsBody } = await loadModule('events/read-events.js');
@@ -36,9 +36,9 @@ try {
   const limits = { maxResponseBytes: config.maxListResponseBytes, maxScanRecords: config.maxListScanRecords };
   for (const query of QUERIES) {
     const params = new URLSearchParams(query);
-    const body = listEventsBody(store, params, limits);
+    const body = await listEventsBody(store, params, limits);
     const count = JSON.parse(body.toString()).count;
-    const times = timeCalls(() => listEventsBody(store, params, limits), { warmUp: Math.min(200, pages), calls: pages }).map((ms) => ms * 1000);
+    const times = (await timeAsyncCalls(() => listEventsBody(store, params, limits), { warmUp: Math.min(200, pages), calls: pages })).map((ms) => ms * 1000);
     const mean = times.reduce((a, b) => a + b, 0) / times.length;
     console.log(`${query}: median ${times[times.length >> 1].toFixed(0)} µs, mean ${mean.toFixed(0)} µs per page; ${count} events, ${body.length} bytes`);
   }

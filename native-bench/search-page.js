@@ -17,7 +17,7 @@
  */
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { BENCH_STORE_OPTIONS, createOne, EventStore, fillStore, loadAverage, loadModule, openBenchStore, timeCalls } from './lib/in-process-store.js';
+import { BENCH_STORE_OPTIONS, createOne, EventStore, fillStore, loadAverage, loadModule, openBenchStore, timeAsyncCalls } from './lib/in-process-store.js';
 import { seeded } from './lib/payloads.js';
 
 const { openDatabases } = await loadModule('store/index/lmdb-env.js');
@@ -80,9 +80,9 @@ try {
   console.log('\n| Query (page of 100) | Events in page | Median | p99 |\n|---|---|---|---|');
   for (const q of QUERIES) {
     const params = new URLSearchParams({ q, limit: '100' });
-    const body = searchEventsBody(store, params, limits);
+    const body = await searchEventsBody(store, params, limits);
     const count = JSON.parse(body.toString()).count;
-    const times = timeCalls(() => searchEventsBody(store, params, limits), { warmUp: Math.min(100, pages), calls: pages });
+    const times = await timeAsyncCalls(() => searchEventsBody(store, params, limits), { warmUp: Math.min(100, pages), calls: pages });
     console.log(`| \`${q}\` | ${count} | ${percentile(times, 0.5).toFixed(2)} ms | ${percentile(times, 0.99).toFixed(2)} ms |`);
   }
   console.log(`load average after the queries: ${loadAverage()}`);
@@ -137,7 +137,7 @@ try {
     + `indexed ${lastProgress} by its last report; ${createTimes.length} creates meanwhile, one at a time: p50 ${percentile(createTimes, 0.5).toFixed(1)} ms, `
     + `p99 ${percentile(createTimes, 0.99).toFixed(1)} ms, max ${createTimes[createTimes.length - 1]?.toFixed(1)} ms; load average ${loadAverage()}`);
   const params = new URLSearchParams({ q: 'class:person', limit: '100' });
-  const check = JSON.parse(searchEventsBody(store, params, limits).toString());
+  const check = JSON.parse((await searchEventsBody(store, params, limits)).toString());
   console.log(`after the backfill, class:person answers ${check.count} events from the index`);
   await store.close();
 } finally {

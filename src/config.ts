@@ -40,15 +40,15 @@ export interface Config {
   maxVideoUploadBytes: number;
   maxLocalOnlyFileUploadBytes: number;
   /**
-   * Bytes: a list page (`GET /v2/events`, `/v2/events/latest/query`) stops adding events once its
-   * body would pass this (it always holds at least one); also the stored bytes one list request
-   * may read.
+   * Bytes: a list page (`GET /v2/events`, `/v2/events/latest/query`) stops adding events once its body
+   * would pass this (it always holds at least one); also the stored bytes one list request may read.
    */
   maxListResponseBytes: number;
   /** Records one list request may read, matching or not, before it answers with `next_timestamp`. */
   maxListScanRecords: number;
-  /** Entries per image, summed over detections, segmentations, keypoint groups and classifications. */
+  /** Entries per image, and (the second) per create over all its images, summed over detections, segmentations, keypoint groups and classifications. */
   maxPredictionsPerImage: number;
+  maxPredictionsPerEvent: number;
   /** Polygon points and keypoints of one create, summed over its images (docs/API.md, "Create an event"). */
   maxPointsPerEvent: number;
   /**
@@ -251,6 +251,12 @@ function choice<T extends string, U extends T | undefined>(env: Env, setting: Se
   if (!found) throw new ConfigError(setting, `${choices.join(' or ')} (unset: ${unsetMeans})`, raw);
   return found;
 }
+/** The bounds on what one create carries beyond its bytes (docs/API.md, "Create an event"). */
+const createBounds = (env: Env): Pick<Config, 'maxPredictionsPerImage' | 'maxPredictionsPerEvent' | 'maxPointsPerEvent'> => ({
+  maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
+  maxPredictionsPerEvent: number(env, 'MAX_PREDICTIONS_PER_EVENT', 100_000, { min: 1 }),
+  maxPointsPerEvent: number(env, 'MAX_POINTS_PER_EVENT', 100_000, { min: 1 }),
+});
 const LOG_FORMATS = ['json', 'pretty'] as const;
 const HTTP_ENGINES = ['uws', 'node'] as const;
 const INPUT_POLICIES = ['warn', 'reject'] as const;
@@ -286,8 +292,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal = process.st
     maxLocalOnlyFileUploadBytes: number(env, 'MAX_LOCAL_ONLY_FILE_UPLOAD_BYTES', 100 * MiB, { min: 1 }),
     maxListResponseBytes: number(env, 'MAX_LIST_RESPONSE_BYTES', 16 * MiB, { min: 1024, max: 1 * GiB }),
     maxListScanRecords: number(env, 'MAX_LIST_SCAN_RECORDS', 10_000, { min: 1 }),
-    maxPredictionsPerImage: number(env, 'MAX_PREDICTIONS_PER_IMAGE', 10_000, { min: 1 }),
-    maxPointsPerEvent: number(env, 'MAX_POINTS_PER_EVENT', 100_000, { min: 1 }),
+    ...createBounds(env),
     maxInflightBodyBytes: inflightBodyBytes(env, maxRecordSizeBytes),
     lingeringCloseMaxBytes: number(env, 'LINGERING_CLOSE_MAX_BYTES', 64 * MiB, { max: 64 * GiB }),
     lingeringCloseSeconds: number(env, 'LINGERING_CLOSE_SECONDS', 30, { max: 3600 }),
@@ -317,18 +322,12 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal = process.st
   };
 }
 
-/**
- * The sinks the settings configure (docs/OPERATIONS.md, "Sinks"): `cloud` with CLOUD_UPLOAD_URL,
- * `nats` with NATS_URL.
- */
+/** The sinks the settings configure (docs/OPERATIONS.md, "Sinks"): `cloud` with CLOUD_UPLOAD_URL, `nats` with NATS_URL. */
 export function configuredSinks(config: Config): string[] {
   return [...(config.cloudUploadUrl === undefined ? [] : ['cloud']), ...(config.natsServers.length === 0 ? [] : ['nats'])];
 }
 
-/**
- * The settings' secrets, which the logger masks (src/logger.ts): the hosted search's and the
- * cloud's keys, and the passwords MQTT_URL and NATS_URL carry.
- */
+/** The settings' secrets, which the logger masks (src/logger.ts): the hosted search's and the cloud's keys, the passwords MQTT_URL and NATS_URL carry. */
 export function secretsOf(config: Config): (string | undefined)[] {
   const passwords = [config.mqttUrl, ...config.natsServers, ...config.natsSourceServers].flatMap((url) => (url === undefined ? [] : [decodeURIComponent(new URL(url).password)]));
   return [config.searchApiKey, config.cloudApiKey, ...passwords.filter((password) => password !== '')];

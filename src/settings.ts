@@ -31,6 +31,7 @@ export const SETTINGS = {
   maxListScanRecords: 'MAX_LIST_SCAN_RECORDS',
   maxPredictionsPerImage: 'MAX_PREDICTIONS_PER_IMAGE',
   maxPointsPerEvent: 'MAX_POINTS_PER_EVENT',
+  maxPredictionsPerEvent: 'MAX_PREDICTIONS_PER_EVENT',
   maxInflightBodyBytes: 'MAX_INFLIGHT_BODY_BYTES',
   lingeringCloseMaxBytes: 'LINGERING_CLOSE_MAX_BYTES',
   lingeringCloseSeconds: 'LINGERING_CLOSE_SECONDS',

@@ -2,15 +2,19 @@
  * The event search's query plan against its own semantics, on random data and random queries
  * (fast-check): whatever the plan drives from, probes or checks on records, with the search index
  * or without it (the backfill still running), paging with any limit gives exactly the events that
- * `matchesCondition` accepts, newest first. The semantics themselves are checked against an
- * independent oracle in event-search.test.ts.
+ * `matchesCondition` accepts, newest first; a page read in slices with turns between
+ * (scan-turns.ts `scanInTurns`, as the routes read) is the page of one pass, and so are the pages
+ * whose large records are checked on the record checker's worker (record-checker.ts). The semantics
+ * themselves are checked against an independent oracle in event-search.test.ts.
  */
 import fc from 'fast-check';
 import t from 'tap';
 import { Random } from '../scripts/lib/random.js';
-import { searchEventsBody } from '../src/events/read-events.js';
+import { listEventsBody, searchEventsBody } from '../src/events/read-events.js';
 import { eventSearchConditions } from '../src/events/search-conditions.js';
-import { matchesCondition } from '../src/store/read/event-search.js';
+import { matchesCondition, planSearch } from '../src/store/read/event-search.js';
+import { scanPlan } from '../src/store/read/event-query.js';
+import { scanInTurns } from '../src/store/read/scan-turns.js';
 import { decodeRecord } from '../src/store/index/record-codec.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
 import { storeHandles } from '../src/store/read/store-view.js';
@@ -77,12 +81,12 @@ const query: fc.Arbitrary<string> = fc.letrec<{ q: string }>((tie) => ({
 })).q;
 
 /** Every event the search answers, following the cursor with pages of `limit`. */
-function searchAll(local: LocalStore, q: string, limit: number): string[] {
+async function searchAll(local: LocalStore, q: string, limit: number): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | null = null;
   do {
     const params = new URLSearchParams({ q, limit: String(limit), ...(cursor !== null && { cursor }) });
-    const page = JSON.parse(searchEventsBody(local.store, params, LIMITS).toString());
+    const page = JSON.parse((await searchEventsBody(local.store, params, LIMITS)).toString());
     ids.push(...page.events.map((e: { id: string }) => e.id));
     cursor = page.next_cursor;
   } while (cursor !== null);
@@ -95,13 +99,13 @@ t.test('any query, any page size, with or without the search index: exactly the 
   await seed(local);
   const records = [...local.store[storeHandles].dbs.events.getRange({ reverse: true })].map(({ value }) => decodeRecord(value));
   let nonEmpty = 0;
-  fc.assert(fc.property(query, fc.integer({ min: 1, max: 60 }), fc.boolean(), (q, limit, indexed) => {
+  await fc.assert(fc.asyncProperty(query, fc.integer({ min: 1, max: 60 }), fc.boolean(), async (q, limit, indexed) => {
     const condition = eventSearchConditions(q);
     const want = records.filter((record) => matchesCondition(record, condition)).map((record) => record.id);
     if (want.length > 0) nonEmpty++;
     local.store.searchIndexReady = indexed;
     try {
-      const got = searchAll(local, q, limit);
+      const got = await searchAll(local, q, limit);
       if (got.length !== want.length || got.some((id, i) => id !== want[i])) {
         throw new Error(`${q} (limit ${limit}, index ${indexed}): ${got.length} events, the conditions accept ${want.length}`);
       }
@@ -110,4 +114,56 @@ t.test('any query, any page size, with or without the search index: exactly the 
     }
   }), { numRuns: 400, seed: 20261123 });
   t.ok(nonEmpty > 100, `most queries matched something (${nonEmpty} of 400)`);
+});
+
+t.test('a page read in turns of one record each is the page of one pass, with the same next value', async (t) => {
+  const local = await openLocalStore();
+  t.teardown(() => local.close());
+  await seed(local);
+  const { store } = local;
+  const budget = { records: 150, bytes: LIMITS.maxResponseBytes };
+  await fc.assert(fc.asyncProperty(query, fc.integer({ min: 1, max: 60 }), async (q, limit) => {
+    const condition = eventSearchConditions(q);
+    const plan = (before: number | undefined) => planSearch(store, condition, { before, searchIndexReady: true, direction: 'desc' });
+    for (let before: number | undefined, pages = 0; pages < 3; pages++) {
+      const once: number[] = [];
+      const turns: number[] = [];
+      const next = scanPlan(store, plan(before), 'desc', limit, budget, { add: (_json, createdAt) => once.push(createdAt) > 0 });
+      const nextInTurns = await scanInTurns(store, (bound) => plan(bound ?? before), 'desc', limit, budget, { add: (_json, createdAt) => turns.push(createdAt) > 0 }, 0);
+      if (JSON.stringify([turns, nextInTurns]) !== JSON.stringify([once, next])) throw new Error(`${q} (limit ${limit}): in turns ${turns.length} events, next ${nextInTurns}; in one pass ${once.length}, next ${next}`);
+      if (next === null) break;
+      before = next;
+    }
+  }), { numRuns: 150, seed: 20261207 });
+  t.pass('every page equal');
+});
+
+t.test('records of 1 MiB or more are checked on the record checker\'s worker: the same events, page by page', async (t) => {
+  const local = await openLocalStore();
+  t.teardown(() => local.close());
+  // Six events of 30,000 detections (about 1.5 MiB of record each) between small ones.
+  const detection = (i: number, k: number) => ({ class: `c${(i + k) % 5}`, x: 10, y: 10, width: 4, height: 4, confidence: ((i * 7 + k) % 100) / 100 });
+  for (let i = 0; i < 12; i++) {
+    const many = i % 2 === 0 ? 10_000 : 1;
+    await local.create({
+      inference_timestamp: '2026-11-22T01:00:00Z', event_schema: 'custom', event_data: { value: 'x' }, device_id: `d${i % 3}`,
+      custom_metadata: { n: i },
+      images: [0, 1, 2].map((image) => ({ object_detections: Array.from({ length: many }, (_, k) => detection(i + image, k)) })),
+    });
+  }
+  const records = [...local.store[storeHandles].dbs.events.getRange({ reverse: true })].map(({ value }) => decodeRecord(value));
+  for (const q of ['class:c1 min-confidence:0.99', 'class:c4>=4001', 'meta.n>=5 -device:d1', 'min-annotations:3']) {
+    const condition = eventSearchConditions(q);
+    const want = records.filter((record) => matchesCondition(record, condition)).map((record) => record.id);
+    t.same(await searchAll(local, q, 2), want, `${q}: ${want.length} events`);
+  }
+  const listed: string[] = [];
+  for (let next: string | null = null, pages = 0; pages === 0 || next !== null; pages++) {
+    const params = new URLSearchParams({ metadata_filter: 'n:ne:4', limit: '3', ...(next !== null && { end_time: next }) });
+    const page = JSON.parse((await listEventsBody(local.store, params, LIMITS)).toString());
+    listed.push(...page.events.map((e: { id: string }) => e.id));
+    next = page.next_timestamp;
+  }
+  t.same(listed, records.filter((record) => record.custom_metadata.n !== 4).map((record) => record.id), 'a list whose filter no index covers');
+  t.ok(local.store.records.checked >= 6, `${local.store.records.checked} records checked on the worker`);
 });

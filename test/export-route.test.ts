@@ -2,17 +2,25 @@
  * GET /v2/export over real HTTP from a real store: each format on real photos, read back from
  * the zip (COCO consistency, YOLO lines in [0, 1], Label Studio tasks), known centre-based boxes
  * converted, images byte-identical to the stored ones, only the events the query matches, and
- * the errors answered before any byte of zip.
+ * the errors answered before any byte of zip. The export runs on a worker thread
+ * (src/export/export-worker.ts): `/health` and a create are answered while an export of heavy
+ * events is under way, and the zip of heavy events is the one `writeDataset` writes of them.
  */
 import t from 'tap';
 import type { Test } from 'tap';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { finished } from 'node:stream/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { cocoProblems, readZip } from './support/export-data.js';
-import { fixture, getJson, imageEvent, postJson } from './support/events.js';
+import { maximalCreate } from '../scripts/lib/maximal-creates.js';
+import { writeDataset } from '../src/export/dataset-writer.js';
+import type { StoredEvent } from '../src/events/types.js';
+import { cocoProblems, exportEvents, readZip } from './support/export-data.js';
+import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startStore, type TestStore } from './support/store-server.js';
+import { until } from './support/waiting.js';
+import { writableSink } from './support/writable-sink.js';
 
 const person = { class: 'person', x: 225, y: 150, width: 200, height: 180, confidence: 0.92 };
 const dogSegment = { class: 'dog', x: 100, y: 80, width: 40, height: 20, confidence: 0.7, points: [[80, 70], [120, 70], [120, 90], [80, 90]] };
@@ -133,4 +141,84 @@ t.test('errors come before any byte of zip', async (t) => {
   const empty = await fetch(`${store.url}/v2/export?q=*`, { headers: { 'X-API-Key': 'k' } });
   t.equal(empty.status, 200, 'an empty store exports an empty dataset');
   t.equal(Buffer.from(await empty.arrayBuffer()).readUInt32LE(0), 0x04034b50, 'a zip');
+});
+
+t.test('/health and a small create are answered while an export of heavy events is under way', async (t) => {
+  // The export's worker makes its temporary folder (edge-export-*) in os.tmpdir(), read at each
+  // call: a folder of this test's own tells that this export has begun.
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'export-route-tmp-'));
+  const before = process.env.TMPDIR;
+  process.env.TMPDIR = tmp;
+  t.teardown(() => {
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
+    rmSync(tmp, { recursive: true, force: true });
+  });
+  const store = await startStore();
+  t.teardown(store.stop);
+  // The issue's store: events of predictions without image files, each of the most detections a
+  // create may carry (100,000); parsing each one is the export's work.
+  const heavy = maximalCreate('detections');
+  for (let i = 0; i < 4; i++) t.equal((await postJson(`${store.url}/v2/events`, heavy)).status, 201, `heavy event ${i} stored`);
+
+  let exported: Buffer | undefined;
+  const exporting = fetch(`${store.url}/v2/export?q=device:cam-max&format=coco`).then(async (res) => {
+    exported = Buffer.from(await res.arrayBuffer());
+  });
+  await until('the export to begin', () => readdirSync(tmp).some((name) => name.startsWith('edge-export-')), 60_000, 5);
+  const health = await fetch(`${store.url}/health`);
+  t.equal(health.status, 200, '/health answered');
+  t.equal(exported, undefined, '/health answered while the export is under way');
+  const created = await postJson(`${store.url}/v2/events`, smallEvent());
+  t.equal(created.status, 201, 'a small create answered');
+  t.equal(exported, undefined, 'the create answered while the export is under way');
+  t.ok(readdirSync(tmp).some((name) => name.startsWith('edge-export-')), 'the export still at work: its temporary folder, removed at its end, is there');
+
+  await exporting;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'export-route-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(path.join(dir, 'd.zip'), exported!);
+  const doc = JSON.parse((await readZip(path.join(dir, 'd.zip'))).find((e) => e.name === 'annotations.coco.json')!.bytes.toString());
+  t.same([doc.images, doc.annotations], [[], []], 'a complete zip: events without image files export no image');
+});
+
+t.test('the zip of heavy events is the one writeDataset writes of the same events', async (t) => {
+  const store = await startStore();
+  t.teardown(store.stop);
+  const box = (i: number) => ({ class: `c${i % 7}`, x: 10 + (i % 400), y: 10 + (i % 250), width: 20.5, height: 10.25, confidence: 0.5 + (i % 50) / 100 });
+  const crowded = (photo: string) => ({
+    base64Image: fixture(photo).toString('base64'),
+    objectDetections: Array.from({ length: 4_000 }, (_, i) => box(i)),
+    instanceSegmentations: [{ ...dogSegment, points: Array.from({ length: 2_000 }, (_, i) => [10 + (i % 300), 10 + ((i * 7) % 200)]) }],
+    keypoints: [pose],
+    classifications: [{ class: 'indoor', confidence: 0.6 }],
+  });
+  for (const photos of [['cat.jpg', 'rocket.jpg'], ['camera.jpg']]) {
+    t.equal((await postJson(`${store.url}/v2/events`, imageEvent({ deviceId: 'cam-heavy', images: photos.map(crowded) }))).status, 201);
+  }
+  // The events as stored, newest first (as the export reads them), and their images' bytes.
+  const events = (await getJson(`${store.url}/v2/events/search?q=device:cam-heavy`)).body.events as StoredEvent[];
+  const images = new Map<string, Buffer>();
+  for (const id of events.flatMap((e) => e.images.map((image) => image.file_id!))) {
+    images.set(id, Buffer.from(await (await fetch(`${store.url}/images/${id}`)).arrayBuffer()));
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'export-route-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // COCO's info.date_created is the time of the export.
+  const comparable = (entry: { name: string; bytes: Buffer }) => {
+    if (entry.name !== 'annotations.coco.json') return entry.bytes.toString('base64');
+    const { info: _info, ...doc } = JSON.parse(entry.bytes.toString());
+    return JSON.stringify(doc);
+  };
+  for (const format of ['coco', 'yolo', 'labelstudio'] as const) {
+    const route = await exportZip(t, store, 'device:cam-heavy', format);
+    const reference = path.join(dir, `${format}.zip`);
+    const out = createWriteStream(reference);
+    const summary = await writeDataset(format, exportEvents(events), async (id) => images.get(id) ?? null, writableSink(out));
+    await finished(out);
+    t.ok(summary.annotations > 12_000, `${format}: ${summary.annotations} annotations`);
+    const expected = await readZip(reference);
+    t.same(route.entries.map((e) => [e.name, e.method]), expected.map((e) => [e.name, e.method]), `${format}: the same entries`);
+    t.ok(route.entries.every((e, i) => comparable(e) === comparable(expected[i])), `${format}: every entry's bytes the same`);
+  }
 });

@@ -74,12 +74,12 @@ async function fill(local: LocalStore, n: number): Promise<{ id: string; i: numb
   return made.sort((a, b) => b.createdAt - a.createdAt);
 }
 
-function searchIds(local: LocalStore, q: string): string[] {
+async function searchIds(local: LocalStore, q: string): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | undefined;
   do {
     const params = new URLSearchParams({ q, limit: '1000', ...(cursor && { cursor }) });
-    const page = JSON.parse(searchEventsBody(local.store, params, LIMITS).toString());
+    const page = JSON.parse((await searchEventsBody(local.store, params, LIMITS)).toString());
     ids.push(...page.events.map((e: { id: string }) => e.id));
     cursor = page.next_cursor ?? undefined;
   } while (cursor);
@@ -104,15 +104,15 @@ t.test('an old store gains the entries a create writes, and answers right before
     ['stream:s-1 class:dog', matching((i) => i % 3 === 1 && (i % 4 === 2 || i % 4 === 1))],
     ['solution:sol', matching((i) => i % 2 === 0)],
   ];
-  for (const [q, expected] of expectations) t.same(searchIds(local, q), expected, `${q}, while the backfill runs: checked on records`);
+  for (const [q, expected] of expectations) t.same(await searchIds(local, q), expected, `${q}, while the backfill runs: checked on records`);
   // A create during the backfill indexes itself.
   const late = await local.create(eventNumber(3)); // person and bicycle, stream s-0, no solution
   await until('the backfill is done', () => local.store.searchIndexReady, 60_000);
   t.equal(await prepareSearchIndex(local.store[storeHandles].dbs), true, 'meta says the index is current: the next open backfills nothing');
   t.match(local.store.searchIndexBackfill, { indexed: EVENTS, until: local.createdAt(newest[0].id) }, `the backfill indexed the ${EVENTS} events there were (what /stats shows)`);
   t.same(searchKeys(local.store[storeHandles].dbs), expectedKeys(local.store[storeHandles].dbs), 'every event has exactly its entries');
-  t.same(searchIds(local, 'class:person')[0], late.id, 'the event created during the backfill is found');
-  for (const [q, expected] of expectations.slice(1)) t.same(searchIds(local, q), expected, `${q}, from the index`);
+  t.same((await searchIds(local, 'class:person'))[0], late.id, 'the event created during the backfill is found');
+  for (const [q, expected] of expectations.slice(1)) t.same(await searchIds(local, q), expected, `${q}, from the index`);
 });
 
 t.test('a backfill resumes from its last recorded step', async (t) => {

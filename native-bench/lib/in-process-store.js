@@ -78,5 +78,21 @@ export function timeCalls(call, { warmUp, calls }) {
   return times.sort((a, b) => a - b);
 }
 
+/**
+ * Times an async `call` as `timeCalls` does: the routes' reads are async (they yield to the event
+ * loop every few milliseconds: event-query.ts `scanInTurns`), so a call's time is to its answer.
+ * @returns {Promise<number[]>} each timed call's duration (ms), sorted ascending
+ */
+export async function timeAsyncCalls(call, { warmUp, calls }) {
+  for (let i = 0; i < warmUp; i++) await call();
+  const times = [];
+  for (let i = 0; i < calls; i++) {
+    const t0 = performance.now();
+    await call();
+    times.push(performance.now() - t0);
+  }
+  return times.sort((a, b) => a - b);
+}
+
 /** Creates one event, as POST /v2/events does; resolves with the 201 body. */
 export const createOne = ({ store, config }, body) => createEvent(store, config, body);

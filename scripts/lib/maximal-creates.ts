@@ -15,10 +15,12 @@ export interface CreateCaps {
   maxPointsPerEvent: number;
   /** MAX_PREDICTIONS_PER_IMAGE (entries per image). */
   maxPredictionsPerImage: number;
+  /** MAX_PREDICTIONS_PER_EVENT (entries per create). */
+  maxPredictionsPerEvent: number;
 }
 
 /** The default caps of a store with no settings (src/config.ts). */
-export const DEFAULT_CAPS: CreateCaps = { maxRecordSizeBytes: 20 * 1024 * 1024, maxPointsPerEvent: 100_000, maxPredictionsPerImage: 10_000 };
+export const DEFAULT_CAPS: CreateCaps = { maxRecordSizeBytes: 20 * 1024 * 1024, maxPointsPerEvent: 100_000, maxPredictionsPerImage: 10_000, maxPredictionsPerEvent: 100_000 };
 
 /** Points per polygon the schema accepts (schemas/shapes.json, `points`). */
 export const MAX_POINTS_PER_POLYGON = 10_000;
@@ -71,7 +73,8 @@ function paddedJpegBase64(length: number): string {
  * - `points`: MAX_POINTS_PER_EVENT polygon points and nothing else, in the densest text: the most
  *   parsed memory per body byte, so the most of it MAX_INFLIGHT_BODY_BYTES lets in at once;
  * - `detections`: images of MAX_PREDICTIONS_PER_IMAGE detections each, as many as fit the body
- *   (up to the schema's 100 images): the most objects one valid create can carry.
+ *   (up to the schema's 100 images) and MAX_PREDICTIONS_PER_EVENT: the most objects one valid
+ *   create can carry (10 images of 10,000 by default; 26, 260,000 detections, before that bound).
  */
 export function maximalCreate(kind: MaximalKind, caps: CreateCaps = DEFAULT_CAPS): string {
   const room = caps.maxRecordSizeBytes - SLACK_BYTES;
@@ -86,6 +89,6 @@ export function maximalCreate(kind: MaximalKind, caps: CreateCaps = DEFAULT_CAPS
   const detection = (i: number) => ({ class: `c${i % 80}`, x: 100 + (i % 1700), y: 50 + (i % 1000), width: 40.5, height: 80.25, confidence: 0.875 });
   const image = { label: 'crowd', object_detections: Array.from({ length: caps.maxPredictionsPerImage }, (_, i) => detection(i)) };
   const perImage = JSON.stringify(image).length + 1;
-  const fits = Math.max(1, Math.min(100, Math.floor((room - JSON.stringify(envelope([])).length) / perImage)));
+  const fits = Math.max(1, Math.min(100, Math.floor(caps.maxPredictionsPerEvent / caps.maxPredictionsPerImage), Math.floor((room - JSON.stringify(envelope([])).length) / perImage)));
   return JSON.stringify(envelope(Array.from({ length: fits }, () => image)));
 }

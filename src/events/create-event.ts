@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import { AppError, type ValidationIssue } from '../errors.js';
 import { type DecodedImage, type EventStore, formatMicros, type NewEvent, type PreparedCreate } from '../store/index.js';
 import { decodeImage, nonImageIssue } from './decode-image.js';
-import { assertPointLimit, assertPredictionLimit } from './prediction-limit.js';
+import { assertEventPredictionLimit, assertPointLimit, assertPredictionLimit } from './prediction-limit.js';
 import type { CreateEventInput } from './types.js';
 import { ignoredKeyIssue, ignoredKeys, type IgnoredKey } from './unknown-keys.js';
 import { validateCreateBody } from './validate.js';
@@ -17,8 +17,11 @@ import { validateCreateBody } from './validate.js';
  */
 export type EventWriter = Pick<EventStore, 'create'>;
 
-/** The bounds on predictions a create checks: MAX_PREDICTIONS_PER_IMAGE and MAX_POINTS_PER_EVENT (docs/API.md, "Create an event"). */
-export type PredictionLimits = Pick<Config, 'maxPredictionsPerImage' | 'maxPointsPerEvent'>;
+/**
+ * The bounds on predictions a create checks: MAX_PREDICTIONS_PER_IMAGE, MAX_PREDICTIONS_PER_EVENT
+ * and MAX_POINTS_PER_EVENT (docs/API.md, "Create an event").
+ */
+export type PredictionLimits = Pick<Config, 'maxPredictionsPerImage' | 'maxPredictionsPerEvent' | 'maxPointsPerEvent'>;
 
 /** The settings a create body is checked against (docs/API.md, "Create an event"; docs/OPERATIONS.md, "Settings"). */
 export type CreateLimits = PredictionLimits & Pick<Config, 'defaultSolutionId' | 'cloudUploadUrl' | 'unknownKeys' | 'nonImagePayloads'>;
@@ -91,11 +94,13 @@ export async function prepareCreate(body: unknown, limits: CreateLimits): Promis
  * (src/hub/event-import.ts) both check.
  * @param body the parsed JSON body, camelCase or snake_case
  * @throws AppError validation_failed / unknown_event_schema (422; validation_failed also for an
- *   image over MAX_PREDICTIONS_PER_IMAGE and an event over MAX_POINTS_PER_EVENT), event_data_invalid (400)
+ *   image over MAX_PREDICTIONS_PER_IMAGE and an event over MAX_PREDICTIONS_PER_EVENT or
+ *   MAX_POINTS_PER_EVENT), event_data_invalid (400)
  */
 export function validatedCreate(body: unknown, limits: PredictionLimits): CreateEventInput {
   const input = validateCreateBody(body);
   assertPredictionLimit(input.images, limits.maxPredictionsPerImage);
+  assertEventPredictionLimit(input.images, limits.maxPredictionsPerEvent);
   assertPointLimit(input.images, limits.maxPointsPerEvent);
   return input;
 }

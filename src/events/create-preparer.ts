@@ -69,8 +69,8 @@ export class CreatePreparer {
 
   private started(): Worker {
     if (this.worker) return this.worker;
-    const { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads } = this.limits;
-    const limits: CreateLimits = { maxPredictionsPerImage, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads };
+    const { maxPredictionsPerImage, maxPredictionsPerEvent, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads } = this.limits;
+    const limits: CreateLimits = { maxPredictionsPerImage, maxPredictionsPerEvent, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads };
     const worker = startWorker(WORKER_MODULE, { workerData: limits });
     worker.unref();
     worker.on('message', (message: PreparedMessage) => this.settle(message));

@@ -1,7 +1,7 @@
 /**
  * The bounds on what one create carries beyond its bytes (docs/API.md, "Create an event";
- * docs/OPERATIONS.md, "Settings"): predictions per image (MAX_PREDICTIONS_PER_IMAGE) and points per
- * event (MAX_POINTS_PER_EVENT). A create body within MAX_RECORD_SIZE_BYTES can still carry hundreds
+ * docs/OPERATIONS.md, "Settings"): predictions per image (MAX_PREDICTIONS_PER_IMAGE) and per event
+ * (MAX_PREDICTIONS_PER_EVENT), and points per event (MAX_POINTS_PER_EVENT). A create body within MAX_RECORD_SIZE_BYTES can still carry hundreds
  * of thousands of detections per image, or millions of polygon points (a 20 MiB body holds 3.5
  * million `[x,y]` pairs, each a JavaScript array of about 70 bytes once parsed: 12 times its text),
  * and every list page that returns such an event decodes and serializes them all; the bounds keep
@@ -52,6 +52,31 @@ export function assertPredictionLimit(images: readonly ImageResults[], maxPerIma
       type: 'value_error.predictions.max_items',
     }]);
   });
+}
+
+/**
+ * Checks a validated, normalised create body against the bound on predictions per event: those
+ * `predictionCount` counts, summed over all its images. A create of 260,000 detections (26 images
+ * of 10,000, within MAX_RECORD_SIZE_BYTES) cost 1.75 s of CPU to take, and each read of its event
+ * (a search's check, an export's conversion) about 0.2 s; the bound keeps both in proportion
+ * (native-bench/RESULTS.stalls.md).
+ * @param images the images as `validateCreateBody` returns them (snake_case, arrays present)
+ * @param maxPerEvent MAX_PREDICTIONS_PER_EVENT (entries per create)
+ * @throws AppError validation_failed (422), one FastAPI-shaped issue at `['body', 'images', i]`,
+ *   the image at which the sum passes the bound, naming MAX_PREDICTIONS_PER_EVENT and the event's total
+ */
+export function assertEventPredictionLimit(images: readonly ImageResults[], maxPerEvent: number): void {
+  const counts = images.map(predictionCount);
+  const total = counts.reduce((sum, count) => sum + count, 0);
+  if (total <= maxPerEvent) return;
+  let sum = 0;
+  const at = counts.findIndex((count) => (sum += count) > maxPerEvent);
+  throw new AppError('validation_failed', [{
+    loc: ['body', 'images', at],
+    msg: `the event has ${total} predictions (object detections, instance segmentations, keypoint groups and classifications, over all its images), `
+      + `passing the bound at image ${at}; MAX_PREDICTIONS_PER_EVENT allows at most ${maxPerEvent} per event`,
+    type: 'value_error.predictions.max_items',
+  }]);
 }
 
 /**

@@ -2,10 +2,13 @@
  * The read routes (docs/API.md, "Routes"): list (`GET /v2/events`), latest
  * (`GET /v2/events/latest/query`), search (`GET /v2/events/search`), one event
  * (`GET /v2/events/{event_id}`) and count statistics (`GET /events/count/stats`). Events are
- * answered with their stored JSON (record-codec.ts).
+ * answered with their stored JSON (record-codec.ts). A page or a count is read in slices of a few
+ * milliseconds with a turn of the event loop between, and a large record a filter checks is
+ * checked on a worker meanwhile (store/read/scan-turns.ts, record-checker.ts), so no read holds
+ * the HTTP thread for long (docs/API.md, "Requests share the store").
  */
 import { AppError } from '../errors.js';
-import { countEvents, type EventQuery, type EventStore, formatMicrosOrNull, type PageSink, planSearch, scanEvents, scanPlan } from '../store/index.js';
+import { countEventsInTurns, type EventQuery, type EventStore, formatMicrosOrNull, type PageSink, planSearch, scanEventsInTurns, scanInTurns } from '../store/index.js';
 import { parseCountQuery, parseLatestQuery, parseLimit, parseListQuery } from './list-query.js';
 import { compileEventQuery } from './search-conditions.js';
 import { parseSearchCursor, requiredQuery, searchCursor } from './search-cursor.js';
@@ -90,9 +93,10 @@ class JsonPage implements PageSink {
  * `next_timestamp` null when nothing follows), concatenated from the events' stored JSON without
  * ever holding the page as one string.
  */
-function page(store: EventStore, query: EventQuery, limits: ListLimits): Buffer {
+async function page(store: EventStore, query: EventQuery, limits: ListLimits): Promise<Buffer> {
   const sink = new JsonPage(limits.maxResponseBytes);
-  const next = scanEvents(store, query, { records: limits.maxScanRecords, bytes: limits.maxResponseBytes }, sink);
+  const checkAway = (record: Uint8Array) => store.records.check(record, { kind: 'query', query });
+  const next = await scanEventsInTurns(store, query, { records: limits.maxScanRecords, bytes: limits.maxResponseBytes }, sink, checkAway);
   return sink.finish('next_timestamp', formatMicrosOrNull(next));
 }
 
@@ -105,7 +109,7 @@ function page(store: EventStore, query: EventQuery, limits: ListLimits): Buffer 
  * @returns the body, UTF-8 JSON (bytes)
  * @throws AppError invalid_query (400), validation_failed (422)
  */
-export function listEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Buffer {
+export function listEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Promise<Buffer> {
   return page(store, parseListQuery(params), limits);
 }
 
@@ -116,7 +120,7 @@ export function listEventsBody(store: EventStore, params: URLSearchParams, limit
  * @returns the body, UTF-8 JSON (bytes)
  * @throws AppError validation_failed (422)
  */
-export function latestEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Buffer {
+export function latestEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Promise<Buffer> {
   return page(store, parseLatestQuery(params), limits);
 }
 
@@ -140,20 +144,24 @@ export function getEventBody(store: EventStore, id: string): Buffer {
  * @throws AppError invalid_search_query (400) for a query that does not parse, invalid_query
  *   (400) for a malformed cursor or a parameter the route does not take (query-params.ts), validation_failed (422) for `limit` or a missing `q`
  */
-export function searchEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Buffer {
+export async function searchEventsBody(store: EventStore, params: URLSearchParams, limits: ListLimits): Promise<Buffer> {
   assertKnownParams(params, 'search');
   const condition = compileEventQuery(requiredQuery(params));
   const limit = parseLimit(params);
-  const before = parseSearchCursor(params.get('cursor'));
-  const plan = planSearch(store, condition, { before, searchIndexReady: store.searchIndexReady, direction: 'desc' });
+  const cursor = parseSearchCursor(params.get('cursor'));
+  const checkAway = (record: Uint8Array) => store.records.check(record, { kind: 'search', condition });
+  const plan = (bound: number | undefined) => ({
+    ...planSearch(store, condition, { before: bound ?? cursor, searchIndexReady: store.searchIndexReady, direction: 'desc' }),
+    checkAway,
+  });
   const sink = new JsonPage(limits.maxResponseBytes);
-  const next = scanPlan(store, plan, 'desc', limit, { records: limits.maxScanRecords, bytes: limits.maxResponseBytes }, sink);
+  const next = await scanInTurns(store, plan, 'desc', limit, { records: limits.maxScanRecords, bytes: limits.maxResponseBytes }, sink);
   return sink.finish('next_cursor', next === null ? null : searchCursor(next));
 }
 
 /** Total and filtered counts with the oldest and newest created_at of the filtered events. */
-export function countStatsResponse(store: EventStore, params: URLSearchParams): CountStatsResponse {
-  const counts = countEvents(store, parseCountQuery(params));
+export async function countStatsResponse(store: EventStore, params: URLSearchParams): Promise<CountStatsResponse> {
+  const counts = await countEventsInTurns(store, parseCountQuery(params));
   return {
     total_count: counts.total,
     filtered_count: counts.filtered,

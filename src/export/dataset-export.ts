@@ -2,26 +2,29 @@
  * The dataset export of a search (docs/API.md, "Dataset export"): the events a query matches,
  * with their image files, written by src/export/dataset-writer.ts into any byte sink. Knows
  * nothing of HTTP: the route checks the request with `prepareExport`, starts its response, and
- * hands it to `writeExport` as the sink.
+ * hands it to `writeExport` as the sink. The export runs on a worker thread of its own
+ * (export-worker.ts): the HTTP thread only checkpoints the store first and passes the zip's
+ * chunks on to the sink, so an export of any size never holds other requests.
  */
-import { validationError } from '../errors.js';
+import { AppError, errorFromReport, validationError } from '../errors.js';
 import type { ByteSink } from './dataset-zip.js';
-import { writeDataset } from './dataset-writer.js';
-import { exportEventOf } from './export-event.js';
-import { EXPORT_FORMATS, isExportFormat, type ExportEvent, type ExportFormat, type ExportSummary } from './export-types.js';
+import type { ExportHostMessage, ExportJob, ExportWorkerMessage } from './export-worker.js';
+import { EXPORT_FORMATS, isExportFormat, type ExportFormat, type ExportSummary } from './export-types.js';
 import type { EventStore, SearchCondition } from '../store/index.js';
-import { matchingEvents } from '../events/matching-events.js';
 import { assertKnownParams } from '../events/query-params.js';
 import { paramDefault } from '../events/read-params.js';
 import type { ListLimits } from '../events/read-events.js';
 import { compileEventQuery } from '../events/search-conditions.js';
 import { requiredQuery } from '../events/search-cursor.js';
+import { startWorker, workerModule } from '../worker-start.js';
 
 /** A checked export request. */
 export interface ExportRequest {
   condition: SearchCondition;
   format: ExportFormat;
 }
+
+const WORKER_MODULE = workerModule(import.meta.url, 'export-worker');
 
 /**
  * Checks the parameters of `GET /v2/export`: `q` (required) and `format` (default `coco`).
@@ -39,34 +42,45 @@ export function prepareExport(params: URLSearchParams): ExportRequest {
 }
 
 /**
- * Reads the bytes of stored image `fileId` whole (images are at most MAX_RECORD_SIZE_BYTES; a file
- * compaction moved meanwhile is found at its new place: StoredFile.read).
- * @returns null when the file is gone (storage cleanup deleted it meanwhile) or is no image
- * @throws the fs error of a failed read other than a deleted file
- */
-async function readImage(store: EventStore, fileId: string): Promise<Buffer | null> {
-  const file = store.openFile(fileId);
-  if (!file || file.kind !== 'image') return null;
-  try {
-    return await file.readAll();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || !store.openFile(fileId)) return null;
-    throw err;
-  }
-}
-
-async function* exportEvents(store: EventStore, condition: SearchCondition, limits: ListLimits): AsyncGenerator<ExportEvent> {
-  for await (const event of matchingEvents(store, condition, limits)) {
-    yield exportEventOf(event, (fileId) => store.openFile(fileId)?.contentType);
-  }
-}
-
-/**
- * Writes the export of `request` into `sink` and ends it (dataset-writer.ts `writeDataset`).
+ * Writes the export of `request` into `sink` and ends it (dataset-writer.ts `writeDataset`, on
+ * the export's worker). Every create and update acknowledged before the call is exported if it
+ * matches (the store is checkpointed first, and the worker reads LMDB); events created meanwhile
+ * may not be.
  * @returns the summary; `aborted` when the sink went away first
- * @throws AppError disk_full or store_failure, as `writeDataset`, with the sink neither written
- *   further nor ended
+ * @throws AppError disk_full or store_failure, as `writeDataset`, or store_failure when the worker
+ *   stops without an answer, with the sink neither written further nor ended
  */
-export function writeExport(store: EventStore, request: ExportRequest, sink: ByteSink, limits: ListLimits): Promise<ExportSummary> {
-  return writeDataset(request.format, exportEvents(store, request.condition, limits), (fileId) => readImage(store, fileId), sink);
+export async function writeExport(store: EventStore, request: ExportRequest, sink: ByteSink, limits: ListLimits): Promise<ExportSummary> {
+  await store.checkpointed();
+  const job: ExportJob = {
+    dataDir: store.dataDir,
+    condition: request.condition,
+    format: request.format,
+    limits: { maxResponseBytes: limits.maxResponseBytes, maxScanRecords: limits.maxScanRecords },
+    searchIndexReady: store.searchIndexReady,
+  };
+  const worker = startWorker(WORKER_MODULE, { workerData: job });
+  const tell = (message: ExportHostMessage) => worker.postMessage(message);
+  /** Passes one chunk on, then acknowledges it once the sink took it (or tells the worker the client went away). */
+  const take = async (bytes: Uint8Array): Promise<void> => {
+    if (sink.aborted) return tell({ type: 'aborted' });
+    if (!sink.write(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))) await sink.writable();
+    tell(sink.aborted ? { type: 'aborted' } : { type: 'taken', bytes: bytes.byteLength });
+  };
+  try {
+    return await new Promise<ExportSummary>((resolve, reject) => {
+      // Chunks are passed on in order, each after the sink took the one before.
+      let passing = Promise.resolve();
+      worker.on('message', (message: ExportWorkerMessage) => {
+        if (message.type === 'chunk') passing = passing.then(() => take(message.bytes));
+        else if (message.type === 'end') passing = passing.then(() => sink.end());
+        else if (message.type === 'done') void passing.then(() => resolve(message.summary), reject);
+        else reject(errorFromReport(message.error));
+      });
+      worker.on('error', (err) => reject(new AppError('store_failure', 'The export\'s worker failed', { cause: err })));
+      worker.on('exit', (code) => reject(new AppError('store_failure', `The export's worker exited with code ${code} before it answered`)));
+    });
+  } finally {
+    await worker.terminate();
+  }
 }

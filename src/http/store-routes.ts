@@ -85,7 +85,7 @@ const createDoc: RouteDoc = {
     event_data_invalid: 'event_data does not conform to its schema; detail, a string, names the schema and every problem, and errors lists them as {loc, msg, type}.',
     image_decode_failed: 'An image failed to decode from base64.',
     unknown_event_schema: 'Unknown event_schema.',
-    validation_failed: 'Request validation failed, an image over MAX_PREDICTIONS_PER_IMAGE, or malformed JSON; detail is a list of {loc, msg, type}.',
+    validation_failed: 'Request validation failed, an image over MAX_PREDICTIONS_PER_IMAGE, an event over MAX_PREDICTIONS_PER_EVENT or MAX_POINTS_PER_EVENT, or malformed JSON; detail is a list of {loc, msg, type}.',
     store_failure: 'Store failure.',
     disk_full: 'Disk full.',
   },
@@ -186,7 +186,7 @@ export const storeRoutes: Route[] = [
         validation_failed: 'limit out of range or other invalid parameter.',
       },
     },
-    handler: (ex, ctx) => jsonBytes(listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
+    handler: async (ex, ctx) => jsonBytes(await listEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
   },
   {
     method: 'get',
@@ -210,7 +210,7 @@ export const storeRoutes: Route[] = [
         validation_failed: 'q missing, or limit out of range.',
       },
     },
-    handler: (ex, ctx) => jsonBytes(searchEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
+    handler: async (ex, ctx) => jsonBytes(await searchEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
   },
   {
     method: 'get',
@@ -226,7 +226,7 @@ export const storeRoutes: Route[] = [
       responses: { 200: jsonResponse('EventList', 'Events, most recent first.') },
       errors: { validation_failed: 'limit out of range.' },
     },
-    handler: (ex, ctx) => jsonBytes(latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
+    handler: async (ex, ctx) => jsonBytes(await latestEventsBody(ctx.store, ex.searchParams(), listLimits(ctx))),
   },
   {
     method: 'get',
@@ -253,7 +253,7 @@ export const storeRoutes: Route[] = [
       parameters: readParamDocs('count'),
       responses: { 200: jsonResponse('CountStats', 'Counts.') },
     },
-    handler: (ex, ctx) => ({ status: 200, body: countStatsResponse(ctx.store, ex.searchParams()) }),
+    handler: async (ex, ctx) => ({ status: 200, body: await countStatsResponse(ctx.store, ex.searchParams()) }),
   },
   {
     method: 'post',

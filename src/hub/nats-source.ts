@@ -55,7 +55,7 @@ const RECONNECT = { baseMs: 500, capMs: 30_000, random: Math.random };
 const MISSED_HEARTBEATS = 3;
 
 /** The settings hub mode reads. */
-export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket' | 'maxRecordSizeBytes' | 'maxVideoUploadBytes' | 'maxPredictionsPerImage' | 'maxPointsPerEvent' | 'natsSourceLagWarnSeconds'>;
+export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket' | 'maxRecordSizeBytes' | 'maxVideoUploadBytes' | 'maxPredictionsPerImage' | 'maxPredictionsPerEvent' | 'maxPointsPerEvent' | 'natsSourceLagWarnSeconds'>;
 
 /** `/stats` `hub` (docs/API.md, "Statistics"). */
 export interface HubStatus extends HubLagStatus {

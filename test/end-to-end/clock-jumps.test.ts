@@ -157,10 +157,10 @@ t.test('a re-stamp moves every entry naming an event\'s created_at, in order, in
   t.equal((await file.readAll()).length, file.size, 'and reads whole');
 
   const limits = { maxResponseBytes: 1e7, maxScanRecords: 1e4 };
-  const list = (params: Record<string, string>) => JSON.parse(listEventsBody(local.store, new URLSearchParams(params), limits).toString()).events.map((e: { id: string }) => e.id);
-  t.same(list({ device_id: 'cam-restamp', sort_direction: 'asc' }), created.map((c) => c.id), 'the device index lists them, in order');
-  t.same(list({ metadata_filter: 'n:2' }), [created[2].id], 'a metadata index finds one');
-  t.same(list({ start_time: formatMicros(now + 1), sort_direction: 'asc' }), created.map((c) => c.id), 'a time window after `now` finds the five');
+  const list = async (params: Record<string, string>) => JSON.parse((await listEventsBody(local.store, new URLSearchParams(params), limits)).toString()).events.map((e: { id: string }) => e.id);
+  t.same(await list({ device_id: 'cam-restamp', sort_direction: 'asc' }), created.map((c) => c.id), 'the device index lists them, in order');
+  t.same(await list({ metadata_filter: 'n:2' }), [created[2].id], 'a metadata index finds one');
+  t.same(await list({ start_time: formatMicros(now + 1), sort_direction: 'asc' }), created.map((c) => c.id), 'a time window after `now` finds the five');
   t.same(unshipped(local.store, 'cloud', 100).map((e) => e.createdAt), [now, ...news.slice(0, 4)], 'the finalized ones keep their place in the shipping ledger, by their new created_at');
   t.equal(readSinkCursor(local.store, 'mqtt'), news[2], 'a sink\'s created_at cursor names the same event');
   t.same(local.store.counters().events, 6, 'counters unchanged');

@@ -116,18 +116,30 @@ export function stampedValue(prepared: PreparedCreate, createdAt: number, presen
 }
 
 /**
+ * Object detections in an event from which the head keeps only each one's class and confidence
+ * (`headRecord`); below it, the detections are kept as they are, with no copy made.
+ */
+export const HEAD_GEOMETRY_DETECTIONS = 1000;
+
+/**
  * The record as the head keeps it (docs/STORAGE.md, "The head"): the same, but each
- * instance segmentation's `points` and each keypoint group's `keypoints` empty. Nothing that
- * reads the head's records looks at them: queries, index keys, counters and the stream's filters
- * read classes, confidences and how many predictions there are, and every read of an event's
- * content reads its stored value. Kept, a create's up to MAX_POINTS_PER_EVENT points would stay
- * on the HTTP thread's heap until its checkpoint, for every major GC to mark, and would be copied
- * back from the create preparer's worker.
+ * instance segmentation's `points` and each keypoint group's `keypoints` empty, and, in an event
+ * of HEAD_GEOMETRY_DETECTIONS object detections or more, each detection only its `class` and
+ * `confidence`. Nothing that reads the head's records looks at the rest: queries, index keys,
+ * counters and the stream's filters read classes, confidences and how many predictions there
+ * are, and every read of an event's content reads its stored value. Kept, a create's up to
+ * MAX_POINTS_PER_EVENT points, or the geometry of its up to MAX_PREDICTIONS_PER_EVENT detections,
+ * would stay on the HTTP thread's heap until its checkpoint, for every major GC to mark, and
+ * would be copied back from the create preparer's worker (issue 72: 100,000 detections held the
+ * HTTP thread for their copy and its garbage collection).
  */
 export function headRecord(record: EventRecord): EventRecord {
-  if (!record.images.some((i) => i.instance_segmentations.length > 0 || i.keypoints.length > 0)) return record;
+  const detections = record.images.reduce((n, image) => n + image.object_detections.length, 0) >= HEAD_GEOMETRY_DETECTIONS;
+  if (!detections && !record.images.some((i) => i.instance_segmentations.length > 0 || i.keypoints.length > 0)) return record;
+  const classOnly = (d: unknown) => ({ class: (d as { class: string }).class, confidence: (d as { confidence: number }).confidence });
   const images = record.images.map((image) => ({
     ...image,
+    object_detections: detections ? image.object_detections.map(classOnly) : image.object_detections,
     instance_segmentations: image.instance_segmentations.map((s) => ({ ...(s as object), points: [] })),
     keypoints: image.keypoints.map((g) => ({ ...(g as object), keypoints: [] })),
   }));

@@ -315,6 +315,15 @@ export function decodeRecord(value: Uint8Array): EventRecord {
 }
 
 /**
+ * The bytes of a stored value that `decodeRecord` reads and decodes alike: the record part of
+ * layout 3 (a view into `value`, no copy), the whole value of older layouts.
+ * @throws Error on a malformed layout-3 value
+ */
+export function recordBytes(value: Uint8Array): Uint8Array {
+  return layout3Record(value) ?? value;
+}
+
+/**
  * The bytes of a stored value that `decodeRecord` reads (bytes): the record part of layout 3,
  * the whole value of older layouts. What a filter check on the decoded record costs to read.
  * @throws Error on a malformed layout-3 value

@@ -12,6 +12,7 @@
  * stored JSON (record-codec.ts `storedJson`), decoded only for such a check.
  */
 import type { Key } from 'lmdb';
+import { performance } from 'node:perf_hooks';
 import { NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
 import type { IndexSource } from '../index/index-source.js';
 import { storeHandles, type StoreView } from './store-view.js';
@@ -20,7 +21,7 @@ import {
   metadataPrefix, type IndexedField,
 } from '../index/index-keys.js';
 import type { EventRecord, RecordMetadataValue } from '../record/event-record.js';
-import { decodeRecord, recordByteLength, storedJson } from '../index/record-codec.js';
+import { decodeRecord, recordByteLength, recordBytes, storedJson } from '../index/record-codec.js';
 
 export type MetadataOperator = 'eq' | 'ne' | 'gt' | 'lt' | 'gte' | 'lte';
 
@@ -198,21 +199,45 @@ export interface ScanPlan {
   exact: boolean;
   /** True when a decoded record passes every condition (asked only when not `exact`). */
   matches(record: EventRecord): boolean;
+  /**
+   * The same check of a record's bytes (record-codec.ts `recordBytes`, a copy moved to it) off the
+   * HTTP thread (record-checker.ts), for a record of RECORD_CHECK_OFF_THREAD_BYTES or more: when
+   * given, `scanPlan` pauses at such a record (`ScanProgress.away`) instead of decoding it.
+   */
+  checkAway?: (record: Uint8Array) => Promise<boolean>;
+}
+
+/**
+ * What a scan did so far, across the slices of one request (scan-turns.ts `scanInTurns`):
+ * `paused`, the last slice stopped at its deadline or (`away`) at a large record to check off
+ * the HTTP thread; `decided`, that check's answer, taken when the next slice reads the record.
+ */
+export interface ScanProgress {
+  taken: number;
+  records: number;
+  bytes: number;
+  paused: boolean;
+  away?: { ts: number; record: Uint8Array };
+  decided?: { ts: number; matches: boolean };
+}
+
+export const newScanProgress = (): ScanProgress => ({ taken: 0, records: 0, bytes: 0, paused: false });
+
+/** The plan of a list query, bounded at `bound` when given (its next record: `start_time` ascending, `end_time` descending). */
+export function listPlan(store: StoreView, query: EventQuery, bound?: number): ScanPlan {
+  const bounded = bound === undefined ? query : { ...query, [query.direction === 'asc' ? 'startTime' : 'endTime']: bound };
+  return { cursor: planCursor(store, bounded, query.direction), exact: planIsExact(query), matches: (record) => matchesQuery(record, query) };
 }
 
 /**
  * Walks the records of `query` in created_at order and hands the stored JSON of up to
- * `query.limit` matching ones to `sink` (`scanPlan` over the list's plan).
+ * `query.limit` matching ones to `sink` (`scanPlan` over the list's plan), in one pass: for a
+ * caller that bounds the page itself and yields between pages (the live stream's catch-up).
  * @returns as `scanPlan`
  * @throws as `scanPlan`
  */
 export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudget, sink: PageSink): number | null {
-  const plan: ScanPlan = {
-    cursor: planCursor(store, query, query.direction),
-    exact: planIsExact(query),
-    matches: (record) => matchesQuery(record, query),
-  };
-  return scanPlan(store, plan, query.direction, query.limit, budget, sink);
+  return scanPlan(store, listPlan(store, query), query.direction, query.limit, budget, sink);
 }
 
 /**
@@ -221,36 +246,47 @@ export function scanEvents(store: StoreView, query: EventQuery, budget: ScanBudg
  * not exact, to check it, within `budget`, so a filter that matches little never reads the whole
  * store in one request: the page then ends early, possibly empty, with the next value set.
  * The plan's cursor is closed on return.
+ * @param progress what the walk did in earlier slices (`scanInTurns`), updated
+ * @param deadline `performance.now()` (ms) past which the slice stops, once it read a record,
+ *   with `progress.paused` set; the value returned is then where the next slice starts
  * @returns the created_at (µs) of the first record not handed over (the page ended at the
  *   limit, when the sink was full, or when the budget was spent), or null when nothing follows;
  *   passed back as the inclusive bound (`start_time` ascending, `end_time` descending) it
  *   continues without skipping or repeating an event
  * @throws Error from the record codec for a record it cannot decode
  */
-export function scanPlan(store: StoreView, plan: ScanPlan, direction: Direction, limit: number, budget: ScanBudget, sink: PageSink): number | null {
+export function scanPlan(
+  store: StoreView, plan: ScanPlan, direction: Direction, limit: number, budget: ScanBudget, sink: PageSink,
+  progress: ScanProgress = newScanProgress(), deadline = Infinity,
+): number | null {
   const { cursor, exact } = plan;
-  let taken = 0;
-  let readRecords = 0;
-  let readBytes = 0;
+  let readNow = 0;
   try {
     for (let ts = cursor.seek(origin(direction)); ts !== undefined; ts = cursor.seek(step(ts, direction))) {
+      if (readNow > 0 && performance.now() >= deadline) {
+        progress.paused = true;
+        return ts;
+      }
+      readNow++;
       // Once the page is full, `next` is the first matching record after it (null when none).
-      const full = taken === limit;
+      const full = progress.taken === limit;
       if (full && exact) return ts;
       // Valid until the next LMDB read: checked, and copied by the sink, before the cursor moves.
       const value = store.eventValue(ts);
       if (!value) continue;
-      if (readRecords > 0 && (readRecords >= budget.records || readBytes >= budget.bytes)) return ts;
-      readRecords++;
+      if (progress.records > 0 && (progress.records >= budget.records || progress.bytes >= budget.bytes)) return ts;
+      if (!exact && sendAway(plan, progress, ts, value)) return ts;
+      progress.records++;
       if (!exact) {
-        readBytes += recordByteLength(value);
-        if (!plan.matches(decodeRecord(value))) continue;
+        progress.bytes += recordByteLength(value);
+        const decided = progress.decided?.ts === ts ? progress.decided.matches : undefined;
+        if (!(decided ?? plan.matches(decodeRecord(value)))) continue;
         if (full) return ts;
       }
       const json = storedJson(value, store.present);
       if (!sink.add(json, ts)) return ts;
-      readBytes += json.length;
-      taken++;
+      progress.bytes += json.length;
+      progress.taken++;
     }
     return null;
   } finally {
@@ -259,36 +295,68 @@ export function scanPlan(store: StoreView, plan: ScanPlan, direction: Direction,
 }
 
 /**
- * Counts the records a query matches, with the oldest and newest created_at among them.
- * Cost is proportional to the matching index entries, not to the store.
+ * Records whose bytes (`recordBytes`) are at least this many are checked off the HTTP thread when
+ * the plan can (`ScanPlan.checkAway`; record-checker.ts): 1 MiB of msgpack is 15,000 to 20,000
+ * detections, some 10 ms to decode.
+ */
+export const RECORD_CHECK_OFF_THREAD_BYTES = 1024 * 1024;
+
+/**
+ * Pauses the scan at a large record to check off the thread (`ScanPlan.checkAway`): sets
+ * `progress.away` to a copy of its record bytes and answers true, unless its check was decided.
+ */
+function sendAway(plan: ScanPlan, progress: ScanProgress, ts: number, value: Buffer): boolean {
+  if (!plan.checkAway || progress.decided?.ts === ts) return false;
+  const record = recordBytes(value);
+  if (record.length < RECORD_CHECK_OFF_THREAD_BYTES) return false;
+  progress.away = { ts, record: new Uint8Array(record) };
+  progress.paused = true;
+  return true;
+}
+
+/**
+ * Counts the records a query matches, with the oldest and newest created_at among them, in one
+ * pass. Cost is proportional to the matching index entries, not to the store.
  */
 export function countEvents(store: StoreView, query: EventQuery): EventCounts {
+  const counts = startCounts(store, query);
+  if (counts.filtered === 0) countSlice(store, query, counts, Infinity);
+  return counts;
+}
+
+/** The whole counts of an unfiltered query (from the counters), else the total with nothing counted yet. */
+export function startCounts(store: StoreView, query: EventQuery): EventCounts {
   const total = store.counters().events;
   const unfiltered = Object.keys(query.fields).length === 0 && query.metadata.length === 0
     && query.includeDrafts && query.startTime === undefined && query.endTime === undefined;
-  if (unfiltered) {
-    const { oldest, newest } = oldestAndNewest(store);
-    return { total, filtered: total, oldest, newest };
-  }
+  if (!unfiltered || total === 0) return { total, filtered: 0, oldest: null, newest: null };
+  const { oldest, newest } = oldestAndNewest(store);
+  return { total, filtered: total, oldest, newest };
+}
+
+/**
+ * Counts the matching records of `query` (ascending) into `counts` until `deadline`
+ * (`performance.now()`, ms; one record at least).
+ * @returns the created_at (µs) to go on from, or undefined when every record was counted
+ */
+export function countSlice(store: StoreView, query: EventQuery, counts: EventCounts, deadline: number): number | undefined {
   const needsRecords = !planIsExact(query);
   const cursor = planCursor(store, query, 'asc');
-  let filtered = 0;
-  let oldest: number | null = null;
-  let newest: number | null = null;
   try {
-    for (let ts = cursor.seek(-Infinity); ts !== undefined; ts = cursor.seek(ts + 1)) {
+    for (let ts = cursor.seek(-Infinity), seen = 0; ts !== undefined; ts = cursor.seek(ts + 1), seen++) {
+      if (seen > 0 && performance.now() >= deadline) return ts;
       if (needsRecords) {
         const record = store.getRecord(ts);
         if (!record || !matchesQuery(record, query)) continue;
       }
-      filtered++;
-      oldest ??= ts;
-      newest = ts;
+      counts.filtered++;
+      counts.oldest ??= ts;
+      counts.newest = ts;
     }
+    return undefined;
   } finally {
     cursor.close();
   }
-  return { total, filtered, oldest, newest };
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { BlobReader } from '../log/blob-reader.js';
-import { EMPTY_COUNTERS, indexedLogPosition, readCounters, readEventValue, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
+import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEventValue, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
 import { liveFrameBytes, type FileEntry } from '../log/log-entries.js';
 import type { EventRecord } from '../record/event-record.js';
 import { decodeRecord, storedJson, type RecordPresenter } from '../index/record-codec.js';
@@ -17,6 +17,7 @@ import { quarantineDirOf, readQuarantine, type QuarantineSummary } from '../log/
 import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
 import { DRAFTS_PREFIX } from '../index/index-keys.js';
 import { LmdbIndexSource, type IndexSource } from '../index/index-source.js';
+import { RecordChecker } from './record-checker.js';
 
 /** How a store is run. */
 export interface StoreOptions {
@@ -70,6 +71,9 @@ export class StoreView {
    * the last checkpoint committed (docs/STORAGE.md, "The head").
    */
   protected head: Head | undefined;
+
+  /** Checks large records against a read's filter on a worker (record-checker.ts), started at the first. */
+  readonly records = new RecordChecker();
 
   /** LMDB's index as a plan reads it (index-source.ts). */
   private readonly lmdbIndex: LmdbIndexSource;
@@ -331,7 +335,20 @@ export class StoreView {
 
   /** Closes the view's file handles and LMDB environment. */
   async close(): Promise<void> {
+    await this.records.close();
     await this.blobs.close();
     await this.dbs.root.close();
   }
+}
+
+/**
+ * A read-only view of the store in `dataDir`, for a thread that only reads it (the dataset
+ * export's worker: src/export/export-worker.ts), while the HTTP thread's EventStore has it open
+ * and holds its lock (none is taken here). It has no head: it reads what the last checkpoint
+ * committed (EventStore.checkpointed first, to see every acknowledged create and update). Close
+ * it when done.
+ * @throws the lmdb error when the environment cannot be opened
+ */
+export function openStoreView(dataDir: string, options: StoreOptions): StoreView {
+  return new StoreView(openDatabases(dataDir), dataDir, options);
 }
