@@ -59,7 +59,7 @@ import { copyRunsOf, COPY_FAULT_KINDS, drawCopyFault, folderOf, type CopyFaultKi
 import { runCopyFault, type CopyRun } from './lib/copy-fault-runs.js';
 import { folder, type Folder } from './lib/fault-folders.js';
 import { applyFault, drawFault, FAULT_KINDS, runsOf, type Fault, type FaultKind, type FaultLayout } from './lib/fault-injection.js';
-import { copyFolder, exitText, n, runCheck, seconds, startAndRead, type Attempt, type CheckRun } from './lib/fault-store.js';
+import { copyFolder, diedText, exitText, n, runCheck, seconds, startAndRead, type Attempt, type CheckRun } from './lib/fault-store.js';
 import { segmentFiles } from './lib/log-frames.js';
 import { freshSeed, Random } from './lib/random.js';
 import { printLoggedErrors } from './lib/store-log.js';
@@ -172,7 +172,7 @@ async function runFault(fault: Fault | undefined, layout: FaultLayout, replayed:
   for (const [k, a] of run.attempts.entries()) {
     const which = k === 0 ? 'the store' : 'the store after check --repair';
     signalled(`${which} at start-up:`, a.startExit);
-    if (a.diedDuringReads) violation(`${which} died while read: ${exitText(a.diedDuringReads)}`);
+    if (a.diedDuringReads) violation(`${which} died while read: ${diedText(a)}`);
     if (a.hung) violation(`${which} stopped answering while read (a hang)`);
     signalled(`${which} at its stop (SIGTERM, SIGKILL after ${seconds(STOP_DEADLINE_MS)}):`, a.stopExit);
     const refusal = a.startExit && !a.startExit.signal;

@@ -23,7 +23,7 @@ import path from 'node:path';
 import type { CopyFault } from './copy-faults.js';
 import { applyFault } from './fault-injection.js';
 import type { Folder } from './fault-folders.js';
-import { exitText, n, runCheck, SCRUB_DEADLINE_MS, SCRUB_SETTINGS, seconds, startAndRead, copyFolder, type Attempt, type CheckRun } from './fault-store.js';
+import { diedText, exitText, n, runCheck, SCRUB_DEADLINE_MS, SCRUB_SETTINGS, seconds, startAndRead, copyFolder, type Attempt, type CheckRun } from './fault-store.js';
 
 /** How long the runs on a damaged index wait for the scrub's pass before reading (it may not end: the damage can stop its steps). */
 const SCRUB_ON_DAMAGED_INDEX_MS = 45_000;
@@ -67,7 +67,7 @@ function lossOf(attempt: Attempt, folder: Folder): { lost: string[]; corrupt: st
 /** What every start must do whatever the fault: end by no signal, answer, and end its start-up cleanup. */
 function startViolations(attempt: Attempt, which: string, violation: (line: string) => void): void {
   if (attempt.startExit?.signal) violation(`${which} at start-up: ${exitText(attempt.startExit)}`);
-  if (attempt.diedDuringReads) violation(`${which} died while read: ${exitText(attempt.diedDuringReads)}`);
+  if (attempt.diedDuringReads) violation(`${which} died while read: ${diedText(attempt)}`);
   if (attempt.hung) violation(`${which} stopped answering while read (a hang)`);
   if (attempt.stopExit?.signal) violation(`${which} at its stop: ${exitText(attempt.stopExit)}`);
   if (!attempt.startExit && !attempt.diedDuringReads && !attempt.cleanupDone) violation(`${which}: its start-up cleanup did not end`);

@@ -34,6 +34,16 @@ export const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const exitText = (exit: Exit) => (exit.signal ? `killed by ${exit.signal}` : `exit ${exit.code}`);
 
+/**
+ * How a store that ended by itself while read ended, in words: a stop on a SIGTERM the harness did
+ * not send (it sends one only after the reads) is another process's on the machine, and voids the run.
+ */
+export function diedText(attempt: { diedDuringReads?: Exit; output: string }): string {
+  const exit = attempt.diedDuringReads!;
+  const outside = exit.code === 0 && /"signal":"SIGTERM","msg":"stopping"/.test(attempt.output);
+  return `${exitText(exit)}${outside ? ' (its log: stopping on a SIGTERM the harness did not send, from another process on the machine: the run is void, repeat it with --only)' : ''}`;
+}
+
 /** Stops `store` with SIGTERM, or SIGKILL past STOP_DEADLINE_MS. */
 export async function stopStore(store: StoreProcess): Promise<Exit> {
   const timer = setTimeout(() => store.signal('SIGKILL'), STOP_DEADLINE_MS);
