@@ -81,7 +81,7 @@ function dataPages(layout: FaultLayout, wanted: (frame: LogFrame) => boolean, fi
     const frames = layout.frames.framesOf(segment.segment);
     const seen = new Set<number>();
     for (const home of frames) {
-      if ((home.kind !== 'record' && home.kind !== 'copy') || !wanted(home)) continue;
+      if (!isHome(home) || !wanted(home)) continue;
       for (let offset = alignDown(home.start); offset < home.end; offset += PAGE_BYTES) {
         if (seen.has(offset)) continue;
         seen.add(offset);
@@ -91,6 +91,13 @@ function dataPages(layout: FaultLayout, wanted: (frame: LogFrame) => boolean, fi
     }
   }
   return pages;
+}
+
+const isHome = (frame: LogFrame | undefined) => frame?.kind === 'record' || frame?.kind === 'copy';
+
+/** The last frame that begins on `page`: what the page's last write appended. */
+function lastAppended(page: LogPage): LogFrame | undefined {
+  return page.frames.filter((f) => f.start >= page.offset).sort((a, b) => b.start - a.start)[0];
 }
 
 /** Reads bytes `offset` to `offset + length` of the undamaged folder's `segment`. */
@@ -127,8 +134,7 @@ function onLogPageBytes(kind: string, action: FaultAction, page: LogPage, layout
     return { fault: { ...base, target: at, offset: page.offset, length: PAGE_BYTES }, hit: layout.frames.eventsIn(page.segment.segment, page.offset, page.offset + PAGE_BYTES), words: `a page over ${page.frames.length} frames (${describeFrames(page.frames)})` };
   }
   // A lost write: the page as before its last frame was appended.
-  const starts = page.frames.map((f) => f.start).filter((s) => s >= page.offset);
-  const from = starts.length > 0 ? Math.max(...starts) : page.offset;
+  const from = lastAppended(page)?.start ?? page.offset;
   const revertTo = readSegment(page.segment, page.offset, PAGE_BYTES).fill(0, from - page.offset);
   return {
     fault: { ...base, target: at, offset: from, length: page.offset + PAGE_BYTES - from, revertTo: revertTo.subarray(from - page.offset) },
@@ -185,8 +191,9 @@ export function drawCopyFault(kind: CopyFaultKind, run: number, layout: FaultLay
     return { kind, target: 'db/ removed', faults: [{ kind, action: 'remove', target: 'db/', file: 'db', segment: undefined, offset: 0, length: 0 }], logHit: new Set(), indexHit: new Set(), filesHit: new Set() };
   }
   if (kind.startsWith('log copy')) {
-    // Images lie between the record frames: a page of them may hold an image's bytes too.
-    const pages = dataPages(layout, (frame) => checkpointed(layout, frame), true);
+    // Images lie between the record frames: a page of them may hold an image's bytes too. A lost
+    // page loses its last append: one of a record frame.
+    const pages = dataPages(layout, (frame) => checkpointed(layout, frame), true).filter((page) => action !== 'revert' || isHome(lastAppended(page)));
     if (pages.length === 0) throw new Error('no page of checkpointed record frames');
     const drawn = onLogPage(kind, action, rng.pick(pages), layout, rng);
     return { kind, target: `${words}, checkpointed: ${drawn.words} (${drawn.fault.target})`, faults: [drawn.fault], logHit: drawn.hit, indexHit: new Set(), filesHit: drawn.files };
