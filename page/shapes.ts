@@ -128,6 +128,19 @@ export interface DeviceWriteStats extends Pick<DiskWriteStats, 'write_amplificat
   one_time_bytes_written: number;
 }
 
+/** `/stats` `hub`: hub mode's consumer of a fleet's stream (docs/API.md, "Statistics"; docs/OPERATIONS.md, "Hub mode"); null when not a hub. */
+export interface HubStats {
+  imported: number;
+  terminated: number;
+  collisions: number;
+  /** Messages the hub's consumer has not had acknowledged (num_pending + num_ack_pending); null before the first read. */
+  pending_messages: number | null;
+  /** Seconds the hub is behind its stream; null while unknown. */
+  lag_seconds: number | null;
+  /** The JetStream timestamp of the newest message imported since the hub started; null before one. */
+  newest_imported_at: string | null;
+}
+
 /** `GET /stats`. */
 export interface Stats {
   current: { total_events: number; days_of_data_stored: number };
@@ -148,4 +161,6 @@ export interface Stats {
   scrub?: ScrubStats;
   /** Absent on a store older than this field. */
   disk_writes?: DiskWriteStats | null;
+  /** Null when not a hub; absent on a store older than hub mode. */
+  hub?: HubStats | null;
 }

@@ -3,11 +3,12 @@
  * (`capacity.records`), storage (`capacity.storage`), days of data (`current.days_of_data_stored`
  * of `configuration.retention_days`), the cloud upload backlog (`capacity.uploads_pending`), MQTT
  * (`mqtt`, hidden when null or absent), the scrub (`scrub`), and the latest cleanup (`last_cleanup`, hidden when null or
- * absent), damage in the log (`log_damage`, hidden when there is none), and the disk writes (`disk_writes`: a day's bytes, per event, over
- * accepted, the one-time writes of start-up, of the store process and of the data directory's device).
+ * absent), damage in the log (`log_damage`, hidden when there is none), the disk writes (`disk_writes`: a day's bytes, per event, over
+ * accepted, the one-time writes of start-up, of the store process and of the data directory's device), and a hub's pending messages
+ * and lag (`hub`, hidden when not a hub).
  * Each gauge is a `<meter>` (0..100 percent) and a line of figures.
  */
-import type { DiskWriteStats, LastCleanup, LogDamageStats, MqttStats, ScrubStats, Stats } from './shapes.js';
+import type { DiskWriteStats, HubStats, LastCleanup, LogDamageStats, MqttStats, ScrubStats, Stats } from './shapes.js';
 import { formatBytes } from './units.js';
 
 const count = new Intl.NumberFormat('en');
@@ -84,6 +85,22 @@ function renderScrub(scrub: ScrubStats | undefined): void {
   const newest = scrub.recent[0];
   const finding = newest ? `; newest: ${newest.detail} (${newest.file}, ${formatMoment(newest.at)})` : '';
   element('#scrub .note').textContent = `${count.format(scrub.passes)} passes of ${scrub.pass_hours} h, ${last}; ${formatBytes(scrub.verified_bytes)} read${finding}`;
+}
+
+/**
+ * A hub's card (docs/OPERATIONS.md, "Hub mode"): the messages its consumer has not had
+ * acknowledged, how far behind the fleet's stream it is, the newest message it imported, and
+ * its counts since the start. Hidden when the store is not a hub.
+ */
+function renderHub(hub: HubStats | null | undefined): void {
+  const card = element('#hub');
+  card.hidden = hub === null || hub === undefined;
+  if (!hub) return;
+  element('#hub .figure').textContent = hub.pending_messages === null ? 'pending not read yet' : `${count.format(hub.pending_messages)} pending`;
+  const lag = hub.lag_seconds === null ? 'lag not known yet' : `lag ${formatAge(hub.lag_seconds)}`;
+  const newest = hub.newest_imported_at === null ? '' : `; newest imported ${formatMoment(hub.newest_imported_at)}`;
+  const refused = hub.terminated > 0 ? `, ${count.format(hub.terminated)} refused` : '';
+  element('#hub .note').textContent = `${lag}${newest}; ${count.format(hub.imported)} imported${refused}`;
 }
 
 function renderCleanup(cleanup: LastCleanup | null | undefined): void {
@@ -178,4 +195,5 @@ export function renderStats(stats: Stats): void {
   renderLogDamage(stats.log_damage);
   renderScrub(stats.scrub);
   renderDiskWrites(stats.disk_writes);
+  renderHub(stats.hub);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `npm test`'s pretest (package.json): the tests run Debian's chromium, mosquitto, nats-server,
- * promtool (package prometheus), python3 and libfaketime (package faketime) for real, and a test
+ * promtool (package prometheus), python3 with requests (python3-requests) and libfaketime
+ * (package faketime) for real, and a test
  * whose program is missing fails naming its package (scripts/lib/host-programs.mjs). So that the
  * README's two commands pass on a fresh machine, before anything is built:
  *
@@ -62,7 +63,9 @@ if (apt) {
   const command = onPath('sudo') ? `sudo sh -c '${install}'` : `su -c '${install}'`;
   console.error(`npm test: this machine lacks what the tests run for real (${uses}); run ${command}, then npm test again`);
 } else {
-  const variables = missing.map((program) => (program.name === 'libfaketime' ? LIBFAKETIME.env : HOST_PROGRAMS[/** @type {keyof typeof HOST_PROGRAMS} */ (program.name)].env));
-  console.error(`npm test: this machine lacks what the tests run for real (${uses}); install ${missing.map((program) => program.name).join(', ')} (Debian's packages ${packages.join(' ')}), or point ${variables.join(', ')} at them, then npm test again`);
+  const variables = missing.flatMap((program) => (program.name === 'libfaketime' ? [LIBFAKETIME.env]
+    : program.name in HOST_PROGRAMS ? [HOST_PROGRAMS[/** @type {keyof typeof HOST_PROGRAMS} */ (program.name)].env] : []));
+  const elsewhere = variables.length === 0 ? '' : `, or point ${variables.join(', ')} at them`;
+  console.error(`npm test: this machine lacks what the tests run for real (${uses}); install ${missing.map((program) => program.name).join(', ')} (Debian's packages ${packages.join(' ')})${elsewhere}, then npm test again`);
 }
 process.exit(1);

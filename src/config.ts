@@ -5,6 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { natsSettings } from './nats-settings.js';
+import { type Env, list, number, text } from './setting-readers.js';
 import { ConfigError, unknownSettingsConfig, UnknownSettingsError, type SettingName, type UnknownSetting } from './settings.js';
 import { DEFAULT_CHECKPOINT_MAX_MS, DEFAULT_CHECKPOINT_MS } from './store/index.js';
 
@@ -109,6 +111,12 @@ export interface Config {
   natsSourceDurable: string;
   /** The bucket it fetches the events' files from. */
   natsSourceBucket: string;
+  /**
+   * How long a hub's lag must grow before it is logged at warn, once, and its recovery once (s;
+   * at least 4: the consumer's info is read once a second, and each quarter of the window needs a
+   * read; docs/OPERATIONS.md, "Hub mode", "Lag in sight"; src/hub/hub-lag.ts).
+   */
+  natsSourceLagWarnSeconds: number;
   /** Unset: the search proxy routes answer 404 and the search CLI asks for --base-url. */
   searchBaseUrl: string | undefined;
   /** Unset: the search proxy routes answer 404. */
@@ -158,25 +166,6 @@ export interface Config {
   unknownSettingsFound: readonly UnknownSetting[];
 }
 
-type Env = Record<string, string | undefined>;
-
-function text(env: Env, name: SettingName): string | undefined {
-  const value = env[name];
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
-}
-
-function number(env: Env, name: SettingName, fallback: number, opts: { integer?: boolean; min?: number; max?: number } = {}): number {
-  const raw = text(env, name);
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  const { integer = true, min = 0, max = Number.MAX_SAFE_INTEGER } = opts;
-  const kind = integer ? 'an integer' : 'a number';
-  if (!Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
-    throw new ConfigError(name, `${kind} from ${min} to ${max}`, raw);
-  }
-  return value;
-}
-
 const HTTP_SCHEMES = ['http:', 'https:'];
 const MQTT_SCHEMES = ['mqtt:', 'mqtts:', 'ws:', 'wss:'];
 
@@ -190,45 +179,6 @@ function url(env: Env, name: SettingName, fallback?: string, schemes = HTTP_SCHE
     throw new ConfigError(name, expected, raw);
   }
   return raw.replace(/\/+$/, '');
-}
-
-function natsServers(env: Env, name: SettingName): string[] {
-  const servers = list(env, name);
-  for (const server of servers) {
-    let scheme: string | undefined;
-    try {
-      scheme = new URL(server).protocol;
-    } catch {
-      scheme = undefined;
-    }
-    if (scheme !== 'nats:' && scheme !== 'tls:') throw new ConfigError(name, 'comma-separated nats:// or tls:// URLs', server);
-  }
-  return servers;
-}
-
-/** A JetStream stream or bucket name: letters, digits, `-` and `_` (NATS docs, "Naming"). */
-function natsName(env: Env, name: SettingName, fallback: string): string {
-  const raw = text(env, name) ?? fallback;
-  if (!/^[A-Za-z0-9_-]+$/.test(raw)) throw new ConfigError(name, 'letters, digits, - and _', raw);
-  return raw;
-}
-
-/** A NATS subject prefix: tokens separated by `.`, none empty, no wildcard or whitespace. */
-function subjectPrefix(env: Env, name: SettingName, fallback: string): string {
-  const raw = text(env, name) ?? fallback;
-  if (raw.split('.').some((token) => token === '' || /[*>\s]/.test(token))) {
-    throw new ConfigError(name, 'tokens separated by ., none empty, without *, > or spaces', raw);
-  }
-  return raw;
-}
-
-/** A NATS filter subject: tokens separated by `.`, none empty; `*` a whole token, `>` only the last. */
-function filterSubject(env: Env, name: SettingName, fallback: string): string {
-  const raw = text(env, name) ?? fallback;
-  const tokens = raw.split('.');
-  const bad = tokens.some((token, i) => token === '' || /\s/.test(token) || (/[*>]/.test(token) && token.length > 1) || (token === '>' && i < tokens.length - 1));
-  if (bad) throw new ConfigError(name, 'a NATS filter subject such as edge.events.> or edge.events.*.person', raw);
-  return raw;
 }
 
 /** A file that exists and can be read. */
@@ -250,10 +200,6 @@ function topicPrefix(env: Env, name: SettingName, fallback: string): string {
     throw new ConfigError(name, 'topic levels separated by /, none empty, without + or #', raw);
   }
   return raw;
-}
-
-function list(env: Env, name: SettingName): string[] {
-  return (text(env, name) ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
 }
 
 function origins(env: Env, name: SettingName): string[] {
@@ -354,19 +300,8 @@ export function loadConfig(env: Env = process.env, stdoutIsTerminal = process.st
     cloudApiKey: text(env, 'CLOUD_API_KEY'),
     mqttUrl: url(env, 'MQTT_URL', undefined, MQTT_SCHEMES, 'an mqtt://, mqtts://, ws:// or wss:// URL'),
     mqttTopicPrefix: topicPrefix(env, 'MQTT_TOPIC_PREFIX', 'edge-events'),
-    natsServers: natsServers(env, 'NATS_URL'),
     natsCreds: readableFile(env, 'NATS_CREDS'),
-    natsStream: natsName(env, 'NATS_STREAM', 'EDGE_EVENTS'),
-    natsSubjectPrefix: subjectPrefix(env, 'NATS_SUBJECT_PREFIX', 'edge.events'),
-    natsObjectBucket: natsName(env, 'NATS_OBJECT_BUCKET', 'edge-events-files'),
-    natsReplicas: number(env, 'NATS_REPLICAS', 1, { min: 1, max: 5 }),
-    natsMaxAgeSeconds: number(env, 'NATS_MAX_AGE_SECONDS', 0),
-    natsMaxBytes: number(env, 'NATS_MAX_BYTES', 0),
-    natsSourceServers: natsServers(env, 'NATS_SOURCE_URL'),
-    natsSourceStream: natsName(env, 'NATS_SOURCE_STREAM', 'EDGE_EVENTS'),
-    natsSourceSubjects: filterSubject(env, 'NATS_SOURCE_SUBJECTS', 'edge.events.>'),
-    natsSourceDurable: natsName(env, 'NATS_SOURCE_DURABLE', 'edge-events-hub'),
-    natsSourceBucket: natsName(env, 'NATS_SOURCE_BUCKET', 'edge-events-files'),
+    ...natsSettings(env),
     searchBaseUrl: url(env, 'SEARCH_BASE_URL'),
     searchApiKey: text(env, 'SEARCH_API_KEY'),
     searchWorkspace: text(env, 'SEARCH_WORKSPACE'),

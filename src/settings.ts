@@ -2,11 +2,11 @@
  * The settings table (docs/OPERATIONS.md, "Settings"): the environment name of every setting, by
  * the `Config` field it fills. It is the one list of the settings' names:
  * - `loadConfig` (src/config.ts) reads no other name: its readers take a `SettingName`, so a
- *   setting added there without its row here does not compile, and `config.ts` checks that every
- *   `Config` field has its row;
+ *   setting added there without its row here does not compile (test/settings.test.ts checks that
+ *   every `Config` field has its row, named as the field);
  * - text that names a setting takes its name from here (`SETTINGS.natsServers` is `NATS_URL`
  *   wherever the CLI says it), so a renamed setting leaves no stale word behind;
- * - the variables of the environment that look like settings but are none (`unknownSettings`)
+ * - the variables of the environment that look like settings but are none (`findUnknownSettings`)
  *   are told from it, so a new setting is known to that check as soon as it is read.
  */
 import { nearestName } from './query-language/nearest-name.js';
@@ -55,6 +55,7 @@ export const SETTINGS = {
   natsSourceSubjects: 'NATS_SOURCE_SUBJECTS',
   natsSourceDurable: 'NATS_SOURCE_DURABLE',
   natsSourceBucket: 'NATS_SOURCE_BUCKET',
+  natsSourceLagWarnSeconds: 'NATS_SOURCE_LAG_WARN_SECONDS',
   searchBaseUrl: 'SEARCH_BASE_URL',
   searchApiKey: 'SEARCH_API_KEY',
   searchWorkspace: 'SEARCH_WORKSPACE',

@@ -4,16 +4,20 @@
  * key (and again when the store refuses it), events posted over real HTTP with real photos appear
  * newest first with their detections drawn as boxes where the detections say, a device filter
  * leaves another device's events out, the gauges show what /stats says, and a reset empties the
- * list (a `deleted` message).
+ * list (a `deleted` message). A hub's card shows its pending messages and lag (docs/OPERATIONS.md,
+ * "Hub mode"); other stores hide it.
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import { connect } from '@nats-io/transport-node';
 import type { Locator, Page } from 'playwright-core';
 import t from 'tap';
 import { errorRegistry } from '../src/errors.js';
 import { launchBrowser } from './support/browser.js';
 import { fixture, getJson, postJson } from './support/events.js';
+import { deviceWithOneEvent, publishAwaitingImage } from './support/fleet.js';
 import { startBroker } from './support/mosquitto.js';
+import { startNatsServer } from './support/nats-server.js';
 import { postFile } from './support/multipart.js';
 import { startStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
@@ -286,6 +290,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
     t.equal(stats.capacity.uploads_pending, 1, 'the unreachable cloud leaves the finalized event waiting (a draft is not shipped)');
     t.equal(seen.uploads, '1', 'cloud upload backlog');
     t.notOk(await page.locator('#mqtt').isVisible(), 'MQTT off (mqtt null): its card is hidden');
+    t.notOk(await page.locator('#hub').isVisible(), 'not a hub (hub null): its card is hidden');
     t.ok(await page.locator('#disk-writes').isVisible(), 'the disk writes card');
     t.equal(stats.disk_writes.measuring, true, 'a store just started is measuring');
     const card = page.locator('#disk-writes');
@@ -499,4 +504,36 @@ t.test('with MQTT_URL set, the page shows whether the store publishes', async (t
     return figure === 'disconnected' && figure;
   }), 'disconnected', 'the broker gone: disconnected');
   t.ok(await card.evaluate((element) => element.classList.contains('alarm')), 'marked as an alarm');
+});
+
+t.test('with NATS_SOURCE_URL set, the page shows the hub\'s pending messages and lag', async (t) => {
+  const server = await startNatsServer();
+  t.teardown(() => server.stop());
+  const { event: shipped } = await deviceWithOneEvent(t, server);
+  const hub = await startStore({ NATS_SOURCE_URL: server.url });
+  t.teardown(hub.stop);
+  const browser = await launchBrowser();
+  t.teardown(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(10_000);
+  await page.clock.install();
+  await page.goto(`${hub.url}/`);
+
+  const card = page.locator('#hub');
+  const shown = async () => (await card.isVisible()) && { figure: await card.locator('.figure').innerText(), note: await card.locator('.note').innerText() };
+  const caughtUp = await untilStatsShow(page, 'the hub card to show the imported event, caught up', async () => {
+    const seen = await shown();
+    return seen && seen.figure === '0 pending' && seen.note.endsWith('; 1 imported') && seen;
+  });
+  t.match(caughtUp.note, /^lag 0 s; newest imported [^;]+; 1 imported$/, 'no lag; the newest message imported');
+
+  const nc = await connect({ servers: server.urls });
+  t.teardown(() => nc.close());
+  await publishAwaitingImage(nc, shipped); // its image never comes
+  const behind = await untilStatsShow(page, 'the hub card to show a message pending and a lag', async () => {
+    const seen = await shown();
+    return seen && seen.figure === '1 pending' && !seen.note.startsWith('lag 0 s') && seen;
+  });
+  t.match(behind.note, /^lag \d+ s; newest imported [^;]+; 1 imported$/, `a lag, in seconds (${behind.note})`);
+  t.ok((await getJson(`${hub.url}/stats`)).body.hub.lag_seconds > 0, '/stats: a lag');
 });

@@ -50,6 +50,9 @@ t.test('the README keeps to what a new user needs, in under 150 lines', async (t
   t.match(readme, 'npm install && npm test');
   for (const heading of ['## Quick start', '## From Python', '## Supported boxes', '## Read more']) t.match(readme, `\n${heading}\n`, heading);
   t.notMatch(readme, /Fastify \+ SQLite \|/, 'no benchmark table: the figures are in docs/PERFORMANCE.md');
+  t.match(readme.replace(/\s+/g, ' '), 'In a container, a compose service name that other services use to reach the store goes in `ALLOWED_HOSTS`', 'containers: the compose service name in ALLOWED_HOSTS');
+  const usage = fs.readFileSync(path.join(packageRoot, 'docs', 'USAGE.md'), 'utf8');
+  t.match(usage, /services:\n {2}event-store:\n {4}environment:\n {6}ALLOWED_HOSTS: event-store/, 'and docs/USAGE.md shows it in a compose file');
 });
 
 t.test('the README\'s Python example runs as written against a store', async (t) => {

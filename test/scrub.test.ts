@@ -13,6 +13,7 @@ import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/ev
 import { scan } from './support/segment-scan.js';
 import { startStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
+import { flipByte } from './support/flip-byte.js';
 
 /** A pass over this test's log takes well under a second. */
 const SCRUB = { SCRUB_PASS_HOURS: '0.0001' };
@@ -23,16 +24,6 @@ function segmentOf(dataDir: string): string {
   return path.join(dataDir, 'blobs', name);
 }
 
-/** XORs the byte at `offset` of `file`, as a card returning a bad page does. */
-function flip(file: string, offset: number): void {
-  const fd = fs.openSync(file, 'r+');
-  const byte = Buffer.alloc(1);
-  fs.readSync(fd, byte, 0, 1, offset);
-  byte[0] ^= 0x5a;
-  fs.writeSync(fd, byte, 0, 1, offset);
-  fs.closeSync(fd);
-}
-
 t.test('a flipped byte and a zeroed page in checkpointed record frames are found within a pass and mended from the index', async (t) => {
   const store = await startStore(SCRUB);
   const ids: string[] = [];
@@ -40,7 +31,7 @@ t.test('a flipped byte and a zeroed page in checkpointed record frames are found
   t.equal((await postJson(`${store.url}/admin/cleanup`, '')).status, 200, 'a cleanup checkpoints the head');
   const file = segmentOf(store.dataDir);
   const records = (await scan(file)).filter((f) => f.kind === 'record');
-  flip(file, records[3].offset + 20);
+  flipByte(file, records[3].offset + 20);
   // A zeroed 4 KiB page: the frames it held, and the one it cut, are gone.
   const page = Math.ceil(records[15].offset / 4096) * 4096;
   const fd = fs.openSync(file, 'r+');
@@ -74,7 +65,7 @@ t.test('a damaged image, which has one copy, is named, quarantined and no longer
   t.equal((await postJson(`${store.url}/admin/cleanup`, '')).status, 200);
   const file = segmentOf(store.dataDir);
   const image = (await scan(file)).find((f) => f.kind === 'image')!;
-  flip(file, image.offset + 500);
+  flipByte(file, image.offset + 500);
   let scrub: any;
   await until('the scrub to find it', async () => (scrub = (await getJson(`${store.url}/stats`)).body.scrub).unrepairable >= 1);
   t.match(scrub.recent[0], { copy: 'file', repaired: false, file_id: created.image_ids[0], event_ids: [created.id] });

@@ -32,8 +32,8 @@ interface Machine {
 }
 
 /**
- * A machine whose tests' programs are all there but `missing` (by name: a HOST_PROGRAMS key or
- * `libfaketime`), whose apt-get (when `apt`) records its calls and on `install` puts the missing
+ * A machine whose tests' programs are all there but `missing` (by name: a HOST_PROGRAMS key,
+ * `requests`, python3's module, or `libfaketime`), whose apt-get (when `apt`) records its calls and on `install` puts the missing
  * ones where their variables point, or fails with exit 100 when `apt` is `failing`; with a sudo
  * on PATH when `sudo`.
  */
@@ -48,12 +48,17 @@ function machine(t: Test, missing: string[], options: { apt?: 'working' | 'faili
   for (const tool of ['sh', 'mkdir', 'chmod']) fs.symlinkSync(which(tool), path.join(bin, tool));
   const env: Record<string, string> = { PATH: bin, HOME: dir };
   for (const [name, { env: variable }] of Object.entries(HOST_PROGRAMS)) env[variable] = missing.includes(name) ? path.join(installed, name) : process.execPath;
+  // A python3 stand-in: `python3 -c 'import requests'` succeeds unless requests is missing.
+  if (!missing.includes('python3')) {
+    env.PYTHON3_PATH = path.join(bin, 'python3');
+    fs.writeFileSync(env.PYTHON3_PATH, `#!/bin/sh\nexit ${missing.includes('requests') ? 1 : 0}\n`, { mode: 0o755 });
+  }
   env[LIBFAKETIME.env] = missing.includes('libfaketime') ? path.join(installed, 'libfaketime') : process.execPath;
   const log = path.join(dir, 'apt-calls');
   if (options.apt) {
     const install = options.apt === 'failing'
       ? 'echo "E: Unable to locate package nats-server" >&2; exit 100'
-      : `mkdir -p ${installed}; for f in ${missing.join(' ')}; do printf '#!/bin/sh\\n' > ${installed}/$f; done; chmod +x ${installed}/*`;
+      : `mkdir -p ${installed}; for f in ${missing.join(' ')}; do printf '#!/bin/sh\\n' > ${installed}/$f; done; chmod +x ${installed}/*${missing.includes('requests') ? `; printf '#!/bin/sh\\n' > ${bin}/python3` : ''}`;
     fs.writeFileSync(path.join(bin, 'apt-get'), `#!/bin/sh\necho "$DEBIAN_FRONTEND $*" >> ${log}\nif [ "$1" = install ]; then ${install}; fi\n`, { mode: 0o755 });
   }
   if (options.sudo) fs.writeFileSync(path.join(bin, 'sudo'), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
@@ -85,6 +90,15 @@ t.test('missing programs, as root with apt-get: one line says what it installs a
   t.same(box.aptCalls(), ['noninteractive update -qq', 'noninteractive install -y -qq mosquitto chromium faketime'], 'apt-get update, then install of the missing packages alone, asking nothing');
 });
 
+t.test('python3 without its requests module: python3-requests installed, and python3 with it where python3 is missing too', async (t) => {
+  const box = machine(t, ['requests'], { apt: 'working' });
+  const result = await pretest(box.env, 'root');
+  t.same(result, { code: 0, stdout: 'npm test: installing python3-requests with apt-get, as the tests run them for real and this machine lacks them: Python\'s requests\n', stderr: '' });
+  t.same(box.aptCalls(), ['noninteractive update -qq', 'noninteractive install -y -qq python3-requests']);
+  const bare = machine(t, ['python3'], { apt: 'working' });
+  t.match((await pretest(bare.env, 'other')).stderr, /run su -c 'apt-get update && apt-get install -y python3 python3-requests'/, 'no python3: both packages');
+});
+
 t.test('an apt-get that fails stops it, with apt-get\'s own words and one line', async (t) => {
   const box = machine(t, ['nats-server'], { apt: 'failing' });
   const result = await pretest(box.env, 'root');
@@ -98,7 +112,7 @@ t.test('missing programs, not root: one line naming the one command, and apt-get
   t.same(result, {
     code: 1,
     stdout: '',
-    stderr: 'npm test: this machine lacks what the tests run for real (promtool for /metrics, Python to read exports back); run sudo sh -c \'apt-get update && apt-get install -y prometheus python3\', then npm test again\n',
+    stderr: 'npm test: this machine lacks what the tests run for real (promtool for /metrics, Python to read exports back, Python\'s requests); run sudo sh -c \'apt-get update && apt-get install -y prometheus python3 python3-requests\', then npm test again\n',
   });
   t.same(withSudo.aptCalls(), [], 'nothing installed');
 

@@ -1,6 +1,6 @@
 /**
  * The programs from Debian packages that the tests run for real (brokers, a browser, a metrics
- * linter, an interpreter, a clock-faking library), and where each is found. Shared by the tests'
+ * linter, an interpreter and a module of it, a clock-faking library), and where each is found. Shared by the tests'
  * helpers (test/support/host-program.ts, test/support/faketime.ts), which fail a test naming the
  * package to install, never skip it, and by `npm test`'s pretest (scripts/test-programs.mjs),
  * which installs what is missing or says how before anything is built.
@@ -8,6 +8,7 @@
  * Plain JavaScript with JSDoc types, not TypeScript: the pretest runs before the build, on Node 20
  * too, which cannot run TypeScript. tsc compiles it with the rest (tsconfig.json, `allowJs`).
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -34,6 +35,14 @@ export const LIBFAKETIME = {
   use: 'libfaketime for clock jumps',
   dirs: ['/usr/lib/x86_64-linux-gnu/faketime', '/usr/lib/aarch64-linux-gnu/faketime', '/usr/lib/arm-linux-gnueabihf/faketime', '/usr/lib/faketime'],
   names: ['libfaketimeMT.so.1', 'libfaketime.so.1'],
+};
+
+/**
+ * Python modules the tests' Python scripts import, from Debian's packages: requests, a client that
+ * sends its whole body before it reads the answer (test/early-answer.test.ts).
+ */
+export const PYTHON_MODULES = {
+  requests: { debianPackage: 'python3-requests', use: 'Python\'s requests' },
 };
 
 /** The folders searched for a program before PATH. */
@@ -94,7 +103,23 @@ export function findLibfaketime(env = process.env) {
 }
 
 /**
- * What the tests need that this machine lacks, in HOST_PROGRAMS' order, libfaketime last.
+ * Whether python3 (as findProgram finds it) imports `module`.
+ * @param {keyof typeof PYTHON_MODULES} module
+ * @param {Record<string, string | undefined>} [env] the environment (default `process.env`)
+ * @returns {{ path: string } | { problem: string }} python3's path, or why the module is not there
+ */
+export function findPythonModule(module, env = process.env) {
+  const { debianPackage } = PYTHON_MODULES[module];
+  const python = findProgram('python3', env);
+  if ('problem' in python) return { problem: `no python3 to import ${module}: apt-get install python3 ${debianPackage} (.ci/run does)` };
+  const imported = spawnSync(python.path, ['-c', `import ${module}`], { stdio: 'ignore', timeout: 30_000 });
+  if (imported.status === 0) return python;
+  return { problem: `${python.path} has no ${module} module: apt-get install ${debianPackage} (.ci/run does)` };
+}
+
+/**
+ * What the tests need that this machine lacks, in HOST_PROGRAMS' order, then the Python modules,
+ * libfaketime last.
  * @param {Record<string, string | undefined>} [env] the environment (default `process.env`)
  * @returns {{ name: string, debianPackage: string, use: string, problem: string }[]}
  */
@@ -104,6 +129,10 @@ export function missingHostPrograms(env = process.env) {
   for (const [name, { debianPackage, use }] of Object.entries(HOST_PROGRAMS)) {
     const found = findProgram(/** @type {keyof typeof HOST_PROGRAMS} */ (name), env);
     if ('problem' in found) missing.push({ name, debianPackage, use, problem: found.problem });
+  }
+  for (const [name, { debianPackage, use }] of Object.entries(PYTHON_MODULES)) {
+    const found = findPythonModule(/** @type {keyof typeof PYTHON_MODULES} */ (name), env);
+    if ('problem' in found) missing.push({ name: `python3's ${name}`, debianPackage, use, problem: found.problem });
   }
   const library = findLibfaketime(env);
   if ('problem' in library) missing.push({ name: 'libfaketime', debianPackage: LIBFAKETIME.debianPackage, use: LIBFAKETIME.use, problem: library.problem });

@@ -38,7 +38,7 @@ export const adminRoutes: Route[] = [
         gate: ctx.lifecycle.gate, lastCleanup: ctx.lifecycle.lastCleanup, mqtt: ctx.mqtt?.status(), sinkProgress: ctx.lifecycle.sinkProgress,
         searchIndex: { ready: ctx.store.searchIndexReady, backfill: ctx.store.searchIndexBackfill }, scrub: ctx.lifecycle.scrubStatus,
       };
-      return { status: 200, body: { ...await storeStats(ctx.store, ctx.config, live), disk_writes: ctx.diskWrites?.report() ?? null, hub: ctx.hub ? { imported: ctx.hub.consumed, terminated: ctx.hub.terminated, collisions: ctx.hub.collisions } : null, runtime: ctx.runtime } };
+      return { status: 200, body: { ...await storeStats(ctx.store, ctx.config, live), disk_writes: ctx.diskWrites?.report() ?? null, hub: ctx.hub?.status() ?? null, runtime: ctx.runtime } };
     },
   },
   {

@@ -13,7 +13,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Semaphore } from 'async-mutex';
-import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { exponentialBackoff } from '../backoff.js';
@@ -24,6 +24,7 @@ import type { Logger } from '../logger.js';
 import { type EventStore, isCanonicalId } from '../store/index.js';
 import { connectNats } from '../sinks/nats-connection.js';
 import { claimedIds, FileMissing, IdCollision, imageFileIds, importEvent, type FileSource } from './event-import.js';
+import { HubLag, type HubLagStatus } from './hub-lag.js';
 
 /**
  * How long a delivered message may wait for its ack before JetStream delivers it again (ms): what
@@ -54,11 +55,20 @@ const RECONNECT = { baseMs: 500, capMs: 30_000, random: Math.random };
 const MISSED_HEARTBEATS = 3;
 
 /** The settings hub mode reads. */
-export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket' | 'maxRecordSizeBytes' | 'maxVideoUploadBytes' | 'maxPredictionsPerImage' | 'maxPointsPerEvent'>;
+export type NatsSourceSettings = Pick<Config, 'natsSourceServers' | 'natsCreds' | 'natsSourceStream' | 'natsSourceSubjects' | 'natsSourceDurable' | 'natsSourceBucket' | 'maxRecordSizeBytes' | 'maxVideoUploadBytes' | 'maxPredictionsPerImage' | 'maxPointsPerEvent' | 'natsSourceLagWarnSeconds'>;
+
+/** `/stats` `hub` (docs/API.md, "Statistics"). */
+export interface HubStatus extends HubLagStatus {
+  imported: number;
+  terminated: number;
+  collisions: number;
+}
 
 export class NatsSource {
   private connection: NatsConnection | undefined;
   private messages: ConsumerMessages | undefined;
+  /** The durable consumer, once subscribed: its info gives what is pending (hub-lag.ts). */
+  private consumer: Consumer | undefined;
   private stopped = false;
   private running: Promise<void> | undefined;
   /** Imports under way, under every id each claims (claimedIds). */
@@ -74,6 +84,8 @@ export class NatsSource {
   terminated = 0;
   /** Of those, events refused for an id stored here for another event or device (IdCollision). */
   collisions = 0;
+  /** How far behind the stream the hub is: pending messages and the lag (hub-lag.ts). */
+  readonly lag: HubLag;
 
   constructor(
     private readonly store: EventStore,
@@ -81,16 +93,25 @@ export class NatsSource {
     /** The HTTP thread's capacity gate (src/lifecycle/capacity-gate.ts): consuming waits while it is blocked. */
     private readonly gate: { readonly blocked: boolean },
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.lag = new HubLag(async () => this.consumer?.info(), settings.natsSourceLagWarnSeconds, log);
+  }
 
-  /** Starts consuming in the background (connecting first, however long the servers take). */
+  /** Starts consuming in the background (connecting first, however long the servers take), and following the lag. */
   start(): void {
     this.running ??= this.run();
+    this.lag.start();
+  }
+
+  /** `/stats` `hub`: counts since the start and the lag, as last read; never waits for NATS. */
+  status(): HubStatus {
+    return { imported: this.consumed, terminated: this.terminated, collisions: this.collisions, ...this.lag.status() };
   }
 
   /** Stops after the message being stored (its ack sent), and closes the connection. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.lag.stop();
     this.messages?.stop();
     await this.running;
     await this.connection?.close();
@@ -146,6 +167,7 @@ export class NatsSource {
     }
     const bucket = await new Objm(nc).open(natsSourceBucket);
     const consumer = await jetstream(nc).consumers.get(natsSourceStream, natsSourceDurable);
+    this.consumer = consumer;
     // consume() re-requests messages as it yields them, until stopped, and recovers from most
     // server restarts by itself (@nats-io/jetstream README, "Consuming messages", "Heartbeats").
     const messages = await consumer.consume({ max_messages: PULL_AHEAD });
@@ -225,6 +247,7 @@ export class NatsSource {
       const missingFiles = message.info.deliveryCount >= DELIVERIES_AWAITING_FILES ? 'skip' : 'wait';
       if ((await this.importOnce(event, bucket, missingFiles)) === 'stored') this.consumed++;
       await message.ackAck();
+      this.lag.imported(message.timestampNanos);
     } catch (err) {
       if (err instanceof IdCollision) {
         this.collisions++;

@@ -76,8 +76,11 @@ function remove(root: string, target: string, kind: RemovedKind, report: PruneRe
   }
 }
 
-/** node-gyp-build's folder of one platform's prebuilt addons: `prebuilds/<platform>-<arch>[+<arch>...]`. */
-const PREBUILDS_FOLDER = /^([a-z0-9]+)-([a-z0-9+]+)$/;
+/**
+ * node-gyp-build's folder of one platform's prebuilt addons: `prebuilds/<platform>-<arch>[+<arch>...]`,
+ * with a variant after it in some packages (fs-native-extensions' `ios-arm64-simulator`).
+ */
+const PREBUILDS_FOLDER = /^([a-z0-9]+)-([a-z0-9+]+)(?:-[a-z0-9-]+)?$/;
 
 /**
  * The prebuild folders under `dir` for other platforms and architectures (bufferutil and

@@ -17,6 +17,7 @@ import { sinkStatuses, type SinkStatus } from './sink-status.js';
 import { PUBLISHED_TYPES } from '../sinks/mqtt-topic.js';
 import type { StreamFanout } from '../stream/stream-fanout.js';
 import type { NatsSource } from '../hub/nats-source.js';
+import { hubMetrics } from './hub-metrics.js';
 import { DEVICE_WRITES_SOURCE, MEASURE_MIN_EVENTS, MEASURE_MIN_SECONDS, WRITES_SOURCE, type DiskWrites } from './disk-writes.js';
 import type { LifecycleWorkerHandle } from '../lifecycle/worker-handle.js';
 import { processMetrics } from './process-metrics.js';
@@ -68,7 +69,7 @@ export class StoreMetrics {
 
     changeFeedMetrics(store, registers);
     commitStageMetrics(store, registers);
-    if (hub) hubMetrics(hub, registers);
+    if (hub) hubMetrics(hub, registers, PREFIX);
     diskWriteMetrics(diskWrites, registers);
     storedMetrics(store, config, registers);
     if (store.shipping) sinkMetrics(store, lifecycle, registers);
@@ -161,18 +162,6 @@ function commitStageMetrics(store: EventStore, registers: Registry[]): void {
     roundEvents.observe({ stage }, events);
     roundSeconds.observe({ stage }, seconds);
   });
-}
-
-/** Hub mode's consumer (docs/OPERATIONS.md, "Hub mode"): fleet events imported, messages terminated, id collisions. */
-function hubMetrics(hub: NatsSource, registers: Registry[]): void {
-  /** A counter that follows `read()`, a count kept elsewhere since the start. */
-  const following = (name: string, help: string, read: () => number) => {
-    let seen = 0;
-    new Counter({ name: `${PREFIX}${name}`, help, registers, collect() { const now = read(); if (now > seen) this.inc(now - seen); seen = now; } });
-  };
-  following('hub_imported_events_total', 'Hub mode: events stored from the fleet stream.', () => hub.consumed);
-  following('hub_terminated_messages_total', 'Hub mode: fleet messages terminated for good (not a JSON object, or an event this store refuses).', () => hub.terminated);
-  following('hub_id_collisions_total', 'Hub mode: fleet events refused because an id they name is stored here for another event or device (counted in terminated too).', () => hub.collisions);
 }
 
 /** Bytes written by the process and by the device under DATA_DIR, and the process's figures (docs/OPERATIONS.md, "Disk writes"). */

@@ -11,6 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { flipByte } from '../support/flip-byte.js';
 import { openDatabases } from '../../src/store/index/lmdb-env.js';
 import type { CheckReport } from '../../src/store/engine/check-report.js';
 import { refusedStart } from '../../scripts/lib/spawned-store.js';
@@ -66,16 +67,6 @@ async function listedByServer(dataDir: string, imageId: string): Promise<{ ids: 
   } finally {
     await store.stop();
   }
-}
-
-/** Flips one byte of a file. */
-function flip(file: string, at: number): void {
-  const fd = fs.openSync(file, 'r+');
-  const byte = Buffer.alloc(1);
-  fs.readSync(fd, byte, 0, 1, at);
-  byte[0] ^= 0x40;
-  fs.writeSync(fd, byte, 0, 1, at);
-  fs.closeSync(fd);
 }
 
 t.test('check and repair', async (t) => {
@@ -213,8 +204,8 @@ t.test('check and repair', async (t) => {
     const record = frames.filter((f) => f.kind === 'record')[EVENTS / 2];
     const image = frames.filter((f) => f.kind === 'image')[5];
     const file = path.join(dir, 'blobs', path.basename(segment));
-    flip(file, record.offset + 7);
-    flip(file, image.offset + 1000);
+    flipByte(file, record.offset + 7);
+    flipByte(file, image.offset + 1000);
     const { code, stdout } = await check(dir);
     t.equal(code, 1, stdout);
     t.match(stdout, `DAMAGED: segment 2, bytes ${(record.offset - 36).toLocaleString('en-US')} to ${(record.offset + record.length).toLocaleString('en-US')}: a record frame (${record.id}) whose data fails its CRC32C.`);

@@ -19,7 +19,7 @@ import { rootWithTarball } from '../support/platform-root.js';
 
 const DATA_DIR = '/var/lib/edge-events-test';
 /** The servers of the engine files' root (package.json, `test:debian13`): one root, made once, for both. */
-const ENGINE_FILES_PACKAGES = 'chromium,mosquitto,nats-server';
+const ENGINE_FILES_PACKAGES = 'chromium,mosquitto,nats-server,python3,python3-requests';
 
 t.test('the release tarball serves Node 24 on the native engine on Debian 13', async (t) => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ees-debian13-'));

@@ -124,7 +124,7 @@ async function rebuild(dataDir: string, options: StoreOptions, now: Date): Promi
   }
   await syncDirectory(dataDir);
   // What the replaced index alone still holds goes into the log, to be replayed with the rest.
-  const salvage = movedTo ? await salvageIntoLog(movedTo, blobsDir) : { salvaged: 0, lost: [], incomplete: false };
+  const salvage = movedTo ? await salvageIntoLog(movedTo, blobsDir, options.present) : { salvaged: 0, lost: [], incomplete: false };
   assertIndexOpenable(dataDir);
   const store = await EventStore.open(dataDir, options);
   const { replayed, changesReplayed, skipped, quarantined } = store.opened;

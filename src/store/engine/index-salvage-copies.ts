@@ -7,11 +7,12 @@
  * damaged index gives back are named as lost.
  */
 import { fileIdsOf } from '../index/index-keys.js';
-import { decodeRecord, frameRecordBytes } from '../index/record-codec.js';
+import { decodeRecord, recordCopyBytes, type RecordPresenter } from '../index/record-codec.js';
 import { salvageRecords, type Salvage, type SalvagedRecord } from '../index/index-salvage.js';
 import { SegmentAppender, type FrameToAppend } from '../log/blob-log.js';
 import { encodeRecordCopy } from '../log/record-copy-frame.js';
 import { RebuildPlan } from './rebuild-plan.js';
+import { marksRecordCopies, RECORD_COPIES_VERSION } from './record-copies-upgrade.js';
 import { segmentsOnDisk } from './store-check.js';
 
 /** Record copies per append of a salvage. */
@@ -23,16 +24,21 @@ export interface SalvageReport {
   salvaged: number;
   /** Ids of events the damaged index names that neither it nor the log gives back. */
   lost: string[];
-  /** The damaged index could not be read to its end (its reader crashed): events it alone held may be lost unnamed. */
+  /**
+   * The damaged index could not be read to its end (its reader crashed) and did not count by
+   * record copies (an engine before them): events it alone held may be lost unnamed. An index
+   * that counted by them held no event the log lacks, but for those damage in the log names.
+   */
   incomplete: boolean;
 }
 
 /**
  * Salvages the records of the damaged index in `damagedDir` that the log in `blobsDir` lacks into a
  * new segment after the last one (module comment).
+ * @param present the store's presenter: records of older layouts are encoded again with it
  * @throws the error of spawning the reader, the fs error of a read or an append
  */
-export async function salvageIntoLog(damagedDir: string, blobsDir: string): Promise<SalvageReport> {
+export async function salvageIntoLog(damagedDir: string, blobsDir: string, present: RecordPresenter): Promise<SalvageReport> {
   const salvage = await salvageRecords(damagedDir);
   const onDisk = segmentsOnDisk(blobsDir);
   const plan = await RebuildPlan.scan(blobsDir, onDisk, { withBlobs: true });
@@ -40,7 +46,7 @@ export async function salvageIntoLog(damagedDir: string, blobsDir: string): Prom
   const frames: FrameToAppend[] = [];
   for (const record of salvage.records) {
     if (plan.knows(record.id)) continue;
-    const frame = copyOf(record, salvage, plan);
+    const frame = copyOf(record, salvage, plan, present);
     if (frame) frames.push(frame);
     else lost.push(record.id);
   }
@@ -53,18 +59,19 @@ export async function salvageIntoLog(damagedDir: string, blobsDir: string): Prom
       await appender.close();
     }
   }
-  return { salvaged: frames.length, lost, incomplete: salvage.unreadable === null };
+  const countedCopies = salvage.recordCopies === RECORD_COPIES_VERSION || marksRecordCopies(blobsDir);
+  return { salvaged: frames.length, lost, incomplete: salvage.unreadable === null && !countedCopies };
 }
 
 /** The record copy of a salvaged record, its files where the log holds their frames; undefined when its bytes do not decode. */
-function copyOf({ id, value }: SalvagedRecord, salvage: Salvage, plan: RebuildPlan): FrameToAppend | undefined {
+function copyOf({ id, value }: SalvagedRecord, salvage: Salvage, plan: RebuildPlan, present: RecordPresenter): FrameToAppend | undefined {
   try {
     const files = fileIdsOf(decodeRecord(value)).flatMap((fileId) => {
       const blob = plan.blobs.get(fileId);
       if (!blob) return [];
       return [{ fileId, contentType: salvage.files.get(fileId)?.contentType ?? 'application/octet-stream', ...blob }];
     });
-    return { id, kind: 'copy', bytes: encodeRecordCopy({ record: frameRecordBytes(value), files }) };
+    return { id, kind: 'copy', bytes: encodeRecordCopy({ record: recordCopyBytes(value, present), files }) };
   } catch {
     return undefined;
   }

@@ -15,6 +15,7 @@
  * A crash before the commit leaves the index as it was: the next open runs the upgrade again, and
  * the copies and tombstones of the first try stay in the log as frames nothing counts.
  */
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { recordFromFrame } from '../index/record-codec.js';
@@ -33,6 +34,35 @@ import { segmentsOnDisk } from './store-check.js';
 /** Where `meta` keeps the version of the record copies' invariant the index counts by. */
 export const RECORD_COPIES_KEY = 'recordCopies';
 export const RECORD_COPIES_VERSION = 1;
+
+/**
+ * A file in DATA_DIR saying the folder counts by record copies, readable without LMDB: a repair
+ * whose damaged index cannot be read at all knows from it that the log held every live event
+ * (index-salvage-copies.ts).
+ */
+export const RECORD_COPIES_MARKER = 'record-copies';
+
+/** Whether the folder whose log is in `blobsDir` says it counts by record copies (RECORD_COPIES_MARKER). */
+export function marksRecordCopies(blobsDir: string): boolean {
+  try {
+    return Number(fs.readFileSync(path.join(path.dirname(blobsDir), RECORD_COPIES_MARKER), 'utf8')) >= RECORD_COPIES_VERSION;
+  } catch {
+    return false;
+  }
+}
+
+/** Writes RECORD_COPIES_MARKER, durably, once the index counts by record copies. */
+async function markRecordCopies(blobsDir: string): Promise<void> {
+  const file = path.join(path.dirname(blobsDir), RECORD_COPIES_MARKER);
+  if (marksRecordCopies(blobsDir)) return;
+  const handle = await fsp.open(file, 'w');
+  try {
+    await handle.writeFile(`${RECORD_COPIES_VERSION}\n`);
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
 
 /** Record copies and tombstones per append of the upgrade. */
 const UPGRADE_APPEND_FRAMES = 512;
@@ -84,11 +114,15 @@ interface LogCount {
  */
 export async function upgradeToRecordCopies(store: MaintenanceAccess, onProgress?: (progress: UpgradeProgress) => void): Promise<UpgradeReport | undefined> {
   const { dbs } = store;
-  if (dbs.meta.get(RECORD_COPIES_KEY) === RECORD_COPIES_VERSION) return undefined;
+  if (dbs.meta.get(RECORD_COPIES_KEY) === RECORD_COPIES_VERSION) {
+    await markRecordCopies(store.blobsDir);
+    return undefined;
+  }
   const [anyEvent] = dbs.events.getKeys({ limit: 1 });
   const [anySegment] = dbs.segments.getKeys({ limit: 1 });
   if (anyEvent === undefined && anySegment === undefined) {
     await store.commitDurably(() => dbs.meta.putSync(RECORD_COPIES_KEY, RECORD_COPIES_VERSION));
+    await markRecordCopies(store.blobsDir);
     return undefined;
   }
   let report: UpgradeReport | undefined;
@@ -100,6 +134,7 @@ export async function upgradeToRecordCopies(store: MaintenanceAccess, onProgress
     const placed: AppendedFrame[] = [];
     for (let i = 0; i < appends.length; i += UPGRADE_APPEND_FRAMES) placed.push(...(await store.appender.append(appends.slice(i, i + UPGRADE_APPEND_FRAMES))).placed);
     await store.commitDurably(() => commitUpgradeSync(store, log, copied, placed));
+    await markRecordCopies(store.blobsDir);
     report = { ...log.progress, copied: copied.length, tombstoned: log.tombstones.length, ms: Math.round(performance.now() - started) };
   });
   return report;

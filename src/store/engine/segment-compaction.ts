@@ -7,7 +7,7 @@
  * its files; each tombstone still needed there is logged again.
  */
 import { fileIdsOf } from '../index/index-keys.js';
-import { decodeRecord, frameRecordBytes } from '../index/record-codec.js';
+import { decodeRecord, recordCopyBytes } from '../index/record-codec.js';
 import type { AppendedFrame, FrameToAppend } from '../log/blob-log.js';
 import type { FileEntry } from '../log/log-entries.js';
 import { encodeRecordCopy, encodeTombstone } from '../log/record-copy-frame.js';
@@ -139,7 +139,7 @@ export function recordCopyFrame(store: MaintenanceAccess, value: Buffer, newPlac
     const at = newPlace.get(fileId) ?? entry;
     return [{ fileId, contentType: entry.contentType, kind: entry.kind, segment: at.segment, offset: at.offset, length: at.length, crc: at.crc }];
   });
-  return { id: record.id, kind: 'copy', bytes: encodeRecordCopy({ record: frameRecordBytes(value), files }) };
+  return { id: record.id, kind: 'copy', bytes: encodeRecordCopy({ record: recordCopyBytes(value, store.present), files }) };
 }
 
 /** Points the entries of the blobs copied out of `segment` at their copies, and moves their bytes in the segments' accounting; call inside the commit. */

@@ -1,7 +1,8 @@
 /**
  * The child process of an index salvage (index-salvage.ts; docs/STORAGE.md, "A damaged index"):
- * opens the damaged index at `argv[2]` read-only and writes every record it can read to stdout,
- * one JSON line each: `{"id", "createdAt", "value"}` (the stored value, base64); then each file
+ * opens the damaged index at `argv[2]` read-only and writes first `{"recordCopies": v}`, the
+ * version of "Two copies of every record" its meta names (null when none or unreadable), then every
+ * record it can read to stdout, one JSON line each: `{"id", "createdAt", "value"}` (the stored value, base64); then each file
  * entry it can read, `{"file", "kind", "contentType"}`; then `{"unreadable": [ids]}`, the events
  * `event_ids` names whose record does not read. A page LMDB cannot
  * read costs the reads that reach it; a file cut short may end the process with SIGBUS, and the
@@ -31,6 +32,14 @@ function readIds(): Map<string, number> {
   }
   return ids;
 }
+
+let recordCopies: unknown = null;
+try {
+  recordCopies = root.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }).get('recordCopies') ?? null;
+} catch {
+  root.resetReadTxn();
+}
+process.stdout.write(`${JSON.stringify({ recordCopies })}\n`);
 
 const unreadable: string[] = [];
 for (const [id, createdAt] of readIds()) {

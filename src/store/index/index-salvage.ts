@@ -23,6 +23,8 @@ export interface Salvage {
   files: Map<string, { kind: FileKind; contentType: string }>;
   /** Ids of the events the index names whose record did not read; null when the child ended before it could list them (a crash). */
   unreadable: string[] | null;
+  /** The version of "Two copies of every record" the index counted by (its `meta.recordCopies`), null when none or unread. */
+  recordCopies: number | null;
 }
 
 /**
@@ -31,14 +33,15 @@ export interface Salvage {
  */
 export async function salvageRecords(indexDir: string): Promise<Salvage> {
   const child = spawn(process.execPath, [new URL('./index-salvage-child.js', import.meta.url).pathname, indexDir], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const salvage: Salvage = { records: [], files: new Map(), unreadable: null };
+  const salvage: Salvage = { records: [], files: new Map(), unreadable: null, recordCopies: null };
   const exited = new Promise<void>((resolve, reject) => {
     child.once('error', reject);
     child.once('close', () => resolve());
   });
   for await (const line of readline.createInterface({ input: child.stdout })) {
-    const parsed = JSON.parse(line) as { id?: string; createdAt?: number; value?: string; unreadable?: string[]; file?: string; kind?: FileKind; contentType?: string };
-    if (parsed.unreadable !== undefined) salvage.unreadable = parsed.unreadable;
+    const parsed = JSON.parse(line) as { id?: string; createdAt?: number; value?: string; unreadable?: string[]; file?: string; kind?: FileKind; contentType?: string; recordCopies?: unknown };
+    if (parsed.recordCopies !== undefined) salvage.recordCopies = typeof parsed.recordCopies === 'number' ? parsed.recordCopies : null;
+    else if (parsed.unreadable !== undefined) salvage.unreadable = parsed.unreadable;
     else if (parsed.file !== undefined) salvage.files.set(parsed.file, { kind: parsed.kind!, contentType: parsed.contentType! });
     else salvage.records.push({ id: parsed.id!, createdAt: parsed.createdAt!, value: Buffer.from(parsed.value!, 'base64') });
   }

@@ -197,6 +197,16 @@ export function frameRecordBytes(value: Buffer): Buffer {
 }
 
 /**
+ * The layout-2 record bytes of a stored value of any layout (docs/STORAGE.md, "Two copies of every
+ * record"): `frameRecordBytes` of a layout-3 value; a record of an older layout, which stores of
+ * older releases keep, encoded again first. What a record copy keeps of an event.
+ * @throws Error when `value` does not decode as a record
+ */
+export function recordCopyBytes(value: Buffer, present: RecordPresenter): Buffer {
+  return frameRecordBytes(layout3Record(value) ? value : encodeRecord(decodeRecord(value), present));
+}
+
+/**
  * The record of a record frame's bytes and the value the `events` database stores for it: a
  * layout-2 record (`frameRecordBytes`) completed with its presented JSON by `present`, the store's
  * presenter; or a whole layout-3 value, as frames written before layout-2 frames carry
