@@ -1,26 +1,33 @@
 /**
- * `npm run disk-faults [-- --events N --runs N --seed N --only TEXT --setup DIR --keep]`
+ * `npm run disk-faults [-- --events N --reclaimed-events N --cleanup-events N --sample N --runs N --seed N --only TEXT --setup DIR --keep]`
  *
- * Disk faults on a data folder of acknowledged events (docs/RELIABILITY.md, "Disk faults";
- * docs/STORAGE.md, "Damage in the log"). The folder is made once: the built store on a new
- * DATA_DIR takes `--events` creates (1,000; every 5th with a 270 KB JPEG) and is stopped cleanly
- * (SIGTERM: all of it checkpointed into LMDB; data.mdb is kept as it was then), started again
- * with checkpoints 60 s to 5 min apart and cleanup hourly, takes as many creates again once its
- * start-up cleanup has checkpointed, and is killed (SIGKILL): half the events are in the LMDB
- * index, half only in the log, replayed at the next start.
+ * Disk faults on data folders of acknowledged events (docs/RELIABILITY.md, "Disk faults";
+ * docs/STORAGE.md, "Damage in the log", "Two copies of every record", "The scrub", "A damaged
+ * index"). The folders are made once each (fault-folders.ts), by the built store over HTTP:
  *
- * Each fault (fault-injection.ts) is made on a fresh copy of that folder, `--runs` times (3) at
- * seeded random offsets: in the log's segments a flipped byte, a zeroed 4 KiB page, a lost 4 KiB
- * page (reads as the zeros it held before the write), a cut at a random byte and a missing
- * segment; in db/data.mdb a flipped byte, a zeroed page, a lost page (reads as it was at the
- * clean stop; made on each page changed since, in turn) and a cut. The store is started on the copy. Once its start-up cleanup has ended (its
- * consistency pass drops file entries whose bytes are missing or fail their CRC), every
- * acknowledged event is read back (`GET /v2/events/{id}`, 200 = readable), every image compared
- * with the bytes sent (missing or differing: corrupt), and /stats `log_damage` read (the events
- * the replay names lost). A store that refuses to start (a damaged index is refused with a
- * message naming `edge-events check --repair`), dies, or loses anything on a damaged data.mdb
- * gets what an operator would do: `edge-events check`, then `check --repair`, and a new start,
- * read back the same way.
+ * - the mixed folder: `--events` creates (1,000; every 5th with a 270 KB JPEG), a clean stop
+ *   (SIGTERM: all of it checkpointed into LMDB; data.mdb is kept as it was then), a start with
+ *   checkpoints 60 s to 5 min apart and cleanup hourly, as many creates again once its start-up
+ *   cleanup has checkpointed, and SIGKILL: half the events are in the LMDB index, half only in
+ *   the log, replayed at the next start;
+ * - the reclaimed folder: `--reclaimed-events` creates (1,500, every 5th with the JPEG), then a
+ *   storage limit whose cleanups delete the oldest images, so the first segment is compacted (its
+ *   events' records copied forward as record copies) and deleted;
+ * - the cleanup folder: `--cleanup-events` small events (16,000, about 1.1 KiB each, 8 in flight),
+ *   then `POST /admin/cleanup`, and `--sample` of them (800) read back.
+ *
+ * Each fault is made on a fresh copy of its folder, `--runs` times (3) at seeded random offsets.
+ * On the mixed folder (fault-injection.ts): in the log's segments a flipped byte, a zeroed 4 KiB
+ * page, a lost 4 KiB page (reads as the zeros it held before the write), a cut at a random byte
+ * and a missing segment; in db/data.mdb a flipped byte, a zeroed page, a lost page (reads as it
+ * was at the clean stop; made on each page changed since, in turn) and a cut. The store is started
+ * on the copy. Once its start-up cleanup has ended (its consistency pass drops file entries whose
+ * bytes are missing or fail their CRC), every acknowledged event is read back (`GET
+ * /v2/events/{id}`, 200 = readable), every image compared with the bytes sent (missing or
+ * differing: corrupt), and /stats `log_damage` read (the events the replay names lost). A store
+ * that refuses to start (a damaged index is refused with a message naming `edge-events check
+ * --repair`), dies, or loses anything on a damaged data.mdb gets what an operator would do:
+ * `edge-events check`, then `check --repair`, and a new start, read back the same way.
  *
  * Expected, and exit 1 otherwise (docs/RELIABILITY.md, "Disk faults"): a fault in a segment
  * loses or corrupts only events with a frame in the damaged bytes (past the cut; in the missing
@@ -28,271 +35,59 @@
  * log_damage, but for an event whose record frame's header was hit (nothing names it) and the
  * active segment's torn tail; a damaged data.mdb loses nothing once `check --repair` has run,
  * and a refusal names it; no store and no check dies, by a signal or by itself; log_damage names
- * no readable event; the store deletes no segment file. Prints a line per run, a table per
- * fault, the seed, the machine's load and the run time. The folder, the store output of every
- * run and a repeat command stay in the work directory when anything failed (or with `--keep`):
- * `--setup DIR --seed N --only TEXT` makes the same draws on the same folder.
+ * no readable event; the store deletes no segment file.
+ *
+ * The faults in the two copies of records (issue 70; copy-faults.ts draws them, copy-fault-runs.ts
+ * runs them and says what each must give): a flipped byte, a zeroed page and a lost page in
+ * checkpointed record frames of the mixed folder, found and mended by the running store's scrub
+ * (SCRUB_PASS_HOURS set small); the same in a page of the index holding records of the reclaimed
+ * folder's events, then `check --repair`; both copies of different events, in the log and in the
+ * index; and the cleanup folder's db/ removed, then `check --repair --without-sinks`. After each,
+ * every event reads back as it read before the fault.
+ *
+ * Prints a line per run, a table per fault, the seed, the machine's load and the run time. The
+ * folders, the store output of every run and a repeat command stay in the work directory when
+ * anything failed (or with `--keep`): `--setup DIR --seed N --only TEXT` makes the same draws on
+ * the same folders (a folder missing there is made first).
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AckedEvents, type AckedEvent } from './lib/acked-events.js';
+import { AckedEvents } from './lib/acked-events.js';
 import { flagOption, numberOption, textOption } from './lib/args.js';
-import { eventBody } from './lib/disk-fill.js';
+import { copyRunsOf, COPY_FAULT_KINDS, drawCopyFault, folderOf, type CopyFaultKind, type FolderName } from './lib/copy-faults.js';
+import { runCopyFault, type CopyRun } from './lib/copy-fault-runs.js';
+import { folder, type Folder } from './lib/fault-folders.js';
 import { applyFault, drawFault, FAULT_KINDS, runsOf, type Fault, type FaultKind, type FaultLayout } from './lib/fault-injection.js';
-import { fixture } from './lib/fixtures.js';
-import { StoreClient } from './lib/http-client.js';
-import { FrameMap, readLogFrames, segmentFiles } from './lib/log-frames.js';
+import { copyFolder, diedText, exitText, n, runCheck, seconds, startAndRead, type Attempt, type CheckRun } from './lib/fault-store.js';
+import { segmentFiles } from './lib/log-frames.js';
 import { freshSeed, Random } from './lib/random.js';
-import { cliPath } from './lib/spawned-store.js';
-import { failureOutcome, StatusTally } from './lib/status-tally.js';
 import { printLoggedErrors } from './lib/store-log.js';
-import { launchStore, StoreNotStarted, type Exit, type StoreProcess } from './lib/store-process.js';
-import { checkFile, mapParallel } from './lib/store-reads.js';
-import type { CheckReport, RebuildReport } from '../src/store/engine/check-report.js';
 
 const eventsPerHalf = numberOption('events', 1000);
 const runs = numberOption('runs', 3);
 const seed = numberOption('seed', freshSeed());
 const only = textOption('only');
 const setupDir = textOption('setup');
-const WRITERS = 4;
-const READERS = 8;
-const IMAGE = 'retina.jpg';
-/** The second life of the folder: no checkpoint and no cleanup of its own after the start-up one, so its creates stay in the log alone. */
-const SECOND_LIFE = { INDEX_CHECKPOINT_MS: '60000', INDEX_CHECKPOINT_MAX_MS: '300000', CLEANUP_INTERVAL_SECONDS: '3600' };
+const sizes = {
+  mixedEvents: eventsPerHalf,
+  reclaimedEvents: numberOption('reclaimed-events', 1500),
+  cleanupEvents: numberOption('cleanup-events', 16_000),
+  sample: numberOption('sample', 800),
+  seed,
+};
+/** Settle time of a stop: SIGTERM, SIGKILL past it (fault-store.ts). */
 const STOP_DEADLINE_MS = 30_000;
-/** Deadline of a probe (`/health`, `/stats` while waiting for the start-up cleanup). */
-const PROBE_DEADLINE_MS = 5_000;
 const CLEANUP_DEADLINE_MS = 120_000;
-const CHECK_DEADLINE_MS = 600_000;
 
 const started = performance.now();
 const loads = [os.loadavg()[0]];
 const workDir = setupDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'ees-disk-faults-'));
-const pristine = path.join(workDir, 'data');
 const acked = new AckedEvents();
 const violations: string[] = [];
 let keep = setupDir !== undefined || flagOption('keep');
-
-const n = (value: number) => value.toLocaleString('en-US');
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const exitText = (exit: Exit) => (exit.signal ? `killed by ${exit.signal}` : `exit ${exit.code}`);
-
-/** Stops `store` with SIGTERM, or SIGKILL past STOP_DEADLINE_MS. */
-async function stopStore(store: StoreProcess): Promise<Exit> {
-  const timer = setTimeout(() => store.signal('SIGKILL'), STOP_DEADLINE_MS);
-  const exit = await store.kill('SIGTERM');
-  clearTimeout(timer);
-  return exit;
-}
-
-/**
- * Waits until the store's start-up cleanup has ended (/stats `last_cleanup` set): its checkpoint
- * commits what the start replayed, and its consistency pass drops file entries whose bytes are
- * missing or fail their CRC (docs/OPERATIONS.md, "Keeping the disk bounded").
- * @returns false when CLEANUP_DEADLINE_MS passed first or the store ended
- */
-async function startUpCleanupDone(client: StoreClient, store: StoreProcess): Promise<boolean> {
-  for (const deadline = performance.now() + CLEANUP_DEADLINE_MS; performance.now() < deadline && !store.hasExited(); await sleep(200)) {
-    const answer = await client.request('GET', '/stats', { timeoutMs: PROBE_DEADLINE_MS }).catch(() => undefined);
-    if (answer?.status === 200 && answer.json().last_cleanup !== null) return true;
-  }
-  return false;
-}
-
-/** Creates `count` events with WRITERS writers, every 5th with IMAGE; each must be acknowledged. @throws Error on any other answer */
-async function createEvents(client: StoreClient, count: number): Promise<void> {
-  let next = 0;
-  const writer = async () => {
-    while (next < count) {
-      const k = next++;
-      const images = k % 5 === 0 ? [IMAGE] : [];
-      const answer = await client.request('POST', '/v2/events', { json: eventBody(images, 'disk-faults') });
-      if (answer.status !== 201) throw new Error(`create ${k} answered ${answer.status}: ${answer.bytes.toString('utf8', 0, 300)}`);
-      const body = answer.json();
-      acked.add({ id: body.id, createdAt: body.created_at, images: body.image_ids.map((fileId: string, i: number) => ({ fileId, fixture: images[i] })) });
-    }
-  };
-  await Promise.all(Array.from({ length: WRITERS }, writer));
-}
-
-/** What the setup leaves beside the folder, for `--setup` to run the faults on it again. */
-interface SetupFile {
-  events: AckedEvent[];
-  segmentBytesAtCleanStop: [number, number][];
-}
-
-/** Builds the data folder (see the module's comment) in `pristine`, data.mdb of the clean stop in `clean-stop.mdb`. */
-async function setUp(): Promise<void> {
-  fs.mkdirSync(pristine);
-  let store = await launchStore({ DATA_DIR: pristine });
-  let client = new StoreClient(store.url, 60_000);
-  await createEvents(client, eventsPerHalf);
-  const stopped = await stopStore(store);
-  if (stopped.code !== 0) throw new Error(`the clean stop ended with ${exitText(stopped)}: ${store.output().slice(-2000)}`);
-  fs.copyFileSync(path.join(pristine, 'db', 'data.mdb'), path.join(workDir, 'clean-stop.mdb'));
-  const atStop = segmentFiles(pristine).map((s) => [s.segment, s.bytes] as [number, number]);
-  store = await launchStore({ DATA_DIR: pristine, ...SECOND_LIFE });
-  client = new StoreClient(store.url, 60_000);
-  if (!(await startUpCleanupDone(client, store))) throw new Error(`the start-up cleanup did not end within ${seconds(CLEANUP_DEADLINE_MS)}`);
-  await createEvents(client, eventsPerHalf);
-  await store.kill('SIGKILL');
-  const setup: SetupFile = { events: [...acked.events.values()], segmentBytesAtCleanStop: atStop };
-  fs.writeFileSync(path.join(workDir, 'setup.json'), JSON.stringify(setup));
-}
-
-/** `edge-events check --json`'s output (src/check/check-command.ts). */
-interface CheckJson {
-  check: CheckReport;
-  repair: RebuildReport | null;
-  recheck: CheckReport | null;
-}
-
-/** How `edge-events check` ended, with its JSON report when it gave one. */
-interface CheckRun {
-  exit: Exit;
-  report: CheckJson | undefined;
-  stderr: string;
-  ms: number;
-}
-
-/**
- * Runs `edge-events check --json [--repair --without-sinks]` on `dataDir` (docs/OPERATIONS.md,
- * "Checking and repairing a data folder"): the harness's stores ship to no sink.
- */
-function runCheck(dataDir: string, repair: boolean): Promise<CheckRun> {
-  const args = [cliPath, 'check', '--json', '--data-dir', dataDir, ...(repair ? ['--repair', '--without-sinks'] : [])];
-  const begun = performance.now();
-  return new Promise((resolve) => {
-    execFile(process.execPath, args, { env: { ...process.env, DATA_DIR: dataDir }, maxBuffer: 64 * 1024 * 1024, timeout: CHECK_DEADLINE_MS }, (err, stdout, stderr) => {
-      const failed = err as (NodeJS.ErrnoException & { code?: number | string; signal?: NodeJS.Signals }) | null;
-      const exit: Exit = { code: failed ? (typeof failed.code === 'number' ? failed.code : null) : 0, signal: failed?.signal ?? null };
-      let report: CheckJson | undefined;
-      try {
-        report = JSON.parse(stdout) as CheckJson;
-      } catch {
-        report = undefined;
-      }
-      resolve({ exit, report, stderr, ms: performance.now() - begun });
-    });
-  });
-}
-
-/** Copies the undamaged folder to `target`, without its store.lock (the killed store's). */
-function copyPristine(target: string): void {
-  fs.cpSync(pristine, target, { recursive: true, filter: (source) => path.basename(source) !== 'store.lock' });
-}
-
-/** Reads the layout the faults are drawn on from the undamaged folder. */
-async function readLayout(): Promise<FaultLayout> {
-  const setup = JSON.parse(fs.readFileSync(path.join(workDir, 'setup.json'), 'utf8')) as SetupFile;
-  for (const event of setup.events) acked.add(event);
-  const fileEvents = new Map<string, string>();
-  for (const event of setup.events) for (const image of event.images) fileEvents.set(image.fileId, event.id);
-  const scratch = path.join(fs.mkdtempSync(path.join(workDir, 'layout-')), 'data');
-  copyPristine(scratch);
-  const check = await runCheck(scratch, false);
-  fs.rmSync(path.dirname(scratch), { recursive: true, force: true });
-  const report = check.report?.check;
-  const position = report?.indexAgainstLog?.logPosition;
-  if (!report || !position || report.index.pageSize === null) throw new Error(`edge-events check on the undamaged folder gave no log position or page size (${exitText(check.exit)}): ${check.stderr.slice(0, 2000)}`);
-  if (report.damage) throw new Error(`edge-events check finds damage in the undamaged folder: ${JSON.stringify(report).slice(0, 2000)}`);
-  const index = fs.readFileSync(path.join(pristine, 'db', 'data.mdb'));
-  return {
-    segments: segmentFiles(pristine),
-    frames: new FrameMap(await readLogFrames(pristine), (fileId) => fileEvents.get(fileId)),
-    position,
-    segmentBytesAtCleanStop: new Map(setup.segmentBytesAtCleanStop),
-    index,
-    indexAtCleanStop: fs.readFileSync(path.join(workDir, 'clean-stop.mdb')),
-    indexPageSize: report.index.pageSize,
-  };
-}
-
-/** One start of the store on a copy and what reading it back gave. */
-interface Attempt {
-  /** How the store ended: before listening (refused or killed), during the reads, or at its stop. */
-  startExit: Exit | undefined;
-  diedDuringReads: Exit | undefined;
-  /** The store stopped answering (a request past its deadline, then /health too); the reads left were not sent. */
-  hung: boolean;
-  stopExit: Exit | undefined;
-  startMs: number;
-  /** Whether the start-up cleanup ended before the reads began (startUpCleanupDone). */
-  cleanupDone: boolean;
-  readable: Set<string>;
-  corrupt: Set<string>;
-  statuses: StatusTally;
-  images: StatusTally;
-  /** /stats log_damage: events named lost, and the quarantined ranges. */
-  named: Set<string>;
-  eventsLost: number;
-  ranges: number;
-  output: string;
-}
-
-/** Whether the store at `client` answers `GET /health` within PROBE_DEADLINE_MS. */
-async function answers(client: StoreClient): Promise<boolean> {
-  const answer = await client.request('GET', '/health', { timeoutMs: PROBE_DEADLINE_MS }).catch(() => undefined);
-  return answer?.status === 200;
-}
-
-/** Starts the store on `dataDir`, reads every acknowledged event and image back and /stats, and stops it. */
-async function startAndRead(dataDir: string): Promise<Attempt> {
-  const attempt: Attempt = {
-    startExit: undefined, diedDuringReads: undefined, hung: false, stopExit: undefined, startMs: 0, cleanupDone: false,
-    readable: new Set(), corrupt: new Set(), statuses: new StatusTally(), images: new StatusTally(), named: new Set(), eventsLost: 0, ranges: 0, output: '',
-  };
-  const begun = performance.now();
-  let store: StoreProcess;
-  try {
-    store = await launchStore({ DATA_DIR: dataDir });
-  } catch (err) {
-    if (!(err instanceof StoreNotStarted)) throw err;
-    attempt.startExit = err.exit;
-    attempt.output = err.message;
-    return attempt;
-  }
-  attempt.startMs = performance.now() - begun;
-  const client = new StoreClient(store.url, 30_000);
-  attempt.cleanupDone = await startUpCleanupDone(client, store);
-  await mapParallel([...acked.events.values()], READERS, async (event) => {
-    if (attempt.hung) return attempt.statuses.add('not sent: the store had stopped answering');
-    try {
-      const answer = await client.request('GET', `/v2/events/${event.id}`);
-      attempt.statuses.add(answer.status);
-      if (answer.status !== 200) return;
-      attempt.readable.add(event.id);
-      for (const image of event.images) {
-        const found = await checkFile(client, `/images/${image.fileId}`, fixture(image.fixture)).catch((err: Error) => (/answered (\d+)/.exec(err.message)?.[1] ?? failureOutcome(err)));
-        attempt.images.add(found);
-        if (found !== 'ok') attempt.corrupt.add(event.id);
-      }
-    } catch (err) {
-      const outcome = failureOutcome(err);
-      attempt.statuses.add(outcome);
-      // A request past its deadline while /health does not answer either: the store hangs, and
-      // the reads left would each wait out their deadline.
-      if (outcome === 'timeout' && !(await answers(client))) attempt.hung = true;
-    }
-  });
-  try {
-    if (attempt.hung) throw new Error('not asked: the store had stopped answering');
-    const damage = (await client.getJson('/stats')).log_damage;
-    attempt.eventsLost = damage.events_lost;
-    attempt.ranges = damage.quarantined_ranges;
-    for (const range of damage.recent) for (const id of range.lost_events) attempt.named.add(id);
-  } catch (err) {
-    attempt.statuses.add(`/stats ${(err as Error).message.slice(0, 80)}`);
-  }
-  if (store.hasExited()) attempt.diedDuringReads = await store.exited;
-  else attempt.stopExit = await stopStore(store);
-  attempt.output = store.output();
-  return attempt;
-}
+/** The mixed folder (the older rows'): its undamaged data folder. */
+let pristine = '';
 
 /** One fault on one copy: the draw, what it touched, each start, each check, and what was wrong. */
 interface FaultRun {
@@ -349,7 +144,7 @@ function removedByStore(copy: string, fault: Fault | undefined): { deleted: stri
 async function runFault(fault: Fault | undefined, layout: FaultLayout, replayed: Set<string>, label: string): Promise<FaultRun> {
   // A folder of its own: two runs with the same --setup never share a copy.
   const copy = path.join(fs.mkdtempSync(path.join(workDir, 'run-')), 'data');
-  copyPristine(copy);
+  copyFolder(pristine, copy);
   const run: FaultRun = { fault, touched: new Set(), attempts: [], checks: [], violations: [], notes: [] };
   const onIndex = fault !== undefined && fault.segment === undefined;
   if (fault) {
@@ -357,11 +152,12 @@ async function runFault(fault: Fault | undefined, layout: FaultLayout, replayed:
     if (fault.segment !== undefined) run.touched = layout.frames.eventsIn(fault.segment, fault.offset, fault.offset + fault.length);
   }
   const violation = (line: string) => run.violations.push(line);
-  const signalled = (what: string, exit: Exit | undefined) => {
+  const signalled = (what: string, exit: Attempt['startExit']) => {
     if (exit?.signal) violation(`${what} ${exitText(exit)}`);
   };
 
-  let attempt = await startAndRead(copy);
+  const events = { events: [...acked.events.values()] };
+  let attempt = await startAndRead(copy, events);
   run.attempts.push(attempt);
   const namesRepair = attempt.startExit !== undefined && attempt.output.includes('check --repair');
   const firstLoss = lossOf(attempt);
@@ -370,13 +166,13 @@ async function runFault(fault: Fault | undefined, layout: FaultLayout, replayed:
   if (attempt.startExit || attempt.diedDuringReads || attempt.hung || lostOnDamagedIndex) {
     // As an operator would: the check first (what it says of the damage), then the repair.
     run.checks.push(await runCheck(copy, false), await runCheck(copy, true));
-    attempt = await startAndRead(copy);
+    attempt = await startAndRead(copy, events);
     run.attempts.push(attempt);
   }
   for (const [k, a] of run.attempts.entries()) {
     const which = k === 0 ? 'the store' : 'the store after check --repair';
     signalled(`${which} at start-up:`, a.startExit);
-    if (a.diedDuringReads) violation(`${which} died while read: ${exitText(a.diedDuringReads)}`);
+    if (a.diedDuringReads) violation(`${which} died while read: ${diedText(a)}`);
     if (a.hung) violation(`${which} stopped answering while read (a hang)`);
     signalled(`${which} at its stop (SIGTERM, SIGKILL after ${seconds(STOP_DEADLINE_MS)}):`, a.stopExit);
     const refusal = a.startExit && !a.startExit.signal;
@@ -477,19 +273,15 @@ function printTable(totals: Map<string, KindTotals>): void {
   }
 }
 
-console.log(`disk-faults: seed ${seed}, ${runs} runs per fault, work directory ${workDir}`);
-let fatal: string | undefined;
-const totals = new Map<string, KindTotals>();
-try {
-  if (!setupDir) {
-    console.log(`setting up: ${n(eventsPerHalf)} creates, a clean stop, a start, ${n(eventsPerHalf)} creates, SIGKILL`);
-    await setUp();
-  }
-  const layout = await readLayout();
+/** Runs the older rows (FAULT_KINDS, and the control run) on the mixed folder. */
+async function runMixedKinds(mixed: Folder, totals: Map<string, KindTotals>): Promise<void> {
+  const { layout } = mixed;
+  pristine = mixed.data;
+  for (const event of mixed.events) acked.add(event);
   const replayed = replayedEvents(layout);
-  console.log(`data folder: ${n(acked.events.size)} events acknowledged, ${n(acked.events.size - replayed.size)} in the index, ${n(replayed.size)} only in the log `
+  console.log(`mixed data folder: ${n(acked.events.size)} events acknowledged, ${n(acked.events.size - replayed.size)} in the index, ${n(replayed.size)} only in the log `
     + `(position: segment ${layout.position.segment}, byte ${n(layout.position.offset)}); segments ${layout.segments.map((s) => `${s.segment} (${n(s.bytes)} bytes)`).join(', ')}; `
-    + `data.mdb ${n(layout.index.length)} bytes, pages of ${n(layout.indexPageSize)}; set up in ${seconds(performance.now() - started)}`);
+    + `data.mdb ${n(layout.index.length)} bytes, pages of ${n(layout.indexPageSize)}`);
   const kinds: (FaultKind | 'none (control)')[] = ['none (control)', ...FAULT_KINDS];
   for (const [k, kind] of kinds.entries()) {
     if (only && !kind.includes(only)) continue;
@@ -512,11 +304,108 @@ try {
       totals.set(kind, t);
     }
   }
+}
+
+/** Totals of one kind of the two copies' faults over its runs, for their table. */
+interface CopyTotals {
+  runs: number;
+  read: number;
+  readable: number;
+  lost: number;
+  corrupt: number;
+  filesGone: number;
+  hitLog: number;
+  hitIndex: number;
+  filesHit: number;
+  scrubRepaired: number;
+  scrubUnrepairable: number;
+  repairs: number;
+  salvaged: number;
+  namedLost: number;
+  violations: number;
+}
+
+/** Prints the description line of a folder made after a cleanup. */
+function describeFolder(f: Folder): void {
+  const copies = f.check.indexAgainstLog;
+  console.log(`${f.name} data folder: ${n(f.acknowledged)} events acknowledged${f.events.length < f.acknowledged ? ` (${n(f.events.length)} of them read back)` : ''}; `
+    + `log: ${f.check.log.segments} segments, ${n(f.check.log.bytes)} bytes, ${n(f.check.log.records)} record frames, ${n(f.check.log.copies)} record copies, ${n(f.check.log.fileFrames)} file frames; `
+    + `data.mdb ${n(f.layout.index.length)} bytes; copies: ${copies ? `${n(copies.bothCopies)} events in both, ${n(copies.indexOnly)} in the index alone` : '?'}; `
+    + `${n(f.layout.recordPages.length)} leaf pages of records`);
+}
+
+/** Runs the two copies' rows (COPY_FAULT_KINDS), each on its folder. */
+async function runCopyKinds(folders: Map<FolderName, Folder>, totals: Map<string, CopyTotals>): Promise<void> {
+  for (const [k, kind] of COPY_FAULT_KINDS.entries()) {
+    if (only && !kind.includes(only)) continue;
+    const f = folders.get(folderOf(kind))!;
+    for (let r = 0; r < copyRunsOf(kind, runs); r++) {
+      const rng = new Random((seed + (FAULT_KINDS.length + 1 + k) * 7919 + r * 104729) >>> 0);
+      const run = await runCopyFault(drawCopyFault(kind, r, f.layout, rng), f, workDir, `${kind} #${r + 1}`);
+      loads.push(os.loadavg()[0]);
+      addCopyRun(totals, kind, run, f);
+      if (run.violations.length > 0) {
+        keep = true;
+        for (const a of run.attempts) printLoggedErrors(a.output);
+        violations.push(...run.violations.map((v) => `${kind} #${r + 1}: ${v}`));
+      }
+    }
+  }
+}
+
+function addCopyRun(totals: Map<string, CopyTotals>, kind: CopyFaultKind, run: CopyRun, f: Folder): void {
+  const last = run.attempts[run.attempts.length - 1];
+  const t = totals.get(kind) ?? { runs: 0, read: 0, readable: 0, lost: 0, corrupt: 0, filesGone: 0, hitLog: 0, hitIndex: 0, filesHit: 0, scrubRepaired: 0, scrubUnrepairable: 0, repairs: 0, salvaged: 0, namedLost: 0, violations: 0 };
+  t.runs++;
+  t.read += f.events.length;
+  t.readable += last.readable.size;
+  t.lost += f.events.length - last.readable.size;
+  t.corrupt += run.notAsBefore;
+  t.filesGone += run.filesGone;
+  t.hitLog += run.fault.logHit.size;
+  t.hitIndex += run.fault.indexHit.size;
+  t.filesHit += run.fault.filesHit.size;
+  t.scrubRepaired += run.attempts[0].scrub?.repaired ?? 0;
+  t.scrubUnrepairable += run.attempts[0].scrub?.unrepairable ?? 0;
+  const repair = run.checks.find((c) => c.repair)?.report?.repair;
+  if (repair) {
+    t.repairs++;
+    t.salvaged += repair.salvaged;
+    t.namedLost += repair.lost.length;
+  }
+  t.violations += run.violations.length > 0 ? 1 : 0;
+  totals.set(kind, t);
+}
+
+function printCopyTable(totals: Map<string, CopyTotals>): void {
+  if (totals.size === 0) return;
+  console.log('\n| fault | runs | events hit: log copy, index copy | events read back | readable after | lost | JSON or image not as before | images hit, gone (one copy) | scrub findings: repaired, unrepairable | check --repair rebuilt: runs, records salvaged, events named lost | runs not as expected |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const [kind, t] of totals) {
+    console.log(`| ${kind} | ${t.runs} | ${n(t.hitLog)}, ${n(t.hitIndex)} | ${n(t.read)} | ${n(t.readable)} | ${n(t.lost)} | ${n(t.corrupt)} | ${n(t.filesHit)}, ${n(t.filesGone)} | ${t.scrubRepaired}, ${t.scrubUnrepairable} | ${t.repairs}, ${n(t.salvaged)}, ${n(t.namedLost)} | ${t.violations} |`);
+  }
+}
+
+console.log(`disk-faults: seed ${seed}, ${runs} runs per fault, work directory ${workDir}`);
+let fatal: string | undefined;
+const totals = new Map<string, KindTotals>();
+const copyTotals = new Map<string, CopyTotals>();
+try {
+  const wanted = new Set<FolderName>();
+  if (!only || [...FAULT_KINDS, 'none (control)'].some((kind) => kind.includes(only))) wanted.add('mixed');
+  for (const kind of COPY_FAULT_KINDS) if (!only || kind.includes(only)) wanted.add(folderOf(kind));
+  const folders = new Map<FolderName, Folder>();
+  for (const name of ['mixed', 'reclaimed', 'cleanup'] as const) if (wanted.has(name)) folders.set(name, await folder(workDir, name, sizes));
+  console.log(`set up in ${seconds(performance.now() - started)}`);
+  for (const f of folders.values()) if (f.name !== 'mixed') describeFolder(f);
+  if (folders.has('mixed')) await runMixedKinds(folders.get('mixed')!, totals);
+  await runCopyKinds(folders, copyTotals);
 } catch (err) {
   fatal = (err as Error).stack;
   keep = true;
 }
 printTable(totals);
+printCopyTable(copyTotals);
 const load = os.loadavg();
 console.log(`\nseed ${seed}; run time ${seconds(performance.now() - started)}; load average ${loads[0].toFixed(2)} at the start, ${load.map((l) => l.toFixed(2)).join(' ')} at the end, `
   + `max ${Math.max(...loads).toFixed(2)} after a run (${os.cpus().length} cores)`);

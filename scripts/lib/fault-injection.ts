@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { RecordPage } from './index-pages.js';
 import type { FrameMap, SegmentFile } from './log-frames.js';
 import type { Random } from './random.js';
 
@@ -35,11 +36,22 @@ export interface FaultLayout {
   indexAtCleanStop: Buffer;
   /** LMDB's page size, from meta page 0 (bytes). */
   indexPageSize: number;
+  /** The leaf pages of the index's `events` database and the records on each (index-pages.ts). */
+  recordPages: RecordPage[];
 }
+
+/**
+ * What a fault does to its bytes: `flip` inverts the byte at `offset`, `zero` writes zeros over
+ * `length` bytes, `revert` writes `revertTo` there (a lost write: the bytes as they were before),
+ * `truncate` cuts the file at `offset`, `remove` deletes the file (or folder: `db/`).
+ */
+export type FaultAction = 'flip' | 'zero' | 'revert' | 'truncate' | 'remove';
 
 /** One fault: where it is and what it does. Offsets and lengths in bytes. */
 export interface Fault {
-  kind: FaultKind;
+  /** The row of the harness's table it counts in (a FaultKind, or one of copy-faults.ts). */
+  kind: string;
+  action: FaultAction;
   /** Where the offset was drawn from, in words. */
   target: string;
   /** The damaged file, relative to the data folder. */
@@ -60,9 +72,9 @@ const P_LEAF = 0x02;
 /** Offset of a page header's flags (u16 LE), after the page number and the txnid (u64 each) and a pad (u16). */
 const PAGE_FLAGS_AT = 18;
 
-const segmentPath = (segment: SegmentFile) => path.join('blobs', path.basename(segment.file));
+export const segmentPath = (segment: SegmentFile) => path.join('blobs', path.basename(segment.file));
 const INDEX_FILE = path.join('db', 'data.mdb');
-const alignDown = (offset: number) => offset - (offset % PAGE_BYTES);
+export const alignDown = (offset: number) => offset - (offset % PAGE_BYTES);
 
 /** Bytes `from` to `to` (exclusive) of one segment: a place a draw may fall. */
 interface Span {
@@ -128,7 +140,7 @@ function drawRecordByte(layout: FaultLayout, spans: Span[], rng: Random): { segm
  */
 export function drawFault(kind: FaultKind, run: number, layout: FaultLayout, rng: Random): Fault {
   const onSegment = (target: string, { segment, offset }: { segment: SegmentFile; offset: number }, length: number, revertTo?: Buffer): Fault =>
-    ({ kind, target, file: segmentPath(segment), segment: segment.segment, offset, length: Math.min(length, segment.bytes - offset), revertTo });
+    ({ kind, action: actionOf(kind, revertTo), target, file: segmentPath(segment), segment: segment.segment, offset, length: Math.min(length, segment.bytes - offset), revertTo });
   const byteTargets = [
     { target: 'any byte of the log', draw: () => drawByte(frameSpans(layout, () => 0), rng) },
     { target: 'the replayed part', draw: () => drawByte(frameSpans(layout, (s) => replayedFrom(layout, s)), rng) },
@@ -161,7 +173,7 @@ export function drawFault(kind: FaultKind, run: number, layout: FaultLayout, rng
     case 'segment: missing': {
       if (layout.segments.length === 0) throw new Error('the log holds no segment');
       const segment = layout.segments[run % layout.segments.length];
-      return { kind, target: `segment ${segment.segment}, ${run % layout.segments.length + 1} of the ${layout.segments.length} in the log`, file: segmentPath(segment), segment: segment.segment, offset: 0, length: segment.bytes };
+      return { kind, action: 'remove', target: `segment ${segment.segment}, ${run % layout.segments.length + 1} of the ${layout.segments.length} in the log`, file: segmentPath(segment), segment: segment.segment, offset: 0, length: segment.bytes };
     }
     case 'data.mdb: flipped byte':
     case 'data.mdb: zeroed page': {
@@ -174,7 +186,7 @@ export function drawFault(kind: FaultKind, run: number, layout: FaultLayout, rng
       const changed = changedIndexPages(layout);
       if (changed.length === 0) return onIndex(kind, 'no page changed since the clean stop: page 2', 2 * PAGE_BYTES, PAGE_BYTES, layout);
       const offset = changed[run % changed.length];
-      return { ...onIndex(kind, `page ${offset / PAGE_BYTES}, ${run % changed.length + 1} of the ${changed.length} 4 KiB pages changed since the clean stop`, offset, PAGE_BYTES, layout), revertTo: olderPage(layout, offset) };
+      return { ...onIndex(kind, `page ${offset / PAGE_BYTES}, ${run % changed.length + 1} of the ${changed.length} 4 KiB pages changed since the clean stop`, offset, PAGE_BYTES, layout), action: 'revert', revertTo: olderPage(layout, offset) };
     }
     case 'data.mdb: truncated': {
       const offset = rng.int(1, layout.index.length - 1);
@@ -201,15 +213,24 @@ export function runsOf(kind: FaultKind, layout: FaultLayout, runs: number): numb
   return kind === 'data.mdb: lost page' ? Math.max(1, changedIndexPages(layout).length) : runs;
 }
 
+/** What fault `kind` does (a lost page: `revert`, given the bytes it reverts to). */
+function actionOf(kind: string, revertTo?: Buffer): FaultAction {
+  if (revertTo) return 'revert';
+  if (kind.endsWith('flipped byte')) return 'flip';
+  if (kind.endsWith('truncated')) return 'truncate';
+  if (kind.endsWith('missing')) return 'remove';
+  return 'zero';
+}
+
 /** A fault in data.mdb at `offset`, its length clipped to the file. */
-function onIndex(kind: FaultKind, target: string, offset: number, length: number, layout: FaultLayout): Fault {
-  return { kind, target, file: INDEX_FILE, segment: undefined, offset, length: Math.min(length, layout.index.length - offset) };
+export function onIndex(kind: string, target: string, offset: number, length: number, layout: FaultLayout): Fault {
+  return { kind, action: actionOf(kind), target, file: INDEX_FILE, segment: undefined, offset, length: Math.min(length, layout.index.length - offset) };
 }
 
 /** The 4 KiB page at `offset` of data.mdb as it was at the clean stop (zeros past that file's end). */
-function olderPage(layout: FaultLayout, offset: number): Buffer {
+export function olderPage(layout: FaultLayout, offset: number): Buffer {
   const page = Buffer.alloc(Math.min(PAGE_BYTES, layout.index.length - offset));
-  layout.indexAtCleanStop.copy(page, 0, offset, Math.min(offset + page.length, layout.indexAtCleanStop.length));
+  if (offset < layout.indexAtCleanStop.length) layout.indexAtCleanStop.copy(page, 0, offset, Math.min(offset + page.length, layout.indexAtCleanStop.length));
   return page;
 }
 
@@ -236,17 +257,17 @@ function indexTargets(layout: FaultLayout): { target: string; pages: number[] }[
  */
 export function applyFault(dataDir: string, fault: Fault): void {
   const file = path.join(dataDir, fault.file);
-  if (fault.kind === 'segment: missing') return fs.rmSync(file);
-  if (fault.kind.endsWith('truncated')) return fs.truncateSync(file, fault.offset);
+  if (fault.action === 'remove') return fs.rmSync(file, { recursive: true });
+  if (fault.action === 'truncate') return fs.truncateSync(file, fault.offset);
   const fd = fs.openSync(file, 'r+');
   try {
     let bytes: Buffer;
-    if (fault.kind.endsWith('flipped byte')) {
+    if (fault.action === 'flip') {
       bytes = Buffer.alloc(1);
       fs.readSync(fd, bytes, 0, 1, fault.offset);
       bytes[0] ^= 0xff;
     } else {
-      bytes = fault.revertTo?.subarray(0, fault.length) ?? Buffer.alloc(fault.length);
+      bytes = (fault.action === 'revert' ? fault.revertTo!.subarray(0, fault.length) : undefined) ?? Buffer.alloc(fault.length);
     }
     fs.writeSync(fd, bytes, 0, bytes.length, fault.offset);
   } finally {

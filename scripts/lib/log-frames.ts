@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { segmentNumberOf } from '../../src/store/log/segment-files.js';
-import { FRAME_HEADER_BYTES, scanFrames, type FrameKind } from '../../src/store/log/segment-frames.js';
+import { FRAME_HEADER_BYTES, isDataFrame, scanFrames, type FrameKind } from '../../src/store/log/segment-frames.js';
 
 /** A segment file of the log: its number, its path, its size in bytes. */
 export interface SegmentFile {
@@ -22,7 +22,7 @@ export interface LogFrame {
   start: number;
   end: number;
   kind: FrameKind;
-  /** A file id (image, video, local-only frames) or the event id (record and update frames). */
+  /** A file id (image, video, local-only frames) or the event id (record, update, record copy and tombstone frames). */
   id: string;
 }
 
@@ -70,8 +70,9 @@ export class FrameMap {
    */
   constructor(readonly frames: LogFrame[], eventOfFile: (fileId: string) => string | undefined) {
     for (const frame of frames) {
-      const event = frame.kind === 'record' || frame.kind === 'update' ? frame.id : eventOfFile(frame.id);
-      if (frame.kind === 'record') this.records.set(frame.id, frame);
+      const event = isDataFrame(frame.kind) ? frame.id : eventOfFile(frame.id);
+      // An event's home: its create's record frame, or the latest record copy of it (docs/STORAGE.md, "Two copies of every record").
+      if (frame.kind === 'record' || frame.kind === 'copy') this.records.set(frame.id, frame);
       const list = this.bySegment.get(frame.segment) ?? [];
       list.push({ frame, event });
       this.bySegment.set(frame.segment, list);
@@ -92,8 +93,13 @@ export class FrameMap {
     return events;
   }
 
+  /** Event `eventId`'s home frame in the log: its record frame, or its latest record copy. */
+  homeOf(eventId: string): LogFrame | undefined {
+    return this.records.get(eventId);
+  }
+
   /**
-   * Whether the header of event `eventId`'s record frame (FRAME_HEADER_BYTES bytes, which name
+   * Whether the header of event `eventId`'s home frame (FRAME_HEADER_BYTES bytes, which name
    * the event) overlaps bytes `from` to `to` (exclusive) of `segment`.
    */
   headerIn(eventId: string, segment: number, from: number, to: number): boolean {
