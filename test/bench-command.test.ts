@@ -125,7 +125,8 @@ t.test('measures the store and the durable floor, and says what the cameras cost
   t.ok(Math.abs(storage.bytesPerDay - 86_400 * 10 * (0.5 * storage.storedPerEvent.small + 0.5 * storage.storedPerEvent.image)) <= 1e-6 * storage.bytesPerDay, 'bytes kept a day at the rate');
   t.equal(storage.maxStorageBytes, 10 * 1024 ** 3, 'MAX_STORAGE_BYTES as the store reads it (its default)');
   t.equal(storage.retentionDays, 1, 'RETENTION_DAYS likewise');
-  t.ok(storage.diskFreeBytes >= bavail * bsize, 'the disk\'s free bytes when the run began');
+  // The test files beside this one (tap runs them in parallel) write and free temp folders meanwhile.
+  t.ok(Math.abs(storage.diskFreeBytes - bavail * bsize) <= 2 * 1024 ** 3, `the disk's free bytes when the run began (${storage.diskFreeBytes}), near statfs's after it (${bavail * bsize})`);
   t.equal(storage.daysKept, Math.min(storage.diskFreeBytes / storage.bytesPerDay, storage.maxStorageBytes / storage.bytesPerDay, 1), 'the store keeps them for the least of the three');
   t.match(result.freshStoreNote, /fresh store/);
 
