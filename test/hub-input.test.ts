@@ -94,6 +94,41 @@ t.test('a forged fleet event cannot swap a stored image, inject a header through
   t.match(await (await fetch(`${hub.url}/metrics`)).text(), 'edge_events_hub_id_collisions_total 1\n');
 });
 
+t.test('an image whose chunk in the bucket is not the object its info names is not stored: its event is delivered again', async (t) => {
+  // The hub reads an object of one chunk by a message get of its chunk's subject (src/hub/bucket-files.ts)
+  // and checks it against the object's digest, as the object store's own get does.
+  const server = await startNatsServer();
+  t.teardown(() => server.stop());
+  const device = await startStore({ NATS_URL: server.url });
+  t.teardown(device.stop);
+  const created = await postJson(`${device.url}/v2/events`, imageEvent());
+  await until('the device shipped its event', async () => (await getJson(`${device.url}/stats`)).body.sinks.nats.backlog_events === 0);
+  const real = (await getJson(`${device.url}/v2/events/${created.body.id}`)).body;
+
+  const nc = await connect({ servers: server.urls });
+  t.teardown(() => nc.close());
+  const js = jetstream(nc);
+  const bucket = await new Objm(nc).open('edge-events-files');
+  const fileId = randomUUID();
+  await bucket.put({ name: fileId, description: 'image/jpeg' }, readableStreamFrom(fixture('cat.jpg')));
+  const info = await bucket.info(fileId);
+  t.equal(info?.chunks, 1, 'an object of one chunk');
+  await js.publish(`$O.edge-events-files.C.${info!.nuid}`, fixture('rocket.jpg')); // its chunk's subject now ends in other bytes
+  const event = { ...real, id: randomUUID(), images: [{ ...real.images[0], file_id: fileId, input_file_id: null }] };
+  await js.publish('edge.events.cam-1.quality_check', JSON.stringify(event));
+
+  const hub = await startStore({ NATS_SOURCE_URL: server.url });
+  t.teardown(hub.stop);
+  const jsm = await jetstreamManager(nc);
+  await until('the hub imported the real event and asked for the other again', async () => {
+    const consumer = await jsm.consumers.info('EDGE_EVENTS', 'edge-events-hub').catch(() => undefined);
+    return (await getJson(`${hub.url}/stats`)).body.hub.imported === 1 && (consumer?.num_redelivered ?? 0) >= 1;
+  });
+  t.equal((await getJson(`${hub.url}/v2/events/${event.id}`)).status, 404, 'the event whose image does not check is not stored');
+  t.equal((await fetch(`${hub.url}/images/${fileId}`)).status, 404, 'nor its image');
+  t.equal((await getJson(`${hub.url}/v2/events/${real.id}`)).status, 200, 'the real event is');
+});
+
 /** `bytes` as the ReadableStream ObjectStore.put takes. */
 function readableStreamFrom(bytes: Buffer): ReadableStream<Uint8Array> {
   return new ReadableStream({ start(controller) { controller.enqueue(new Uint8Array(bytes)); controller.close(); } });

@@ -14,16 +14,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Semaphore } from 'async-mutex';
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import { Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
+import { Objm } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { exponentialBackoff } from '../backoff.js';
 import type { Config } from '../config.js';
-import { AppError, validationError } from '../errors.js';
-import { checkedContentType } from '../events/content-type.js';
+import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type EventStore, isCanonicalId } from '../store/index.js';
 import { connectNats } from '../sinks/nats-connection.js';
-import { claimedIds, FileMissing, IdCollision, imageFileIds, importEvent, type FileSource } from './event-import.js';
+import { filesOf, type Bucket, type BucketFiles } from './bucket-files.js';
+import { claimedIds, FileMissing, IdCollision, imageFileIds, importEvent } from './event-import.js';
 import { HubLag, type HubLagStatus } from './hub-lag.js';
 
 /**
@@ -40,6 +40,14 @@ const IMPORTS_AT_ONCE = 32;
  * this runs alone.
  */
 export const IMPORT_MEMORY_BYTES = 64 * 1024 * 1024;
+/**
+ * The unit IMPORT_MEMORY_BYTES is counted in (bytes): an import takes its images' bytes rounded up
+ * to it. Coarse on purpose: the semaphore's release walks every value from the free weight down
+ * to 1 (async-mutex, Semaphore._drainUnlockWaiters), and in KiB that walk was a tenth of the
+ * hub's CPU (native-bench/PROFILE.md, "The hub's import").
+ */
+const MEMORY_UNIT_BYTES = 256 * 1024;
+const MEMORY_UNITS = IMPORT_MEMORY_BYTES / MEMORY_UNIT_BYTES;
 /** Messages pulled ahead of those being stored. */
 const PULL_AHEAD = 64;
 /** Pause before a message that failed here is delivered again (ms). */
@@ -73,11 +81,8 @@ export class NatsSource {
   private running: Promise<void> | undefined;
   /** Imports under way, under every id each claims (claimedIds). */
   private readonly importing = new Map<string, Promise<unknown>>();
-  /**
-   * IMPORT_MEMORY_BYTES in KiB, weighted by each import's images (async-mutex). KiB, not bytes:
-   * its release walks every value from the free weight down to 1 (Semaphore._drainUnlockWaiters).
-   */
-  private readonly memory = new Semaphore(IMPORT_MEMORY_BYTES / 1024);
+  /** IMPORT_MEMORY_BYTES in MEMORY_UNIT_BYTES, weighted by each import's images (async-mutex). */
+  private readonly memory = new Semaphore(MEMORY_UNITS);
   /** Events stored from the stream since start (re-deliveries of stored ones not counted). */
   consumed = 0;
   /** Messages terminated since start: not a JSON object, or an event this store refuses. */
@@ -114,6 +119,7 @@ export class NatsSource {
     this.lag.stop();
     this.messages?.stop();
     await this.running;
+    await this.connection?.flush().catch(() => undefined); // the last acks, sent without waiting for their answers
     await this.connection?.close();
   }
 
@@ -147,7 +153,7 @@ export class NatsSource {
   }
 
   /** Connects (once), makes the durable consumer when absent, and starts pulling. */
-  private async subscribe(): Promise<{ messages: ConsumerMessages; bucket: ObjectStore }> {
+  private async subscribe(): Promise<{ messages: ConsumerMessages; bucket: Bucket }> {
     const { natsSourceServers, natsCreds, natsSourceStream, natsSourceSubjects, natsSourceDurable, natsSourceBucket } = this.settings;
     this.connection ??= await connectNats(natsSourceServers, natsCreds, 'edge-event-store hub');
     const nc = this.connection;
@@ -165,7 +171,7 @@ export class NatsSource {
       });
       this.log.info({ stream: natsSourceStream, consumer: natsSourceDurable, subjects: natsSourceSubjects }, 'durable consumer created');
     }
-    const bucket = await new Objm(nc).open(natsSourceBucket);
+    const bucket: Bucket = { name: natsSourceBucket, objects: await new Objm(nc).open(natsSourceBucket), streams: jsm.streams };
     const consumer = await jetstream(nc).consumers.get(natsSourceStream, natsSourceDurable);
     this.consumer = consumer;
     // consume() re-requests messages as it yields them, until stopped, and recovers from most
@@ -188,7 +194,7 @@ export class NatsSource {
    * event's or a file's; a re-delivery, or another message naming the same file) has ended, so
    * each id is stored once and a collision is seen as one.
    */
-  private async importOnce(event: Record<string, unknown>, bucket: ObjectStore, missingFiles: 'wait' | 'skip'): Promise<'stored' | 'present'> {
+  private async importOnce(event: Record<string, unknown>, bucket: Bucket, missingFiles: 'wait' | 'skip'): Promise<'stored' | 'present'> {
     const ids = claimedIds(event);
     let earlier = ids.map((id) => this.importing.get(id)).filter((work) => work !== undefined);
     while (earlier.length > 0) {
@@ -213,8 +219,8 @@ export class NatsSource {
   private async withImageMemory<T>(event: Record<string, unknown>, files: BucketFiles, work: () => Promise<T>): Promise<T> {
     // An id that is no UUID is refused by importEvent before any read: nothing to weigh.
     const sizes = await Promise.all(imageFileIds(event.images).filter(isCanonicalId).map((fileId) => files.size(fileId)));
-    const kib = Math.ceil(sizes.reduce((sum, size) => sum + size, 0) / 1024);
-    return this.memory.runExclusive(work, Math.min(Math.max(1, kib), IMPORT_MEMORY_BYTES / 1024));
+    const units = Math.ceil(sizes.reduce((sum, size) => sum + size, 0) / MEMORY_UNIT_BYTES);
+    return this.memory.runExclusive(work, Math.min(Math.max(1, units), MEMORY_UNITS));
   }
 
   /** Terminates `message` for good (never redelivered), with a log line, and counts it. */
@@ -225,7 +231,7 @@ export class NatsSource {
   }
 
   /** Stores one message's event, then acknowledges it; or terminates it, or asks for it again later. */
-  private async take(message: JsMsg, bucket: ObjectStore): Promise<void> {
+  private async take(message: JsMsg, bucket: Bucket): Promise<void> {
     let event: Record<string, unknown>;
     try {
       event = message.json<Record<string, unknown>>();
@@ -246,7 +252,8 @@ export class NatsSource {
     try {
       const missingFiles = message.info.deliveryCount >= DELIVERIES_AWAITING_FILES ? 'skip' : 'wait';
       if ((await this.importOnce(event, bucket, missingFiles)) === 'stored') this.consumed++;
-      await message.ackAck();
+      // Not ackAck: a lost ack only delivers the event again, which finds it stored ('present').
+      message.ack();
       this.lag.imported(message.timestampNanos);
     } catch (err) {
       if (err instanceof IdCollision) {
@@ -270,57 +277,4 @@ export class NatsSource {
 /** The stream or the bucket is absent: the first device's sink makes them. */
 function notMadeYet(err: unknown): boolean {
   return (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) || (err as Error).message === 'object store not found';
-}
-
-/** An import's view of the bucket: its files (event-import.ts), and an object's size in bytes (0 when absent). */
-interface BucketFiles extends FileSource {
-  size(fileId: string): Promise<number>;
-}
-
-/**
- * The bucket as the source of imported events' files (event-import.ts); the content type is the
- * object's description. Sizes are checked from the object's info before any byte is read: an
- * image at most `maxRecordSizeBytes`, a video at most `maxVideoUploadBytes`, as a create's and
- * an upload's (docs/API.md, "Limits").
- * @throws (from its methods) AppError validation_failed (422) for an object over its limit or a
- *   description that is not one clean MIME type
- */
-function filesOf(bucket: ObjectStore, limits: Pick<Config, 'maxRecordSizeBytes' | 'maxVideoUploadBytes'>): BucketFiles {
-  const checkSize = (fileId: string, size: number, limit: number) => {
-    if (size > limit) throw validationError(['bucket', fileId], `the object is ${size} bytes, over this store's limit of ${limit}`);
-  };
-  // Each object's info is asked once per import: weighing it and reading it share the answer.
-  const infos = new Map<string, Promise<ObjectInfo | null>>();
-  const infoOf = (fileId: string): Promise<ObjectInfo | null> => {
-    let info = infos.get(fileId);
-    if (!info) infos.set(fileId, (info = bucket.info(fileId)));
-    return info;
-  };
-  return {
-    async size(fileId) {
-      const info = await infoOf(fileId);
-      return info && !info.deleted ? info.size : 0;
-    },
-    async bytes(fileId) {
-      const info = await infoOf(fileId);
-      if (!info || info.deleted) return null;
-      checkSize(fileId, info.size, limits.maxRecordSizeBytes);
-      // A device chose the description: only one clean MIME type is kept (content-type.ts).
-      const contentType = checkedContentType(info.description || 'application/octet-stream', ['bucket', fileId, 'description']);
-      const data = await bucket.getBlob(fileId);
-      return data && { bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength), contentType };
-    },
-    async chunks(fileId) {
-      const info = await infoOf(fileId);
-      if (!info || info.deleted) return null;
-      checkSize(fileId, info.size, limits.maxVideoUploadBytes);
-      const result = await bucket.get(fileId);
-      if (!result) return null;
-      return (async function* () {
-        for await (const chunk of result.data) yield chunk;
-        const error = await result.error; // a digest that does not match, a chunk missing
-        if (error) throw error;
-      })();
-    },
-  };
 }
