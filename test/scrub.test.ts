@@ -8,7 +8,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { checkStore } from '../src/store/index.js';
+import { presentEventJson } from '../src/events/present.js';
+import { checkStore, rebuildIndex } from '../src/store/index.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { scan } from './support/segment-scan.js';
 import { startStore } from './support/store-server.js';
@@ -56,6 +57,35 @@ t.test('a flipped byte and a zeroed page in checkpointed record frames are found
 
   const check = await checkStore(store.dataDir);
   t.match(check.indexAgainstLog, { indexOnly: 0, bothCopies: 30 }, 'every event has its two copies again');
+});
+
+t.test('a changed byte in an index record\'s presented JSON is found by the scrub and by check, and --repair serves the event as it was', async (t) => {
+  // npm run disk-faults found it: the record decoded, so the scrub took it for whole, while reads
+  // served the stored JSON with the byte changed (record-codec.ts `readsBackAs`).
+  const first = await startStore(SCRUB);
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) ids.push((await postJson(`${first.url}/v2/events`, smallEvent({ device_id: `cam-${i}` }))).body.id);
+  const target = (await getJson(`${first.url}/v2/events/${ids[4]}`)).body;
+  await first.stop();
+  const dataMdb = path.join(first.dataDir, 'db', 'data.mdb');
+  const key = Buffer.from(`"created_at":"${target.created_at}"`);
+  const at = fs.readFileSync(dataMdb).indexOf(key);
+  t.ok(at > 0, 'the record\'s presented JSON is in the index file');
+  flipByte(dataMdb, at + '"created_at'.length); // its closing quote
+
+  const store = await startStore({ ...SCRUB, DATA_DIR: first.dataDir });
+  let scrub: any;
+  await until('the scrub to name it', async () => (scrub = (await getJson(`${store.url}/stats`)).body.scrub).recent.some((f: any) => f.copy === 'index_copy'));
+  t.match(scrub.recent.find((f: any) => f.copy === 'index_copy'), { repaired: false, event_ids: [ids[4]] });
+  await store.stop();
+
+  const check = await checkStore(first.dataDir, presentEventJson);
+  t.match(check.indexAgainstLog, { recordsNotReadingBack: 1 }, 'check reads every record back');
+  t.equal(check.rebuild, 'records of the index do not read back as their events');
+  await rebuildIndex(first.dataDir, { sinks: [], present: presentEventJson });
+  const repaired = await startStore({ DATA_DIR: first.dataDir });
+  t.teardown(repaired.stop);
+  t.same((await getJson(`${repaired.url}/v2/events/${ids[4]}`)).body, target, 'the event as it was created');
 });
 
 t.test('a damaged image, which has one copy, is named, quarantined and no longer served', async (t) => {

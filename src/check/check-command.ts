@@ -95,7 +95,7 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
     const [{ checkStore, holdForCheck, rebuildIndex, rewriteRecordCopies }, { presentEventJson }] = await Promise.all([import('../store/index.js'), import('../events/present.js')]);
     // One lock from the check to the recheck: no store starts on the folder in between.
     const { check, repair, copies, recheck } = await holdForCheck(dataDir, async () => {
-      const check = await checkStore(dataDir);
+      const check = await checkStore(dataDir, presentEventJson);
       let repair: RebuildReport | null = null;
       let copies: UpgradeReport | null = null;
       let recheck: CheckReport | null = null;
@@ -104,12 +104,12 @@ async function executeCheck(options: CheckOptions, io: CheckCliIo): Promise<Exit
         const sinks = configuredSinks(loadConfig({ ...io.env, [SETTINGS.dataDir]: dataDir }));
         if (sinks.length === 0 && options.withoutSinks !== true) throw new SinksNotConfigured();
         repair = await rebuildIndex(dataDir, { sinks, present: presentEventJson });
-        recheck = await checkStore(dataDir);
+        recheck = await checkStore(dataDir, presentEventJson);
       } else if (options.repair === true && (check.indexAgainstLog?.indexOnly ?? 0) > 0) {
         // The index is sound and alone holds some records: they are written back into the log.
         const sinks = configuredSinks(loadConfig({ ...io.env, [SETTINGS.dataDir]: dataDir }));
         copies = (await rewriteRecordCopies(dataDir, { sinks, present: presentEventJson })) ?? null;
-        recheck = await checkStore(dataDir);
+        recheck = await checkStore(dataDir, presentEventJson);
       }
       return { check, repair, copies, recheck };
     });
@@ -270,6 +270,10 @@ function describeIndexAgainstLog(against: NonNullable<CheckReport['indexAgainstL
   if (against.unindexedCount > 0) {
     lines.push(`  DAMAGED: ${plural(against.unindexedCount, 'event')} logged before the log position ${against.unindexedCount === 1 ? 'is' : 'are'} not in the index, and no cleanup explains ${against.unindexedCount === 1 ? 'it' : 'them'}:`);
     for (const u of against.unindexed) lines.push(`    event ${u.eventId} (segment ${u.segment}, byte ${n(u.offset)})`);
+  }
+  if (against.recordsNotReadingBack > 0) {
+    const one = against.recordsNotReadingBack === 1;
+    lines.push(`  DAMAGED: ${plural(against.recordsNotReadingBack, 'record')} of the index ${one ? 'does' : 'do'} not read back as ${one ? 'its event' : 'their events'} (a changed byte in the record or its presented JSON): the store serves ${one ? 'it' : 'them'} so; --repair rebuilds the index from the log.`);
   }
   if (against.indexedRecordsDamaged > 0) {
     const one = against.indexedRecordsDamaged === 1;

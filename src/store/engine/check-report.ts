@@ -89,6 +89,13 @@ export interface IndexAgainstLog {
   unindexed: UnindexedEvent[];
   /** Events of the index whose record frame is damaged in the log: a rebuild would lose them. */
   indexedRecordsDamaged: number;
+  /**
+   * Records of the index that do not read back as their events (record-codec.ts `readsBackAs`: a
+   * changed byte in the record or in its presented JSON), and the first of them by created_at (µs):
+   * the store serves them so; a rebuild gives them back from the log.
+   */
+  recordsNotReadingBack: number;
+  recordsNotReadingBackAt: number[];
   /** Events of the index with a whole record frame or record copy in the log too: two copies (docs/STORAGE.md, "Two copies of every record"). */
   bothCopies: number;
   /**

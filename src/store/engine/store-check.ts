@@ -27,11 +27,11 @@ import { inspectIndexFile, metaIsForeign, readsAsNew, type IndexFileReport } fro
 import { draftKey, pendingKey } from '../index/index-keys.js';
 import { indexedLogPosition, openDatabases, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import { quarantineDirOf, readQuarantine } from '../log/quarantine.js';
-import { decodeRecord } from '../index/record-codec.js';
+import { decodeRecord, type RecordPresenter } from '../index/record-codec.js';
 import { decodeRecordFrame } from '../log/record-frame.js';
 import { segmentFileName, segmentNumberOf } from '../log/segment-files.js';
 import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type ScannedFrame } from '../log/segment-frames.js';
-import { isGarbageSegment } from './unknown-segments.js';
+import { checkRecords, unknownSegmentsOf } from './index-checks.js';
 
 /** Items listed at most in each list of a report; the counts cover them all. */
 const LISTED = 50;
@@ -281,37 +281,24 @@ export function needsRebuild(report: Omit<CheckReport, 'rebuild' | 'damage'>): s
   if (!against || against.indexOnly > 0 || against.indexedRecordsDamaged > 0) return null;
   if (against.badLocations.some((b) => b.side === 'index')) return 'file locations in the index name no frame of the log';
   if (against.unindexedCount > 0) return 'events of the log are missing from the index';
+  if (against.recordsNotReadingBack > 0) return 'records of the index do not read back as their events';
   return null;
-}
-
-/**
- * The segment files of `onDisk` that the index has no entry for, that are not garbage
- * (unknown-segments.ts) and that hold frames before the index's log position: the open replays
- * what follows the position, and so knows a segment it replays frames of.
- */
-async function unknownSegmentsOf(index: IndexState, blobsDir: string, onDisk: number[]): Promise<number[]> {
-  const unknown: number[] = [];
-  const position = index.position;
-  for (const segment of onDisk) {
-    const covered = position !== undefined && (segment < position.segment || (segment === position.segment && position.offset > 0));
-    if (index.segments.has(segment) || !covered) continue;
-    if (!(await isGarbageSegment(index.dbs, blobsDir, segment))) unknown.push(segment);
-  }
-  return unknown;
 }
 
 /**
  * Checks the data folder `dataDir` (see the module's comment), which no store may be running on.
  * Reads only, but for the lock file it takes and what opening LMDB does at any open (it starts
  * from its last flushed commit, docs/STORAGE.md "The index").
+ * @param present the store's presenter (StoreOptions.present): with it, every record of the index
+ *   is read back (`recordsNotReadingBack`)
  * @returns what it found; `damage` is true when anything loses or risks acknowledged data
  * @throws CheckRefused when `dataDir` is not a folder or a running store holds it
  * @throws the fs error of a failed read
  */
-export async function checkStore(dataDir: string): Promise<CheckReport> {
+export async function checkStore(dataDir: string, present?: RecordPresenter): Promise<CheckReport> {
   const unlock = lockForCheck(dataDir);
   try {
-    return await checkLocked(dataDir);
+    return await checkLocked(dataDir, present);
   } finally {
     unlock();
   }
@@ -328,7 +315,7 @@ function indexPart(file: IndexFileReport): CheckReport['index'] {
   };
 }
 
-async function checkLocked(dataDir: string): Promise<CheckReport> {
+async function checkLocked(dataDir: string, present: RecordPresenter | undefined): Promise<CheckReport> {
   const blobsDir = path.join(dataDir, 'blobs');
   const onDisk = segmentsOnDisk(blobsDir);
   const file = inspectIndexFile(dataDir, { walk: true });
@@ -354,8 +341,8 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
     if (index) {
       report.indexAgainstLog = {
         logPosition: index.position ?? null, readsAsNew: readsAsNew(index.dbs, onDisk), metaForeign: metaIsForeign(index.dbs),
-        unknownSegments: await unknownSegmentsOf(index, blobsDir, onDisk), events: index.events, files: index.fileCount, badLocationCount: 0, badLocations: [],
-        recordsIndexed: 0, recordsToReplay: 0, deletedByCleanup: 0, unindexedCount: 0, unindexed: [], indexedRecordsDamaged: 0, bothCopies: 0, indexOnly: 0, indexOnlyIds: [],
+        unknownSegments: await unknownSegmentsOf(index.dbs, index.segments, blobsDir, onDisk), events: index.events, files: index.fileCount, badLocationCount: 0, badLocations: [],
+        recordsIndexed: 0, recordsToReplay: 0, deletedByCleanup: 0, unindexedCount: 0, unindexed: [], indexedRecordsDamaged: 0, recordsNotReadingBack: 0, recordsNotReadingBackAt: [], bothCopies: 0, indexOnly: 0, indexOnlyIds: [],
       };
     }
     const copies: LogCopies = { events: new Set(), tombstoned: new Set(), unindexed: [] };
@@ -371,6 +358,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
       }
       judgeUnindexed(index, against, copies);
       countCopies(index, against, copies);
+      if (present) checkRecords(index.dbs, against, present);
     }
   } finally {
     await index?.dbs.root.close();
@@ -379,7 +367,7 @@ async function checkLocked(dataDir: string): Promise<CheckReport> {
   report.damage = report.index.state === 'damaged' || report.index.state === 'unreadable'
     || (report.index.state === 'absent' && onDisk.length > 0)
     || report.log.damageCount > 0 || report.log.tails.some((t) => t.acknowledged) || report.log.shortSegments.length > 0
-    || (against !== null && (against.readsAsNew || against.metaForeign || against.unknownSegments.length > 0 || against.badLocationCount > 0 || against.unindexedCount > 0 || against.indexOnly > 0));
+    || (against !== null && (against.readsAsNew || against.metaForeign || against.unknownSegments.length > 0 || against.recordsNotReadingBack > 0 || against.badLocationCount > 0 || against.unindexedCount > 0 || against.indexOnly > 0));
   report.rebuild = needsRebuild(report);
   return report;
 }

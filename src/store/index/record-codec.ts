@@ -342,3 +342,21 @@ export function storedJson(value: Buffer, present: RecordPresenter): Buffer {
   const record = layout3Record(value);
   return record ? value.subarray(HEADER_BYTES + record.length, value.length) : Buffer.from(present(decodeRecord(value)));
 }
+
+/**
+ * Whether a stored value reads back whole as event `id`: its record decodes to that event and,
+ * for layout 3, the presented JSON it keeps is that record's as `present` renders it. The two
+ * halves say the same thing twice, so a changed byte in either makes them disagree (the scrub and
+ * `edge-events check`: docs/STORAGE.md, "The scrub"). Never throws: a value that does not decode
+ * does not read back.
+ */
+export function readsBackAs(value: Buffer, id: string, present: RecordPresenter): boolean {
+  try {
+    const record = decodeRecord(value);
+    if (record.id !== id) return false;
+    const layout3 = layout3Record(value);
+    return !layout3 || value.subarray(HEADER_BYTES + layout3.length).equals(Buffer.from(present(record)));
+  } catch {
+    return false;
+  }
+}
