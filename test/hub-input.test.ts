@@ -129,6 +129,25 @@ t.test('an image whose chunk in the bucket is not the object its info names is n
   t.equal((await getJson(`${hub.url}/v2/events/${real.id}`)).status, 200, 'the real event is');
 });
 
+t.test('a bucket whose stream does not allow direct gets is read through the stream\'s message get', async (t) => {
+  const server = await startNatsServer();
+  t.teardown(() => server.stop());
+  const device = await startStore({ NATS_URL: server.url });
+  t.teardown(device.stop);
+  const created = (await postJson(`${device.url}/v2/events`, imageEvent())).body;
+  await until('the device shipped its event', async () => (await getJson(`${device.url}/stats`)).body.sinks.nats.backlog_events === 0);
+  const nc = await connect({ servers: server.urls });
+  t.teardown(() => nc.close());
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.update('OBJ_edge-events-files', { allow_direct: false });
+
+  const hub = await startStore({ NATS_SOURCE_URL: server.url });
+  t.teardown(hub.stop);
+  await until('the hub imported the event', async () => (await getJson(`${hub.url}/stats`)).body.hub.imported === 1);
+  const image = await fetch(`${hub.url}/images/${created.image_ids[0]}`);
+  t.same(Buffer.from(await image.arrayBuffer()), fixture('cat.jpg'), 'its image, byte for byte');
+});
+
 /** `bytes` as the ReadableStream ObjectStore.put takes. */
 function readableStreamFrom(bytes: Buffer): ReadableStream<Uint8Array> {
   return new ReadableStream({ start(controller) { controller.enqueue(new Uint8Array(bytes)); controller.close(); } });

@@ -5,7 +5,8 @@
  * a video at most `maxVideoUploadBytes`, as a create's and an upload's (docs/API.md, "Limits").
  *
  * An object of one chunk (every image up to the chunk size, 128 KiB by default) is read with one
- * stream message get of its chunk's subject and checked against the digest its info names; the
+ * direct get of its chunk's subject (the stream's message get where the stream does not allow
+ * direct gets) and checked against the digest its info names; the
  * object store's own `get` starts a consumer for each object, which cost the hub and nats-server
  * more CPU than the import itself (native-bench/PROFILE.md, "The hub's import"). Larger objects,
  * videos, go through `get`. The layout read here is the object store's, ADR-20 of
@@ -14,7 +15,7 @@
  * is `SHA-256=` and the base64url of the SHA-256 of its bytes.
  */
 import { createHash } from 'node:crypto';
-import type { JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamManager, StoredMsg } from '@nats-io/jetstream';
 import type { ObjectInfo, ObjectStore } from '@nats-io/obj';
 import type { Config } from '../config.js';
 import { validationError } from '../errors.js';
@@ -30,7 +31,10 @@ export interface BucketFiles extends FileSource {
 export interface Bucket {
   name: string;
   objects: ObjectStore;
-  streams: JetStreamManager['streams'];
+  /** JetStream's stream API (its message get answers JSON, the bytes in base64) and its direct get (the bytes as they are). */
+  jsm: Pick<JetStreamManager, 'streams' | 'direct'>;
+  /** Set once a direct get failed: the stream does not allow it (`allow_direct`, which the object stores of nats.js and nats.go set). */
+  noDirect?: boolean;
 }
 
 const DIGEST_PREFIX = 'SHA-256=';
@@ -41,14 +45,24 @@ const DIGEST_PREFIX = 'SHA-256=';
  * @returns null when the stream no longer holds the chunk
  */
 async function oneChunk(bucket: Bucket, info: ObjectInfo): Promise<Uint8Array | null> {
-  const stored = await bucket.streams.getMessage(`OBJ_${bucket.name}`, { last_by_subj: `$O.${bucket.name}.C.${info.nuid}` });
-  if (!stored) return null;
-  const expected = info.digest.startsWith(DIGEST_PREFIX) ? Buffer.from(info.digest.slice(DIGEST_PREFIX.length), 'base64url') : undefined;
-  const actual = createHash('sha256').update(stored.data).digest();
-  if (stored.data.length !== info.size || !expected?.equals(actual)) {
-    throw new Error(`object ${info.name} of bucket ${bucket.name}: its chunk (${stored.data.length} bytes, SHA-256 ${actual.toString('base64url')}) is not the object its info names (${info.size} bytes, ${info.digest})`);
+  const stream = `OBJ_${bucket.name}`;
+  const query = { last_by_subj: `$O.${bucket.name}.C.${info.nuid}` };
+  let stored: StoredMsg | null | undefined;
+  if (!bucket.noDirect) {
+    stored = await bucket.jsm.direct.getMessage(stream, query).catch(() => {
+      bucket.noDirect = true;
+      return undefined;
+    });
   }
-  return stored.data;
+  if (stored === undefined) stored = await bucket.jsm.streams.getMessage(stream, query);
+  if (!stored) return null;
+  const data = stored.data; // decoded at each read where the answer was JSON
+  const expected = info.digest.startsWith(DIGEST_PREFIX) ? Buffer.from(info.digest.slice(DIGEST_PREFIX.length), 'base64url') : undefined;
+  const actual = createHash('sha256').update(data).digest();
+  if (data.length !== info.size || !expected?.equals(actual)) {
+    throw new Error(`object ${info.name} of bucket ${bucket.name}: its chunk (${data.length} bytes, SHA-256 ${actual.toString('base64url')}) is not the object its info names (${info.size} bytes, ${info.digest})`);
+  }
+  return data;
 }
 
 /**
