@@ -23,7 +23,10 @@
  * (/proc/<pid>/task/<pid>/stat: what other requests waited behind, whatever the load), and the
  * 1-minute load average.
  *
- *   npm run build && node native-bench/stalls.js [--events 20] [--detections 100000] [--store-root DIR]
+ *   npm run build && node native-bench/stalls.js [--events 20] [--detections 100000] [--store-root DIR] [--profile DIR]
+ *
+ * `--profile DIR` runs the store under `node --cpu-prof`, its threads' profiles written to DIR at its
+ * stop (profile-summary.js reads them).
  *
  * A few minutes on 2 cores (the creates take most of it). State the load with the figures
  * (printed); results in RESULTS.stalls.md.
@@ -42,6 +45,7 @@ const { values: options } = parseArgs({
     detections: { type: 'string', default: '100000' },
     'store-root': { type: 'string', default: repoRoot },
     'probe-ms': { type: 'string', default: '10' },
+    profile: { type: 'string' },
   },
 });
 const events = Number(options.events);
@@ -96,7 +100,7 @@ const server = await ServerProcess.start({
   args: [path.join(storeRoot, 'dist', 'src', 'cli.js'), 'serve'],
   cwd: storeRoot,
   env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', API_KEY: '', MAX_PREDICTIONS_PER_EVENT: String(Math.max(detections, 100_000)) },
-}, dataDir);
+}, dataDir, { nodeArgs: options.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profile)}`] : [] });
 const cpu = () => statCpuSeconds(`/proc/${server.pid}/stat`);
 /** CPU seconds of the store's main thread alone, the HTTP thread (/proc/<pid>/task/<pid>/stat). */
 const httpCpu = () => statCpuSeconds(`/proc/${server.pid}/task/${server.pid}/stat`);
