@@ -40,8 +40,10 @@ export interface Bucket {
 const DIGEST_PREFIX = 'SHA-256=';
 
 /**
- * The bytes of a one-chunk object, read by a stream message get of its chunk's subject.
- * @throws Error when they are not the object's: another size, or a SHA-256 that is not its digest
+ * The bytes of a one-chunk object: a direct get of the last message of its chunk's subject, or
+ * the stream's message get once a direct get failed (`Bucket.noDirect`).
+ * @throws Error when they are not the object's: another size, or a SHA-256 that is not its digest;
+ *   the NATS error of a failed message get
  * @returns null when the stream no longer holds the chunk
  */
 async function oneChunk(bucket: Bucket, info: ObjectInfo): Promise<Uint8Array | null> {
