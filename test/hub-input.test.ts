@@ -10,6 +10,7 @@ import { Objm } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
+import type { Test } from 'tap';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startNatsServer } from './support/nats-server.js';
 import { startStore, type TestStore } from './support/store-server.js';
@@ -21,6 +22,20 @@ async function create(store: TestStore): Promise<string> {
   const res = await postJson(`${store.url}/v2/events`, smallEvent({ device_id: 'cam-1' }));
   if (res.status !== 201) throw new Error(`create answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body.id as string;
+}
+
+/**
+ * A nats-server and a device store on it that has shipped one image event: the server, and the
+ * event as the device presents it.
+ */
+async function deviceWithShippedImageEvent(t: Test): Promise<{ server: Awaited<ReturnType<typeof startNatsServer>>; real: Record<string, any> }> {
+  const server = await startNatsServer();
+  t.teardown(() => server.stop());
+  const device = await startStore({ NATS_URL: server.url });
+  t.teardown(device.stop);
+  const created = await postJson(`${device.url}/v2/events`, imageEvent());
+  await until('the device shipped its event', async () => (await getJson(`${device.url}/stats`)).body.sinks.nats.backlog_events === 0);
+  return { server, real: (await getJson(`${device.url}/v2/events/${created.body.id}`)).body };
 }
 
 t.test('messages that are no event are terminated and counted; the hub keeps importing', async (t) => {
@@ -56,13 +71,7 @@ t.test('messages that are no event are terminated and counted; the hub keeps imp
 });
 
 t.test('a forged fleet event cannot swap a stored image, inject a header through a description, or pass a size limit (#31 items 3, 6, 10)', async (t) => {
-  const server = await startNatsServer();
-  t.teardown(() => server.stop());
-  const device = await startStore({ NATS_URL: server.url });
-  t.teardown(device.stop);
-  const created = await postJson(`${device.url}/v2/events`, imageEvent());
-  await until('the device shipped its event', async () => (await getJson(`${device.url}/stats`)).body.sinks.nats.backlog_events === 0);
-  const real = (await getJson(`${device.url}/v2/events/${created.body.id}`)).body;
+  const { server, real } = await deviceWithShippedImageEvent(t);
   const realImage = real.images[0].file_id as string;
 
   const nc = await connect({ servers: server.urls });
@@ -97,13 +106,7 @@ t.test('a forged fleet event cannot swap a stored image, inject a header through
 t.test('an image whose chunk in the bucket is not the object its info names is not stored: its event is delivered again', async (t) => {
   // The hub reads an object of one chunk by a message get of its chunk's subject (src/hub/bucket-files.ts)
   // and checks it against the object's digest, as the object store's own get does.
-  const server = await startNatsServer();
-  t.teardown(() => server.stop());
-  const device = await startStore({ NATS_URL: server.url });
-  t.teardown(device.stop);
-  const created = await postJson(`${device.url}/v2/events`, imageEvent());
-  await until('the device shipped its event', async () => (await getJson(`${device.url}/stats`)).body.sinks.nats.backlog_events === 0);
-  const real = (await getJson(`${device.url}/v2/events/${created.body.id}`)).body;
+  const { server, real } = await deviceWithShippedImageEvent(t);
 
   const nc = await connect({ servers: server.urls });
   t.teardown(() => nc.close());
@@ -130,12 +133,7 @@ t.test('an image whose chunk in the bucket is not the object its info names is n
 });
 
 t.test('a bucket whose stream does not allow direct gets is read through the stream\'s message get', async (t) => {
-  const server = await startNatsServer();
-  t.teardown(() => server.stop());
-  const device = await startStore({ NATS_URL: server.url });
-  t.teardown(device.stop);
-  const created = (await postJson(`${device.url}/v2/events`, imageEvent())).body;
-  await until('the device shipped its event', async () => (await getJson(`${device.url}/stats`)).body.sinks.nats.backlog_events === 0);
+  const { server, real } = await deviceWithShippedImageEvent(t);
   const nc = await connect({ servers: server.urls });
   t.teardown(() => nc.close());
   const jsm = await jetstreamManager(nc);
@@ -144,7 +142,7 @@ t.test('a bucket whose stream does not allow direct gets is read through the str
   const hub = await startStore({ NATS_SOURCE_URL: server.url });
   t.teardown(hub.stop);
   await until('the hub imported the event', async () => (await getJson(`${hub.url}/stats`)).body.hub.imported === 1);
-  const image = await fetch(`${hub.url}/images/${created.image_ids[0]}`);
+  const image = await fetch(`${hub.url}/images/${real.images[0].file_id}`);
   t.same(Buffer.from(await image.arrayBuffer()), fixture('cat.jpg'), 'its image, byte for byte');
 });
 

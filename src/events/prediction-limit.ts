@@ -66,16 +66,27 @@ export function assertPredictionLimit(images: readonly ImageResults[], maxPerIma
  *   the image at which the sum passes the bound, naming MAX_PREDICTIONS_PER_EVENT and the event's total
  */
 export function assertEventPredictionLimit(images: readonly ImageResults[], maxPerEvent: number): void {
-  const counts = images.map(predictionCount);
+  assertEventSum(images.map(predictionCount), maxPerEvent, {
+    what: 'predictions (object detections, instance segmentations, keypoint groups and classifications, over all its images)',
+    setting: 'MAX_PREDICTIONS_PER_EVENT',
+    type: 'value_error.predictions.max_items',
+  });
+}
+
+/**
+ * Throws when `counts` (one per image) sum past `maxPerEvent`, naming the image at which the sum
+ * passes it, the event's total, what was counted and the setting that bounds it.
+ * @throws AppError validation_failed (422), one FastAPI-shaped issue at `['body', 'images', i]`
+ */
+function assertEventSum(counts: number[], maxPerEvent: number, bound: { what: string; setting: string; type: string }): void {
   const total = counts.reduce((sum, count) => sum + count, 0);
   if (total <= maxPerEvent) return;
   let sum = 0;
   const at = counts.findIndex((count) => (sum += count) > maxPerEvent);
   throw new AppError('validation_failed', [{
     loc: ['body', 'images', at],
-    msg: `the event has ${total} predictions (object detections, instance segmentations, keypoint groups and classifications, over all its images), `
-      + `passing the bound at image ${at}; MAX_PREDICTIONS_PER_EVENT allows at most ${maxPerEvent} per event`,
-    type: 'value_error.predictions.max_items',
+    msg: `the event has ${total} ${bound.what}, passing the bound at image ${at}; ${bound.setting} allows at most ${maxPerEvent} per event`,
+    type: bound.type,
   }]);
 }
 
@@ -88,15 +99,9 @@ export function assertEventPredictionLimit(images: readonly ImageResults[], maxP
  *   the image at which the sum passes the bound, naming MAX_POINTS_PER_EVENT and the event's total
  */
 export function assertPointLimit(images: readonly ImageResults[], maxPerEvent: number): void {
-  const counts = images.map(pointCount);
-  const total = counts.reduce((sum, count) => sum + count, 0);
-  if (total <= maxPerEvent) return;
-  let sum = 0;
-  const at = counts.findIndex((count) => (sum += count) > maxPerEvent);
-  throw new AppError('validation_failed', [{
-    loc: ['body', 'images', at],
-    msg: `the event has ${total} points (instance segmentation polygon points and keypoints, over all its images), passing the bound at image ${at}; `
-      + `MAX_POINTS_PER_EVENT allows at most ${maxPerEvent} per event`,
+  assertEventSum(images.map(pointCount), maxPerEvent, {
+    what: 'points (instance segmentation polygon points and keypoints, over all its images)',
+    setting: 'MAX_POINTS_PER_EVENT',
     type: 'value_error.points.max_items',
-  }]);
+  });
 }
