@@ -6,11 +6,10 @@
  * the largest valid creates"). A light body is prepared in place: the trip to a worker and back
  * costs more than it saves.
  */
-import type { Worker } from 'node:worker_threads';
-import { AppError, errorFromReport } from '../errors.js';
 import { parseJsonText } from '../json-text.js';
 import type { NewEvent, PreparedCreate } from '../store/index.js';
-import { movableBuffers, startWorker, workerModule } from '../worker-start.js';
+import { movableBuffers, workerModule } from '../worker-start.js';
+import { WorkerRequests } from '../worker-requests.js';
 import { prepareCreate, type CreateLimits, type PreparedBody } from './create-event.js';
 import type { PreparedMessage, PrepareMessage } from './create-preparer-worker.js';
 
@@ -27,16 +26,24 @@ const WORKER_MODULE = workerModule(import.meta.url, 'create-preparer-worker');
 /** Makes a Buffer again of bytes that crossed a thread (they arrive as a plain Uint8Array). */
 const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
+/** What the worker answers a prepared create with (create-preparer-worker.ts `PreparedMessage`, without its id). */
+type Prepared = Omit<Extract<PreparedMessage, { prepared: unknown }>, 'id'>;
+
 /** One server's create preparer: its worker is started at the first heavy body and stopped by `close`. */
 export class CreatePreparer {
-  private worker: Worker | undefined;
-  private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (prepared: PreparedBody<PreparedCreate>) => void; reject: (err: unknown) => void }>();
-  /** Creates prepared on the worker since start (for /metrics). */
-  preparedOffThread = 0;
+  private readonly worker: WorkerRequests<Prepared>;
 
   /** @param limits what a create is checked against (the store's settings) */
-  constructor(private readonly limits: CreateLimits) {}
+  constructor(private readonly limits: CreateLimits) {
+    const { maxPredictionsPerImage, maxPredictionsPerEvent, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads } = limits;
+    const workerData: CreateLimits = { maxPredictionsPerImage, maxPredictionsPerEvent, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads };
+    this.worker = new WorkerRequests<Prepared>('create preparer', WORKER_MODULE, { workerData });
+  }
+
+  /** Creates prepared on the worker since start (for /metrics). */
+  get preparedOffThread(): number {
+    return this.worker.sent;
+  }
 
   /**
    * Parses a create's JSON text and prepares it (`prepareCreate`): in place when it weighs less
@@ -51,51 +58,15 @@ export class CreatePreparer {
    */
   async prepare(text: Buffer, weight: number): Promise<PreparedBody<NewEvent | PreparedCreate>> {
     if (weight < OFF_THREAD_MIN_WEIGHT_BYTES) return prepareCreate(parseJsonText(text), this.limits);
-    const worker = this.started();
-    const id = this.nextId++;
-    const prepared = new Promise<PreparedBody<PreparedCreate>>((resolve, reject) => this.pending.set(id, { resolve, reject }));
-    const message: PrepareMessage = { id, text };
-    worker.postMessage(message, movableBuffers([text]));
-    this.preparedOffThread++;
-    return prepared;
+    const request: Omit<PrepareMessage, 'id'> = { text };
+    const { prepared, ignored, warnings } = await this.worker.request(request, movableBuffers([text]));
+    for (const blob of prepared.imageBlobs) blob.bytes = asBuffer(blob.bytes);
+    if ('unstamped' in prepared.encoded) prepared.encoded.unstamped.value = asBuffer(prepared.encoded.unstamped.value);
+    return { event: prepared, ignored, warnings };
   }
 
   /** Stops the worker; creates it was preparing fail with store_failure. */
-  async close(): Promise<void> {
-    const { worker } = this;
-    this.worker = undefined;
-    await worker?.terminate();
-  }
-
-  private started(): Worker {
-    if (this.worker) return this.worker;
-    const { maxPredictionsPerImage, maxPredictionsPerEvent, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads } = this.limits;
-    const limits: CreateLimits = { maxPredictionsPerImage, maxPredictionsPerEvent, maxPointsPerEvent, defaultSolutionId, cloudUploadUrl, unknownKeys, nonImagePayloads };
-    const worker = startWorker(WORKER_MODULE, { workerData: limits });
-    worker.unref();
-    worker.on('message', (message: PreparedMessage) => this.settle(message));
-    const fail = (cause: unknown) => {
-      if (this.worker === worker) this.worker = undefined;
-      for (const { reject } of this.pending.values()) reject(new AppError('store_failure', 'The create preparer stopped before it answered', { cause }));
-      this.pending.clear();
-    };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`the create preparer's worker exited with code ${code}`)));
-    this.worker = worker;
-    return worker;
-  }
-
-  private settle(message: PreparedMessage): void {
-    const waiting = this.pending.get(message.id);
-    this.pending.delete(message.id);
-    if (!waiting) return;
-    if ('error' in message) {
-      waiting.reject(errorFromReport(message.error));
-      return;
-    }
-    const { prepared, ignored, warnings } = message;
-    for (const blob of prepared.imageBlobs) blob.bytes = asBuffer(blob.bytes);
-    if ('unstamped' in prepared.encoded) prepared.encoded.unstamped.value = asBuffer(prepared.encoded.unstamped.value);
-    waiting.resolve({ event: prepared, ignored, warnings });
+  close(): Promise<void> {
+    return this.worker.close();
   }
 }

@@ -8,9 +8,9 @@
  * (event-query.ts `scanInTurns`); a smaller one is decoded in place, where the trip would cost
  * more than it saves.
  */
-import type { Worker } from 'node:worker_threads';
-import { AppError, errorFromReport, type ErrorReport } from '../../errors.js';
-import { startWorker, workerModule } from '../../worker-start.js';
+import type { ErrorReport } from '../../errors.js';
+import { workerModule } from '../../worker-start.js';
+import { WorkerRequests } from '../../worker-requests.js';
 
 /**
  * What a record is checked against: a list's query (event-query.ts `EventQuery`, `matchesQuery`)
@@ -33,11 +33,12 @@ const WORKER_MODULE = workerModule(import.meta.url, 'record-check-worker');
 
 /** A view's record checker: its worker is started at the first large record and stopped by `close`. */
 export class RecordChecker {
-  private worker: Worker | undefined;
-  private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (matches: boolean) => void; reject: (err: unknown) => void }>();
+  private readonly worker = new WorkerRequests<{ matches: boolean }>('record checker', WORKER_MODULE);
+
   /** Records checked on the worker since start. */
-  checked = 0;
+  get checked(): number {
+    return this.worker.sent;
+  }
 
   /**
    * Whether `record` passes `check`, decided on the worker.
@@ -45,40 +46,13 @@ export class RecordChecker {
    * @throws Error from the record codec for a record it cannot decode; AppError store_failure when
    *   the worker stops before it answers
    */
-  check(record: Uint8Array, check: RecordCheck): Promise<boolean> {
-    const worker = this.started();
-    const id = this.nextId++;
-    const answer = new Promise<boolean>((resolve, reject) => this.pending.set(id, { resolve, reject }));
-    this.checked++;
-    worker.postMessage({ id, record, check } satisfies CheckMessage, [record.buffer as ArrayBuffer]);
-    return answer;
+  async check(record: Uint8Array, check: RecordCheck): Promise<boolean> {
+    const request: Omit<CheckMessage, 'id'> = { record, check };
+    return (await this.worker.request(request, [record.buffer as ArrayBuffer])).matches;
   }
 
   /** Stops the worker; checks under way fail with store_failure. */
-  async close(): Promise<void> {
-    const { worker } = this;
-    this.worker = undefined;
-    await worker?.terminate();
-  }
-
-  private started(): Worker {
-    if (this.worker) return this.worker;
-    const worker = startWorker(WORKER_MODULE);
-    worker.unref();
-    worker.on('message', (message: CheckedMessage) => {
-      const waiting = this.pending.get(message.id);
-      this.pending.delete(message.id);
-      if ('error' in message) waiting?.reject(errorFromReport(message.error));
-      else waiting?.resolve(message.matches);
-    });
-    const fail = (cause: unknown) => {
-      if (this.worker === worker) this.worker = undefined;
-      for (const { reject } of this.pending.values()) reject(new AppError('store_failure', 'The record checker stopped before it answered', { cause }));
-      this.pending.clear();
-    };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`the record checker's worker exited with code ${code}`)));
-    this.worker = worker;
-    return worker;
+  close(): Promise<void> {
+    return this.worker.close();
   }
 }
