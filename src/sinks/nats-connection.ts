@@ -26,6 +26,10 @@ export function connectNats(servers: string[], creds: string | undefined, name: 
     maxReconnectAttempts: -1,
     waitOnFirstConnect: true,
     reconnectTimeWait: 1000,
+    // No error built, with its stack, at every request in case it fails: 10% of the hub's thread
+    // (native-bench/PROFILE.md, "The hub's import"); a failed request's error still says what failed
+    // (nats.js ConnectionOptions `noAsyncTraces`).
+    noAsyncTraces: true,
     ...(creds ? { authenticator: credsAuthenticator(fs.readFileSync(creds)) } : {}),
   });
 }
