@@ -1,7 +1,7 @@
 /**
  * NATS JetStream benchmark (docs/OPERATIONS.md, "NATS JetStream" and "Hub mode"). Targets: the
  * sink keeps up with the store's own image-event ingest rate; a hub ingests at least 80% of the
- * store's direct POST rate (issue 73), at no more CPU per event than a direct POST.
+ * store's direct POST rate (native-bench/PROFILE.md, "The hub's import"), at no more CPU per event than a direct POST.
  *
  * One local nats-server (JetStream, file storage), image events (lib/payloads.js: a small event
  * with the ~41 KB IMAGE_FIXTURE):

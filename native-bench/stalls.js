@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `/health` while one heavy request runs (docs/API.md, "Requests share the store"; issue 72: an
+ * `/health` while one heavy request runs (docs/API.md, "Requests share the store"; RESULTS.stalls.md: an
  * export of 131 events of 260,000 detections held the HTTP thread for 22 s). Target: `/health`
  * p99 under 100 ms and max under 1 s while any valid request runs.
  *

@@ -37,7 +37,7 @@
  * and a refusal names it; no store and no check dies, by a signal or by itself; log_damage names
  * no readable event; the store deletes no segment file.
  *
- * The faults in the two copies of records (issue 70; copy-faults.ts draws them, copy-fault-runs.ts
+ * The faults in the two copies of records (docs/STORAGE.md, "Two copies of every record"; copy-faults.ts draws them, copy-fault-runs.ts
  * runs them and says what each must give): a flipped byte, a zeroed page and a lost page in
  * checkpointed record frames of the mixed folder, found and mended by the running store's scrub
  * (SCRUB_PASS_HOURS set small); the same in a page of the index holding records of the reclaimed

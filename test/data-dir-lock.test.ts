@@ -22,7 +22,7 @@ function ownStartTime(): string {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
 }
 
-// Found by a review of crash loops after a power cut, commit 2adfd78; then by issue 70's probes:
+// Found by a review of crash loops after a power cut, commit 2adfd78; then by a field probe (docs/RELIABILITY.md, "Defects found by the harness"):
 // in another pid namespace, and for a zombie, a pid that names a live process is no proof of a store.
 t.test('a lock file naming a live process that holds no lock stops nothing: only the kernel\'s lock decides', async (t) => {
   // A store killed after writing its lock file, whose pid is now a live process (after a reboot,

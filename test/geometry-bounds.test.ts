@@ -3,7 +3,7 @@
  * segmentation of 3,100,000 points, 18.6 MB, under MAX_RECORD_SIZE_BYTES, was one prediction):
  * at most 10,000 points per polygon and 1,000 keypoints per group (schemas/shapes.json), and
  * MAX_POINTS_PER_EVENT polygon points and keypoints per create, and MAX_PREDICTIONS_PER_EVENT
- * predictions per create (a create of 260,000 detections cost 1.75 s of CPU: issue 72); past any,
+ * predictions per create (a create of 260,000 detections cost 1.75 s of CPU: native-bench/RESULTS.stalls.md); past any,
  * 422 naming the path and the cap, nothing stored. Over real HTTP against a store on port 0.
  */
 import t from 'tap';

@@ -1,5 +1,5 @@
 /**
- * A hub's lag in sight (docs/OPERATIONS.md, "Hub mode"; issue 73 item 3), against a real
+ * A hub's lag in sight (docs/OPERATIONS.md, "Hub mode"), against a real
  * nats-server: `/stats` `hub` and `/metrics` give the consumer's pending messages (num_pending
  * plus num_ack_pending), the lag and the JetStream timestamp of the newest imported message;
  * a scrape with NATS away answers the last values; a lag that grows for

@@ -1,5 +1,5 @@
 /**
- * The README as a new user reads it (issue 72, section 6): short (what it is, the two commands, a
+ * The README as a new user reads it: short (what it is, the two commands, a
  * Python example, the supported boxes, links), its Python example runs as written against a real
  * store with Debian's python3 and prints what it stored, and the links of the README and the
  * docs (docs/PERFORMANCE.md, where its figures went, among them) reach a file and, with an

@@ -1,7 +1,7 @@
 /**
  * One run of a fault in the two copies of events' records (copy-faults.ts) on a fresh copy of its
  * data folder, what the store, its scrub and `edge-events check --repair` made of it, and whether
- * that is what docs/RELIABILITY.md, "Disk faults", expects (issue 70):
+ * that is what docs/RELIABILITY.md, "Disk faults", expects:
  *
  * - `log copy` (checkpointed record frames): the store runs with the scrub set small
  *   (SCRUB_SETTINGS) and finishes a pass; every event reads back; the scrub names each event whose

@@ -1,6 +1,6 @@
 /**
- * Faults in the two copies of an event's record (docs/STORAGE.md, "Two copies of every record";
- * issue 70): the log's (its record frame or record copy) and the index's (its record in
+ * Faults in the two copies of an event's record (docs/STORAGE.md, "Two copies of every record"):
+ * the log's (its record frame or record copy) and the index's (its record in
  * `db/data.mdb`), for the disk-fault harness (scripts/disk-faults.ts; docs/RELIABILITY.md, "Disk
  * faults"). Each kind is drawn on one of the harness's data folders (`FOLDER_OF`):
  *

@@ -15,7 +15,7 @@
  *   copied forward as record copies) and deleted. Then `POST /admin/cleanup`, every event read back
  *   (its JSON kept, and which images still download) and a clean stop. Before record copies, the
  *   index was the only copy of the records of those events. In `DIR/reclaimed/data`.
- * - `cleanup` (`db/ lost after a cleanup`, issue 70's first target): `--cleanup-events` small
+ * - `cleanup` (`db/ lost after a cleanup`: docs/RELIABILITY.md, "Disk faults"): `--cleanup-events` small
  *   `inventory_count` events (16,000; a record frame of about 1.1 KiB each), 8 in flight, then
  *   `POST /admin/cleanup`, `--sample` of them (800) read back and kept, and a clean stop. In
  *   `DIR/cleanup/data`.
@@ -105,7 +105,7 @@ const imageEvent = (k: number) => {
 
 /**
  * A small `inventory_count` event of a shelf camera, whose record frame is about 1.1 KiB (the
- * field case of issue 70).
+ * field case of docs/STORAGE.md, "Two copies of every record").
  */
 function inventoryEvent(k: number): { json: Record<string, unknown>; images: string[] } {
   return {

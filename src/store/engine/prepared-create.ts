@@ -130,7 +130,7 @@ export const HEAD_GEOMETRY_DETECTIONS = 1000;
  * are, and every read of an event's content reads its stored value. Kept, a create's up to
  * MAX_POINTS_PER_EVENT points, or the geometry of its up to MAX_PREDICTIONS_PER_EVENT detections,
  * would stay on the HTTP thread's heap until its checkpoint, for every major GC to mark, and
- * would be copied back from the create preparer's worker (issue 72: 100,000 detections held the
+ * would be copied back from the create preparer's worker (native-bench/RESULTS.stalls.md: 100,000 detections held the
  * HTTP thread for their copy and its garbage collection).
  */
 export function headRecord(record: EventRecord): EventRecord {
