@@ -61,7 +61,7 @@ t.test('a flipped byte and a zeroed page in checkpointed record frames are found
 
 t.test('a changed byte in an index record\'s presented JSON is found by the scrub and by check, and --repair serves the event as it was', async (t) => {
   // npm run disk-faults found it: the record decoded, so the scrub took it for whole, while reads
-  // served the stored JSON with the byte changed (record-codec.ts `readsBackAs`).
+  // served the stored JSON with the byte changed (record-codec.ts `wholeRecord`).
   const first = await startStore(SCRUB);
   const ids: string[] = [];
   for (let i = 0; i < 10; i++) ids.push((await postJson(`${first.url}/v2/events`, smallEvent({ device_id: `cam-${i}` }))).body.id);

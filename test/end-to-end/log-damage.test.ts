@@ -18,6 +18,7 @@ import { spawnStore, type SpawnedStore } from '../../scripts/lib/spawned-store.j
 import { tempDataDir } from '../support/store-server.js';
 import { until } from '../support/waiting.js';
 import { launchBrowser } from '../support/browser.js';
+import { flipByte } from '../support/flip-byte.js';
 
 /** No checkpoint and no cleanup within a test: every create stays in the log alone until the kill. */
 const NO_CHECKPOINT = { PORT: '0', INDEX_CHECKPOINT_MS: '60000', INDEX_CHECKPOINT_MAX_MS: '300000', CLEANUP_INTERVAL_SECONDS: '3600' };
@@ -32,19 +33,6 @@ async function kill(store: SpawnedStore): Promise<void> {
 function segmentFiles(dataDir: string): string[] {
   const blobs = path.join(dataDir, 'blobs');
   return fs.readdirSync(blobs).filter((name) => segmentNumberOf(name) !== undefined).sort().map((name) => path.join(blobs, name));
-}
-
-/** XORs the byte at `offset` of `file` with 0xFF, as a bad flash page returns it. */
-function flipByte(file: string, offset: number): void {
-  const fd = fs.openSync(file, 'r+');
-  try {
-    const byte = Buffer.alloc(1);
-    fs.readSync(fd, byte, 0, 1, offset);
-    byte[0] ^= 0xff;
-    fs.writeSync(fd, byte, 0, 1, offset);
-  } finally {
-    fs.closeSync(fd);
-  }
 }
 
 /** The log lines of a spawned store with `msg` in them, parsed. */

@@ -90,7 +90,7 @@ export interface IndexAgainstLog {
   /** Events of the index whose record frame is damaged in the log: a rebuild would lose them. */
   indexedRecordsDamaged: number;
   /**
-   * Records of the index that do not read back as their events (record-codec.ts `readsBackAs`: a
+   * Records of the index that do not read back as their events (record-codec.ts `wholeRecord`: a
    * changed byte in the record or in its presented JSON), and the first of them by created_at (µs):
    * the store serves them so; a rebuild gives them back from the log.
    */

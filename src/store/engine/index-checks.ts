@@ -2,7 +2,7 @@
  * What `edge-events check` reads of the index beyond its pages and its locations (store-check.ts):
  * every record read back as its event, and the segment files of the log it has no entry for.
  */
-import { decodeRecord, readsBackAs, type RecordPresenter } from '../index/record-codec.js';
+import { wholeRecord, type RecordPresenter } from '../index/record-codec.js';
 import { indexedLogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import type { IndexAgainstLog } from './check-report.js';
 import { isGarbageSegment } from './unknown-segments.js';
@@ -11,18 +11,13 @@ import { isGarbageSegment } from './unknown-segments.js';
 const LISTED_RECORDS = 50;
 
 /**
- * Reads every record of the index back (record-codec.ts `readsBackAs`), as the scrub does one
+ * Reads every record of the index back (record-codec.ts `wholeRecord`), as the scrub does one
  * home at a time: a record that does not is counted, the first LISTED_RECORDS named by created_at.
  */
 export function checkRecords(dbs: StoreDatabases, out: IndexAgainstLog, present: RecordPresenter): void {
   for (const { key, value } of dbs.events.getRange()) {
-    let id: string | undefined;
-    try {
-      id = decodeRecord(value).id;
-    } catch {
-      // counted below
-    }
-    if (id !== undefined && dbs.eventIds.get(id) === key && readsBackAs(value, id, present)) continue;
+    const record = wholeRecord(value, present);
+    if (record && dbs.eventIds.get(record.id) === key) continue;
     out.recordsNotReadingBack++;
     if (out.recordsNotReadingBackAt.length < LISTED_RECORDS) out.recordsNotReadingBackAt.push(key);
   }

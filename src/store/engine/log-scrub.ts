@@ -3,7 +3,7 @@
  * step at a time: it re-reads every frame of the log in log order, checks each CRC32C, and checks
  * that each live event has its two copies, the log's (its home frame and the update frames after
  * it, whole) and the index's (a record that decodes to the same event, with that record's presented
- * JSON: record-codec.ts `readsBackAs`). What it finds:
+ * JSON: record-codec.ts `wholeRecord`). What it finds:
  *
  * - a live event whose log copy is damaged or gone: its record is copied again into the log from
  *   the index (`repair`, a record copy), so both copies are whole again: **repaired**;
@@ -18,7 +18,7 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { readsBackAs } from '../index/record-codec.js';
+import { wholeRecord } from '../index/record-codec.js';
 import { quarantine, quarantineDirOf } from '../log/quarantine.js';
 import { segmentFileName } from '../log/segment-files.js';
 import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type DamagedBytes, type ScannedFrame } from '../log/segment-frames.js';
@@ -184,7 +184,7 @@ export class LogScrub {
       createdAt = dbs.eventIds.get(frame.id);
       if (createdAt === undefined || framesOf(dbs, this.ranges!, createdAt).home !== segment) return; // deleted, or superseded
       const value = dbs.events.getBinary(createdAt);
-      if (value && readsBackAs(value, frame.id, this.store.present)) return;
+      if (value && wholeRecord(value, this.store.present)?.id === frame.id) return;
     } catch {
       // an index page LMDB cannot read: the same finding
     }

@@ -344,19 +344,17 @@ export function storedJson(value: Buffer, present: RecordPresenter): Buffer {
 }
 
 /**
- * Whether a stored value reads back whole as event `id`: its record decodes to that event and,
- * for layout 3, the presented JSON it keeps is that record's as `present` renders it. The two
- * halves say the same thing twice, so a changed byte in either makes them disagree (the scrub and
- * `edge-events check`: docs/STORAGE.md, "The scrub"). Never throws: a value that does not decode
- * does not read back.
+ * The record a stored value holds, when it reads back whole: its record decodes and, for layout
+ * 3, the presented JSON it keeps is that record's as `present` renders it. The two halves say the
+ * same thing twice, so a changed byte in either makes them disagree (the scrub and `edge-events
+ * check`: docs/STORAGE.md, "The scrub"). Never throws: a value that does not decode gives undefined.
  */
-export function readsBackAs(value: Buffer, id: string, present: RecordPresenter): boolean {
+export function wholeRecord(value: Buffer, present: RecordPresenter): EventRecord | undefined {
   try {
     const record = decodeRecord(value);
-    if (record.id !== id) return false;
     const layout3 = layout3Record(value);
-    return !layout3 || value.subarray(HEADER_BYTES + layout3.length).equals(Buffer.from(present(record)));
+    return !layout3 || value.subarray(HEADER_BYTES + layout3.length).equals(Buffer.from(present(record))) ? record : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
