@@ -9,10 +9,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { presentEventJson } from '../src/events/present.js';
-import { checkStore, rebuildIndex } from '../src/store/index.js';
+import { ScrubPace } from '../src/lifecycle/scrub-runner.js';
+import { checkStore, EventStore, LogScrub, rebuildIndex } from '../src/store/index.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { scan } from './support/segment-scan.js';
-import { startStore } from './support/store-server.js';
+import { startStore, tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
 import { flipByte } from './support/flip-byte.js';
 
@@ -103,4 +104,13 @@ t.test('a damaged image, which has one copy, is named, quarantined and no longer
   t.equal((await getJson(`${store.url}/v2/events/${created.id}`)).body.current_file_count, 0, 'the event keeps its record');
   t.ok(fs.readdirSync(path.join(store.dataDir, 'quarantine')).some((n) => n.endsWith('.bin')), 'the bytes are kept in quarantine/');
   t.equal(fixture('cat.jpg').length, image.length, 'the image frame was the JPEG\'s');
+});
+
+t.test('a store without events is scrubbed in no pass: an empty log counts none', async (t) => {
+  const store = await EventStore.open(tempDataDir(), { sinks: [], present: presentEventJson });
+  t.teardown(() => store.close());
+  const scrub = new LogScrub(store, () => Promise.resolve(0), () => t.fail('no finding in an empty log'));
+  const pace = new ScrubPace(scrub, 168, new Int32Array(new SharedArrayBuffer(4)));
+  for (let tick = 0; tick < 5; tick++) t.equal(await pace.tick(), undefined, `tick ${tick}: no step`);
+  t.same(scrub.status, { ...scrub.status, passes: 0, lastPassAt: null, verifiedBytes: 0 }, 'no pass counted, none said to have run');
 });

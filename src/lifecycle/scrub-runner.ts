@@ -52,7 +52,8 @@ export class ScrubPace {
   /**
    * A tick, every SCRUB_STEP_MS: takes a step of the credit when it reached SCRUB_MIN_STEP_BYTES
    * (or a whole log smaller than that) and the store was not busy since the last tick; a busy tick
-   * adds no credit, so the scrub falls behind rather than catching up under load.
+   * adds no credit, so the scrub falls behind rather than catching up under load. An empty log
+   * takes no step, so it counts no pass.
    * @returns the scrub's status when a step ran
    * @throws the error of the step
    */
@@ -62,6 +63,7 @@ export class ScrubPace {
     this.lastWrites = now;
     if (busy) return undefined;
     const logBytes = this.scrub.logBytes();
+    if (logBytes === 0) return undefined; // nothing to read: no pass to count
     this.credit += scrubStepBytes(logBytes, this.passHours);
     if (this.credit < Math.min(SCRUB_MIN_STEP_BYTES, logBytes)) return undefined;
     const budget = this.credit;
