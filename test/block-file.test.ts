@@ -1,7 +1,7 @@
 /**
- * Block files (src/store/block/; docs/STORAGE.md, "Blocks"): a block written from records reads
- * back as the head's own index of the same records answers (the same plan seeks in either:
- * index-source.ts), gives each record back byte for byte and finds it by id; every section,
+ * Block files (src/store/block/; docs/STORAGE.md, "Blocks"): blocks written from records, one or
+ * several read as one set, answer as the head's own index of the same records answers (the same
+ * plan seeks in either: index-source.ts), give each record back byte for byte and find it by id; every section,
  * postings list and record is checked against its CRC32C, so a changed byte is named, never
  * served.
  */
@@ -12,6 +12,7 @@ import t from 'tap';
 import { presentEventJson } from '../src/events/present.js';
 import { BlockDamaged, SECTIONS, TOC_BYTES, type SectionName } from '../src/store/block/block-format.js';
 import { BlockReader } from '../src/store/block/block-reader.js';
+import { BlockSet } from '../src/store/block/block-set.js';
 import { blockRowOf, encodeBlock, writeBlockFile } from '../src/store/block/block-writer.js';
 import { HeadIndex } from '../src/store/head/head-index.js';
 import type { CreatedAtCursor, Direction } from '../src/store/index/created-at-cursors.js';
@@ -65,10 +66,10 @@ async function blockOf(records: EventRecord[]): Promise<BlockReader> {
   return BlockReader.open(file);
 }
 
-t.test('a block answers every plan question as the head index of the same records does', async (t) => {
+t.test('blocks answer every plan question as the head index of the same records does, one block or several', async (t) => {
   let checked = 0;
   await fc.assert(fc.asyncProperty(
-    fc.array(fc.record({ gap: fc.integer({ min: 1, max: 50 }), pick: pickArbitrary }), { minLength: 1, maxLength: 60 }),
+    fc.array(fc.record({ gap: fc.integer({ min: 1, max: 50 }), pick: pickArbitrary, cut: fc.boolean() }), { minLength: 1, maxLength: 60 }),
     fc.array(fc.record({ prefix: fc.nat(), lo: fc.nat(3000), span: fc.nat(3000), direction: fc.constantFrom<Direction>('asc', 'desc') }), { minLength: 1, maxLength: 8 }),
     async (creates, questions) => {
       let createdAt = 1000;
@@ -76,33 +77,47 @@ t.test('a block answers every plan question as the head index of the same record
       const order = records.map((r) => r.created_at);
       const head = new HeadIndex(() => order);
       for (const record of records) head.set(record.created_at, record);
-      const block = await blockOf(records);
+      // A new block after each create marked `cut`, as checkpoints would cut them.
+      const stretches: EventRecord[][] = [[]];
+      creates.forEach(({ cut }, i) => {
+        stretches[stretches.length - 1].push(records[i]);
+        if (cut && i < creates.length - 1) stretches.push([]);
+      });
+      const blocks = new BlockSet(await Promise.all(stretches.map(blockOf)));
       try {
         const prefixes = [...new Set(records.flatMap(plannedPrefixKeys)), '["d","nobody"]'].map((key) => JSON.parse(key) as (string | number)[]);
-        t.same(block.bounds(), head.bounds());
+        t.same(blocks.bounds(), head.bounds());
         for (const { prefix: p, lo, span, direction } of questions) {
           const prefix = prefixes[p % prefixes.length];
           const hi = lo + span + 1000;
           const from = direction === 'asc' ? -Infinity : Infinity;
-          t.same(drain(block.keyRange(prefix, lo + 1000, hi, direction), from, direction), drain(head.keyRange(prefix, lo + 1000, hi, direction), from, direction), 'keyRange');
-          t.same(drain(block.eventRange(lo + 1000, hi, direction), from, direction), drain(head.eventRange(lo + 1000, hi, direction), from, direction), 'eventRange');
-          t.equal(block.estimate([prefix], lo + 1000, hi), head.estimate([prefix], lo + 1000, hi), 'estimate');
+          t.same(drain(blocks.keyRange(prefix, lo + 1000, hi, direction), from, direction), drain(head.keyRange(prefix, lo + 1000, hi, direction), from, direction), 'keyRange');
+          t.same(drain(blocks.eventRange(lo + 1000, hi, direction), from, direction), drain(head.eventRange(lo + 1000, hi, direction), from, direction), 'eventRange');
+          t.equal(blocks.estimate([prefix], lo + 1000, hi), head.estimate([prefix], lo + 1000, hi), 'estimate');
           const probe = order[p % order.length];
-          t.equal(block.has(prefix, probe), head.has(prefix, probe), 'has');
+          t.equal(blocks.has(prefix, probe), head.has(prefix, probe), 'has');
           checked++;
         }
         for (const record of records) {
-          if (block.createdAtOf(record.id) !== record.created_at) t.fail(`id ${record.id} not found at its created_at`);
-          if (!block.record(record.created_at)?.equals(recordBytesOf(record))) t.fail(`record at ${record.created_at} does not read back byte for byte`);
+          if (blocks.createdAtOf(record.id) !== record.created_at) t.fail(`id ${record.id} not found at its created_at`);
+          if (!blocks.record(record.created_at)?.equals(recordBytesOf(record))) t.fail(`record at ${record.created_at} does not read back byte for byte`);
         }
-        t.equal(block.record(order[0] - 1), undefined, 'no record where no event was created');
-        t.same(block.damagedSections(64), [], 'every section reads back whole');
+        t.equal(blocks.record(order[0] - 1), undefined, 'no record where no event was created');
+        for (const block of blocks.blocks) t.same(block.damagedSections(64), [], 'every section reads back whole');
       } finally {
-        block.close();
+        for (const block of blocks.blocks) block.close();
       }
     },
   ), { numRuns: 40 });
   t.ok(checked > 40);
+});
+
+t.test('blocks whose stretches overlap are refused as one set', async (t) => {
+  const first = await blockOf([recordOf(10, { device: 0, draft: false, classes: [], shift: null }), recordOf(20, { device: 0, draft: false, classes: [], shift: null })]);
+  const second = await blockOf([recordOf(20, { device: 1, draft: false, classes: [], shift: null })]);
+  t.teardown(() => { first.close(); second.close(); });
+  t.throws(() => new BlockSet([first, second]), /overlap/);
+  t.throws(() => new BlockSet([second, first]), /overlap or are out of order/);
 });
 
 t.test('a block of more than 65,536 rows keeps its postings as u32s and reads them back', async (t) => {

@@ -89,8 +89,11 @@ export class BlockReader implements IndexSource {
   }
 
   keyRange(prefix: readonly Key[], lo: number, hi: number, direction: Direction): CreatedAtCursor {
-    const values = this.postedCreatedAts(prefix, lo, hi);
-    return values.length === 0 ? NO_VALUES : new SortedValuesCursor(values, lo, hi, direction);
+    const posted = this.posted(prefix, lo, hi);
+    if (!posted || posted.end === posted.first) return NO_VALUES;
+    const values = new Float64Array(posted.end - posted.first);
+    for (let i = posted.first; i < posted.end; i++) values[i - posted.first] = this.createdAts[posted.rowAt(i)];
+    return new SortedValuesCursor(values, lo, hi, direction);
   }
 
   eventRange(lo: number, hi: number, direction: Direction): CreatedAtCursor {
@@ -98,12 +101,12 @@ export class BlockReader implements IndexSource {
   }
 
   has(prefix: readonly Key[], createdAt: number): boolean {
-    return this.postedCreatedAts(prefix, createdAt, createdAt).length === 1;
+    return this.count(prefix, createdAt, createdAt) === 1;
   }
 
   /** Exact: the entries under `prefixes` within [lo, hi]. */
   estimate(prefixes: readonly (readonly Key[])[], lo: number, hi: number): number {
-    return prefixes.reduce((total, prefix) => total + this.postedCreatedAts(prefix, lo, hi).length, 0);
+    return prefixes.reduce((total, prefix) => total + this.count(prefix, lo, hi), 0);
   }
 
   /**
@@ -158,24 +161,27 @@ export class BlockReader implements IndexSource {
     return this.createdAts[row] === createdAt ? row : undefined;
   }
 
+  /** How many rows posted under `prefix` lie within [lo, hi] (µs). */
+  private count(prefix: readonly Key[], lo: number, hi: number): number {
+    const posted = this.posted(prefix, lo, hi);
+    return posted ? posted.end - posted.first : 0;
+  }
+
   /**
-   * The created_at values (µs) within [lo, hi] of the rows posted under `prefix`, ascending.
+   * The postings list of `prefix`, read and checked, and the stretch [first, end) of it whose rows
+   * lie within [lo, hi] (µs); undefined when the block has no such prefix.
    * @throws BlockDamaged when the postings list read does not match its CRC32C
    */
-  private postedCreatedAts(prefix: readonly Key[], lo: number, hi: number): Float64Array {
+  private posted(prefix: readonly Key[], lo: number, hi: number): { rowAt: (i: number) => number; first: number; end: number } | undefined {
     const place = this.postingsPlace(prefixKey(prefix));
-    if (!place) return new Float64Array(0);
+    if (!place) return undefined;
     const width = postingBytes(this.toc.rows);
     const list = readAt(this.fd, this.toc.sections.postings.offset + place.offset, place.count * width);
     if (checksum(list) !== place.crc) throw new BlockDamaged(this.file, `the postings of ${prefixKey(prefix)} fail their CRC`);
     const rowAt = width === 2 ? (i: number) => list.readUInt16LE(i * 2) : (i: number) => list.readUInt32LE(i * 4);
     const firstRow = firstAtLeast(this.createdAts, lo);
     const endRow = firstAtLeast(this.createdAts, hi + 1);
-    const firstPosted = firstIndex(place.count, (i) => rowAt(i) >= firstRow);
-    const endPosted = firstIndex(place.count, (i) => rowAt(i) >= endRow);
-    const values = new Float64Array(Math.max(0, endPosted - firstPosted));
-    for (let i = firstPosted; i < endPosted; i++) values[i - firstPosted] = this.createdAts[rowAt(i)];
-    return values;
+    return { rowAt, first: firstIndex(place.count, (i) => rowAt(i) >= firstRow), end: firstIndex(place.count, (i) => rowAt(i) >= endRow) };
   }
 
   /** Where the postings of the prefix whose key is `key` lie, or undefined when none has it. */
