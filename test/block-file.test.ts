@@ -9,74 +9,24 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import t from 'tap';
-import { presentEventJson } from '../src/events/present.js';
 import { BlockDamaged, SECTIONS, TOC_BYTES, type SectionName } from '../src/store/block/block-format.js';
 import { BlockReader } from '../src/store/block/block-reader.js';
 import { BlockSet } from '../src/store/block/block-set.js';
 import { blockRowOf, encodeBlock, writeBlockFile } from '../src/store/block/block-writer.js';
-import { HeadIndex } from '../src/store/head/head-index.js';
-import type { CreatedAtCursor, Direction } from '../src/store/index/created-at-cursors.js';
 import { plannedPrefixKeys } from '../src/store/index/index-keys.js';
-import { decodeRecord, encodeRecord, frameRecordBytes } from '../src/store/index/record-codec.js';
+import { decodeRecord } from '../src/store/index/record-codec.js';
 import type { EventRecord } from '../src/store/record/event-record.js';
-import { timeOrderedId } from '../src/store/record/ids.js';
+import { blockOf, drain, pickArbitrary, questionsArbitrary, recordBytesOf, recordOf, sameAsHead } from './support/block-records.js';
 import { tempDataDir } from './support/store-server.js';
-
-const DEVICES = ['cam-1', 'cam-2', 'gate-3'];
-const CLASSES = ['person', 'cat', 'forklift'];
-
-/** A record as a create stores it, from a few generated choices. */
-function recordOf(createdAt: number, pick: { device: number; draft: boolean; classes: number[]; shift: number | null }): EventRecord {
-  return {
-    id: timeOrderedId(1_700_000_000_000 + createdAt), created_at: createdAt, solution: pick.shift === null ? null : 'line-a', workflow_id: null, workflow_version: null,
-    inference_timestamp: '2026-12-07T10:00:00Z', device_id: DEVICES[pick.device], stream_id: null, image_id: null,
-    event_schema: 'quality_check', event_data: { result: 'pass' },
-    custom_metadata: pick.shift === null ? {} : { shift: pick.shift, line: 'a' },
-    images: [{
-      file_id: null, input_file_id: null, label: null, classifications: [], instance_segmentations: [], keypoints: [], metadata: {},
-      object_detections: pick.classes.map((c) => ({ class: CLASSES[c], x: 1, y: 2, width: 3, height: 4, confidence: 0.9 })),
-    }],
-    videos: [], local_only_files: [], display_image_position: null, original_file_count: 0, current_file_count: 0,
-    draft: pick.draft, finalized_at: pick.draft ? null : createdAt, auto_finalized_at: null,
-  };
-}
-
-const pickArbitrary = fc.record({
-  device: fc.nat(DEVICES.length - 1),
-  draft: fc.boolean(),
-  classes: fc.uniqueArray(fc.nat(CLASSES.length - 1), { maxLength: 3 }),
-  shift: fc.option(fc.nat(2)),
-});
-
-/** Every value a cursor gives from `from` on, seeking one past the last each time. */
-function drain(cursor: CreatedAtCursor, from: number, direction: Direction): number[] {
-  const values: number[] = [];
-  for (let v = cursor.seek(from); v !== undefined; v = cursor.seek(direction === 'asc' ? v + 1 : v - 1)) values.push(v);
-  cursor.close();
-  return values;
-}
-
-/** A record's layout-2 bytes, as a record frame keeps them. */
-const recordBytesOf = (record: EventRecord): Buffer => frameRecordBytes(encodeRecord(record, presentEventJson));
-
-/** Writes a block of `records` to a new temporary folder and opens it. */
-async function blockOf(records: EventRecord[]): Promise<BlockReader> {
-  const rows = records.map((record) => blockRowOf(record, recordBytesOf(record)));
-  const { file } = await writeBlockFile(tempDataDir(), 'blk-test.eeb', encodeBlock(rows, { segment: 7, offset: 4096 }));
-  return BlockReader.open(file);
-}
 
 t.test('blocks answer every plan question as the head index of the same records does, one block or several', async (t) => {
   let checked = 0;
   await fc.assert(fc.asyncProperty(
     fc.array(fc.record({ gap: fc.integer({ min: 1, max: 50 }), pick: pickArbitrary, cut: fc.boolean() }), { minLength: 1, maxLength: 60 }),
-    fc.array(fc.record({ prefix: fc.nat(), lo: fc.nat(3000), span: fc.nat(3000), direction: fc.constantFrom<Direction>('asc', 'desc') }), { minLength: 1, maxLength: 8 }),
+    questionsArbitrary,
     async (creates, questions) => {
       let createdAt = 1000;
       const records = creates.map(({ gap, pick }) => recordOf((createdAt += gap), pick));
-      const order = records.map((r) => r.created_at);
-      const head = new HeadIndex(() => order);
-      for (const record of records) head.set(record.created_at, record);
       // A new block after each create marked `cut`, as checkpoints would cut them.
       const stretches: EventRecord[][] = [[]];
       creates.forEach(({ cut }, i) => {
@@ -85,25 +35,8 @@ t.test('blocks answer every plan question as the head index of the same records 
       });
       const blocks = new BlockSet(await Promise.all(stretches.map(blockOf)));
       try {
-        const prefixes = [...new Set(records.flatMap(plannedPrefixKeys)), '["d","nobody"]'].map((key) => JSON.parse(key) as (string | number)[]);
-        t.same(blocks.bounds(), head.bounds());
-        for (const { prefix: p, lo, span, direction } of questions) {
-          const prefix = prefixes[p % prefixes.length];
-          const hi = lo + span + 1000;
-          const from = direction === 'asc' ? -Infinity : Infinity;
-          t.same(drain(blocks.keyRange(prefix, lo + 1000, hi, direction), from, direction), drain(head.keyRange(prefix, lo + 1000, hi, direction), from, direction), 'keyRange');
-          t.same(drain(blocks.eventRange(lo + 1000, hi, direction), from, direction), drain(head.eventRange(lo + 1000, hi, direction), from, direction), 'eventRange');
-          t.equal(blocks.estimate([prefix], lo + 1000, hi), head.estimate([prefix], lo + 1000, hi), 'estimate');
-          const probe = order[p % order.length];
-          t.equal(blocks.has(prefix, probe), head.has(prefix, probe), 'has');
-          checked++;
-        }
-        for (const record of records) {
-          if (blocks.createdAtOf(record.id) !== record.created_at) t.fail(`id ${record.id} not found at its created_at`);
-          if (!blocks.record(record.created_at)?.equals(recordBytesOf(record))) t.fail(`record at ${record.created_at} does not read back byte for byte`);
-        }
-        t.equal(blocks.record(order[0] - 1), undefined, 'no record where no event was created');
-        for (const block of blocks.blocks) t.same(block.damagedSections(64), [], 'every section reads back whole');
+        checked += sameAsHead(t, blocks, records, questions);
+        t.equal(blocks.record(records[0].created_at - 1), undefined, 'no record where no event was created');
       } finally {
         for (const block of blocks.blocks) block.close();
       }

@@ -55,6 +55,18 @@ export const TOC_BYTES = 4 + 8 + 8 + 4 + 8 + SECTIONS.length * 16 + CRC_BYTES;
 /** Most rows whose postings are u16 each. */
 export const U16_POSTINGS_ROWS = 65_536;
 
+/** One event of a block. */
+export interface BlockRow {
+  /** created_at (µs); rows come in ascending, unique created_at. */
+  createdAt: number;
+  /** A canonical UUID (ids.ts `isCanonicalId`). */
+  id: string;
+  /** Its layout-2 record (record-codec.ts `frameRecordBytes`). */
+  record: Buffer;
+  /** The index key prefixes a plan finds it under (index-keys.ts `plannedPrefixKeys`). */
+  prefixes: readonly string[];
+}
+
 /** Where a section lies in the file (bytes), its CRC excluded. */
 export interface SectionPlace {
   offset: number;

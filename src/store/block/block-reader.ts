@@ -17,7 +17,7 @@ import type { IndexSource } from '../index/index-source.js';
 import { checksum } from '../log/segment-frames.js';
 import {
   BLOCK_MAGIC, BLOCK_VERSION, BlockDamaged, CRC_BYTES, crcMatches, decodeToc, HEADER_BYTES, ID_ROW_BYTES, idBytes,
-  LOCATION_ROW_BYTES, postingBytes, SECTIONS, TOC_BYTES, type BlockToc, type SectionName,
+  idOfBytes, LOCATION_ROW_BYTES, postingBytes, SECTIONS, TOC_BYTES, type BlockRow, type BlockToc, type SectionName,
 } from './block-format.js';
 
 /** Where one prefix's postings lie in the postings section. */
@@ -153,6 +153,36 @@ export class BlockReader implements IndexSource {
       if (readAt(this.fd, offset + length, CRC_BYTES).readUInt32LE(0) !== crc) damaged.push(name);
     }
     return damaged;
+  }
+
+  /**
+   * Every row of the block, in created_at order, with its id, record and the prefixes it is
+   * posted under: what a merge reads (block-merge.ts). The records and postings sections are
+   * read whole and checked against their CRC32C.
+   * @throws BlockDamaged when a section read fails its CRC
+   */
+  allRows(): BlockRow[] {
+    const records = readSection(this.fd, this.toc, 'records', this.file);
+    const postings = readSection(this.fd, this.toc, 'postings', this.file);
+    const rows: BlockRow[] = [];
+    for (let row = 0; row < this.toc.rows; row++) {
+      const at = row * LOCATION_ROW_BYTES;
+      const offset = this.locations.readDoubleLE(at + 8);
+      rows.push({ createdAt: this.createdAts[row], id: '', record: records.subarray(offset, offset + this.locations.readUInt32LE(at + 16)), prefixes: [] });
+    }
+    for (let i = 0; i < this.toc.rows; i++) rows[this.ids.readUInt32LE(i * ID_ROW_BYTES + 16)].id = idOfBytes(this.ids.subarray(i * ID_ROW_BYTES, i * ID_ROW_BYTES + 16));
+    const width = postingBytes(this.toc.rows);
+    for (const start of this.offsetEntries) {
+      const keyEnd = start + 2 + this.offsets.readUInt16LE(start);
+      const key = this.offsets.toString('utf8', start + 2, keyEnd);
+      const offset = this.offsets.readDoubleLE(keyEnd);
+      const count = this.offsets.readUInt32LE(keyEnd + 8);
+      for (let i = 0; i < count; i++) {
+        const row = width === 2 ? postings.readUInt16LE(offset + i * 2) : postings.readUInt32LE(offset + i * 4);
+        (rows[row].prefixes as string[]).push(key);
+      }
+    }
+    return rows;
   }
 
   /** The row of the event created at `createdAt` (µs), or undefined. */

@@ -12,20 +12,10 @@ import { syncDirectory } from '../log/segment-files.js';
 import { writeAll } from '../log/write-all.js';
 import {
   encodeHeader, encodeToc, HEADER_BYTES, ID_ROW_BYTES, idBytes, LOCATION_ROW_BYTES, postingBytes, SECTIONS,
-  type BlockToc, type SectionName, type SectionPlace, withCrc, CRC_BYTES,
+  type BlockRow, type BlockToc, type SectionName, type SectionPlace, withCrc, CRC_BYTES,
 } from './block-format.js';
 
-/** One event of a block. */
-export interface BlockRow {
-  /** created_at (µs); rows come in ascending, unique created_at. */
-  createdAt: number;
-  /** A canonical UUID (ids.ts `isCanonicalId`). */
-  id: string;
-  /** Its layout-2 record (record-codec.ts `frameRecordBytes`). */
-  record: Buffer;
-  /** The index key prefixes a plan finds it under (index-keys.ts `plannedPrefixKeys`). */
-  prefixes: readonly string[];
-}
+export type { BlockRow } from './block-format.js';
 
 /** The block row of a record and its layout-2 bytes. */
 export function blockRowOf(record: EventRecord, recordBytes: Buffer): BlockRow {
