@@ -57,7 +57,14 @@ module.exports = {
       comment: 'src/store/log (segments, frames, appends, staging, stored files) knows neither LMDB nor the rooms above it: the index records where the log\'s bytes are, never the reverse.',
       severity: 'error',
       from: { path: '^src/store/log/' },
-      to: { path: ['(^|/)node_modules/lmdb/', '^src/store/(index|head|read|ledger|engine)/'] },
+      to: { path: ['(^|/)node_modules/lmdb/', '^src/store/(index|head|read|ledger|engine|block)/'] },
+    },
+    {
+      name: 'blocks-stand-below-the-head',
+      comment: 'src/store/block (block files: records and their postings, written once, read as a plan reads an index) uses the log\'s CRC and writes, the index\'s key shapes and cursors and the record, nothing of LMDB but its key type, and nothing of the head, the reader, the ledger or the engine.',
+      severity: 'error',
+      from: { path: '^src/store/block/' },
+      to: { path: ['(^|/)node_modules/lmdb/', '^src/store/(head|read|ledger|engine)/'], dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'head-knows-no-files',

@@ -10,7 +10,11 @@
  * 4. then the record's index keys (`indexKeysOf`);
  * 5. a checkpoint's puts of 2,000 such creates (`indexLogged`) into a real LMDB under /dev/shm (so
  *    no device wait is counted): the HTTP thread's CPU per create (`process.threadCpuUsage`,
- *    Node 23.9 and later) and the process's, which adds lmdb-js's writer thread.
+ *    Node 23.9 and later) and the process's, which adds lmdb-js's writer thread; and the bytes
+ *    per create `data.mdb` holds after them;
+ * 6. the same 2,000 creates written as one block file instead (docs/STORAGE.md, "Blocks":
+ *    `encodeBlock` and `writeBlockFile`, under /dev/shm), CPU and the block's bytes per create
+ *    (a build without blocks skips it).
  *
  *   npm run build && node native-bench/create-work.js
  *
@@ -98,7 +102,37 @@ try {
   }
 } finally {
   await dbs.root.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 }
+const mdbBytes = fs.statSync(path.join(dir, 'db', 'data.mdb')).size;
+fs.rmSync(dir, { recursive: true, force: true });
 const range = (values) => `${Math.min(...values).toFixed(1)} to ${Math.max(...values).toFixed(1)} µs per create`;
 console.log(`5. a checkpoint of 2,000 (LMDB under ${lmdbParent}): ${thread.length ? `HTTP thread ${range(thread)}, ` : ''}all threads ${range(all)}`);
+console.log(`   data.mdb holds ${(mdbBytes / 12 / 2000).toFixed(0)} bytes per create after 24,000`);
+
+const blockWriter = await loadModule('store/block/block-writer.js').catch(() => undefined);
+if (blockWriter) {
+  const blockDir = fs.mkdtempSync(path.join(lmdbParent, 'create-work-blocks-'));
+  const written = [];
+  const prefixes = [];
+  let bytes = 0;
+  const perCreate = (used) => (used.user + used.system) / 2000;
+  try {
+    for (let n = 0; n < 12; n++) {
+      const creates = [];
+      for (let i = 0; i < 2000; i++) creates.push(await loggedCreate(i));
+      const before = process.cpuUsage();
+      // Each row's postings prefixes: the head's index holds them already (head-index.ts), so a
+      // checkpoint that writes blocks need not make them again; timed apart.
+      const rows = creates.map(({ record, value }) => blockWriter.blockRowOf(record, frameRecordBytes(value)));
+      const rowsMade = process.cpuUsage(before);
+      const block = await blockWriter.writeBlockFile(blockDir, `blk-${n}.eeb`, blockWriter.encodeBlock(rows, { segment: 1, offset: n + 1 }));
+      if (n < 4) continue; // warm-up
+      prefixes.push(perCreate(rowsMade));
+      written.push(perCreate(process.cpuUsage(before)) - perCreate(rowsMade));
+      bytes += block.bytes;
+    }
+  } finally {
+    fs.rmSync(blockDir, { recursive: true, force: true });
+  }
+  console.log(`6. the same 2,000 as a block file (under ${lmdbParent}): encoded and written ${range(written)}, ${(bytes / written.length / 2000).toFixed(0)} bytes per create; their prefixes made again ${range(prefixes)}`);
+}

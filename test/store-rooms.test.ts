@@ -23,6 +23,8 @@ const VIOLATIONS: [rule: string, file: string, source: string][] = [
   ['log-knows-no-lmdb', 'src/store/log/blob-reader.ts', "import { openDatabases } from '../index/lmdb-env.js';\nexport const x = openDatabases;\n"],
   ['head-knows-no-files', 'src/store/head/head.ts', "import fs from 'node:fs';\nexport const x = fs;\n"],
   ['head-knows-no-files', 'src/store/head/head.ts', "import { segmentFileName } from '../log/segment-files.js';\nexport const x = segmentFileName;\n"],
+  ['blocks-stand-below-the-head', 'src/store/block/block-reader.ts', "import { open } from 'lmdb';\nexport const x = open;\n"],
+  ['blocks-stand-below-the-head', 'src/store/block/block-writer.ts', "import { EventStore } from '../engine/event-store.js';\nexport const x = EventStore;\n"],
   ['only-the-engine-writes', 'src/store/read/store-view.ts', "import { EventStore } from '../engine/event-store.js';\nexport const x = EventStore;\n"],
   ['only-the-engine-appends', 'src/store/ledger/sink-ledger.ts', "import { SegmentAppender } from '../log/blob-log.js';\nexport const x = SegmentAppender;\n"],
 ];
@@ -86,6 +88,7 @@ t.test('the same tree without a violation passes', async (t) => {
     ...MODULES,
     'src/events/reader.ts': "import { entry } from '../store/index.js';\nexport const x = entry;\n",
     'src/store/head/head.ts': "import type { SegmentAppender } from '../log/blob-log.js';\nexport type X = typeof SegmentAppender;\n",
+    'src/store/block/block-reader.ts': "import type { Key } from 'lmdb';\nimport { openDatabases } from '../index/lmdb-env.js';\nexport type K = Key;\nexport const x = openDatabases;\n",
     'src/store/engine/checkpoint-writer.ts': "import { openDatabases } from '../index/lmdb-env.js';\nimport { SegmentAppender } from '../log/blob-log.js';\nexport const x = [openDatabases, SegmentAppender];\n",
   };
   const { code, report } = await cruise(scratchTree(t, allowed));

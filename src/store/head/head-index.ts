@@ -8,14 +8,11 @@
  */
 import type { Key } from 'lmdb';
 import { firstAtLeast, NO_VALUES, SortedValuesCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
-import { indexKeysOf } from '../index/index-keys.js';
+import { plannedPrefixKeys, prefixKey } from '../index/index-keys.js';
 import type { IndexSource } from '../index/index-source.js';
 import type { EventRecord } from '../record/event-record.js';
 
 const NONE: readonly number[] = [];
-
-/** The map key of an index key prefix: its JSON (prefix parts are strings and numbers). */
-const prefixKey = (prefix: readonly Key[]): string => JSON.stringify(prefix);
 
 /** The creates under one index key prefix. */
 interface PrefixEntries {
@@ -39,16 +36,13 @@ export class HeadIndex implements IndexSource {
   constructor(private readonly order: () => readonly number[]) {}
 
   /**
-   * Enters the create at `createdAt` under the prefixes of `record`'s index keys whose last part
-   * is its created_at (index-keys.ts `indexKeysOf`: every key a plan reads), replacing what it
-   * was entered under before (an update).
+   * Enters the create at `createdAt` under the prefixes a plan reads of `record`
+   * (index-keys.ts `plannedPrefixKeys`), replacing what it was entered under before (an update).
    */
   set(createdAt: number, record: EventRecord): void {
     this.delete(createdAt);
     const prefixes: PrefixEntries[] = [];
-    for (const key of indexKeysOf(record)) {
-      if (key[key.length - 1] !== createdAt) continue;
-      const prefix = prefixKey(key.slice(0, -1));
+    for (const prefix of plannedPrefixKeys(record)) {
       let entries = this.entries.get(prefix);
       if (!entries) this.entries.set(prefix, (entries = { key: prefix, values: [createdAt] }));
       else if (entries.values[entries.values.length - 1] < createdAt) entries.values.push(createdAt);

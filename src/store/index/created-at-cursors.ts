@@ -151,7 +151,7 @@ export class ProbeCursor implements CreatedAtCursor {
 }
 
 /** The first index of ascending `values` whose value is at least `from` (`values.length` when none). */
-export function firstAtLeast(values: readonly number[], from: number): number {
+export function firstAtLeast(values: ArrayLike<number>, from: number): number {
   let lo = 0;
   let hi = values.length;
   while (lo < hi) {
@@ -177,7 +177,7 @@ export class SortedValuesCursor implements CreatedAtCursor {
   private at = -1;
 
   constructor(
-    private readonly values: readonly number[],
+    private readonly values: ArrayLike<number>,
     private readonly lo: number,
     private readonly hi: number,
     private readonly dir: Direction,

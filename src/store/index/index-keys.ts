@@ -98,6 +98,21 @@ export function indexKeysOf(record: EventRecord): Key[][] {
   return keys;
 }
 
+/** The map key of an index key prefix: its JSON (prefix parts are strings and numbers). */
+export const prefixKey = (prefix: readonly Key[]): string => JSON.stringify(prefix);
+
+/**
+ * The `prefixKey`s of a record's index keys whose last part is its created_at: every key a query
+ * plan reads (index-source.ts), which the head's index and a block's postings hold.
+ */
+export function plannedPrefixKeys(record: EventRecord): string[] {
+  const keys: string[] = [];
+  for (const key of indexKeysOf(record)) {
+    if (key[key.length - 1] === record.created_at) keys.push(prefixKey(key.slice(0, -1)));
+  }
+  return keys;
+}
+
 /**
  * Fields whose entries came with the search index (search-index.ts backfills them, with the
  * classes, into stores written before).

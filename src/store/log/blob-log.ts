@@ -16,6 +16,7 @@ import { AppendPace } from './append-pace.js';
 import { kernelPageBytes } from './kernel-page.js';
 import { checksum, FRAME_HEADER_BYTES, frameHeader, segmentTag, type FrameKind } from './segment-frames.js';
 import { segmentFileName, syncDirectory, takeRecycledSegment } from './segment-files.js';
+import { writeAll, writeAllSync } from './write-all.js';
 
 export const SEGMENT_ROLL_BYTES = 64 * 1024 * 1024;
 
@@ -47,9 +48,6 @@ function isOutOfSpace(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   return code === 'ENOSPC' || code === 'EDQUOT';
 }
-
-/** writev's cap on buffers per call (IOV_MAX on Linux). */
-const IOV_MAX = 1024;
 
 /**
  * The zeros go to the file one kernel page per write (bytes; 4 KiB, or 16 KiB on a Raspberry Pi
@@ -264,40 +262,6 @@ export class SegmentAppender {
     this.fileBytes = recycled ? (await handle.stat()).size : 0;
     await syncDirectory(this.blobsDir);
   }
-}
-
-/** Writes `buffers` at `position` (bytes) with as many writevs as it takes (exported for its test). */
-export async function writeAll(handle: fsp.FileHandle, buffers: Buffer[], position: number): Promise<void> {
-  for (let pending = buffers, at = position; pending.length > 0;) {
-    const taken = Math.min(pending.length, IOV_MAX);
-    const { bytesWritten } = await handle.writev(pending.slice(0, taken), at);
-    at += bytesWritten;
-    pending = unwritten(pending, taken, bytesWritten);
-  }
-}
-
-/** `writeAll` on the calling thread, to file descriptor `fd` (exported for its test). */
-export function writeAllSync(fd: number, buffers: Buffer[], position: number): void {
-  for (let pending = buffers, at = position; pending.length > 0;) {
-    const taken = Math.min(pending.length, IOV_MAX);
-    const bytesWritten = fs.writevSync(fd, pending.slice(0, taken), at);
-    at += bytesWritten;
-    pending = unwritten(pending, taken, bytesWritten);
-  }
-}
-
-/**
- * What is left of `pending` after a writev of its first `taken` buffers wrote `written` bytes:
- * writev may write partially.
- */
-function unwritten(pending: Buffer[], taken: number, written: number): Buffer[] {
-  let consumed = 0;
-  let left = written;
-  while (consumed < taken && left >= pending[consumed].length) {
-    left -= pending[consumed].length;
-    consumed++;
-  }
-  return consumed < taken ? [pending[consumed].subarray(left), ...pending.slice(consumed + 1)] : pending.slice(taken);
 }
 
 /**

@@ -1,0 +1,279 @@
+/**
+ * Reads a block file (docs/STORAGE.md, "Blocks"; block-format.ts for the layout) as a query plan
+ * reads an index (index-source.ts): the same four questions the head's index and LMDB answer, so
+ * a plan seeks in a block as in either. Reads are synchronous, as LMDB's are, so a plan's scan
+ * runs in one turn (event-query.ts).
+ *
+ * Kept in memory per block: the created_at of every row (8 bytes a row), the locations and ids
+ * sections (44 bytes a row) and the postings offsets (the prefix's JSON and 14 bytes a distinct
+ * prefix). A postings list and a record are read from the file when asked for, and checked
+ * against their CRC32C then.
+ */
+import fs from 'node:fs';
+import type { Key } from 'lmdb';
+import { firstAtLeast, NO_VALUES, SortedValuesCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
+import { prefixKey } from '../index/index-keys.js';
+import type { IndexSource } from '../index/index-source.js';
+import { checksum } from '../log/segment-frames.js';
+import {
+  BLOCK_MAGIC, BLOCK_VERSION, BlockDamaged, CRC_BYTES, crcMatches, decodeToc, HEADER_BYTES, ID_ROW_BYTES, idBytes,
+  idOfBytes, LOCATION_ROW_BYTES, postingBytes, SECTIONS, TOC_BYTES, type BlockRow, type BlockToc, type SectionName,
+} from './block-format.js';
+
+/** Where one prefix's postings lie in the postings section. */
+interface PostingsPlace {
+  offset: number;
+  count: number;
+  crc: number;
+}
+
+/** An open block file. Close it when done with it. */
+export class BlockReader implements IndexSource {
+  private constructor(
+    readonly file: string,
+    private readonly fd: number,
+    readonly toc: BlockToc,
+    /** created_at (µs) of each row, ascending. */
+    private readonly createdAts: Float64Array,
+    private readonly locations: Buffer,
+    private readonly ids: Buffer,
+    private readonly offsets: Buffer,
+    /** Where each entry of `offsets` begins (bytes), in key order. */
+    private readonly offsetEntries: Uint32Array,
+  ) {}
+
+  /**
+   * Opens a block file: its header and table of contents, then the locations, ids and postings
+   * offsets, each checked against its CRC32C.
+   * @throws BlockDamaged when a part read does not match its CRC, the magic or version is not this
+   *   release's, or the sections disagree on the rows; the fs error when the file cannot be read
+   */
+  static open(file: string): BlockReader {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const { size } = fs.fstatSync(fd);
+      if (size < HEADER_BYTES + CRC_BYTES + TOC_BYTES) throw new BlockDamaged(file, `it is ${size} bytes, shorter than any block`);
+      const header = readAt(fd, 0, HEADER_BYTES + CRC_BYTES);
+      if (!header.subarray(0, BLOCK_MAGIC.length).equals(BLOCK_MAGIC) || !crcMatches(header.subarray(0, HEADER_BYTES), header.subarray(HEADER_BYTES))) {
+        throw new BlockDamaged(file, 'its header is not a block\'s');
+      }
+      const version = header.readUInt32LE(BLOCK_MAGIC.length);
+      if (version !== BLOCK_VERSION) throw new BlockDamaged(file, `its layout version ${version} is not ${BLOCK_VERSION}`);
+      const toc = decodeToc(readAt(fd, size - TOC_BYTES, TOC_BYTES), size, file);
+      const section = (name: SectionName): Buffer => readSection(fd, toc, name, file);
+      const locations = section('locations');
+      const ids = section('ids');
+      const offsets = section('postingsOffsets');
+      if (locations.length !== toc.rows * LOCATION_ROW_BYTES || ids.length !== toc.rows * ID_ROW_BYTES) throw new BlockDamaged(file, `its tables do not hold ${toc.rows} rows`);
+      const createdAts = new Float64Array(toc.rows);
+      for (let row = 0; row < toc.rows; row++) createdAts[row] = locations.readDoubleLE(row * LOCATION_ROW_BYTES);
+      return new BlockReader(file, fd, toc, createdAts, locations, ids, offsets, entryStarts(offsets, file));
+    } catch (err) {
+      fs.closeSync(fd);
+      throw err;
+    }
+  }
+
+  /** Closes the file. */
+  close(): void {
+    fs.closeSync(this.fd);
+  }
+
+  /** Rows (events) the block holds. */
+  get rows(): number {
+    return this.toc.rows;
+  }
+
+  bounds(): { oldest: number; newest: number } {
+    return { oldest: this.toc.oldest, newest: this.toc.newest };
+  }
+
+  keyRange(prefix: readonly Key[], lo: number, hi: number, direction: Direction): CreatedAtCursor {
+    const posted = this.posted(prefix, lo, hi);
+    if (!posted || posted.end === posted.first) return NO_VALUES;
+    const values = new Float64Array(posted.end - posted.first);
+    for (let i = posted.first; i < posted.end; i++) values[i - posted.first] = this.createdAts[posted.rowAt(i)];
+    return new SortedValuesCursor(values, lo, hi, direction);
+  }
+
+  eventRange(lo: number, hi: number, direction: Direction): CreatedAtCursor {
+    return new SortedValuesCursor(this.createdAts, lo, hi, direction);
+  }
+
+  has(prefix: readonly Key[], createdAt: number): boolean {
+    return this.count(prefix, createdAt, createdAt) === 1;
+  }
+
+  /** Exact: the entries under `prefixes` within [lo, hi]. */
+  estimate(prefixes: readonly (readonly Key[])[], lo: number, hi: number): number {
+    return prefixes.reduce((total, prefix) => total + this.count(prefix, lo, hi), 0);
+  }
+
+  /**
+   * The layout-2 record (record-codec.ts) of the event created at `createdAt` (µs), or undefined
+   * when the block holds none.
+   * @throws BlockDamaged when the record read does not match its CRC32C
+   */
+  record(createdAt: number): Buffer | undefined {
+    const row = this.rowOf(createdAt);
+    if (row === undefined) return undefined;
+    const at = row * LOCATION_ROW_BYTES;
+    const offset = this.locations.readDoubleLE(at + 8);
+    const length = this.locations.readUInt32LE(at + 16);
+    const bytes = readAt(this.fd, this.toc.sections.records.offset + offset, length);
+    if (checksum(bytes) !== this.locations.readUInt32LE(at + 20)) throw new BlockDamaged(this.file, `the record of row ${row} fails its CRC`);
+    return bytes;
+  }
+
+  /** The created_at (µs) of the event `id` (a canonical UUID), or undefined when the block holds none. */
+  createdAtOf(id: string): number | undefined {
+    const wanted = idBytes(id);
+    let lo = 0;
+    let hi = this.toc.rows;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.ids.compare(wanted, 0, 16, mid * ID_ROW_BYTES, mid * ID_ROW_BYTES + 16) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo === this.toc.rows || this.ids.compare(wanted, 0, 16, lo * ID_ROW_BYTES, lo * ID_ROW_BYTES + 16) !== 0) return undefined;
+    return this.createdAts[this.ids.readUInt32LE(lo * ID_ROW_BYTES + 16)];
+  }
+
+  /**
+   * Reads every section whole and checks it against its CRC32C (the scrub: docs/STORAGE.md, "The
+   * scrub"), the records section in pieces of `chunkBytes`.
+   * @returns the sections whose bytes do not match their CRC (none when the block reads back whole)
+   */
+  damagedSections(chunkBytes = 1 << 20): SectionName[] {
+    const damaged: SectionName[] = [];
+    for (const name of SECTIONS) {
+      const { offset, length } = this.toc.sections[name];
+      let crc = 0;
+      for (let at = 0; at < length; at += chunkBytes) crc = checksum(readAt(this.fd, offset + at, Math.min(chunkBytes, length - at)), crc);
+      if (readAt(this.fd, offset + length, CRC_BYTES).readUInt32LE(0) !== crc) damaged.push(name);
+    }
+    return damaged;
+  }
+
+  /**
+   * Every row of the block, in created_at order, with its id, record and the prefixes it is
+   * posted under: what a merge reads (block-merge.ts). The records and postings sections are
+   * read whole and checked against their CRC32C.
+   * @throws BlockDamaged when a section read fails its CRC
+   */
+  allRows(): BlockRow[] {
+    const records = readSection(this.fd, this.toc, 'records', this.file);
+    const postings = readSection(this.fd, this.toc, 'postings', this.file);
+    const rows: BlockRow[] = [];
+    for (let row = 0; row < this.toc.rows; row++) {
+      const at = row * LOCATION_ROW_BYTES;
+      const offset = this.locations.readDoubleLE(at + 8);
+      rows.push({ createdAt: this.createdAts[row], id: '', record: records.subarray(offset, offset + this.locations.readUInt32LE(at + 16)), prefixes: [] });
+    }
+    for (let i = 0; i < this.toc.rows; i++) rows[this.ids.readUInt32LE(i * ID_ROW_BYTES + 16)].id = idOfBytes(this.ids.subarray(i * ID_ROW_BYTES, i * ID_ROW_BYTES + 16));
+    const width = postingBytes(this.toc.rows);
+    for (const start of this.offsetEntries) {
+      const keyEnd = start + 2 + this.offsets.readUInt16LE(start);
+      const key = this.offsets.toString('utf8', start + 2, keyEnd);
+      const offset = this.offsets.readDoubleLE(keyEnd);
+      const count = this.offsets.readUInt32LE(keyEnd + 8);
+      for (let i = 0; i < count; i++) {
+        const row = width === 2 ? postings.readUInt16LE(offset + i * 2) : postings.readUInt32LE(offset + i * 4);
+        (rows[row].prefixes as string[]).push(key);
+      }
+    }
+    return rows;
+  }
+
+  /** The row of the event created at `createdAt` (µs), or undefined. */
+  private rowOf(createdAt: number): number | undefined {
+    const row = firstAtLeast(this.createdAts, createdAt);
+    return this.createdAts[row] === createdAt ? row : undefined;
+  }
+
+  /** How many rows posted under `prefix` lie within [lo, hi] (µs). */
+  private count(prefix: readonly Key[], lo: number, hi: number): number {
+    const posted = this.posted(prefix, lo, hi);
+    return posted ? posted.end - posted.first : 0;
+  }
+
+  /**
+   * The postings list of `prefix`, read and checked, and the stretch [first, end) of it whose rows
+   * lie within [lo, hi] (µs); undefined when the block has no such prefix.
+   * @throws BlockDamaged when the postings list read does not match its CRC32C
+   */
+  private posted(prefix: readonly Key[], lo: number, hi: number): { rowAt: (i: number) => number; first: number; end: number } | undefined {
+    const place = this.postingsPlace(prefixKey(prefix));
+    if (!place) return undefined;
+    const width = postingBytes(this.toc.rows);
+    const list = readAt(this.fd, this.toc.sections.postings.offset + place.offset, place.count * width);
+    if (checksum(list) !== place.crc) throw new BlockDamaged(this.file, `the postings of ${prefixKey(prefix)} fail their CRC`);
+    const rowAt = width === 2 ? (i: number) => list.readUInt16LE(i * 2) : (i: number) => list.readUInt32LE(i * 4);
+    const firstRow = firstAtLeast(this.createdAts, lo);
+    const endRow = firstAtLeast(this.createdAts, hi + 1);
+    return { rowAt, first: firstIndex(place.count, (i) => rowAt(i) >= firstRow), end: firstIndex(place.count, (i) => rowAt(i) >= endRow) };
+  }
+
+  /** Where the postings of the prefix whose key is `key` lie, or undefined when none has it. */
+  private postingsPlace(key: string): PostingsPlace | undefined {
+    const wanted = Buffer.from(key);
+    const { offsets, offsetEntries } = this;
+    const keyAt = (i: number): [number, number] => {
+      const start = offsetEntries[i];
+      return [start + 2, start + 2 + offsets.readUInt16LE(start)];
+    };
+    const i = firstIndex(offsetEntries.length, (j) => offsets.compare(wanted, 0, wanted.length, ...keyAt(j)) >= 0);
+    if (i === offsetEntries.length) return undefined;
+    const [keyStart, keyEnd] = keyAt(i);
+    if (offsets.compare(wanted, 0, wanted.length, keyStart, keyEnd) !== 0) return undefined;
+    return { offset: offsets.readDoubleLE(keyEnd), count: offsets.readUInt32LE(keyEnd + 8), crc: offsets.readUInt32LE(keyEnd + 12) };
+  }
+}
+
+/** The first i in [0, n) for which `holds(i)` is true, `holds` being false then true; n when never. */
+function firstIndex(n: number, holds: (i: number) => boolean): number {
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (holds(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/** Where each entry of a postings offsets section begins (bytes). */
+function entryStarts(offsets: Buffer, file: string): Uint32Array {
+  const starts: number[] = [];
+  for (let at = 0; at < offsets.length;) {
+    starts.push(at);
+    if (at + 2 > offsets.length) throw new BlockDamaged(file, 'its postings offsets end inside an entry');
+    at += 2 + offsets.readUInt16LE(at) + 16;
+    if (at > offsets.length) throw new BlockDamaged(file, 'its postings offsets end inside an entry');
+  }
+  return Uint32Array.from(starts);
+}
+
+/** A section's bytes, checked against the CRC32C after them. */
+function readSection(fd: number, toc: BlockToc, name: SectionName, file: string): Buffer {
+  const { offset, length } = toc.sections[name];
+  const bytes = readAt(fd, offset, length + CRC_BYTES);
+  const section = bytes.subarray(0, length);
+  if (!crcMatches(section, bytes.subarray(length))) throw new BlockDamaged(file, `its ${name} fail their CRC`);
+  return section;
+}
+
+/**
+ * `length` bytes of `fd` from `position`.
+ * @throws Error when the file ends before them
+ */
+function readAt(fd: number, position: number, length: number): Buffer {
+  const bytes = Buffer.allocUnsafe(length);
+  let read = 0;
+  while (read < length) {
+    const n = fs.readSync(fd, bytes, read, length - read, position + read);
+    if (n === 0) throw new Error(`the file ends ${length - read} bytes short of a read at ${position}`);
+    read += n;
+  }
+  return bytes;
+}
