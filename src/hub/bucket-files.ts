@@ -105,8 +105,8 @@ export function filesOf(bucket: Bucket, limits: Pick<Config, 'maxRecordSizeBytes
       return info && !info.deleted ? info.size : 0;
     },
     async bytes(fileId) {
-      const found = await read(fileId, await infoOf(fileId));
-      if (found || !hints.has(fileId)) return found;
+      const read1 = await read(fileId, await infoOf(fileId));
+      if (read1 || !hints.has(fileId)) return read1;
       // The hint's chunk is gone: the object was put again, or deleted. Its info says which.
       infos.delete(fileId);
       return await read(fileId, await infoOf(fileId, false));
