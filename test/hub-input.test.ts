@@ -7,10 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Objm } from '@nats-io/obj';
-import { connect, headers } from '@nats-io/transport-node';
+import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
-import { encodeObjectHints } from '../src/sinks/object-hints.js';
 import type { Test } from 'tap';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { startNatsServer } from './support/nats-server.js';
@@ -145,38 +144,6 @@ t.test('a bucket whose stream does not allow direct gets is read through the str
   await until('the hub imported the event', async () => (await getJson(`${hub.url}/stats`)).body.hub.imported === 1);
   const image = await fetch(`${hub.url}/images/${real.images[0].file_id}`);
   t.same(Buffer.from(await image.arrayBuffer()), fixture('cat.jpg'), 'its image, byte for byte');
-});
-
-t.test('a message that names its objects is imported without their info; a name whose chunk is gone is asked again', async (t) => {
-  const { server, real } = await deviceWithShippedImageEvent(t);
-  const nc = await connect({ servers: server.urls });
-  t.teardown(() => nc.close());
-  const js = jetstream(nc);
-  const jsm = await jetstreamManager(nc);
-  const bucket = await new Objm(nc).open('edge-events-files');
-  // An object put twice: its first nuid's chunk is purged, so a hint naming it finds nothing.
-  const fileId = randomUUID();
-  const first = await bucket.put({ name: fileId, description: 'image/jpeg' }, readableStreamFrom(fixture('cat.jpg')));
-  await bucket.put({ name: fileId, description: 'image/jpeg' }, readableStreamFrom(fixture('rocket.jpg')));
-  const event = { ...real, id: randomUUID(), images: [{ ...real.images[0], file_id: fileId, input_file_id: null }] };
-  const hints = headers();
-  hints.set('Edge-Events-Objects', encodeObjectHints([first]));
-  await js.publish('edge.events.cam-1.quality_check', JSON.stringify(event), { headers: hints });
-  // Every object's info gone (the metadata messages of the bucket's stream): only the sink's
-  // message, which names its image, can still be imported.
-  await jsm.streams.purge('OBJ_edge-events-files', { filter: '$O.edge-events-files.M.>' });
-  t.equal(await bucket.info(real.images[0].file_id), null, 'the shipped image has no info now');
-
-  const hub = await startStore({ NATS_SOURCE_URL: server.url });
-  t.teardown(hub.stop);
-  await until('the hub imported the shipped event', async () => (await getJson(`${hub.url}/stats`)).body.hub.imported >= 1);
-  const image = await fetch(`${hub.url}/images/${real.images[0].file_id}`);
-  t.same(Buffer.from(await image.arrayBuffer()), fixture('cat.jpg'), 'its image, read by the name its message gave');
-  t.equal((await getJson(`${hub.url}/v2/events/${event.id}`)).status, 404, 'the event whose named chunk is gone waits: its object has no info');
-  await bucket.put({ name: fileId, description: 'image/jpeg' }, readableStreamFrom(fixture('rocket.jpg')));
-  await until('the hub imported the other once its object has an info again', async () => (await getJson(`${hub.url}/v2/events/${event.id}`)).status === 200);
-  const other = await fetch(`${hub.url}/images/${fileId}`);
-  t.same(Buffer.from(await other.arrayBuffer()), fixture('rocket.jpg'), 'the object as the bucket now holds it, not the one its message named');
 });
 
 /** `bytes` as the ReadableStream ObjectStore.put takes. */

@@ -20,7 +20,6 @@ import type { ObjectInfo, ObjectStore } from '@nats-io/obj';
 import type { Config } from '../config.js';
 import { validationError } from '../errors.js';
 import { checkedContentType } from '../events/content-type.js';
-import type { ObjectHint } from '../sinks/object-hints.js';
 import type { FileSource } from './event-import.js';
 
 /** An import's view of the bucket: its files (event-import.ts), and an object's size in bytes (0 when absent). */
@@ -47,7 +46,7 @@ const DIGEST_PREFIX = 'SHA-256=';
  *   the NATS error of a failed message get
  * @returns null when the stream no longer holds the chunk
  */
-async function oneChunk(bucket: Bucket, info: ObjectHint): Promise<Uint8Array | null> {
+async function oneChunk(bucket: Bucket, info: ObjectInfo): Promise<Uint8Array | null> {
   const stream = `OBJ_${bucket.name}`;
   const query = { last_by_subj: `$O.${bucket.name}.C.${info.nuid}` };
   let stored: StoredMsg | null | undefined;
@@ -68,36 +67,21 @@ async function oneChunk(bucket: Bucket, info: ObjectHint): Promise<Uint8Array | 
   return data;
 }
 
-/** What an import knows of an object: its info, or the hint its event's message gave (object-hints.ts). */
-type KnownObject = ObjectHint & Partial<Pick<ObjectInfo, 'deleted' | 'options'>>;
-
 /**
  * The bucket as the source of imported events' files, for one import: each object's info is
- * asked once, weighing it and reading it sharing the answer, and not at all for an object its
- * event's message names (`hints`, the header of object-hints.ts) unless that hint's chunk is no
- * longer in the bucket.
- * @param hints what the message's `Edge-Events-Objects` header says of its objects, by name
+ * asked once, weighing it and reading it sharing the answer.
  * @throws (from its methods) AppError validation_failed (422) for an object over its limit or a
  *   description that is not one clean MIME type; the NATS error of a failed read
  */
-export function filesOf(bucket: Bucket, limits: Pick<Config, 'maxRecordSizeBytes' | 'maxVideoUploadBytes'>, hints: ReadonlyMap<string, ObjectHint> = new Map()): BucketFiles {
+export function filesOf(bucket: Bucket, limits: Pick<Config, 'maxRecordSizeBytes' | 'maxVideoUploadBytes'>): BucketFiles {
   const checkSize = (fileId: string, size: number, limit: number) => {
     if (size > limit) throw validationError(['bucket', fileId], `the object is ${size} bytes, over this store's limit of ${limit}`);
   };
-  const infos = new Map<string, Promise<KnownObject | null>>();
-  const infoOf = (fileId: string, hinted = true): Promise<KnownObject | null> => {
+  const infos = new Map<string, Promise<ObjectInfo | null>>();
+  const infoOf = (fileId: string): Promise<ObjectInfo | null> => {
     let info = infos.get(fileId);
-    if (!info) infos.set(fileId, (info = (hinted && hints.has(fileId) ? Promise.resolve(hints.get(fileId)!) : bucket.objects.info(fileId))));
+    if (!info) infos.set(fileId, (info = bucket.objects.info(fileId)));
     return info;
-  };
-  /** The object's bytes as `info` names them; null when it is deleted or its chunk is gone. */
-  const read = async (fileId: string, info: KnownObject | null) => {
-    if (!info || info.deleted) return null;
-    checkSize(fileId, info.size, limits.maxRecordSizeBytes);
-    // A device chose the description: only one clean MIME type is kept (content-type.ts).
-    const contentType = checkedContentType(info.description || 'application/octet-stream', ['bucket', fileId, 'description']);
-    const data = info.chunks === 1 && !info.options?.link ? await oneChunk(bucket, info) : await bucket.objects.getBlob(fileId);
-    return data && { bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength), contentType };
   };
   return {
     async size(fileId) {
@@ -105,11 +89,13 @@ export function filesOf(bucket: Bucket, limits: Pick<Config, 'maxRecordSizeBytes
       return info && !info.deleted ? info.size : 0;
     },
     async bytes(fileId) {
-      const read1 = await read(fileId, await infoOf(fileId));
-      if (read1 || !hints.has(fileId)) return read1;
-      // The hint's chunk is gone: the object was put again, or deleted. Its info says which.
-      infos.delete(fileId);
-      return await read(fileId, await infoOf(fileId, false));
+      const info = await infoOf(fileId);
+      if (!info || info.deleted) return null;
+      checkSize(fileId, info.size, limits.maxRecordSizeBytes);
+      // A device chose the description: only one clean MIME type is kept (content-type.ts).
+      const contentType = checkedContentType(info.description || 'application/octet-stream', ['bucket', fileId, 'description']);
+      const data = info.chunks === 1 && !info.options?.link ? await oneChunk(bucket, info) : await bucket.objects.getBlob(fileId);
+      return data && { bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength), contentType };
     },
     async chunks(fileId) {
       const info = await infoOf(fileId);

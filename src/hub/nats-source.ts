@@ -22,7 +22,6 @@ import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type EventStore, isCanonicalId } from '../store/index.js';
 import { connectNats } from '../sinks/nats-connection.js';
-import { decodeObjectHints, OBJECT_HINTS_HEADER, type ObjectHint } from '../sinks/object-hints.js';
 import { filesOf, type Bucket, type BucketFiles } from './bucket-files.js';
 import { claimedIds, FileMissing, IdCollision, imageFileIds, importEvent } from './event-import.js';
 import { HubLag, type HubLagStatus } from './hub-lag.js';
@@ -198,14 +197,14 @@ export class NatsSource {
    * event's or a file's; a re-delivery, or another message naming the same file) has ended, so
    * each id is stored once and a collision is seen as one.
    */
-  private async importOnce(event: Record<string, unknown>, bucket: Bucket, hints: ReadonlyMap<string, ObjectHint>, missingFiles: 'wait' | 'skip'): Promise<'stored' | 'present'> {
+  private async importOnce(event: Record<string, unknown>, bucket: Bucket, missingFiles: 'wait' | 'skip'): Promise<'stored' | 'present'> {
     const ids = claimedIds(event);
     let earlier = ids.map((id) => this.importing.get(id)).filter((work) => work !== undefined);
     while (earlier.length > 0) {
       await Promise.allSettled(earlier);
       earlier = ids.map((id) => this.importing.get(id)).filter((work) => work !== undefined);
     }
-    const files = filesOf(bucket, this.settings, hints);
+    const files = filesOf(bucket, this.settings);
     const work = this.withImageMemory(event, files, () => importEvent(this.store, event, files, missingFiles, this.settings));
     for (const id of ids) this.importing.set(id, work);
     try {
@@ -255,8 +254,7 @@ export class NatsSource {
     const working = setInterval(() => message.working(), ACK_WAIT_MS / 2); // a long video
     try {
       const missingFiles = message.info.deliveryCount >= DELIVERIES_AWAITING_FILES ? 'skip' : 'wait';
-      const hints = decodeObjectHints(message.headers?.get(OBJECT_HINTS_HEADER));
-      if ((await this.importOnce(event, bucket, hints, missingFiles)) === 'stored') this.consumed++;
+      if ((await this.importOnce(event, bucket, missingFiles)) === 'stored') this.consumed++;
       // Not ackAck: a lost ack only delivers the event again, which finds it stored ('present').
       message.ack();
       this.lag.imported(message.timestampNanos);

@@ -3,8 +3,7 @@
  * over the shipping ledger like the cloud uploader (src/lifecycle/sink-runner.ts). For each
  * finalized event, in ledger order: its images and videos go to the object store bucket under
  * their file ids, then the event's JSON (as `GET /v2/events/{id}` returns it) is published to
- * `<NATS_SUBJECT_PREFIX>.<device_id>.<event_schema>` with `Nats-Msg-Id: <event id>` and, when it
- * has files, `Edge-Events-Objects` naming what the bucket holds of them (object-hints.ts). A batch
+ * `<NATS_SUBJECT_PREFIX>.<device_id>.<event_schema>` with `Nats-Msg-Id: <event id>`. A batch
  * counts as shipped once JetStream acknowledged every publish; a batch shipped again after a
  * crash or a failure is de-duplicated by the stream (its duplicate window), and an object already
  * stored whole is not put again. Local-only files never leave the device.
@@ -13,16 +12,15 @@
  * they are, never reconfigured. The connection retries for ever (nats-connection.ts); while the
  * server is away, a batch fails and is shipped again.
  */
-import { headers, InvalidArgumentError, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { InvalidArgumentError, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiCodes, JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
-import { Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
+import { Objm, type ObjectStore } from '@nats-io/obj';
 import pLimit from 'p-limit';
 import type { Config } from '../config.js';
 import type { Outgoing, Sink } from './ledger-sink.js';
 import type { Logger } from '../logger.js';
 import { type EventRecord, fileIdsOf, type StoreView } from '../store/index.js';
 import { connectNats } from './nats-connection.js';
-import { encodeObjectHints, OBJECT_HINTS_HEADER } from './object-hints.js';
 import { NATS_RESERVED, subjectToken } from './subject-tokens.js';
 
 /** Most events per batch: their publishes are in flight together. */
@@ -76,12 +74,10 @@ export class NatsSink implements Sink {
     const refused: number[] = [];
     const acks: Promise<unknown>[] = [];
     for (const [i, { createdAt, record }] of events.entries()) {
-      const infos = (await unlessAborted(stored[i]!, signal)).filter((info) => info !== undefined);
+      await unlessAborted(stored[i]!, signal);
       const json = this.store.getEventJson(record.id);
       if (!json) continue; // deleted since: nothing to publish
-      const hints = infos.length > 0 ? headers() : undefined;
-      hints?.set(OBJECT_HINTS_HEADER, encodeObjectHints(infos));
-      const publish = js.publish(eventSubject(this.settings.natsSubjectPrefix, record), json, { msgID: record.id, timeout: PUBLISH_TIMEOUT_MS, headers: hints });
+      const publish = js.publish(eventSubject(this.settings.natsSubjectPrefix, record), json, { msgID: record.id, timeout: PUBLISH_TIMEOUT_MS });
       acks.push(publish.catch((err: unknown) => {
         if (!(err instanceof InvalidArgumentError)) throw err;
         this.log.error({ err, eventId: record.id, bytes: json.length }, 'event larger than the NATS server takes; dead-lettered');
@@ -102,17 +98,15 @@ export class NatsSink implements Sink {
   /**
    * Puts file `fileId` in the bucket; with `unlessStored`, not when it is there whole already.
    * A file gone from the store (deleted) or local-only is passed.
-   * @returns the object's info as the bucket holds it (for the message's hints: object-hints.ts);
-   *   undefined for a file passed
    */
-  private async putFile(bucket: ObjectStore, fileId: string, unlessStored: boolean): Promise<ObjectInfo | undefined> {
+  private async putFile(bucket: ObjectStore, fileId: string, unlessStored: boolean): Promise<void> {
     const file = this.store.openFile(fileId);
-    if (!file || file.kind === 'local_only') return undefined;
+    if (!file || file.kind === 'local_only') return;
     if (unlessStored) {
       const stored = await bucket.info(fileId);
-      if (stored && !stored.deleted && stored.size === file.size) return stored;
+      if (stored && !stored.deleted && stored.size === file.size) return;
     }
-    return await bucket.put({ name: fileId, description: file.contentType }, file.stream());
+    await bucket.put({ name: fileId, description: file.contentType }, file.stream());
   }
 
   /** The connection, its JetStream client and the bucket, the stream and bucket made when absent. */
