@@ -62,11 +62,18 @@ function listened(child: ChildProcess, output: () => string, name: string): Prom
   });
 }
 
-/** GETs /health until it answers 200; each try waits for the answer before the next. */
-async function healthy(url: string, name: string): Promise<void> {
+/**
+ * GETs /health until it answers 200; each try waits for the answer before the next. Stops once
+ * `child` has exited (a run stopped meanwhile kills its servers): a refused connection is answered
+ * at once, and the tries would go on at full speed until the deadline.
+ */
+async function healthy(child: ChildProcess, url: string, name: string, output: () => string): Promise<void> {
   const deadline = Date.now() + START_LIMIT_MS;
   let last = '';
   while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${name} exited (code ${child.exitCode}, signal ${child.signalCode}) before GET /health answered 200 (last: ${last}):\n${output()}`);
+    }
     try {
       const answer = await fetch(`${url}/health`);
       if (answer.status === 200) return;
@@ -111,7 +118,7 @@ export async function startServerChild(name: string, script: string, args: strin
   try {
     const { port, engine } = await listened(child, () => output, name);
     Object.assign(server, { url: `http://127.0.0.1:${port}`, engine });
-    await healthy(server.url, name);
+    await healthy(child, server.url, name, () => output);
   } catch (err) {
     await server.kill();
     throw err;

@@ -13,9 +13,9 @@ import type { Test } from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { renderBench } from '../src/bench/bench-report.js';
-import { runCli, startCli } from './support/cli-process.js';
-import { until } from './support/waiting.js';
+import { renderBench } from '../../src/bench/bench-report.js';
+import { runCli, startCli } from '../support/cli-process.js';
+import { until } from '../support/waiting.js';
 
 /** A folder whose `data` child is the DATA_DIR the bench is given (not made: the bench writes beside it). */
 function parentFolder(t: Test): string {

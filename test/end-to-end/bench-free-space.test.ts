@@ -10,7 +10,7 @@ import type { Test } from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runCli } from './support/cli-process.js';
+import { runCli } from '../support/cli-process.js';
 
 /** A folder whose `data` child is the DATA_DIR the bench is given (not made: the bench writes beside it). */
 function parentFolder(t: Test): string {
