@@ -15,8 +15,7 @@ import { BlockSet } from '../src/store/block/block-set.js';
 import { blockRowOf, encodeBlock, writeBlockFile } from '../src/store/block/block-writer.js';
 import { plannedPrefixKeys } from '../src/store/index/index-keys.js';
 import { decodeRecord } from '../src/store/index/record-codec.js';
-import type { EventRecord } from '../src/store/record/event-record.js';
-import { blockOf, drain, pickArbitrary, questionsArbitrary, recordBytesOf, recordOf, sameAsHead } from './support/block-records.js';
+import { blockOf, drain, pickArbitrary, questionsArbitrary, recordBytesOf, recordOf, recordsInStretches, sameAsHead } from './support/block-records.js';
 import { tempDataDir } from './support/store-server.js';
 
 t.test('blocks answer every plan question as the head index of the same records does, one block or several', async (t) => {
@@ -25,14 +24,7 @@ t.test('blocks answer every plan question as the head index of the same records 
     fc.array(fc.record({ gap: fc.integer({ min: 1, max: 50 }), pick: pickArbitrary, cut: fc.boolean() }), { minLength: 1, maxLength: 60 }),
     questionsArbitrary,
     async (creates, questions) => {
-      let createdAt = 1000;
-      const records = creates.map(({ gap, pick }) => recordOf((createdAt += gap), pick));
-      // A new block after each create marked `cut`, as checkpoints would cut them.
-      const stretches: EventRecord[][] = [[]];
-      creates.forEach(({ cut }, i) => {
-        stretches[stretches.length - 1].push(records[i]);
-        if (cut && i < creates.length - 1) stretches.push([]);
-      });
+      const { records, stretches } = recordsInStretches(creates);
       const blocks = new BlockSet(await Promise.all(stretches.map(blockOf)));
       try {
         checked += sameAsHead(t, blocks, records, questions);

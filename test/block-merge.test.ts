@@ -15,7 +15,7 @@ import { BlockReader } from '../src/store/block/block-reader.js';
 import { BlockSet } from '../src/store/block/block-set.js';
 import { blockRowOf, type BlockRow } from '../src/store/block/block-writer.js';
 import type { EventRecord } from '../src/store/record/event-record.js';
-import { blockOf, pickArbitrary, questionsArbitrary, recordBytesOf, recordOf, sameAsHead } from './support/block-records.js';
+import { blockOf, pickArbitrary, questionsArbitrary, recordBytesOf, recordOf, recordsInStretches, sameAsHead } from './support/block-records.js';
 import { tempDataDir } from './support/store-server.js';
 
 /** A record finalized at `at` (µs): a draft no longer, so its drafts posting goes. */
@@ -27,13 +27,8 @@ t.test('a merge answers as the head index of the records as deleted and updated 
     fc.array(fc.record({ gap: fc.integer({ min: 1, max: 50 }), pick: pickArbitrary, cut: fc.boolean(), change: fc.constantFrom('none', 'none', 'deleted', 'finalized') }), { minLength: 2, maxLength: 60 }),
     questionsArbitrary,
     async (creates, questions) => {
-      let createdAt = 1000;
-      const records = creates.map(({ gap, pick }) => recordOf((createdAt += gap), pick));
-      const stretches: EventRecord[][] = [[]];
-      creates.forEach(({ cut }, i) => {
-        stretches[stretches.length - 1].push(records[i]);
-        if (cut && i < creates.length - 1) stretches.push([]);
-      });
+      const { records, stretches } = recordsInStretches(creates);
+      const createdAt = records[records.length - 1].created_at;
       const blocks = await Promise.all(stretches.map(blockOf));
       const changeOf = new Map(records.map((record, i) => [record.created_at, creates[i].change]));
       const updates = new Map<number, BlockRow>();

@@ -11,8 +11,8 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+import { freePort } from './free-port.js';
 import { findProgram } from './host-programs.mjs';
 
 export interface NatsServer {
@@ -20,15 +20,6 @@ export interface NatsServer {
   url: string;
   /** Stops it with SIGTERM (JetStream flushes its stores) and waits for the exit. */
   stop(): Promise<void>;
-}
-
-/** A port nothing listens on at this moment, on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 const logTail = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-10).join('\n') : '(no log)');

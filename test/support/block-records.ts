@@ -21,7 +21,7 @@ const DEVICES = ['cam-1', 'cam-2', 'gate-3'];
 const CLASSES = ['person', 'cat', 'forklift'];
 
 /** A record as a create stores it, from a few generated choices. */
-export function recordOf(createdAt: number, pick: { device: number; draft: boolean; classes: number[]; shift: number | null }): EventRecord {
+export function recordOf(createdAt: number, pick: RecordChoices): EventRecord {
   return {
     id: timeOrderedId(1_700_000_000_000 + createdAt), created_at: createdAt, solution: pick.shift === null ? null : 'line-a', workflow_id: null, workflow_version: null,
     inference_timestamp: '2026-12-07T10:00:00Z', device_id: DEVICES[pick.device], stream_id: null, image_id: null,
@@ -36,7 +36,15 @@ export function recordOf(createdAt: number, pick: { device: number; draft: boole
   };
 }
 
-export const pickArbitrary = fc.record({
+/** The choices a generated record is made from (`recordOf`). */
+export interface RecordChoices {
+  device: number;
+  draft: boolean;
+  classes: number[];
+  shift: number | null;
+}
+
+export const pickArbitrary: fc.Arbitrary<RecordChoices> = fc.record({
   device: fc.nat(DEVICES.length - 1),
   draft: fc.boolean(),
   classes: fc.uniqueArray(fc.nat(CLASSES.length - 1), { maxLength: 3 }),
@@ -110,4 +118,20 @@ export function sameAsHead(t: Test, blocks: BlockSet, records: readonly EventRec
   }
   for (const block of blocks.blocks) t.same(block.damagedSections(64), [], 'every section reads back whole');
   return questions.length;
+}
+
+/**
+ * The records of generated creates, created_at from 1000 on by each create's `gap` (µs), and
+ * the stretches they fall into as blocks: a new one after each create marked `cut`, as
+ * checkpoints would cut them.
+ */
+export function recordsInStretches(creates: readonly { gap: number; pick: RecordChoices; cut: boolean }[]): { records: EventRecord[]; stretches: EventRecord[][] } {
+  let createdAt = 1000;
+  const records = creates.map(({ gap, pick }) => recordOf((createdAt += gap), pick));
+  const stretches: EventRecord[][] = [[]];
+  creates.forEach(({ cut }, i) => {
+    stretches[stretches.length - 1].push(records[i]);
+    if (cut && i < creates.length - 1) stretches.push([]);
+  });
+  return { records, stretches };
 }

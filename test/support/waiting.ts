@@ -1,14 +1,5 @@
 /** Waiting in tests: a free port for a server the test starts, and polling until a condition holds. */
-import net from 'node:net';
-
-/** A TCP port free on 127.0.0.1 now (the OS's choice; a server started on it soon takes it). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort } from '../../scripts/lib/free-port.js';
 
 type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
 
