@@ -56,7 +56,7 @@ const registry = {
   thumbnails_busy: { status: 503, message: 'Service Unavailable: too many thumbnails are waiting to be made; retry after Retry-After', quiet: true },
   store_failure: { status: 500, message: 'Internal store failure' },
   // LMDB found a page of the index that is not what it should be (a bad flash page): the log still holds every event.
-  index_damaged: { status: 500, message: 'The index (db/data.mdb) is damaged: stop the store and run `edge-events check --repair`, which rebuilds it from the log' },
+  index_damaged: { status: 500, message: 'The index (db/data.mdb or a block in blocks/) is damaged: stop the store and run `edge-events check --repair`, which rebuilds it from the log' },
   upstream_unreachable: { status: 502, message: 'Hosted API unreachable' },
   search_request_invalid: { status: 400, message: 'Invalid search request' }, // the hosted API's 400, answered on the device (docs/API.md, "Search gateway")
 } as const satisfies Record<string, { status: number; message: string; quiet?: true }>;
@@ -151,16 +151,20 @@ export function fromDiskError(err: unknown): AppError {
  */
 const LMDB_DAMAGE_CODES: ReadonlySet<unknown> = new Set([-30797, -30796]);
 
+/** The error a block file that does not read back as written throws (src/store/block/block-format.ts; docs/STORAGE.md, "Blocks"). */
+const BLOCK_DAMAGED = 'BlockDamaged';
+
 /**
  * Maps an error no layer decided on to the registry, keeping it as the cause: `index_damaged`
  * (500, naming `edge-events check --repair`: docs/OPERATIONS.md, "Checking and repairing a data
- * folder") when it, or an error in its cause chain, is LMDB finding a damaged page; else
+ * folder") when it, or an error in its cause chain, is LMDB finding a damaged page or a block
+ * failing its CRC32C; else
  * `store_failure` (500). An AppError is returned as it is.
  */
 export function fromUnexpectedError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   for (let e = err; e instanceof Error; e = e.cause) {
-    if (LMDB_DAMAGE_CODES.has((e as { code?: unknown }).code)) return new AppError('index_damaged', undefined, { cause: err });
+    if (LMDB_DAMAGE_CODES.has((e as { code?: unknown }).code) || e.name === BLOCK_DAMAGED) return new AppError('index_damaged', undefined, { cause: err });
   }
   return new AppError('store_failure', undefined, { cause: err });
 }

@@ -85,7 +85,7 @@ t.test('an automatic cleanup checkpoints the head only when a deletion may be du
 
   await runCleanup(local.lifecycle, local.config, 'MANUAL', hooks, { now });
   t.equal(checkpoints, 1, 'a manual cleanup always checkpoints');
-  t.not(local.store[storeHandles].dbs.eventIds.get(inHead.id), undefined, 'and the create is in LMDB');
+  t.not(local.store[storeHandles].stored.createdAtOf(inHead.id), undefined, 'and the create is checkpointed');
 
   await runCleanup(local.lifecycle, local.config, 'AUTOMATIC', hooks, local.ranUntil(now + 2 * 86_400_000));
   t.equal(checkpoints, 2, 'a record in LMDB past retention: a checkpoint first');

@@ -97,7 +97,8 @@ t.test('any query, any page size, with or without the search index: exactly the 
   const local = await openLocalStore();
   t.teardown(() => local.close());
   await seed(local);
-  const records = [...local.store[storeHandles].dbs.events.getRange({ reverse: true })].map(({ value }) => decodeRecord(value));
+  const { stored } = local.store[storeHandles];
+  const records = [...stored.createdAts({ reverse: true })].map((createdAt) => decodeRecord(stored.value(createdAt)!));
   let nonEmpty = 0;
   await fc.assert(fc.asyncProperty(query, fc.integer({ min: 1, max: 60 }), fc.boolean(), async (q, limit, indexed) => {
     const condition = eventSearchConditions(q);
@@ -151,7 +152,8 @@ t.test('records of 1 MiB or more are checked on the record checker\'s worker: th
       images: [0, 1, 2].map((image) => ({ object_detections: Array.from({ length: many }, (_, k) => detection(i + image, k)) })),
     });
   }
-  const records = [...local.store[storeHandles].dbs.events.getRange({ reverse: true })].map(({ value }) => decodeRecord(value));
+  const { stored } = local.store[storeHandles];
+  const records = [...stored.createdAts({ reverse: true })].map((createdAt) => decodeRecord(stored.value(createdAt)!));
   for (const q of ['class:c1 min-confidence:0.99', 'class:c4>=4001', 'meta.n>=5 -device:d1', 'min-annotations:3']) {
     const condition = eventSearchConditions(q);
     const want = records.filter((record) => matchesCondition(record, condition)).map((record) => record.id);

@@ -1,11 +1,11 @@
 /**
  * The head against a model (docs/STORAGE.md, "The head"): random sequences of
  * creates, finalizes (by the producer and by the auto-finalize sweep), attaches, deletions,
- * resets, checkpoints, restarts and crashes run on a real store in a temp dir and on a plain
- * in-memory model. After every step, every list, count, search (newest and oldest first), point
- * read and file lookup must equal the model's answer, and every event deleted or reset away must
- * be gone from point reads too, whether the events and their changes are still in the head,
- * already in LMDB, or some of each. A crash is a close whose last
+ * resets, checkpoints, merges of blocks, restarts and crashes run on a real store in a temp dir
+ * and on a plain in-memory model. After every step, every list, count, search (newest and oldest
+ * first), point read and file lookup must equal the model's answer, and every event deleted or
+ * reset away must be gone from point reads too, whether the events and their changes are still in
+ * the head, in blocks, moved to LMDB by a change, or some of each. A crash is a close whose last
  * checkpoint fails (fault injection), so the next open replays the head from the log.
  */
 import fc from 'fast-check';
@@ -21,6 +21,7 @@ import { draftKey, EMPTY, indexKeysOf } from '../src/store/index/index-keys.js';
 import { decodeRecord } from '../src/store/index/record-codec.js';
 import { tempDataDir } from './support/store-server.js';
 import { storeHandles } from '../src/store/read/store-view.js';
+import { mergeStep } from '../src/store/engine/block-merges.js';
 
 const DEVICES = ['cam-a', 'cam-b', 'cam-c'];
 
@@ -65,6 +66,7 @@ type Command =
   | { kind: 'crash' }
   | { kind: 'delete'; pick: number }
   | { kind: 'checkpoint' }
+  | { kind: 'merge' }
   | { kind: 'restart' }
   | { kind: 'reset' };
 
@@ -76,6 +78,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'checkpoint' as const }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'merge' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },
 );
@@ -287,9 +290,9 @@ t.test('lists, counts, searches, point reads and files equal the model with even
             }
             await checkpoint;
           } else if (c.kind === 'delete' && model.length > 0) {
-            // The lifecycle worker deletes only what it sees: events already checkpointed into LMDB.
+            // The lifecycle worker deletes only what it sees: events already checkpointed.
             const e = model[c.pick % model.length];
-            if (store[storeHandles].dbs.eventIds.get(e.id) !== undefined) {
+            if (store[storeHandles].stored.createdAtOf(e.id) !== undefined) {
               // Through a view with no head, as the worker's: the head may hold a change to the event.
               await deleteRecords(new StoreView(store[storeHandles].dbs, dataDir, options), [e.createdAt], 'retention', unannounced, (events) => store.logTombstones(events));
               model = model.filter((m) => m !== e);
@@ -298,6 +301,12 @@ t.test('lists, counts, searches, point reads and files equal the model with even
             }
           } else if (c.kind === 'checkpoint') {
             await store.checkpointed();
+          } else if (c.kind === 'merge') {
+            // A block with hidden rows alone, else the three oldest: merges at every step, not only at the fan-in.
+            await mergeStep(store[storeHandles].stored, async () => undefined, (blocks, hiddenIn) => {
+              const sparse = blocks.find((block) => hiddenIn(block) > 0);
+              return sparse ? [sparse] : blocks.length >= 2 ? blocks.slice(0, 3) : undefined;
+            });
           } else if (c.kind === 'restart') {
             await store.close();
             store = await CrashableStore.open(dataDir, options);
@@ -374,7 +383,7 @@ t.test('a checkpoint of more creates than one turn of puts: every read equals th
   await checkpoint;
   t.equal(turns >= 3, true, `reads compared at ${turns} turns while the checkpoint ran`);
   t.equal(difference(store, model), undefined, 'after the checkpoint');
-  t.equal(model.every((e) => store[storeHandles].dbs.eventIds.get(e.id) !== undefined), true, 'every create is in LMDB');
+  t.equal(model.every((e) => store[storeHandles].stored.createdAtOf(e.id) !== undefined), true, 'every create is checkpointed');
 });
 
 t.test('entries of creates the head holds, part-way in LMDB in any order (a checkpoint cut short), are never read from LMDB', async (t) => {

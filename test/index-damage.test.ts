@@ -15,10 +15,12 @@ t.test('a read that meets a damaged index page answers 500 index_damaged, naming
   let store = await startStore();
   const ids: string[] = [];
   for (let n = 0; n < 300; n += 50) {
-    const created = await Promise.all(Array.from({ length: 50 }, (_, k) => postJson(`${store.url}/v2/events`, smallEvent({ custom_metadata: { n: n + k } }))));
+    const created = await Promise.all(Array.from({ length: 50 }, (_, k) => postJson(`${store.url}/v2/events`, smallEvent({ draft: true, custom_metadata: { n: n + k } }))));
     ids.push(...created.map((res) => res.body.id as string));
   }
-  await store.stop(); // a clean stop: every create checkpointed into the index
+  // Finalized drafts are the records LMDB holds, with their presented JSON (docs/STORAGE.md, "Blocks").
+  for (let n = 0; n < 300; n += 50) await Promise.all(ids.slice(n, n + 50).map((id) => postJson(`${store.url}/v2/events/${id}/finalize`, {})));
+  await store.stop(); // a clean stop: every create and finalize checkpointed into the index
 
   // Zero the page of the events database that holds one event's presented JSON, as a bad flash page reads.
   const indexFile = path.join(store.dataDir, 'db', 'data.mdb');
@@ -38,7 +40,7 @@ t.test('a read that meets a damaged index page answers 500 index_damaged, naming
   t.teardown(() => store.stop());
   const read = await getJson(`${store.url}/v2/events/${target}`);
   t.equal(read.status, 500);
-  t.match(read.body.detail, /The index \(db\/data\.mdb\) is damaged: stop the store and run `edge-events check --repair`/);
+  t.match(read.body.detail, /The index \(db\/data\.mdb or a block in blocks\/\) is damaged: stop the store and run `edge-events check --repair`/);
   // The damage stays where it is: later reads of intact events are answered.
   for (const id of [ids[0], ids[299], ids[10]]) t.equal((await getJson(`${store.url}/v2/events/${id}`)).status, 200, `intact event ${id} is read after it`);
   t.equal((await getJson(`${store.url}/v2/events/${target}`)).status, 500, 'the damaged one again answers index_damaged');
@@ -49,7 +51,7 @@ t.test('a read that meets a damaged index page answers 500 index_damaged, naming
   t.equal((await getJson(`${store.url}/v2/events?limit=10`)).status, 200, 'a list of the newest, before the damage, is answered');
   const health = await getJson(`${store.url}/health`);
   t.match(health, { status: 200, body: { status: 'degraded', datastore: 'index_damaged' } }, '/health says degraded');
-  t.match(health.body.error, /index \(db\/data\.mdb\) is damaged/);
+  t.match(health.body.error, /index \(db\/data\.mdb or a block in blocks\/\) is damaged/);
   t.match((await getJson(`${store.url}/stats`)).body.index_damage, { reads_failed: 3, last_error: /./ }, '/stats counts the reads that met it: two reads and a list');
   t.match(await (await fetch(`${store.url}/metrics`)).text(), /edge_events_index_damaged_reads_total 3/);
 });

@@ -23,8 +23,7 @@ const OPTIONS = { sinks: [], present: presentEventJson };
 /** Every event of a store as a rebuild must give it back: id -> created_at, finalized, file count, files readable. */
 async function snapshot(store: EventStore): Promise<Map<string, string>> {
   const seen = new Map<string, string>();
-  const { dbs } = store[storeHandles];
-  for (const createdAt of dbs.events.getKeys()) {
+  for (const createdAt of [...store[storeHandles].stored.createdAts()]) {
     const record = store.getRecord(createdAt)!;
     const files: string[] = [];
     for (const image of record.images) {

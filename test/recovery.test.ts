@@ -15,7 +15,7 @@ import { SegmentAppender } from '../src/store/log/blob-log.js';
 import { segmentFileName } from '../src/store/log/segment-files.js';
 import type { EventRecord } from '../src/store/record/event-record.js';
 import { timeOrderedId } from '../src/store/record/ids.js';
-import { LOG_POSITION_KEY, openDatabases, type LogPosition } from '../src/store/index/lmdb-env.js';
+import { blocksChanged, LOG_POSITION_KEY, openDatabases, type LogPosition } from '../src/store/index/lmdb-env.js';
 import { encodeRecord, frameRecordBytes } from '../src/store/index/record-codec.js';
 import { encodeRecordFrame } from '../src/store/log/record-frame.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
@@ -25,6 +25,8 @@ import { startStore, tempDataDir } from './support/store-server.js';
 import { until } from './support/waiting.js';
 import { presentEventJson } from '../src/events/present.js';
 import { indexBatches } from '../src/store/engine/checkpoint-writer.js';
+import { blocksDirOf, StoredEvents } from '../src/store/read/stored-events.js';
+import { hideRowSync } from '../src/store/engine/block-rows.js';
 import { StoreView, storeHandles } from '../src/store/read/store-view.js';
 import { deleteRecords } from '../src/store/engine/event-deletion.js';
 
@@ -149,7 +151,8 @@ t.test('kill -9 never undoes an attach, a finalize or a reset: the first two rep
 
 t.test('a replay over an index that holds the records but not their accounting counts each create once', async (t) => {
   // A flush can fall between the puts of a batch and the transaction that counts it and moves
-  // the log position: the index then holds records the position does not cover.
+  // the log position: the index then holds records the position does not cover. (A block enters
+  // the catalogue in that transaction; a replay of events a block holds puts them in LMDB.)
   const first = await startStore();
   const ids: string[] = [];
   for (let i = 0; i < 30; i++) ids.push((await postJson(`${first.url}/v2/events`, i % 3 ? smallEvent() : imageEvent())).body.id);
@@ -157,16 +160,19 @@ t.test('a replay over an index that holds the records but not their accounting c
   await first.stop();
 
   const dbs = openDatabases(first.dataDir);
+  const stored = new StoredEvents(dbs, blocksDirOf(first.dataDir));
   const position = dbs.meta.get(LOG_POSITION_KEY) as { segment: number; offset: number };
   // One record in the middle is missing too: its replay cannot append it after the last record
   // (checkpoint-writer.ts `putCreated`) and puts it in place.
-  const missing = dbs.eventIds.get(ids[15]) as number;
+  const missing = stored.createdAtOf(ids[15])!;
+  t.ok(stored.inBlock(missing), 'the first store\'s checkpoint wrote a block');
   await dbs.root.transaction(() => {
     dbs.meta.putSync(LOG_POSITION_KEY, { segment: position.segment, offset: 0 });
     dbs.meta.removeSync('counters');
     dbs.segments.removeSync(position.segment);
-    dbs.events.removeSync(missing);
+    hideRowSync(dbs, missing);
   });
+  stored.close();
   await dbs.root.close();
 
   const reopened = await EventStore.open(first.dataDir, STORE_OPTIONS);
@@ -176,8 +182,8 @@ t.test('a replay over an index that holds the records but not their accounting c
   for (const id of ids) t.ok(reopened.getEvent(id), `event ${id} kept`);
   await reopened.checkpointed();
   const counters = reopened.counters();
-  t.same([counters.events, counters.images, reopened[storeHandles].dbs.events.getCount()], [before.total_events, before.total_images, 30], 'counted once, stored once, once checkpointed');
-  t.ok(reopened[storeHandles].dbs.events.get(missing), 'the missing record put back in its place');
+  t.same([counters.events, counters.images, reopened[storeHandles].stored.countBefore(Infinity)], [before.total_events, before.total_images, 30], 'counted once, stored once, once checkpointed');
+  t.ok(reopened[storeHandles].stored.holds(missing), 'the missing record put back in its place');
   await reopened.close();
 });
 
@@ -219,8 +225,8 @@ t.test('a log of the release before, whose record frames hold the presented JSON
   }
   await reopened.checkpointed();
   for (const [name, r] of [['older', older], ['newer', newer]] as const) {
-    t.equal(reopened.getEventJson(r.id)?.toString(), presentEventJson(r), `and from LMDB (${name})`);
-    t.equal(reopened[storeHandles].dbs.events.getBinary(r.created_at)?.[0], 3, `which holds it with its JSON, in layout 3 (${name})`);
+    t.equal(reopened.getEventJson(r.id)?.toString(), presentEventJson(r), `and once checkpointed (${name})`);
+    t.ok(reopened[storeHandles].stored.inBlock(r.created_at), `which a block holds (${name})`);
   }
 });
 
@@ -299,11 +305,11 @@ t.test('a checkpoint that fails keeps its creates in the head: still acknowledge
   const first = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   await t.rejects(store.checkpointed(), /EIO: injected/, 'the checkpoint fails');
   t.equal(store.getEvent(first.id)?.id, first.id, 'the create is still read, from the head');
-  t.equal(store[storeHandles].dbs.eventIds.get(first.id), undefined, 'and is not in LMDB');
+  t.equal(store[storeHandles].stored.createdAtOf(first.id), undefined, 'and is not checkpointed');
   const second = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
   t.equal(store.counters().events, 2, 'the counters include the head');
   await store.checkpointed();
-  t.same([store[storeHandles].dbs.eventIds.get(first.id) !== undefined, store[storeHandles].dbs.eventIds.get(second.id) !== undefined], [true, true], 'the next checkpoint commits both');
+  t.same([store[storeHandles].stored.createdAtOf(first.id) !== undefined, store[storeHandles].stored.createdAtOf(second.id) !== undefined], [true, true], 'the next checkpoint commits both');
   t.equal(store.counters().events, 2, 'counted once');
   await store.close();
   const reopened = await EventStore.open(dataDir, STORE_OPTIONS);
@@ -317,7 +323,7 @@ t.test('a background checkpoint that fails is tried again a tick later, on its o
   const store = await FaultyStore.open(tempDataDir(), { ...STORE_OPTIONS, checkpointMs: 20, checkpointMaxMs: 20, onBackgroundError: (err, task) => errors.push(`${task}: ${String(err)}`) });
   t.teardown(() => store.close());
   const created = await store.create({ fields: NEW_EVENT_FIELDS, images: [] });
-  await until('the create reached LMDB', () => store[storeHandles].dbs.eventIds.get(created.id) !== undefined);
+  await until('the create reached LMDB', () => store[storeHandles].stored.createdAtOf(created.id) !== undefined);
   t.match(errors, [/index checkpoint: Error: EIO: injected/], 'the first try failed and was reported once');
 });
 
@@ -331,11 +337,11 @@ t.test('creates acknowledged while every checkpoint fails come back from the log
   t.match(errors, [/index checkpoint: Error: EIO: injected/], 'the failed last checkpoint is reported, and the close goes on');
   const reopened = await EventStore.open(dataDir, { ...STORE_OPTIONS, checkpointMs: 60_000 });
   t.equal(reopened.opened.replayed, 2, 'the log replays both creates');
-  t.same(created.map((c) => reopened[storeHandles].dbs.eventIds.get(c.id)), [undefined, undefined], 'into the head, not LMDB');
+  t.same(created.map((c) => reopened[storeHandles].stored.createdAtOf(c.id)), [undefined, undefined], 'into the head, not checkpointed');
   t.same(created.map((c) => reopened.getEvent(c.id)?.id), created.map((c) => c.id), 'served from the head');
   t.equal(reopened.counters().events, 2);
   await reopened.checkpointed();
-  t.same(created.map((c) => reopened[storeHandles].dbs.eventIds.get(c.id) !== undefined), [true, true], 'the first checkpoint commits them');
+  t.same(created.map((c) => reopened[storeHandles].stored.createdAtOf(c.id) !== undefined), [true, true], 'the first checkpoint commits them');
   t.equal(reopened.counters().events, 2, 'counted once');
   await reopened.close();
 });
@@ -395,6 +401,8 @@ t.test('a replay goes past a create whose file id was no UUID, reports it, and r
     dbs.meta.putSync(LOG_POSITION_KEY, { segment: position.segment, offset: 0 });
     for (const { id } of [legacy, ...after]) dbs.eventIds.removeSync(id);
     dbs.events.clearSync();
+    dbs.blocks.clearSync();
+    blocksChanged(dbs);
     dbs.meta.removeSync('counters');
     dbs.segments.removeSync(position.segment);
   });
@@ -417,8 +425,12 @@ t.test('a checkpoint whose batches span a segment roll records where each segmen
   // segment 1's length came from its image frames alone, and a restart cut its last records.
   const { dataDir } = await emptyStore();
   const dbs = openDatabases(dataDir);
-  t.teardown(() => dbs.root.close());
-  await indexBatches(dbs, [
+  const stored = new StoredEvents(dbs, blocksDirOf(dataDir));
+  t.teardown(() => {
+    stored.close();
+    return dbs.root.close();
+  });
+  await indexBatches(stored, [
     { creates: [], updates: [], end: { segment: 7, offset: 5000 } },
     { creates: [], updates: [], end: { segment: 8, offset: 300 } },
   ], { shipping: false, present: presentEventJson });

@@ -62,16 +62,19 @@ t.test('a flipped byte and a zeroed page in checkpointed record frames are found
 
 t.test('a changed byte in an index record\'s presented JSON is found by the scrub and by check, and --repair serves the event as it was', async (t) => {
   // npm run disk-faults found it: the record decoded, so the scrub took it for whole, while reads
-  // served the stored JSON with the byte changed (record-codec.ts `wholeRecord`).
+  // served the stored JSON with the byte changed (record-codec.ts `wholeRecord`). A finalized
+  // draft is the record LMDB holds with its JSON (docs/STORAGE.md, "Blocks").
   const first = await startStore(SCRUB);
   const ids: string[] = [];
-  for (let i = 0; i < 10; i++) ids.push((await postJson(`${first.url}/v2/events`, smallEvent({ device_id: `cam-${i}` }))).body.id);
+  for (let i = 0; i < 10; i++) ids.push((await postJson(`${first.url}/v2/events`, smallEvent({ device_id: `cam-${i}`, draft: i === 4 }))).body.id);
+  t.equal((await postJson(`${first.url}/admin/cleanup`, '')).status, 200, 'a cleanup checkpoints the head: the draft is in a block');
+  t.equal((await postJson(`${first.url}/v2/events/${ids[4]}/finalize`, {})).status, 200);
   const target = (await getJson(`${first.url}/v2/events/${ids[4]}`)).body;
   await first.stop();
   const dataMdb = path.join(first.dataDir, 'db', 'data.mdb');
   const key = Buffer.from(`"created_at":"${target.created_at}"`);
   const at = fs.readFileSync(dataMdb).indexOf(key);
-  t.ok(at > 0, 'the record\'s presented JSON is in the index file');
+  t.ok(at > 0, 'the finalized record\'s presented JSON is in the index file');
   flipByte(dataMdb, at + '"created_at'.length); // its closing quote
 
   const store = await startStore({ ...SCRUB, DATA_DIR: first.dataDir });
@@ -82,6 +85,35 @@ t.test('a changed byte in an index record\'s presented JSON is found by the scru
 
   const check = await checkStore(first.dataDir, presentEventJson);
   t.match(check.indexAgainstLog, { recordsNotReadingBack: 1 }, 'check reads every record back');
+  t.equal(check.rebuild, 'records of the index do not read back as their events');
+  await rebuildIndex(first.dataDir, { sinks: [], present: presentEventJson });
+  const repaired = await startStore({ DATA_DIR: first.dataDir });
+  t.teardown(repaired.stop);
+  t.same((await getJson(`${repaired.url}/v2/events/${ids[4]}`)).body, target, 'the event as it was created');
+});
+
+t.test('a changed byte in a block\'s record is found by the scrub and by check, and --repair serves the event as it was', async (t) => {
+  const first = await startStore(SCRUB);
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) ids.push((await postJson(`${first.url}/v2/events`, smallEvent({ device_id: `device-${i}` }))).body.id);
+  const target = (await getJson(`${first.url}/v2/events/${ids[4]}`)).body;
+  await first.stop();
+  const [block] = fs.readdirSync(path.join(first.dataDir, 'blocks')).map((name) => path.join(first.dataDir, 'blocks', name));
+  const at = fs.readFileSync(block).indexOf(Buffer.from('device-4'));
+  t.ok(at > 0, 'the record is in the block file the stop\'s checkpoint wrote');
+  flipByte(block, at + 2);
+
+  const store = await startStore({ ...SCRUB, DATA_DIR: first.dataDir });
+  let scrub: any;
+  await until('the scrub to name it', async () => (scrub = (await getJson(`${store.url}/stats`)).body.scrub).recent.some((f: any) => f.copy === 'index_copy'));
+  t.match(scrub.recent.find((f: any) => f.copy === 'index_copy'), { repaired: false, event_ids: [ids[4]] });
+  t.equal((await getJson(`${store.url}/v2/events/${ids[5]}`)).status, 200, 'the block\'s other events are served');
+  const damaged = await getJson(`${store.url}/v2/events/${ids[4]}`);
+  t.match(damaged, { status: 500, body: { detail: /a block in blocks\/\) is damaged/ } }, 'the damaged one is refused (index_damaged), never served changed');
+  await store.stop();
+
+  const check = await checkStore(first.dataDir, presentEventJson);
+  t.match(check.indexAgainstLog, { recordsNotReadingBack: 1 }, 'check reads the block\'s record back against its CRC32C');
   t.equal(check.rebuild, 'records of the index do not read back as their events');
   await rebuildIndex(first.dataDir, { sinks: [], present: presentEventJson });
   const repaired = await startStore({ DATA_DIR: first.dataDir });

@@ -15,6 +15,7 @@ import { until } from './support/waiting.js';
 import { openLocalStore, type LocalStore } from './support/local-store.js';
 import { smallEvent } from './support/events.js';
 import { storeHandles } from '../src/store/read/store-view.js';
+import { asEarlierEngine } from './support/earlier-engine.js';
 
 const CLASSES = ['person', 'car', 'dog', 'bicycle'];
 const NEW_CODES = new Set(['c', 't', 'o']);
@@ -47,10 +48,11 @@ function expectedKeys(dbs: StoreDatabases): string[] {
 }
 
 /**
- * Removes the search index from a closed store's LMDB, leaving it as a store written before the
- * index existed (or, with `resumeAt`, as one whose backfill stopped before that created_at).
+ * Removes the search index from a closed store, in the engine before blocks (earlier-engine.ts),
+ * leaving it as a store written before the index existed (or, with `resumeAt`, as one whose backfill stopped before that created_at).
  */
 async function stripSearchIndex(dataDir: string, resumeAt?: { next: number; until: number }): Promise<void> {
+  await asEarlierEngine(dataDir);
   const dbs = openDatabases(dataDir);
   await dbs.root.transaction(() => {
     for (const key of dbs.index.getKeys()) {
@@ -118,8 +120,14 @@ t.test('an old store gains the entries a create writes, and answers right before
 t.test('a backfill resumes from its last recorded step', async (t) => {
   let local = await openLocalStore();
   await fill(local, 500);
-  const keys = [...local.store[storeHandles].dbs.events.getKeys()] as number[];
   await local.close();
+  await asEarlierEngine(local.dataDir);
+  const keys = await (async () => {
+    const earlier = openDatabases(local.dataDir);
+    const all = [...earlier.events.getKeys()] as number[];
+    await earlier.root.close();
+    return all;
+  })();
 
   // As if the backfill had committed its steps up to event 200 and then stopped.
   await stripSearchIndex(local.dataDir, { next: keys[200], until: keys[keys.length - 1] });

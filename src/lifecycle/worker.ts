@@ -62,6 +62,9 @@ function forwardChange(change: StoreChange): void {
   changes.push(change);
 }
 
+/** Time (ms) between two looks for a merge of blocks that is due (docs/STORAGE.md, "Blocks"): one merge a look. */
+const BLOCK_MERGE_MS = 5_000;
+
 /** Least time (ms) between two saves of the store's running time by cleanups. */
 const RUNNING_SAVE_MS = 60_000;
 /** When a cleanup last saved the running time (`performance.now()`, ms). */
@@ -154,6 +157,11 @@ const timers = [
   every(LIMIT_CHECK_MS, async () => {
     if (await monitor.needsCleanup(hooks.usage)) await cleanup('AUTOMATIC', { consistency: false });
   }),
+  // Queued with the cleanups too, so a merge never reads a block a cleanup's deletions change.
+  every(BLOCK_MERGE_MS, () => enqueue(async () => {
+    const merged = await store.mergeBlocks();
+    if (merged) log.debug({ merged }, 'blocks merged');
+  })),
   every(Math.min((config.draftAutoFinalizeSeconds * 1000) / 2, SWEEP_MAX_INTERVAL_MS), () => enqueue(async () => {
     const closed = await askWriter('sweep-drafts', { cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });
     if (closed) log.info({ closed }, 'auto-finalized drafts');

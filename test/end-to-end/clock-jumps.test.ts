@@ -137,17 +137,17 @@ t.test('a re-stamp moves every entry naming an event\'s created_at, in order, in
   const olds = created.map((c) => local.createdAt(c.id));
   await local.store.saveSinkCursor('mqtt', olds[2]);
   const now = local.createdAt(kept.id);
-  const { dbs } = local.store[storeHandles];
+  const { dbs, stored } = local.store[storeHandles];
   let restamped: Restamped | undefined;
   await dbs.root.transaction(() => {
-    restamped = restampAheadSync(dbs, now, local.store.present);
+    restamped = restampAheadSync(stored, now, local.store.present);
   });
   t.same([restamped!.events, restamped!.after, restamped!.shift], [5, now, olds[4] - now], 'five moved, after the event at `now`');
   const news = created.map((c) => local.createdAt(c.id));
   t.same(news, [1, 2, 3, 4, 5].map((n) => now + n), 'in order, each a microsecond after the one before (none left room for their spacing)');
   t.equal(restamped!.newest, now + 5);
   t.equal(local.createdAt(kept.id), now, 'the event at `now` stays');
-  t.notOk(olds.some((old) => dbs.events.doesExist(old)), 'no record left at an old created_at');
+  t.notOk(olds.some((old) => stored.holds(old)), 'no record left at an old created_at');
 
   const record = local.store.getEvent(created[0].id)!;
   t.same([record.created_at, record.finalized_at], [news[0], news[0]], 'the record says its new created_at, and finalized_at with it');

@@ -109,6 +109,11 @@ export class BlockReader implements IndexSource {
     return prefixes.reduce((total, prefix) => total + this.count(prefix, lo, hi), 0);
   }
 
+  /** The block has a row created at `createdAt` (µs). */
+  holds(createdAt: number): boolean {
+    return this.rowOf(createdAt) !== undefined;
+  }
+
   /**
    * The layout-2 record (record-codec.ts) of the event created at `createdAt` (µs), or undefined
    * when the block holds none.
@@ -183,6 +188,19 @@ export class BlockReader implements IndexSource {
       }
     }
     return rows;
+  }
+
+  /** Every row's created_at (µs), ascending. */
+  createdAtColumn(): Float64Array {
+    return this.createdAts;
+  }
+
+  /** Every row's id and created_at (µs), in id order, from the ids table kept in memory. */
+  *idEntries(): Generator<{ id: string; createdAt: number }> {
+    for (let i = 0; i < this.toc.rows; i++) {
+      const at = i * ID_ROW_BYTES;
+      yield { id: idOfBytes(this.ids.subarray(at, at + 16)), createdAt: this.createdAts[this.ids.readUInt32LE(at + 16)] };
+    }
   }
 
   /** The row of the event created at `createdAt` (µs), or undefined. */

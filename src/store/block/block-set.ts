@@ -43,6 +43,11 @@ export class BlockSet implements IndexSource {
     return this.overlapping(lo, hi).reduce((total, block) => total + block.estimate(prefixes, lo, hi), 0);
   }
 
+  /** Some block has a row created at `createdAt` (µs). */
+  holds(createdAt: number): boolean {
+    return this.blockOf(createdAt)?.holds(createdAt) ?? false;
+  }
+
   /**
    * The layout-2 record of the event created at `createdAt` (µs), or undefined when no block holds it.
    * @throws BlockDamaged (block-format.ts) when it fails its CRC32C

@@ -6,16 +6,19 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PutOptions } from 'lmdb';
-import { draftKey, EMPTY, fileAgeKey, indexKeysOf } from '../index/index-keys.js';
+import { draftKey, EMPTY, fileAgeKey, fileIdsOf, indexKeysOf } from '../index/index-keys.js';
 import { enterLedger } from '../ledger/sink-ledger.js';
-import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
+import { addToCounters, blocksChanged, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import type { FileEntry } from '../log/log-entries.js';
 import type { HeadBatch, LoggedCreate, LoggedEntries } from '../head/head.js';
 import { IndexKeyOrder } from '../index/index-key-order.js';
 import { decodeRecord, encodeRecord, type RecordPresenter } from '../index/record-codec.js';
 import { applyUpdate, attachedFile, encodeUpdate, updateCounts, type RecordUpdate } from '../index/record-update.js';
 import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
+import type { StoredEvents } from '../read/stored-events.js';
 import { FrameTally } from './frame-accounting.js';
+import { enterBlockSync, goesToBlock, writeCheckpointBlock, type WrittenBlock } from './checkpoint-block.js';
+import { hideRowSync, moveToLmdbSync } from './block-rows.js';
 
 /** How a store indexes. */
 export interface IndexOptions {
@@ -55,9 +58,12 @@ interface Window {
 }
 
 /**
- * Commits the LMDB entries of `creates` and `updates`. Contract (why it holds: docs/STORAGE.md,
- * "Checkpoint commits"):
- * - the creates' file locations, ids, index entries (in key order) and records go first, as plain
+ * Commits `creates` and `updates`. Contract (why it holds: docs/STORAGE.md, "Checkpoint commits",
+ * "Blocks"):
+ * - creates that go to a block (checkpoint-block.ts `goesToBlock`) are written as one block file
+ *   before the commit, which enters it in the catalogue; LMDB then takes only their files'
+ *   locations and files-by-age entries (and the shipping ledger's);
+ * - otherwise the creates' file locations, ids, index entries (in key order) and records go first, as plain
  *   puts, ORDER_WINDOW_CREATES creates a window and PUT_RUN_ENTRIES puts a turn of the event loop,
  *   so a record in LMDB has every entry of its create there too;
  * - once they have committed, one transaction applies the segment accounting, the counters, the
@@ -72,9 +78,11 @@ interface Window {
  *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
  */
 export async function indexLogged(
-  dbs: StoreDatabases, { creates, updates }: LoggedEntries, batchEnds: readonly LogPosition[], updateSegments: readonly number[], { shipping, present }: IndexOptions,
+  stored: StoredEvents, { creates, updates }: LoggedEntries, batchEnds: readonly LogPosition[], updateSegments: readonly number[], { shipping, present }: IndexOptions,
 ): Promise<void> {
+  const { dbs } = stored;
   const logEnd = batchEnds[batchEnds.length - 1];
+  const toBlock = goesToBlock(stored, creates);
   const frames = new FrameTally();
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
   const committed: Promise<boolean>[] = [];
@@ -94,8 +102,12 @@ export async function indexLogged(
       const { segment, offset, length } = create.frame;
       frames.added(segment, length + FRAME_HEADER_BYTES, true, create.copy ? undefined : createdAt, offset + length);
     }
-    window.creates.push(create);
-    for (const key of indexKeysOf(record)) window.index.add(key, createdAt);
+    if (toBlock) {
+      for (const fileId of fileIdsOf(record)) window.index.add(fileAgeKey(createdAt, fileId), createdAt);
+    } else {
+      window.creates.push(create);
+      for (const key of indexKeysOf(record)) window.index.add(key, createdAt);
+    }
     if (record.draft) drafts++;
     images += record.images.length;
   }
@@ -108,7 +120,10 @@ export async function indexLogged(
     bySegment.set(end.segment, logged);
   }
   await Promise.all(committed);
+  const block: WrittenBlock | undefined = toBlock ? await writeCheckpointBlock(stored, creates, logEnd) : undefined;
   await dbs.root.transaction(() => {
+    if (block) enterBlockSync(dbs, block);
+    else hideInBlocksSync(stored, creates);
     for (const [number, added] of bySegment) {
       const segment = dbs.segments.get(number) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
       dbs.segments.putSync(number, {
@@ -125,7 +140,7 @@ export async function indexLogged(
     addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes });
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
     for (const { record, frame, copy } of creates) if (copy && frame) dbs.recordFrames.putSync(record.created_at, { home: frame.segment, updates: [] });
-    updates.forEach((update, i) => applyLoggedUpdateSync(dbs, update, updateSegments[i], frames, { shipping, present }));
+    updates.forEach((update, i) => applyLoggedUpdateSync(stored, update, updateSegments[i], frames, { shipping, present }));
     frames.apply(dbs);
   });
 }
@@ -135,8 +150,9 @@ export async function indexLogged(
  * when its event was there to take it, with the segment added to the event's `record_frames`
  * (docs/STORAGE.md, "Two copies of every record"); call inside the write transaction.
  */
-function applyLoggedUpdateSync(dbs: StoreDatabases, update: RecordUpdate, segment: number, frames: FrameTally, { shipping, present }: IndexOptions): void {
-  const applied = applyUpdateSync(dbs, update, shipping, present);
+function applyLoggedUpdateSync(stored: StoredEvents, update: RecordUpdate, segment: number, frames: FrameTally, { shipping, present }: IndexOptions): void {
+  const { dbs } = stored;
+  const applied = applyUpdateSync(stored, update, shipping, present);
   frames.added(segment, encodeUpdate(update).length + FRAME_HEADER_BYTES, applied);
   if (!applied) return;
   const entry = dbs.recordFrames.get(update.createdAt) ?? { updates: [] };
@@ -212,24 +228,26 @@ async function putCreated(dbs: StoreDatabases, createdAt: number, value: Buffer)
  * segment's committed length to where the last batch in it ends.
  * @throws as `indexLogged`
  */
-export async function indexBatches(dbs: StoreDatabases, batches: readonly HeadBatch[], options: IndexOptions): Promise<void> {
+export async function indexBatches(stored: StoredEvents, batches: readonly HeadBatch[], options: IndexOptions): Promise<void> {
   const creates = batches.flatMap((b) => b.creates);
   const updates = batches.flatMap((b) => b.updates);
   const updateSegments = batches.flatMap((b) => b.updates.map(() => b.end.segment));
-  await indexLogged(dbs, { creates, updates }, batches.map((b) => b.end), updateSegments, options);
+  await indexLogged(stored, { creates, updates }, batches.map((b) => b.end), updateSegments, options);
 }
 
 /**
- * Applies one update to its event's record in LMDB, with the entries and counters it moves; call
- * inside a write transaction. An event deleted meanwhile (by a cleanup) takes no update; the
- * segment of a file attached to it is entered with no live blob, so the lifecycle worker deletes
- * it.
+ * Applies one update to its event's record, with the entries and counters it moves; call inside a
+ * write transaction. An event in a block moves to LMDB, updated (`moveToLmdbSync`). An event
+ * deleted meanwhile (by a cleanup) takes no update; the segment of a file attached to it is
+ * entered with no live blob, so the lifecycle worker deletes it.
  * @returns whether the event was there to take it
  */
-function applyUpdateSync(dbs: StoreDatabases, update: RecordUpdate, shipping: boolean, present: RecordPresenter): boolean {
+function applyUpdateSync(stored: StoredEvents, update: RecordUpdate, shipping: boolean, present: RecordPresenter): boolean {
+  const { dbs } = stored;
   const { createdAt } = update;
-  const stored = dbs.events.getBinary(createdAt);
-  const record = stored && decodeRecord(stored);
+  const inBlock = !dbs.events.doesExist(createdAt) && stored.inBlock(createdAt);
+  const value = stored.value(createdAt);
+  const record = value && decodeRecord(value);
   const applied = record !== undefined && applyUpdate(record, update);
   if (update.type === 'attach') {
     const { size_bytes: size } = update.file;
@@ -238,7 +256,8 @@ function applyUpdateSync(dbs: StoreDatabases, update: RecordUpdate, shipping: bo
     });
   }
   if (!applied) return false;
-  dbs.events.putSync(createdAt, encodeRecord(record, present));
+  if (inBlock) moveToLmdbSync(dbs, record, present);
+  else dbs.events.putSync(createdAt, encodeRecord(record, present));
   // The ledger counts uploadsPending itself.
   addToCounters(dbs, updateCounts(update, false));
   if (update.type === 'finalize') {
@@ -249,4 +268,13 @@ function applyUpdateSync(dbs: StoreDatabases, update: RecordUpdate, shipping: bo
     dbs.index.putSync(fileAgeKey(createdAt, update.file.file_id), EMPTY);
   }
   return true;
+}
+
+/**
+ * Hides the block rows of `creates` indexed in LMDB (a rebuild's record copies of events a block
+ * written earlier in the same replay holds), so each event is read from one place; call inside
+ * the write transaction that commits them.
+ */
+function hideInBlocksSync(stored: StoredEvents, creates: readonly LoggedCreate[]): void {
+  for (const { record } of creates) if (stored.inBlock(record.created_at)) hideRowSync(stored.dbs, record.created_at);
 }

@@ -8,7 +8,7 @@
  * Walks are generators over lmdb-js ranges: lazy, so a caller that stops early reads no further.
  * Times are µs since the epoch (timestamps.ts), sizes bytes.
  */
-import { createdAtOfKey, draftRange, DRAFTS_PREFIX, fileAgeKey, fileAgeRange, fileOfAgeKey } from '../index/index-keys.js';
+import { DRAFTS_PREFIX, fileAgeKey, fileAgeRange, fileOfAgeKey } from '../index/index-keys.js';
 import type { FileRef } from './event-deletion.js';
 import type { FileEntry, SegmentEntry } from '../log/log-entries.js';
 import { storeHandles, type StoreView } from '../read/store-view.js';
@@ -36,7 +36,7 @@ export function* eventsOldestFirst(
   store: StoreView,
   range: { from?: number; before?: number; limit?: number },
 ): Generator<number, void, undefined> {
-  yield* store[storeHandles].dbs.events.getKeys({ start: range.from ?? -Infinity, end: range.before ?? Infinity, limit: range.limit });
+  yield* store[storeHandles].stored.createdAts(range);
 }
 
 /**
@@ -63,14 +63,13 @@ export function* filesByAge(
  * @param limit most returned
  */
 export function draftsOlderThan(store: StoreView, cutoff: number, limit: number): number[] {
-  return [...store[storeHandles].dbs.index.getKeys({ ...draftRange(cutoff), limit })].map(createdAtOfKey);
+  return [...store[storeHandles].stored.createdAtsUnder(DRAFTS_PREFIX, { before: cutoff, limit })];
 }
 
 /** created_at of the oldest draft, or null when there is none. */
 export function oldestDraft(store: StoreView): number | null {
-  for (const key of store[storeHandles].dbs.index.getKeys(draftRange())) {
-    const createdAt = createdAtOfKey(key);
-    // A draft the head finalized is still in LMDB's drafts index until its checkpoint.
+  for (const createdAt of store[storeHandles].stored.createdAtsUnder(DRAFTS_PREFIX)) {
+    // A draft the head finalized is still among the checkpointed drafts until its checkpoint.
     if (!store.updatedInHead(createdAt) || store.getRecord(createdAt)?.draft) return createdAt;
   }
   // Drafts in the head (head.ts) are newer than every draft in LMDB.
@@ -104,8 +103,8 @@ export function retentionCutoff(nowMicros: number, retentionDays: number, held: 
 export function retentionBacklog(store: StoreView, cutoff: number): RetentionBacklog {
   let records = 0;
   if (!store.shipping) {
-    // Nothing is protected with cloud upload off: LMDB counts the range without a walk.
-    records = store[storeHandles].dbs.events.getKeysCount({ end: cutoff });
+    // Nothing is protected with cloud upload off: the range is counted without a walk.
+    records = store[storeHandles].stored.countBefore(cutoff);
   } else {
     for (const createdAt of eventsOldestFirst(store, { before: cutoff })) if (!isProtected(store, createdAt)) records++;
   }

@@ -18,6 +18,7 @@ import { encodeTombstone } from '../log/record-copy-frame.js';
 import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
 import { CreateRanges, forgetFrames, FrameTally } from './frame-accounting.js';
 import { noteReclaimedSegments } from './unknown-segments.js';
+import { hideRowSync, moveToLmdbSync } from './block-rows.js';
 
 /**
  * Logs the tombstones of events about to be deleted (EventStore.logTombstones, asked of the HTTP
@@ -131,8 +132,9 @@ export async function deleteRecords(
       // Its ledger entry, if any, stays: sinks pass over entries whose event is gone.
       if (dbs.index.removeSync(pendingKey(createdAt))) uploads++;
       for (const key of dbs.index.getKeys(deadLetterRange(createdAt))) dbs.index.removeSync(key);
-      dbs.events.removeSync(createdAt);
-      dbs.eventIds.removeSync(record.id);
+      // An event a block holds has its row hidden (block-rows.ts); one LMDB holds is removed.
+      if (dbs.events.removeSync(createdAt)) dbs.eventIds.removeSync(record.id);
+      else hideRowSync(dbs, createdAt);
       tally.records++;
       deleted.push(record);
       if (record.draft) drafts++;
@@ -179,7 +181,11 @@ export async function deleteFiles(store: StoreView, files: FileRef[]): Promise<D
       if (!record) continue;
       record.current_file_count = Math.max(0, record.current_file_count - fileIds.length);
       images += record.images.filter((image) => image.file_id !== null && fileIds.includes(image.file_id)).length;
-      dbs.events.putSync(createdAt, encodeRecord(record, store.present));
+      if (dbs.events.doesExist(createdAt)) {
+        dbs.events.putSync(createdAt, encodeRecord(record, store.present));
+      } else {
+        moveToLmdbSync(dbs, record, store.present);
+      }
     }
     dead.apply(dbs);
     tally.files = dead.files;

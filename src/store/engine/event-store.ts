@@ -98,7 +98,7 @@ export class EventStore extends StoreView {
       onError: (err) => options.onBackgroundError?.(err, 'index checkpoint'),
     });
     this.maintenance = {
-      dbs, appender, blobs: this.blobs, blobsDir: this.blobsDir, present: this.present,
+      dbs, stored: this.stored, appender, blobs: this.blobs, blobsDir: this.blobsDir, present: this.present,
       allocateSegment: () => this.allocateSegment(),
       paused: (work) => this.withWritesPaused(work),
       commitDurably: (writes) => this.commitDurably(writes),
@@ -393,7 +393,7 @@ export class EventStore extends StoreView {
    */
   private async commitHead(batches: HeadBatch[]): Promise<void> {
     const started = performance.now();
-    await indexBatches(this.dbs, batches, { shipping: this.shipping, present: this.present });
+    await indexBatches(this.stored, batches, { shipping: this.shipping, present: this.present });
     Atomics.add(this.writes, 0, 1);
     this.stageTimed('index', batches.length, batches.reduce((n, b) => n + b.creates.length + b.updates.length, 0), (performance.now() - started) / 1000);
   }

@@ -17,6 +17,7 @@ import { salvageIntoLog } from './index-salvage-copies.js';
 import { REBUILD_KEY } from './recovery.js';
 import { RECORD_COPIES_KEY, RECORD_COPIES_VERSION, type UpgradeReport } from './record-copies-upgrade.js';
 import { holdForCheck, segmentsOnDisk } from './store-check.js';
+import { blocksDirOf } from '../read/stored-events.js';
 
 /** Gives `dir` and what is in it to `uid`:`gid` (one level deep: db/ holds only files). */
 function chownTree(dir: string, uid: number, gid: number): void {
@@ -103,6 +104,9 @@ async function rebuild(dataDir: string, options: StoreOptions, now: Date): Promi
   if (fs.existsSync(dbDir)) {
     movedTo = path.join(dataDir, `db.damaged-${stamp}`);
     fs.renameSync(dbDir, movedTo);
+    // The blocks the replaced index's catalogue names go with it; the replay writes new ones.
+    const blocksDir = blocksDirOf(dataDir);
+    if (fs.existsSync(blocksDir)) fs.renameSync(blocksDir, path.join(movedTo, 'blocks'));
   }
   const dbs = openDatabases(dataDir);
   try {

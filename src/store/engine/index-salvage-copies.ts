@@ -6,6 +6,8 @@
  * so the rebuild's replay indexes it with the rest. Events whose record neither the log nor the
  * damaged index gives back are named as lost.
  */
+import path from 'node:path';
+import { BlockReader } from '../block/block-reader.js';
 import { fileIdsOf } from '../index/index-keys.js';
 import { decodeRecord, recordCopyBytes, type RecordPresenter } from '../index/record-codec.js';
 import { salvageRecords, type Salvage, type SalvagedRecord } from '../index/index-salvage.js';
@@ -40,6 +42,7 @@ export interface SalvageReport {
  */
 export async function salvageIntoLog(damagedDir: string, blobsDir: string, present: RecordPresenter): Promise<SalvageReport> {
   const salvage = await salvageRecords(damagedDir);
+  salvage.records.push(...blockRecords(damagedDir, salvage));
   const onDisk = segmentsOnDisk(blobsDir);
   const plan = await RebuildPlan.scan(blobsDir, onDisk, { withBlobs: true });
   const lost = (salvage.unreadable ?? []).filter((id) => !plan.knows(id));
@@ -61,6 +64,40 @@ export async function salvageIntoLog(damagedDir: string, blobsDir: string, prese
   }
   const countedCopies = salvage.recordCopies === RECORD_COPIES_VERSION || marksRecordCopies(blobsDir);
   return { salvaged: frames.length, lost, incomplete: salvage.unreadable === null && !countedCopies };
+}
+
+/**
+ * The records of the blocks the damaged index's catalogue names (moved beside it: index-rebuild.ts)
+ * that are not hidden and that its LMDB did not give: each block's rows whose record reads back
+ * against its CRC32C. None when the catalogue or its hidden rows did not read: a row hidden for a
+ * deletion must not bring its event back.
+ */
+function blockRecords(damagedDir: string, salvage: Salvage): SalvagedRecord[] {
+  if (!salvage.blocks) return [];
+  const hidden = new Set(salvage.blocks.hidden);
+  const known = new Set(salvage.records.map((record) => record.id));
+  const records: SalvagedRecord[] = [];
+  for (const name of salvage.blocks.names) {
+    let block: BlockReader;
+    try {
+      block = BlockReader.open(path.join(damagedDir, 'blocks', name));
+    } catch {
+      continue; // a block that does not open gives nothing; the log's copies stand
+    }
+    try {
+      for (const { id, createdAt } of block.idEntries()) {
+        if (hidden.has(createdAt) || known.has(id)) continue;
+        try {
+          records.push({ id, createdAt, value: block.record(createdAt)! });
+        } catch {
+          // its CRC32C fails: the log's copy stands
+        }
+      }
+    } finally {
+      block.close();
+    }
+  }
+  return records;
 }
 
 /** The record copy of a salvaged record, its files where the log holds their frames; undefined when its bytes do not decode. */

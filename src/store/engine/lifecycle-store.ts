@@ -13,6 +13,7 @@ import { StoreView, type StoreOptions } from '../read/store-view.js';
 import { checkConsistency, type ConsistencyReport } from './consistency.js';
 import { deleteFiles, deleteRecords, type DeletionTally, type FileRef, reclaimSegments, type TombstoneLogger } from './event-deletion.js';
 import { saveRunningTime } from './store-clock.js';
+import { mergeStep, type MergeReport } from './block-merges.js';
 
 export class LifecycleStore extends StoreView {
   private constructor(dbs: StoreDatabases, dataDir: string, options: StoreOptions, private readonly announce: (change: StoreChange) => void) {
@@ -57,6 +58,16 @@ export class LifecycleStore extends StoreView {
    */
   reclaimSegments(retire?: (segment: number) => Promise<void>, compact?: (segment: number) => Promise<void>, filesDeleted = false): Promise<number[]> {
     return reclaimSegments(this, retire, compact, filesDeleted);
+  }
+
+  /**
+   * Runs one merge of live blocks when one is due (block-merges.ts `mergeStep`; docs/STORAGE.md,
+   * "Blocks"): the worker's alone, so two merges never race.
+   * @returns what it did, or undefined when none was due
+   * @throws as `mergeStep`
+   */
+  mergeBlocks(): Promise<MergeReport | undefined> {
+    return mergeStep(this.stored, () => this.flushed());
   }
 
   /**

@@ -6,7 +6,8 @@
 import fsp from 'node:fs/promises';
 import { checkpointDue } from '../head/checkpoint-pace.js';
 import type { HeadBatch, LoggedCreate, LoggedEntries } from '../head/head.js';
-import type { LogPosition, StoreDatabases } from '../index/lmdb-env.js';
+import type { LogPosition } from '../index/lmdb-env.js';
+import type { StoredEvents } from '../read/stored-events.js';
 import { attachedFile, decodeUpdate } from '../index/record-update.js';
 import { recordFromFrame, type RecordPresenter } from '../index/record-codec.js';
 import type { FileKind } from '../log/log-entries.js';
@@ -55,7 +56,7 @@ export class ReplayedBatches {
   entries = 0;
   bytes = 0;
 
-  constructor(private readonly dbs: StoreDatabases, private readonly options: IndexOptions) {}
+  constructor(private readonly stored: StoredEvents, private readonly options: IndexOptions) {}
 
   /**
    * Takes creates and updates logged together in log order, ending at `end`.
@@ -88,7 +89,7 @@ export class ReplayedBatches {
 
   /** Commits the batches held to LMDB, as a checkpoint of the head does (event-store.ts `commitHead`). */
   private async checkpoint(): Promise<void> {
-    await indexBatches(this.dbs, this.head.splice(0), this.options);
+    await indexBatches(this.stored, this.head.splice(0), this.options);
     this.entries = 0;
     this.bytes = 0;
   }

@@ -178,15 +178,15 @@ export class LogScrub {
 
   /** The index's record of the event whose home `frame` is must read back as that event. */
   private checkIndexCopy(file: string, segment: number, frame: ScannedFrame): void {
-    const { dbs } = this.store[storeHandles];
+    const { dbs, stored } = this.store[storeHandles];
     let createdAt: number | undefined;
     try {
-      createdAt = dbs.eventIds.get(frame.id);
+      createdAt = stored.createdAtOf(frame.id);
       if (createdAt === undefined || framesOf(dbs, this.ranges!, createdAt).home !== segment) return; // deleted, or superseded
-      const value = dbs.events.getBinary(createdAt);
+      const value = stored.value(createdAt);
       if (value && wholeRecord(value, this.store.present)?.id === frame.id) return;
     } catch {
-      // an index page LMDB cannot read: the same finding
+      // an index page LMDB cannot read, a block's record failing its CRC32C: the same finding
     }
     this.found({
       copy: 'index_copy', repaired: false, event_ids: [frame.id], file_id: null, file, offset: frame.offset - FRAME_HEADER_BYTES,
@@ -202,7 +202,7 @@ export class LogScrub {
     const seen = this.seen;
     this.seen = undefined;
     if (!seen) return;
-    const { dbs } = this.store[storeHandles];
+    const { dbs, stored } = this.store[storeHandles];
     const lost = new Map<number, string>();
     const entry = dbs.segments.get(segment);
     const ranges = this.ranges!;
@@ -214,7 +214,7 @@ export class LogScrub {
       }
     };
     if (entry?.firstCreate !== undefined && entry.lastCreate !== undefined) {
-      for (const createdAt of dbs.events.getKeys({ start: entry.firstCreate, end: entry.lastCreate + 1 })) {
+      for (const createdAt of stored.createdAts({ from: entry.firstCreate, before: entry.lastCreate + 1 })) {
         if (framesOf(dbs, ranges, createdAt).home !== segment) continue;
         const id = idOf(createdAt);
         if (!seen.homes.has(id)) lost.set(createdAt, id);
@@ -222,7 +222,7 @@ export class LogScrub {
     }
     for (const { key, value } of dbs.recordFrames.getRange()) {
       const id = value.home === segment || value.updates.includes(segment) ? idOf(key) : undefined;
-      if (id === undefined || !dbs.events.doesExist(key)) continue;
+      if (id === undefined || !stored.holds(key)) continue;
       if ((value.home === segment && !seen.homes.has(id)) || (value.updates.includes(segment) && !seen.updates.has(id))) lost.set(key, id);
     }
     if (lost.size === 0) return;

@@ -118,7 +118,7 @@ export async function upgradeToRecordCopies(store: MaintenanceAccess, onProgress
     await markRecordCopies(store.blobsDir);
     return undefined;
   }
-  const [anyEvent] = dbs.events.getKeys({ limit: 1 });
+  const [anyEvent] = store.stored.createdAts({ limit: 1 });
   const [anySegment] = dbs.segments.getKeys({ limit: 1 });
   if (anyEvent === undefined && anySegment === undefined) {
     await store.commitDurably(() => dbs.meta.putSync(RECORD_COPIES_KEY, RECORD_COPIES_VERSION));
@@ -172,16 +172,16 @@ async function countLog(store: MaintenanceAccess, onProgress?: (progress: Upgrad
 
 /** Counts one record or update frame of `segment` into `log` and its segment's `count`. */
 function countFrame(store: MaintenanceAccess, log: LogCount, count: SegmentCount, segment: number, frame: ScannedFrame): void {
-  const { dbs } = store;
+  const { stored } = store;
   if (frame.kind === 'update') {
     const { createdAt } = decodeUpdate(frame.data!);
-    if (!log.homes.has(createdAt) || !dbs.events.doesExist(createdAt)) return;
+    if (!log.homes.has(createdAt) || !stored.holds(createdAt)) return;
     count.live++;
     log.updates.set(createdAt, [...(log.updates.get(createdAt) ?? []), segment]);
     return;
   }
-  const createdAt = dbs.eventIds.get(frame.id);
-  if (createdAt !== undefined && dbs.events.doesExist(createdAt)) {
+  const createdAt = stored.createdAtOf(frame.id);
+  if (createdAt !== undefined && stored.holds(createdAt)) {
     count.live++;
     count.first = Math.min(count.first ?? createdAt, createdAt);
     count.last = Math.max(count.last ?? createdAt, createdAt);
@@ -199,14 +199,15 @@ function countFrame(store: MaintenanceAccess, log: LogCount, count: SegmentCount
  * @returns their created_at (µs), in the order of their copies
  */
 function recordCopiesOfIndexOnly(store: MaintenanceAccess, homes: Set<number>, appends: FrameToAppend[]): number[] {
-  const { dbs } = store;
+  const { stored } = store;
   const copied: number[] = [];
-  for (const createdAt of dbs.events.getKeys()) {
+  for (const createdAt of [...stored.createdAts()]) {
     if (homes.has(createdAt)) continue;
-    const value = dbs.events.getBinary(createdAt);
+    const value = stored.value(createdAt);
     if (!value) continue;
     copied.push(createdAt);
-    appends.push(recordCopyFrame(store, value, new Map()));
+    // A copy: an LMDB value is a view the file reads in recordCopyFrame overwrite (stored-events.ts `value`).
+    appends.push(recordCopyFrame(store, Buffer.from(value), new Map()));
   }
   return copied;
 }

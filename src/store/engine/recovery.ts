@@ -23,6 +23,9 @@ import { RebuildPlan } from './rebuild-plan.js';
 import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
 import { encodeTombstone } from '../log/record-copy-frame.js';
 import { IndexDamaged } from '../index/index-file-check.js';
+import { blocksDirOf, StoredEvents } from '../read/stored-events.js';
+import { BlockDamaged } from '../block/block-format.js';
+import { removeUnnamedBlocks } from './checkpoint-block.js';
 import { isGarbageSegment, unknownSegmentProblem } from './unknown-segments.js';
 
 /**
@@ -88,10 +91,11 @@ async function segmentsOnDisk(blobsDir: string): Promise<number[]> {
  * @returns what was replayed, and the position's segment
  * @throws the fs error of a failed read, the lmdb error of a failed commit
  */
-async function replayLog(dbs: StoreDatabases, blobsDir: string, options: IndexOptions): Promise<SegmentFindings & { replay: ReplayedBatches; positionSegment: number; rebuilt: boolean }> {
+async function replayLog(stored: StoredEvents, blobsDir: string, options: IndexOptions): Promise<SegmentFindings & { replay: ReplayedBatches; positionSegment: number; rebuilt: boolean }> {
+  const { dbs } = stored;
   const onDisk = await segmentsOnDisk(blobsDir);
   const position: LogPosition | undefined = indexedLogPosition(dbs);
-  const replay = new ReplayedBatches(dbs, options);
+  const replay = new ReplayedBatches(stored, options);
   if (!position) {
     let last = onDisk.at(-1) ?? 0;
     for (const key of dbs.segments.getKeys()) last = Math.max(last, key);
@@ -217,7 +221,8 @@ async function removeOrphans(dbs: StoreDatabases, blobsDir: string, segments: Ma
  * what LMDB lacks is replayed into batches for the head (RecoveryResult `head`), damage
  * the replay went past is quarantined, and segment tails past what either covers are cut (a
  * tail that is a frame of its segment, in a segment the log had moved on from, is quarantined
- * first: docs/STORAGE.md, "Damage in the log").
+ * first: docs/STORAGE.md, "Damage in the log"). Block files the catalogue does not name (a
+ * checkpoint's or a merge's cut short: "Blocks in the running store") are removed first.
  * @param options how creates and updates checkpointed during the replay are indexed (`shipping`:
  *   finalized events enter the shipping ledger)
  * @throws IndexDamaged when blobs/ holds a segment file with records of events that the index
@@ -225,8 +230,36 @@ async function removeOrphans(dbs: StoreDatabases, blobsDir: string, segments: Ma
  * @throws the fs error when blobs/ or staging/ cannot be read, the lmdb error of a failed commit
  */
 export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, options: IndexOptions): Promise<RecoveryResult> {
+  const stored = new StoredEvents(dbs, blocksDirOf(path.dirname(dirs.blobsDir))); // blobs/ and blocks/ are DATA_DIR's
+  try {
+    return await recoverWith(stored, dirs, options);
+  } finally {
+    stored.close();
+  }
+}
+
+/**
+ * Opens the live blocks, each read against its CRC32C (block-reader.ts `BlockReader.open`).
+ * @throws IndexDamaged naming the block that does not read back and `edge-events check --repair`,
+ *   which rebuilds the index, blocks included, from the log
+ */
+async function openBlocks(stored: StoredEvents): Promise<void> {
+  try {
+    stored.blocks();
+  } catch (err) {
+    if (!(err instanceof BlockDamaged)) throw err;
+    await stored.dbs.root.close(); // as removeOrphans does: the refused open leaves nothing mapped
+    throw new IndexDamaged(path.dirname(stored.blocksDir), err.message.replace(`block ${err.file}: `, ''), path.join('blocks', path.basename(err.file)), { cause: err });
+  }
+}
+
+/** recoverStore's work, with the store's checkpointed events open. */
+async function recoverWith(stored: StoredEvents, dirs: RecoveryDirs, options: IndexOptions): Promise<RecoveryResult> {
+  const { dbs } = stored;
   const { blobsDir, stagingDir } = dirs;
-  const { replay, skipped, damaged, positionSegment, rebuilt } = await replayLog(dbs, blobsDir, options);
+  await removeUnnamedBlocks(dbs, stored.blocksDir);
+  await openBlocks(stored);
+  const { replay, skipped, damaged, positionSegment, rebuilt } = await replayLog(stored, blobsDir, options);
   const quarantined: QuarantinedBytes[] = [];
   for (const damage of damaged) quarantined.push(await keepDamaged(blobsDir, dirs.quarantineDir, damage));
 
@@ -245,7 +278,7 @@ export async function recoverStore(dbs: StoreDatabases, dirs: RecoveryDirs, opti
     && fs.existsSync(path.join(blobsDir, segmentFileName(newest.segment)))
     ? { segment: newest.segment, committed: newest.committed }
     : undefined;
-  const [lastKey] = dbs.events.getKeys({ reverse: true, limit: 1 });
+  const [lastKey] = stored.createdAts({ reverse: true, limit: 1 });
   const lastReplayed = replay.head.at(-1)?.creates.at(-1)?.record.created_at;
   return {
     lastSegment,

@@ -16,6 +16,8 @@ import { restampSearchIndexSync } from '../index/search-index.js';
 import { restampSinkCursorsSync } from '../ledger/sink-cursors.js';
 import { restampLedgerSync } from '../ledger/sink-ledger.js';
 import { CreateRanges, framesOf } from './frame-accounting.js';
+import type { StoredEvents } from '../read/stored-events.js';
+import { hideRowSync } from './block-rows.js';
 
 /** What a re-stamp moved. Times in µs since the epoch. */
 export interface Restamped {
@@ -49,13 +51,16 @@ export interface Restamped {
  * records it holds are not in `events`), and wait for that transaction's flush before a create is
  * stamped: the log's record frames keep the old created_at, and a replay never reaches them again
  * only once LMDB's log position past them is flushed with the re-stamp.
+ * An event a block holds moves into LMDB, its row hidden (block-rows.ts).
+ * @param stored the store's checkpointed events (stored-events.ts)
  * @param nowMicros the wall clock's now (µs since the epoch)
  * @returns what moved, or undefined when no event is after `nowMicros`
  */
-export function restampAheadSync(dbs: StoreDatabases, nowMicros: number, present: RecordPresenter): Restamped | undefined {
-  const olds = [...dbs.events.getKeys({ start: nowMicros + 1 })];
+export function restampAheadSync(stored: StoredEvents, nowMicros: number, present: RecordPresenter): Restamped | undefined {
+  const { dbs } = stored;
+  const olds = [...stored.createdAts({ from: nowMicros + 1 })];
   if (olds.length === 0) return undefined;
-  const [after = 0] = dbs.events.getKeys({ start: nowMicros, reverse: true, limit: 1 });
+  const [after = 0] = stored.createdAts({ before: nowMicros + 1, reverse: true, limit: 1 });
   const shift = olds[olds.length - 1] - nowMicros;
   const news: number[] = [];
   let previous = after;
@@ -82,24 +87,24 @@ export function restampAheadSync(dbs: StoreDatabases, nowMicros: number, present
   // Oldest first: news[i] <= olds[i] < olds[i + 1], so a new key never lands on an old one not yet moved.
   olds.forEach((old, i) => {
     const to = news[i];
-    const record = decodeRecord(dbs.events.getBinary(old)!);
+    const record = decodeRecord(stored.value(old)!);
     for (const key of indexKeysOf(record)) dbs.index.removeSync(key);
-    dbs.events.removeSync(old);
+    if (!dbs.events.removeSync(old)) hideRowSync(dbs, old);
     record.created_at = to;
     if (record.finalized_at !== null) record.finalized_at = restamp(record.finalized_at);
     if (record.auto_finalized_at !== null) record.auto_finalized_at = restamp(record.auto_finalized_at);
     dbs.events.putSync(to, encodeRecord(record, present));
     dbs.eventIds.putSync(record.id, to);
-    const stored = new Set<string>();
+    const kept = new Set<string>();
     for (const fileId of fileIdsOf(record)) {
       const entry = dbs.files.get(fileId);
       if (!entry || entry.event !== old) continue;
       dbs.files.putSync(fileId, { ...entry, event: to });
-      stored.add(fileId);
+      kept.add(fileId);
     }
     for (const key of indexKeysOf(record)) {
       // A file cleanup deleted stays listed on its record, without its files-by-age entry.
-      if (key[0] === 'F' && !stored.has(fileOfAgeKey(key).fileId)) continue;
+      if (key[0] === 'F' && !kept.has(fileOfAgeKey(key).fileId)) continue;
       dbs.index.putSync(key, EMPTY);
     }
   });

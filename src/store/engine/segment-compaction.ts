@@ -25,19 +25,19 @@ interface LiveContents {
 
 /** Finds what lives in `segment`, as the index holds it now. */
 function liveContents(store: MaintenanceAccess, segment: number): LiveContents {
-  const { dbs } = store;
+  const { dbs, stored } = store;
   const blobs = [...dbs.files.getRange()].filter(({ value }) => value.segment === segment);
   const events = new Set<number>(blobs.map(({ value }) => value.event));
   const entry = dbs.segments.get(segment);
   if (entry?.firstCreate !== undefined && entry.lastCreate !== undefined) {
     const ranges = CreateRanges.read(dbs);
-    for (const createdAt of dbs.events.getKeys({ start: entry.firstCreate, end: entry.lastCreate + 1 })) {
+    for (const createdAt of stored.createdAts({ from: entry.firstCreate, before: entry.lastCreate + 1 })) {
       if (framesOf(dbs, ranges, createdAt).home === segment) events.add(createdAt);
     }
   }
   for (const { key, value } of dbs.recordFrames.getRange()) if (value.home === segment || value.updates.includes(segment)) events.add(key);
   const tombstones = [...dbs.tombstones.getRange({ start: [segment], end: [segment + 1] })];
-  return { blobs, events: [...events].filter((createdAt) => dbs.events.doesExist(createdAt)).sort((a, b) => a - b), tombstones };
+  return { blobs, events: [...events].filter((createdAt) => stored.holds(createdAt)).sort((a, b) => a - b), tombstones };
 }
 
 /**
@@ -77,7 +77,7 @@ export async function compactSegment(store: MaintenanceAccess, segment: number):
 export async function rewriteLogCopies(store: MaintenanceAccess, createdAts: readonly number[]): Promise<number> {
   let copied = 0;
   await store.paused(async () => {
-    copied = await copyRecordsForward(store, createdAts.filter((createdAt) => store.dbs.events.doesExist(createdAt)), new Map(), undefined, [], () => undefined);
+    copied = await copyRecordsForward(store, createdAts.filter((createdAt) => store.stored.holds(createdAt)), new Map(), undefined, [], () => undefined);
   });
   return copied;
 }
@@ -97,10 +97,11 @@ async function copyRecordsForward(
   const records: FrameToAppend[] = [];
   const copied: { createdAt: number; frame: number }[] = [];
   for (const createdAt of createdAts) {
-    const value = dbs.events.getBinary(createdAt);
+    const value = store.stored.value(createdAt);
     if (!value) continue;
     copied.push({ createdAt, frame: records.length });
-    records.push(recordCopyFrame(store, value, newPlace));
+    // A copy: an LMDB value is a view the file reads in recordCopyFrame overwrite (stored-events.ts `value`).
+    records.push(recordCopyFrame(store, Buffer.from(value), newPlace));
   }
   const firstTombstone = records.length;
   for (const { key, value } of tombstones) records.push({ id: value.id, kind: 'tombstone', bytes: encodeTombstone(key[1]) });

@@ -4,6 +4,7 @@
  * (segment-compaction.ts). Both run with the log stage paused and the head checkpointed,
  * so no append or checkpoint meets them; creates submitted meanwhile wait.
  */
+import type { StoredEvents } from '../read/stored-events.js';
 import type { StoreDatabases } from '../index/lmdb-env.js';
 import type { SegmentAppender } from '../log/blob-log.js';
 import type { BlobReader } from '../log/blob-reader.js';
@@ -14,6 +15,8 @@ import { holdsLive } from '../log/log-entries.js';
 /** What maintenance and reset (reset.ts) need of the writer (event-store.ts gives it). */
 export interface MaintenanceAccess {
   readonly dbs: StoreDatabases;
+  /** What checkpoints committed: the live blocks and LMDB's events (stored-events.ts). */
+  readonly stored: StoredEvents;
   readonly appender: SegmentAppender;
   readonly blobs: BlobReader;
   /** DATA_DIR/blobs, where the segments are. */

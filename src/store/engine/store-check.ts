@@ -24,7 +24,8 @@ import path from 'node:path';
 import { CheckRefused, type BadLocation, type CheckReport, type DamageInLog, type IndexAgainstLog } from './check-report.js';
 import { holdDataDir, lockDataDir } from './data-dir-lock.js';
 import { inspectIndexFile, metaIsForeign, readsAsNew, type IndexFileReport } from '../index/index-file-check.js';
-import { draftKey, pendingKey } from '../index/index-keys.js';
+import { DRAFTS_PREFIX, pendingKey } from '../index/index-keys.js';
+import { blocksDirOf, StoredEvents } from '../read/stored-events.js';
 import { indexedLogPosition, openDatabases, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import { quarantineDirOf, readQuarantine } from '../log/quarantine.js';
 import { decodeRecord, type RecordPresenter } from '../index/record-codec.js';
@@ -71,6 +72,8 @@ export function holdForCheck<T>(dataDir: string, work: () => Promise<T>): Promis
 /** What the check reads of the index before it walks the log. */
 interface IndexState {
   dbs: StoreDatabases;
+  /** The live blocks and LMDB's events (stored-events.ts). */
+  stored: StoredEvents;
   position: LogPosition | undefined;
   segments: Map<number, { committed: number; liveBlobs: number }>;
   /** File locations by segment. */
@@ -82,7 +85,8 @@ interface IndexState {
 }
 
 /** Reads what the check needs of an open index. @throws the lmdb error of a failed read */
-function readIndex(dbs: StoreDatabases): IndexState {
+function readIndex(stored: StoredEvents): IndexState {
+  const { dbs } = stored;
   const segments = new Map<number, { committed: number; liveBlobs: number }>();
   for (const { key, value } of dbs.segments.getRange()) segments.set(key, { committed: value.committed, liveBlobs: value.liveBlobs });
   const files = new Map<number, { id: string; offset: number; length: number; crc: number }[]>();
@@ -98,13 +102,13 @@ function readIndex(dbs: StoreDatabases): IndexState {
   // the oldest event the index holds that it could have deleted (docs/OPERATIONS.md, "Keeping
   // the disk bounded").
   let oldestDeletable: number | undefined;
-  for (const createdAt of dbs.events.getKeys()) {
-    if (!dbs.index.doesExist(draftKey(createdAt)) && !dbs.index.doesExist(pendingKey(createdAt))) {
+  for (const createdAt of stored.createdAts()) {
+    if (!stored.has(DRAFTS_PREFIX, createdAt) && !dbs.index.doesExist(pendingKey(createdAt))) {
       oldestDeletable = createdAt;
       break;
     }
   }
-  return { dbs, position: indexedLogPosition(dbs), segments, files, fileCount, events: dbs.eventIds.getKeysCount(), oldestDeletable };
+  return { dbs, stored, position: indexedLogPosition(dbs), segments, files, fileCount, events: stored.countBefore(Infinity), oldestDeletable };
 }
 
 /** Whether the frame ending at `end` of `segment` is covered by the index's log position. */
@@ -159,7 +163,7 @@ interface LogCopies {
  * @param end where the frame ends (bytes)
  */
 function checkRecordIndexed(index: IndexState, out: IndexAgainstLog, copies: LogCopies, segment: number, frame: ScannedFrame, end: number): void {
-  if (index.dbs.eventIds.get(frame.id) !== undefined) out.recordsIndexed++;
+  if (index.stored.createdAtOf(frame.id) !== undefined) out.recordsIndexed++;
   else if (!covered(index.position, segment, end)) out.recordsToReplay++;
   else copies.unindexed.push({ segment, frame });
 }
@@ -182,7 +186,7 @@ function judgeUnindexed(index: IndexState, out: IndexAgainstLog, copies: LogCopi
 
 /** Counts the index's events by the copies they have: both, or the index's alone (listed; docs/STORAGE.md, "Two copies of every record"). */
 function countCopies(index: IndexState, out: IndexAgainstLog, copies: LogCopies): void {
-  for (const id of index.dbs.eventIds.getKeys()) {
+  for (const { id } of index.stored.idEntries()) {
     if (copies.events.has(id)) {
       out.bothCopies++;
       continue;
@@ -226,7 +230,7 @@ async function checkSegment(report: CheckReport, blobsDir: string, segment: numb
     let end = 0;
     for await (const piece of scanSegment(handle, 0, segment)) {
       if (piece.kind === 'damaged') {
-        if (out && piece.frame?.kind === 'record' && index?.dbs.eventIds.get(piece.frame.id) !== undefined) out.indexedRecordsDamaged++;
+        if (out && piece.frame?.kind === 'record' && index?.stored.createdAtOf(piece.frame.id) !== undefined) out.indexedRecordsDamaged++;
         noteDamage(piece.frame
           ? { segment, offset: piece.offset, end: piece.end, what: 'crc', kind: piece.frame.kind, id: piece.frame.id }
           : { segment, offset: piece.offset, end: piece.end, what: 'no-frame' });
@@ -331,7 +335,7 @@ async function checkLocked(dataDir: string, present: RecordPresenter | undefined
   let index: IndexState | undefined;
   if (file.state === 'sound') {
     try {
-      index = readIndex(openDatabases(dataDir));
+      index = readIndex(new StoredEvents(openDatabases(dataDir), blocksDirOf(dataDir)));
     } catch (err) {
       report.index.state = 'unreadable';
       report.index.problem = (err as Error).message;
@@ -358,9 +362,10 @@ async function checkLocked(dataDir: string, present: RecordPresenter | undefined
       }
       judgeUnindexed(index, against, copies);
       countCopies(index, against, copies);
-      if (present) checkRecords(index.dbs, against, present);
+      if (present) checkRecords(index.stored, against, present);
     }
   } finally {
+    index?.stored.close();
     await index?.dbs.root.close();
   }
   const against = report.indexAgainstLog;

@@ -29,6 +29,7 @@ import fs from 'node:fs';
 import type { StoreDatabases } from '../index/lmdb-env.js';
 import type { RecordPresenter } from '../index/record-codec.js';
 import { restampAheadSync, type Restamped } from './restamp.js';
+import type { StoredEvents } from '../read/stored-events.js';
 import { storeHandles, type StoreView } from '../read/store-view.js';
 import { CLOCK_JUMP_MICROS, createdAtClock, lastUniqueMicros, restartUniqueMicros, type ClockJump } from '../record/timestamps.js';
 
@@ -274,7 +275,7 @@ export class StoreClock {
     if (behind) await checkpoint().catch((err: unknown) => { behind = false; options.onError?.(err); });
     let begun: { start: ClockRecord['start']; found: JumpRecord[]; restamped: Restamped | undefined } | undefined;
     try {
-      begun = await dbs.root.transaction(() => StoreClock.beginSync(dbs, newest, wall, behind, options.present));
+      begun = await dbs.root.transaction(() => StoreClock.beginSync(store[storeHandles].stored, newest, wall, behind, options.present));
       await dbs.root.flushed;
     } catch (err) {
       options.onError?.(err);
@@ -293,14 +294,15 @@ export class StoreClock {
    * the jumps found and this start's epoch and running time in `meta['storeClock']`.
    * @param wall the wall clock at the open (µs)
    */
-  private static beginSync(dbs: StoreDatabases, newest: number, wall: number, behind: boolean, present: RecordPresenter) {
+  private static beginSync(stored: StoredEvents, newest: number, wall: number, behind: boolean, present: RecordPresenter) {
+    const { dbs } = stored;
     const saved = readSaved(dbs);
     const record = readClock(dbs);
     const epochs = record?.epochs ?? [];
     const jumps = { ...(record?.jumps ?? { forward: 0, backward: 0, restamped: 0, last: null }) };
     const run = Math.max(saved?.run ?? 0, epochs.at(-1)?.run ?? 0);
     const found: JumpRecord[] = [];
-    const restamped = behind ? restampAheadSync(dbs, wall, present) : undefined;
+    const restamped = behind ? restampAheadSync(stored, wall, present) : undefined;
     if (restamped) {
       found.push({ micros: -restamped.shift, found: 'start', at: wall, restamped: restamped.events });
       // The re-stamped events count as created now: how long they were held before is unknown.
@@ -311,7 +313,7 @@ export class StoreClock {
       if (Math.abs(micros) >= CLOCK_JUMP_MICROS) found.push({ micros, found: 'downtime', at: wall, restamped: 0 });
     }
     // Epochs wholly before the oldest event stored reckon nothing any more.
-    const [oldest] = dbs.events.getKeys({ limit: 1 });
+    const [oldest] = stored.createdAts({ limit: 1 });
     while (oldest !== undefined && epochs.length > 1 && epochs[1].from <= oldest) epochs.shift();
     const start = { run, monotonic: monotonicMicros(), pid: process.pid };
     // The next created_at is past the newest stored (re-stamped) and every one this thread gave out.

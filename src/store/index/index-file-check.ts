@@ -297,10 +297,11 @@ export function inspectIndexFile(dataDir: string, options: { walk?: boolean } = 
  * the command that repairs it (docs/OPERATIONS.md, "Checking and repairing a data folder").
  */
 export class IndexDamaged extends Error {
-  constructor(readonly dataDir: string, readonly problem: string) {
-    super(`DATA_DIR ${dataDir}: the index ${path.join('db', 'data.mdb')} ${problem}. The log in blobs/ holds the events: `
+  /** @param part the index's file the problem is in (default db/data.mdb; a block: docs/STORAGE.md, "Blocks") */
+  constructor(readonly dataDir: string, readonly problem: string, part = path.join('db', 'data.mdb'), options?: ErrorOptions) {
+    super(`DATA_DIR ${dataDir}: the index ${part} ${problem}. The log in blobs/ holds the events: `
       + `stop the store and run \`edge-events check --repair --data-dir ${dataDir}\` to rebuild the index from it `
-      + '(docs/OPERATIONS.md, "Checking and repairing a data folder")');
+      + '(docs/OPERATIONS.md, "Checking and repairing a data folder")', options);
     this.name = 'IndexDamaged';
   }
 }

@@ -3,8 +3,9 @@
  * opens the damaged index at `argv[2]` read-only and writes first `{"recordCopies": v}`, the
  * version of "Two copies of every record" its meta names (null when none or unreadable), then every
  * record it can read to stdout, one JSON line each: `{"id", "createdAt", "value"}` (the stored value, base64); then each file
- * entry it can read, `{"file", "kind", "contentType"}`; then `{"unreadable": [ids]}`, the events
- * `event_ids` names whose record does not read. A page LMDB cannot
+ * entry it can read, `{"file", "kind", "contentType"}`; then `{"blocks": [names], "hidden":
+ * [created_at]}`, the block catalogue and its hidden rows (null when either does not read whole);
+ * then `{"unreadable": [ids]}`, the events `event_ids` names whose record does not read. A page LMDB cannot
  * read costs the reads that reach it; a file cut short may end the process with SIGBUS, and the
  * parent keeps the lines written before.
  */
@@ -57,4 +58,13 @@ try {
 } catch {
   root.resetReadTxn(); // the files' kinds and types after a damaged page are taken as unknown
 }
+let blocks: string[] | null = null;
+let hidden: number[] | null = null;
+try {
+  blocks = [...root.openDB<{ name: string }, number>({ name: 'blocks', encoding: 'msgpack' }).getRange()].map(({ value }) => value.name);
+  hidden = [...root.openDB<Buffer, number>({ name: 'block_hidden', encoding: 'binary' }).getKeys()];
+} catch {
+  root.resetReadTxn(); // the blocks' rows are then not salvaged: a deleted event's row must not come back
+}
+process.stdout.write(`${JSON.stringify({ blocks: hidden && blocks, hidden })}\n`);
 process.stdout.write(`${JSON.stringify({ unreadable })}\n`);

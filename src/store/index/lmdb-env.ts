@@ -11,6 +11,8 @@
  *   record_frames created_at (µs) -> EventFrames: an event's record copy and update frames (frame-accounting.ts)
  *   tombstones [segment, created_at] -> the deleted event's id and home segment, while that segment is on disk
  *   meta      name -> value (counters, next segment number)
+ *   blocks    created_at (µs) of a block's oldest row -> BlockEntry: the block catalogue (docs/STORAGE.md, "Blocks")
+ *   block_hidden created_at (µs) -> empty: rows of live blocks that are deleted, or whose event LMDB holds since
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -44,6 +46,31 @@ export interface StoreDatabases {
   /** Tombstones still needed: [their segment, the event's created_at] -> the event's id and home segment. */
   tombstones: Database<{ id: string; home: number }, [number, number]>;
   meta: Database<unknown, string>;
+  /** The block catalogue: the live block files under DATA_DIR/blocks, by their oldest row's created_at (µs). */
+  blocks: Database<BlockEntry, number>;
+  /** Rows of live blocks to skip, by created_at (µs): events deleted, or updated and held by `events` since. */
+  blockHidden: Database<Buffer, number>;
+}
+
+/**
+ * A live block in the catalogue (docs/STORAGE.md, "Blocks"): its file in DATA_DIR/blocks, the
+ * created_at (µs) of its newest row, its rows and size (bytes), and its merge level (0: written by
+ * a checkpoint; n + 1: a merge of level-n blocks).
+ */
+export interface BlockEntry {
+  name: string;
+  newest: number;
+  rows: number;
+  bytes: number;
+  level: number;
+}
+
+/** Where `meta` keeps the count of changes to the block catalogue and its hidden rows, which tells a thread's open blocks are stale. */
+export const BLOCKS_VERSION_KEY = 'blocksVersion';
+
+/** Counts a change to the block catalogue or its hidden rows; call inside a write transaction. */
+export function blocksChanged(dbs: StoreDatabases): void {
+  dbs.meta.putSync(BLOCKS_VERSION_KEY, ((dbs.meta.get(BLOCKS_VERSION_KEY) as number | undefined) ?? 0) + 1);
 }
 
 /**
@@ -79,6 +106,8 @@ export function openDatabases(dataDir: string): StoreDatabases {
     recordFrames: root.openDB({ name: 'record_frames', encoding: 'msgpack' }),
     tombstones: root.openDB({ name: 'tombstones', encoding: 'msgpack' }),
     meta: root.openDB({ name: 'meta', encoding: 'msgpack' }),
+    blocks: root.openDB({ name: 'blocks', encoding: 'msgpack' }),
+    blockHidden: root.openDB({ name: 'block_hidden', encoding: 'binary' }),
   };
 }
 

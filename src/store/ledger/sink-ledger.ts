@@ -13,7 +13,7 @@
  * event; a cursor is `meta['ledger:<sink>']`, a seq.
  */
 import type { Key } from 'lmdb';
-import { deadLetterKey, draftKey, EMPTY, ledgerKey, ledgerRange, pendingKey } from '../index/index-keys.js';
+import { deadLetterKey, DRAFTS_PREFIX, EMPTY, ledgerKey, ledgerRange, pendingKey } from '../index/index-keys.js';
 import { addToCounters, readCounters, type StoreDatabases } from '../index/lmdb-env.js';
 import { storeHandles, type StoreHandles } from '../read/store-view.js';
 
@@ -22,7 +22,7 @@ import { storeHandles, type StoreHandles } from '../read/store-view.js';
  * head holds for them (store-view.ts `StoreView` is one).
  */
 export interface LedgerStore {
-  readonly [storeHandles]: Pick<StoreHandles, 'dbs'>;
+  readonly [storeHandles]: Pick<StoreHandles, 'dbs' | 'stored'>;
   /** Some sink is configured. */
   readonly shipping: boolean;
   /** Finalized creates still in the head: they enter the ledger with their checkpoint. */
@@ -118,7 +118,8 @@ export async function markShipped(store: LedgerStore, sink: string, through: num
  */
 export function isProtected(store: LedgerStore, createdAt: number): boolean {
   if (!store.shipping) return false;
-  return store[storeHandles].dbs.index.doesExist(pendingKey(createdAt)) || store[storeHandles].dbs.index.doesExist(draftKey(createdAt));
+  const { dbs, stored } = store[storeHandles];
+  return dbs.index.doesExist(pendingKey(createdAt)) || stored.has(DRAFTS_PREFIX, createdAt);
 }
 
 /** How many events some sink has not shipped, counted from the index (not from `uploadsPending`). */

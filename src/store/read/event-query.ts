@@ -361,11 +361,12 @@ export function countSlice(store: StoreView, query: EventQuery, counts: EventCou
 
 /**
  * created_at of the oldest and of the newest record, each null when the store is empty; the
- * head's creates (head.ts) are newer than every record in LMDB.
+ * head's creates (head.ts) are newer than every record checkpointed.
  */
 export function oldestAndNewest(store: StoreView): { oldest: number | null; newest: number | null } {
-  const [oldest] = store[storeHandles].dbs.events.getKeys({ limit: 1 });
-  const [newest] = store[storeHandles].dbs.events.getKeys({ limit: 1, reverse: true });
+  const { stored } = store[storeHandles];
+  const [oldest] = stored.createdAts({ limit: 1 });
+  const [newest] = stored.createdAts({ limit: 1, reverse: true });
   const head = store.headBounds();
   return { oldest: oldest ?? head?.oldest ?? null, newest: head?.newest ?? newest ?? null };
 }

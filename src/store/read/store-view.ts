@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { BlobReader } from '../log/blob-reader.js';
-import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, readEventValue, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
+import { EMPTY_COUNTERS, indexedLogPosition, openDatabases, readCounters, type Counters, type StoreDatabases } from '../index/lmdb-env.js';
 import { liveFrameBytes, type FileEntry } from '../log/log-entries.js';
 import type { EventRecord } from '../record/event-record.js';
 import { decodeRecord, storedJson, type RecordPresenter } from '../index/record-codec.js';
@@ -16,7 +16,8 @@ import type { Head } from '../head/head.js';
 import { quarantineDirOf, readQuarantine, type QuarantineSummary } from '../log/quarantine.js';
 import { BelowCursor, NO_VALUES, ProbeCursor, UnionCursor, type CreatedAtCursor, type Direction } from '../index/created-at-cursors.js';
 import { DRAFTS_PREFIX } from '../index/index-keys.js';
-import { LmdbIndexSource, type IndexSource } from '../index/index-source.js';
+import type { IndexSource } from '../index/index-source.js';
+import { blocksDirOf, StoredEvents } from './stored-events.js';
 import { RecordChecker } from './record-checker.js';
 
 /** How a store is run. */
@@ -40,6 +41,8 @@ const MAX_ID_LENGTH = 36;
 /** A view's LMDB handles and where its log lives: what the store's own modules work with. */
 export interface StoreHandles {
   readonly dbs: StoreDatabases;
+  /** What checkpoints committed: the live blocks and LMDB's events (stored-events.ts). */
+  readonly stored: StoredEvents;
   readonly blobs: BlobReader;
   /** DATA_DIR/blobs, where the log's segment files are. */
   readonly blobsDir: string;
@@ -75,15 +78,15 @@ export class StoreView {
   /** Checks large records against a read's filter on a worker (record-checker.ts), started at the first. */
   readonly records = new RecordChecker();
 
-  /** LMDB's index as a plan reads it (index-source.ts). */
-  private readonly lmdbIndex: LmdbIndexSource;
+  /** What checkpoints committed, as a plan reads it: the live blocks and LMDB (stored-events.ts). */
+  protected readonly stored: StoredEvents;
 
   constructor(protected readonly dbs: StoreDatabases, readonly dataDir: string, storeOptions: StoreOptions) {
-    this.lmdbIndex = new LmdbIndexSource(dbs);
+    this.stored = new StoredEvents(dbs, blocksDirOf(dataDir));
     this.blobsDir = path.join(dataDir, 'blobs');
     this.stagingDir = path.join(dataDir, 'staging');
     this.blobs = new BlobReader(this.blobsDir);
-    this[storeHandles] = { dbs, blobs: this.blobs, blobsDir: this.blobsDir };
+    this[storeHandles] = { dbs, stored: this.stored, blobs: this.blobs, blobsDir: this.blobsDir };
     this.sinks = storeOptions.sinks;
     this.present = storeOptions.present;
   }
@@ -123,9 +126,9 @@ export class StoreView {
     return createdAt === undefined ? undefined : this.getRecord(createdAt);
   }
 
-  /** created_at (µs) of event `id`, in LMDB or in the head. */
+  /** created_at (µs) of event `id`, checkpointed or in the head. */
   private createdAtOf(id: string): number | undefined {
-    return this.dbs.eventIds.get(id) ?? this.head?.createdAtOf(id);
+    return this.stored.createdAtOf(id) ?? this.head?.createdAtOf(id);
   }
 
   /**
@@ -148,18 +151,19 @@ export class StoreView {
 
   /**
    * The stored value (record-codec.ts) of the event created at `createdAt` (µs), from the head or
-   * from LMDB, with the head's updates to it applied; an LMDB value is valid only until the next
-   * LMDB read on this thread (lmdb-env.ts `readEventValue`).
+   * as checkpointed (stored-events.ts `value`), with the head's updates to it applied; an LMDB
+   * value is valid only until the next LMDB read on this thread (lmdb-env.ts `readEventValue`).
+   * @throws BlockDamaged (block-format.ts) when its block's record fails its CRC32C
    */
   eventValue(createdAt: number): Buffer | undefined {
     const { head } = this;
     const own = head?.value(createdAt);
     if (own) return own;
-    if (!head?.isUpdated(createdAt)) return readEventValue(this.dbs, createdAt);
+    if (!head?.isUpdated(createdAt)) return this.stored.value(createdAt);
     // The log position is read in the same LMDB snapshot as the value (head.ts `overlay`),
     // and before it: a read reuses the buffer the value is read into.
     const covered = indexedLogPosition(this.dbs);
-    const stored = readEventValue(this.dbs, createdAt);
+    const stored = this.stored.value(createdAt);
     return stored && head.overlay(createdAt, stored, covered);
   }
 
@@ -169,7 +173,7 @@ export class StoreView {
    */
   private updatedRecord(head: Head, createdAt: number): EventRecord | undefined {
     const covered = indexedLogPosition(this.dbs); // before the value: a read reuses its buffer
-    const stored = readEventValue(this.dbs, createdAt);
+    const stored = this.stored.value(createdAt);
     return stored && (head.overlaidRecord(createdAt, stored, covered) ?? decodeRecord(stored));
   }
 
@@ -198,7 +202,7 @@ export class StoreView {
    * its record as updated.
    */
   withHead(plan: (source: IndexSource) => CreatedAtCursor, lo: number, hi: number, direction: Direction, accepts: (record: EventRecord) => boolean): CreatedAtCursor {
-    const stored = plan(this.lmdbIndex);
+    const stored = plan(this.stored);
     const { head } = this;
     if (!head || head.empty) return stored;
     const below = new BelowCursor(stored, () => head.oldest, direction);
@@ -228,7 +232,7 @@ export class StoreView {
     if (!this.head || !this.shipping) return { events: 0, oldest: null };
     const finalized = (source: IndexSource) => new ProbeCursor(source.eventRange(-Infinity, Infinity, 'asc'), [(ts) => !source.has(DRAFTS_PREFIX, ts)], 'asc');
     const oldest = this.inHead(finalized, -Infinity, Infinity, 'asc', (record) => !record.draft).seek(-Infinity) ?? null;
-    return { events: this.head.addTo(EMPTY_COUNTERS, indexedLogPosition(this.dbs), (ts) => this.dbs.events.doesExist(ts)).uploadsPending, oldest };
+    return { events: this.head.addTo(EMPTY_COUNTERS, indexedLogPosition(this.dbs), (ts) => this.stored.holds(ts)).uploadsPending, oldest };
   }
 
   /** Oldest and newest created_at (µs) of the events in the head, or undefined when it is empty. */
@@ -243,7 +247,7 @@ export class StoreView {
    * acknowledged a moment ago, which are still in the head until the next checkpoint.
    */
   oldestEventFrom(from: number): number | undefined {
-    const [stored] = this.dbs.events.getKeys({ start: from, limit: 1 });
+    const [stored] = this.stored.createdAts({ from, limit: 1 });
     const inHead = this.head?.empty === false ? this.head.index.eventRange(from, Infinity, 'asc').seek(from) : undefined;
     if (stored === undefined || inHead === undefined) return stored ?? inHead;
     return Math.min(stored, inHead);
@@ -256,7 +260,7 @@ export class StoreView {
     if (stored || !this.head) return stored;
     const entry = this.head.file(fileId);
     // A file attached in the head to an event a cleanup has since deleted is gone with its event.
-    return entry && (this.head.holds(entry.event) || this.dbs.events.doesExist(entry.event)) ? entry : undefined;
+    return entry && (this.head.holds(entry.event) || this.stored.holds(entry.event)) ? entry : undefined;
   }
 
   /**
@@ -277,7 +281,7 @@ export class StoreView {
   counters(): Counters {
     const counters = readCounters(this.dbs);
     // One read snapshot: the counters and the log position they cover.
-    return this.head ? this.head.addTo(counters, indexedLogPosition(this.dbs), (ts) => this.dbs.events.doesExist(ts)) : counters;
+    return this.head ? this.head.addTo(counters, indexedLogPosition(this.dbs), (ts) => this.stored.holds(ts)) : counters;
   }
 
   /**
@@ -310,7 +314,7 @@ export class StoreView {
   /** Bytes of LMDB pages in use: the branch, leaf and overflow pages of every database. */
   lmdbBytes(): number {
     let pages = 2; // the two meta pages
-    for (const db of [this.dbs.events, this.dbs.eventIds, this.dbs.index, this.dbs.files, this.dbs.segments, this.dbs.recordFrames, this.dbs.tombstones, this.dbs.meta]) {
+    for (const db of [this.dbs.events, this.dbs.eventIds, this.dbs.index, this.dbs.files, this.dbs.segments, this.dbs.recordFrames, this.dbs.tombstones, this.dbs.meta, this.dbs.blocks, this.dbs.blockHidden]) {
       const stats = db.getStats() as { treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number };
       pages += stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages;
     }
@@ -328,15 +332,23 @@ export class StoreView {
     return bytes;
   }
 
-  /** total_storage_bytes (docs/STORAGE.md, "Reclaiming space"): live blob bytes + the log's record copies + LMDB pages in use. */
+  /** Bytes of the live block files (docs/STORAGE.md, "Blocks"), as the catalogue lists them. */
+  blockBytes(): number {
+    let bytes = 0;
+    for (const { value } of this.dbs.blocks.getRange()) bytes += value.bytes;
+    return bytes;
+  }
+
+  /** total_storage_bytes (docs/STORAGE.md, "Reclaiming space"): live blob bytes + the log's record copies + block files + LMDB pages in use. */
   storageBytes(): number {
-    return this.counters().liveBlobBytes + this.recordCopyBytes() + this.lmdbBytes();
+    return this.counters().liveBlobBytes + this.recordCopyBytes() + this.blockBytes() + this.lmdbBytes();
   }
 
   /** Closes the view's file handles and LMDB environment. */
   async close(): Promise<void> {
     await this.records.close();
     await this.blobs.close();
+    this.stored.close();
     await this.dbs.root.close();
   }
 }

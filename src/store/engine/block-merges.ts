@@ -1,0 +1,127 @@
+/**
+ * Merges of live blocks (docs/STORAGE.md, "Blocks", "Merges"), run by the lifecycle worker, as
+ * Prometheus's compaction merges its blocks into larger ones: each step takes one run of blocks,
+ * writes their rows less the hidden ones as one block of the next level, swaps the catalogue in
+ * one commit and removes the files it replaced. A block whose rows are all hidden (deleted by
+ * retention or a limit, or moved to LMDB by an update) goes without a write.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { mergedRows } from '../block/block-merge.js';
+import type { BlockReader } from '../block/block-reader.js';
+import { encodeBlock, writeBlockFile } from '../block/block-writer.js';
+import { blocksChanged, type BlockEntry, type StoreDatabases } from '../index/lmdb-env.js';
+import type { StoredEvents } from '../read/stored-events.js';
+import { blockFileName } from './checkpoint-block.js';
+
+/** Blocks of one level a merge takes at most, and waits for before it merges them. */
+export const MERGE_FAN_IN = 8;
+
+/**
+ * Largest block a merge writes (bytes): a merge holds its rows in memory, and the blocks of a
+ * store of millions of small events stay tens, not thousands.
+ */
+export const MAX_MERGED_BYTES = 32 * 1024 * 1024;
+
+/** A block as the catalogue lists it: its oldest row's created_at (µs, the key) and its entry. */
+export interface CatalogueBlock {
+  oldest: number;
+  entry: BlockEntry;
+}
+
+/**
+ * The blocks the next merge takes, oldest first, or undefined when none is due:
+ * - the oldest block with half its rows or more hidden, alone (its hidden rows' bytes back);
+ * - else the oldest run of MERGE_FAN_IN adjacent blocks of one level, each under half of
+ *   MAX_MERGED_BYTES, together at most MAX_MERGED_BYTES.
+ * @param hiddenIn how many rows of a block are hidden
+ */
+export function plannedMerge(blocks: readonly CatalogueBlock[], hiddenIn: (block: CatalogueBlock) => number): CatalogueBlock[] | undefined {
+  const sparse = blocks.find((block) => hiddenIn(block) * 2 >= block.entry.rows);
+  if (sparse) return [sparse];
+  let run: CatalogueBlock[] = [];
+  let bytes = 0;
+  for (const block of blocks) {
+    const { level, bytes: size } = block.entry;
+    const fits = size * 2 < MAX_MERGED_BYTES && run.length > 0 && run[0].entry.level === level && bytes + size <= MAX_MERGED_BYTES;
+    if (!fits) {
+      run = size * 2 < MAX_MERGED_BYTES ? [block] : [];
+      bytes = run.length > 0 ? size : 0;
+      continue;
+    }
+    run.push(block);
+    bytes += size;
+    if (run.length === MERGE_FAN_IN) return run;
+  }
+  return undefined;
+}
+
+/** What one merge did. */
+export interface MergeReport {
+  /** Blocks it replaced. */
+  blocks: number;
+  /** Rows of the block it wrote (0: none written, every row was hidden). */
+  rows: number;
+  /** Bytes of the block it wrote. */
+  bytes: number;
+}
+
+/**
+ * Runs one merge when one is due (`plannedMerge`). Its commit checks that the catalogue still
+ * names the blocks it read (a reset may have cleared it meanwhile: the new file is then removed
+ * and nothing changes). Rows hidden after it read them stay hidden in the new block, by their
+ * created_at.
+ * @param flushed resolves once the merge's commit is on disk: the old files go after it
+ * @param plan which blocks to merge (default `plannedMerge`)
+ * @returns what it did, or undefined when no merge was due
+ * @throws BlockDamaged when a block it reads fails its CRC (a damaged block is never merged: the
+ *   scrub and `edge-events check` name it); the fs error of the write, the lmdb error of the commit
+ */
+export async function mergeStep(stored: StoredEvents, flushed: () => Promise<void>, planned = plannedMerge): Promise<MergeReport | undefined> {
+  const { dbs } = stored;
+  const catalogue: CatalogueBlock[] = [...dbs.blocks.getRange()].map(({ key, value }) => ({ oldest: key, entry: value }));
+  const plan = planned(catalogue, (block) => dbs.blockHidden.getKeysCount({ start: block.oldest, end: block.entry.newest + 1 }));
+  if (!plan) return undefined;
+  const readers = readersOf(stored, plan);
+  const hidden = new Set<number>(dbs.blockHidden.getKeys({ start: plan[0].oldest, end: plan[plan.length - 1].entry.newest + 1 }));
+  const rows = mergedRows(readers, { deleted: (createdAt) => hidden.has(createdAt), updated: () => undefined });
+  const level = Math.max(...plan.map((block) => block.entry.level)) + 1;
+  let written: CatalogueBlock | undefined;
+  if (rows.length > 0) {
+    const name = blockFileName(rows[0].createdAt, rows[rows.length - 1].createdAt, level);
+    const { bytes } = await writeBlockFile(stored.blocksDir, name, encodeBlock(rows, readers[readers.length - 1].toc.covers));
+    written = { oldest: rows[0].createdAt, entry: { name, newest: rows[rows.length - 1].createdAt, rows: rows.length, bytes, level } };
+  }
+  const swapped = await dbs.root.transaction(() => swapSync(dbs, plan, written, hidden));
+  if (!swapped) {
+    if (written) await fs.rm(path.join(stored.blocksDir, written.entry.name), { force: true });
+    return undefined;
+  }
+  await flushed();
+  await Promise.all(plan.map((block) => fs.rm(path.join(stored.blocksDir, block.entry.name), { force: true })));
+  return { blocks: plan.length, rows: rows.length, bytes: written?.entry.bytes ?? 0 };
+}
+
+/** The open readers of the blocks of `plan`, from this thread's live blocks. */
+function readersOf(stored: StoredEvents, plan: readonly CatalogueBlock[]): BlockReader[] {
+  const byName = new Map(stored.blocks().blocks.map((reader) => [path.basename(reader.file), reader]));
+  return plan.map((block) => {
+    const reader = byName.get(block.entry.name);
+    if (!reader) throw new Error(`block ${block.entry.name} is in the catalogue but not open`);
+    return reader;
+  });
+}
+
+/**
+ * The merge's commit: `plan` out of the catalogue, `written` in, the hidden rows it left out
+ * forgotten; call inside a write transaction.
+ * @returns false, changing nothing, when the catalogue no longer names every block of `plan`
+ */
+function swapSync(dbs: StoreDatabases, plan: readonly CatalogueBlock[], written: CatalogueBlock | undefined, hidden: ReadonlySet<number>): boolean {
+  if (plan.some((block) => dbs.blocks.get(block.oldest)?.name !== block.entry.name)) return false;
+  for (const block of plan) dbs.blocks.removeSync(block.oldest);
+  if (written) dbs.blocks.putSync(written.oldest, written.entry);
+  for (const createdAt of hidden) dbs.blockHidden.removeSync(createdAt);
+  blocksChanged(dbs);
+  return true;
+}
