@@ -8,7 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PutOptions } from 'lmdb';
 import { draftKey, EMPTY, fileAgeKey, fileIdsOf, indexKeysOf } from '../index/index-keys.js';
 import { enterLedger } from '../ledger/sink-ledger.js';
-import { addToCounters, blocksChanged, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
+import { addToCounters, indexedLogPosition, LOG_POSITION_KEY, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
 import type { FileEntry } from '../log/log-entries.js';
 import type { HeadBatch, LoggedCreate, LoggedEntries } from '../head/head.js';
 import { IndexKeyOrder } from '../index/index-key-order.js';
@@ -124,25 +124,34 @@ export async function indexLogged(
   await dbs.root.transaction(() => {
     if (block) enterBlockSync(dbs, block);
     else hideInBlocksSync(stored, creates);
-    for (const [number, added] of bySegment) {
-      const segment = dbs.segments.get(number) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
-      dbs.segments.putSync(number, {
-        ...segment,
-        committed: Math.max(segment.committed, added.end),
-        liveBytes: segment.liveBytes + added.bytes,
-        liveBlobs: segment.liveBlobs + added.blobs,
-      });
-    }
-    const position = indexedLogPosition(dbs);
-    if (!position || position.segment < logEnd.segment || (position.segment === logEnd.segment && position.offset < logEnd.offset)) {
-      dbs.meta.putSync(LOG_POSITION_KEY, logEnd);
-    }
+    advanceLogSync(dbs, bySegment, logEnd);
     addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes });
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
     for (const { record, frame, copy } of creates) if (copy && frame) dbs.recordFrames.putSync(record.created_at, { home: frame.segment, updates: [] });
     updates.forEach((update, i) => applyLoggedUpdateSync(stored, update, updateSegments[i], frames, { shipping, present }));
     frames.apply(dbs);
   });
+}
+
+/**
+ * Adds what a checkpoint logged to each segment's entry (`bySegment`: where its frames end, the
+ * bytes and blobs it added) and moves LMDB's log position to `logEnd` unless it is past it; call
+ * inside the checkpoint's write transaction.
+ */
+function advanceLogSync(dbs: StoreDatabases, bySegment: ReadonlyMap<number, { end: number; bytes: number; blobs: number }>, logEnd: LogPosition): void {
+  for (const [number, added] of bySegment) {
+    const segment = dbs.segments.get(number) ?? { committed: 0, liveBytes: 0, liveBlobs: 0 };
+    dbs.segments.putSync(number, {
+      ...segment,
+      committed: Math.max(segment.committed, added.end),
+      liveBytes: segment.liveBytes + added.bytes,
+      liveBlobs: segment.liveBlobs + added.blobs,
+    });
+  }
+  const position = indexedLogPosition(dbs);
+  if (!position || position.segment < logEnd.segment || (position.segment === logEnd.segment && position.offset < logEnd.offset)) {
+    dbs.meta.putSync(LOG_POSITION_KEY, logEnd);
+  }
 }
 
 /**
