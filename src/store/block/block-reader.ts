@@ -7,7 +7,9 @@
  * Kept in memory per block: the created_at of every row (8 bytes a row), the locations and ids
  * sections (44 bytes a row) and the postings offsets (the prefix's JSON and 14 bytes a distinct
  * prefix). A postings list and a record are read from the file when asked for, and checked
- * against their CRC32C then.
+ * against their CRC32C then; the postings lists read last are kept, as their rows' created_at
+ * (8 bytes an entry, POSTINGS_CACHE_ENTRIES a block at most), since a plan's probes ask the same
+ * list once a row.
  */
 import fs from 'node:fs';
 import type { Key } from 'lmdb';
@@ -27,8 +29,18 @@ interface PostingsPlace {
   crc: number;
 }
 
+/** Entries of postings lists a block keeps read (8 bytes each: 2 MiB a block). */
+const POSTINGS_CACHE_ENTRIES = 1 << 18;
+
+/** A prefix the block has no postings for, as the cache keeps it. */
+const NOT_POSTED = new Float64Array(0);
+
 /** An open block file. Close it when done with it. */
 export class BlockReader implements IndexSource {
+  /** The created_at (µs) of the rows of the postings lists read last, by prefix key, least recently used first. */
+  private readonly postings = new Map<string, Float64Array>();
+  private postingsEntries = 0;
+
   private constructor(
     readonly file: string,
     private readonly fd: number,
@@ -89,11 +101,8 @@ export class BlockReader implements IndexSource {
   }
 
   keyRange(prefix: readonly Key[], lo: number, hi: number, direction: Direction): CreatedAtCursor {
-    const posted = this.posted(prefix, lo, hi);
-    if (!posted || posted.end === posted.first) return NO_VALUES;
-    const values = new Float64Array(posted.end - posted.first);
-    for (let i = posted.first; i < posted.end; i++) values[i - posted.first] = this.createdAts[posted.rowAt(i)];
-    return new SortedValuesCursor(values, lo, hi, direction);
+    const values = this.posted(prefix);
+    return values.length === 0 ? NO_VALUES : new SortedValuesCursor(values, lo, hi, direction);
   }
 
   eventRange(lo: number, hi: number, direction: Direction): CreatedAtCursor {
@@ -211,25 +220,46 @@ export class BlockReader implements IndexSource {
 
   /** How many rows posted under `prefix` lie within [lo, hi] (µs). */
   private count(prefix: readonly Key[], lo: number, hi: number): number {
-    const posted = this.posted(prefix, lo, hi);
-    return posted ? posted.end - posted.first : 0;
+    const values = this.posted(prefix);
+    return values.length === 0 ? 0 : firstAtLeast(values, hi + 1) - firstAtLeast(values, lo);
   }
 
   /**
-   * The postings list of `prefix`, read and checked, and the stretch [first, end) of it whose rows
-   * lie within [lo, hi] (µs); undefined when the block has no such prefix.
+   * The created_at (µs) of the rows posted under `prefix`, ascending (empty when none): from the
+   * cache, or read, checked and kept.
    * @throws BlockDamaged when the postings list read does not match its CRC32C
    */
-  private posted(prefix: readonly Key[], lo: number, hi: number): { rowAt: (i: number) => number; first: number; end: number } | undefined {
-    const place = this.postingsPlace(prefixKey(prefix));
-    if (!place) return undefined;
+  private posted(prefix: readonly Key[]): Float64Array {
+    const key = prefixKey(prefix);
+    const kept = this.postings.get(key);
+    if (kept) {
+      this.postings.delete(key); // to the end: the most recently used
+      this.postings.set(key, kept);
+      return kept;
+    }
+    const place = this.postingsPlace(key);
+    const values = place ? this.readPostings(key, place) : NOT_POSTED;
+    this.postings.set(key, values);
+    this.postingsEntries += values.length;
+    for (const [oldest, list] of this.postings) {
+      if (this.postingsEntries <= POSTINGS_CACHE_ENTRIES || oldest === key) break;
+      this.postings.delete(oldest);
+      this.postingsEntries -= list.length;
+    }
+    return values;
+  }
+
+  /**
+   * The postings list at `place`, read and checked, as its rows' created_at (µs).
+   * @throws BlockDamaged when it does not match its CRC32C
+   */
+  private readPostings(key: string, place: PostingsPlace): Float64Array {
     const width = postingBytes(this.toc.rows);
     const list = readAt(this.fd, this.toc.sections.postings.offset + place.offset, place.count * width);
-    if (checksum(list) !== place.crc) throw new BlockDamaged(this.file, `the postings of ${prefixKey(prefix)} fail their CRC`);
-    const rowAt = width === 2 ? (i: number) => list.readUInt16LE(i * 2) : (i: number) => list.readUInt32LE(i * 4);
-    const firstRow = firstAtLeast(this.createdAts, lo);
-    const endRow = firstAtLeast(this.createdAts, hi + 1);
-    return { rowAt, first: firstIndex(place.count, (i) => rowAt(i) >= firstRow), end: firstIndex(place.count, (i) => rowAt(i) >= endRow) };
+    if (checksum(list) !== place.crc) throw new BlockDamaged(this.file, `the postings of ${key} fail their CRC`);
+    const values = new Float64Array(place.count);
+    for (let i = 0; i < place.count; i++) values[i] = this.createdAts[width === 2 ? list.readUInt16LE(i * 2) : list.readUInt32LE(i * 4)];
+    return values;
   }
 
   /** Where the postings of the prefix whose key is `key` lie, or undefined when none has it. */
