@@ -20,7 +20,8 @@
  * On the mixed folder (fault-injection.ts): in the log's segments a flipped byte, a zeroed 4 KiB
  * page, a lost 4 KiB page (reads as the zeros it held before the write), a cut at a random byte
  * and a missing segment; in db/data.mdb a flipped byte, a zeroed page, a lost page (reads as it
- * was at the clean stop; made on each page changed since, in turn) and a cut. The store is started
+ * was at the clean stop; made on each page changed since, in turn) and a cut; in a block file
+ * (docs/STORAGE.md, "Blocks") a flipped byte, a zeroed page and a cut, anywhere in it. The store is started
  * on the copy. Once its start-up cleanup has ended (its consistency pass drops file entries whose
  * bytes are missing or fail their CRC), every acknowledged event is read back (`GET
  * /v2/events/{id}`, 200 = readable), every image compared with the bytes sent (missing or
@@ -33,15 +34,15 @@
  * loses or corrupts only events with a frame in the damaged bytes (past the cut; in the missing
  * segment), and a flipped byte or zeroed or lost page names every loss of the replayed part in
  * log_damage, but for an event whose record frame's header was hit (nothing names it) and the
- * active segment's torn tail; a damaged data.mdb loses nothing once `check --repair` has run,
+ * active segment's torn tail; a damaged data.mdb or block loses nothing once `check --repair` has run,
  * and a refusal names it; no store and no check dies, by a signal or by itself; log_damage names
  * no readable event; the store deletes no segment file.
  *
  * The faults in the two copies of records (docs/STORAGE.md, "Two copies of every record"; copy-faults.ts draws them, copy-fault-runs.ts
  * runs them and says what each must give): a flipped byte, a zeroed page and a lost page in
  * checkpointed record frames of the mixed folder, found and mended by the running store's scrub
- * (SCRUB_PASS_HOURS set small); the same in a page of the index holding records of the reclaimed
- * folder's events, then `check --repair`; both copies of different events, in the log and in the
+ * (SCRUB_PASS_HOURS set small); the same in a page of the index (data.mdb or a block file)
+ * holding records of the reclaimed folder's events, then `check --repair`; both copies of different events, in the log and in the
  * index; and the cleanup folder's db/ removed, then `check --repair --without-sinks`. After each,
  * every event reads back as it read before the fault.
  *
@@ -331,7 +332,7 @@ function describeFolder(f: Folder): void {
   console.log(`${f.name} data folder: ${n(f.acknowledged)} events acknowledged${f.events.length < f.acknowledged ? ` (${n(f.events.length)} of them read back)` : ''}; `
     + `log: ${f.check.log.segments} segments, ${n(f.check.log.bytes)} bytes, ${n(f.check.log.records)} record frames, ${n(f.check.log.copies)} record copies, ${n(f.check.log.fileFrames)} file frames; `
     + `data.mdb ${n(f.layout.index.length)} bytes; copies: ${copies ? `${n(copies.bothCopies)} events in both, ${n(copies.indexOnly)} in the index alone` : '?'}; `
-    + `${n(f.layout.recordPages.length)} leaf pages of records`);
+    + `${n(f.layout.recordPages.length)} leaf pages of records in data.mdb, ${n(f.layout.blockPages.length)} pages of records in blocks`);
 }
 
 /** Runs the two copies' rows (COPY_FAULT_KINDS), each on its folder. */

@@ -1,8 +1,8 @@
 /**
  * Blocks in the running store (docs/STORAGE.md, "Blocks in the running store"): a checkpoint
  * writes its creates as one block file the catalogue names, and LMDB takes none of their records;
- * reads find them there after a restart; a block file the catalogue does not name (a crash
- * between its rename and the commit) is removed at open; merges make one block of many and drop
+ * reads find them there after a restart; a block file a crash left (a checkpoint's whose commit
+ * never came) is removed at open, and one the catalogue lost is refused by name; merges make one block of many and drop
  * a block whose rows are all deleted, with every read the same before and after; a damaged block
  * is refused by name and `check --repair` rebuilds it from the log. A real store in a temp dir.
  */
@@ -18,6 +18,10 @@ import type { NewEvent } from '../src/store/engine/prepared-create.js';
 import { countEvents, scanEvents, type EventQuery } from '../src/store/read/event-query.js';
 import { StoreView, storeHandles } from '../src/store/read/store-view.js';
 import { tempDataDir } from './support/store-server.js';
+import { writeCheckpointBlock } from '../src/store/engine/checkpoint-block.js';
+import { indexedLogPosition, openDatabases } from '../src/store/index/lmdb-env.js';
+import { decodeRecord, encodeRecord } from '../src/store/index/record-codec.js';
+import { StoredEvents } from '../src/store/read/stored-events.js';
 import { flipByte } from './support/flip-byte.js';
 import { checkStore, rebuildIndex } from '../src/store/index.js';
 
@@ -76,20 +80,34 @@ t.test('a checkpoint writes its creates as one block, LMDB holds none of their r
   t.same(JSON.parse(store.getEventJson(ids[7])!.toString()).custom_metadata, { site: 'north' }, 'its JSON presented at the read');
 });
 
-t.test('a block file the catalogue does not name, and a temporary one, are removed at open', async (t) => {
+t.test('at open, what a crash left in blocks/ is removed, and a block the catalogue lost is refused by name', async (t) => {
   const dataDir = tempDataDir();
   let store = await EventStore.open(dataDir, OPTIONS);
   const ids = await checkpointed(store, 5);
   await store.close();
   const [named] = blockFiles(dataDir);
   const blocksDir = path.join(dataDir, 'blocks');
-  // What a crash after a block's rename and before its commit leaves, and a write cut short.
-  fs.copyFileSync(path.join(blocksDir, named), path.join(blocksDir, 'blk-1-2-L0.eeb'));
-  fs.writeFileSync(path.join(blocksDir, 'blk-3-4-L0.eeb.tmp'), 'cut short');
+  // A checkpoint's block whose commit never came covers the log past the index's log position.
+  const dbs = openDatabases(dataDir);
+  const stored = new StoredEvents(dbs, blocksDir);
+  const position = indexedLogPosition(dbs)!;
+  const creates = [...stored.createdAts()].map((createdAt) => {
+    const record = { ...decodeRecord(stored.value(createdAt)!), created_at: createdAt + 1_000_000 };
+    return { record, value: encodeRecord(record, presentEventJson), files: [] };
+  });
+  const leftover = await writeCheckpointBlock(stored, creates, { segment: position.segment + 1, offset: 0 });
+  stored.close();
+  await dbs.root.close();
+  fs.writeFileSync(path.join(blocksDir, 'blk-3-4-L0.eeb.tmp'), 'a write cut short');
   store = await EventStore.open(dataDir, OPTIONS);
-  t.teardown(() => store.close());
-  t.same(blockFiles(dataDir), [named], 'only the block the catalogue names is left');
+  t.same(blockFiles(dataDir), [named], `the block the catalogue names is left; ${leftover.entry.name} and the .tmp are gone`);
   t.same(listIds(store), [...ids].reverse());
+  await store.close();
+
+  // A block before the log position the catalogue does not name: a page of the catalogue lost.
+  fs.copyFileSync(path.join(blocksDir, named), path.join(blocksDir, 'blk-1-2-L0.eeb'));
+  await t.rejects(EventStore.open(dataDir, OPTIONS), { name: 'IndexDamaged', message: /names no block blk-1-2-L0\.eeb.*edge-events check --repair/ });
+  t.ok(fs.existsSync(path.join(blocksDir, 'blk-1-2-L0.eeb')), 'and kept');
 });
 
 t.test('merges make one block of many, drop one whose rows are all deleted, and every read is the same before and after', async (t) => {

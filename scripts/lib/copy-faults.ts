@@ -155,8 +155,13 @@ function recordsIn(page: RecordPage, from: number, to: number): Set<string> {
   return new Set(page.nodes.filter((node) => node.event !== undefined && node.from < to && node.to > from).map((node) => node.event!));
 }
 
-/** `action` on record page `page` of data.mdb: a byte of a record's node, its first 4 KiB, or those 4 KiB as before the cleanup. */
+/**
+ * `action` on record page `page` of data.mdb or of a block file: a byte of a record's node, its
+ * first 4 KiB, or those 4 KiB as before the cleanup (a block's: the zeros before it was written,
+ * since a block is written once).
+ */
 function onRecordPage(kind: string, action: FaultAction, page: RecordPage, layout: FaultLayout, rng: Random): { fault: Fault; hit: Set<string> } {
+  if (page.file) return onBlockPage(kind, action, page, rng);
   const start = page.page * layout.indexPageSize;
   const words = `page ${page.page} of events, holding ${page.events.length} records`;
   if (action === 'flip') {
@@ -174,11 +179,32 @@ function onRecordPage(kind: string, action: FaultAction, page: RecordPage, layou
   return { fault, hit: recordsIn(page, start, start + PAGE_BYTES) };
 }
 
-/** The record pages holding a record of an event whose home is a record copy (its segment reclaimed); for a lost page, only those changed since before the cleanup. */
+/** `action` on 4 KiB page `page` of a block file (onRecordPage). */
+function onBlockPage(kind: string, action: FaultAction, page: RecordPage, rng: Random): { fault: Fault; hit: Set<string> } {
+  const start = page.page * PAGE_BYTES;
+  const words = `page ${page.page} of ${page.file}, holding ${page.events.length} records`;
+  const length = Math.min(PAGE_BYTES, page.fileBytes! - start);
+  const fault: Fault = { kind, action, target: words, file: page.file!, segment: undefined, offset: start, length };
+  if (action === 'flip') {
+    const node = rng.pick(page.nodes);
+    fault.offset = rng.int(Math.max(node.from, start), Math.min(node.to, start + PAGE_BYTES) - 1);
+    fault.length = 1;
+    fault.target = `a byte of event ${node.event}'s record on ${words}`;
+    return { fault, hit: new Set([node.event!]) };
+  }
+  if (action === 'revert') fault.revertTo = Buffer.alloc(length);
+  return { fault, hit: new Set(page.nodes.filter((node) => node.from < start + PAGE_BYTES && node.to > start).map((node) => node.event!)) };
+}
+
+/**
+ * The record pages holding a record of an event whose home is a record copy (its segment
+ * reclaimed), in data.mdb and in the block files; for a lost page of data.mdb, only those changed
+ * since before the cleanup.
+ */
 function reclaimedPages(layout: FaultLayout, changedOnly: boolean): RecordPage[] {
-  const pages = layout.recordPages.filter((p) => p.events.some((id) => layout.frames.homeOf(id)?.kind === 'copy'));
+  const pages = [...layout.recordPages, ...layout.blockPages].filter((p) => p.events.some((id) => layout.frames.homeOf(id)?.kind === 'copy'));
   if (!changedOnly) return pages;
-  return pages.filter((p) => !layout.index.subarray(p.page * layout.indexPageSize, p.page * layout.indexPageSize + PAGE_BYTES).equals(olderPage(layout, p.page * layout.indexPageSize)));
+  return pages.filter((p) => p.file !== undefined || !layout.index.subarray(p.page * layout.indexPageSize, p.page * layout.indexPageSize + PAGE_BYTES).equals(olderPage(layout, p.page * layout.indexPageSize)));
 }
 
 /**

@@ -30,6 +30,7 @@ import { copyFolder, createEvents, exitText, readExpected, runCheck, seconds, st
 import type { FaultLayout } from './fault-injection.js';
 import { StoreClient } from './http-client.js';
 import { recordPages } from './index-pages.js';
+import { blockRecordPages } from './block-pages.js';
 import { FrameMap, readLogFrames, segmentFiles } from './log-frames.js';
 import { Random } from './random.js';
 import { launchStore } from './store-process.js';
@@ -201,6 +202,7 @@ async function readLayout(root: string, data: string, setup: SetupFile, events: 
       indexAtCleanStop: fs.existsSync(older) ? fs.readFileSync(older) : index,
       indexPageSize: report.index.pageSize,
       recordPages: recordPages(index, report.index.pageSize),
+      blockPages: blockRecordPages(data),
     },
   };
 }

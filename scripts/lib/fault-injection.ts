@@ -16,6 +16,7 @@ import type { Random } from './random.js';
 export const FAULT_KINDS = [
   'segment: flipped byte', 'segment: zeroed page', 'segment: lost page', 'segment: truncated', 'segment: missing',
   'data.mdb: flipped byte', 'data.mdb: zeroed page', 'data.mdb: lost page', 'data.mdb: truncated',
+  'block: flipped byte', 'block: zeroed page', 'block: truncated',
 ] as const;
 export type FaultKind = typeof FAULT_KINDS[number];
 
@@ -38,6 +39,8 @@ export interface FaultLayout {
   indexPageSize: number;
   /** The leaf pages of the index's `events` database and the records on each (index-pages.ts). */
   recordPages: RecordPage[];
+  /** The 4 KiB pages of the block files holding records, and the records on each (block-pages.ts). */
+  blockPages: RecordPage[];
 }
 
 /**
@@ -192,7 +195,28 @@ export function drawFault(kind: FaultKind, run: number, layout: FaultLayout, rng
       const offset = rng.int(1, layout.index.length - 1);
       return onIndex(kind, 'any byte', offset, layout.index.length - offset, layout);
     }
+    case 'block: flipped byte':
+    case 'block: zeroed page':
+    case 'block: truncated':
+      return onBlock(kind, layout, rng);
   }
+}
+
+/**
+ * A fault in a block file (docs/STORAGE.md, "Blocks"): a flipped byte or a zeroed 4 KiB page
+ * anywhere in one (header, records, tables, postings, table of contents), or a cut at any byte.
+ * @throws Error when the folder holds no block
+ */
+function onBlock(kind: FaultKind, layout: FaultLayout, rng: Random): Fault {
+  const files = [...new Map(layout.blockPages.map((page) => [page.file!, page.fileBytes!])).entries()];
+  if (files.length === 0) throw new Error('the folder holds no block');
+  const [file, bytes] = rng.pick(files);
+  const offset = rng.int(kind === 'block: truncated' ? 1 : 0, bytes - 1);
+  const target = `any byte of ${file}, one of ${files.length} blocks`;
+  if (kind === 'block: flipped byte') return { kind, action: 'flip', target, file, segment: undefined, offset, length: 1 };
+  if (kind === 'block: truncated') return { kind, action: 'truncate', target, file, segment: undefined, offset, length: bytes - offset };
+  const page = alignDown(offset);
+  return { kind, action: 'zero', target, file, segment: undefined, offset: page, length: Math.min(PAGE_BYTES, bytes - page) };
 }
 
 /** Offsets (bytes) of the 4 KiB pages of data.mdb whose content changed since the clean stop, ascending. */

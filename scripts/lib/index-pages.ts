@@ -28,8 +28,12 @@ const P_INVALID = 0xffffffffffffffffn;
 
 /** One leaf page of `events` and what it holds. */
 export interface RecordPage {
-  /** Page number: the page is bytes page * pageSize to (page + 1) * pageSize of data.mdb. */
+  /** Page number: the page is bytes page * pageSize to (page + 1) * pageSize of data.mdb, or of `file`. */
   page: number;
+  /** A block file (relative to the data folder) whose 4 KiB page this is (block-pages.ts); absent: data.mdb. */
+  file?: string;
+  /** The block file's size (bytes): a page at its end is shorter. */
+  fileBytes?: number;
   /** Ids of the events whose records are on it (or on overflow pages it names). */
   events: string[];
   /** Byte ranges (from the file's start) of its nodes (a record's node header, key and value, or the overflow pages' number), with the event of each. */

@@ -199,6 +199,14 @@ export class BlockReader implements IndexSource {
     return rows;
   }
 
+  /** Where the record of the row created at `createdAt` (µs) lies in the file (bytes from its start), or undefined. */
+  recordPlace(createdAt: number): { offset: number; length: number } | undefined {
+    const row = this.rowOf(createdAt);
+    if (row === undefined) return undefined;
+    const at = row * LOCATION_ROW_BYTES;
+    return { offset: this.toc.sections.records.offset + this.locations.readDoubleLE(at + 8), length: this.locations.readUInt32LE(at + 16) };
+  }
+
   /** Every row's created_at (µs), ascending. */
   createdAtColumn(): Float64Array {
     return this.createdAts;

@@ -12,7 +12,7 @@ import type { BlockReader } from '../block/block-reader.js';
 import { encodeBlock, writeBlockFile } from '../block/block-writer.js';
 import { blocksChanged, type BlockEntry, type StoreDatabases } from '../index/lmdb-env.js';
 import type { StoredEvents } from '../read/stored-events.js';
-import { blockFileName } from './checkpoint-block.js';
+import { BLOCKS_IN_FLIGHT_KEY, blockFileName } from './checkpoint-block.js';
 
 /** Blocks of one level a merge takes at most, and waits for before it merges them. */
 export const MERGE_FAN_IN = 8;
@@ -89,6 +89,8 @@ export async function mergeStep(stored: StoredEvents, flushed: () => Promise<voi
   let written: CatalogueBlock | undefined;
   if (rows.length > 0) {
     const name = blockFileName(rows[0].createdAt, rows[rows.length - 1].createdAt, level);
+    // Named before it exists: a crash before the swap leaves a file the next open knows to remove.
+    await dbs.root.transaction(() => dbs.meta.putSync(BLOCKS_IN_FLIGHT_KEY, [name]));
     const { bytes } = await writeBlockFile(stored.blocksDir, name, encodeBlock(rows, readers[readers.length - 1].toc.covers));
     written = { oldest: rows[0].createdAt, entry: { name, newest: rows[rows.length - 1].createdAt, rows: rows.length, bytes, level } };
   }
@@ -122,6 +124,7 @@ function swapSync(dbs: StoreDatabases, plan: readonly CatalogueBlock[], written:
   for (const block of plan) dbs.blocks.removeSync(block.oldest);
   if (written) dbs.blocks.putSync(written.oldest, written.entry);
   for (const createdAt of hidden) dbs.blockHidden.removeSync(createdAt);
+  dbs.meta.putSync(BLOCKS_IN_FLIGHT_KEY, plan.map((block) => block.entry.name)); // removed after the commit, or by the next open
   blocksChanged(dbs);
   return true;
 }

@@ -7,7 +7,10 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { blockRowOf, encodeBlock, writeBlockFile } from '../block/block-writer.js';
-import { blocksChanged, type BlockEntry, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
+import { blocksChanged, indexedLogPosition, type BlockEntry, type LogPosition, type StoreDatabases } from '../index/lmdb-env.js';
+import { IndexDamaged } from '../index/index-file-check.js';
+import { BlockReader } from '../block/block-reader.js';
+import type { BlockToc } from '../block/block-format.js';
 import { frameRecordBytes } from '../index/record-codec.js';
 import type { LoggedCreate } from '../head/head.js';
 import { isCanonicalId } from '../record/ids.js';
@@ -74,11 +77,17 @@ export function enterBlockSync(dbs: StoreDatabases, block: WrittenBlock): void {
 }
 
 /**
- * Removes from `blocksDir` what the catalogue does not name: temporary files of a write or a
- * merge cut short, and blocks written by a checkpoint or a merge whose commit never came. Run at
- * open, before anything writes a block.
+ * Removes from `blocksDir` what the catalogue does not name and a crash left (docs/STORAGE.md,
+ * "Blocks in the running store"): temporary files of a write cut short; a checkpoint's block
+ * whose commit never came (it covers the log past the index's log position, which the replay
+ * reads again); a merge's block whose commit never came, or a block a committed merge replaced
+ * (`BLOCKS_IN_FLIGHT_KEY` names them). Any other block the catalogue does not name
+ * holds events the index has lost track of (a damaged page of it): it is kept, and the open is
+ * refused, as for a segment file the index does not know. Run at open, before anything writes a
+ * block.
  * @returns how many files it removed
- * @throws the fs error when the folder cannot be read
+ * @throws IndexDamaged naming such a block and `edge-events check --repair`; the fs error when
+ *   the folder cannot be read
  */
 export async function removeUnnamedBlocks(dbs: StoreDatabases, blocksDir: string): Promise<number> {
   let names: string[];
@@ -88,9 +97,35 @@ export async function removeUnnamedBlocks(dbs: StoreDatabases, blocksDir: string
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw err;
   }
-  const named = new Set<string>();
-  for (const { value } of dbs.blocks.getRange()) named.add(value.name);
+  const named = new Set([...dbs.blocks.getRange()].map(({ value }) => value.name));
   const unnamed = names.filter((name) => !named.has(name));
+  const inFlight = new Set((dbs.meta.get(BLOCKS_IN_FLIGHT_KEY) as string[] | undefined) ?? []);
+  const position = indexedLogPosition(dbs);
+  for (const name of unnamed) {
+    if (!name.endsWith('.tmp') && !inFlight.has(name) && !coversPast(path.join(blocksDir, name), position)) {
+      throw new IndexDamaged(path.dirname(blocksDir), `names no block ${name}, which holds events before the log position it covers`);
+    }
+  }
   await Promise.all(unnamed.map((name) => fs.rm(path.join(blocksDir, name), { force: true, recursive: true })));
   return unnamed.length;
 }
+
+/** The block in `file` covers the log past `position`: a checkpoint wrote it and its commit never came. */
+function coversPast(file: string, position: LogPosition | undefined): boolean {
+  let covers: BlockToc['covers'];
+  try {
+    const block = BlockReader.open(file);
+    covers = block.toc.covers;
+    block.close();
+  } catch {
+    return false; // no table of contents to tell what it holds
+  }
+  return !position || covers.segment > position.segment || (covers.segment === position.segment && covers.offset > position.offset);
+}
+
+/**
+ * Where `meta` names the block files a merge may leave that the catalogue does not name: the one
+ * it writes, from before the write until its commit, and then the ones it replaced, until the
+ * next merge (block-merges.ts).
+ */
+export const BLOCKS_IN_FLIGHT_KEY = 'blocksInFlight';
