@@ -17,9 +17,12 @@ import {
 
 export type { BlockRow } from './block-format.js';
 
-/** The block row of a record and its layout-2 bytes. */
-export function blockRowOf(record: EventRecord, recordBytes: Buffer): BlockRow {
-  return { createdAt: record.created_at, id: record.id, record: recordBytes, prefixes: plannedPrefixKeys(record) };
+/**
+ * The block row of a record and its layout-2 bytes.
+ * @param prefixes the record's `plannedPrefixKeys` when known already (made here otherwise)
+ */
+export function blockRowOf(record: EventRecord, recordBytes: Buffer, prefixes: readonly string[] = plannedPrefixKeys(record)): BlockRow {
+  return { createdAt: record.created_at, id: record.id, record: recordBytes, prefixes };
 }
 
 /**

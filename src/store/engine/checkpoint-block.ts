@@ -57,11 +57,14 @@ function hasLayout3(value: Buffer): boolean {
 /**
  * Writes `creates` (as `goesToBlock` accepts them) as a level-0 block file in DATA_DIR/blocks,
  * durably (block-writer.ts `writeBlockFile`), covering the log up to `covers`.
+ * @param prefixesOf a create's index key prefixes when known already (IndexOptions.prefixesOf)
  * @returns what the checkpoint's commit enters in the catalogue (`enterBlockSync`)
  * @throws the fs error of the write
  */
-export async function writeCheckpointBlock(stored: StoredEvents, creates: readonly LoggedCreate[], covers: LogPosition): Promise<WrittenBlock> {
-  const rows = creates.map(({ record, value }) => blockRowOf(record, frameRecordBytes(value)));
+export async function writeCheckpointBlock(
+  stored: StoredEvents, creates: readonly LoggedCreate[], covers: LogPosition, prefixesOf?: (createdAt: number) => readonly string[] | undefined,
+): Promise<WrittenBlock> {
+  const rows = creates.map(({ record, value }) => blockRowOf(record, frameRecordBytes(value), prefixesOf?.(record.created_at)));
   const oldest = rows[0].createdAt;
   const newest = rows[rows.length - 1].createdAt;
   const name = blockFileName(oldest, newest, 0);

@@ -26,6 +26,11 @@ export interface IndexOptions {
   shipping: boolean;
   /** The presenter records are stored with (store-view.ts `StoreOptions.present`). */
   present: RecordPresenter;
+  /**
+   * The index key prefixes of a create's record as created, when known already (the head's
+   * `createdPrefixes`): a block's postings then cost no second pass over the record.
+   */
+  prefixesOf?: (createdAt: number) => readonly string[] | undefined;
 }
 
 /**
@@ -78,7 +83,7 @@ interface Window {
  *   not in the index; some of its creates' puts may be: a later checkpoint or replay puts them again)
  */
 export async function indexLogged(
-  stored: StoredEvents, { creates, updates }: LoggedEntries, batchEnds: readonly LogPosition[], updateSegments: readonly number[], { shipping, present }: IndexOptions,
+  stored: StoredEvents, { creates, updates }: LoggedEntries, batchEnds: readonly LogPosition[], updateSegments: readonly number[], { shipping, present, prefixesOf }: IndexOptions,
 ): Promise<void> {
   const { dbs } = stored;
   const logEnd = batchEnds[batchEnds.length - 1];
@@ -120,7 +125,7 @@ export async function indexLogged(
     bySegment.set(end.segment, logged);
   }
   await Promise.all(committed);
-  const block: WrittenBlock | undefined = toBlock ? await writeCheckpointBlock(stored, creates, logEnd) : undefined;
+  const block: WrittenBlock | undefined = toBlock ? await writeCheckpointBlock(stored, creates, logEnd, prefixesOf) : undefined;
   await dbs.root.transaction(() => {
     if (block) enterBlockSync(dbs, block);
     else hideInBlocksSync(stored, creates);

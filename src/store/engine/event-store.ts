@@ -393,7 +393,7 @@ export class EventStore extends StoreView {
    */
   private async commitHead(batches: HeadBatch[]): Promise<void> {
     const started = performance.now();
-    await indexBatches(this.stored, batches, { shipping: this.shipping, present: this.present });
+    await indexBatches(this.stored, batches, { shipping: this.shipping, present: this.present, prefixesOf: (createdAt) => this.head.createdPrefixes(createdAt) });
     Atomics.add(this.writes, 0, 1);
     this.stageTimed('index', batches.length, batches.reduce((n, b) => n + b.creates.length + b.updates.length, 0), (performance.now() - started) / 1000);
   }

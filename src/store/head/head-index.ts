@@ -52,6 +52,11 @@ export class HeadIndex implements IndexSource {
     this.prefixesOf.set(createdAt, prefixes);
   }
 
+  /** The `prefixKey`s the create at `createdAt` is entered under, or undefined when the head holds no such create. */
+  prefixKeysOf(createdAt: number): string[] | undefined {
+    return this.prefixesOf.get(createdAt)?.map((entries) => entries.key);
+  }
+
   /** Takes the create at `createdAt` out (its checkpoint committed it); the oldest go first, from the front. */
   delete(createdAt: number): void {
     for (const { key, values } of this.prefixesOf.get(createdAt) ?? []) {

@@ -253,6 +253,15 @@ export class Head {
     return this.updates.has(createdAt);
   }
 
+  /**
+   * The index key prefixes a plan finds the create at `createdAt` under (index-keys.ts
+   * `plannedPrefixKeys` of its record as created), from the head's own index; undefined when the
+   * head holds no such create or has updated it (its index then holds the record as updated).
+   */
+  createdPrefixes(createdAt: number): string[] | undefined {
+    return this.isUpdated(createdAt) ? undefined : this.index.prefixKeysOf(createdAt);
+  }
+
   /** The head holds updates to some event. */
   get hasUpdates(): boolean {
     return this.updates.size > 0;
