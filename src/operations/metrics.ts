@@ -228,7 +228,7 @@ function storedMetrics(store: EventStore, config: Config, registers: Registry[])
     registers,
     collect() { this.reset(); this.inc(store.indexDamage.readsFailed); },
   });
-  new Gauge({ name: `${PREFIX}stored_bytes`, help: 'Bytes the store takes: live blob bytes, the log\'s copies of the records and LMDB pages in use (total_storage_bytes of /stats).', registers, collect() { this.set(store.storageBytes()); } });
+  new Gauge({ name: `${PREFIX}stored_bytes`, help: 'Bytes the store takes: live blob bytes, the log\'s copies of the records, the live blocks\' rows and LMDB pages in use (total_storage_bytes of /stats).', registers, collect() { this.set(store.storageBytes()); } });
   new Gauge({
     name: `${PREFIX}capacity_used_ratio`,
     help: 'Share of a capacity in use: records of MAX_RECORDS, storage of MAX_STORAGE_BYTES.',

@@ -332,14 +332,21 @@ export class StoreView {
     return bytes;
   }
 
-  /** Bytes of the live block files (docs/STORAGE.md, "Blocks"), as the catalogue lists them. */
+  /**
+   * Bytes of the live blocks' rows (docs/STORAGE.md, "Blocks in the running store"): each block's
+   * size as the catalogue lists it, times the share of its rows not hidden. A deletion lowers it at
+   * once, as it lowers the live blob bytes, before a merge gives the file's bytes back.
+   */
   blockBytes(): number {
     let bytes = 0;
-    for (const { value } of this.dbs.blocks.getRange()) bytes += value.bytes;
-    return bytes;
+    for (const { key, value } of this.dbs.blocks.getRange()) {
+      const hidden = this.dbs.blockHidden.getKeysCount({ start: key, end: value.newest + 1 });
+      bytes += value.bytes * (1 - hidden / value.rows);
+    }
+    return Math.round(bytes);
   }
 
-  /** total_storage_bytes (docs/STORAGE.md, "Reclaiming space"): live blob bytes + the log's record copies + block files + LMDB pages in use. */
+  /** total_storage_bytes (docs/STORAGE.md, "Reclaiming space"): live blob bytes + the log's record copies + the live blocks' rows + LMDB pages in use. */
   storageBytes(): number {
     return this.counters().liveBlobBytes + this.recordCopyBytes() + this.blockBytes() + this.lmdbBytes();
   }
