@@ -22,6 +22,9 @@ import { writeCheckpointBlock } from '../src/store/engine/checkpoint-block.js';
 import { indexedLogPosition, openDatabases } from '../src/store/index/lmdb-env.js';
 import { decodeRecord, encodeRecord } from '../src/store/index/record-codec.js';
 import { StoredEvents } from '../src/store/read/stored-events.js';
+import { runCleanup, storageTarget } from '../src/lifecycle/cleanup.js';
+import { openLocalStore } from './support/local-store.js';
+import { smallEvent } from './support/events.js';
 import { flipByte } from './support/flip-byte.js';
 import { checkStore, rebuildIndex } from '../src/store/index.js';
 
@@ -161,4 +164,20 @@ t.test('a block whose table of contents is damaged: the open refuses naming it a
   store = await EventStore.open(dataDir, OPTIONS);
   t.teardown(() => store.close());
   t.same(listIds(store), [...ids].reverse(), 'every event, from the log');
+});
+
+t.test('a storage cleanup of events in blocks deletes down to the target, not every event: a block counts its live rows', async (t) => {
+  let local = await openLocalStore();
+  for (let i = 0; i < 600; i += 50) await Promise.all(Array.from({ length: 50 }, () => local.create(smallEvent())));
+  await local.store.checkpointed();
+  const full = local.store.storageBytes();
+  await local.close();
+  const limit = Math.floor(full * 0.8);
+  local = await openLocalStore({ DATA_DIR: local.dataDir, MAX_STORAGE_BYTES: String(limit) });
+  t.teardown(local.close);
+  const result = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks);
+  const left = local.store.counters().events;
+  t.ok(result.records_deleted.storage > 0, `${result.records_deleted.storage} records deleted for storage`);
+  t.ok(left > 300, `${left} of 600 events left`);
+  t.ok(local.store.storageBytes() <= storageTarget(limit), `${local.store.storageBytes()} bytes stored, within the target ${storageTarget(limit)}`);
 });
