@@ -168,16 +168,17 @@ t.test('a block whose table of contents is damaged: the open refuses naming it a
 
 t.test('a storage cleanup of events in blocks deletes down to the target, not every event: a block counts its live rows', async (t) => {
   let local = await openLocalStore();
-  for (let i = 0; i < 600; i += 50) await Promise.all(Array.from({ length: 50 }, () => local.create(smallEvent())));
+  for (let i = 0; i < 1200; i += 100) await Promise.all(Array.from({ length: 100 }, () => local.create(smallEvent())));
   await local.store.checkpointed();
   const full = local.store.storageBytes();
   await local.close();
   const limit = Math.floor(full * 0.8);
+  t.ok(limit >= 1024 * 1024, `${full} bytes stored: a limit of 80% of them is one MAX_STORAGE_BYTES takes`);
   local = await openLocalStore({ DATA_DIR: local.dataDir, MAX_STORAGE_BYTES: String(limit) });
   t.teardown(local.close);
   const result = await runCleanup(local.lifecycle, local.config, 'MANUAL', local.hooks);
   const left = local.store.counters().events;
   t.ok(result.records_deleted.storage > 0, `${result.records_deleted.storage} records deleted for storage`);
-  t.ok(left > 300, `${left} of 600 events left`);
+  t.ok(left > 600, `${left} of 1,200 events left`);
   t.ok(local.store.storageBytes() <= storageTarget(limit), `${local.store.storageBytes()} bytes stored, within the target ${storageTarget(limit)}`);
 });
