@@ -2,9 +2,9 @@
  * The store's worker threads start without the preloads of the process that runs them
  * (src/worker-start.ts): those of its command line and those of NODE_OPTIONS, which a worker given
  * options of its own reads again (a test runner's hooks are there); the other Node options stay.
- * The lifecycle worker under real Node options: http.test.ts. The stores and commands a test
- * spawns start without tap's hooks too when coverage is off (scripts/lib/spawned-store.ts,
- * `withoutRunnerHooks`).
+ * The lifecycle worker under real Node options: end-to-end/http-process.test.ts. The stores and
+ * commands a test spawns start without tap's hooks too when coverage is off
+ * (scripts/lib/spawned-store.ts, `withoutRunnerHooks`).
  */
 import t from 'tap';
 import { once } from 'node:events';
