@@ -72,6 +72,13 @@ export function joinNodeOptions(args: readonly string[]): string {
   return args.map((arg) => (/[\s"\\]/.test(arg) ? `"${arg.replace(/["\\]/g, '\\$&')}"` : arg)).join(' ');
 }
 
+/** A NODE_OPTIONS value less its preloads; `value` itself when it has none. */
+export function nodeOptionsWithoutPreloads(value: string): string {
+  const args = splitNodeOptions(value);
+  const kept = withoutPreloads(args);
+  return kept.length === args.length ? value : joinNodeOptions(kept);
+}
+
 /**
  * The environment a built worker starts with: the process's with NODE_OPTIONS less its preloads,
  * or undefined (the process's as it is) when NODE_OPTIONS has none. A worker started with options
@@ -82,9 +89,8 @@ export function joinNodeOptions(args: readonly string[]): string {
 function workerEnv(module: URL): NodeJS.ProcessEnv | undefined {
   const options = process.env.NODE_OPTIONS;
   if (module.pathname.endsWith('.ts') || !options) return undefined;
-  const args = splitNodeOptions(options);
-  const kept = withoutPreloads(args);
-  return kept.length === args.length ? undefined : { ...process.env, NODE_OPTIONS: joinNodeOptions(kept) };
+  const kept = nodeOptionsWithoutPreloads(options);
+  return kept === options ? undefined : { ...process.env, NODE_OPTIONS: kept };
 }
 
 /**

@@ -1,21 +1,18 @@
 /**
- * HTTP layer: auth, /health, docs, unknown routes, trailing slash, the engine in use, start-up
- * refusals, graceful stop.
+ * HTTP layer: auth, /health, docs, unknown routes, trailing slash, a body declared too large, a
+ * client hanging up during a graceful stop. What only the real process shows (the engine in use,
+ * start-up refusals, SIGTERM's graceful stop, Node options): end-to-end/http-process.test.ts.
  */
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import t from 'tap';
-import { packageVersion } from '../src/paths.js';
 import { assertNativeServer, NativeServerUnavailable } from '../src/http/native-check.js';
 import { searchProxyRoutes } from '../src/http/search-proxy-routes.js';
 import { allRoutes } from '../src/http/server.js';
-import { currentHost } from '../src/http/uws/uws-loader.js';
 import { rawRequest } from '../scripts/lib/raw-http.js';
 import { getJson, postJson, smallEvent } from './support/events.js';
-import { expectedEngine } from './support/engines.js';
-import { cliPath, refusedStart, spawnStore } from '../scripts/lib/spawned-store.js';
-import { startStore, tempDataDir } from './support/store-server.js';
+import { startStore } from './support/store-server.js';
 
 t.test('with API_KEY set, every route but /health and the docs needs X-API-Key', async (t) => {
   const store = await startStore({ API_KEY: 'device-secret' });
@@ -75,69 +72,10 @@ t.test('a body declared too large is answered 413 at once, and the connection cl
   t.equal((await getJson(`${store.url}/health`)).status, 200, 'the store still serves');
 });
 
-t.test('the engine in use is logged once at start-up and reported by /stats', async (t) => {
-  // UWS_USE_FALLBACK asked the trufflesuite package for its JavaScript server; the loader loads
-  // its binary itself, so the setting can no longer put the store on that fallback.
-  const store = await spawnStore({ PORT: '0', DATA_DIR: tempDataDir(), UWS_USE_FALLBACK: '1' });
-  t.teardown(() => store.child.kill('SIGTERM'));
-  const { runtime } = (await getJson(`${store.url}/stats`)).body;
-  const expected = expectedEngine();
-  t.same(
-    { ...runtime, glibc: undefined },
-    { version: packageVersion, node_version: process.version, node_abi: process.versions.modules, http_engine: expected.engine, uws_build: expected.uwsBuild, glibc: undefined },
-    `${expected.engine} engine, ${expected.uwsBuild ?? 'no native build'}`,
-  );
-  t.equal(runtime.glibc, currentHost().glibc, 'the glibc found is reported');
-  const engineLines = store.output().split('\n').filter((line) => line.includes('"msg":"HTTP engine: '));
-  t.equal(engineLines.length, 1, 'one start-up line names the engine');
-  t.match(engineLines[0], expected.engine === 'uws' ? `uWebSockets.js ${expected.uwsBuild} (native)` : 'node:http');
-});
-
 t.test('a JavaScript fallback of uWebSockets.js is never taken for the native engine', async (t) => {
   const fallback = createRequire(import.meta.url)('@trufflesuite/uws-js-unofficial/dist/index.js') as { App: unknown };
   t.equal(typeof fallback.App, 'function', "the trufflesuite package's JavaScript server");
   t.throws(() => assertNativeServer(fallback), NativeServerUnavailable, 'is refused as not native');
-});
-
-t.test('a bad setting stops start-up with a message naming it', async (t) => {
-  for (const [name, value] of [['RETENTION_DAYS', 'soon'], ['PORT', '70000'], ['MAX_RECORDS', '-1'], ['CLOUD_UPLOAD_URL', 'ftp://x']]) {
-    const { code, stderr } = await refusedStart({ [name]: value, DATA_DIR: tempDataDir() });
-    t.equal(code, 1, name);
-    t.match(stderr, new RegExp(`Invalid setting ${name}=`), `${name} named`);
-  }
-});
-
-t.test('SIGTERM finishes in-flight writes: every acknowledged event survives', async (t) => {
-  const dataDir = tempDataDir();
-  const first = await spawnStore({ PORT: '0', DATA_DIR: dataDir });
-  const post = (i: number) => postJson(`${first.url}/v2/events`, smallEvent({ custom_metadata: { i } })).catch(() => undefined);
-  const firstWave = Array.from({ length: 20 }, (_, i) => post(i));
-  await Promise.any(firstWave.map((write) => write.then((r) => (r?.status === 201 ? r : Promise.reject(new Error('not acknowledged'))))));
-  // Once a create is acknowledged, a second wave goes out with the signal: SIGTERM lands while
-  // writes are being sent and committed.
-  const writes = [...firstWave, ...Array.from({ length: 180 }, (_, i) => post(20 + i))];
-  first.child.kill('SIGTERM');
-  const [code] = await new Promise<[number | null]>((resolve) => first.child.on('exit', (c) => resolve([c])));
-  t.equal(code, 0, 'graceful stop exits 0');
-  const acknowledged = (await Promise.all(writes)).filter((r) => r?.status === 201).map((r) => r!.body.id as string);
-  const second = await startStore({ DATA_DIR: dataDir });
-  t.teardown(second.stop);
-  t.ok(acknowledged.length > 0, `${acknowledged.length} of 200 creates acknowledged`);
-  const lost: string[] = [];
-  for (const id of acknowledged) if ((await getJson(`${second.url}/v2/events/${id}`)).status !== 200) lost.push(id);
-  t.same(lost, [], `every one of the ${acknowledged.length} acknowledged events is present`);
-});
-
-t.test('one store per data directory and per port', async (t) => {
-  const store = await startStore();
-  t.teardown(store.stop);
-  const sameDir = await refusedStart({ DATA_DIR: store.dataDir });
-  t.equal(sameDir.code, 1);
-  t.match(sameDir.stderr, new RegExp(`DATA_DIR ${store.dataDir} is in use by another store \\(pid ${process.pid}, `));
-  const samePort = await refusedStart({ DATA_DIR: tempDataDir(), PORT: new URL(store.url).port });
-  t.equal(samePort.code, 1);
-  t.match(samePort.stderr, /cannot listen/);
-  t.equal((await getJson(`${store.url}/health`)).status, 200, 'the first store still serves');
 });
 
 // Found by the fuzz run's aborting clients (npm run fuzz; docs/RELIABILITY.md), commit d13be91.
@@ -150,17 +88,4 @@ t.test('a client hanging up in the middle of a JSON body does not hold up a grac
   // period (10 minutes here, so a defect shows as this subtest's 30 s timeout, not as a figure).
   await store.service.stop(600_000);
   t.pass('the graceful stop did not wait for the abandoned request');
-});
-
-t.test('the lifecycle worker starts whatever Node options the store runs with: a heap limit, a preload, both', async (t) => {
-  // The worker is started without the process's preloads; a worker refuses a process-wide option
-  // such as the heap limit when given explicitly, and then inherits them all.
-  const preload = '--import=data:text/javascript,globalThis.preloaded=1';
-  for (const options of [['--max-old-space-size=512'], [preload], ['--max-old-space-size=512', preload]]) {
-    const store = await spawnStore({ PORT: '0', DATA_DIR: tempDataDir() }, process.execPath, { command: [process.execPath, ...options, cliPath] });
-    t.teardown(() => store.child.kill('SIGKILL'));
-    t.equal((await postJson(`${store.url}/v2/events`, smallEvent())).status, 201, `node ${options.join(' ')}: serving`);
-    t.equal((await postJson(`${store.url}/admin/cleanup`, undefined)).status, 200, `node ${options.join(' ')}: its lifecycle worker runs a cleanup`);
-    store.child.kill('SIGKILL');
-  }
 });

@@ -3,9 +3,8 @@
  * processes started by the test: events and their files arrive (subjects, `Nats-Msg-Id`, the
  * event's JSON, byte-identical objects); a batch shipped again after a crash between its
  * publishes and its ledger commit is stored once; with the server away, creates keep answering
- * 201, the backlog grows, cleanup keeps what is unshipped, and it drains when the server is back;
- * a 3-node R3 stream whose leader is killed mid-run holds every event exactly once. Skipped,
- * with the reason, only where nats-server is absent.
+ * 201, the backlog grows, cleanup keeps what is unshipped, and it drains when the server is back.
+ * A 3-node R3 stream whose leader is killed mid-run: end-to-end/nats-sink-cluster.test.ts.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
@@ -18,7 +17,7 @@ import { unshipped } from '../src/store/ledger/sink-ledger.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { openLocalStore } from './support/local-store.js';
 import { postFile } from './support/multipart.js';
-import { startNatsCluster, startNatsServer } from './support/nats-server.js';
+import { startNatsServer } from './support/nats-server.js';
 import { startStore, type TestStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
 
@@ -139,41 +138,4 @@ t.test('the server away: creates answer 201, the backlog grows, cleanup keeps it
   t.same(messages.slice(1).map((m) => m.msgId), ids, 'every one, in order, once');
   const drained = (await postJson(`${store.url}/admin/cleanup`, {})).body;
   t.equal(drained.records_deleted.total, 20, 'shipped: retention applies again');
-});
-
-t.test('a 3-node cluster: the R3 stream\'s leader is killed mid-run; every event is in the stream exactly once', async (t) => {
-  const cluster = await startNatsCluster(3);
-  t.teardown(() => cluster.stop());
-  const { nc, jsm } = await client(cluster.urls);
-  t.teardown(() => nc.close());
-  // Made by the fleet's operator, R3: the store uses it as found.
-  await jsm.streams.add({ name: STREAM, subjects: ['edge.events.>'], storage: StorageType.File, num_replicas: 3 });
-  await new Objm(nc).create(BUCKET, { storage: StorageType.File, replicas: 3 });
-  const store = await startStore({ ...SHIPPING, NATS_URL: cluster.urls.join(',') });
-  t.teardown(store.stop);
-
-  // 50 events before the kill, 100 while the leader is down: the writer waits for the kill, not for time.
-  const ids: string[] = [];
-  let leaderKilled!: () => void;
-  const killed = new Promise<void>((resolve) => (leaderKilled = resolve));
-  const writer = (async () => {
-    for (let i = 0; i < 150; i++) {
-      if (i === 50) await killed;
-      ids.push(await create(store, imageEvent({ deviceId: `cam-${i % 3}` }, 'cat.jpg')));
-    }
-  })();
-  await until('some shipped', async () => (await natsStatus(store)).shipped_total >= 30);
-  const leader = (await jsm.streams.info(STREAM)).cluster!.leader!;
-  await cluster.node(leader).kill();
-  leaderKilled();
-  await writer;
-  await cluster.node(leader).start();
-  await until('all shipped', async () => (await natsStatus(store)).backlog_events === 0, 90_000);
-
-  const info = await jsm.streams.info(STREAM);
-  t.equal(info.config.num_replicas, 3, 'the stream as the operator made it');
-  t.not(info.cluster!.leader, undefined);
-  const messages = await streamMessages(jsm);
-  t.equal(messages.length, ids.length, 'one message per event');
-  t.same(messages.map((m) => m.msgId).sort(), [...ids].sort(), 'every event, none twice');
 });

@@ -10,8 +10,8 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import { connect } from '@nats-io/transport-node';
-import type { Locator, Page } from 'playwright-core';
-import t from 'tap';
+import type { Browser, BrowserContextOptions, Locator, Page } from 'playwright-core';
+import t, { type Test } from 'tap';
 import { errorRegistry } from '../src/errors.js';
 import { launchBrowser } from './support/browser.js';
 import { fixture, getJson, postJson } from './support/events.js';
@@ -21,6 +21,25 @@ import { startNatsServer } from './support/nats-server.js';
 import { postFile } from './support/multipart.js';
 import { startStore } from './support/store-server.js';
 import { until } from './support/waiting.js';
+
+/**
+ * The one Chromium this file's tests open their pages in, launched at the first and closed when
+ * the file ends: a launch is about 3 s of CPU. Each page has a browser context of its own (its
+ * storage, its clock), closed with it. Chromium resolves store.lan and events.plant.example to the
+ * store (the ALLOWED_HOSTS test); every other page opens 127.0.0.1.
+ */
+let launched: Promise<Browser> | undefined;
+t.teardown(async () => {
+  if (launched) await (await launched).close();
+});
+
+/** A page in a browser context of its own, closed when `t` ends. */
+async function newPage(t: Test, options: BrowserContextOptions = {}): Promise<Page> {
+  launched ??= launchBrowser(['--host-resolver-rules=MAP store.lan 127.0.0.1, MAP events.plant.example 127.0.0.1']);
+  const page = await (await launched).newPage(options);
+  t.teardown(() => page.close());
+  return page;
+}
 
 const KEY = 'operator-key-7c2a';
 const auth = { 'X-API-Key': KEY };
@@ -130,10 +149,8 @@ t.test('under a name not in ALLOWED_HOSTS the page and its scripts answer 421, t
   }
   t.equal((await ask('/health', 'event-store:8001')).status, 421, 'every route under an unlisted name, /health too (docs/SECURITY.md)');
 
-  // The report, in a browser: Chromium resolves both names to the store.
-  const browser = await launchBrowser(['--host-resolver-rules=MAP store.lan 127.0.0.1, MAP events.plant.example 127.0.0.1']);
-  t.teardown(() => browser.close());
-  const tab = await browser.newPage();
+  // The report, in a browser: Chromium resolves both names to the store (newPage).
+  const tab = await newPage(t);
   tab.setDefaultTimeout(10_000);
   const refused = await tab.goto(`http://store.lan:${port}/`);
   t.equal(refused?.status(), 421, 'the browser gets 421 for the HTML');
@@ -151,9 +168,7 @@ t.test('the operator page: key, live events with their boxes, device filter, gau
   // Cloud upload to a port nobody listens on: finalized events wait in the upload backlog.
   const store = await startStore({ API_KEY: KEY, MAX_RECORDS: '40', RETENTION_DAYS: '30', CLOUD_UPLOAD_URL: 'http://127.0.0.1:9/', DEFAULT_SOLUTION_ID: 'operator-test' });
   t.teardown(store.stop);
-  const browser = await launchBrowser();
-  t.teardown(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const page = await newPage(t, { viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(10_000);
   await page.clock.install();
   const failedRequests: string[] = [];
@@ -478,9 +493,7 @@ t.test('with MQTT_URL set, the page shows whether the store publishes', async (t
   t.teardown(() => broker.stop());
   const store = await startStore({ MQTT_URL: broker.url });
   t.teardown(store.stop);
-  const browser = await launchBrowser();
-  t.teardown(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const page = await newPage(t, { viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(10_000);
   await page.clock.install();
   await page.goto(`${store.url}/`);
@@ -512,9 +525,7 @@ t.test('with NATS_SOURCE_URL set, the page shows the hub\'s pending messages and
   const { event: shipped } = await deviceWithOneEvent(t, server);
   const hub = await startStore({ NATS_SOURCE_URL: server.url });
   t.teardown(hub.stop);
-  const browser = await launchBrowser();
-  t.teardown(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const page = await newPage(t, { viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(10_000);
   await page.clock.install();
   await page.goto(`${hub.url}/`);

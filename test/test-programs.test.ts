@@ -15,6 +15,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { HOST_PROGRAMS, LIBFAKETIME } from '../scripts/lib/host-programs.mjs';
+import { withoutRunnerHooks } from '../scripts/lib/spawned-store.js';
 import { packageRoot } from '../src/paths.js';
 
 const run = promisify(execFile);
@@ -66,7 +67,7 @@ function machine(t: Test, missing: string[], options: { apt?: 'working' | 'faili
 }
 
 /** Runs the pretest as `user` (root: a user namespace's root; other: its unmapped user) in `env`. */
-async function pretest(env: Record<string, string>, user: 'root' | 'other', command = [process.execPath, SCRIPT]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function pretest(env: Record<string, string>, user: 'root' | 'other', command = [...withoutRunnerHooks(env), process.execPath, SCRIPT]): Promise<{ code: number; stdout: string; stderr: string }> {
   const prefix = user === 'root' ? [UNSHARE, '--user', '--map-root-user'] : [UNSHARE, '--user'];
   return run(prefix[0], [...prefix.slice(1), ...command], { env, cwd: packageRoot }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { cliPath } from '../../scripts/lib/spawned-store.js';
+import { cliPath, withoutRunnerHooks } from '../../scripts/lib/spawned-store.js';
 
 export interface CliProcess {
   child: ChildProcess;
@@ -21,8 +21,9 @@ export interface CliProcess {
  * @param prefix a command that runs its arguments in place, e.g. `['unshare', '--user']`
  */
 export function startCli(args: string[], options: { prefix?: string[]; env?: Record<string, string> } = {}): CliProcess {
-  const [command, ...rest] = [...(options.prefix ?? []), process.execPath, cliPath, ...args];
-  const child = spawn(command, rest, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = { ...process.env, ...options.env };
+  const [command, ...rest] = [...(options.prefix ?? []), ...withoutRunnerHooks(env), process.execPath, cliPath, ...args];
+  const child = spawn(command, rest, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));

@@ -3,6 +3,7 @@
  * memory: test zips are small), and the consistency checks of each dataset format written from
  * the formats' published descriptions, not from the exporter's code.
  */
+import { readFile } from 'node:fs/promises';
 import yauzl from 'yauzl';
 import type { ImageResults, StoredEvent } from '../../src/events/types.js';
 import type { ExportEvent } from '../../src/export/export-types.js';
@@ -65,10 +66,15 @@ export async function readZip(zipPath: string): Promise<{ name: string; method: 
   return entries;
 }
 
-/** The entries' names and sizes from the zip's central directory (nothing is decompressed). */
+/**
+ * The entries' names and sizes from the zip's central directory (nothing is decompressed). The file
+ * is read whole first: yauzl reading it from the file takes ten times as long for 65,600 entries
+ * (a read for each entry's header).
+ */
 export async function listZip(zipPath: string): Promise<{ name: string; size: number }[]> {
+  const bytes = await readFile(zipPath);
   const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => {
-    yauzl.open(zipPath, { lazyEntries: false }, (err, opened) => (err ? reject(err) : resolve(opened)));
+    yauzl.fromBuffer(bytes, { lazyEntries: false }, (err, opened) => (err ? reject(err) : resolve(opened)));
   });
   const entries: { name: string; size: number }[] = [];
   await new Promise<void>((resolve, reject) => {

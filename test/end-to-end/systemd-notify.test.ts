@@ -12,11 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
-import { spawnStore } from '../scripts/lib/spawned-store.js';
-import { formatNotifyState, watchdogIntervalMs } from '../src/supervision/systemd-notify.js';
-import { imageEvent, postJson } from './support/events.js';
-import { tempDataDir } from './support/store-server.js';
-import { until } from './support/waiting.js';
+import { spawnStore } from '../../scripts/lib/spawned-store.js';
+import { formatNotifyState, watchdogIntervalMs } from '../../src/supervision/systemd-notify.js';
+import { imageEvent, postJson } from '../support/events.js';
+import { tempDataDir } from '../support/store-server.js';
+import { until } from '../support/waiting.js';
 
 // Debian's python3 (.ci/run installs it; PYTHON3_PATH points elsewhere).
 const python = process.env.PYTHON3_PATH ?? 'python3';

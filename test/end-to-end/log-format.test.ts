@@ -9,11 +9,11 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { cliPath } from '../scripts/lib/spawned-store.js';
-import { startCli } from './support/cli-process.js';
-import { postJson, smallEvent } from './support/events.js';
-import { tempDataDir } from './support/store-server.js';
-import { until } from './support/waiting.js';
+import { cliPath } from '../../scripts/lib/spawned-store.js';
+import { startCli } from '../support/cli-process.js';
+import { postJson, smallEvent } from '../support/events.js';
+import { tempDataDir } from '../support/store-server.js';
+import { until } from '../support/waiting.js';
 
 const LISTENING = 'edge-event-store listening';
 

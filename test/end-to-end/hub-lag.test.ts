@@ -11,13 +11,13 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
-import { spawnStore } from '../scripts/lib/spawned-store.js';
-import { getJson } from './support/events.js';
-import { deviceWithOneEvent, publishAwaitingImage } from './support/fleet.js';
-import { startNatsServer } from './support/nats-server.js';
-import { responseProblems } from './support/response-shapes.js';
-import { startStore, tempDataDir } from './support/store-server.js';
-import { until } from './support/waiting.js';
+import { spawnStore } from '../../scripts/lib/spawned-store.js';
+import { getJson } from '../support/events.js';
+import { deviceWithOneEvent, publishAwaitingImage } from '../support/fleet.js';
+import { startNatsServer } from '../support/nats-server.js';
+import { responseProblems } from '../support/response-shapes.js';
+import { startStore, tempDataDir } from '../support/store-server.js';
+import { until } from '../support/waiting.js';
 
 /** The value of the unlabelled sample `name` in a /metrics text; undefined when absent. */
 function sample(metrics: string, name: string): number | undefined {
