@@ -164,7 +164,7 @@ t.test('check and repair', async (t) => {
     const dir = copyOf(whole);
     const dbs = openDatabases(dir);
     await dbs.root.transaction(() => {
-      for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta]) db.clearSync();
+      for (const db of [dbs.events, dbs.eventIds, dbs.index, dbs.files, dbs.segments, dbs.meta, dbs.blocks, dbs.blockHidden]) db.clearSync();
     });
     await dbs.root.close();
     const plain = await check(dir);
