@@ -35,6 +35,8 @@ export class StoredEvents implements IndexSource {
   private open = new Map<string, BlockReader>();
   /** Whether any row of a live block is hidden, as of `version`. */
   private anyHidden = false;
+  /** `blocks` is opening the blocks again after a newer read snapshot. */
+  private retried = false;
 
   /** @param blocksDir DATA_DIR/blocks (`blocksDirOf`) */
   constructor(readonly dbs: StoreDatabases, readonly blocksDir: string) {
@@ -44,6 +46,8 @@ export class StoredEvents implements IndexSource {
   /**
    * The live blocks as this thread's read snapshot names them, opened again when the catalogue
    * changed: a block still named is kept open, one no longer named is closed.
+   * A block the snapshot names that a merge has since removed (ENOENT) is read past once with a
+   * newer snapshot (lmdb-js README, "resetReadTxn").
    * @throws BlockDamaged (block-format.ts) when a newly named block fails its checks; the fs error
    *   when it cannot be opened
    */
@@ -52,10 +56,23 @@ export class StoredEvents implements IndexSource {
     if (version === this.version) return this.set;
     const open = new Map<string, BlockReader>();
     const readers: BlockReader[] = [];
-    for (const { value } of this.dbs.blocks.getRange()) {
-      const reader = this.open.get(value.name) ?? BlockReader.open(path.join(this.blocksDir, value.name));
-      open.set(value.name, reader);
-      readers.push(reader);
+    try {
+      for (const { value } of this.dbs.blocks.getRange()) {
+        const reader = this.open.get(value.name) ?? open.get(value.name) ?? BlockReader.open(path.join(this.blocksDir, value.name));
+        open.set(value.name, reader);
+        readers.push(reader);
+      }
+    } catch (err) {
+      for (const [name, reader] of open) if (!this.open.has(name)) reader.close();
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || this.retried) throw err;
+      // A merge removed a block this thread's read snapshot still names: read a newer snapshot.
+      this.dbs.root.resetReadTxn();
+      this.retried = true;
+      try {
+        return this.blocks();
+      } finally {
+        this.retried = false;
+      }
     }
     for (const [name, reader] of this.open) if (!open.has(name)) reader.close();
     this.open = open;
