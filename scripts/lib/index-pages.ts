@@ -47,7 +47,7 @@ function recordId(bytes: Buffer): string | undefined {
 
 /**
  * The leaf pages of the `events` database of `index` (a whole data.mdb), as the newer meta page
- * names them (a cleanly stopped index: both metas flushed).
+ * names them (a cleanly stopped index: both metas flushed); none when it is empty.
  * @throws Error when the file holds no `events` database or a page does not read as LMDB's
  */
 export function recordPages(index: Buffer, pageSize: number): RecordPage[] {
@@ -77,7 +77,9 @@ export function recordPages(index: Buffer, pageSize: number): RecordPage[] {
       else if ((n.flags & F_SUBDATA) && index.toString('latin1', n.key, n.data).replace(/\0+$/, '') === 'events') eventsRoot = index.readBigUInt64LE(n.data + DB_ROOT_OFFSET);
     }
   }
-  if (eventsRoot === undefined || eventsRoot === P_INVALID) throw new Error('data.mdb holds no events database');
+  if (eventsRoot === undefined) throw new Error('data.mdb holds no events database');
+  // An empty one: every record is in a block (docs/STORAGE.md, "Blocks in the running store").
+  if (eventsRoot === P_INVALID) return [];
 
   const pages: RecordPage[] = [];
   const stack = [eventsRoot];
