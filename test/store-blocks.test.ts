@@ -81,6 +81,14 @@ t.test('a checkpoint writes its creates as one block, LMDB holds none of their r
   t.match(countEvents(store, query({ fields: { device_id: ['cam-2'] } })), { total: 30, filtered: 10 }, 'counted');
   t.equal(store.getEvent(ids[7])?.device_id, 'cam-1', 'read by id');
   t.same(JSON.parse(store.getEventJson(ids[7])!.toString()).custom_metadata, { site: 'north' }, 'its JSON presented at the read');
+
+  // The first deletion hides a row: the very next read by created_at, with this thread's blocks
+  // open since before it, does not find the event.
+  const { stored: opened, dbs: reopenedDbs } = store[storeHandles];
+  const createdAt = opened.createdAtOf(ids[3])!;
+  t.ok(store.getRecord(createdAt), 'read before the deletion');
+  await deleteRecords(new StoreView(reopenedDbs, dataDir, OPTIONS), [createdAt], 'retention', () => undefined, (events) => store.logTombstones(events));
+  t.equal(store.getRecord(createdAt), undefined, 'gone at the next read');
 });
 
 t.test('at open, what a crash left in blocks/ is removed, and a block the catalogue lost is refused by name', async (t) => {

@@ -84,6 +84,7 @@ export class StoredEvents implements IndexSource {
 
   /** The row created at `createdAt` (µs) is hidden (deleted, or its event is in `events` since). */
   private hidden(createdAt: number): boolean {
+    this.blocks(); // `anyHidden` as of this snapshot
     return this.anyHidden && this.dbs.blockHidden.doesExist(createdAt);
   }
 
@@ -163,8 +164,9 @@ export class StoredEvents implements IndexSource {
   }
 
   bounds(): { oldest: number; newest: number } | undefined {
-    const oldest = this.createdAts({ limit: 1 }).next().value;
-    const newest = this.createdAts({ limit: 1, reverse: true }).next().value;
+    // Destructured, so each walk ends and closes its cursor.
+    const [oldest] = this.createdAts({ limit: 1 });
+    const [newest] = this.createdAts({ limit: 1, reverse: true });
     return oldest === undefined || newest === undefined ? undefined : { oldest, newest };
   }
 
