@@ -190,3 +190,19 @@ t.test('a storage cleanup of events in blocks deletes down to the target, not ev
   t.ok(left > 2000, `${left} of 4,000 events left`);
   t.ok(local.store.storageBytes() <= storageTarget(limit), `${local.store.storageBytes()} bytes stored, within the target ${storageTarget(limit)}`);
 });
+
+t.test('a draft created, given a file and finalized between two checkpoints goes into its block as it now is; LMDB takes nothing of it', async (t) => {
+  const dataDir = tempDataDir();
+  const store = await EventStore.open(dataDir, OPTIONS);
+  t.teardown(() => store.close());
+  const { id } = await store.create(newEvent('cam-0', true));
+  await finalizeEvent(store, id);
+  const [other] = await checkpointed(store, 1, true);
+  const { dbs, stored } = store[storeHandles];
+  t.equal(dbs.events.getCount(), 0, 'no record in LMDB');
+  t.ok(stored.inBlock(stored.createdAtOf(id)!), 'in the block');
+  t.equal(store.getEvent(id)?.draft, false, 'finalized in its row');
+  t.same(listIds(store, query({ includeDrafts: false })), [id], 'not among the drafts');
+  t.match(store.counters(), { events: 2, drafts: 1 }, 'counted once, one draft left');
+  t.equal(store.getEvent(other)?.draft, true);
+});

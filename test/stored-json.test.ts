@@ -77,6 +77,8 @@ t.test('every stored value holds the JSON its record presents to, and GET answer
     t.equal(created.status, 201);
     ids.push(created.body.id);
   }
+  // Checkpointed first: the finalize moves the draft from its block to LMDB (docs/STORAGE.md, "Blocks in the running store").
+  await postJson(`${store.url}/admin/cleanup`, '');
   await postJson(`${store.url}/v2/events/${ids[2]}/finalize`, '');
   const bodies = await Promise.all(ids.map(async (id) => Buffer.from(await (await fetch(`${store.url}/v2/events/${id}`)).arrayBuffer())));
   await store.stop();

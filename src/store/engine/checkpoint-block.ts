@@ -11,7 +11,9 @@ import { blocksChanged, indexedLogPosition, type BlockEntry, type LogPosition, t
 import { IndexDamaged } from '../index/index-file-check.js';
 import { BlockReader } from '../block/block-reader.js';
 import type { BlockToc } from '../block/block-format.js';
-import { frameRecordBytes } from '../index/record-codec.js';
+import { encodeRecord, frameRecordBytes, type RecordPresenter } from '../index/record-codec.js';
+import { applyUpdate, type RecordUpdate } from '../index/record-update.js';
+import type { EventRecord } from '../record/event-record.js';
 import type { LoggedCreate } from '../head/head.js';
 import { isCanonicalId } from '../record/ids.js';
 import type { StoredEvents } from '../read/stored-events.js';
@@ -57,20 +59,60 @@ function hasLayout3(value: Buffer): boolean {
 /**
  * Writes `creates` (as `goesToBlock` accepts them) as a level-0 block file in DATA_DIR/blocks,
  * durably (block-writer.ts `writeBlockFile`), covering the log up to `covers`.
- * @param prefixesOf a create's index key prefixes when known already (IndexOptions.prefixesOf)
  * @returns what the checkpoint's commit enters in the catalogue (`enterBlockSync`)
  * @throws the fs error of the write
  */
-export async function writeCheckpointBlock(
-  stored: StoredEvents, creates: readonly LoggedCreate[], covers: LogPosition, prefixesOf?: (createdAt: number) => readonly string[] | undefined,
-): Promise<WrittenBlock> {
-  const rows = creates.map(({ record, value }) => blockRowOf(record, frameRecordBytes(value), prefixesOf?.(record.created_at)));
+export async function writeCheckpointBlock(stored: StoredEvents, creates: readonly LoggedCreate[], covers: LogPosition, { prefixesOf, present, folds }: BlockOptions): Promise<WrittenBlock> {
+  const rows = creates.map(({ record, value }) => {
+    const updated = folds.records.get(record.created_at);
+    if (updated) return blockRowOf(updated, frameRecordBytes(encodeRecord(updated, present)));
+    return blockRowOf(record, frameRecordBytes(value), prefixesOf?.(record.created_at));
+  });
   const oldest = rows[0].createdAt;
   const newest = rows[rows.length - 1].createdAt;
   const name = blockFileName(oldest, newest, 0);
   await fs.mkdir(stored.blocksDir, { recursive: true });
   const { bytes } = await writeBlockFile(stored.blocksDir, name, encodeBlock(rows, covers));
   return { oldest, entry: { name, newest, rows: rows.length, bytes, level: 0 } };
+}
+
+/** How a checkpoint's block is written. */
+export interface BlockOptions {
+  /** A create's index key prefixes as created, when known already (checkpoint-writer.ts `IndexOptions.prefixesOf`). */
+  prefixesOf?: (createdAt: number) => readonly string[] | undefined;
+  /** The store's record presenter, for the records `folds` updated. */
+  present: RecordPresenter;
+  /** The checkpoint's updates to its own creates (`foldUpdates`). */
+  folds: Folds;
+}
+
+/** The checkpoint's updates to its own creates, applied (`foldUpdates`). */
+export interface Folds {
+  /** The records updated, by created_at (µs): copies, the creates' own records are left as they are. */
+  records: Map<number, EventRecord>;
+  /** The indexes, in the checkpoint's updates, of those applied. */
+  applied: Set<number>;
+}
+
+/**
+ * Applies the checkpoint's `updates` to its own `creates` (record-update.ts `applyUpdate`, in
+ * log order, on copies of their records), so that an event created and finalized, or given its
+ * files, between two checkpoints goes into its block as it now is, and LMDB takes nothing of it.
+ * An update that does not apply is left to the commit, as any other.
+ */
+export function foldUpdates(creates: readonly LoggedCreate[], updates: readonly RecordUpdate[]): Folds {
+  const folds: Folds = { records: new Map(), applied: new Set() };
+  if (updates.length === 0) return folds;
+  const created = new Map(creates.map((create) => [create.record.created_at, create.record]));
+  updates.forEach((update, i) => {
+    const original = created.get(update.createdAt);
+    if (!original) return;
+    const record = folds.records.get(update.createdAt) ?? structuredClone(original);
+    if (!applyUpdate(record, update)) return;
+    folds.records.set(update.createdAt, record);
+    folds.applied.add(i);
+  });
+  return folds;
 }
 
 /** Enters `block` in the catalogue; call inside the checkpoint's write transaction. */

@@ -17,7 +17,7 @@ import { applyUpdate, attachedFile, encodeUpdate, updateCounts, type RecordUpdat
 import { FRAME_HEADER_BYTES } from '../log/segment-frames.js';
 import type { StoredEvents } from '../read/stored-events.js';
 import { FrameTally } from './frame-accounting.js';
-import { enterBlockSync, goesToBlock, writeCheckpointBlock, type WrittenBlock } from './checkpoint-block.js';
+import { enterBlockSync, foldUpdates, goesToBlock, writeCheckpointBlock, type WrittenBlock } from './checkpoint-block.js';
 import { hideRowSync, moveToLmdbSync } from './block-rows.js';
 
 /** How a store indexes. */
@@ -65,9 +65,10 @@ interface Window {
 /**
  * Commits `creates` and `updates`. Contract (why it holds: docs/STORAGE.md, "Checkpoint commits",
  * "Blocks"):
- * - creates that go to a block (checkpoint-block.ts `goesToBlock`) are written as one block file
- *   before the commit, which enters it in the catalogue; LMDB then takes only their files'
- *   locations and files-by-age entries (and the shipping ledger's);
+ * - creates that go to a block (checkpoint-block.ts `goesToBlock`) are written as one block file,
+ *   with the checkpoint's updates to them applied (`foldUpdates`), before the commit, which
+ *   enters it in the catalogue; LMDB then takes only their files' locations and files-by-age
+ *   entries (and the shipping ledger's);
  * - otherwise the creates' file locations, ids, index entries (in key order) and records go first, as plain
  *   puts, ORDER_WINDOW_CREATES creates a window and PUT_RUN_ENTRIES puts a turn of the event loop,
  *   so a record in LMDB has every entry of its create there too;
@@ -88,6 +89,7 @@ export async function indexLogged(
   const { dbs } = stored;
   const logEnd = batchEnds[batchEnds.length - 1];
   const toBlock = goesToBlock(stored, creates);
+  const folds = toBlock ? foldUpdates(creates, updates) : undefined;
   const frames = new FrameTally();
   const bySegment = new Map<number, { end: number; bytes: number; blobs: number }>();
   const committed: Promise<boolean>[] = [];
@@ -125,7 +127,7 @@ export async function indexLogged(
     bySegment.set(end.segment, logged);
   }
   await Promise.all(committed);
-  const block: WrittenBlock | undefined = toBlock ? await writeCheckpointBlock(stored, creates, logEnd, prefixesOf) : undefined;
+  const block: WrittenBlock | undefined = folds ? await writeCheckpointBlock(stored, creates, logEnd, { prefixesOf, present, folds }) : undefined;
   await dbs.root.transaction(() => {
     if (block) enterBlockSync(dbs, block);
     else hideInBlocksSync(stored, creates);
@@ -133,7 +135,7 @@ export async function indexLogged(
     addToCounters(dbs, { events: creates.length, images, drafts, files, liveBlobBytes: liveBytes });
     if (shipping) for (const { record } of creates) if (!record.draft) enterLedger(dbs, record.created_at);
     for (const { record, frame, copy } of creates) if (copy && frame) dbs.recordFrames.putSync(record.created_at, { home: frame.segment, updates: [] });
-    updates.forEach((update, i) => applyLoggedUpdateSync(stored, update, updateSegments[i], frames, { shipping, present }));
+    updates.forEach((update, i) => applyLoggedUpdateSync(stored, update, updateSegments[i], frames, { shipping, present }, folds?.applied.has(i) ?? false));
     frames.apply(dbs);
   });
 }
@@ -164,9 +166,9 @@ function advanceLogSync(dbs: StoreDatabases, bySegment: ReadonlyMap<number, { en
  * when its event was there to take it, with the segment added to the event's `record_frames`
  * (docs/STORAGE.md, "Two copies of every record"); call inside the write transaction.
  */
-function applyLoggedUpdateSync(stored: StoredEvents, update: RecordUpdate, segment: number, frames: FrameTally, { shipping, present }: IndexOptions): void {
+function applyLoggedUpdateSync(stored: StoredEvents, update: RecordUpdate, segment: number, frames: FrameTally, { shipping, present }: IndexOptions, folded: boolean): void {
   const { dbs } = stored;
-  const applied = applyUpdateSync(stored, update, shipping, present);
+  const applied = folded ? foldedUpdateSync(dbs, update, shipping) : applyUpdateSync(stored, update, shipping, present);
   frames.added(segment, encodeUpdate(update).length + FRAME_HEADER_BYTES, applied);
   if (!applied) return;
   const entry = dbs.recordFrames.get(update.createdAt) ?? { updates: [] };
@@ -272,16 +274,40 @@ function applyUpdateSync(stored: StoredEvents, update: RecordUpdate, shipping: b
   if (!applied) return false;
   if (inBlock) moveToLmdbSync(dbs, record, present);
   else dbs.events.putSync(createdAt, encodeRecord(record, present));
+  if (update.type === 'finalize') dbs.index.removeSync(draftKey(createdAt));
+  updateEntriesSync(dbs, update, shipping);
+  return true;
+}
+
+/**
+ * An update already in its create's block row (checkpoint-block.ts `foldUpdates`): the attached
+ * file's segment entered, and what `updateEntriesSync` changes; call inside a write transaction.
+ * @returns true: it was applied
+ */
+function foldedUpdateSync(dbs: StoreDatabases, update: RecordUpdate, shipping: boolean): true {
+  if (update.type === 'attach') {
+    const { size_bytes: size } = update.file;
+    dbs.segments.putSync(update.segment, { committed: attachedFile(update).offset + size, liveBytes: size, liveBlobs: 1, sealed: true });
+  }
+  updateEntriesSync(dbs, update, shipping);
+  return true;
+}
+
+/**
+ * What an applied update changes besides its event's record: the counters, the shipping ledger
+ * (a finalize), the attached file's location and files-by-age entry (an attach); call inside a
+ * write transaction.
+ */
+function updateEntriesSync(dbs: StoreDatabases, update: RecordUpdate, shipping: boolean): void {
+  const { createdAt } = update;
   // The ledger counts uploadsPending itself.
   addToCounters(dbs, updateCounts(update, false));
   if (update.type === 'finalize') {
-    dbs.index.removeSync(draftKey(createdAt));
     if (shipping) enterLedger(dbs, createdAt);
   } else {
     dbs.files.putSync(update.file.file_id, attachedFile(update));
     dbs.index.putSync(fileAgeKey(createdAt, update.file.file_id), EMPTY);
   }
-  return true;
 }
 
 /**
