@@ -18,7 +18,7 @@ import type { NewEvent } from '../src/store/engine/prepared-create.js';
 import { countEvents, scanEvents, type EventQuery } from '../src/store/read/event-query.js';
 import { StoreView, storeHandles } from '../src/store/read/store-view.js';
 import { tempDataDir } from './support/store-server.js';
-import { writeCheckpointBlock } from '../src/store/engine/checkpoint-block.js';
+import { foldUpdates, writeCheckpointBlock } from '../src/store/engine/checkpoint-block.js';
 import { indexedLogPosition, openDatabases } from '../src/store/index/lmdb-env.js';
 import { decodeRecord, encodeRecord } from '../src/store/index/record-codec.js';
 import { StoredEvents } from '../src/store/read/stored-events.js';
@@ -106,7 +106,7 @@ t.test('at open, what a crash left in blocks/ is removed, and a block the catalo
     const record = { ...decodeRecord(stored.value(createdAt)!), created_at: createdAt + 1_000_000 };
     return { record, value: encodeRecord(record, presentEventJson), files: [] };
   });
-  const leftover = await writeCheckpointBlock(stored, creates, { segment: position.segment + 1, offset: 0 });
+  const leftover = await writeCheckpointBlock(stored, creates, { segment: position.segment + 1, offset: 0 }, { present: presentEventJson, folds: foldUpdates(creates, []) });
   stored.close();
   await dbs.root.close();
   fs.writeFileSync(path.join(blocksDir, 'blk-3-4-L0.eeb.tmp'), 'a write cut short');
