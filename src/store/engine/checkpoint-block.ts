@@ -11,7 +11,7 @@ import { blocksChanged, indexedLogPosition, type BlockEntry, type LogPosition, t
 import { IndexDamaged } from '../index/index-file-check.js';
 import { BlockReader } from '../block/block-reader.js';
 import type { BlockToc } from '../block/block-format.js';
-import { encodeRecord, frameRecordBytes, type RecordPresenter } from '../index/record-codec.js';
+import { decodeRecord, encodeRecord, frameRecordBytes, type RecordPresenter } from '../index/record-codec.js';
 import { applyUpdate, type RecordUpdate } from '../index/record-update.js';
 import type { EventRecord } from '../record/event-record.js';
 import type { LoggedCreate } from '../head/head.js';
@@ -96,18 +96,20 @@ export interface Folds {
 
 /**
  * Applies the checkpoint's `updates` to its own `creates` (record-update.ts `applyUpdate`, in
- * log order, on copies of their records), so that an event created and finalized, or given its
+ * log order, on their records decoded from their stored values), so that an event created and finalized, or given its
  * files, between two checkpoints goes into its block as it now is, and LMDB takes nothing of it.
  * An update that does not apply is left to the commit, as any other.
  */
 export function foldUpdates(creates: readonly LoggedCreate[], updates: readonly RecordUpdate[]): Folds {
   const folds: Folds = { records: new Map(), applied: new Set() };
   if (updates.length === 0) return folds;
-  const created = new Map(creates.map((create) => [create.record.created_at, create.record]));
+  const created = new Map(creates.map((create) => [create.record.created_at, create]));
   updates.forEach((update, i) => {
-    const original = created.get(update.createdAt);
-    if (!original) return;
-    const record = folds.records.get(update.createdAt) ?? structuredClone(original);
+    const create = created.get(update.createdAt);
+    if (!create) return;
+    // From its stored value: the head's record of a create may leave out what only reads need
+    // (prepared-create.ts), the value holds all of it.
+    const record = folds.records.get(update.createdAt) ?? decodeRecord(create.value);
     if (!applyUpdate(record, update)) return;
     folds.records.set(update.createdAt, record);
     folds.applied.add(i);
