@@ -163,7 +163,7 @@ async function runFault(fault: Fault | undefined, layout: FaultLayout, replayed:
   const namesRepair = attempt.startExit !== undefined && attempt.output.includes('check --repair');
   const firstLoss = lossOf(attempt);
   const lostOnDamagedIndex = onIndex && attempt.startExit === undefined && firstLoss.lost.length + firstLoss.corrupt.length > 0;
-  if (lostOnDamagedIndex) run.notes.push(`the store started on the damaged data.mdb and lost ${firstLoss.lost.length}, corrupted ${firstLoss.corrupt.length} events before any repair`);
+  if (lostOnDamagedIndex) run.notes.push(`the store started on the damaged index and lost ${firstLoss.lost.length}, corrupted ${firstLoss.corrupt.length} events before any repair`);
   if (attempt.startExit || attempt.diedDuringReads || attempt.hung || lostOnDamagedIndex) {
     // As an operator would: the check first (what it says of the damage), then the repair.
     run.checks.push(await runCheck(copy, false), await runCheck(copy, true));
