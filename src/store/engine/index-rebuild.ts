@@ -104,10 +104,10 @@ async function rebuild(dataDir: string, options: StoreOptions, now: Date): Promi
   if (fs.existsSync(dbDir)) {
     movedTo = path.join(dataDir, `db.damaged-${stamp}`);
     fs.renameSync(dbDir, movedTo);
-    // The blocks the replaced index's catalogue names go with it; the replay writes new ones.
-    const blocksDir = blocksDirOf(dataDir);
-    if (fs.existsSync(blocksDir)) fs.renameSync(blocksDir, path.join(movedTo, 'blocks'));
   }
+  // The blocks go with the index they belong to (or aside, when it is lost); the replay writes new ones.
+  const blocksDir = blocksDirOf(dataDir);
+  if (fs.existsSync(blocksDir)) fs.renameSync(blocksDir, movedTo ? path.join(movedTo, 'blocks') : path.join(dataDir, `blocks.before-rebuild-${stamp}`));
   const dbs = openDatabases(dataDir);
   try {
     const start: LogPosition | undefined = firstSegment === null ? undefined : { segment: firstSegment, offset: 0 };
