@@ -364,9 +364,13 @@ export async function assertIndexCoversLog(dbs: StoreDatabases, dataDir: string)
   throw new IndexDamaged(dataDir, problem);
 }
 
+/** Largest data.mdb whose trees the open walks whole (bytes): a read of each page, some milliseconds. */
+const WALK_AT_OPEN_BYTES = 64 * 1024 * 1024;
+
 /**
  * Refuses to open an index LMDB cannot open safely (docs/STORAGE.md, "A damaged index"): a
- * damaged `db/data.mdb` (`inspectIndexFile`), or none at all (missing or empty) while blobs/
+ * damaged `db/data.mdb` (`inspectIndexFile`, its trees walked when it is at most
+ * WALK_AT_OPEN_BYTES), or none at all (missing or empty) while blobs/
  * holds segments of the log: LMDB would start an empty index, whose log position is after
  * every segment, and the open's tidy step would then remove every segment as a file no entry
  * knows. Call with the data directory locked, before LMDB opens.
@@ -374,7 +378,12 @@ export async function assertIndexCoversLog(dbs: StoreDatabases, dataDir: string)
  * @throws the fs error of a failed read
  */
 export function assertIndexOpenable(dataDir: string): void {
-  const report = inspectIndexFile(dataDir);
+  // With the records in blocks, data.mdb stays small: every page its trees reach is read once, so
+  // a branch or leaf page damaged is refused here instead of killing a later read (SIGSEGV,
+  // LMDB's assertions). A large index of an earlier release is walked by `edge-events check`.
+  const file = path.join(dataDir, 'db', 'data.mdb');
+  const walk = (fs.statSync(file, { throwIfNoEntry: false })?.size ?? 0) <= WALK_AT_OPEN_BYTES;
+  const report = inspectIndexFile(dataDir, { walk });
   if (report.state === 'damaged') throw new IndexDamaged(dataDir, `is damaged: ${report.problem}`);
   if (report.state === 'absent') {
     const segments = segmentFilesIn(dataDir).length;

@@ -141,8 +141,8 @@ function tagBelongs(tag: number, ownTag: number): boolean {
 
 /**
  * The frame whose header starts at `at` (bytes), or undefined when it is torn: a header that does
- * not check (magic, kind, a tag `tagBelongs` refuses, a length past `size`) or, for a record or
- * update frame, data that fails its CRC. A blob frame's data is not read.
+ * not check (magic, kind, a tag `tagBelongs` refuses, a length past `size`, an empty data frame)
+ * or, for a record or update frame, data that fails its CRC. A blob frame's data is not read.
  */
 async function frameAt(reader: ReadAhead, at: number, size: number, ownTag: number): Promise<ScannedFrame | undefined> {
   const header = await reader.bytesAt(at, FRAME_HEADER_BYTES);
@@ -152,7 +152,9 @@ async function frameAt(reader: ReadAhead, at: number, size: number, ownTag: numb
   const crc = header.readUInt32BE(32);
   const id = uuidOf(header.subarray(8, 24));
   const offset = at + FRAME_HEADER_BYTES;
-  if (!kind || offset + length > size || (isDataFrame(kind) && length > MAX_RECORD_FRAME_BYTES)) return undefined;
+  // No data frame is empty: a header whose length and CRC read 0 (a zeroed page from its seventh
+  // byte on) is damage, not a frame.
+  if (!kind || offset + length > size || (isDataFrame(kind) && (length === 0 || length > MAX_RECORD_FRAME_BYTES))) return undefined;
   let data: Buffer | undefined;
   if (isDataFrame(kind)) {
     const read = await reader.bytesAt(offset, length);
