@@ -125,7 +125,7 @@ t.test('writeAllSync writes more buffers than IOV_MAX at their position, byte fo
 t.test('an append of 1,500 frames (3,000 buffers) reads back frame by frame', async (t) => {
   const dir = tempDataDir();
   const appender = new SegmentAppender(dir, () => 1);
-  const frames = Array.from({ length: 1500 }, (_, i) => ({ id: timeOrderedId(), kind: i % 3 === 2 ? 'record' as const : 'image' as const, bytes: pattern(i % 200, i) }));
+  const frames = Array.from({ length: 1500 }, (_, i) => ({ id: timeOrderedId(), kind: i % 3 === 2 ? 'record' as const : 'image' as const, bytes: pattern(1 + (i % 200), i) })); // no data frame is empty
   const appended = await appender.append(frames);
   await appender.close();
   const file = path.join(dir, segmentFileName(1));
