@@ -1,5 +1,5 @@
 /**
- * A damaged page of the index that start-up does not read (docs/STORAGE.md, "A damaged index"):
+ * A damaged page of the index under the running store (docs/STORAGE.md, "A damaged index"; a start-up walks a small data.mdb whole and refuses it):
  * LMDB finds it when a read reaches it, and lmdb-js throws MDB_CORRUPTED. The answer names the
  * damage and the command that rebuilds the index from the log (docs/API.md, "Errors":
  * `index_damaged`), rather than an internal failure.
