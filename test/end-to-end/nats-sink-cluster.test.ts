@@ -3,46 +3,14 @@
  * cluster started by the test: an R3 stream whose leader is killed mid-run, while the store ships,
  * holds every event exactly once. The sink against one server: nats-sink.test.ts.
  */
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import { StorageType } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import t from 'tap';
-import { getJson, imageEvent, postJson } from '../support/events.js';
+import { imageEvent } from '../support/events.js';
 import { startNatsCluster } from '../support/nats-server.js';
-import { startStore, type TestStore } from '../support/store-server.js';
+import { startStore } from '../support/store-server.js';
 import { until } from '../support/waiting.js';
-
-const STREAM = 'EDGE_EVENTS';
-const BUCKET = 'edge-events-files';
-/**
- * A sink sees an event once a checkpoint committed it, and with a sink the checkpoint waits
- * INDEX_CHECKPOINT_MS (docs/STORAGE.md, "When a checkpoint runs"): 50 ms here, not the default second.
- */
-const SHIPPING = { INDEX_CHECKPOINT_MS: '50' };
-
-async function create(store: TestStore, body: Record<string, unknown>): Promise<string> {
-  const res = await postJson(`${store.url}/v2/events`, body);
-  if (res.status !== 201) throw new Error(`create answered ${res.status}: ${JSON.stringify(res.body)}`);
-  return res.body.id as string;
-}
-
-const natsStatus = async (store: TestStore) => (await getJson(`${store.url}/stats`)).body.sinks.nats;
-
-/** Every message of the stream: subject, `Nats-Msg-Id`, JSON. */
-async function streamMessages(jsm: JetStreamManager): Promise<{ subject: string; msgId: string | undefined; event: any }[]> {
-  const { state } = await jsm.streams.info(STREAM);
-  const messages = [];
-  for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
-    const message = await jsm.streams.getMessage(STREAM, { seq });
-    if (message) messages.push({ subject: message.subject, msgId: message.header?.get('Nats-Msg-Id'), event: message.json() });
-  }
-  return messages;
-}
-
-async function client(urls: string[]): Promise<{ nc: NatsConnection; jsm: JetStreamManager }> {
-  const nc = await connect({ servers: urls, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-  return { nc, jsm: await jetstreamManager(nc) };
-}
+import { BUCKET, client, create, natsStatus, SHIPPING, STREAM, streamMessages } from '../support/nats-stream.js';
 
 t.test('a 3-node cluster: the R3 stream\'s leader is killed mid-run; every event is in the stream exactly once', async (t) => {
   const cluster = await startNatsCluster(3);
