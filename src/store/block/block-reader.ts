@@ -125,7 +125,9 @@ export class BlockReader implements IndexSource {
 
   /**
    * The layout-2 record (record-codec.ts) of the event created at `createdAt` (µs), or undefined
-   * when the block holds none.
+   * when the block holds none: a view valid until the next record read from any block on this
+   * thread, as an LMDB value is until the next LMDB read (lmdb-env.ts `readEventValue`), so that
+   * a walk over large records does not allocate one buffer per record.
    * @throws BlockDamaged when the record read does not match its CRC32C
    */
   record(createdAt: number): Buffer | undefined {
@@ -134,7 +136,7 @@ export class BlockReader implements IndexSource {
     const at = row * LOCATION_ROW_BYTES;
     const offset = this.locations.readDoubleLE(at + 8);
     const length = this.locations.readUInt32LE(at + 16);
-    const bytes = readAt(this.fd, this.toc.sections.records.offset + offset, length);
+    const bytes = readInto(recordBuffer(length), this.fd, this.toc.sections.records.offset + offset);
     if (checksum(bytes) !== this.locations.readUInt32LE(at + 20)) throw new BlockDamaged(this.file, `the record of row ${row} fails its CRC`);
     return bytes;
   }
@@ -319,16 +321,36 @@ function readSection(fd: number, toc: BlockToc, name: SectionName, file: string)
   return section;
 }
 
+/** Largest record buffer kept between reads (bytes); a larger record is read into its own. */
+const KEPT_RECORD_BUFFER_BYTES = 4 * 1024 * 1024;
+
+/** The buffer `BlockReader.record` reads into, shared by every block on this thread. */
+let keptRecordBuffer = Buffer.allocUnsafeSlow(64 * 1024);
+
+/** A buffer of `length` bytes for one record read: a view of the kept one, or its own past KEPT_RECORD_BUFFER_BYTES. */
+function recordBuffer(length: number): Buffer {
+  if (length > KEPT_RECORD_BUFFER_BYTES) return Buffer.allocUnsafe(length);
+  if (keptRecordBuffer.length < length) keptRecordBuffer = Buffer.allocUnsafeSlow(Math.min(KEPT_RECORD_BUFFER_BYTES, Math.max(length, keptRecordBuffer.length * 2)));
+  return keptRecordBuffer.subarray(0, length);
+}
+
 /**
  * `length` bytes of `fd` from `position`.
  * @throws Error when the file ends before them
  */
 function readAt(fd: number, position: number, length: number): Buffer {
-  const bytes = Buffer.allocUnsafe(length);
-  let read = 0;
-  while (read < length) {
-    const n = fs.readSync(fd, bytes, read, length - read, position + read);
-    if (n === 0) throw new Error(`the file ends ${length - read} bytes short of a read at ${position}`);
+  return readInto(Buffer.allocUnsafe(length), fd, position);
+}
+
+/**
+ * Fills `bytes` from `fd` at `position`.
+ * @returns `bytes`
+ * @throws Error when the file ends before they are filled
+ */
+function readInto(bytes: Buffer, fd: number, position: number): Buffer {
+  for (let read = 0; read < bytes.length;) {
+    const n = fs.readSync(fd, bytes, read, bytes.length - read, position + read);
+    if (n === 0) throw new Error(`the file ends ${bytes.length - read} bytes short of a read at ${position}`);
     read += n;
   }
   return bytes;

@@ -49,7 +49,8 @@ export class BlockSet implements IndexSource {
   }
 
   /**
-   * The layout-2 record of the event created at `createdAt` (µs), or undefined when no block holds it.
+   * The layout-2 record of the event created at `createdAt` (µs), or undefined when no block holds
+   * it: a view valid until the next block record read on this thread (block-reader.ts `record`).
    * @throws BlockDamaged (block-format.ts) when it fails its CRC32C
    */
   record(createdAt: number): Buffer | undefined {

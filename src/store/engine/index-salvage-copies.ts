@@ -88,7 +88,7 @@ function blockRecords(damagedDir: string, salvage: Salvage): SalvagedRecord[] {
       for (const { id, createdAt } of block.idEntries()) {
         if (hidden.has(createdAt) || known.has(id)) continue;
         try {
-          records.push({ id, createdAt, value: block.record(createdAt)! });
+          records.push({ id, createdAt, value: Buffer.from(block.record(createdAt)!) }); // a view until the next read
         } catch {
           // its CRC32C fails: the log's copy stands
         }

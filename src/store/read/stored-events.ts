@@ -94,10 +94,10 @@ export class StoredEvents implements IndexSource {
   }
 
   /**
-   * The stored value of the event created at `createdAt` (µs): LMDB's (a view valid until the next
-   * LMDB read on this thread: lmdb-env.ts `readEventValue`) or a block's layout-2 record, which
-   * `decodeRecord` and `storedJson` read as they read a value (record-codec.ts); undefined when
-   * neither holds it.
+   * The stored value of the event created at `createdAt` (µs): LMDB's or a block's layout-2
+   * record, which `decodeRecord` and `storedJson` read as they read a value (record-codec.ts);
+   * undefined when neither holds it. Either is a view valid until the next read of its kind on
+   * this thread (lmdb-env.ts `readEventValue`, block-reader.ts `record`): copy to keep it.
    * @throws BlockDamaged when the block's record fails its CRC32C
    */
   value(createdAt: number): Buffer | undefined {
