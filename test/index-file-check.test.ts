@@ -173,6 +173,22 @@ t.test('damaged index files', async (t) => {
     t.match(inspectIndexFile(dir, { walk: true }), { state: 'damaged', problem: new RegExp(`page ${leaf} of its database "events" is a branch at level (\\d+) of \\1, where a leaf must be`) });
   });
 
+  t.test('a leaf node with a flag its tree never holds, as one flipped byte gives: the walk finds it', async (t) => {
+    // LMDB met F_DUPDATA on a node of a database without sorted duplicates as MDB_BAD_TXN ("Invalid
+    // dupdata flag with no mc_xcursor") at the consistency pass's first read (npm run disk-faults,
+    // a flipped byte of data.mdb): the pass failed, and the files on that page answered 404.
+    const dir = copyOf(whole);
+    const leaf = firstChildOf(dataMdb(whole), sound.pageSize, sound.opensAt.mainRoot, 'events');
+    const page = Buffer.alloc(sound.pageSize);
+    const fd = fs.openSync(dataMdb(dir), 'r+');
+    fs.readSync(fd, page, 0, sound.pageSize, Number(leaf) * sound.pageSize);
+    const node = 24 + page.readUInt16LE(24);
+    page.writeUInt16LE(page.readUInt16LE(node + 4) | 0x04, node + 4); // F_DUPDATA
+    fs.writeSync(fd, page, 0, sound.pageSize, Number(leaf) * sound.pageSize);
+    fs.closeSync(fd);
+    t.match(inspectIndexFile(dir, { walk: true }), { state: 'damaged', problem: new RegExp(`a node of page ${leaf} of its database "events" has flags 0x[0-9a-f]*[4-7], which its tree never holds`) });
+  });
+
   t.test('no index, or an empty one, while the log has segments: refused, and the segments stay', async (t) => {
     const missing = copyOf(whole);
     fs.rmSync(path.join(missing, 'db'), { recursive: true });

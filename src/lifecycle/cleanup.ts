@@ -83,6 +83,8 @@ export interface CleanupHooks {
    * consistency pass kept (consistency.ts `unknownSegmentsKept`): `check --repair` gives their events back.
    */
   onUnknownSegments: (segments: number[]) => void;
+  /** Told the files whose damaged index entries the consistency pass mended from the log (consistency.ts `fileEntriesMended`). */
+  onMendedFileEntries: (fileIds: string[]) => void;
   /** Stops appending to an empty active segment and seals it, so it can be deleted. */
   retireSegment: (segment: number) => Promise<void>;
   /** Copies what lives in a sparse segment (blobs, record frames, tombstones) forward, so it can be deleted. */
@@ -216,8 +218,9 @@ export async function runCleanup(
   const runConsistency = options.consistency ?? true;
   const consistency = runConsistency
     ? await store.checkConsistency(now, headCommitted)
-    : { danglingDbRecordsRemoved: 0, orphanedDiskFilesRemoved: 0, unknownSegmentsKept: [], stagingFilesRemoved: 0 };
+    : { danglingDbRecordsRemoved: 0, orphanedDiskFilesRemoved: 0, unknownSegmentsKept: [], stagingFilesRemoved: 0, fileEntriesMended: [] };
   if (consistency.unknownSegmentsKept.length > 0) hooks.onUnknownSegments(consistency.unknownSegmentsKept);
+  if (consistency.fileEntriesMended.length > 0) hooks.onMendedFileEntries(consistency.fileEntriesMended);
 
   const retention = await deleteOldestRecords(store, retentionCutoff(now * 1000, limits.retentionDays, held), Infinity, 'retention', hooks);
   const none = { records: 0, files: 0, bytes: 0 };

@@ -101,6 +101,8 @@ const hooks: CleanupHooks = {
   onReclaimed: (segments) => segments.length > 0 && post({ type: 'reclaimed', segments }),
   onUnknownSegments: (segments) => log.error({ segments }, 'blobs/ holds segment files with records of events that the index does not know (a page of it lost): '
     + 'kept; stop the store and run `edge-events check --repair` to give their events back (docs/STORAGE.md, "Segment files the index does not know")'),
+  onMendedFileEntries: (fileIds) => log.warn({ file_ids: fileIds }, 'the index\'s entries of these files were damaged and are mended from their blob frames in the log; '
+    + 'the disk under DATA_DIR/db may be failing: `edge-events check` reads the whole index (docs/STORAGE.md, "A damaged index")'),
   // A segment left as it was is tried again by a later cleanup: the cleanup goes on.
   retireSegment: (segment) => askWriter('retire-segment', { segment }).catch(() => undefined),
   compactSegment: (segment) => askWriter('compact-segment', { segment }).catch(() => undefined),

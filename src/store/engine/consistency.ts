@@ -16,6 +16,7 @@ import path from 'node:path';
 import { recycledNumberOf, segmentFileName, segmentNumberOf } from '../log/segment-files.js';
 import { checksum } from '../log/segment-frames.js';
 import { deleteFiles, type FileRef } from './event-deletion.js';
+import { mendFileEntries } from './file-entry-mend.js';
 import { fileEntries, hasSegment, saveScrubCursor, scrubCursor, segmentEntries } from './cleanup-queries.js';
 import type { FileEntry } from '../log/log-entries.js';
 import { storeHandles, type StoreView } from '../read/store-view.js';
@@ -39,6 +40,11 @@ export interface ConsistencyReport {
    */
   unknownSegmentsKept: number[];
   stagingFilesRemoved: number;
+  /**
+   * Files whose entry in the index was damaged, their bytes whole in the log: the entry was
+   * written again from the blob frame's header (file-entry-mend.ts).
+   */
+  fileEntriesMended: string[];
 }
 
 async function removeAbandonedStaging(store: StoreView, now: number): Promise<number> {
@@ -111,8 +117,12 @@ async function crcMatches(store: StoreView, file: FileEntry, buffer: Buffer): Pr
   return crc === file.crc;
 }
 
-/** Verifies CRCs of up to SCRUB_BYTES_PER_PASS bytes of files, from the saved cursor on. */
-async function scrub(store: StoreView): Promise<FileRef[]> {
+/**
+ * Verifies CRCs of up to SCRUB_BYTES_PER_PASS bytes of files, from the saved cursor on; an entry
+ * that fails is mended from its blob frame when that is whole (file-entry-mend.ts).
+ * @returns the files whose bytes are damaged, and the ids of the entries mended
+ */
+async function scrub(store: StoreView): Promise<{ damaged: FileRef[]; mended: string[] }> {
   const buffer = Buffer.allocUnsafe(SCRUB_READ_BYTES);
   const failed: FileRef[] = [];
   let budget = SCRUB_BYTES_PER_PASS;
@@ -126,7 +136,8 @@ async function scrub(store: StoreView): Promise<FileRef[]> {
     if (!(await crcMatches(store, entry, buffer)) && store.getFile(fileId)) failed.push({ createdAt: entry.event, fileId });
   }
   await saveScrubCursor(store, cursor);
-  return failed;
+  const mended = failed.length > 0 ? await mendFileEntries(store, failed.map((ref) => ref.fileId)) : new Set<string>();
+  return { damaged: failed.filter((ref) => !mended.has(ref.fileId)), mended: [...mended] };
 }
 
 /**
@@ -139,7 +150,11 @@ async function scrub(store: StoreView): Promise<FileRef[]> {
 export async function checkConsistency(store: StoreView, now = Date.now(), removeOrphans = true): Promise<ConsistencyReport> {
   const stagingFilesRemoved = await removeAbandonedStaging(store, now);
   const orphans = removeOrphans ? await removeOrphanedSegments(store, now) : { removed: 0, kept: [] };
-  const dangling = [...filesOfBrokenSegments(store), ...(await scrub(store))];
+  const scrubbed = await scrub(store);
+  const dangling = [...filesOfBrokenSegments(store), ...scrubbed.damaged];
   const removed = dangling.length > 0 ? await deleteFiles(store, dangling) : { files: 0 };
-  return { danglingDbRecordsRemoved: removed.files, orphanedDiskFilesRemoved: orphans.removed, unknownSegmentsKept: orphans.kept, stagingFilesRemoved };
+  return {
+    danglingDbRecordsRemoved: removed.files, orphanedDiskFilesRemoved: orphans.removed, unknownSegmentsKept: orphans.kept, stagingFilesRemoved,
+    fileEntriesMended: scrubbed.mended,
+  };
 }
