@@ -143,6 +143,34 @@ function every(ms: number, job: () => Promise<unknown>): NodeJS.Timeout {
   }, ms);
 }
 
+/**
+ * The blocks' upkeep, one step a turn of the queue: the upgrade of a store of the engine before
+ * blocks while LMDB holds events it moves (its steps follow one another, each queued anew so that
+ * a cleanup comes between), else one merge when one is due (docs/STORAGE.md, "Blocks").
+ */
+async function blockWork(): Promise<void> {
+  blockWorkQueued = false;
+  const upgraded = await store.upgradeToBlocks();
+  if (upgraded) {
+    log.info({ upgrade: upgraded }, upgraded.remaining > 0
+      ? 'upgrade into blocks: a step done, more to move (docs/STORAGE.md, "The upgrade into blocks")'
+      : 'upgrade into blocks: every event moved');
+    queueBlockWork();
+    return;
+  }
+  const merged = await store.mergeBlocks();
+  if (merged) log.debug({ merged }, 'blocks merged');
+}
+
+let blockWorkQueued = false;
+
+/** Queues `blockWork` unless it is queued already. */
+function queueBlockWork(): void {
+  if (blockWorkQueued || stopping) return;
+  blockWorkQueued = true;
+  enqueue(blockWork).catch((err: unknown) => log.error({ err }, 'lifecycle job failed'));
+}
+
 /** The scrub of the log (docs/STORAGE.md, "The scrub"): repairs ask the writer; each finding is logged. */
 const scrub = new LogScrub(store, (createdAts) => askWriter('rewrite-log-copies', { createdAts }), (finding) => logFinding(log, finding));
 const scrubPace = new ScrubPace(scrub, config.scrubPassHours, new Int32Array(storeWrites));
@@ -160,10 +188,7 @@ const timers = [
     if (await monitor.needsCleanup(hooks.usage)) await cleanup('AUTOMATIC', { consistency: false });
   }),
   // Queued with the cleanups too, so a merge never reads a block a cleanup's deletions change.
-  every(BLOCK_MERGE_MS, () => enqueue(async () => {
-    const merged = await store.mergeBlocks();
-    if (merged) log.debug({ merged }, 'blocks merged');
-  })),
+  setInterval(queueBlockWork, BLOCK_MERGE_MS),
   every(Math.min((config.draftAutoFinalizeSeconds * 1000) / 2, SWEEP_MAX_INTERVAL_MS), () => enqueue(async () => {
     const closed = await askWriter('sweep-drafts', { cutoff: Math.floor((Date.now() - config.draftAutoFinalizeSeconds * 1000) * 1000) });
     if (closed) log.info({ closed }, 'auto-finalized drafts');

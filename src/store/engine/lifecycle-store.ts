@@ -11,6 +11,7 @@ import { markShipped } from '../ledger/sink-ledger.js';
 import type { DeletionReason, StoreChange } from '../record/store-changes.js';
 import { StoreView, type StoreOptions } from '../read/store-view.js';
 import { checkConsistency, type ConsistencyReport } from './consistency.js';
+import { upgradeStep, type UpgradeReport } from './blocks-upgrade.js';
 import { deleteFiles, deleteRecords, type DeletionTally, type FileRef, reclaimSegments, type TombstoneLogger } from './event-deletion.js';
 import { saveRunningTime } from './store-clock.js';
 import { mergeStep, type MergeReport } from './block-merges.js';
@@ -68,6 +69,17 @@ export class LifecycleStore extends StoreView {
    */
   mergeBlocks(): Promise<MergeReport | undefined> {
     return mergeStep(this.stored, () => this.flushed());
+  }
+
+  /**
+   * Runs one step of the upgrade of a store of the engine before blocks, when LMDB holds events
+   * it moves (blocks-upgrade.ts `upgradeStep`; docs/STORAGE.md, "The upgrade into blocks"): the
+   * worker's alone, queued with the merges.
+   * @returns what it did, or undefined when nothing is left to move
+   * @throws as `upgradeStep`
+   */
+  upgradeToBlocks(): Promise<UpgradeReport | undefined> {
+    return upgradeStep(this.stored, this.present, () => this.flushed());
   }
 
   /**
