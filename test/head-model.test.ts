@@ -303,7 +303,7 @@ t.test('lists, counts, searches, point reads and files equal the model with even
             await store.checkpointed();
           } else if (c.kind === 'merge') {
             // A block with hidden rows alone, else the three oldest: merges at every step, not only at the fan-in.
-            await mergeStep(store[storeHandles].stored, async () => undefined, (blocks, hiddenIn) => {
+            await mergeStep(store[storeHandles].stored, presentEventJson, async () => undefined, (blocks, hiddenIn) => {
               const sparse = blocks.find((block) => hiddenIn(block) > 0);
               return sparse ? [sparse] : blocks.length >= 2 ? blocks.slice(0, 3) : undefined;
             });

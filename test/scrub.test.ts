@@ -10,6 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { presentEventJson } from '../src/events/present.js';
 import { ScrubPace } from '../src/lifecycle/scrub-runner.js';
+import { BlockReader } from '../src/store/block/block-reader.js';
 import { checkStore, EventStore, LogScrub, rebuildIndex } from '../src/store/index.js';
 import { fixture, getJson, imageEvent, postJson, smallEvent } from './support/events.js';
 import { scan } from './support/segment-scan.js';
@@ -119,6 +120,25 @@ t.test('a changed byte in a block\'s record is found by the scrub and by check, 
   const repaired = await startStore({ DATA_DIR: first.dataDir });
   t.teardown(repaired.stop);
   t.same((await getJson(`${repaired.url}/v2/events/${ids[4]}`)).body, target, 'the event as it was created');
+});
+
+t.test('a changed byte in a block\'s postings, which the open does not read, is named by the scrub', async (t) => {
+  const first = await startStore(SCRUB);
+  for (let i = 0; i < 10; i++) await postJson(`${first.url}/v2/events`, smallEvent({ device_id: `device-${i}` }));
+  await first.stop();
+  const [name] = fs.readdirSync(path.join(first.dataDir, 'blocks'));
+  const file = path.join(first.dataDir, 'blocks', name);
+  const reader = BlockReader.open(file);
+  const postings = reader.toc.sections.postings;
+  reader.close();
+  t.ok(postings.length > 2, `the block has ${postings.length} bytes of postings`);
+  flipByte(file, postings.offset + 1);
+
+  const store = await startStore({ ...SCRUB, DATA_DIR: first.dataDir });
+  t.teardown(store.stop);
+  let finding: any;
+  await until('the scrub to name the block', async () => (finding = (await getJson(`${store.url}/stats`)).body.scrub.recent.find((f: any) => f.file === `blocks/${name}`)) !== undefined);
+  t.match(finding, { copy: 'index_copy', repaired: false, offset: postings.offset, detail: /postings section fails its CRC32C/ });
 });
 
 t.test('a damaged image, which has one copy, is named, quarantined and no longer served', async (t) => {

@@ -132,11 +132,11 @@ t.test('merges make one block of many, drop one whose rows are all deleted, and 
   const before = { all: listIds(store), cam0: listIds(store, query({ fields: { device_id: ['cam-0'] } })), asc: listIds(store, query({ direction: 'asc' })) };
   const flushed = async () => { await dbs.root.flushed; };
 
-  t.match(await mergeStep(stored, flushed), { blocks: 8, rows: 32 }, 'eight level-0 blocks merged');
+  t.match(await mergeStep(stored, presentEventJson, flushed), { blocks: 8, rows: 32 }, 'eight level-0 blocks merged');
   t.same([...dbs.blocks.getRange()].map(({ value }) => [value.rows, value.level]), [[32, 1]], 'into one of level 1');
   t.equal(blockFiles(dataDir).length, 1, 'the files it replaced are gone');
   t.same({ all: listIds(store), cam0: listIds(store, query({ fields: { device_id: ['cam-0'] } })), asc: listIds(store, query({ direction: 'asc' })) }, before, 'the same answers');
-  t.equal(await mergeStep(stored, flushed), undefined, 'nothing more is due');
+  t.equal(await mergeStep(stored, presentEventJson, flushed), undefined, 'nothing more is due');
 
   // A draft of the block finalized: it moves to LMDB, its row hidden.
   await finalizeEvent(store, ids[8]);
@@ -150,11 +150,20 @@ t.test('merges make one block of many, drop one whose rows are all deleted, and 
   const doomed = ids.filter((id) => id !== ids[8]).map((id) => stored.createdAtOf(id)!);
   await deleteRecords(view, doomed, 'retention', () => undefined, (events) => store.logTombstones(events));
   t.same(listIds(store), [ids[8]], 'only the finalized event is left');
-  t.match(await mergeStep(stored, flushed), { blocks: 1, rows: 0 }, 'the block whose rows are all hidden goes without a write');
+  t.match(await mergeStep(stored, presentEventJson, flushed), { blocks: 1, rows: 1, folded: 1 }, 'the sparse block written again, the finalized event folded back');
+  t.equal(dbs.events.getCount(), 0, 'LMDB holds no event');
+  t.equal(dbs.blockHidden.getCount(), 0, 'the hidden rows forgotten');
+  t.same(listIds(store), [ids[8]]);
+  t.equal(store.getEvent(ids[8])?.draft, false, 'as finalized');
+  t.same(listIds(store, query({ fields: { device_id: [store.getEvent(ids[8])!.device_id!] } })), [ids[8]], 'found by its postings in the new block');
+
+  // The last event deleted: the next merge drops the block without a write.
+  await deleteRecords(view, [stored.createdAtOf(ids[8])!], 'retention', () => undefined, (events) => store.logTombstones(events));
+  t.match(await mergeStep(stored, presentEventJson, flushed), { blocks: 1, rows: 0, folded: 0 }, 'the block whose rows are all deleted goes without a write');
   t.equal(dbs.blocks.getCount(), 0);
   t.equal(dbs.blockHidden.getCount(), 0, 'its hidden rows forgotten');
   t.same(blockFiles(dataDir), []);
-  t.same(listIds(store), [ids[8]]);
+  t.same(listIds(store), []);
 });
 
 t.test('a block whose table of contents is damaged: the open refuses naming it and check --repair, and the repair gives every event back', async (t) => {

@@ -24,11 +24,11 @@ export const SCRUB_BUSY_WRITES = 100;
 export const SCRUB_MIN_STEP_BYTES = 256 * 1024;
 
 /**
- * The bytes a second's share of a pass over `logBytes` that takes `passHours`.
- * @param logBytes bytes of the log (its segments' committed bytes)
+ * The bytes a second's share of a pass over `passBytes` that takes `passHours`.
+ * @param passBytes bytes a pass reads (log-scrub.ts `passBytes`: the segments' committed bytes and the live blocks')
  */
-export function scrubStepBytes(logBytes: number, passHours: number): number {
-  return Math.max(1, Math.ceil(logBytes / ((passHours * 3_600_000) / SCRUB_STEP_MS)));
+export function scrubStepBytes(passBytes: number, passHours: number): number {
+  return Math.max(1, Math.ceil(passBytes / ((passHours * 3_600_000) / SCRUB_STEP_MS)));
 }
 
 /** Logs a finding of the scrub: a warning when it was repaired, an error when it could not be. */
@@ -62,10 +62,10 @@ export class ScrubPace {
     const busy = ((now - this.lastWrites) | 0) > SCRUB_BUSY_WRITES;
     this.lastWrites = now;
     if (busy) return undefined;
-    const logBytes = this.scrub.logBytes();
-    if (logBytes === 0) return undefined; // nothing to read: no pass to count
-    this.credit += scrubStepBytes(logBytes, this.passHours);
-    if (this.credit < Math.min(SCRUB_MIN_STEP_BYTES, logBytes)) return undefined;
+    const passBytes = this.scrub.passBytes();
+    if (passBytes === 0) return undefined; // nothing to read: no pass to count
+    this.credit += scrubStepBytes(passBytes, this.passHours);
+    if (this.credit < Math.min(SCRUB_MIN_STEP_BYTES, passBytes)) return undefined;
     const budget = this.credit;
     this.credit = 0;
     await this.scrub.step(budget);

@@ -156,13 +156,13 @@ export class BlockReader implements IndexSource {
   }
 
   /**
-   * Reads every section whole and checks it against its CRC32C (the scrub: docs/STORAGE.md, "The
-   * scrub"), the records section in pieces of `chunkBytes`.
+   * Reads `sections` whole (default all) and checks each against its CRC32C (the scrub:
+   * docs/STORAGE.md, "The scrub"), in pieces of `chunkBytes`.
    * @returns the sections whose bytes do not match their CRC (none when the block reads back whole)
    */
-  damagedSections(chunkBytes = 1 << 20): SectionName[] {
+  damagedSections(chunkBytes = 1 << 20, sections: readonly SectionName[] = SECTIONS): SectionName[] {
     const damaged: SectionName[] = [];
-    for (const name of SECTIONS) {
+    for (const name of sections) {
       const { offset, length } = this.toc.sections[name];
       let crc = 0;
       for (let at = 0; at < length; at += chunkBytes) crc = checksum(readAt(this.fd, offset + at, Math.min(chunkBytes, length - at)), crc);

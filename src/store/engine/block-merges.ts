@@ -1,16 +1,19 @@
 /**
  * Merges of live blocks (docs/STORAGE.md, "Blocks", "Merges"), run by the lifecycle worker, as
  * Prometheus's compaction merges its blocks into larger ones: each step takes one run of blocks,
- * writes their rows less the hidden ones as one block of the next level, swaps the catalogue in
- * one commit and removes the files it replaced. A block whose rows are all hidden (deleted by
- * retention or a limit, or moved to LMDB by an update) goes without a write.
+ * writes their rows less the hidden ones, with the events updated since folded back in, as one
+ * block of the next level, swaps the catalogue in one commit and removes the files it replaced.
+ * A block whose rows are all deleted (by retention or a limit) goes without a write.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { mergedRows } from '../block/block-merge.js';
 import type { BlockReader } from '../block/block-reader.js';
-import { encodeBlock, writeBlockFile } from '../block/block-writer.js';
-import { blocksChanged, type BlockEntry, type StoreDatabases } from '../index/lmdb-env.js';
+import { blockRowOf, encodeBlock, writeBlockFile, type BlockRow } from '../block/block-writer.js';
+import { blocksChanged, readEventValue, type BlockEntry, type StoreDatabases } from '../index/lmdb-env.js';
+import { decodeRecord, recordCopyBytes, type RecordPresenter } from '../index/record-codec.js';
+import { isCanonicalId } from '../record/ids.js';
+import { leaveLmdbSync, readValueOf, type ReadValue } from './block-rows.js';
 import type { StoredEvents } from '../read/stored-events.js';
 import { BLOCKS_IN_FLIGHT_KEY, blockFileName } from './checkpoint-block.js';
 
@@ -64,27 +67,33 @@ export interface MergeReport {
   rows: number;
   /** Bytes of the block it wrote. */
   bytes: number;
+  /** Events LMDB held since an update that it wrote back into a block (`foldedBack`). */
+  folded: number;
 }
 
 /**
  * Runs one merge when one is due (`plannedMerge`). Its commit checks that the catalogue still
  * names the blocks it read (a reset may have cleared it meanwhile: the new file is then removed
  * and nothing changes). Rows hidden after it read them stay hidden in the new block, by their
- * created_at.
+ * created_at. The events of its hidden rows that LMDB holds as updated go into the new block as
+ * they now are, and its commit takes them out of LMDB (`foldedBack`; one changed since it read
+ * them stays in LMDB, its new row hidden).
+ * @param present the store's record presenter, for the records of an older layout LMDB holds
  * @param flushed resolves once the merge's commit is on disk: the old files go after it
  * @param plan which blocks to merge (default `plannedMerge`)
  * @returns what it did, or undefined when no merge was due
  * @throws BlockDamaged when a block it reads fails its CRC (a damaged block is never merged: the
  *   scrub and `edge-events check` name it); the fs error of the write, the lmdb error of the commit
  */
-export async function mergeStep(stored: StoredEvents, flushed: () => Promise<void>, planned = plannedMerge): Promise<MergeReport | undefined> {
+export async function mergeStep(stored: StoredEvents, present: RecordPresenter, flushed: () => Promise<void>, planned = plannedMerge): Promise<MergeReport | undefined> {
   const { dbs } = stored;
   const catalogue: CatalogueBlock[] = [...dbs.blocks.getRange()].map(({ key, value }) => ({ oldest: key, entry: value }));
   const plan = planned(catalogue, (block) => dbs.blockHidden.getKeysCount({ start: block.oldest, end: block.entry.newest + 1 }));
   if (!plan) return undefined;
   const readers = readersOf(stored, plan);
   const hidden = new Set<number>(dbs.blockHidden.getKeys({ start: plan[0].oldest, end: plan[plan.length - 1].entry.newest + 1 }));
-  const rows = mergedRows(readers, { deleted: (createdAt) => hidden.has(createdAt), updated: () => undefined });
+  const folded = foldedBack(dbs, hidden, present);
+  const rows = mergedRows(readers, { deleted: (createdAt) => hidden.has(createdAt) && !folded.has(createdAt), updated: (createdAt) => folded.get(createdAt)?.row });
   const level = Math.max(...plan.map((block) => block.entry.level)) + 1;
   let written: CatalogueBlock | undefined;
   if (rows.length > 0) {
@@ -94,14 +103,34 @@ export async function mergeStep(stored: StoredEvents, flushed: () => Promise<voi
     const { bytes } = await writeBlockFile(stored.blocksDir, name, encodeBlock(rows, readers[readers.length - 1].toc.covers));
     written = { oldest: rows[0].createdAt, entry: { name, newest: rows[rows.length - 1].createdAt, rows: rows.length, bytes, level } };
   }
-  const swapped = await dbs.root.transaction(() => swapSync(dbs, plan, written, hidden));
+  const swapped = await dbs.root.transaction(() => swapSync(dbs, plan, written, hidden, folded));
   if (!swapped) {
     if (written) await fs.rm(path.join(stored.blocksDir, written.entry.name), { force: true });
     return undefined;
   }
   await flushed();
   await Promise.all(plan.map((block) => fs.rm(path.join(stored.blocksDir, block.entry.name), { force: true })));
-  return { blocks: plan.length, rows: rows.length, bytes: written?.entry.bytes ?? 0 };
+  return { blocks: plan.length, rows: rows.length, bytes: written?.entry.bytes ?? 0, folded: folded.size };
+}
+
+/** Events LMDB took over from the blocks a merge reads, by created_at (µs): their values as read and their rows. */
+type Folded = Map<number, { was: ReadValue; row: BlockRow }>;
+
+/**
+ * The events of `hidden` rows that LMDB holds (moved there by an update since their block was
+ * written: block-rows.ts `moveToLmdbSync`), as they now are: the merge writes them into its block
+ * and its commit takes them out of LMDB (docs/STORAGE.md, "Blocks in the running store").
+ */
+function foldedBack(dbs: StoreDatabases, hidden: ReadonlySet<number>, present: RecordPresenter): Folded {
+  const folded: Folded = new Map();
+  for (const createdAt of hidden) {
+    const value = readEventValue(dbs, createdAt);
+    if (!value) continue; // deleted, or re-stamped to another created_at
+    const record = decodeRecord(value);
+    if (!isCanonicalId(record.id)) continue;
+    folded.set(createdAt, { was: readValueOf(value), row: blockRowOf(record, Buffer.from(recordCopyBytes(value, present))) });
+  }
+  return folded;
 }
 
 /** The open readers of the blocks of `plan`, from this thread's live blocks. */
@@ -119,11 +148,12 @@ function readersOf(stored: StoredEvents, plan: readonly CatalogueBlock[]): Block
  * forgotten; call inside a write transaction.
  * @returns false, changing nothing, when the catalogue no longer names every block of `plan`
  */
-function swapSync(dbs: StoreDatabases, plan: readonly CatalogueBlock[], written: CatalogueBlock | undefined, hidden: ReadonlySet<number>): boolean {
+function swapSync(dbs: StoreDatabases, plan: readonly CatalogueBlock[], written: CatalogueBlock | undefined, hidden: ReadonlySet<number>, folded: Folded): boolean {
   if (plan.some((block) => dbs.blocks.get(block.oldest)?.name !== block.entry.name)) return false;
   for (const block of plan) dbs.blocks.removeSync(block.oldest);
   if (written) dbs.blocks.putSync(written.oldest, written.entry);
   for (const createdAt of hidden) dbs.blockHidden.removeSync(createdAt);
+  for (const [createdAt, { was }] of folded) leaveLmdbSync(dbs, createdAt, was); // hidden again when it changed since
   dbs.meta.putSync(BLOCKS_IN_FLIGHT_KEY, plan.map((block) => block.entry.name)); // removed after the commit, or by the next open
   blocksChanged(dbs);
   return true;

@@ -10,14 +10,12 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { blockRowOf, encodeBlock, writeBlockFile, type BlockRow } from '../block/block-writer.js';
-import { indexKeysOf } from '../index/index-keys.js';
 import { blocksChanged, indexedLogPosition, readEventValue, type BlockEntry, type StoreDatabases } from '../index/lmdb-env.js';
 import { decodeRecord, recordCopyBytes, type RecordPresenter } from '../index/record-codec.js';
 import { isCanonicalId } from '../record/ids.js';
-import { checksum } from '../log/segment-frames.js';
 import type { StoredEvents } from '../read/stored-events.js';
 import { BLOCKS_IN_FLIGHT_KEY, blockFileName } from './checkpoint-block.js';
-import { hideRowSync } from './block-rows.js';
+import { leaveLmdbSync, readValueOf, type ReadValue } from './block-rows.js';
 import { MAX_MERGED_BYTES } from './block-merges.js';
 
 /** Most events one step moves: a block of at most this many rows keeps u16 postings (block-format.ts). */
@@ -42,10 +40,9 @@ export interface UpgradeReport {
   remaining: number;
 }
 
-/** An event a step reads out of LMDB: its value's length and CRC32C, to tell a change by, and its block row. */
+/** An event a step reads out of LMDB: its value as read, to tell a change by, and its block row. */
 interface Moving {
-  length: number;
-  crc: number;
+  was: ReadValue;
   row: BlockRow;
 }
 
@@ -69,7 +66,7 @@ function nextMoving(stored: StoredEvents, present: RecordPresenter, limits: Upgr
     if (!isCanonicalId(record.id)) continue;
     const row = blockRowOf(record, Buffer.from(recordCopyBytes(view, present)));
     if (moving.length > 0 && bytes + row.record.length > limits.bytes) break;
-    moving.push({ length: view.length, crc: checksum(view), row });
+    moving.push({ was: readValueOf(view), row });
     bytes += row.record.length;
     if (moving.length === limits.events) break;
   }
@@ -129,19 +126,8 @@ function enterUpgradeSync(dbs: StoreDatabases, oldest: number, entry: BlockEntry
   if (overlapping) return undefined;
   dbs.blocks.putSync(oldest, entry);
   let changed = 0;
-  for (const { length, crc, row } of moving) {
-    const now = readEventValue(dbs, row.createdAt);
-    if (!now || now.length !== length || checksum(now) !== crc) {
-      hideRowSync(dbs, row.createdAt);
-      changed++;
-      continue;
-    }
-    const record = decodeRecord(now);
-    dbs.events.removeSync(row.createdAt);
-    dbs.eventIds.removeSync(row.id);
-    for (const key of indexKeysOf(record)) {
-      if (key[0] !== 'F') dbs.index.removeSync(key); // a file's files-by-age entry stays with its entry
-    }
+  for (const { was, row } of moving) {
+    if (!leaveLmdbSync(dbs, row.createdAt, was)) changed++;
   }
   dbs.meta.putSync(BLOCKS_IN_FLIGHT_KEY, []);
   blocksChanged(dbs);

@@ -68,7 +68,7 @@ export class LifecycleStore extends StoreView {
    * @throws as `mergeStep`
    */
   mergeBlocks(): Promise<MergeReport | undefined> {
-    return mergeStep(this.stored, () => this.flushed());
+    return mergeStep(this.stored, this.present, () => this.flushed());
   }
 
   /**

@@ -13,6 +13,11 @@
  *   **unrepairable**: its bytes are copied into quarantine/ and its entry dropped, so a download
  *   answers 404 instead of wrong bytes, and the event keeps its record.
  *
+ * - a live block whose tables (locations, ids, postings and their offsets: read whole after the
+ *   log, each pass; its records are each checked as an event's index copy) do not match their
+ *   CRC32C: **unrepairable** here (a block is written once); reads that need the damaged part
+ *   answer `index_damaged`, and `edge-events check --repair` rebuilds the index from the log.
+ *
  * Blobs larger than SCRUB_MAX_BLOB_BYTES (videos) are not read here: the consistency pass
  * (consistency.ts) and `edge-events check` verify them.
  */
@@ -23,6 +28,8 @@ import { quarantine, quarantineDirOf } from '../log/quarantine.js';
 import { segmentFileName } from '../log/segment-files.js';
 import { blobCrcMatches, FRAME_HEADER_BYTES, scanSegment, type DamagedBytes, type ScannedFrame } from '../log/segment-frames.js';
 import { storeHandles, type StoreView } from '../read/store-view.js';
+import { SECTIONS } from '../block/block-format.js';
+import type { BlockReader } from '../block/block-reader.js';
 import { deleteFiles } from './event-deletion.js';
 import { CreateRanges, framesOf } from './frame-accounting.js';
 
@@ -42,7 +49,7 @@ export interface ScrubFinding {
   event_ids: string[];
   /** The file concerned (`copy` `file`). */
   file_id: string | null;
-  /** Where: the segment file and the byte offset of the frame or the damage. */
+  /** Where: the segment file (or `blocks/<name>`, a block) and the byte offset of the frame, the damage or the damaged section. */
   file: string;
   offset: number;
   detail: string;
@@ -71,10 +78,20 @@ interface SegmentSeen {
   updates: Set<string>;
 }
 
+/** The sections of a block the scrub reads whole: all but the records, which it reads one by one as index copies. */
+const BLOCK_TABLES = SECTIONS.filter((name) => name !== 'records');
+
+/** Bytes of `block`'s BLOCK_TABLES. */
+function tableBytes(block: BlockReader): number {
+  return BLOCK_TABLES.reduce((n, name) => n + block.toc.sections[name].length, 0);
+}
+
 /** The scrub of one store; see the module comment. */
 export class LogScrub {
   readonly status: ScrubStatus = { passes: 0, lastPassAt: null, verifiedBytes: 0, damaged: 0, repaired: 0, unrepairable: 0, recent: [] };
   private cursor = { segment: 0, offset: 0 };
+  /** created_at (µs) of the oldest row of the next block a pass reads, once the log is read. */
+  private blockCursor = -Infinity;
   private seen: SegmentSeen | undefined;
   /** The segments' create ranges as this step's snapshot holds them. */
   private ranges: CreateRanges | undefined;
@@ -86,10 +103,11 @@ export class LogScrub {
    */
   constructor(private readonly store: StoreView, private readonly repair: LogCopyRepair, private readonly onFinding: (finding: ScrubFinding) => void) {}
 
-  /** Bytes of the log a whole pass reads: the committed bytes of every segment. */
-  logBytes(): number {
+  /** Bytes a whole pass reads: the committed bytes of every segment, and the live blocks' tables. */
+  passBytes(): number {
     let bytes = 0;
     for (const { value } of this.store[storeHandles].dbs.segments.getRange()) bytes += value.committed;
+    for (const block of this.store[storeHandles].stored.blocks().blocks) bytes += tableBytes(block);
     return bytes;
   }
 
@@ -115,9 +133,43 @@ export class LogScrub {
         return;
       }
     }
+    if (!this.readBlocks(left)) {
+      this.cursor = { segment: Infinity, offset: 0 }; // the log is read: the blocks go on
+      return;
+    }
+    this.blockCursor = -Infinity;
     this.status.passes++;
     this.status.lastPassAt = Date.now();
     this.cursor = { segment: 0, offset: 0 };
+  }
+
+  /**
+   * Reads the live blocks' tables, oldest first, from the block cursor on, for about `budget` bytes
+   * (one block at least), and names each whose tables fail their CRC32C (block-reader.ts
+   * `damagedSections`).
+   * @returns true once every block is read (the pass is done)
+   */
+  private readBlocks(budget: number): boolean {
+    let left = budget;
+    for (const block of this.store[storeHandles].stored.blocks().blocks) {
+      const { oldest } = block.bounds();
+      if (oldest < this.blockCursor) continue;
+      if (left <= 0) {
+        this.blockCursor = oldest;
+        return false;
+      }
+      const damaged = block.damagedSections(undefined, BLOCK_TABLES);
+      const bytes = tableBytes(block);
+      this.status.verifiedBytes += bytes;
+      left -= bytes;
+      if (damaged.length > 0) {
+        this.found({
+          copy: 'index_copy', repaired: false, event_ids: [], file_id: null, file: `blocks/${path.basename(block.file)}`, offset: block.toc.sections[damaged[0]].offset,
+          detail: `its ${damaged.join(', ')} ${damaged.length > 1 ? 'sections fail their' : 'section fails its'} CRC32C: reads that need it answer index_damaged; \`edge-events check --repair\` rebuilds the index from the log`,
+        });
+      }
+    }
+    return true;
   }
 
   /** Reads `segment` from the cursor for up to `budget` bytes; `ended` once its last whole frame is read. */
