@@ -129,6 +129,8 @@ t.test('merges make one block of many, drop one whose rows are all deleted, and 
   const ids: string[] = [];
   for (let i = 0; i < 8; i++) ids.push(...await checkpointed(store, 4, i === 2));
   t.equal(dbs.blocks.getCount(), 8, 'a block a checkpoint');
+  t.equal(stored.countBefore(stored.createdAtOf(ids[10])!), 10, 'counted before an event in the middle of a block');
+  t.equal(stored.countBefore(Infinity), 32);
   const before = { all: listIds(store), cam0: listIds(store, query({ fields: { device_id: ['cam-0'] } })), asc: listIds(store, query({ direction: 'asc' })) };
   const flushed = async () => { await dbs.root.flushed; };
 

@@ -96,6 +96,11 @@ export class BlockReader implements IndexSource {
     return this.toc.rows;
   }
 
+  /** How many rows were created before `createdAt` (µs), hidden ones included: a binary search of the time index. */
+  rowsBefore(createdAt: number): number {
+    return firstAtLeast(this.createdAts, createdAt);
+  }
+
   bounds(): { oldest: number; newest: number } {
     return { oldest: this.toc.oldest, newest: this.toc.newest };
   }

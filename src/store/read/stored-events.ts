@@ -157,7 +157,7 @@ export class StoredEvents implements IndexSource {
     let count = this.dbs.events.getKeysCount({ end: before });
     for (const block of this.blocks().blocks) {
       if (block.bounds().oldest >= before) break;
-      count += block.bounds().newest < before ? block.rows : countOf(block.eventRange(-Infinity, nextBelow(before), 'asc'));
+      count += block.rowsBefore(before);
     }
     if (this.anyHidden) count -= this.dbs.blockHidden.getKeysCount({ end: before });
     return count;
@@ -205,12 +205,4 @@ export class StoredEvents implements IndexSource {
 /** The inclusive bound of an exclusive `before` (created_at values are whole µs). */
 function nextBelow(before: number): number {
   return before - 1;
-}
-
-/** How many values `cursor` yields, ascending; closes it. */
-function countOf(cursor: CreatedAtCursor): number {
-  let n = 0;
-  for (let ts = cursor.seek(-Infinity); ts !== undefined; ts = cursor.seek(ts + 1)) n++;
-  cursor.close();
-  return n;
 }
