@@ -120,3 +120,21 @@ t.test('steps go newest first; an event updated or deleted while a step writes i
   const after = reads(reopened.store, ids, devices) as { events: (string | null)[] };
   t.same(after.events.filter((_, i) => i !== 40 && i !== 44), before.events.filter((_, i) => i !== 40 && i !== 44), 'every other event reads as before');
 });
+
+t.test('a reset while a step writes its block: the step enters nothing and removes its file', async (t) => {
+  const local = await openLocalStore();
+  for (let i = 0; i < 5; i++) await local.create(smallEvent());
+  await local.close();
+  await asEarlierEngine(local.dataDir);
+  const reopened = await openLocalStore({ DATA_DIR: local.dataDir });
+  t.teardown(() => reopened.close());
+  const { dbs, stored } = reopened.lifecycle[storeHandles];
+  const step = upgradeStep(stored, presentEventJson, async () => { await dbs.root.flushed; });
+  await dbs.root.transaction(() => {
+    dbs.events.clearSync(); // what a reset does to the events, before the step's commit
+    dbs.eventIds.clearSync();
+  });
+  t.equal(await step, undefined, 'nothing done');
+  t.equal(dbs.blocks.getCount(), 0, 'no block entered');
+  t.same(fs.readdirSync(stored.blocksDir), [], 'and its file removed');
+});

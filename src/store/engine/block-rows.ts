@@ -32,7 +32,7 @@ export function moveToLmdbSync(dbs: StoreDatabases, record: EventRecord, present
 /**
  * What a step that moves an event from LMDB into a block (an upgrade, a merge folding it back)
  * knows of the value it read: its length (bytes) and CRC32C, to tell at its commit whether the
- * event changed since (`unchangedSince`).
+ * event changed since (`leaveLmdbSync`).
  */
 export interface ReadValue {
   length: number;

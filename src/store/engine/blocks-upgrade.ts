@@ -119,11 +119,14 @@ export async function upgradeStep(
 /**
  * The step's commit: the block in the catalogue, and each event it holds out of LMDB, unless it
  * changed since the step read it (then its row is hidden); call inside a write transaction.
- * @returns how many events changed, or undefined (nothing done) when a live block overlaps
+ * @returns how many events changed, or undefined (nothing done) when a live block overlaps or
+ *   LMDB holds none of the events any more
  */
 function enterUpgradeSync(dbs: StoreDatabases, oldest: number, entry: BlockEntry, moving: readonly Moving[]): number | undefined {
   const overlapping = [...dbs.blocks.getRange({ end: entry.newest + 1 })].some(({ key, value }) => (key as number) >= oldest || value.newest >= oldest);
   if (overlapping) return undefined;
+  // None left (a reset cleared the store meanwhile, and maybe blocks/ with the file): nothing to enter.
+  if (!moving.some(({ row }) => dbs.events.doesExist(row.createdAt))) return undefined;
   dbs.blocks.putSync(oldest, entry);
   let changed = 0;
   for (const { was, row } of moving) {
