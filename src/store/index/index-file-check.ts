@@ -27,7 +27,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { indexedLogPosition, type StoreDatabases } from './lmdb-env.js';
 import { segmentNumberOf } from '../log/segment-files.js';
-import { P_INVALID, PAGE_HEADER_BYTES, treeProblem } from './index-page-walk.js';
+import { P_INVALID, PAGE_HEADER_BYTES, treeProblem, type WalkedSnapshot } from './index-page-walk.js';
 
 /** `MDB_MAGIC` (mdb.c). */
 const MDB_MAGIC = 0xbeefc0de;
@@ -44,20 +44,12 @@ const MAX_PAGE_BYTES = 65536;
 const META = { magic: 0, version: 4, pageSize: 24, flags: 28, freeDepth: 30, freeRoot: 64, mainDepth: 78, mainRoot: 112, lastPage: 120, txnid: 128, end: 136 } as const;
 
 /** One meta of data.mdb, as read. Page numbers and transaction ids as bigints (u64 on disk). */
-export interface IndexMeta {
+export interface IndexMeta extends WalkedSnapshot {
   /** Where it is: `page 0`, `page 1`, or lmdb-js's copy of the last flushed meta in page 0. */
   slot: 'page 0' | 'page 1' | 'flushed copy';
-  txnid: bigint;
-  /** The last page the snapshot uses (mm_last_pg): the file must hold pages 0 to this one. */
-  lastPage: bigint;
   /** mm_flags: MDB_OVERLAPPINGSYNC set means the commit was not yet known flushed when written. */
   flags: number;
   pageSize: number;
-  freeRoot: bigint;
-  mainRoot: bigint;
-  /** The depths of the free-page tree and of the main tree (`MDB_db.md_depth`): 1 for a root that is a leaf. */
-  freeDepth: number;
-  mainDepth: number;
 }
 
 /** What the plain reads found in `db/data.mdb`. */

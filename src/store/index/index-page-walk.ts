@@ -11,12 +11,14 @@ export const PAGE_HEADER_BYTES = 24;
 /** `P_INVALID` (mdb.c): the root of an empty tree. */
 export const P_INVALID = 0xffffffffffffffffn;
 
-/** What the walk reads of a snapshot's meta (index-file-check.ts `IndexMeta`). */
+/** What the walk reads of a snapshot's meta (index-file-check.ts `IndexMeta`): page numbers and transaction ids as bigints (u64 on disk). */
 export interface WalkedSnapshot {
   txnid: bigint;
+  /** The last page the snapshot uses (mm_last_pg): the file must hold pages 0 to this one. */
   lastPage: bigint;
   freeRoot: bigint;
   mainRoot: bigint;
+  /** The depths of the free-page tree and of the main tree (`MDB_db.md_depth`): 1 for a root that is a leaf. */
   freeDepth: number;
   mainDepth: number;
 }
