@@ -88,7 +88,34 @@ export class BlockReader implements IndexSource {
 
   /** Closes the file. */
   close(): void {
+    if (recordWindow.reader === this) recordWindow.reader = undefined;
     fs.closeSync(this.fd);
+  }
+
+  /**
+   * `length` bytes of the records section at `position` (bytes from the file's start): from the
+   * window of this thread's last read when they are in it; else, when they are near it (the reads
+   * walk the section), read with the RECORD_WINDOW_BYTES around them (after them, or before when
+   * the reads go backward, as a newest-first list's do), within the section; else alone. A list
+   * page reads neighbouring rows, which lie side by side: one read serves dozens. A record larger
+   * than half a window is read alone, into a buffer of its own.
+   */
+  private recordBytes(position: number, length: number): Buffer {
+    const window = recordWindow;
+    if (window.reader === this && position >= window.start && position + length <= window.start + window.length) {
+      return window.bytes.subarray(position - window.start, position - window.start + length);
+    }
+    if (length * 2 > RECORD_WINDOW_BYTES) return readInto(recordBuffer(length), this.fd, position);
+    const { offset: first, length: size } = this.toc.sections.records;
+    // Read ahead only where the reads walk the section: a scattered row (a sparse posting) is read alone.
+    const near = window.reader === this && position + length >= window.start - RECORD_WINDOW_BYTES && position <= window.start + window.length + RECORD_WINDOW_BYTES;
+    const backward = near && position < window.start;
+    const start = backward ? Math.max(first, position + length - RECORD_WINDOW_BYTES) : position;
+    const end = near ? Math.min(first + size, start + RECORD_WINDOW_BYTES) : position + length;
+    window.reader = undefined; // until the read below has filled it
+    readInto(window.bytes.subarray(0, end - start), this.fd, start);
+    Object.assign(window, { reader: this, start, length: end - start });
+    return window.bytes.subarray(position - start, position - start + length);
   }
 
   /** Rows (events) the block holds. */
@@ -132,7 +159,7 @@ export class BlockReader implements IndexSource {
    * The layout-2 record (record-codec.ts) of the event created at `createdAt` (µs), or undefined
    * when the block holds none: a view valid until the next record read from any block on this
    * thread, as an LMDB value is until the next LMDB read (lmdb-env.ts `readEventValue`), so that
-   * a walk over large records does not allocate one buffer per record.
+   * a walk over records neither allocates nor reads once per record (`recordBytes`).
    * @throws BlockDamaged when the record read does not match its CRC32C
    */
   record(createdAt: number): Buffer | undefined {
@@ -141,7 +168,7 @@ export class BlockReader implements IndexSource {
     const at = row * LOCATION_ROW_BYTES;
     const offset = this.locations.readDoubleLE(at + 8);
     const length = this.locations.readUInt32LE(at + 16);
-    const bytes = readInto(recordBuffer(length), this.fd, this.toc.sections.records.offset + offset);
+    const bytes = this.recordBytes(this.toc.sections.records.offset + offset, length);
     if (checksum(bytes) !== this.locations.readUInt32LE(at + 20)) throw new BlockDamaged(this.file, `the record of row ${row} fails its CRC`);
     return bytes;
   }
@@ -325,6 +352,14 @@ function readSection(fd: number, toc: BlockToc, name: SectionName, file: string)
   if (!crcMatches(section, bytes.subarray(length))) throw new BlockDamaged(file, `its ${name} fail their CRC`);
   return section;
 }
+
+/** Bytes of the records section one read takes in (`BlockReader.recordBytes`). */
+const RECORD_WINDOW_BYTES = 64 * 1024;
+
+/** The records this thread read last: which block, and where in its file (bytes). */
+const recordWindow: { reader: BlockReader | undefined; start: number; length: number; bytes: Buffer } = {
+  reader: undefined, start: 0, length: 0, bytes: Buffer.allocUnsafeSlow(RECORD_WINDOW_BYTES),
+};
 
 /** Largest record buffer kept between reads (bytes); a larger record is read into its own. */
 const KEPT_RECORD_BUFFER_BYTES = 4 * 1024 * 1024;
